@@ -1,0 +1,63 @@
+//! # planlock
+//!
+//! The contract-locked core of an AI orchestration runtime. A policy layer produces an
+//! [`ExecutionPlan`]: a flat list of typed steps in a fixed canonical order
+//! (`ContextSelect` → … → `LLMCall` → … → `PersistSession`). planlock makes wrong plans
+//! impossible to write in Rust and impossible to sneak in from outside:
+//!
+//! - **In Rust**, the typestate [`PlanBuilder`] only offers the steps that may come next, and
+//!   `build()` does not exist until every mandatory step is in.
+//! - **From outside**, [`ValidPlan`] is obtainable only by validation, which reports every
+//!   problem with a stable [`ProblemCode`], a JSON Pointer and its failure class
+//!   ([`FailureKind::CycleFail`] or [`FailureKind::FailFast`]).
+//!
+//! The rules live in one place each: the step table in [`registry`], the payload and result
+//! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in
+//! [`builder`]. `docs/CONTRACT.md` in the repository states every rule and decision.
+//!
+//! ```
+//! use planlock::{AnyObject, FailureKind, PlanBuilder, ValidPlan, schema::*};
+//!
+//! // Built in Rust: checked by the compiler, ids checked by `build()`.
+//! let plan = PlanBuilder::new("profiles/default", "chat")
+//!     .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec!["repo".into()] })
+//!     .prompt_assemble("prompt", PromptAssemblePayload { template: "{{input}}".into(), vars: AnyObject::new() })
+//!     .llm_call("llm", LlmCallPayload { prompt: "hi".into(), config: AnyObject::new() })
+//!     .persist_session("save", PersistSessionPayload { session_ref: "s1".into(), meta: AnyObject::new() })
+//!     .build()?;
+//!
+//! // Its JSON is accepted by the runtime validator and reads back equal.
+//! let again = ValidPlan::from_str(&plan.to_json())?;
+//! assert_eq!(again, plan);
+//!
+//! // A plan from outside that skips a mandatory step is rejected, with the place named.
+//! let bad = plan.to_json().replace(r#""type":"PromptAssemble""#, r#""type":"SummarizeMemory""#);
+//! let bad = bad.replace(r#""template":"{{input}}","vars":{}"#, r#""response":"x""#);
+//! let err = ValidPlan::from_str(&bad).unwrap_err();
+//! assert_eq!(err.class(), FailureKind::CycleFail);
+//! let codes: Vec<_> = err.problems().iter().map(|p| (p.code().as_str(), p.pointer())).collect();
+//! assert_eq!(codes, [("order-violation", "/steps/2/type"), ("missing-mandatory-step", "/steps")]);
+//! # Ok::<(), planlock::Rejection>(())
+//! ```
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod builder;
+mod json;
+pub mod plan;
+pub mod registry;
+mod rules;
+pub mod schema;
+pub mod steps;
+pub mod validate;
+
+pub use builder::PlanBuilder;
+pub use json::{AnyObject, AnyValue, MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER, PositiveInt};
+pub use plan::{
+    Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts,
+    ValidatorSignature,
+};
+pub use registry::{FailureKind, REGISTRY, StepClass, StepSpec, StepType};
+pub use rules::MAX_STEP_ID_CHARS;
+pub use steps::{Step, StepPayload};
+pub use validate::{PlanReadError, Problem, ProblemCode, Rejection, ValidPlan};

@@ -1,0 +1,310 @@
+//! The plan document (CONTRACT §2): [`ExecutionPlan`], its [`PlanMetadata`], its steps and its
+//! validator signatures.
+//!
+//! These types describe a plan's shape. They do not promise the plan is valid: only a
+//! [`ValidPlan`](crate::ValidPlan) does, and only validation makes one.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde::ser::SerializeStruct;
+use serde::{Deserialize, Serialize, Serializer};
+
+use crate::json::{PositiveInt, StrictSeed, contract_object};
+
+/// A payload object sits at `/steps/N/payload`: depth 4.
+const PAYLOAD_DEPTH: usize = 4;
+use crate::registry::StepType;
+use crate::rules::{non_empty, sha256_hex};
+use crate::steps::{PayloadSeed, StepPayload};
+
+/// `step_contract_version`: always the string `"1"` (registry revision 1.1 is additive).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct ContractVersion;
+
+impl ContractVersion {
+    /// The only wire value.
+    pub const WIRE: &'static str = "1";
+}
+
+impl Serialize for ContractVersion {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(Self::WIRE)
+    }
+}
+
+impl<'de> Deserialize<'de> for ContractVersion {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = ContractVersion;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the string \"1\"")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<ContractVersion, E> {
+                if v == ContractVersion::WIRE {
+                    Ok(ContractVersion)
+                } else {
+                    Err(E::invalid_value(de::Unexpected::Str(v), &self))
+                }
+            }
+        }
+        d.deserialize_str(V)
+    }
+}
+
+/// `extensions`: always the empty array in contract version 1.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct Extensions;
+
+impl Serialize for Extensions {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_seq(Some(0))
+            .and_then(serde::ser::SerializeSeq::end)
+    }
+}
+
+impl<'de> Deserialize<'de> for Extensions {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Extensions;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an empty array")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Extensions, A::Error> {
+                match seq.next_element::<IgnoredAny>()? {
+                    None => Ok(Extensions),
+                    Some(_) => Err(de::Error::invalid_length(1, &self)),
+                }
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+contract_object! {
+    /// `metadata.timeouts`, in milliseconds. An absent value means no deadline.
+    pub struct Timeouts {
+        /// Bounds the `LLMCall` step.
+        opt llm_ms: PositiveInt = "llmMs",
+        /// Bounds the I/O steps: `RepoScan`, the `Retrieve*` and `Persist*` steps.
+        opt io_ms: PositiveInt = "ioMs",
+    }
+}
+
+contract_object! {
+    /// `metadata.budgets`.
+    pub struct Budgets {
+        /// The prompt's token budget.
+        opt prompt_tokens: PositiveInt = "promptTokens",
+    }
+}
+
+contract_object! {
+    /// The plan metadata (PRD-007 §6): exactly these five keys, no others.
+    pub struct PlanMetadata {
+        /// The policy profile directory, relative to the policy root.
+        req policy_profile: String = "policyProfile" where non_empty,
+        /// The mode.
+        req mode: String = "mode" where non_empty,
+        /// How many memory items `RetrieveMemory` may return; required when the plan has one.
+        opt top_k: PositiveInt = "topK",
+        /// Deadlines.
+        opt timeouts: Timeouts = "timeouts",
+        /// Budgets.
+        opt budgets: Budgets = "budgets",
+    }
+}
+
+impl PlanMetadata {
+    /// Metadata with the two required keys and nothing else.
+    ///
+    /// ```
+    /// let m = planlock::PlanMetadata::new("profiles/default", "chat");
+    /// assert!(m.top_k.is_none());
+    /// ```
+    pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> Self {
+        PlanMetadata {
+            policy_profile: policy_profile.into(),
+            mode: mode.into(),
+            top_k: None,
+            timeouts: None,
+            budgets: None,
+        }
+    }
+}
+
+contract_object! {
+    /// A validator the plan requires, pinned by version and configuration (D-021).
+    pub struct ValidatorSignature {
+        /// The validator's id.
+        req id: String = "id" where non_empty,
+        /// The validator's logic version.
+        req version: String = "version" where non_empty,
+        /// SHA-256 (lowercase hex) of the JCS form of the validator's configuration.
+        req config_hash: String = "config_hash" where sha256_hex,
+    }
+}
+
+/// One step of a plan: `{ "id", "type", "payload" }`. The type is the payload's variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepDefinition {
+    /// The step's id, unique in the plan; the tracing key.
+    pub id: String,
+    /// The typed payload.
+    pub payload: StepPayload,
+}
+
+impl StepDefinition {
+    /// A step with this id and payload.
+    pub fn new(id: impl Into<String>, payload: impl Into<StepPayload>) -> Self {
+        StepDefinition {
+            id: id.into(),
+            payload: payload.into(),
+        }
+    }
+
+    /// The step's type.
+    pub fn step_type(&self) -> StepType {
+        self.payload.step_type()
+    }
+}
+
+impl Serialize for StepDefinition {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("StepDefinition", 3)?;
+        st.serialize_field("id", &self.id)?;
+        st.serialize_field("type", &self.step_type())?;
+        st.serialize_field("payload", &self.payload)?;
+        st.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for StepDefinition {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_struct("StepDefinition", STEP_FIELDS, StepVisitor)
+    }
+}
+
+pub(crate) const STEP_FIELDS: &[&str] = &["id", "type", "payload"];
+
+struct StepVisitor;
+
+impl<'de> Visitor<'de> for StepVisitor {
+    type Value = StepDefinition;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a step object { id, type, payload }")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<StepDefinition, A::Error> {
+        let mut id: Option<String> = None;
+        let mut ty: Option<StepType> = None;
+        let mut payload: Option<StepPayload> = None;
+        // A payload seen before its type is held as a value until the type is known.
+        let mut early: Option<serde_json::Value> = None;
+        while let Some(key) = map.next_key::<StepKey>()? {
+            match key {
+                StepKey::Id if id.is_some() => return Err(de::Error::duplicate_field("id")),
+                StepKey::Id => id = Some(map.next_value()?),
+                StepKey::Type if ty.is_some() => return Err(de::Error::duplicate_field("type")),
+                StepKey::Type => ty = Some(map.next_value()?),
+                StepKey::Payload if payload.is_some() || early.is_some() => {
+                    return Err(de::Error::duplicate_field("payload"));
+                }
+                StepKey::Payload => match ty {
+                    Some(t) => payload = Some(map.next_value_seed(PayloadSeed(t))?),
+                    None => {
+                        early = Some(map.next_value_seed(StrictSeed {
+                            depth: PAYLOAD_DEPTH,
+                            ctx: None,
+                        })?)
+                    }
+                },
+            }
+        }
+        let id = id.ok_or_else(|| de::Error::missing_field("id"))?;
+        let ty = ty.ok_or_else(|| de::Error::missing_field("type"))?;
+        let payload = match (payload, early) {
+            (Some(p), _) => p,
+            (None, Some(v)) => PayloadSeed(ty).deserialize(v).map_err(de::Error::custom)?,
+            (None, None) => return Err(de::Error::missing_field("payload")),
+        };
+        Ok(StepDefinition { id, payload })
+    }
+}
+
+enum StepKey {
+    Id,
+    Type,
+    Payload,
+}
+
+impl<'de> Deserialize<'de> for StepKey {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = StepKey;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("`id`, `type` or `payload`")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<StepKey, E> {
+                match v {
+                    "id" => Ok(StepKey::Id),
+                    "type" => Ok(StepKey::Type),
+                    "payload" => Ok(StepKey::Payload),
+                    other => Err(E::unknown_field(other, STEP_FIELDS)),
+                }
+            }
+        }
+        d.deserialize_identifier(V)
+    }
+}
+
+/// An execution plan: a flat, ordered list of typed steps with its metadata (CONTRACT §2).
+///
+/// Its JSON form always writes `validators` and `postValidators` (a legacy plan without them
+/// reads as `[]`, so both hash the same).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutionPlan {
+    /// Always `"1"`.
+    pub step_contract_version: ContractVersion,
+    /// Always `[]`.
+    pub extensions: Extensions,
+    /// The plan metadata.
+    pub metadata: PlanMetadata,
+    /// Validators run before each step.
+    #[serde(default)]
+    pub validators: Vec<ValidatorSignature>,
+    /// Validators run after each step.
+    #[serde(default, rename = "postValidators")]
+    pub post_validators: Vec<ValidatorSignature>,
+    /// The steps, in order.
+    pub steps: Vec<StepDefinition>,
+}
+
+/// The top-level fields of a plan document.
+pub(crate) const PLAN_FIELDS: &[&str] = &[
+    "step_contract_version",
+    "extensions",
+    "metadata",
+    "validators",
+    "postValidators",
+    "steps",
+];
+
+impl ExecutionPlan {
+    /// A plan with these metadata and steps, no validators.
+    pub fn new(metadata: PlanMetadata, steps: Vec<StepDefinition>) -> Self {
+        ExecutionPlan {
+            step_contract_version: ContractVersion,
+            extensions: Extensions,
+            metadata,
+            validators: Vec::new(),
+            post_validators: Vec::new(),
+            steps,
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! Step markers: one zero-sized type per step type, tying its [`StepType`] to its payload and
+//! result types. The typestate [`PlanBuilder`](crate::PlanBuilder) uses them as states, the
+//! executor's ledger as keys.
+//!
+//! The markers carry the wire names (`LLMCall`, not `LlmCall`) so compiler messages speak the
+//! contract's language.
+
+use serde::de::{DeserializeSeed, Deserializer};
+use serde_json::Value;
+
+use crate::json::{Contract, Path};
+use crate::registry::StepType;
+use crate::schema::*;
+use crate::validate::Problem;
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// A step type known at compile time.
+pub trait Step: sealed::Sealed + Send + Sync + 'static {
+    /// Its registry entry.
+    const TYPE: StepType;
+    /// What the step receives.
+    type Payload: Clone + std::fmt::Debug + Send + Sync + 'static;
+    /// What the step produces.
+    type Result: Clone + std::fmt::Debug + Send + Sync + 'static;
+    /// Wraps a payload in the plan's payload enum.
+    fn wrap(payload: Self::Payload) -> StepPayload;
+    /// The payload, if `payload` belongs to this step type.
+    fn unwrap(payload: &StepPayload) -> Option<&Self::Payload>;
+}
+
+macro_rules! define_steps {
+    ($($variant:ident $wire:literal $method:ident $mand:ident $kind:ident $class:ident $payload:ident $result:ident;)*) => {
+        $(
+            #[doc = concat!("The `", $wire, "` step (", stringify!($mand), ", ", stringify!($kind), ").")]
+            #[allow(clippy::upper_case_acronyms)]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+            pub struct $variant;
+
+            impl sealed::Sealed for $variant {}
+
+            impl Step for $variant {
+                const TYPE: StepType = StepType::$variant;
+                type Payload = $payload;
+                type Result = $result;
+                fn wrap(payload: $payload) -> StepPayload {
+                    StepPayload::$variant(payload)
+                }
+                fn unwrap(payload: &StepPayload) -> Option<&$payload> {
+                    match payload {
+                        StepPayload::$variant(p) => Some(p),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
+            }
+        )*
+
+        /// A step's typed payload; the variant is the step's type.
+        #[allow(clippy::upper_case_acronyms)]
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum StepPayload {
+            $(
+                #[doc = concat!("The payload of a `", $wire, "` step.")]
+                $variant($payload),
+            )*
+        }
+
+        impl StepPayload {
+            /// The step type this payload belongs to.
+            pub fn step_type(&self) -> StepType {
+                match self {
+                    $(StepPayload::$variant(_) => StepType::$variant,)*
+                }
+            }
+
+            pub(crate) fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+                match self {
+                    $(StepPayload::$variant(p) => p.check_typed(path, out),)*
+                }
+            }
+
+            pub(crate) fn check_value<'a>(ty: StepType, v: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+                match ty {
+                    $(StepType::$variant => <$payload as Contract>::check_value(v, path, out),)*
+                }
+            }
+
+            pub(crate) fn deserialize_as<'de, D: Deserializer<'de>>(ty: StepType, d: D) -> Result<StepPayload, D::Error> {
+                match ty {
+                    $(StepType::$variant => <$payload as serde::Deserialize>::deserialize(d).map(StepPayload::$variant),)*
+                }
+            }
+
+            fn serialize_inner<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                match self {
+                    $(StepPayload::$variant(p) => serde::Serialize::serialize(p, s),)*
+                }
+            }
+        }
+
+        $(
+            impl From<$payload> for StepPayload {
+                fn from(p: $payload) -> Self {
+                    StepPayload::$variant(p)
+                }
+            }
+        )*
+    };
+}
+
+crate::registry::for_each_step!(define_steps);
+
+impl serde::Serialize for StepPayload {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.serialize_inner(s)
+    }
+}
+
+/// Deserializes the payload of a step whose type is already known.
+pub(crate) struct PayloadSeed(pub(crate) StepType);
+
+impl<'de> DeserializeSeed<'de> for PayloadSeed {
+    type Value = StepPayload;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<StepPayload, D::Error> {
+        StepPayload::deserialize_as(self.0, d)
+    }
+}

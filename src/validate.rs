@@ -1,0 +1,786 @@
+//! Validation: the only way to obtain a [`ValidPlan`] (CONTRACT §2–§3).
+//!
+//! A rejected plan yields a [`Rejection`] listing every problem found, each with a stable
+//! [`ProblemCode`], its failure class, a JSON Pointer into the document and a message that says
+//! what was expected.
+//!
+//! Bytes take a fast path first: the typed model is deserialized directly, with the same strict
+//! rules, and then checked. Only a document that fails there is parsed again into a JSON value
+//! and walked, so that the report names every problem rather than the first.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::Read;
+
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+use serde_json::{Map, Value};
+
+use crate::json::{self, Contract, MAX_PLAN_BYTES, Path, PositiveInt, expect_object, type_name};
+use crate::plan::{ExecutionPlan, PLAN_FIELDS, PlanMetadata, STEP_FIELDS, ValidatorSignature};
+use crate::registry::{FailureKind, StepType, allowed_after};
+use crate::rules;
+use crate::steps::StepPayload;
+
+macro_rules! problem_codes {
+    ($($variant:ident $code:literal $class:ident $doc:literal;)*) => {
+        /// The stable code of a validation problem (CONTRACT §3).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum ProblemCode {
+            $(#[doc = concat!("`", $code, "` (", stringify!($class), "): ", $doc)] $variant,)*
+        }
+
+        impl ProblemCode {
+            /// Every code, in the contract's order.
+            pub const ALL: &'static [ProblemCode] = &[$(ProblemCode::$variant),*];
+
+            /// The machine-readable code, e.g. `"order-violation"`.
+            pub const fn as_str(self) -> &'static str {
+                match self { $(ProblemCode::$variant => $code,)* }
+            }
+
+            /// The failure class this problem gives a rejection.
+            pub const fn class(self) -> FailureKind {
+                match self { $(ProblemCode::$variant => FailureKind::$class,)* }
+            }
+        }
+    };
+}
+
+problem_codes! {
+    UnsupportedVersion "unsupported-version" FailFast "`step_contract_version` missing, not a string, or not `\"1\"`.";
+    InvalidExtensions "invalid-extensions" FailFast "`extensions` missing, not an array, or not empty.";
+    MalformedJson "malformed-json" CycleFail "not JSON, or trailing garbage.";
+    DuplicateKey "duplicate-key" CycleFail "an object repeats a key.";
+    UnknownField "unknown-field" CycleFail "a field the contract does not define.";
+    MissingField "missing-field" CycleFail "a required field is absent.";
+    InvalidType "invalid-type" CycleFail "a value has the wrong JSON type.";
+    InvalidValue "invalid-value" CycleFail "right type, wrong value.";
+    UnknownStepType "unknown-step-type" CycleFail "a `type` outside the registry.";
+    DuplicateStepType "duplicate-step-type" CycleFail "a step type appears twice.";
+    DuplicateStepId "duplicate-step-id" CycleFail "a step id appears twice.";
+    OrderViolation "order-violation" CycleFail "steps are not a subsequence of the canonical order.";
+    MissingMandatoryStep "missing-mandatory-step" CycleFail "a mandatory step type is absent.";
+    TopKMissing "top-k-missing" CycleFail "a `RetrieveMemory` step without `metadata.topK`.";
+    TopKMismatch "top-k-mismatch" CycleFail "`RetrieveMemory` payload `topK` differs from `metadata.topK`.";
+    TooLarge "too-large" CycleFail "input over the size limit.";
+    TooDeep "too-deep" CycleFail "input over the nesting limit.";
+}
+
+impl fmt::Display for ProblemCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One problem found in a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    code: ProblemCode,
+    pointer: String,
+    message: String,
+}
+
+/// Fields that would turn the flat plan into a graph; named in the message when rejected.
+const BRANCHING_FIELDS: &[&str] = &[
+    "onSuccess",
+    "onFail",
+    "condition",
+    "next",
+    "branches",
+    "steps",
+    "loop",
+];
+
+impl Problem {
+    pub(crate) fn new(code: ProblemCode, pointer: String, message: impl Into<String>) -> Problem {
+        Problem {
+            code,
+            pointer,
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn unknown_field(path: &Path<'_>, key: &str, allowed: &[&str]) -> Problem {
+        let mut message = format!("unknown field `{key}`");
+        if BRANCHING_FIELDS.contains(&key) {
+            message.push_str(
+                ": plans are flat in contract v1 (no branching, conditions or nested steps)",
+            );
+        }
+        message.push_str("; allowed here: ");
+        message.push_str(
+            &allowed
+                .iter()
+                .map(|a| format!("`{a}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+        );
+        Problem::new(ProblemCode::UnknownField, path.child(key), message)
+    }
+
+    /// The stable code.
+    pub fn code(&self) -> ProblemCode {
+        self.code
+    }
+    /// The failure class of this problem.
+    pub fn class(&self) -> FailureKind {
+        self.code.class()
+    }
+    /// Where in the document: an RFC 6901 JSON Pointer (`""` is the whole document). For a
+    /// missing field it points where the field belongs.
+    pub fn pointer(&self) -> &str {
+        &self.pointer
+    }
+    /// What was wrong and what was expected.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl fmt::Display for Problem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = if self.pointer.is_empty() {
+            "(document)"
+        } else {
+            &self.pointer
+        };
+        write!(
+            f,
+            "{at}: {} [{}]: {}",
+            self.code,
+            self.class(),
+            self.message
+        )
+    }
+}
+
+impl Serialize for Problem {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut st = s.serialize_struct("Problem", 4)?;
+        st.serialize_field("code", self.code.as_str())?;
+        st.serialize_field("class", self.class().as_str())?;
+        st.serialize_field("pointer", &self.pointer)?;
+        st.serialize_field("message", &self.message)?;
+        st.end()
+    }
+}
+
+/// A rejected plan: every problem found, never empty.
+///
+/// ```
+/// use planlock::{FailureKind, ValidPlan};
+/// let err = ValidPlan::from_str(r#"{"step_contract_version":"2","extensions":[]}"#).unwrap_err();
+/// assert_eq!(err.class(), FailureKind::FailFast);
+/// assert_eq!(err.problems()[0].code().as_str(), "unsupported-version");
+/// assert_eq!(err.problems()[0].pointer(), "/step_contract_version");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}", self.summary())]
+pub struct Rejection {
+    problems: Vec<Problem>,
+}
+
+impl Rejection {
+    pub(crate) fn new(problems: Vec<Problem>) -> Rejection {
+        debug_assert!(!problems.is_empty());
+        Rejection { problems }
+    }
+
+    /// Every problem, in document order.
+    pub fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
+    /// The problems, owned.
+    pub fn into_problems(self) -> Vec<Problem> {
+        self.problems
+    }
+
+    /// `FailFast` if any problem is, else `CycleFail`.
+    pub fn class(&self) -> FailureKind {
+        self.problems
+            .iter()
+            .map(Problem::class)
+            .max()
+            .unwrap_or(FailureKind::CycleFail)
+    }
+
+    fn summary(&self) -> String {
+        let n = self.problems.len();
+        let mut s = format!(
+            "plan rejected ({}): {n} problem{}",
+            self.class(),
+            if n == 1 { "" } else { "s" }
+        );
+        for p in &self.problems {
+            s.push_str("\n  ");
+            s.push_str(&p.to_string());
+        }
+        s
+    }
+}
+
+/// Reading a plan from an [`io::Read`](std::io::Read) failed.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanReadError {
+    /// The reader failed; nothing was validated.
+    #[error("could not read the plan: {0}")]
+    Io(#[from] std::io::Error),
+    /// The plan was read and rejected.
+    #[error(transparent)]
+    Rejected(#[from] Rejection),
+}
+
+impl PlanReadError {
+    /// `"io-error"`, or `"rejected"` with the problems in [`Rejection`].
+    pub fn code(&self) -> &'static str {
+        match self {
+            PlanReadError::Io(_) => "io-error",
+            PlanReadError::Rejected(_) => "rejected",
+        }
+    }
+}
+
+/// A plan that passed validation: the only plan type the executor accepts.
+///
+/// ```
+/// use planlock::ValidPlan;
+/// let json = r#"{
+///   "step_contract_version": "1", "extensions": [],
+///   "metadata": { "policyProfile": "profiles/default", "mode": "chat" },
+///   "steps": [
+///     { "id": "ctx", "type": "ContextSelect", "payload": { "input": "hi", "sources": ["repo"] } },
+///     { "id": "prompt", "type": "PromptAssemble", "payload": { "template": "{{input}}", "vars": {} } },
+///     { "id": "llm", "type": "LLMCall", "payload": { "prompt": "hi", "config": {} } },
+///     { "id": "save", "type": "PersistSession", "payload": { "sessionRef": "s1", "meta": {} } }
+///   ]
+/// }"#;
+/// let plan = ValidPlan::from_str(json)?;
+/// assert_eq!(plan.steps().len(), 4);
+/// # Ok::<(), planlock::Rejection>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(transparent)]
+pub struct ValidPlan {
+    plan: ExecutionPlan,
+}
+
+impl ValidPlan {
+    /// Validates a JSON document given as bytes.
+    pub fn from_slice(bytes: &[u8]) -> Result<ValidPlan, Rejection> {
+        if bytes.len() > MAX_PLAN_BYTES {
+            return Err(Rejection::new(vec![Problem::new(
+                ProblemCode::TooLarge,
+                String::new(),
+                format!(
+                    "the document has {} bytes; the limit is {MAX_PLAN_BYTES}",
+                    bytes.len()
+                ),
+            )]));
+        }
+        match serde_json::from_slice::<ExecutionPlan>(bytes) {
+            Ok(plan) => ValidPlan::from_plan(plan),
+            Err(_) => Err(Rejection::new(report_bytes(bytes))),
+        }
+    }
+
+    /// Validates a JSON document given as a string.
+    #[allow(clippy::should_implement_trait)]
+    pub fn from_str(json: &str) -> Result<ValidPlan, Rejection> {
+        ValidPlan::from_slice(json.as_bytes())
+    }
+
+    /// Reads a JSON document (at most [`MAX_PLAN_BYTES`] + 1 bytes are read) and validates it.
+    pub fn from_reader(reader: impl Read) -> Result<ValidPlan, PlanReadError> {
+        let mut bytes = Vec::new();
+        reader
+            .take(MAX_PLAN_BYTES as u64 + 1)
+            .read_to_end(&mut bytes)?;
+        Ok(ValidPlan::from_slice(&bytes)?)
+    }
+
+    /// Validates a JSON value.
+    pub fn from_value(value: &Value) -> Result<ValidPlan, Rejection> {
+        let mut problems = Vec::new();
+        json::scan_limits(value, &mut Path::new(), &mut problems);
+        if !problems.is_empty() {
+            return Err(Rejection::new(problems));
+        }
+        let problems = walk_document(value);
+        if !problems.is_empty() {
+            return Err(Rejection::new(problems));
+        }
+        match serde_json::from_value::<ExecutionPlan>(value.clone()) {
+            Ok(plan) => ValidPlan::from_plan(plan),
+            Err(e) => Err(Rejection::new(vec![Problem::new(
+                ProblemCode::InvalidValue,
+                String::new(),
+                e.to_string(),
+            )])),
+        }
+    }
+
+    /// Validates a plan built in Rust.
+    pub fn from_plan(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
+        let problems = check_plan(&plan);
+        if problems.is_empty() {
+            Ok(ValidPlan { plan })
+        } else {
+            Err(Rejection::new(problems))
+        }
+    }
+
+    /// The plan.
+    pub fn plan(&self) -> &ExecutionPlan {
+        &self.plan
+    }
+
+    /// The plan, owned; it is no longer known to be valid.
+    pub fn into_plan(self) -> ExecutionPlan {
+        self.plan
+    }
+
+    /// The metadata.
+    pub fn metadata(&self) -> &PlanMetadata {
+        &self.plan.metadata
+    }
+
+    /// The steps, in order.
+    pub fn steps(&self) -> &[crate::StepDefinition] {
+        &self.plan.steps
+    }
+
+    /// The plan as compact JSON, in the library's own serialization.
+    pub fn to_json(&self) -> String {
+        // Serializing the typed model cannot fail: every map key is a string.
+        serde_json::to_string(&self.plan).unwrap_or_default()
+    }
+}
+
+impl TryFrom<ExecutionPlan> for ValidPlan {
+    type Error = Rejection;
+    fn try_from(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
+        ValidPlan::from_plan(plan)
+    }
+}
+
+impl std::str::FromStr for ValidPlan {
+    type Err = Rejection;
+    fn from_str(s: &str) -> Result<ValidPlan, Rejection> {
+        ValidPlan::from_slice(s.as_bytes())
+    }
+}
+
+impl From<ValidPlan> for ExecutionPlan {
+    fn from(p: ValidPlan) -> ExecutionPlan {
+        p.plan
+    }
+}
+
+/// The full report for a document the fast path rejected.
+pub(crate) fn report_bytes(bytes: &[u8]) -> Vec<Problem> {
+    let (parsed, mut problems) = json::parse_strict(bytes);
+    match parsed {
+        Err(fatal) => {
+            problems.push(fatal);
+            problems
+        }
+        Ok(value) => {
+            let walked = walk_document(&value);
+            if is_gate_failure(&walked) {
+                return walked;
+            }
+            problems.extend(walked);
+            if problems.is_empty() {
+                // The walker and the typed model disagree; report rather than accept.
+                let detail = serde_json::from_value::<ExecutionPlan>(value)
+                    .err()
+                    .map(|e| e.to_string());
+                problems.push(Problem::new(
+                    ProblemCode::InvalidValue,
+                    String::new(),
+                    detail.unwrap_or_else(|| "the document does not match the plan model".into()),
+                ));
+            }
+            problems
+        }
+    }
+}
+
+fn is_gate_failure(problems: &[Problem]) -> bool {
+    problems
+        .first()
+        .is_some_and(|p| p.class() == FailureKind::FailFast)
+}
+
+/// What the plan-level rules need to know of one step, from either path.
+struct StepFacts<'a> {
+    index: usize,
+    id: Option<&'a str>,
+    ty: Option<StepType>,
+    /// For an unknown type: the registered type it probably means.
+    suggested: Option<StepType>,
+    payload_top_k: Option<u64>,
+}
+
+/// `metadata.topK` as far as the plan-level rules are concerned.
+#[derive(Clone, Copy)]
+enum MetaTopK {
+    Absent,
+    Present(u64),
+    /// Present but invalid: already reported, so the topK rules stay quiet.
+    Invalid,
+}
+
+/// Checks a typed plan: what its types cannot guarantee, then the plan-level rules.
+fn check_plan(plan: &ExecutionPlan) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut path = Path::new();
+    path.push_key("metadata");
+    plan.metadata.check_typed(&mut path, &mut out);
+    path.pop();
+    check_signatures_typed(&plan.validators, "validators", &mut path, &mut out);
+    check_signatures_typed(&plan.post_validators, "postValidators", &mut path, &mut out);
+    path.push_key("steps");
+    let mut facts = Vec::with_capacity(plan.steps.len());
+    for (i, step) in plan.steps.iter().enumerate() {
+        path.push_index(i);
+        let id_ok = rules::step_id(&step.id).map_err(|msg| {
+            out.push(Problem::new(
+                ProblemCode::InvalidValue,
+                path.child("id"),
+                msg,
+            ));
+        });
+        path.push_key("payload");
+        step.payload.check_typed(&mut path, &mut out);
+        path.pop();
+        path.pop();
+        let payload_top_k = match &step.payload {
+            StepPayload::RetrieveMemory(p) => Some(p.top_k.get()),
+            _ => None,
+        };
+        facts.push(StepFacts {
+            index: i,
+            id: id_ok.ok().map(|()| step.id.as_str()),
+            ty: Some(step.step_type()),
+            suggested: None,
+            payload_top_k,
+        });
+    }
+    let top_k = plan
+        .metadata
+        .top_k
+        .map_or(MetaTopK::Absent, |k| MetaTopK::Present(k.get()));
+    plan_rules(&facts, top_k, &mut out);
+    out
+}
+
+fn check_signatures_typed<'a>(
+    sigs: &'a Vec<ValidatorSignature>,
+    key: &'static str,
+    path: &mut Path<'a>,
+    out: &mut Vec<Problem>,
+) {
+    path.push_key(key);
+    sigs.check_typed(path, out);
+    path.pop();
+}
+
+/// Walks a JSON document and reports every problem. The version gate comes first: when it
+/// fails, only its problems are reported.
+fn walk_document(doc: &Value) -> Vec<Problem> {
+    let mut out = Vec::new();
+    let mut path = Path::new();
+    let Some(obj) = expect_object(doc, &path, &mut out) else {
+        return out;
+    };
+    version_gate(obj, &mut out);
+    if !out.is_empty() {
+        return out;
+    }
+    for key in obj.keys() {
+        if !PLAN_FIELDS.contains(&key.as_str()) {
+            out.push(Problem::unknown_field(&path, key, PLAN_FIELDS));
+        }
+    }
+    let top_k = match obj.get("metadata") {
+        None => {
+            out.push(missing(&path, "metadata"));
+            MetaTopK::Invalid
+        }
+        Some(m) if !m.is_object() => {
+            path.push_key("metadata");
+            PlanMetadata::check_value(m, &mut path, &mut out);
+            path.pop();
+            MetaTopK::Invalid
+        }
+        Some(m) => {
+            path.push_key("metadata");
+            PlanMetadata::check_value(m, &mut path, &mut out);
+            path.pop();
+            match m.get("topK") {
+                None => MetaTopK::Absent,
+                Some(k) => k
+                    .as_u64()
+                    .and_then(PositiveInt::new)
+                    .map_or(MetaTopK::Invalid, |n| MetaTopK::Present(n.get())),
+            }
+        }
+    };
+    for key in ["validators", "postValidators"] {
+        if let Some(v) = obj.get(key) {
+            path.push_key(key);
+            Vec::<ValidatorSignature>::check_value(v, &mut path, &mut out);
+            path.pop();
+        }
+    }
+    match obj.get("steps") {
+        None => out.push(missing(&path, "steps")),
+        Some(steps) => {
+            path.push_key("steps");
+            match steps.as_array() {
+                None => out.push(Problem::new(
+                    ProblemCode::InvalidType,
+                    path.pointer(),
+                    format!("expected an array of steps, found {}", type_name(steps)),
+                )),
+                Some(items) => {
+                    let facts: Vec<_> = items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, step)| walk_step(i, step, &mut path, &mut out))
+                        .collect();
+                    plan_rules(&facts, top_k, &mut out);
+                }
+            }
+            path.pop();
+        }
+    }
+    out
+}
+
+fn missing(path: &Path<'_>, key: &str) -> Problem {
+    Problem::new(
+        ProblemCode::MissingField,
+        path.child(key),
+        format!("required field `{key}` is missing"),
+    )
+}
+
+fn version_gate(obj: &Map<String, Value>, out: &mut Vec<Problem>) {
+    let root = Path::new();
+    let version_problem = match obj.get("step_contract_version") {
+        None => Some("required field `step_contract_version` is missing; this runtime implements contract version \"1\"".to_owned()),
+        Some(Value::String(v)) if v == "1" => None,
+        Some(Value::String(v)) => Some(format!("contract version \"{v}\" is not supported; this runtime implements \"1\"")),
+        Some(other) => Some(format!("expected the string \"1\", found {}", type_name(other))),
+    };
+    if let Some(msg) = version_problem {
+        out.push(Problem::new(
+            ProblemCode::UnsupportedVersion,
+            root.child("step_contract_version"),
+            msg,
+        ));
+    }
+    let extensions_problem = match obj.get("extensions") {
+        None => {
+            Some("required field `extensions` is missing; in contract v1 it is `[]`".to_owned())
+        }
+        Some(Value::Array(a)) if a.is_empty() => None,
+        Some(Value::Array(a)) => Some(format!(
+            "extensions must be empty in contract v1; found {} entries",
+            a.len()
+        )),
+        Some(other) => Some(format!(
+            "expected the empty array `[]`, found {}",
+            type_name(other)
+        )),
+    };
+    if let Some(msg) = extensions_problem {
+        out.push(Problem::new(
+            ProblemCode::InvalidExtensions,
+            root.child("extensions"),
+            msg,
+        ));
+    }
+}
+
+fn walk_step<'a>(
+    i: usize,
+    step: &'a Value,
+    path: &mut Path<'a>,
+    out: &mut Vec<Problem>,
+) -> StepFacts<'a> {
+    let mut facts = StepFacts {
+        index: i,
+        id: None,
+        ty: None,
+        suggested: None,
+        payload_top_k: None,
+    };
+    path.push_index(i);
+    if let Some(obj) = expect_object(step, path, out) {
+        for key in obj.keys() {
+            if !STEP_FIELDS.contains(&key.as_str()) {
+                out.push(Problem::unknown_field(path, key, STEP_FIELDS));
+            }
+        }
+        match obj.get("id") {
+            None => out.push(missing(path, "id")),
+            Some(Value::String(id)) => match rules::step_id(id) {
+                Ok(()) => facts.id = Some(id),
+                Err(msg) => out.push(Problem::new(
+                    ProblemCode::InvalidValue,
+                    path.child("id"),
+                    msg,
+                )),
+            },
+            Some(other) => out.push(Problem::new(
+                ProblemCode::InvalidType,
+                path.child("id"),
+                format!("expected a string, found {}", type_name(other)),
+            )),
+        }
+        match obj.get("type") {
+            None => out.push(missing(path, "type")),
+            Some(Value::String(name)) => match StepType::from_wire(name) {
+                Some(ty) => facts.ty = Some(ty),
+                None => {
+                    facts.suggested = StepType::nearest(name);
+                    let hint = match facts.suggested {
+                        Some(s) => format!("did you mean `{s}`?"),
+                        None => format!(
+                            "the registry has: {}",
+                            StepType::ALL
+                                .iter()
+                                .map(|t| t.wire_name())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    };
+                    out.push(Problem::new(
+                        ProblemCode::UnknownStepType,
+                        path.child("type"),
+                        format!("`{name}` is not a registered step type; {hint}"),
+                    ));
+                }
+            },
+            Some(other) => out.push(Problem::new(
+                ProblemCode::InvalidType,
+                path.child("type"),
+                format!("expected a step type name, found {}", type_name(other)),
+            )),
+        }
+        match obj.get("payload") {
+            None => out.push(missing(path, "payload")),
+            Some(payload) => {
+                if let Some(ty) = facts.ty {
+                    path.push_key("payload");
+                    StepPayload::check_value(ty, payload, path, out);
+                    path.pop();
+                    if ty == StepType::RetrieveMemory {
+                        facts.payload_top_k = payload.get("topK").and_then(Value::as_u64);
+                    }
+                }
+            }
+        }
+    }
+    path.pop();
+    facts
+}
+
+/// The rules over the whole step list: duplicates, order, mandatory steps, topK (B-007 §4,
+/// D-007 metadata enforcement). Shared by both paths.
+fn plan_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) {
+    let mut ids: HashMap<&str, usize> = HashMap::with_capacity(facts.len());
+    let mut first_of_type: [Option<usize>; 12] = [None; 12];
+    let mut last: Option<StepType> = None;
+    for f in facts {
+        if let Some(id) = f.id {
+            if let Some(first) = ids.get(id) {
+                out.push(Problem::new(
+                    ProblemCode::DuplicateStepId,
+                    format!("/steps/{}/id", f.index),
+                    format!("step id `{id}` is already used by /steps/{first}; step ids are unique in a plan"),
+                ));
+            } else {
+                ids.insert(id, f.index);
+            }
+        }
+        let Some(ty) = f.ty else { continue };
+        if let Some(first) = first_of_type[ty.position()] {
+            out.push(Problem::new(
+                ProblemCode::DuplicateStepType,
+                format!("/steps/{}/type", f.index),
+                format!(
+                    "`{ty}` already appears at /steps/{first}; each step type appears at most once"
+                ),
+            ));
+            continue;
+        }
+        first_of_type[ty.position()] = Some(f.index);
+        match last {
+            Some(l) if ty < l => out.push(Problem::new(
+                ProblemCode::OrderViolation,
+                format!("/steps/{}/type", f.index),
+                format!(
+                    "`{ty}` cannot come after `{l}`: the canonical order puts it earlier; allowed after `{l}`: {}",
+                    list_or_none(allowed_after(Some(l)))
+                ),
+            )),
+            _ => last = Some(ty),
+        }
+        if ty == StepType::RetrieveMemory {
+            match top_k {
+                MetaTopK::Absent => out.push(Problem::new(
+                    ProblemCode::TopKMissing,
+                    "/metadata/topK".to_owned(),
+                    format!(
+                        "step /steps/{} is `RetrieveMemory`, which needs `metadata.topK`; there is no default",
+                        f.index
+                    ),
+                )),
+                MetaTopK::Present(k) => {
+                    if let Some(p) = f.payload_top_k.filter(|&p| p != k) {
+                        out.push(Problem::new(
+                            ProblemCode::TopKMismatch,
+                            format!("/steps/{}/payload/topK", f.index),
+                            format!("payload topK is {p} but metadata.topK is {k}; they must be equal"),
+                        ));
+                    }
+                }
+                MetaTopK::Invalid => {}
+            }
+        }
+    }
+    for spec in crate::REGISTRY.iter().filter(|s| s.mandatory) {
+        let ty = spec.step_type;
+        let meant = facts.iter().any(|f| f.suggested == Some(ty));
+        if first_of_type[ty.position()].is_none() && !meant {
+            out.push(Problem::new(
+                ProblemCode::MissingMandatoryStep,
+                "/steps".to_owned(),
+                format!(
+                    "the plan has no `{ty}` step; it is mandatory (every plan has {})",
+                    list_or_none(
+                        crate::REGISTRY
+                            .iter()
+                            .filter(|s| s.mandatory)
+                            .map(|s| s.step_type)
+                    )
+                ),
+            ));
+        }
+    }
+}
+
+fn list_or_none(types: impl Iterator<Item = StepType>) -> String {
+    let names: Vec<String> = types.map(|t| format!("`{t}`")).collect();
+    if names.is_empty() {
+        "nothing (it is the last step)".to_owned()
+    } else {
+        names.join(", ")
+    }
+}
