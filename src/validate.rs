@@ -187,7 +187,8 @@ impl Rejection {
         Rejection { problems }
     }
 
-    /// Every problem, in document order.
+    /// Every problem: first those of single values (JSON, fields, types, values) in document
+    /// order, then those of the step list as a whole (duplicates, order, mandatory steps, topK).
     pub fn problems(&self) -> &[Problem] {
         &self.problems
     }

@@ -1,0 +1,21 @@
+use planlock::{AnyObject, PlanBuilder, schema::*};
+
+fn ctx() -> ContextSelectPayload { ContextSelectPayload { input: "hi".into(), sources: vec![] } }
+fn prompt() -> PromptAssemblePayload { PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() } }
+fn llm() -> LlmCallPayload { LlmCallPayload { prompt: "p".into(), config: AnyObject::new() } }
+fn save() -> PersistSessionPayload { PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() } }
+
+fn main() {
+    let plan = PlanBuilder::new("profiles/default", "chat")
+        .repo_scan("scan", RepoScanPayload { repo_path: ".".into() })
+        .context_select("ctx", ctx())
+        .top_k(std::num::NonZeroU32::new(3).unwrap())
+        .retrieve_memory("memory", "query")
+        .prompt_assemble("prompt", prompt())
+        .llm_call("llm", llm())
+        .link_decision_evidence("link", LinkDecisionEvidencePayload { decision_id: "d".into(), evidence_id: "e".into() })
+        .persist_session("save", save())
+        .build()
+        .unwrap();
+    assert_eq!(plan.steps().len(), 7);
+}
