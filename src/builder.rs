@@ -94,8 +94,8 @@ impl TopKSet for TopK {
 
 /// `Self` may be added to a plan whose last step is `S`: it comes later in the canonical order.
 #[diagnostic::on_unimplemented(
-    message = "cannot add `{Self}` after `{S}`: `{Self}` is already in the plan or comes before `{S}`",
-    label = "`{Self}` is not allowed here",
+    message = "cannot add `{Self}` after `{S}`",
+    label = "`{Self}` is already in the plan or comes earlier in the canonical order",
     note = "steps follow the canonical order RepoScan, ContextSelect, RetrieveMemory, RetrieveDecisionContext, PromptAssemble, LLMCall, SummarizeMemory, PersistMemory, PersistDecision, PersistEvidence, LinkDecisionEvidence, PersistSession; each step type appears at most once"
 )]
 pub trait ComesAfter<S>: Step {}
