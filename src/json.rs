@@ -724,18 +724,35 @@ impl<'de> Visitor<'de> for &StrictSeed<'_> {
         }
         let mut members = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let value = self.with_path(Seg::Key(Cow::Owned(key.clone())), || {
-                map.next_value_seed(self.child())
-            })?;
-            if members.contains_key(&key) {
-                // Keep the first occurrence; the document is rejected either way.
-                self.problem(
-                    ProblemCode::DuplicateKey,
-                    Some(&key),
-                    format!("key `{key}` appears more than once in this object"),
-                )?;
-            } else {
-                members.insert(key, value);
+            let (key, value) = match self.ctx {
+                None => {
+                    let value = map.next_value_seed(self.child())?;
+                    (key, value)
+                }
+                Some(ctx) => {
+                    // The key lives on the path while its value is parsed, then moves on.
+                    ctx.borrow_mut().path.segs.push(Seg::Key(Cow::Owned(key)));
+                    let value = map.next_value_seed(self.child());
+                    let key = match ctx.borrow_mut().path.segs.pop() {
+                        Some(Seg::Key(k)) => k.into_owned(),
+                        _ => String::new(),
+                    };
+                    (key, value?)
+                }
+            };
+            match members.entry(key) {
+                serde_json::map::Entry::Vacant(e) => {
+                    e.insert(value);
+                }
+                serde_json::map::Entry::Occupied(e) => {
+                    // Keep the first occurrence; the document is rejected either way.
+                    let key = e.key();
+                    self.problem(
+                        ProblemCode::DuplicateKey,
+                        Some(key),
+                        format!("key `{key}` appears more than once in this object"),
+                    )?;
+                }
             }
         }
         Ok(Value::Object(members))

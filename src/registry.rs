@@ -188,18 +188,16 @@ impl StepType {
             .map(|s| s.step_type)
     }
 
-    /// The registered wire name closest to `name`, for "did you mean" hints.
+    /// The registered wire name closest to `name` (case-insensitive edit distance), for
+    /// "did you mean" hints.
     pub fn nearest(name: &str) -> Option<StepType> {
-        let lower = name.to_ascii_lowercase();
         REGISTRY
             .iter()
-            .map(|s| {
-                (
-                    edit_distance(&lower, &s.wire_name.to_ascii_lowercase()),
-                    s.step_type,
-                )
+            .filter_map(|s| {
+                let limit = (s.wire_name.len() / 3).max(2);
+                edit_distance(name.as_bytes(), s.wire_name.as_bytes(), limit)
+                    .map(|d| (d, s.step_type))
             })
-            .filter(|(d, ty)| *d <= (ty.wire_name().len() / 3).max(2))
             .min_by_key(|(d, _)| *d)
             .map(|(_, ty)| ty)
     }
@@ -224,19 +222,28 @@ pub(crate) fn allowed_after(last: Option<StepType>) -> impl Iterator<Item = Step
     })
 }
 
-/// Levenshtein distance over chars; inputs are short step names.
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            cur[j + 1] = (prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+/// Levenshtein distance over ASCII-case-folded bytes, if it is at most `limit`. Step names are
+/// short, so one row on the stack suffices; longer input has no suggestion.
+fn edit_distance(a: &[u8], b: &[u8], limit: usize) -> Option<usize> {
+    const MAX: usize = 48;
+    if a.len() >= MAX || b.len() >= MAX || a.len().abs_diff(b.len()) > limit {
+        return None;
     }
-    prev[b.len()]
+    let mut row = [0usize; MAX];
+    for (j, cell) in row.iter_mut().enumerate().take(b.len() + 1) {
+        *cell = j;
+    }
+    for (i, ca) in a.iter().enumerate() {
+        let mut diagonal = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let cost = usize::from(!ca.eq_ignore_ascii_case(cb));
+            let next = (diagonal + cost).min(row[j + 1] + 1).min(row[j] + 1);
+            diagonal = row[j + 1];
+            row[j + 1] = next;
+        }
+    }
+    Some(row[b.len()]).filter(|&d| d <= limit)
 }
 
 impl fmt::Display for StepType {
