@@ -43,7 +43,7 @@ macro_rules! every_combination {
 
 #[test]
 fn all_256_optional_step_combinations_build_validate_and_round_trip() {
-    let mut plans: Vec<ValidPlan> = Vec::new();
+    let mut plans: Vec<ValidPlan> = Vec::with_capacity(256);
     every_combination!(plans; []
         opt repo_scan("scan", RepoScanPayload { repo_path: ".".into() });
         mand context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec!["repo".into()] });
