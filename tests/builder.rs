@@ -42,6 +42,7 @@ macro_rules! every_combination {
 }
 
 #[test]
+#[allow(clippy::vec_init_then_push, reason = "the 256 pushes are generated")]
 fn all_256_optional_step_combinations_build_validate_and_round_trip() {
     let mut plans: Vec<ValidPlan> = Vec::with_capacity(256);
     every_combination!(plans; []
