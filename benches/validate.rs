@@ -40,17 +40,10 @@ fn bench(c: &mut Criterion) {
         b.iter(|| serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap())
     });
     g.bench_function("jsonschema_parse_and_validate", |b| {
-        b.iter(|| {
-            validator
-                .is_valid(&serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap())
-        })
+        b.iter(|| validator.is_valid(&serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap()))
     });
-    g.bench_function("planlock_accept", |b| {
-        b.iter(|| ValidPlan::from_slice(black_box(PLAN)).unwrap())
-    });
-    g.bench_function("planlock_reject_full_report", |b| {
-        b.iter(|| ValidPlan::from_slice(black_box(&bad)).unwrap_err())
-    });
+    g.bench_function("planlock_accept", |b| b.iter(|| ValidPlan::from_slice(black_box(PLAN)).unwrap()));
+    g.bench_function("planlock_reject_full_report", |b| b.iter(|| ValidPlan::from_slice(black_box(&bad)).unwrap_err()));
     g.finish();
 }
 

@@ -22,27 +22,14 @@ fn main() {
         .replace(r#""type": "PromptAssemble""#, r#""type": "PromptAssembly""#);
     let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
-    let modes: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
-    let all = ["floor", "value", "jsonschema", "accept", "reject"]
-        .map(String::from)
-        .to_vec();
-    let (modes, n) = if modes.is_empty() {
-        (all, 1)
-    } else {
-        (modes, ITERATIONS)
-    };
+    let modes: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let all = ["floor", "value", "jsonschema", "accept", "reject"].map(String::from).to_vec();
+    let (modes, n) = if modes.is_empty() { (all, 1) } else { (modes, ITERATIONS) };
     for mode in &modes {
         for _ in 0..n {
             match mode.as_str() {
-                "floor" => drop(black_box(
-                    serde_json::from_slice::<ExecutionPlan>(black_box(PLAN)).unwrap(),
-                )),
-                "value" => drop(black_box(
-                    serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap(),
-                )),
+                "floor" => drop(black_box(serde_json::from_slice::<ExecutionPlan>(black_box(PLAN)).unwrap())),
+                "value" => drop(black_box(serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap())),
                 "jsonschema" => {
                     let v: serde_json::Value = serde_json::from_slice(black_box(PLAN)).unwrap();
                     assert!(validator.is_valid(black_box(&v)));

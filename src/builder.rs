@@ -22,9 +22,7 @@ use std::marker::PhantomData;
 use std::num::NonZeroU32;
 
 use crate::json::PositiveInt;
-use crate::plan::{
-    Budgets, ExecutionPlan, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
-};
+use crate::plan::{Budgets, ExecutionPlan, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature};
 use crate::schema::*;
 use crate::steps::*;
 use crate::validate::{Rejection, ValidPlan};
@@ -148,10 +146,7 @@ pub struct PlanBuilder<S = Start, M = NoTopK> {
 impl PlanBuilder {
     /// A builder for a plan with these two required metadata keys. `topK` is set with
     /// [`top_k`](PlanBuilder::top_k), so the type knows whether `RetrieveMemory` is allowed.
-    pub fn new(
-        policy_profile: impl Into<String>,
-        mode: impl Into<String>,
-    ) -> PlanBuilder<Start, NoTopK> {
+    pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> PlanBuilder<Start, NoTopK> {
         PlanBuilder {
             metadata: PlanMetadata::new(policy_profile, mode),
             validators: Vec::new(),

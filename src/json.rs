@@ -44,9 +44,7 @@ pub(crate) struct Path<'a> {
 
 impl<'a> Path<'a> {
     pub(crate) fn new() -> Self {
-        Path {
-            segs: Vec::with_capacity(8),
-        }
+        Path { segs: Vec::with_capacity(8) }
     }
     pub(crate) fn push_key(&mut self, key: impl Into<Cow<'a, str>>) {
         self.segs.push(Seg::Key(key.into()));
@@ -194,9 +192,7 @@ pub(crate) fn expect_object<'a>(
 
 /// Deserializes an optional field that, when present, must not be `null`: the contract omits
 /// absent optional fields, it never writes `null`.
-pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    d: D,
-) -> Result<Option<T>, D::Error> {
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
     T::deserialize(d).map(Some)
 }
 
@@ -322,11 +318,7 @@ pub struct PositiveInt(u64);
 impl PositiveInt {
     /// `Some` when `n` is in `1..=2^53-1`.
     pub const fn new(n: u64) -> Option<PositiveInt> {
-        if n >= 1 && n <= MAX_SAFE_INTEGER {
-            Some(PositiveInt(n))
-        } else {
-            None
-        }
+        if n >= 1 && n <= MAX_SAFE_INTEGER { Some(PositiveInt(n)) } else { None }
     }
     /// The value.
     pub const fn get(self) -> u64 {
@@ -355,8 +347,7 @@ impl<'de> Deserialize<'de> for PositiveInt {
                 write!(f, "a positive integer at most {MAX_SAFE_INTEGER}")
             }
             fn visit_u64<E: de::Error>(self, n: u64) -> Result<PositiveInt, E> {
-                PositiveInt::new(n)
-                    .ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(n), &self))
+                PositiveInt::new(n).ok_or_else(|| E::invalid_value(de::Unexpected::Unsigned(n), &self))
             }
             fn visit_i64<E: de::Error>(self, n: i64) -> Result<PositiveInt, E> {
                 Err(E::invalid_value(de::Unexpected::Signed(n), &self))
@@ -377,9 +368,7 @@ impl Contract for PositiveInt {
                     out.push(Problem::new(
                         ProblemCode::InvalidValue,
                         path.pointer(),
-                        format!(
-                            "expected a positive integer at most {MAX_SAFE_INTEGER}, found {n}"
-                        ),
+                        format!("expected a positive integer at most {MAX_SAFE_INTEGER}, found {n}"),
                     ));
                 }
             }
@@ -445,28 +434,15 @@ impl AnyObject {
 
 impl<'de> Deserialize<'de> for AnyValue {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        StrictSeed {
-            depth: FREE_FORM_DEPTH,
-            ctx: None,
-        }
-        .deserialize(d)
-        .map(AnyValue)
+        StrictSeed { depth: FREE_FORM_DEPTH, ctx: None }.deserialize(d).map(AnyValue)
     }
 }
 
 impl<'de> Deserialize<'de> for AnyObject {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        match (StrictSeed {
-            depth: FREE_FORM_DEPTH,
-            ctx: None,
-        })
-        .deserialize(d)?
-        {
+        match (StrictSeed { depth: FREE_FORM_DEPTH, ctx: None }).deserialize(d)? {
             Value::Object(m) => Ok(AnyObject(m)),
-            other => Err(de::Error::custom(format_args!(
-                "expected an object, found {}",
-                type_name(&other)
-            ))),
+            other => Err(de::Error::custom(format_args!("expected an object, found {}", type_name(&other)))),
         }
     }
 }
@@ -495,11 +471,7 @@ impl Contract for AnyObject {
 }
 
 fn too_deep(path: &Path<'_>) -> Problem {
-    Problem::new(
-        ProblemCode::TooDeep,
-        path.pointer(),
-        format!("nesting deeper than {MAX_DEPTH} levels"),
-    )
+    Problem::new(ProblemCode::TooDeep, path.pointer(), format!("nesting deeper than {MAX_DEPTH} levels"))
 }
 
 fn number_problem(n: &serde_json::Number) -> Option<String> {
@@ -508,8 +480,7 @@ fn number_problem(n: &serde_json::Number) -> Option<String> {
     } else if let Some(i) = n.as_i64() {
         i.unsigned_abs() <= MAX_SAFE_INTEGER
     } else {
-        n.as_f64()
-            .is_some_and(|f| f.abs() <= MAX_SAFE_INTEGER as f64)
+        n.as_f64().is_some_and(|f| f.abs() <= MAX_SAFE_INTEGER as f64)
     };
     (!ok).then(|| format!("number {n} has a magnitude above 2^53-1; write it as a string"))
 }
@@ -565,12 +536,7 @@ pub(crate) struct StrictSeed<'c> {
 }
 
 impl StrictSeed<'_> {
-    fn problem<E: de::Error>(
-        &self,
-        code: ProblemCode,
-        key: Option<&str>,
-        msg: String,
-    ) -> Result<(), E> {
+    fn problem<E: de::Error>(&self, code: ProblemCode, key: Option<&str>, msg: String) -> Result<(), E> {
         match self.ctx {
             None => Err(E::custom(msg)),
             Some(ctx) => {
@@ -595,10 +561,7 @@ impl StrictSeed<'_> {
         E::custom(msg)
     }
     fn child(&self) -> StrictSeed<'_> {
-        StrictSeed {
-            depth: self.depth + 1,
-            ctx: self.ctx,
-        }
+        StrictSeed { depth: self.depth + 1, ctx: self.ctx }
     }
     fn with_path<T>(&self, seg: Seg<'static>, f: impl FnOnce() -> T) -> T {
         if let Some(ctx) = self.ctx {
@@ -641,16 +604,10 @@ fn classify_parse_error(msg: &str, pointer: String) -> Problem {
         Problem::new(
             ProblemCode::InvalidValue,
             pointer,
-            format!(
-                "{msg}: a lone surrogate is not a Unicode character; the plan hash cannot represent it"
-            ),
+            format!("{msg}: a lone surrogate is not a Unicode character; the plan hash cannot represent it"),
         )
     } else {
-        Problem::new(
-            ProblemCode::MalformedJson,
-            pointer,
-            format!("not valid JSON: {msg}"),
-        )
+        Problem::new(ProblemCode::MalformedJson, pointer, format!("not valid JSON: {msg}"))
     }
 }
 
@@ -672,10 +629,7 @@ impl<'de> Visitor<'de> for &StrictSeed<'_> {
     fn visit_f64<E: de::Error>(self, n: f64) -> Result<Value, E> {
         match serde_json::Number::from_f64(n) {
             Some(num) => self.check_number(num),
-            None => Err(self.fatal(
-                ProblemCode::InvalidValue,
-                "NaN and infinities are not JSON".into(),
-            )),
+            None => Err(self.fatal(ProblemCode::InvalidValue, "NaN and infinities are not JSON".into())),
         }
     }
     fn visit_str<E: de::Error>(self, s: &str) -> Result<Value, E> {
@@ -691,19 +645,12 @@ impl<'de> Visitor<'de> for &StrictSeed<'_> {
         Ok(Value::Null)
     }
     fn visit_some<D: Deserializer<'de>>(self, d: D) -> Result<Value, D::Error> {
-        StrictSeed {
-            depth: self.depth,
-            ctx: self.ctx,
-        }
-        .deserialize(d)
+        StrictSeed { depth: self.depth, ctx: self.ctx }.deserialize(d)
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         if self.depth > MAX_DEPTH {
-            return Err(self.fatal(
-                ProblemCode::TooDeep,
-                format!("nesting deeper than {MAX_DEPTH} levels"),
-            ));
+            return Err(self.fatal(ProblemCode::TooDeep, format!("nesting deeper than {MAX_DEPTH} levels")));
         }
         let mut items = Vec::new();
         loop {
@@ -717,10 +664,7 @@ impl<'de> Visitor<'de> for &StrictSeed<'_> {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         if self.depth > MAX_DEPTH {
-            return Err(self.fatal(
-                ProblemCode::TooDeep,
-                format!("nesting deeper than {MAX_DEPTH} levels"),
-            ));
+            return Err(self.fatal(ProblemCode::TooDeep, format!("nesting deeper than {MAX_DEPTH} levels")));
         }
         let mut members = Map::new();
         while let Some(key) = map.next_key::<String>()? {
@@ -764,20 +708,12 @@ impl<'de> Visitor<'de> for &StrictSeed<'_> {
 pub(crate) fn parse_strict(bytes: &[u8]) -> (Result<Value, Problem>, Vec<Problem>) {
     let ctx = RefCell::new(ParseCtx::default());
     let mut de = serde_json::Deserializer::from_slice(bytes);
-    let parsed = StrictSeed {
-        depth: 1,
-        ctx: Some(&ctx),
-    }
-    .deserialize(&mut de)
-    .and_then(|v| de.end().map(|()| v));
-    let ParseCtx {
-        problems, fatal, ..
-    } = ctx.into_inner();
+    let parsed = StrictSeed { depth: 1, ctx: Some(&ctx) }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));
+    let ParseCtx { problems, fatal, .. } = ctx.into_inner();
     match parsed {
         Ok(v) => (Ok(v), problems),
         Err(e) => {
-            let fatal =
-                fatal.unwrap_or_else(|| classify_parse_error(&e.to_string(), String::new()));
+            let fatal = fatal.unwrap_or_else(|| classify_parse_error(&e.to_string(), String::new()));
             (Err(fatal), problems)
         }
     }

@@ -54,8 +54,7 @@ pub mod validate;
 pub use builder::PlanBuilder;
 pub use json::{AnyObject, AnyValue, MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER, PositiveInt};
 pub use plan::{
-    Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts,
-    ValidatorSignature,
+    Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
 };
 pub use registry::{FailureKind, REGISTRY, StepClass, StepSpec, StepType};
 pub use rules::MAX_STEP_ID_CHARS;

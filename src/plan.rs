@@ -59,8 +59,7 @@ pub struct Extensions;
 
 impl Serialize for Extensions {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_seq(Some(0))
-            .and_then(serde::ser::SerializeSeq::end)
+        s.serialize_seq(Some(0)).and_then(serde::ser::SerializeSeq::end)
     }
 }
 
@@ -159,10 +158,7 @@ pub struct StepDefinition {
 impl StepDefinition {
     /// A step with this id and payload.
     pub fn new(id: impl Into<String>, payload: impl Into<StepPayload>) -> Self {
-        StepDefinition {
-            id: id.into(),
-            payload: payload.into(),
-        }
+        StepDefinition { id: id.into(), payload: payload.into() }
     }
 
     /// The step's type.
@@ -215,12 +211,7 @@ impl<'de> Visitor<'de> for StepVisitor {
                 }
                 StepKey::Payload => match ty {
                     Some(t) => payload = Some(map.next_value_seed(PayloadSeed(t))?),
-                    None => {
-                        early = Some(map.next_value_seed(StrictSeed {
-                            depth: PAYLOAD_DEPTH,
-                            ctx: None,
-                        })?)
-                    }
+                    None => early = Some(map.next_value_seed(StrictSeed { depth: PAYLOAD_DEPTH, ctx: None })?),
                 },
             }
         }
@@ -286,14 +277,8 @@ pub struct ExecutionPlan {
 }
 
 /// The top-level fields of a plan document.
-pub(crate) const PLAN_FIELDS: &[&str] = &[
-    "step_contract_version",
-    "extensions",
-    "metadata",
-    "validators",
-    "postValidators",
-    "steps",
-];
+pub(crate) const PLAN_FIELDS: &[&str] =
+    &["step_contract_version", "extensions", "metadata", "validators", "postValidators", "steps"];
 
 impl ExecutionPlan {
     /// A plan with these metadata and steps, no validators.

@@ -182,10 +182,7 @@ impl StepType {
     /// assert_eq!(StepType::from_wire("llmcall"), None);
     /// ```
     pub fn from_wire(name: &str) -> Option<StepType> {
-        REGISTRY
-            .iter()
-            .find(|s| s.wire_name == name)
-            .map(|s| s.step_type)
+        REGISTRY.iter().find(|s| s.wire_name == name).map(|s| s.step_type)
     }
 
     /// The registered wire name closest to `name` (case-insensitive edit distance), for
@@ -195,8 +192,7 @@ impl StepType {
             .iter()
             .filter_map(|s| {
                 let limit = (s.wire_name.len() / 3).max(2);
-                edit_distance(name.as_bytes(), s.wire_name.as_bytes(), limit)
-                    .map(|d| (d, s.step_type))
+                edit_distance(name.as_bytes(), s.wire_name.as_bytes(), limit).map(|d| (d, s.step_type))
             })
             .min_by_key(|(d, _)| *d)
             .map(|(_, ty)| ty)
@@ -267,8 +263,7 @@ impl<'de> Deserialize<'de> for StepType {
                 f.write_str("a registered step type")
             }
             fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<StepType, E> {
-                StepType::from_wire(v)
-                    .ok_or_else(|| E::custom(format_args!("unknown step type `{v}`")))
+                StepType::from_wire(v).ok_or_else(|| E::custom(format_args!("unknown step type `{v}`")))
             }
         }
         deserializer.deserialize_str(V)
@@ -285,34 +280,13 @@ mod tests {
             assert_eq!(spec.step_type.position(), i);
             assert_eq!(StepType::from_wire(spec.wire_name), Some(spec.step_type));
         }
-        let mandatory: Vec<_> = REGISTRY
-            .iter()
-            .filter(|s| s.mandatory)
-            .map(|s| s.wire_name)
-            .collect();
-        assert_eq!(
-            mandatory,
-            [
-                "ContextSelect",
-                "PromptAssemble",
-                "LLMCall",
-                "PersistSession"
-            ]
-        );
-        let fail_fast: Vec<_> = REGISTRY
-            .iter()
-            .filter(|s| s.failure_kind == FailureKind::FailFast)
-            .map(|s| s.wire_name)
-            .collect();
+        let mandatory: Vec<_> = REGISTRY.iter().filter(|s| s.mandatory).map(|s| s.wire_name).collect();
+        assert_eq!(mandatory, ["ContextSelect", "PromptAssemble", "LLMCall", "PersistSession"]);
+        let fail_fast: Vec<_> =
+            REGISTRY.iter().filter(|s| s.failure_kind == FailureKind::FailFast).map(|s| s.wire_name).collect();
         assert_eq!(
             fail_fast,
-            [
-                "PersistMemory",
-                "PersistDecision",
-                "PersistEvidence",
-                "LinkDecisionEvidence",
-                "PersistSession"
-            ]
+            ["PersistMemory", "PersistDecision", "PersistEvidence", "LinkDecisionEvidence", "PersistSession"]
         );
     }
 
@@ -321,24 +295,14 @@ mod tests {
         let next: Vec<_> = allowed_after(None).collect();
         assert_eq!(next, [StepType::RepoScan, StepType::ContextSelect]);
         let next: Vec<_> = StepType::ContextSelect.allowed_next().collect();
-        assert_eq!(
-            next,
-            [
-                StepType::RetrieveMemory,
-                StepType::RetrieveDecisionContext,
-                StepType::PromptAssemble
-            ]
-        );
+        assert_eq!(next, [StepType::RetrieveMemory, StepType::RetrieveDecisionContext, StepType::PromptAssemble]);
         assert_eq!(StepType::PersistSession.allowed_next().count(), 0);
     }
 
     #[test]
     fn nearest_suggests_misspellings() {
         assert_eq!(StepType::nearest("LLMCal"), Some(StepType::LLMCall));
-        assert_eq!(
-            StepType::nearest("persistsession"),
-            Some(StepType::PersistSession)
-        );
+        assert_eq!(StepType::nearest("persistsession"), Some(StepType::PersistSession));
         assert_eq!(StepType::nearest("Branch"), None);
     }
 }

@@ -6,11 +6,7 @@ pub const MAX_STEP_ID_CHARS: usize = 128;
 
 /// A required string must not be empty.
 pub(crate) fn non_empty(s: &str) -> Result<(), String> {
-    if s.is_empty() {
-        Err("must not be empty".to_owned())
-    } else {
-        Ok(())
-    }
+    if s.is_empty() { Err("must not be empty".to_owned()) } else { Ok(()) }
 }
 
 /// `StepDefinition.id`: non-empty, at most 128 characters, no control characters.
@@ -20,25 +16,17 @@ pub(crate) fn step_id(s: &str) -> Result<(), String> {
     }
     let chars = s.chars().count();
     if chars > MAX_STEP_ID_CHARS {
-        return Err(format!(
-            "a step id has at most {MAX_STEP_ID_CHARS} characters; this one has {chars}"
-        ));
+        return Err(format!("a step id has at most {MAX_STEP_ID_CHARS} characters; this one has {chars}"));
     }
     if let Some(c) = s.chars().find(|c| c.is_control()) {
-        return Err(format!(
-            "a step id must not contain control characters (found U+{:04X})",
-            u32::from(c)
-        ));
+        return Err(format!("a step id must not contain control characters (found U+{:04X})", u32::from(c)));
     }
     Ok(())
 }
 
 /// `ValidatorSignature.config_hash`: 64 lowercase hex digits (a SHA-256 digest).
 pub(crate) fn sha256_hex(s: &str) -> Result<(), String> {
-    if s.len() == 64
-        && s.bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-    {
+    if s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)) {
         Ok(())
     } else {
         Err("expected 64 lowercase hex digits (a SHA-256 digest)".to_owned())
@@ -50,9 +38,7 @@ pub(crate) fn decision_scope(s: &str) -> Result<(), String> {
     match s.strip_prefix("domain:") {
         Some(name) if !name.is_empty() => Ok(()),
         None if s == "global" || s == "axis" => Ok(()),
-        _ => Err(format!(
-            "scope `{s}` is not `global`, `axis` or `domain:<name>`"
-        )),
+        _ => Err(format!("scope `{s}` is not `global`, `axis` or `domain:<name>`")),
     }
 }
 

@@ -82,40 +82,20 @@ pub struct Problem {
 }
 
 /// Fields that would turn the flat plan into a graph; named in the message when rejected.
-const BRANCHING_FIELDS: &[&str] = &[
-    "onSuccess",
-    "onFail",
-    "condition",
-    "next",
-    "branches",
-    "steps",
-    "loop",
-];
+const BRANCHING_FIELDS: &[&str] = &["onSuccess", "onFail", "condition", "next", "branches", "steps", "loop"];
 
 impl Problem {
     pub(crate) fn new(code: ProblemCode, pointer: String, message: impl Into<String>) -> Problem {
-        Problem {
-            code,
-            pointer,
-            message: message.into(),
-        }
+        Problem { code, pointer, message: message.into() }
     }
 
     pub(crate) fn unknown_field(path: &Path<'_>, key: &str, allowed: &[&str]) -> Problem {
         let mut message = format!("unknown field `{key}`");
         if BRANCHING_FIELDS.contains(&key) {
-            message.push_str(
-                ": plans are flat in contract v1 (no branching, conditions or nested steps)",
-            );
+            message.push_str(": plans are flat in contract v1 (no branching, conditions or nested steps)");
         }
         message.push_str("; allowed here: ");
-        message.push_str(
-            &allowed
-                .iter()
-                .map(|a| format!("`{a}`"))
-                .collect::<Vec<_>>()
-                .join(", "),
-        );
+        message.push_str(&allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "));
         Problem::new(ProblemCode::UnknownField, path.child(key), message)
     }
 
@@ -140,18 +120,8 @@ impl Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() {
-            "(document)"
-        } else {
-            &self.pointer
-        };
-        write!(
-            f,
-            "{at}: {} [{}]: {}",
-            self.code,
-            self.class(),
-            self.message
-        )
+        let at = if self.pointer.is_empty() { "(document)" } else { &self.pointer };
+        write!(f, "{at}: {} [{}]: {}", self.code, self.class(), self.message)
     }
 }
 
@@ -200,20 +170,12 @@ impl Rejection {
 
     /// `FailFast` if any problem is, else `CycleFail`.
     pub fn class(&self) -> FailureKind {
-        self.problems
-            .iter()
-            .map(Problem::class)
-            .max()
-            .unwrap_or(FailureKind::CycleFail)
+        self.problems.iter().map(Problem::class).max().unwrap_or(FailureKind::CycleFail)
     }
 
     fn summary(&self) -> String {
         let n = self.problems.len();
-        let mut s = format!(
-            "plan rejected ({}): {n} problem{}",
-            self.class(),
-            if n == 1 { "" } else { "s" }
-        );
+        let mut s = format!("plan rejected ({}): {n} problem{}", self.class(), if n == 1 { "" } else { "s" });
         for p in &self.problems {
             s.push_str("\n  ");
             s.push_str(&p.to_string());
@@ -274,10 +236,7 @@ impl ValidPlan {
             return Err(Rejection::new(vec![Problem::new(
                 ProblemCode::TooLarge,
                 String::new(),
-                format!(
-                    "the document has {} bytes; the limit is {MAX_PLAN_BYTES}",
-                    bytes.len()
-                ),
+                format!("the document has {} bytes; the limit is {MAX_PLAN_BYTES}", bytes.len()),
             )]));
         }
         match serde_json::from_slice::<ExecutionPlan>(bytes) {
@@ -295,9 +254,7 @@ impl ValidPlan {
     /// Reads a JSON document (at most [`MAX_PLAN_BYTES`] + 1 bytes are read) and validates it.
     pub fn from_reader(reader: impl Read) -> Result<ValidPlan, PlanReadError> {
         let mut bytes = Vec::new();
-        reader
-            .take(MAX_PLAN_BYTES as u64 + 1)
-            .read_to_end(&mut bytes)?;
+        reader.take(MAX_PLAN_BYTES as u64 + 1).read_to_end(&mut bytes)?;
         Ok(ValidPlan::from_slice(&bytes)?)
     }
 
@@ -314,22 +271,14 @@ impl ValidPlan {
         }
         match serde_json::from_value::<ExecutionPlan>(value.clone()) {
             Ok(plan) => ValidPlan::from_plan(plan),
-            Err(e) => Err(Rejection::new(vec![Problem::new(
-                ProblemCode::InvalidValue,
-                String::new(),
-                e.to_string(),
-            )])),
+            Err(e) => Err(Rejection::new(vec![Problem::new(ProblemCode::InvalidValue, String::new(), e.to_string())])),
         }
     }
 
     /// Validates a plan built in Rust.
     pub fn from_plan(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
         let problems = check_plan(&plan);
-        if problems.is_empty() {
-            Ok(ValidPlan { plan })
-        } else {
-            Err(Rejection::new(problems))
-        }
+        if problems.is_empty() { Ok(ValidPlan { plan }) } else { Err(Rejection::new(problems)) }
     }
 
     /// The plan.
@@ -395,9 +344,7 @@ pub(crate) fn report_bytes(bytes: &[u8]) -> Vec<Problem> {
             problems.extend(walked);
             if problems.is_empty() {
                 // The walker and the typed model disagree; report rather than accept.
-                let detail = serde_json::from_value::<ExecutionPlan>(value)
-                    .err()
-                    .map(|e| e.to_string());
+                let detail = serde_json::from_value::<ExecutionPlan>(value).err().map(|e| e.to_string());
                 problems.push(Problem::new(
                     ProblemCode::InvalidValue,
                     String::new(),
@@ -410,9 +357,7 @@ pub(crate) fn report_bytes(bytes: &[u8]) -> Vec<Problem> {
 }
 
 fn is_gate_failure(problems: &[Problem]) -> bool {
-    problems
-        .first()
-        .is_some_and(|p| p.class() == FailureKind::FailFast)
+    problems.first().is_some_and(|p| p.class() == FailureKind::FailFast)
 }
 
 /// What the plan-level rules need to know of one step, from either path.
@@ -448,11 +393,7 @@ fn check_plan(plan: &ExecutionPlan) -> Vec<Problem> {
     for (i, step) in plan.steps.iter().enumerate() {
         path.push_index(i);
         let id_ok = rules::step_id(&step.id).map_err(|msg| {
-            out.push(Problem::new(
-                ProblemCode::InvalidValue,
-                path.child("id"),
-                msg,
-            ));
+            out.push(Problem::new(ProblemCode::InvalidValue, path.child("id"), msg));
         });
         path.push_key("payload");
         step.payload.check_typed(&mut path, &mut out);
@@ -470,10 +411,7 @@ fn check_plan(plan: &ExecutionPlan) -> Vec<Problem> {
             payload_top_k,
         });
     }
-    let top_k = plan
-        .metadata
-        .top_k
-        .map_or(MetaTopK::Absent, |k| MetaTopK::Present(k.get()));
+    let top_k = plan.metadata.top_k.map_or(MetaTopK::Absent, |k| MetaTopK::Present(k.get()));
     plan_rules(&facts, top_k, &mut out);
     out
 }
@@ -523,10 +461,9 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
             path.pop();
             match m.get("topK") {
                 None => MetaTopK::Absent,
-                Some(k) => k
-                    .as_u64()
-                    .and_then(PositiveInt::new)
-                    .map_or(MetaTopK::Invalid, |n| MetaTopK::Present(n.get())),
+                Some(k) => {
+                    k.as_u64().and_then(PositiveInt::new).map_or(MetaTopK::Invalid, |n| MetaTopK::Present(n.get()))
+                }
             }
         }
     };
@@ -548,11 +485,8 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
                     format!("expected an array of steps, found {}", type_name(steps)),
                 )),
                 Some(items) => {
-                    let facts: Vec<_> = items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, step)| walk_step(i, step, &mut path, &mut out))
-                        .collect();
+                    let facts: Vec<_> =
+                        items.iter().enumerate().map(|(i, step)| walk_step(i, step, &mut path, &mut out)).collect();
                     plan_rules(&facts, top_k, &mut out);
                 }
             }
@@ -563,64 +497,38 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
 }
 
 fn missing(path: &Path<'_>, key: &str) -> Problem {
-    Problem::new(
-        ProblemCode::MissingField,
-        path.child(key),
-        format!("required field `{key}` is missing"),
-    )
+    Problem::new(ProblemCode::MissingField, path.child(key), format!("required field `{key}` is missing"))
 }
 
 fn version_gate(obj: &Map<String, Value>, out: &mut Vec<Problem>) {
     let root = Path::new();
     let version_problem = match obj.get("step_contract_version") {
-        None => Some("required field `step_contract_version` is missing; this runtime implements contract version \"1\"".to_owned()),
+        None => Some(
+            "required field `step_contract_version` is missing; this runtime implements contract version \"1\""
+                .to_owned(),
+        ),
         Some(Value::String(v)) if v == "1" => None,
-        Some(Value::String(v)) => Some(format!("contract version \"{v}\" is not supported; this runtime implements \"1\"")),
+        Some(Value::String(v)) => {
+            Some(format!("contract version \"{v}\" is not supported; this runtime implements \"1\""))
+        }
         Some(other) => Some(format!("expected the string \"1\", found {}", type_name(other))),
     };
     if let Some(msg) = version_problem {
-        out.push(Problem::new(
-            ProblemCode::UnsupportedVersion,
-            root.child("step_contract_version"),
-            msg,
-        ));
+        out.push(Problem::new(ProblemCode::UnsupportedVersion, root.child("step_contract_version"), msg));
     }
     let extensions_problem = match obj.get("extensions") {
-        None => {
-            Some("required field `extensions` is missing; in contract v1 it is `[]`".to_owned())
-        }
+        None => Some("required field `extensions` is missing; in contract v1 it is `[]`".to_owned()),
         Some(Value::Array(a)) if a.is_empty() => None,
-        Some(Value::Array(a)) => Some(format!(
-            "extensions must be empty in contract v1; found {} entries",
-            a.len()
-        )),
-        Some(other) => Some(format!(
-            "expected the empty array `[]`, found {}",
-            type_name(other)
-        )),
+        Some(Value::Array(a)) => Some(format!("extensions must be empty in contract v1; found {} entries", a.len())),
+        Some(other) => Some(format!("expected the empty array `[]`, found {}", type_name(other))),
     };
     if let Some(msg) = extensions_problem {
-        out.push(Problem::new(
-            ProblemCode::InvalidExtensions,
-            root.child("extensions"),
-            msg,
-        ));
+        out.push(Problem::new(ProblemCode::InvalidExtensions, root.child("extensions"), msg));
     }
 }
 
-fn walk_step<'a>(
-    i: usize,
-    step: &'a Value,
-    path: &mut Path<'a>,
-    out: &mut Vec<Problem>,
-) -> StepFacts<'a> {
-    let mut facts = StepFacts {
-        index: i,
-        id: None,
-        ty: None,
-        suggested: None,
-        payload_top_k: None,
-    };
+fn walk_step<'a>(i: usize, step: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) -> StepFacts<'a> {
+    let mut facts = StepFacts { index: i, id: None, ty: None, suggested: None, payload_top_k: None };
     path.push_index(i);
     if let Some(obj) = expect_object(step, path, out) {
         for key in obj.keys() {
@@ -632,11 +540,7 @@ fn walk_step<'a>(
             None => out.push(missing(path, "id")),
             Some(Value::String(id)) => match rules::step_id(id) {
                 Ok(()) => facts.id = Some(id),
-                Err(msg) => out.push(Problem::new(
-                    ProblemCode::InvalidValue,
-                    path.child("id"),
-                    msg,
-                )),
+                Err(msg) => out.push(Problem::new(ProblemCode::InvalidValue, path.child("id"), msg)),
             },
             Some(other) => out.push(Problem::new(
                 ProblemCode::InvalidType,
@@ -654,11 +558,7 @@ fn walk_step<'a>(
                         Some(s) => format!("did you mean `{s}`?"),
                         None => format!(
                             "the registry has: {}",
-                            StepType::ALL
-                                .iter()
-                                .map(|t| t.wire_name())
-                                .collect::<Vec<_>>()
-                                .join(", ")
+                            StepType::ALL.iter().map(|t| t.wire_name()).collect::<Vec<_>>().join(", ")
                         ),
                     };
                     out.push(Problem::new(
@@ -715,9 +615,7 @@ fn plan_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) 
             out.push(Problem::new(
                 ProblemCode::DuplicateStepType,
                 format!("/steps/{}/type", f.index),
-                format!(
-                    "`{ty}` already appears at /steps/{first}; each step type appears at most once"
-                ),
+                format!("`{ty}` already appears at /steps/{first}; each step type appears at most once"),
             ));
             continue;
         }
@@ -765,12 +663,7 @@ fn plan_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) 
                 "/steps".to_owned(),
                 format!(
                     "the plan has no `{ty}` step; it is mandatory (every plan has {})",
-                    list_or_none(
-                        crate::REGISTRY
-                            .iter()
-                            .filter(|s| s.mandatory)
-                            .map(|s| s.step_type)
-                    )
+                    list_or_none(crate::REGISTRY.iter().filter(|s| s.mandatory).map(|s| s.step_type))
                 ),
             ));
         }
@@ -779,9 +672,5 @@ fn plan_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) 
 
 fn list_or_none(types: impl Iterator<Item = StepType>) -> String {
     let names: Vec<String> = types.map(|t| format!("`{t}`")).collect();
-    if names.is_empty() {
-        "nothing (it is the last step)".to_owned()
-    } else {
-        names.join(", ")
-    }
+    if names.is_empty() { "nothing (it is the last step)".to_owned() } else { names.join(", ") }
 }

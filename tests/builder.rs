@@ -63,10 +63,7 @@ fn all_256_optional_step_combinations_build_validate_and_round_trip() {
     let mut shapes = HashSet::new();
     for plan in &plans {
         let types: Vec<StepType> = plan.steps().iter().map(|s| s.step_type()).collect();
-        assert!(
-            types.windows(2).all(|w| w[0] < w[1]),
-            "canonical order: {types:?}"
-        );
+        assert!(types.windows(2).all(|w| w[0] < w[1]), "canonical order: {types:?}");
         shapes.insert(types);
         let json = plan.to_json();
         let again = ValidPlan::from_str(&json).unwrap_or_else(|e| panic!("{e}\n{json}"));
@@ -78,139 +75,49 @@ fn all_256_optional_step_combinations_build_validate_and_round_trip() {
 #[test]
 fn retrieve_memory_takes_top_k_from_the_metadata() {
     let plan = PlanBuilder::new("p", "chat")
-        .context_select(
-            "ctx",
-            ContextSelectPayload {
-                input: "hi".into(),
-                sources: vec![],
-            },
-        )
+        .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec![] })
         .top_k(NonZeroU32::new(7).unwrap())
         .retrieve_memory("memory", "query")
-        .prompt_assemble(
-            "prompt",
-            PromptAssemblePayload {
-                template: "t".into(),
-                vars: AnyObject::new(),
-            },
-        )
-        .llm_call(
-            "llm",
-            LlmCallPayload {
-                prompt: "p".into(),
-                config: AnyObject::new(),
-            },
-        )
-        .persist_session(
-            "save",
-            PersistSessionPayload {
-                session_ref: "s".into(),
-                meta: AnyObject::new(),
-            },
-        )
+        .prompt_assemble("prompt", PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
+        .llm_call("llm", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() })
+        .persist_session("save", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
         .build()
         .unwrap();
     assert_eq!(plan.metadata().top_k.map(|k| k.get()), Some(7));
-    let planlock::StepPayload::RetrieveMemory(p) = &plan.steps()[1].payload else {
-        panic!()
-    };
+    let planlock::StepPayload::RetrieveMemory(p) = &plan.steps()[1].payload else { panic!() };
     assert_eq!(p.top_k.get(), 7);
 }
 
 fn minimal(ids: [&str; 4]) -> Result<ValidPlan, planlock::Rejection> {
     PlanBuilder::new("p", "chat")
-        .context_select(
-            ids[0],
-            ContextSelectPayload {
-                input: "hi".into(),
-                sources: vec![],
-            },
-        )
-        .prompt_assemble(
-            ids[1],
-            PromptAssemblePayload {
-                template: "t".into(),
-                vars: AnyObject::new(),
-            },
-        )
-        .llm_call(
-            ids[2],
-            LlmCallPayload {
-                prompt: "p".into(),
-                config: AnyObject::new(),
-            },
-        )
-        .persist_session(
-            ids[3],
-            PersistSessionPayload {
-                session_ref: "s".into(),
-                meta: AnyObject::new(),
-            },
-        )
+        .context_select(ids[0], ContextSelectPayload { input: "hi".into(), sources: vec![] })
+        .prompt_assemble(ids[1], PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
+        .llm_call(ids[2], LlmCallPayload { prompt: "p".into(), config: AnyObject::new() })
+        .persist_session(ids[3], PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
         .build()
 }
 
 #[test]
 fn build_reports_what_types_cannot_check_with_the_validators_codes() {
     let codes = |r: Result<ValidPlan, planlock::Rejection>| {
-        r.unwrap_err()
-            .problems()
-            .iter()
-            .map(|p| (p.code(), p.pointer().to_owned()))
-            .collect::<Vec<_>>()
+        r.unwrap_err().problems().iter().map(|p| (p.code(), p.pointer().to_owned())).collect::<Vec<_>>()
     };
-    assert_eq!(
-        codes(minimal(["a", "b", "a", "c"])),
-        [(ProblemCode::DuplicateStepId, "/steps/2/id".to_owned())]
-    );
-    assert_eq!(
-        codes(minimal(["", "b", "c", "d"])),
-        [(ProblemCode::InvalidValue, "/steps/0/id".to_owned())]
-    );
+    assert_eq!(codes(minimal(["a", "b", "a", "c"])), [(ProblemCode::DuplicateStepId, "/steps/2/id".to_owned())]);
+    assert_eq!(codes(minimal(["", "b", "c", "d"])), [(ProblemCode::InvalidValue, "/steps/0/id".to_owned())]);
     let long = "x".repeat(129);
-    assert_eq!(
-        codes(minimal(["a", &long, "c", "d"])),
-        [(ProblemCode::InvalidValue, "/steps/1/id".to_owned())]
-    );
-    assert_eq!(
-        codes(minimal(["a", "b", "c\u{0}", "d"])),
-        [(ProblemCode::InvalidValue, "/steps/2/id".to_owned())]
-    );
+    assert_eq!(codes(minimal(["a", &long, "c", "d"])), [(ProblemCode::InvalidValue, "/steps/1/id".to_owned())]);
+    assert_eq!(codes(minimal(["a", "b", "c\u{0}", "d"])), [(ProblemCode::InvalidValue, "/steps/2/id".to_owned())]);
     let err = PlanBuilder::new("", "chat")
-        .context_select(
-            "a",
-            ContextSelectPayload {
-                input: "hi".into(),
-                sources: vec![],
-            },
-        )
+        .context_select("a", ContextSelectPayload { input: "hi".into(), sources: vec![] })
         .prompt_assemble(
             "b",
-            PromptAssemblePayload {
-                template: "t".into(),
-                vars: AnyObject::new().with("n", u64::MAX),
-            },
+            PromptAssemblePayload { template: "t".into(), vars: AnyObject::new().with("n", u64::MAX) },
         )
-        .llm_call(
-            "c",
-            LlmCallPayload {
-                prompt: "p".into(),
-                config: AnyObject::new(),
-            },
-        )
-        .persist_session(
-            "d",
-            PersistSessionPayload {
-                session_ref: "s".into(),
-                meta: AnyObject::new(),
-            },
-        )
+        .llm_call("c", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() })
+        .persist_session("d", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
         .build()
         .unwrap_err();
     assert_eq!(err.class(), FailureKind::CycleFail);
     let pointers: Vec<_> = err.problems().iter().map(|p| p.pointer()).collect();
-    assert_eq!(
-        pointers,
-        ["/metadata/policyProfile", "/steps/1/payload/vars/n"]
-    );
+    assert_eq!(pointers, ["/metadata/policyProfile", "/steps/1/payload/vars/n"]);
 }

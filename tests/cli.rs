@@ -26,11 +26,7 @@ fn planlock(args: &[&str], stdin: Option<&str>) -> Output {
 
 fn json_report(out: &Output) -> Value {
     let stdout = String::from_utf8(out.stdout.clone()).unwrap();
-    assert_eq!(
-        stdout.lines().count(),
-        1,
-        "exactly one JSON object: {stdout}"
-    );
+    assert_eq!(stdout.lines().count(), 1, "exactly one JSON object: {stdout}");
     serde_json::from_str(&stdout).unwrap()
 }
 
@@ -42,10 +38,7 @@ fn valid_plan_from_a_file_exits_0() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("valid"));
     let out = planlock(&["validate", "--format", "json", path], None);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(
-        json_report(&out),
-        serde_json::json!({"valid": true, "class": null, "problems": []})
-    );
+    assert_eq!(json_report(&out), serde_json::json!({"valid": true, "class": null, "problems": []}));
 }
 
 #[test]
@@ -59,17 +52,8 @@ fn cycle_fail_rejection_exits_1_with_every_problem() {
     assert_eq!(report["valid"], false);
     assert_eq!(report["class"], "CycleFail");
     let problems = report["problems"].as_array().unwrap();
-    let got: Vec<_> = problems
-        .iter()
-        .map(|p| (p["code"].as_str().unwrap(), p["pointer"].as_str().unwrap()))
-        .collect();
-    assert_eq!(
-        got,
-        [
-            ("unknown-step-type", "/steps/4/type"),
-            ("duplicate-step-id", "/steps/1/id")
-        ]
-    );
+    let got: Vec<_> = problems.iter().map(|p| (p["code"].as_str().unwrap(), p["pointer"].as_str().unwrap())).collect();
+    assert_eq!(got, [("unknown-step-type", "/steps/4/type"), ("duplicate-step-id", "/steps/1/id")]);
     for p in problems {
         let keys: Vec<_> = p.as_object().unwrap().keys().map(String::as_str).collect();
         assert_eq!(keys, ["class", "code", "message", "pointer"]);
@@ -79,25 +63,16 @@ fn cycle_fail_rejection_exits_1_with_every_problem() {
 
 #[test]
 fn fail_fast_rejection_exits_3() {
-    let bad = FULL.replace(
-        r#""step_contract_version": "1""#,
-        r#""step_contract_version": "2""#,
-    );
+    let bad = FULL.replace(r#""step_contract_version": "1""#, r#""step_contract_version": "2""#);
     let out = planlock(&["validate", "-"], Some(&bad));
     assert_eq!(out.status.code(), Some(3));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(
-        text.contains("/step_contract_version: unsupported-version [FailFast]"),
-        "{text}"
-    );
+    assert!(text.contains("/step_contract_version: unsupported-version [FailFast]"), "{text}");
 }
 
 #[test]
 fn text_output_is_one_line_per_problem_with_its_pointer() {
-    let out = planlock(
-        &["validate", "-"],
-        Some("{\"step_contract_version\":\"1\",\"extensions\":[],\"x\":1}"),
-    );
+    let out = planlock(&["validate", "-"], Some("{\"step_contract_version\":\"1\",\"extensions\":[],\"x\":1}"));
     assert_eq!(out.status.code(), Some(1));
     let text = String::from_utf8(out.stdout).unwrap();
     let lines: Vec<_> = text.lines().collect();
@@ -109,29 +84,16 @@ fn text_output_is_one_line_per_problem_with_its_pointer() {
 
 #[test]
 fn usage_and_io_errors_exit_2() {
-    assert_eq!(
-        planlock(&["validate", "/no/such/plan.json"], None)
-            .status
-            .code(),
-        Some(2)
-    );
+    assert_eq!(planlock(&["validate", "/no/such/plan.json"], None).status.code(), Some(2));
     assert_eq!(planlock(&["validate"], None).status.code(), Some(2));
-    assert_eq!(
-        planlock(&["validate", "--format", "yaml", "-"], Some("{}"))
-            .status
-            .code(),
-        Some(2)
-    );
+    assert_eq!(planlock(&["validate", "--format", "yaml", "-"], Some("{}")).status.code(), Some(2));
     assert_eq!(planlock(&["frobnicate"], None).status.code(), Some(2));
     assert_eq!(planlock(&["--help"], None).status.code(), Some(0));
 }
 
 #[test]
 fn malformed_input_is_a_report_not_a_crash() {
-    let out = planlock(
-        &["validate", "--format", "json", "-"],
-        Some("\u{0}\u{1}garbage"),
-    );
+    let out = planlock(&["validate", "--format", "json", "-"], Some("\u{0}\u{1}garbage"));
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(json_report(&out)["problems"][0]["code"], "malformed-json");
 }

@@ -27,23 +27,11 @@ struct Case {
 }
 
 fn edit(name: &'static str, f: fn(&mut Value), expect: &[(&'static str, &'static str)]) -> Case {
-    Case {
-        name,
-        input: Input::Edit(f),
-        expect: expect.to_vec(),
-    }
+    Case { name, input: Input::Edit(f), expect: expect.to_vec() }
 }
 
-fn raw(
-    name: &'static str,
-    text: impl Into<String>,
-    expect: &[(&'static str, &'static str)],
-) -> Case {
-    Case {
-        name,
-        input: Input::Raw(text.into()),
-        expect: expect.to_vec(),
-    }
+fn raw(name: &'static str, text: impl Into<String>, expect: &[(&'static str, &'static str)]) -> Case {
+    Case { name, input: Input::Raw(text.into()), expect: expect.to_vec() }
 }
 
 fn steps(v: &mut Value) -> &mut Vec<Value> {
@@ -164,11 +152,7 @@ fn cases() -> Vec<Case> {
             },
             &[("invalid-extensions", "/extensions")],
         ),
-        edit(
-            "extensions not an array",
-            |v| v["extensions"] = json!({}),
-            &[("invalid-extensions", "/extensions")],
-        ),
+        edit("extensions not an array", |v| v["extensions"] = json!({}), &[("invalid-extensions", "/extensions")]),
         edit(
             "gate failure hides every other problem",
             |v| {
@@ -177,28 +161,13 @@ fn cases() -> Vec<Case> {
                 v["graph"] = json!({});
                 remove_step(v, "LLMCall");
             },
-            &[
-                ("unsupported-version", "/step_contract_version"),
-                ("invalid-extensions", "/extensions"),
-            ],
+            &[("unsupported-version", "/step_contract_version"), ("invalid-extensions", "/extensions")],
         ),
         // ---- JSON-level problems
-        raw(
-            "not JSON",
-            "{ \"step_contract_version\": ",
-            &[("malformed-json", "/step_contract_version")],
-        ),
+        raw("not JSON", "{ \"step_contract_version\": ", &[("malformed-json", "/step_contract_version")]),
         raw("empty input", "", &[("malformed-json", "")]),
-        raw(
-            "trailing garbage",
-            format!("{FULL} x"),
-            &[("malformed-json", "")],
-        ),
-        raw(
-            "two documents",
-            format!("{FULL}{FULL}"),
-            &[("malformed-json", "")],
-        ),
+        raw("trailing garbage", format!("{FULL} x"), &[("malformed-json", "")]),
+        raw("two documents", format!("{FULL}{FULL}"), &[("malformed-json", "")]),
         raw(
             "duplicate key in metadata",
             FULL.replace(r#""mode": "chat","#, r#""mode": "chat", "mode": "voice","#),
@@ -211,11 +180,7 @@ fn cases() -> Vec<Case> {
         ),
         raw(
             "duplicate top-level key",
-            FULL.replacen(
-                r#""extensions": [],"#,
-                r#""extensions": [], "extensions": [],"#,
-                1,
-            ),
+            FULL.replacen(r#""extensions": [],"#, r#""extensions": [], "extensions": [],"#, 1),
             &[("duplicate-key", "/extensions")],
         ),
         raw(
@@ -225,17 +190,10 @@ fn cases() -> Vec<Case> {
         ),
         raw(
             "lone surrogate",
-            FULL.replace(
-                "How do I rotate the API key?\", \"sources\"",
-                "\\ud800\", \"sources\"",
-            ),
+            FULL.replace("How do I rotate the API key?\", \"sources\"", "\\ud800\", \"sources\""),
             &[("invalid-value", "/steps/1/payload/input")],
         ),
-        raw(
-            "too large",
-            format!("{FULL}{}", " ".repeat(planlock::MAX_PLAN_BYTES)),
-            &[("too-large", "")],
-        ),
+        raw("too large", format!("{FULL}{}", " ".repeat(planlock::MAX_PLAN_BYTES)), &[("too-large", "")]),
         raw(
             "too deep in a free-form value",
             FULL.replace(
@@ -268,43 +226,23 @@ fn cases() -> Vec<Case> {
             },
             &[("invalid-value", "/steps/5/payload/config/low")],
         ),
-        edit(
-            "root is not an object",
-            |v| *v = json!([]),
-            &[("invalid-type", "")],
-        ),
+        edit("root is not an object", |v| *v = json!([]), &[("invalid-type", "")]),
         // ---- flat model (B-007 §2): branching fields are unknown fields
         edit(
             "onSuccess on a step",
             |v| steps(v)[1]["onSuccess"] = json!("llm"),
             &[("unknown-field", "/steps/1/onSuccess")],
         ),
-        edit(
-            "onFail on a step",
-            |v| steps(v)[5]["onFail"] = json!("ctx"),
-            &[("unknown-field", "/steps/5/onFail")],
-        ),
+        edit("onFail on a step", |v| steps(v)[5]["onFail"] = json!("ctx"), &[("unknown-field", "/steps/5/onFail")]),
         edit(
             "condition on a step",
             |v| steps(v)[0]["condition"] = json!("repo exists"),
             &[("unknown-field", "/steps/0/condition")],
         ),
-        edit(
-            "nested steps",
-            |v| steps(v)[1]["steps"] = json!([]),
-            &[("unknown-field", "/steps/1/steps")],
-        ),
-        edit(
-            "a graph beside the steps",
-            |v| v["graph"] = json!({"nodes": []}),
-            &[("unknown-field", "/graph")],
-        ),
+        edit("nested steps", |v| steps(v)[1]["steps"] = json!([]), &[("unknown-field", "/steps/1/steps")]),
+        edit("a graph beside the steps", |v| v["graph"] = json!({"nodes": []}), &[("unknown-field", "/graph")]),
         // ---- metadata whitelist (B-007 §6)
-        edit(
-            "extra metadata key",
-            |v| v["metadata"]["retries"] = json!(3),
-            &[("unknown-field", "/metadata/retries")],
-        ),
+        edit("extra metadata key", |v| v["metadata"]["retries"] = json!(3), &[("unknown-field", "/metadata/retries")]),
         edit(
             "extra timeouts key",
             |v| v["metadata"]["timeouts"]["dbMs"] = json!(3),
@@ -349,11 +287,7 @@ fn cases() -> Vec<Case> {
             |v| v["metadata"]["budgets"]["promptTokens"] = json!("4000"),
             &[("invalid-type", "/metadata/budgets/promptTokens")],
         ),
-        edit(
-            "metadata as an array",
-            |v| v["metadata"] = json!([]),
-            &[("invalid-type", "/metadata")],
-        ),
+        edit("metadata as an array", |v| v["metadata"] = json!([]), &[("invalid-type", "/metadata")]),
         // ---- validator signatures (D-021)
         edit(
             "bad config_hash",
@@ -369,14 +303,13 @@ fn cases() -> Vec<Case> {
         ),
         edit(
             "validator with extra field",
-            |v| v["postValidators"] = json!([{"id": "x", "version": "1", "config_hash": "0".repeat(64), "mode": "strict"}]),
+            |v| {
+                v["postValidators"] =
+                    json!([{"id": "x", "version": "1", "config_hash": "0".repeat(64), "mode": "strict"}])
+            },
             &[("unknown-field", "/postValidators/0/mode")],
         ),
-        edit(
-            "validators not an array",
-            |v| v["validators"] = json!({}),
-            &[("invalid-type", "/validators")],
-        ),
+        edit("validators not an array", |v| v["validators"] = json!({}), &[("invalid-type", "/validators")]),
         // ---- strict payloads (B-007 §3)
         edit(
             "unknown payload field",
@@ -450,11 +383,7 @@ fn cases() -> Vec<Case> {
             &[("missing-field", "/steps/9/payload/evidence/source")],
         ),
         // ---- step ids (B-007 §4)
-        edit(
-            "empty step id",
-            |v| steps(v)[0]["id"] = json!(""),
-            &[("invalid-value", "/steps/0/id")],
-        ),
+        edit("empty step id", |v| steps(v)[0]["id"] = json!(""), &[("invalid-value", "/steps/0/id")]),
         edit(
             "step id over 128 characters",
             |v| steps(v)[0]["id"] = json!("s".repeat(129)),
@@ -465,11 +394,7 @@ fn cases() -> Vec<Case> {
             |v| steps(v)[0]["id"] = json!("a\nb"),
             &[("invalid-value", "/steps/0/id")],
         ),
-        edit(
-            "step id as a number",
-            |v| steps(v)[0]["id"] = json!(1),
-            &[("invalid-type", "/steps/0/id")],
-        ),
+        edit("step id as a number", |v| steps(v)[0]["id"] = json!(1), &[("invalid-type", "/steps/0/id")]),
         edit(
             "step id missing",
             |v| {
@@ -477,40 +402,25 @@ fn cases() -> Vec<Case> {
             },
             &[("missing-field", "/steps/0/id")],
         ),
-        edit(
-            "duplicate step id",
-            |v| steps(v)[1]["id"] = json!("scan"),
-            &[("duplicate-step-id", "/steps/1/id")],
-        ),
+        edit("duplicate step id", |v| steps(v)[1]["id"] = json!("scan"), &[("duplicate-step-id", "/steps/1/id")]),
         // ---- registry and order (PRD-007 §3–4, B-007 §1, §4)
         edit(
             "unknown step type with a suggestion",
             |v| steps(v)[5]["type"] = json!("LLMCal"),
             &[("unknown-step-type", "/steps/5/type")],
         ),
-        edit(
-            "unknown step type",
-            |v| steps(v)[0]["type"] = json!("Branch"),
-            &[("unknown-step-type", "/steps/0/type")],
-        ),
-        edit(
-            "type as a number",
-            |v| steps(v)[0]["type"] = json!(3),
-            &[("invalid-type", "/steps/0/type")],
-        ),
+        edit("unknown step type", |v| steps(v)[0]["type"] = json!("Branch"), &[("unknown-step-type", "/steps/0/type")]),
+        edit("type as a number", |v| steps(v)[0]["type"] = json!(3), &[("invalid-type", "/steps/0/type")]),
         edit(
             "duplicate step type",
             |v| {
-                let extra = json!({"id": "ctx2", "type": "ContextSelect", "payload": {"input": "again", "sources": []}});
+                let extra =
+                    json!({"id": "ctx2", "type": "ContextSelect", "payload": {"input": "again", "sources": []}});
                 steps(v).insert(2, extra);
             },
             &[("duplicate-step-type", "/steps/2/type")],
         ),
-        edit(
-            "two steps swapped",
-            |v| steps(v).swap(4, 5),
-            &[("order-violation", "/steps/5/type")],
-        ),
+        edit("two steps swapped", |v| steps(v).swap(4, 5), &[("order-violation", "/steps/5/type")]),
         edit(
             "PersistSession not last",
             |v| {
@@ -546,16 +456,8 @@ fn cases() -> Vec<Case> {
             },
             &[("missing-field", "/steps")],
         ),
-        edit(
-            "steps not an array",
-            |v| v["steps"] = json!({}),
-            &[("invalid-type", "/steps")],
-        ),
-        edit(
-            "a step that is not an object",
-            |v| steps(v)[0] = json!("RepoScan"),
-            &[("invalid-type", "/steps/0")],
-        ),
+        edit("steps not an array", |v| v["steps"] = json!({}), &[("invalid-type", "/steps")]),
+        edit("a step that is not an object", |v| steps(v)[0] = json!("RepoScan"), &[("invalid-type", "/steps/0")]),
         // ---- topK (D-007 metadata enforcement, B-007 §6)
         edit(
             "RetrieveMemory without metadata.topK",
@@ -569,11 +471,7 @@ fn cases() -> Vec<Case> {
             |v| steps(v)[2]["payload"]["topK"] = json!(3),
             &[("top-k-mismatch", "/steps/2/payload/topK")],
         ),
-        edit(
-            "metadata topK zero",
-            |v| v["metadata"]["topK"] = json!(0),
-            &[("invalid-value", "/metadata/topK")],
-        ),
+        edit("metadata topK zero", |v| v["metadata"]["topK"] = json!(0), &[("invalid-value", "/metadata/topK")]),
         edit(
             "metadata topK fractional",
             |v| v["metadata"]["topK"] = json!(5.5),
@@ -616,18 +514,13 @@ fn text_of(input: &Input) -> (String, Option<Value>) {
     }
 }
 
-fn outcome(
-    r: Result<ValidPlan, planlock::Rejection>,
-) -> (Vec<(String, String)>, Option<FailureKind>) {
+fn outcome(r: Result<ValidPlan, planlock::Rejection>) -> (Vec<(String, String)>, Option<FailureKind>) {
     match r {
         Ok(_) => (Vec::new(), None),
         Err(e) => {
             let class = e.class();
-            let problems = e
-                .problems()
-                .iter()
-                .map(|p| (p.code().as_str().to_owned(), p.pointer().to_owned()))
-                .collect();
+            let problems =
+                e.problems().iter().map(|p| (p.code().as_str().to_owned(), p.pointer().to_owned())).collect();
             (problems, Some(class))
         }
     }
@@ -640,11 +533,7 @@ fn corpus() {
     for case in cases() {
         let (text, value) = text_of(&case.input);
         let (got, class) = outcome(ValidPlan::from_str(&text));
-        let want: Vec<(String, String)> = case
-            .expect
-            .iter()
-            .map(|(c, p)| (c.to_string(), p.to_string()))
-            .collect();
+        let want: Vec<(String, String)> = case.expect.iter().map(|(c, p)| (c.to_string(), p.to_string())).collect();
         if got != want {
             failures.push(format!("{}:\n   want {want:?}\n    got {got:?}", case.name));
             continue;
@@ -661,28 +550,13 @@ fn corpus() {
         if let Some(v) = value {
             let (from_value, _) = outcome(ValidPlan::from_value(&v));
             if from_value != want {
-                failures.push(format!(
-                    "{} (from_value):\n   want {want:?}\n    got {from_value:?}",
-                    case.name
-                ));
+                failures.push(format!("{} (from_value):\n   want {want:?}\n    got {from_value:?}", case.name));
             }
         }
     }
-    assert!(
-        failures.is_empty(),
-        "{} case(s) failed:\n{}",
-        failures.len(),
-        failures.join("\n")
-    );
-    let missing: Vec<_> = ProblemCode::ALL
-        .iter()
-        .map(|c| c.as_str())
-        .filter(|c| !covered.contains(*c))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "codes without a corpus case: {missing:?}"
-    );
+    assert!(failures.is_empty(), "{} case(s) failed:\n{}", failures.len(), failures.join("\n"));
+    let missing: Vec<_> = ProblemCode::ALL.iter().map(|c| c.as_str()).filter(|c| !covered.contains(*c)).collect();
+    assert!(missing.is_empty(), "codes without a corpus case: {missing:?}");
 }
 
 #[test]
@@ -690,20 +564,12 @@ fn messages_say_what_was_expected() {
     let message = |f: fn(&mut Value)| {
         let mut v = full();
         f(&mut v);
-        ValidPlan::from_value(&v).unwrap_err().problems()[0]
-            .message()
-            .to_owned()
+        ValidPlan::from_value(&v).unwrap_err().problems()[0].message().to_owned()
     };
     assert!(message(|v| steps(v)[5]["type"] = json!("LLMCal")).contains("did you mean `LLMCall`?"));
     let order = message(|v| steps(v).swap(4, 5));
-    assert!(
-        order.contains("`PromptAssemble` cannot come after `LLMCall`"),
-        "{order}"
-    );
-    assert!(
-        order.contains("allowed after `LLMCall`: `SummarizeMemory`"),
-        "{order}"
-    );
+    assert!(order.contains("`PromptAssemble` cannot come after `LLMCall`"), "{order}");
+    assert!(order.contains("allowed after `LLMCall`: `SummarizeMemory`"), "{order}");
     assert!(message(|v| steps(v)[1]["onSuccess"] = json!(1)).contains("plans are flat"));
     assert!(message(|v| remove_step(v, "LLMCall")).contains("no `LLMCall` step"));
     assert!(message(|v| v["step_contract_version"] = json!("2")).contains("implements \"1\""));

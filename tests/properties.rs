@@ -3,8 +3,8 @@
 
 use planlock::schema::*;
 use planlock::{
-    AnyObject, Budgets, ExecutionPlan, PlanMetadata, PositiveInt, ProblemCode, Rejection,
-    StepDefinition, StepPayload, StepType, Timeouts, ValidPlan, ValidatorSignature,
+    AnyObject, Budgets, ExecutionPlan, PlanMetadata, PositiveInt, ProblemCode, Rejection, StepDefinition, StepPayload,
+    StepType, Timeouts, ValidPlan, ValidatorSignature,
 };
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -21,16 +21,14 @@ fn json_value() -> impl Strategy<Value = Value> {
     let leaf = prop_oneof![
         Just(Value::Null),
         any::<bool>().prop_map(Value::Bool),
-        (-(planlock::MAX_SAFE_INTEGER as i64)..=planlock::MAX_SAFE_INTEGER as i64)
-            .prop_map(|n| json!(n)),
+        (-(planlock::MAX_SAFE_INTEGER as i64)..=planlock::MAX_SAFE_INTEGER as i64).prop_map(|n| json!(n)),
         (-1e15f64..1e15).prop_map(|f| json!(f)),
         text().prop_map(Value::String),
     ];
     leaf.prop_recursive(6, 48, 6, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(text(), inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
+            prop::collection::btree_map(text(), inner, 0..6).prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
 }
@@ -46,90 +44,50 @@ fn decision() -> impl Strategy<Value = Decision> {
         text(),
         pos(),
         text(),
-        prop_oneof![
-            Just("global".to_owned()),
-            Just("axis".to_owned()),
-            "domain:[a-z]{1,8}"
-        ],
+        prop_oneof![Just("global".to_owned()), Just("axis".to_owned()), "domain:[a-z]{1,8}"],
         any::<bool>(),
         prop::option::of(text()),
     )
-        .prop_map(
-            |(id, root_id, version, text, scope, is_active, previous_version_id)| Decision {
-                id,
-                root_id,
-                version,
-                text,
-                strength: "must".into(),
-                scope,
-                is_active,
-                previous_version_id,
-            },
-        )
+        .prop_map(|(id, root_id, version, text, scope, is_active, previous_version_id)| Decision {
+            id,
+            root_id,
+            version,
+            text,
+            strength: "must".into(),
+            scope,
+            is_active,
+            previous_version_id,
+        })
 }
 
 fn payload(ty: StepType, top_k: PositiveInt) -> BoxedStrategy<StepPayload> {
     match ty {
-        StepType::RepoScan => text()
-            .prop_map(|repo_path| RepoScanPayload { repo_path }.into())
-            .boxed(),
+        StepType::RepoScan => text().prop_map(|repo_path| RepoScanPayload { repo_path }.into()).boxed(),
         StepType::ContextSelect => (text(), prop::collection::vec(text(), 0..4))
             .prop_map(|(input, sources)| ContextSelectPayload { input, sources }.into())
             .boxed(),
-        StepType::RetrieveMemory => text()
-            .prop_map(move |input| RetrieveMemoryPayload { input, top_k }.into())
-            .boxed(),
+        StepType::RetrieveMemory => text().prop_map(move |input| RetrieveMemoryPayload { input, top_k }.into()).boxed(),
         StepType::RetrieveDecisionContext => (text(), prop::option::of(text()))
-            .prop_map(|(input, current_domain)| {
-                RetrieveDecisionContextPayload {
-                    input,
-                    current_domain,
-                }
-                .into()
-            })
+            .prop_map(|(input, current_domain)| RetrieveDecisionContextPayload { input, current_domain }.into())
             .boxed(),
-        StepType::PromptAssemble => (text(), object())
-            .prop_map(|(template, vars)| PromptAssemblePayload { template, vars }.into())
-            .boxed(),
-        StepType::LLMCall => (text(), object())
-            .prop_map(|(prompt, config)| LlmCallPayload { prompt, config }.into())
-            .boxed(),
-        StepType::SummarizeMemory => text()
-            .prop_map(|response| SummarizeMemoryPayload { response }.into())
-            .boxed(),
+        StepType::PromptAssemble => {
+            (text(), object()).prop_map(|(template, vars)| PromptAssemblePayload { template, vars }.into()).boxed()
+        }
+        StepType::LLMCall => {
+            (text(), object()).prop_map(|(prompt, config)| LlmCallPayload { prompt, config }.into()).boxed()
+        }
+        StepType::SummarizeMemory => text().prop_map(|response| SummarizeMemoryPayload { response }.into()).boxed(),
         StepType::PersistMemory => (text(), prop::collection::vec(text(), 0..4), text())
-            .prop_map(|(summary, keywords, session_ref)| {
-                PersistMemoryPayload {
-                    summary,
-                    keywords,
-                    session_ref,
-                }
-                .into()
-            })
+            .prop_map(|(summary, keywords, session_ref)| PersistMemoryPayload { summary, keywords, session_ref }.into())
             .boxed(),
-        StepType::PersistDecision => decision()
-            .prop_map(|decision| PersistDecisionPayload { decision }.into())
-            .boxed(),
+        StepType::PersistDecision => decision().prop_map(|decision| PersistDecisionPayload { decision }.into()).boxed(),
         StepType::PersistEvidence => (text(), text(), text())
             .prop_map(|(id, summary, source)| {
-                PersistEvidencePayload {
-                    evidence: Evidence {
-                        id,
-                        summary,
-                        source,
-                    },
-                }
-                .into()
+                PersistEvidencePayload { evidence: Evidence { id, summary, source } }.into()
             })
             .boxed(),
         StepType::LinkDecisionEvidence => (text(), text())
-            .prop_map(|(decision_id, evidence_id)| {
-                LinkDecisionEvidencePayload {
-                    decision_id,
-                    evidence_id,
-                }
-                .into()
-            })
+            .prop_map(|(decision_id, evidence_id)| LinkDecisionEvidencePayload { decision_id, evidence_id }.into())
             .boxed(),
         StepType::PersistSession => (text(), object())
             .prop_map(|(session_ref, meta)| PersistSessionPayload { session_ref, meta }.into())
@@ -138,12 +96,10 @@ fn payload(ty: StepType, top_k: PositiveInt) -> BoxedStrategy<StepPayload> {
 }
 
 fn signature() -> impl Strategy<Value = ValidatorSignature> {
-    ("[a-z-]{1,10}", "[0-9]{1,3}", "[0-9a-f]{64}").prop_map(|(id, version, config_hash)| {
-        ValidatorSignature {
-            id,
-            version,
-            config_hash,
-        }
+    ("[a-z-]{1,10}", "[0-9]{1,3}", "[0-9a-f]{64}").prop_map(|(id, version, config_hash)| ValidatorSignature {
+        id,
+        version,
+        config_hash,
     })
 }
 
@@ -156,67 +112,46 @@ fn valid_plan() -> impl Strategy<Value = ExecutionPlan> {
         prop::option::of((prop::option::of(pos()), prop::option::of(pos()))),
         prop::option::of(prop::option::of(pos())),
     );
-    (
-        any::<u8>(),
-        meta,
-        prop::collection::vec(signature(), 0..3),
-        prop::collection::vec(signature(), 0..2),
-    )
-        .prop_flat_map(
-            |(optional, (profile, mode, top_k, timeouts, budgets), validators, post_validators)| {
-                let mut bit = 0;
-                let types: Vec<StepType> = StepType::ALL
-                    .into_iter()
-                    .filter(|t| {
-                        if t.is_mandatory() {
-                            return true;
-                        }
-                        bit += 1;
-                        optional & (1 << (bit - 1)) != 0
-                    })
-                    .collect();
-                let payloads: Vec<_> = types.iter().map(|&t| payload(t, top_k)).collect();
-                let has_memory = types.contains(&StepType::RetrieveMemory);
-                (
-                    payloads,
-                    prop::collection::hash_set("[a-zA-Z0-9_.-]{1,16}", types.len()),
-                    any::<bool>(),
-                )
-                    .prop_map(move |(payloads, ids, keep_top_k)| {
-                        let mut metadata = PlanMetadata::new(profile.clone(), mode.clone());
-                        metadata.top_k = (has_memory || keep_top_k).then_some(top_k);
-                        metadata.timeouts =
-                            timeouts.map(|(llm_ms, io_ms)| Timeouts { llm_ms, io_ms });
-                        metadata.budgets = budgets.map(|prompt_tokens| Budgets { prompt_tokens });
-                        let steps = ids
-                            .into_iter()
-                            .zip(payloads)
-                            .map(|(id, p)| StepDefinition::new(id, p))
-                            .collect();
-                        ExecutionPlan {
-                            validators: validators.clone(),
-                            post_validators: post_validators.clone(),
-                            ..ExecutionPlan::new(metadata, steps)
-                        }
-                    })
-            },
-        )
+    (any::<u8>(), meta, prop::collection::vec(signature(), 0..3), prop::collection::vec(signature(), 0..2))
+        .prop_flat_map(|(optional, (profile, mode, top_k, timeouts, budgets), validators, post_validators)| {
+            let mut bit = 0;
+            let types: Vec<StepType> = StepType::ALL
+                .into_iter()
+                .filter(|t| {
+                    if t.is_mandatory() {
+                        return true;
+                    }
+                    bit += 1;
+                    optional & (1 << (bit - 1)) != 0
+                })
+                .collect();
+            let payloads: Vec<_> = types.iter().map(|&t| payload(t, top_k)).collect();
+            let has_memory = types.contains(&StepType::RetrieveMemory);
+            (payloads, prop::collection::hash_set("[a-zA-Z0-9_.-]{1,16}", types.len()), any::<bool>()).prop_map(
+                move |(payloads, ids, keep_top_k)| {
+                    let mut metadata = PlanMetadata::new(profile.clone(), mode.clone());
+                    metadata.top_k = (has_memory || keep_top_k).then_some(top_k);
+                    metadata.timeouts = timeouts.map(|(llm_ms, io_ms)| Timeouts { llm_ms, io_ms });
+                    metadata.budgets = budgets.map(|prompt_tokens| Budgets { prompt_tokens });
+                    let steps = ids.into_iter().zip(payloads).map(|(id, p)| StepDefinition::new(id, p)).collect();
+                    ExecutionPlan {
+                        validators: validators.clone(),
+                        post_validators: post_validators.clone(),
+                        ..ExecutionPlan::new(metadata, steps)
+                    }
+                },
+            )
+        })
 }
 
 fn assert_well_formed(r: &Rejection) {
     assert!(!r.problems().is_empty());
     for p in r.problems() {
         assert!(ProblemCode::ALL.contains(&p.code()));
-        assert!(
-            p.pointer().is_empty() || p.pointer().starts_with('/'),
-            "{p}"
-        );
+        assert!(p.pointer().is_empty() || p.pointer().starts_with('/'), "{p}");
         assert!(!p.message().is_empty());
     }
-    assert_eq!(
-        r.class(),
-        r.problems().iter().map(|p| p.class()).max().unwrap()
-    );
+    assert_eq!(r.class(), r.problems().iter().map(|p| p.class()).max().unwrap());
 }
 
 /// A random change to a plan document.
@@ -235,11 +170,7 @@ fn edit() -> impl Strategy<Value = Edit> {
         any::<usize>().prop_map(Edit::Remove),
         (
             any::<usize>(),
-            prop_oneof![
-                Just("onSuccess".to_owned()),
-                Just("topK".to_owned()),
-                "[a-z]{1,6}"
-            ],
+            prop_oneof![Just("onSuccess".to_owned()), Just("topK".to_owned()), "[a-z]{1,6}"],
             json_value()
         )
             .prop_map(|(i, k, v)| Edit::Insert(i, k, v)),
@@ -363,9 +294,7 @@ proptest! {
 
 #[test]
 fn free_form_values_are_held_to_the_limits_in_rust_built_plans() {
-    let mut plan = ValidPlan::from_str(include_str!("fixtures/full_plan.json"))
-        .unwrap()
-        .into_plan();
+    let mut plan = ValidPlan::from_str(include_str!("fixtures/full_plan.json")).unwrap().into_plan();
     if let StepPayload::LLMCall(p) = &mut plan.steps[5].payload {
         p.config.0.insert("big".into(), json!(u64::MAX));
     }

@@ -11,11 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use planlock::{FailureKind, MAX_PLAN_BYTES, Problem, ValidPlan};
 
 #[derive(Parser)]
-#[command(
-    name = "planlock",
-    version,
-    about = "Check execution plans against the planlock step contract"
-)]
+#[command(name = "planlock", version, about = "Check execution plans against the planlock step contract")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -49,11 +45,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() {
-                EXIT_USAGE
-            } else {
-                EXIT_VALID
-            });
+            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_VALID });
         }
     };
     match cli.command {
@@ -65,14 +57,9 @@ fn read_input(file: &PathBuf) -> std::io::Result<Vec<u8>> {
     let mut bytes = Vec::new();
     let limit = MAX_PLAN_BYTES as u64 + 1;
     if file.as_os_str() == "-" {
-        std::io::stdin()
-            .lock()
-            .take(limit)
-            .read_to_end(&mut bytes)?;
+        std::io::stdin().lock().take(limit).read_to_end(&mut bytes)?;
     } else {
-        std::fs::File::open(file)?
-            .take(limit)
-            .read_to_end(&mut bytes)?;
+        std::fs::File::open(file)?.take(limit).read_to_end(&mut bytes)?;
     }
     Ok(bytes)
 }
@@ -85,8 +72,7 @@ fn validate(format: Format, file: &PathBuf) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let (class, problems): (Option<FailureKind>, Vec<Problem>) = match ValidPlan::from_slice(&bytes)
-    {
+    let (class, problems): (Option<FailureKind>, Vec<Problem>) = match ValidPlan::from_slice(&bytes) {
         Ok(_) => (None, Vec::new()),
         Err(rejection) => (Some(rejection.class()), rejection.into_problems()),
     };
@@ -102,11 +88,7 @@ fn validate(format: Format, file: &PathBuf) -> ExitCode {
         Format::Text => match class {
             None => println!("{}: valid", file.display()),
             Some(class) => {
-                println!(
-                    "{}: rejected ({class}), {} problem(s)",
-                    file.display(),
-                    problems.len()
-                );
+                println!("{}: rejected ({class}), {} problem(s)", file.display(), problems.len());
                 for p in &problems {
                     println!("{p}");
                 }
