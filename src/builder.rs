@@ -135,10 +135,8 @@ pub trait Added<S>: Step {}
 #[must_use = "a builder does nothing until `.build()`"]
 #[derive(Debug, Clone)]
 pub struct PlanBuilder<S = Start, M = NoTopK> {
-    metadata: PlanMetadata,
-    validators: Vec<ValidatorSignature>,
-    post_validators: Vec<ValidatorSignature>,
-    steps: Vec<StepDefinition>,
+    // Boxed so each call moves a pointer, not the whole draft.
+    draft: Box<ExecutionPlan>,
     top_k: M,
     state: PhantomData<fn() -> S>,
 }
@@ -147,11 +145,9 @@ impl PlanBuilder {
     /// A builder for a plan with these two required metadata keys. `topK` is set with
     /// [`top_k`](PlanBuilder::top_k), so the type knows whether `RetrieveMemory` is allowed.
     pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> PlanBuilder<Start, NoTopK> {
+        let metadata = PlanMetadata::new(policy_profile, mode);
         PlanBuilder {
-            metadata: PlanMetadata::new(policy_profile, mode),
-            validators: Vec::new(),
-            post_validators: Vec::new(),
-            steps: Vec::with_capacity(12),
+            draft: Box::new(ExecutionPlan::new(metadata, Vec::with_capacity(crate::REGISTRY.len()))),
             top_k: NoTopK,
             state: PhantomData,
         }
@@ -164,50 +160,37 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
     where
         M: TopKUnset,
     {
-        PlanBuilder {
-            metadata: self.metadata,
-            validators: self.validators,
-            post_validators: self.post_validators,
-            steps: self.steps,
-            top_k: TopK(n),
-            state: PhantomData,
-        }
+        PlanBuilder { draft: self.draft, top_k: TopK(n), state: PhantomData }
     }
 
     /// Sets `metadata.timeouts`.
     pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
-        self.metadata.timeouts = Some(timeouts);
+        self.draft.metadata.timeouts = Some(timeouts);
         self
     }
 
     /// Sets `metadata.budgets`.
     pub fn budgets(mut self, budgets: Budgets) -> Self {
-        self.metadata.budgets = Some(budgets);
+        self.draft.metadata.budgets = Some(budgets);
         self
     }
 
     /// Adds a pre-validator signature (run before each step).
     pub fn validator(mut self, signature: ValidatorSignature) -> Self {
-        self.validators.push(signature);
+        self.draft.validators.push(signature);
         self
     }
 
     /// Adds a post-validator signature (run after each step).
     pub fn post_validator(mut self, signature: ValidatorSignature) -> Self {
-        self.post_validators.push(signature);
+        self.draft.post_validators.push(signature);
         self
     }
 
+    #[inline]
     fn push<T: Step>(mut self, id: String, payload: StepPayload) -> PlanBuilder<T, M> {
-        self.steps.push(StepDefinition { id, payload });
-        PlanBuilder {
-            metadata: self.metadata,
-            validators: self.validators,
-            post_validators: self.post_validators,
-            steps: self.steps,
-            top_k: self.top_k,
-            state: PhantomData,
-        }
+        self.draft.steps.push(StepDefinition { id, payload });
+        PlanBuilder { draft: self.draft, top_k: self.top_k, state: PhantomData }
     }
 
     /// Finishes the plan; compiles only once the four mandatory steps are in.
@@ -221,13 +204,9 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
         LLMCall: Added<S>,
         PersistSession: Added<S>,
     {
-        let mut metadata = self.metadata;
-        metadata.top_k = self.top_k.value().map(PositiveInt::from);
-        ValidPlan::from_plan(ExecutionPlan {
-            validators: self.validators,
-            post_validators: self.post_validators,
-            ..ExecutionPlan::new(metadata, self.steps)
-        })
+        let mut plan = *self.draft;
+        plan.metadata.top_k = self.top_k.value().map(PositiveInt::from);
+        ValidPlan::from_builder(plan)
     }
 }
 

@@ -14,14 +14,22 @@ pub(crate) fn step_id(s: &str) -> Result<(), String> {
     if s.is_empty() {
         return Err("a step id must not be empty".to_owned());
     }
-    let chars = s.chars().count();
-    if chars > MAX_STEP_ID_CHARS {
-        return Err(format!("a step id has at most {MAX_STEP_ID_CHARS} characters; this one has {chars}"));
+    // Fewer bytes than the limit means fewer characters too; count only when it matters.
+    if s.len() > MAX_STEP_ID_CHARS {
+        let chars = s.chars().count();
+        if chars > MAX_STEP_ID_CHARS {
+            return Err(format!("a step id has at most {MAX_STEP_ID_CHARS} characters; this one has {chars}"));
+        }
     }
-    if let Some(c) = s.chars().find(|c| c.is_control()) {
-        return Err(format!("a step id must not contain control characters (found U+{:04X})", u32::from(c)));
+    // Control characters in ASCII are bytes below 0x20 and 0x7F; beyond ASCII, ask `char`.
+    let control = match s.bytes().position(|b| b < 0x20 || b >= 0x7f) {
+        None => None,
+        Some(i) => s[i..].chars().find(|c| c.is_control()),
+    };
+    match control {
+        Some(c) => Err(format!("a step id must not contain control characters (found U+{:04X})", u32::from(c))),
+        None => Ok(()),
     }
-    Ok(())
 }
 
 /// `ValidatorSignature.config_hash`: 64 lowercase hex digits (a SHA-256 digest).

@@ -277,7 +277,16 @@ impl ValidPlan {
 
     /// Validates a plan built in Rust.
     pub fn from_plan(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
-        let problems = check_plan(&plan);
+        ValidPlan::checked(plan, StepListRules::All)
+    }
+
+    /// Validates a plan whose step list the typestate builder's types already checked.
+    pub(crate) fn from_builder(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
+        ValidPlan::checked(plan, StepListRules::IdsOnly)
+    }
+
+    fn checked(plan: ExecutionPlan, rules: StepListRules) -> Result<ValidPlan, Rejection> {
+        let problems = check_plan(&plan, rules);
         if problems.is_empty() { Ok(ValidPlan { plan }) } else { Err(Rejection::new(problems)) }
     }
 
@@ -380,7 +389,7 @@ enum MetaTopK {
 }
 
 /// Checks a typed plan: what its types cannot guarantee, then the plan-level rules.
-fn check_plan(plan: &ExecutionPlan) -> Vec<Problem> {
+fn check_plan(plan: &ExecutionPlan, rules: StepListRules) -> Vec<Problem> {
     let mut out = Vec::new();
     let mut path = Path::new();
     path.push_key("metadata");
@@ -412,8 +421,31 @@ fn check_plan(plan: &ExecutionPlan) -> Vec<Problem> {
         });
     }
     let top_k = plan.metadata.top_k.map_or(MetaTopK::Absent, |k| MetaTopK::Present(k.get()));
-    plan_rules(&facts, top_k, &mut out);
+    match rules {
+        StepListRules::All => plan_rules(&facts, top_k, &mut out),
+        StepListRules::IdsOnly => {
+            duplicate_ids(&facts, &mut out);
+            debug_assert!(
+                {
+                    let mut structure = Vec::new();
+                    structure_rules(&facts, top_k, &mut structure);
+                    structure.is_empty()
+                },
+                "the builder's types let through a plan the step-list rules reject"
+            );
+        }
+    }
     out
+}
+
+/// Which step-list rules a typed plan still needs.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StepListRules {
+    /// Every rule: the plan's shape is unknown.
+    All,
+    /// Only duplicate ids: the typestate builder's types already guarantee order, uniqueness of
+    /// types, mandatory steps and topK.
+    IdsOnly,
 }
 
 fn check_signatures_typed<'a>(
@@ -595,21 +627,29 @@ fn walk_step<'a>(i: usize, step: &'a Value, path: &mut Path<'a>, out: &mut Vec<P
 /// The rules over the whole step list: duplicates, order, mandatory steps, topK (B-007 §4,
 /// D-007 metadata enforcement). Shared by both paths.
 fn plan_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) {
-    let mut ids: HashMap<&str, usize> = HashMap::with_capacity(facts.len());
+    duplicate_ids(facts, out);
+    structure_rules(facts, top_k, out);
+}
+
+fn duplicate_ids(facts: &[StepFacts<'_>], out: &mut Vec<Problem>) {
+    let mut ids = IdIndex::new(facts.len());
+    for f in facts {
+        let Some(id) = f.id else { continue };
+        if let Some(first) = ids.first_use(id, f.index) {
+            out.push(Problem::new(
+                ProblemCode::DuplicateStepId,
+                format!("/steps/{}/id", f.index),
+                format!("step id `{id}` is already used by /steps/{first}; step ids are unique in a plan"),
+            ));
+        }
+    }
+}
+
+/// Duplicate types, order, mandatory steps and topK: what the builder's types guarantee.
+fn structure_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) {
     let mut first_of_type: [Option<usize>; 12] = [None; 12];
     let mut last: Option<StepType> = None;
     for f in facts {
-        if let Some(id) = f.id {
-            if let Some(first) = ids.get(id) {
-                out.push(Problem::new(
-                    ProblemCode::DuplicateStepId,
-                    format!("/steps/{}/id", f.index),
-                    format!("step id `{id}` is already used by /steps/{first}; step ids are unique in a plan"),
-                ));
-            } else {
-                ids.insert(id, f.index);
-            }
-        }
         let Some(ty) = f.ty else { continue };
         if let Some(first) = first_of_type[ty.position()] {
             out.push(Problem::new(
@@ -666,6 +706,49 @@ fn plan_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Problem>) 
                     list_or_none(crate::REGISTRY.iter().filter(|s| s.mandatory).map(|s| s.step_type))
                 ),
             ));
+        }
+    }
+}
+
+/// Where each step id was first used. A valid plan has at most 12 steps, so a short list on the
+/// stack beats hashing; a long (invalid) one uses a map so no input is quadratic.
+enum IdIndex<'a> {
+    Few { seen: [(&'a str, usize); IdIndex::FEW], len: usize },
+    Many(HashMap<&'a str, usize>),
+}
+
+impl<'a> IdIndex<'a> {
+    const FEW: usize = 16;
+
+    fn new(n: usize) -> Self {
+        if n <= Self::FEW {
+            IdIndex::Few { seen: [("", 0); Self::FEW], len: 0 }
+        } else {
+            IdIndex::Many(HashMap::with_capacity(n))
+        }
+    }
+
+    /// Records `id` at `index`; returns the index of its first use if it was used before.
+    fn first_use(&mut self, id: &'a str, index: usize) -> Option<usize> {
+        match self {
+            IdIndex::Few { seen, len } => {
+                if let Some(&(_, first)) = seen[..*len].iter().find(|(s, _)| *s == id) {
+                    return Some(first);
+                }
+                // `new` sized the list for every step, so there is room.
+                if let Some(slot) = seen.get_mut(*len) {
+                    *slot = (id, index);
+                    *len += 1;
+                }
+                None
+            }
+            IdIndex::Many(map) => match map.entry(id) {
+                std::collections::hash_map::Entry::Occupied(e) => Some(*e.get()),
+                std::collections::hash_map::Entry::Vacant(e) => {
+                    e.insert(index);
+                    None
+                }
+            },
         }
     }
 }
