@@ -22,7 +22,7 @@ pub(crate) fn step_id(s: &str) -> Result<(), String> {
         }
     }
     // Control characters in ASCII are bytes below 0x20 and 0x7F; beyond ASCII, ask `char`.
-    let control = match s.bytes().position(|b| b < 0x20 || b >= 0x7f) {
+    let control = match s.bytes().position(|b| !(0x20..0x7f).contains(&b)) {
         None => None,
         Some(i) => s[i..].chars().find(|c| c.is_control()),
     };
