@@ -712,6 +712,7 @@ fn structure_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Probl
 
 /// Where each step id was first used. A valid plan has at most 12 steps, so a short list on the
 /// stack beats hashing; a long (invalid) one uses a map so no input is quadratic.
+#[allow(clippy::large_enum_variant, reason = "a short-lived local; the inline list is the point")]
 enum IdIndex<'a> {
     Few { seen: [(&'a str, usize); IdIndex::FEW], len: usize },
     Many(HashMap<&'a str, usize>),
