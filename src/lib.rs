@@ -43,20 +43,33 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+pub mod executor;
+pub mod handler;
+pub mod hash;
 mod json;
+pub mod ledger;
 pub mod plan;
 pub mod registry;
 mod rules;
 pub mod schema;
 pub mod steps;
 pub mod validate;
+pub mod validator;
 
 pub use builder::PlanBuilder;
+pub use executor::{
+    Completed, CycleOutcome, CycleReport, CycleSession, ExecError, Executor, Intervention, PausedCycle, StepFailure,
+    StepStatus,
+};
+pub use handler::{Handler, HandlerError, Handlers, StepContext, handler_fn};
+pub use hash::{CanonicalError, Digest, IdempotencyKey, canonical_json, config_hash};
 pub use json::{AnyObject, AnyValue, MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER, PositiveInt};
+pub use ledger::Ledger;
 pub use plan::{
     Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
 };
 pub use registry::{FailureKind, REGISTRY, StepClass, StepSpec, StepType};
 pub use rules::MAX_STEP_ID_CHARS;
-pub use steps::{Step, StepPayload};
+pub use steps::{Step, StepPayload, StepResult};
 pub use validate::{PlanReadError, Problem, ProblemCode, Rejection, ValidPlan};
+pub use validator::{Override, StepView, Validator, Verdict};

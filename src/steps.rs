@@ -29,6 +29,10 @@ pub trait Step: sealed::Sealed + Send + Sync + 'static {
     fn wrap(payload: Self::Payload) -> StepPayload;
     /// The payload, if `payload` belongs to this step type.
     fn unwrap(payload: &StepPayload) -> Option<&Self::Payload>;
+    /// Wraps a result in the ledger's result enum.
+    fn wrap_result(result: Self::Result) -> StepResult;
+    /// The result, if `result` belongs to this step type.
+    fn unwrap_result(result: &StepResult) -> Option<&Self::Result>;
 }
 
 macro_rules! define_steps {
@@ -55,8 +59,45 @@ macro_rules! define_steps {
                         _ => None,
                     }
                 }
+                fn wrap_result(result: $result) -> StepResult {
+                    StepResult::$variant(result)
+                }
+                fn unwrap_result(result: &StepResult) -> Option<&$result> {
+                    match result {
+                        StepResult::$variant(r) => Some(r),
+                        #[allow(unreachable_patterns)]
+                        _ => None,
+                    }
+                }
             }
         )*
+
+        /// A step's typed result; the variant is the step's type.
+        #[allow(clippy::upper_case_acronyms)]
+        #[derive(Debug, Clone, PartialEq, serde::Serialize)]
+        #[serde(untagged)]
+        pub enum StepResult {
+            $(
+                #[doc = concat!("The result of a `", $wire, "` step.")]
+                $variant($result),
+            )*
+        }
+
+        impl StepResult {
+            /// The step type this result belongs to.
+            pub fn step_type(&self) -> StepType {
+                match self {
+                    $(StepResult::$variant(_) => StepType::$variant,)*
+                }
+            }
+
+            /// Checks what the result's types cannot (string rules, free-form limits).
+            pub(crate) fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+                match self {
+                    $(StepResult::$variant(r) => r.check_typed(path, out),)*
+                }
+            }
+        }
 
         /// A step's typed payload; the variant is the step's type.
         #[allow(clippy::upper_case_acronyms)]

@@ -758,3 +758,33 @@ fn list_or_none(types: impl Iterator<Item = StepType>) -> String {
     let names: Vec<String> = types.map(|t| format!("`{t}`")).collect();
     if names.is_empty() { "nothing (it is the last step)".to_owned() } else { names.join(", ") }
 }
+
+/// Checks a handler's result against its step's result contract (B-007 §3): what its types
+/// cannot say, e.g. `RetrieveMemory` returning more than `topK` items.
+pub(crate) fn check_result(
+    payload: &StepPayload,
+    result: &crate::steps::StepResult,
+    metadata: &PlanMetadata,
+) -> Vec<Problem> {
+    let mut out = Vec::new();
+    if result.step_type() != payload.step_type() {
+        out.push(Problem::new(
+            ProblemCode::InvalidType,
+            String::new(),
+            format!("a `{}` step returned a `{}` result", payload.step_type(), result.step_type()),
+        ));
+        return out;
+    }
+    result.check_typed(&mut Path::new(), &mut out);
+    if let crate::steps::StepResult::RetrieveMemory(r) = result {
+        let limit = metadata.top_k.map(PositiveInt::get);
+        if let Some(k) = limit.filter(|&k| r.items.len() as u64 > k) {
+            out.push(Problem::new(
+                ProblemCode::InvalidValue,
+                "/items".to_owned(),
+                format!("{} items returned; RetrieveMemory returns at most topK = {k}", r.items.len()),
+            ));
+        }
+    }
+    out
+}

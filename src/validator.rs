@@ -1,0 +1,131 @@
+//! Validators (D-021): checks that run before each step (pre-validators, the plan's `validators`)
+//! and after it (post-validators, `postValidators`), each answering Allow, Warn or Block.
+//!
+//! A plan names the validators it needs by [`ValidatorSignature`]: id, version and the SHA-256 of
+//! the canonical JSON of the configuration. The runtime registers each validator with the same
+//! three facts; a plan naming an unknown id, another version or another configuration is refused
+//! before any step runs, because the run would not be reproducible.
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::hash::{CanonicalError, Digest, config_hash};
+use crate::ledger::Ledger;
+use crate::plan::{PlanMetadata, ValidatorSignature};
+use crate::registry::StepType;
+use crate::steps::{StepPayload, StepResult};
+
+/// A validator's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Go on.
+    Allow,
+    /// Go on, and record this message in the cycle report.
+    Warn(String),
+    /// Stop the cycle in `InterventionRequired` with this reason.
+    Block(String),
+}
+
+/// What a validator sees of a step: everything read-only.
+#[derive(Debug, Clone, Copy)]
+pub struct StepView<'a> {
+    /// The step's id.
+    pub id: &'a str,
+    /// The step's type.
+    pub step_type: StepType,
+    /// The step's payload.
+    pub payload: &'a StepPayload,
+    /// The plan metadata.
+    pub metadata: &'a PlanMetadata,
+    /// The results of the steps before this one.
+    pub ledger: &'a Ledger,
+}
+
+/// A pre- and/or post-validator.
+///
+/// ```
+/// use planlock::{StepType, Validator, Verdict, StepView, StepResult};
+/// struct NoEmptyPrompts;
+/// impl Validator for NoEmptyPrompts {
+///     fn after(&self, _step: &StepView<'_>, result: &StepResult) -> Verdict {
+///         match result {
+///             StepResult::PromptAssemble(r) if r.prompt.trim().is_empty() => Verdict::Block("empty prompt".into()),
+///             _ => Verdict::Allow,
+///         }
+///     }
+/// }
+/// ```
+pub trait Validator: Send + Sync + 'static {
+    /// Runs before the step when the plan lists this validator in `validators`.
+    fn before(&self, step: &StepView<'_>) -> Verdict {
+        let _ = step;
+        Verdict::Allow
+    }
+
+    /// Runs after the step, with its result, when the plan lists this validator in
+    /// `postValidators`.
+    fn after(&self, step: &StepView<'_>, result: &StepResult) -> Verdict {
+        let _ = (step, result);
+        Verdict::Allow
+    }
+}
+
+/// A validator registered with the runtime.
+pub(crate) struct Registered {
+    pub(crate) id: String,
+    pub(crate) version: String,
+    pub(crate) config_hash: Digest,
+    pub(crate) validator: Box<dyn Validator>,
+}
+
+impl fmt::Debug for Registered {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Registered")
+            .field("id", &self.id)
+            .field("version", &self.version)
+            .field("config_hash", &self.config_hash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Registered {
+    pub(crate) fn new(
+        id: impl Into<String>,
+        version: impl Into<String>,
+        config: &Value,
+        validator: impl Validator,
+    ) -> Result<Registered, CanonicalError> {
+        Ok(Registered {
+            id: id.into(),
+            version: version.into(),
+            config_hash: config_hash(config)?,
+            validator: Box::new(validator),
+        })
+    }
+
+    /// The signature a plan must carry to use this validator.
+    pub(crate) fn signature(&self) -> ValidatorSignature {
+        ValidatorSignature {
+            id: self.id.clone(),
+            version: self.version.clone(),
+            config_hash: self.config_hash.to_string(),
+        }
+    }
+}
+
+/// Lets one validator's Block pass once, when a paused cycle is resumed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    /// The validator whose Block is overridden.
+    pub validator_id: String,
+    /// Why; recorded in the cycle report.
+    pub justification: String,
+}
+
+impl Override {
+    /// An override of `validator_id`'s Block, with a justification.
+    pub fn new(validator_id: impl Into<String>, justification: impl Into<String>) -> Override {
+        Override { validator_id: validator_id.into(), justification: justification.into() }
+    }
+}
