@@ -13,7 +13,7 @@
 //! pauses the cycle as a [`PausedCycle`] that can only be resumed or abandoned.
 
 use std::future::{Future, poll_fn};
-use std::pin::pin;
+use std::pin::{Pin, pin};
 use std::sync::OnceLock;
 use std::task::Poll;
 use std::time::{Duration, Instant};
@@ -395,9 +395,8 @@ impl<L: HandlerSet> Executor<L> {
     /// Runs one cycle of `plan`.
     pub async fn run(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
-        let digest = plan_digest(plan.plan()).map_err(|e| self.fail(e.into()))?;
         let resolved = self.preflight(plan)?;
-        self.run_steps(plan, &resolved, session, digest, 0, Ledger::default(), CycleReport::default(), None).await
+        self.run_steps(plan, &resolved, session, 0, Ledger::default(), CycleReport::default(), None).await
     }
 
     /// [`run`](Self::run) from synchronous code.
@@ -425,8 +424,8 @@ impl<L: HandlerSet> Executor<L> {
             return Err(self.fail(ExecError::PlanChanged { what: "the plan" }));
         }
         let resolved = self.preflight(plan)?;
-        let PausedCycle { session, plan_digest, next, ledger, report } = paused;
-        self.run_steps(plan, &resolved, session, plan_digest, next, ledger, report, over).await
+        let PausedCycle { session, next, ledger, report, .. } = paused;
+        self.run_steps(plan, &resolved, session, next, ledger, report, over).await
     }
 
     /// [`resume`](Self::resume) from synchronous code.
@@ -505,7 +504,6 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         validators: &Resolved<'_>,
         session: CycleSession,
-        plan_digest: Digest,
         start: usize,
         mut ledger: Ledger,
         mut report: CycleReport,
@@ -522,8 +520,9 @@ impl<L: HandlerSet> Executor<L> {
             planlock.resumed_at = start,
         );
         report.steps.reserve(steps.len().saturating_sub(start));
+        // One clock read per step: a step ends where the next one starts.
+        let mut started = Instant::now();
         for (index, step) in steps.iter().enumerate().skip(start) {
-            let started = Instant::now();
             let span = step_span(&cycle_span, step);
             let mut warnings = Vec::new();
             let view = StepView {
@@ -534,8 +533,10 @@ impl<L: HandlerSet> Executor<L> {
                 ledger: &ledger,
             };
             let verdicts = validators.pre.iter().map(|v| (*v, Phase::Before, v.validator.before(&view)));
-            if let Some(block) = self.judge(verdicts, (step, &span), &mut warnings, &mut over, &mut report) {
-                return Ok(self.pause(session, plan_digest, (index, step), ledger, report, block, warnings, started));
+            if !validators.pre.is_empty()
+                && let Some(block) = self.judge(verdicts, (step, &span), &mut warnings, &mut over, &mut report)
+            {
+                return self.pause(plan, session, (index, step), ledger, report, block, warnings, started);
             }
             let cx = StepContext {
                 step,
@@ -545,7 +546,12 @@ impl<L: HandlerSet> Executor<L> {
                 session_id: session.session_id,
                 plan_hash: &session.plan_hash,
             };
-            let outcome = self.call(&cx, metadata).instrument(span.clone()).await;
+            // With no subscriber listening, entering and leaving the span on every poll is pure cost.
+            let outcome = if span.is_disabled() {
+                self.call(&cx, metadata, started).await
+            } else {
+                self.call(&cx, metadata, started).instrument(span.clone()).await
+            };
             let result = match outcome {
                 Ok(result) => result,
                 Err(cause) => {
@@ -562,12 +568,16 @@ impl<L: HandlerSet> Executor<L> {
             }
             let view = StepView { ledger: &ledger, ..view };
             let verdicts = validators.post.iter().map(|v| (*v, Phase::After, v.validator.after(&view, &result)));
-            if let Some(block) = self.judge(verdicts, (step, &span), &mut warnings, &mut over, &mut report) {
+            if !validators.post.is_empty()
+                && let Some(block) = self.judge(verdicts, (step, &span), &mut warnings, &mut over, &mut report)
+            {
                 // Nothing of the blocked attempt is kept: its result is dropped here.
-                return Ok(self.pause(session, plan_digest, (index, step), ledger, report, block, warnings, started));
+                return self.pause(plan, session, (index, step), ledger, report, block, warnings, started);
             }
             ledger.record(result);
-            let duration = started.elapsed();
+            let finished = Instant::now();
+            let duration = finished.duration_since(started);
+            started = finished;
             span.record("planlock.outcome", "completed");
             span.record("planlock.duration_ms", duration.as_secs_f64() * 1e3);
             report.steps.push(StepRecord {
@@ -582,17 +592,24 @@ impl<L: HandlerSet> Executor<L> {
     }
 
     /// Runs the handler within the step's deadline and checks its result.
-    async fn call(&self, cx: &StepContext<'_>, metadata: &PlanMetadata) -> Result<StepResult, StepFailure> {
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        metadata: &PlanMetadata,
+        started: Instant,
+    ) -> Result<StepResult, StepFailure> {
         let step = cx.step;
         if self.record_content {
             tracing::Span::current().record("planlock.payload", tracing::field::display(json_of(&step.payload)));
         }
         let result = match deadline(step.step_type(), metadata) {
             None => self.handlers.set().dispatch(cx, &step.payload).await?,
-            Some((limit, key)) => match with_deadline(self.handlers.set().dispatch(cx, &step.payload), limit).await {
-                Some(r) => r?,
-                None => return Err(StepFailure::TimedOut { limit_ms: limit.as_millis() as u64, key }),
-            },
+            Some((limit, key)) => {
+                match with_deadline(self.handlers.set().dispatch(cx, &step.payload), limit, started).await {
+                    Some(r) => r?,
+                    None => return Err(StepFailure::TimedOut { limit_ms: limit.as_millis() as u64, key }),
+                }
+            }
         };
         let problems = check_result(&step.payload, &result, metadata);
         if problems.is_empty() { Ok(result) } else { Err(StepFailure::ResultContract(problems)) }
@@ -646,15 +663,17 @@ impl<L: HandlerSet> Executor<L> {
     #[allow(clippy::too_many_arguments)]
     fn pause(
         &self,
+        plan: &ValidPlan,
         session: CycleSession,
-        plan_digest: Digest,
         (index, step): (usize, &StepDefinition),
         ledger: Ledger,
         mut report: CycleReport,
         (validator_id, phase, reason): (String, Phase, String),
         warnings: Vec<Warning>,
         started: Instant,
-    ) -> CycleOutcome {
+    ) -> Result<CycleOutcome, ExecError> {
+        // Only a paused cycle needs the digest: the resume compares it with the plan it is given.
+        let plan_digest = plan_digest(plan.plan()).map_err(|e| self.fail(e.into()))?;
         report.steps.push(StepRecord {
             index,
             step_type: step.step_type(),
@@ -670,7 +689,7 @@ impl<L: HandlerSet> Executor<L> {
             phase,
             reason,
         });
-        CycleOutcome::InterventionRequired(PausedCycle { session, plan_digest, next: index, ledger, report })
+        Ok(CycleOutcome::InterventionRequired(PausedCycle { session, plan_digest, next: index, ledger, report }))
     }
 }
 
@@ -689,16 +708,18 @@ fn deadline(ty: StepType, metadata: &PlanMetadata) -> Option<(Duration, &'static
     limit.map(|ms| (Duration::from_millis(ms.get()), key))
 }
 
-/// Polls `fut` until it finishes or `limit` passes (`None`). The timer runs on a helper thread,
-/// so this works under any async runtime and under `block_on`.
-async fn with_deadline<F: Future>(fut: F, limit: Duration) -> Option<F::Output> {
+/// Polls `fut` until it finishes or `limit` after `started` passes (`None`). The timer runs on a helper thread,
+/// so this works under any async runtime and under `block_on`; it is armed only when the step
+/// does not finish on its first poll, so a ready handler never touches it.
+async fn with_deadline<F: Future>(fut: F, limit: Duration, started: Instant) -> Option<F::Output> {
     let mut fut = pin!(fut);
-    let mut timer = pin!(futures_timer::Delay::new(limit));
+    let mut timer: Option<futures_timer::Delay> = None;
     poll_fn(|cx| {
         if let Poll::Ready(v) = fut.as_mut().poll(cx) {
             return Poll::Ready(Some(v));
         }
-        if timer.as_mut().poll(cx).is_ready() {
+        let timer = timer.get_or_insert_with(|| futures_timer::Delay::new(limit.saturating_sub(started.elapsed())));
+        if Pin::new(timer).poll(cx).is_ready() {
             return Poll::Ready(None);
         }
         Poll::Pending

@@ -39,12 +39,13 @@ pub(crate) enum Seg<'a> {
 /// A JSON Pointer under construction (RFC 6901).
 #[derive(Debug, Default)]
 pub(crate) struct Path<'a> {
-    segs: Vec<Seg<'a>>,
+    // Inline: checking a typed value must not allocate per step.
+    segs: smallvec::SmallVec<[Seg<'a>; 8]>,
 }
 
 impl<'a> Path<'a> {
     pub(crate) fn new() -> Self {
-        Path { segs: Vec::with_capacity(8) }
+        Path { segs: smallvec::SmallVec::new() }
     }
     pub(crate) fn push_key(&mut self, key: impl Into<Cow<'a, str>>) {
         self.segs.push(Seg::Key(key.into()));
