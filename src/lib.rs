@@ -55,6 +55,7 @@ pub mod schema;
 pub mod steps;
 pub mod validate;
 pub mod validator;
+pub mod yaml;
 
 pub use builder::PlanBuilder;
 pub use executor::{
