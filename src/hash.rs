@@ -9,6 +9,8 @@ use sha2::{Digest as _, Sha256};
 use uuid::Uuid;
 
 use crate::plan::ExecutionPlan;
+use crate::profile::PolicyProfile;
+use crate::validate::ValidPlan;
 
 /// A SHA-256 digest, written as 64 lowercase hex digits.
 ///
@@ -163,5 +165,142 @@ impl fmt::Display for IdempotencyKey {
 impl fmt::Debug for IdempotencyKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "IdempotencyKey({})", self.0)
+    }
+}
+
+/// The hash document of CONTRACT §5, serialized in the library's own form.
+#[derive(Serialize)]
+struct HashDocument<'a> {
+    #[serde(rename = "policyProfile")]
+    policy_profile: &'a str,
+    modes: &'a serde_json::Value,
+    triggers: &'a serde_json::Value,
+    bundles: &'a serde_json::Value,
+    #[serde(rename = "executionPlan")]
+    execution_plan: &'a ExecutionPlan,
+}
+
+/// `lastExecutionPlanHash`: SHA-256 over the canonical JSON of the profile path, the three
+/// profile files and the plan (validators included). The runtime computes it; a session store
+/// only stores and compares it.
+///
+/// ```
+/// # let plan = planlock::ValidPlan::from_str(include_str!("../tests/fixtures/full_plan.json")).unwrap();
+/// use planlock::{PolicyProfile, plan_hash};
+/// let profile = PolicyProfile { path: "profiles/default".into(), modes: serde_json::json!({}),
+///                               triggers: serde_json::json!([]), bundles: serde_json::json!({}) };
+/// let hash = plan_hash(&profile, &plan).unwrap();
+/// assert_eq!(hash.to_string().len(), 64);
+/// ```
+pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Digest, CanonicalError> {
+    let bytes = canonical_json(&hash_document(profile, plan))?;
+    Ok(Digest::of(&bytes))
+}
+
+/// The canonical bytes [`plan_hash`] digests.
+pub fn hash_document_bytes(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Vec<u8>, CanonicalError> {
+    canonical_json(&hash_document(profile, plan))
+}
+
+fn hash_document<'a>(profile: &'a PolicyProfile, plan: &'a ValidPlan) -> HashDocument<'a> {
+    HashDocument {
+        policy_profile: &profile.path,
+        modes: &profile.modes,
+        triggers: &profile.triggers,
+        bundles: &profile.bundles,
+        execution_plan: plan.plan(),
+    }
+}
+
+/// Per-part digests of the hash document, kept in the session file so that a mismatch can say
+/// what changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct HashParts {
+    /// Of the profile path.
+    pub policy_profile: Digest,
+    /// Of `modes.yaml`.
+    pub modes: Digest,
+    /// Of `triggers.yaml`.
+    pub triggers: Digest,
+    /// Of `bundles.yaml`.
+    pub bundles: Digest,
+    /// Of the plan's metadata.
+    pub metadata: Digest,
+    /// Of the plan's `validators` and `postValidators`.
+    pub validators: Digest,
+    /// Of each step, in order.
+    pub steps: Vec<StepDigest>,
+}
+
+/// The digest of one step.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepDigest {
+    /// The step's id.
+    pub id: String,
+    /// SHA-256 of the step's canonical JSON.
+    pub digest: Digest,
+}
+
+fn digest_of<T: Serialize>(value: &T) -> Result<Digest, CanonicalError> {
+    canonical_json(value).map(|b| Digest::of(&b))
+}
+
+impl HashParts {
+    /// The parts of `profile` and `plan`.
+    pub fn of(profile: &PolicyProfile, plan: &ValidPlan) -> Result<HashParts, CanonicalError> {
+        let p = plan.plan();
+        Ok(HashParts {
+            policy_profile: digest_of(&profile.path)?,
+            modes: digest_of(&profile.modes)?,
+            triggers: digest_of(&profile.triggers)?,
+            bundles: digest_of(&profile.bundles)?,
+            metadata: digest_of(&p.metadata)?,
+            validators: digest_of(&(&p.validators, &p.post_validators))?,
+            steps: p
+                .steps
+                .iter()
+                .map(|s| Ok(StepDigest { id: s.id.clone(), digest: digest_of(s)? }))
+                .collect::<Result<_, CanonicalError>>()?,
+        })
+    }
+
+    /// What differs between a stored `self` and the current `now`, in words, most general first.
+    ///
+    /// ```
+    /// # use planlock::hash::{HashParts, StepDigest};
+    /// # use planlock::Digest;
+    /// # let d = Digest::of(b"x");
+    /// # let old = HashParts { policy_profile: d, modes: d, triggers: d, bundles: d, metadata: d, validators: d,
+    /// #     steps: vec![StepDigest { id: "llm".into(), digest: d }] };
+    /// let mut now = old.clone();
+    /// now.steps[0].digest = Digest::of(b"y");
+    /// assert_eq!(old.difference(&now), "step `llm` changed");
+    /// ```
+    pub fn difference(&self, now: &HashParts) -> String {
+        let named = [
+            (self.policy_profile != now.policy_profile, "the policy profile path changed"),
+            (self.modes != now.modes, "modes.yaml changed"),
+            (self.triggers != now.triggers, "triggers.yaml changed"),
+            (self.bundles != now.bundles, "bundles.yaml changed"),
+            (self.metadata != now.metadata, "the plan's metadata changed"),
+            (self.validators != now.validators, "the plan's validators changed"),
+        ];
+        let mut changes: Vec<String> = named.iter().filter(|(c, _)| *c).map(|(_, w)| (*w).to_owned()).collect();
+        let first_step = self.steps.iter().zip(&now.steps).find(|(a, b)| a != b);
+        match first_step {
+            Some((old, new)) if old.id != new.id => {
+                changes.push(format!("step `{}` is now `{}`", old.id, new.id));
+            }
+            Some((old, _)) => changes.push(format!("step `{}` changed", old.id)),
+            None if self.steps.len() != now.steps.len() => changes.push(format!(
+                "the plan has {} steps, the session was saved with {}",
+                now.steps.len(),
+                self.steps.len()
+            )),
+            None => {}
+        }
+        if changes.is_empty() { "the plan hash changed".to_owned() } else { changes.join("; ") }
     }
 }

@@ -43,15 +43,19 @@
 #![warn(missing_docs)]
 
 pub mod builder;
+pub mod demo;
 pub mod executor;
 pub mod handler;
 pub mod hash;
 mod json;
 pub mod ledger;
 pub mod plan;
+pub mod profile;
 pub mod registry;
 mod rules;
+pub mod runtime;
 pub mod schema;
+pub mod session;
 pub mod steps;
 pub mod validate;
 pub mod validator;
@@ -63,12 +67,13 @@ pub use executor::{
     StepStatus,
 };
 pub use handler::{Handler, HandlerError, Handlers, StepContext, handler_fn};
-pub use hash::{CanonicalError, Digest, IdempotencyKey, canonical_json, config_hash};
+pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
 pub use json::{AnyObject, AnyValue, MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER, PositiveInt};
 pub use ledger::Ledger;
 pub use plan::{
     Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
 };
+pub use profile::{PolicyProfile, ProfileError};
 pub use registry::{FailureKind, REGISTRY, StepClass, StepSpec, StepType};
 pub use rules::MAX_STEP_ID_CHARS;
 pub use steps::{Step, StepPayload, StepResult};

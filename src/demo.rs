@@ -1,0 +1,331 @@
+//! **Demo handlers** for every step but `PersistSession` (whose handler is the runtime's
+//! [`SessionPersister`](crate::runtime::SessionPersister)): deterministic, offline, for the CLI,
+//! the examples and tests. They show the shape of real handlers; they are not meant for
+//! production.
+//!
+//! - `RepoScan` really scans the directory: the file count, and a SHA-256 over every file's
+//!   relative path and content as `versionId`.
+//! - Memory and decisions live in an in-memory [`DemoStore`].
+//! - `PromptAssemble` substitutes `{{name}}` from `vars`; `LLMCall` echoes deterministically.
+//! - Any step type can be made to fail, to show the failure semantics.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use sha2::{Digest as _, Sha256};
+
+use crate::handler::{Handler, HandlerError, Handlers, StepContext};
+use crate::registry::StepType;
+use crate::schema::*;
+use crate::steps::*;
+
+/// Memory, decisions, evidence and links, in memory.
+#[derive(Debug, Default)]
+pub struct DemoStore {
+    /// Stored memories, oldest first.
+    pub memories: Vec<MemoryItem>,
+    /// Stored decisions.
+    pub decisions: Vec<Decision>,
+    /// Stored evidence.
+    pub evidence: Vec<Evidence>,
+    /// Decision–evidence links.
+    pub anchors: Vec<Anchor>,
+}
+
+/// The demo handlers; clone it to register it for every step type.
+#[derive(Debug, Clone, Default)]
+pub struct Demo {
+    store: Arc<Mutex<DemoStore>>,
+    fail: Arc<BTreeSet<StepType>>,
+    base: Option<PathBuf>,
+}
+
+impl Demo {
+    /// Demo handlers with an empty store.
+    pub fn new() -> Demo {
+        Demo::default()
+    }
+
+    /// Makes the handlers of these step types fail.
+    pub fn failing(mut self, types: impl IntoIterator<Item = StepType>) -> Demo {
+        self.fail = Arc::new(types.into_iter().collect());
+        self
+    }
+
+    /// Resolves relative `repoPath`s against `base` (default: the working directory).
+    pub fn repo_base(mut self, base: impl Into<PathBuf>) -> Demo {
+        self.base = Some(base.into());
+        self
+    }
+
+    /// The store, for inspection.
+    pub fn store(&self) -> Arc<Mutex<DemoStore>> {
+        self.store.clone()
+    }
+
+    /// Every demo handler, registered for its step type; add a `PersistSession` handler.
+    pub fn handlers(&self) -> Handlers<impl crate::handler::HandlerSet> {
+        Handlers::new()
+            .on::<RepoScan>(self.clone())
+            .on::<ContextSelect>(self.clone())
+            .on::<RetrieveMemory>(self.clone())
+            .on::<RetrieveDecisionContext>(self.clone())
+            .on::<PromptAssemble>(self.clone())
+            .on::<LLMCall>(self.clone())
+            .on::<SummarizeMemory>(self.clone())
+            .on::<PersistMemory>(self.clone())
+            .on::<PersistDecision>(self.clone())
+            .on::<PersistEvidence>(self.clone())
+            .on::<LinkDecisionEvidence>(self.clone())
+    }
+
+    fn check(&self, ty: StepType) -> Result<(), HandlerError> {
+        if self.fail.contains(&ty) {
+            Err(HandlerError::new(format!("the demo {ty} handler was told to fail")))
+        } else {
+            Ok(())
+        }
+    }
+
+    fn with_store<T>(&self, f: impl FnOnce(&mut DemoStore) -> T) -> Result<T, HandlerError> {
+        let mut store = self.store.lock().map_err(|_| HandlerError::new("the demo store lock is poisoned"))?;
+        Ok(f(&mut store))
+    }
+}
+
+/// Scans `dir`: the number of regular files, and a digest of their paths and contents.
+fn scan(dir: &Path) -> std::io::Result<(u64, String)> {
+    let mut files = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                files.push(entry.path());
+            }
+        }
+    }
+    files.sort();
+    let mut h = Sha256::new();
+    for f in &files {
+        let rel = f.strip_prefix(dir).unwrap_or(f);
+        h.update(rel.to_string_lossy().as_bytes());
+        h.update([0]);
+        h.update(Sha256::digest(std::fs::read(f)?));
+    }
+    let digest: [u8; 32] = h.finalize().into();
+    Ok((files.len() as u64, format!("scan-{}", crate::Digest::from_bytes(digest))))
+}
+
+impl Handler<RepoScan> for Demo {
+    async fn call(&self, _: &StepContext<'_>, p: &RepoScanPayload) -> Result<RepoScanResult, HandlerError> {
+        self.check(StepType::RepoScan)?;
+        let dir = match &self.base {
+            Some(base) => base.join(&p.repo_path),
+            None => PathBuf::from(&p.repo_path),
+        };
+        let (file_count, version_id) =
+            scan(&dir).map_err(|e| HandlerError::with_source(format!("cannot scan {}", dir.display()), e))?;
+        Ok(RepoScanResult { version_id, file_count })
+    }
+}
+
+impl Handler<ContextSelect> for Demo {
+    async fn call(&self, _: &StepContext<'_>, p: &ContextSelectPayload) -> Result<ContextSelectResult, HandlerError> {
+        self.check(StepType::ContextSelect)?;
+        let selected_context =
+            p.sources.iter().map(|s| crate::AnyValue(serde_json::json!({ "source": s, "input": p.input }))).collect();
+        Ok(ContextSelectResult { selected_context })
+    }
+}
+
+impl Handler<RetrieveMemory> for Demo {
+    async fn call(&self, _: &StepContext<'_>, p: &RetrieveMemoryPayload) -> Result<RetrieveMemoryResult, HandlerError> {
+        self.check(StepType::RetrieveMemory)?;
+        // topK comes from the plan, never from a default (D-007).
+        let k = usize::try_from(p.top_k.get()).unwrap_or(usize::MAX);
+        let words: BTreeSet<String> = p.input.split_whitespace().map(str::to_lowercase).collect();
+        let items = self.with_store(|s| {
+            s.memories
+                .iter()
+                .rev()
+                .filter(|m| words.is_empty() || m.summary.split_whitespace().any(|w| words.contains(&w.to_lowercase())))
+                .take(k)
+                .cloned()
+                .collect()
+        })?;
+        Ok(RetrieveMemoryResult { items })
+    }
+}
+
+impl Handler<RetrieveDecisionContext> for Demo {
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        p: &RetrieveDecisionContextPayload,
+    ) -> Result<RetrieveDecisionContextResult, HandlerError> {
+        self.check(StepType::RetrieveDecisionContext)?;
+        let domain = p.current_domain.as_ref().map(|d| format!("domain:{d}"));
+        self.with_store(|s| {
+            let decisions: Vec<Decision> = s
+                .decisions
+                .iter()
+                .filter(|d| d.is_active)
+                .filter(|d| d.scope == "global" || d.scope == "axis" || Some(&d.scope) == domain.as_ref())
+                .cloned()
+                .collect();
+            let anchors =
+                s.anchors.iter().filter(|a| decisions.iter().any(|d| d.id == a.decision_id)).cloned().collect();
+            RetrieveDecisionContextResult { decisions, anchors }
+        })
+    }
+}
+
+/// Replaces each `{{name}}` with `vars.name` (a string as is, anything else as JSON); an unknown
+/// name stays as written.
+pub fn substitute(template: &str, vars: &serde_json::Map<String, serde_json::Value>) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut rest = template;
+    while let Some(start) = rest.find("{{") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + 2..];
+        match after.find("}}") {
+            Some(end) => {
+                let name = after[..end].trim();
+                match vars.get(name) {
+                    Some(serde_json::Value::String(s)) => out.push_str(s),
+                    Some(v) => out.push_str(&v.to_string()),
+                    None => out.push_str(&rest[start..start + 2 + end + 2]),
+                }
+                rest = &after[end + 2..];
+            }
+            None => {
+                out.push_str(&rest[start..]);
+                rest = "";
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+impl Handler<PromptAssemble> for Demo {
+    async fn call(&self, _: &StepContext<'_>, p: &PromptAssemblePayload) -> Result<PromptAssembleResult, HandlerError> {
+        self.check(StepType::PromptAssemble)?;
+        Ok(PromptAssembleResult { prompt: substitute(&p.template, &p.vars) })
+    }
+}
+
+impl Handler<LLMCall> for Demo {
+    async fn call(&self, _: &StepContext<'_>, p: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
+        self.check(StepType::LLMCall)?;
+        Ok(LlmCallResult { response: format!("(demo model) You said: {}", p.prompt) })
+    }
+}
+
+impl Handler<SummarizeMemory> for Demo {
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        p: &SummarizeMemoryPayload,
+    ) -> Result<SummarizeMemoryResult, HandlerError> {
+        self.check(StepType::SummarizeMemory)?;
+        let summary: String = p.response.split(['.', '\n']).next().unwrap_or_default().chars().take(80).collect();
+        let keywords: BTreeSet<String> = p
+            .response
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| w.chars().count() > 3)
+            .map(str::to_lowercase)
+            .collect();
+        Ok(SummarizeMemoryResult { summary, keywords: keywords.into_iter().take(5).collect() })
+    }
+}
+
+impl Handler<PersistMemory> for Demo {
+    async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
+        self.check(StepType::PersistMemory)?;
+        // The idempotency key makes a re-run of this step overwrite, not duplicate.
+        let id = format!("mem-{}", &cx.idempotency_key().to_string()[..16]);
+        self.with_store(|s| {
+            s.memories.retain(|m| m.id != id);
+            s.memories.push(MemoryItem {
+                id: id.clone(),
+                summary: p.summary.clone(),
+                timestamp: crate::session::Timestamp::now().to_string(),
+            });
+        })?;
+        Ok(PersistMemoryResult { id })
+    }
+}
+
+impl Handler<PersistDecision> for Demo {
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        p: &PersistDecisionPayload,
+    ) -> Result<PersistDecisionResult, HandlerError> {
+        self.check(StepType::PersistDecision)?;
+        let d = p.decision.clone();
+        let id = d.id.clone();
+        self.with_store(|s| {
+            for old in s.decisions.iter_mut().filter(|o| o.root_id == d.root_id) {
+                old.is_active = false;
+            }
+            s.decisions.retain(|o| o.id != d.id);
+            s.decisions.push(d);
+        })?;
+        Ok(PersistDecisionResult { id })
+    }
+}
+
+impl Handler<PersistEvidence> for Demo {
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        p: &PersistEvidencePayload,
+    ) -> Result<PersistEvidenceResult, HandlerError> {
+        self.check(StepType::PersistEvidence)?;
+        let e = p.evidence.clone();
+        let id = e.id.clone();
+        self.with_store(|s| {
+            s.evidence.retain(|o| o.id != e.id);
+            s.evidence.push(e);
+        })?;
+        Ok(PersistEvidenceResult { id })
+    }
+}
+
+impl Handler<LinkDecisionEvidence> for Demo {
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        p: &LinkDecisionEvidencePayload,
+    ) -> Result<LinkDecisionEvidenceResult, HandlerError> {
+        self.check(StepType::LinkDecisionEvidence)?;
+        let anchor = Anchor { decision_id: p.decision_id.clone(), evidence_id: p.evidence_id.clone() };
+        let status = self.with_store(|s| {
+            if s.anchors.contains(&anchor) {
+                "already-linked"
+            } else {
+                s.anchors.push(anchor);
+                "linked"
+            }
+        })?;
+        Ok(LinkDecisionEvidenceResult { status: status.into() })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn substitutes_known_names_only() {
+        let vars = serde_json::json!({"name": "Ada", "n": 3}).as_object().cloned().unwrap_or_default();
+        assert_eq!(substitute("Hi {{name}}, {{ n }} {{missing}} {{", &vars), "Hi Ada, 3 {{missing}} {{");
+    }
+}

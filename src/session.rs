@@ -1,0 +1,397 @@
+//! Session persistence (PRD-004, CONTRACT §6): the [`SessionStore`] interface and the crash-safe
+//! [`FileSessionStore`] at `<root>/ops/runtime/session_state.json`.
+//!
+//! - **Load** creates nothing. No file means Cold Start. The file must be a regular file (never
+//!   through a symlink, never a FIFO or a directory), at most [`MAX_SESSION_FILE_BYTES`], and
+//!   match the schema exactly; anything else is FailFast with the file named, and the file is left
+//!   untouched.
+//! - **Save** is atomic and durable: write a temporary file beside the target, `fsync` it,
+//!   rename it over the target, `fsync` the directory (and the parent of any directory the save
+//!   created). Any failure is FailFast and never retried (a retried `fsync` can lie). After a
+//!   failed save the file holds the old state or the new one, never a mix.
+//! - **Concurrency**: the store holds an exclusive advisory lock on the root directory itself
+//!   (never the data file, whose inode the rename swaps) for as long as it lives, so a second
+//!   runtime on the same root is refused ("session in use") without creating anything.
+//!
+//! The store never computes a plan hash; it stores and compares the one the runtime gives it.
+
+use std::fmt;
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use uuid::Uuid;
+
+use crate::hash::{Digest, HashParts};
+
+/// The session file, relative to the store's root.
+pub const SESSION_FILE: &str = "ops/runtime/session_state.json";
+
+/// The largest session file read, in bytes (64 KiB).
+pub const MAX_SESSION_FILE_BYTES: u64 = 64 * 1024;
+
+/// An RFC 3339 UTC timestamp (`updatedAt`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Timestamp(OffsetDateTime);
+
+impl Timestamp {
+    /// Now, in UTC.
+    pub fn now() -> Timestamp {
+        Timestamp(OffsetDateTime::now_utc())
+    }
+}
+
+impl fmt::Display for Timestamp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.format(&Rfc3339) {
+            Ok(s) => f.write_str(&s),
+            Err(_) => Err(fmt::Error),
+        }
+    }
+}
+
+impl Serialize for Timestamp {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Timestamp {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Timestamp, D::Error> {
+        let s = String::deserialize(d)?;
+        let t = OffsetDateTime::parse(&s, &Rfc3339)
+            .map_err(|e| serde::de::Error::custom(format_args!("`{s}` is not an RFC 3339 time: {e}")))?;
+        if !t.offset().is_utc() || !s.ends_with(['Z', 'z']) {
+            return Err(serde::de::Error::custom(format_args!("`{s}` is not in UTC (it must end in `Z`)")));
+        }
+        Ok(Timestamp(t))
+    }
+}
+
+fn uuid_v4<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
+    let id = Uuid::deserialize(d)?;
+    if id.get_version_num() != 4 {
+        return Err(serde::de::Error::custom(format_args!("sessionId `{id}` is not a version 4 UUID")));
+    }
+    Ok(id)
+}
+
+/// A required field whose value may be `null`.
+fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    Option::<String>::deserialize(d)
+}
+
+/// The persisted session: minimal references only (PRD-004), plus the optional per-part
+/// digests of the plan hash.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SessionState {
+    /// Created at cold start, restored on resume.
+    #[serde(deserialize_with = "uuid_v4")]
+    pub session_id: Uuid,
+    /// The id of the last `PersistMemory` result.
+    #[serde(deserialize_with = "nullable")]
+    pub memory_ref: Option<String>,
+    /// The `versionId` of the last `RepoScan` result.
+    #[serde(deserialize_with = "nullable")]
+    pub repo_scan_version: Option<String>,
+    /// The plan hash the session was saved under.
+    pub last_execution_plan_hash: Digest,
+    /// When the store saved it.
+    pub updated_at: Timestamp,
+    /// Per-part digests of the plan hash, to say what changed on a mismatch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hash_parts: Option<HashParts>,
+}
+
+/// What a save writes; the store adds `updatedAt`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionUpdate {
+    /// The session id.
+    pub session_id: Uuid,
+    /// The memory reference.
+    pub memory_ref: Option<String>,
+    /// The repository scan version.
+    pub repo_scan_version: Option<String>,
+    /// The plan hash.
+    pub last_execution_plan_hash: Digest,
+    /// Per-part digests.
+    pub hash_parts: Option<HashParts>,
+}
+
+/// A session store failure. Every one is FailFast: data integrity is at stake.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// Another runtime holds this session.
+    #[error("session in use: another runtime holds the lock on {}; refusing to share a session file", root.display())]
+    InUse {
+        /// The store's root.
+        root: PathBuf,
+    },
+    /// The root directory is missing or not a directory.
+    #[error("session root {} is not usable: {source}", root.display())]
+    Root {
+        /// The root.
+        root: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The session file is there but is not a session file.
+    #[error("session file {} is {problem}; fix or remove it (it was not changed)", file.display())]
+    Corrupt {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Reading or writing failed.
+    #[error("session file {}: {op} failed: {source}", file.display())]
+    Io {
+        /// The file or directory.
+        file: PathBuf,
+        /// The operation.
+        op: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+}
+
+impl SessionError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            SessionError::InUse { .. } => "session-in-use",
+            SessionError::Root { .. } => "session-root",
+            SessionError::Corrupt { .. } => "session-corrupt",
+            SessionError::Io { .. } => "session-io",
+        }
+    }
+}
+
+/// Where sessions live. The runtime computes plan hashes; a store only stores and compares.
+pub trait SessionStore: Send + Sync {
+    /// The saved session, or `None` (Cold Start). Creates nothing.
+    fn load(&self) -> Result<Option<SessionState>, SessionError>;
+    /// Saves atomically and durably, filling `updatedAt`; returns what was saved.
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError>;
+}
+
+/// The file operations of a save, one method each: the seam for fault injection.
+pub trait SaveFs: Send + Sync {
+    /// Creates one directory.
+    fn create_dir(&self, dir: &Path) -> io::Result<()> {
+        fs::create_dir(dir)
+    }
+    /// Creates a temporary file in `dir` (removed if dropped before [`SaveFs::rename`]).
+    fn create_temp(&self, dir: &Path) -> io::Result<tempfile::NamedTempFile> {
+        tempfile::Builder::new().prefix(".session_state.").suffix(".tmp").tempfile_in(dir)
+    }
+    /// Writes all of `bytes`.
+    fn write(&self, file: &mut File, bytes: &[u8]) -> io::Result<()> {
+        file.write_all(bytes)
+    }
+    /// Flushes the file's data and metadata to disk.
+    fn sync_file(&self, file: &File) -> io::Result<()> {
+        file.sync_all()
+    }
+    /// Renames the temporary file over `to`.
+    fn rename(&self, temp: tempfile::NamedTempFile, to: &Path) -> io::Result<()> {
+        temp.persist(to).map(drop).map_err(|e| e.error)
+    }
+    /// Flushes a directory's entries to disk.
+    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
+        File::open(dir)?.sync_all()
+    }
+}
+
+/// The real file system.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RealFs;
+
+impl SaveFs for RealFs {}
+
+/// The crash-safe file store at `<root>/ops/runtime/session_state.json`.
+///
+/// ```
+/// use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+/// let root = tempfile::tempdir()?;
+/// let store = FileSessionStore::open(root.path())?;
+/// assert!(store.load()?.is_none());                       // Cold Start, nothing created
+/// assert!(!root.path().join("ops").exists());
+/// let saved = store.save(SessionUpdate {
+///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
+///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None,
+/// })?;
+/// assert_eq!(store.load()?, Some(saved));
+/// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct FileSessionStore {
+    root: PathBuf,
+    file: PathBuf,
+    // Held for the store's life: the advisory lock on the root directory.
+    _lock: File,
+    fs: Box<dyn SaveFs>,
+}
+
+impl fmt::Debug for FileSessionStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FileSessionStore").field("root", &self.root).finish_non_exhaustive()
+    }
+}
+
+impl FileSessionStore {
+    /// Opens the store at `root` (which must exist) and locks it; creates nothing.
+    pub fn open(root: impl Into<PathBuf>) -> Result<FileSessionStore, SessionError> {
+        FileSessionStore::with_fs(root, RealFs)
+    }
+
+    /// [`open`](Self::open) with another [`SaveFs`], for fault injection.
+    pub fn with_fs(root: impl Into<PathBuf>, fs: impl SaveFs + 'static) -> Result<FileSessionStore, SessionError> {
+        let root = root.into();
+        let meta = fs::metadata(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
+        if !meta.is_dir() {
+            let source = io::Error::new(io::ErrorKind::NotADirectory, "not a directory");
+            return Err(SessionError::Root { root, source });
+        }
+        let lock = File::open(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
+        match lock.try_lock() {
+            Ok(()) => {}
+            Err(fs::TryLockError::WouldBlock) => return Err(SessionError::InUse { root }),
+            Err(fs::TryLockError::Error(source)) => return Err(SessionError::Root { root, source }),
+        }
+        let file = root.join(SESSION_FILE);
+        Ok(FileSessionStore { root, file, _lock: lock, fs: Box::new(fs) })
+    }
+
+    /// The session file's path.
+    pub fn path(&self) -> &Path {
+        &self.file
+    }
+
+    fn io(&self, op: &'static str, file: &Path) -> impl FnOnce(io::Error) -> SessionError {
+        let file = file.to_owned();
+        move |source| SessionError::Io { file, op, source }
+    }
+
+    fn corrupt(&self, problem: impl Into<String>) -> SessionError {
+        SessionError::Corrupt { file: self.file.clone(), problem: problem.into() }
+    }
+
+    /// Creates `ops` and `ops/runtime` if missing, making each new entry durable in its parent.
+    fn ensure_dirs(&self) -> Result<PathBuf, SessionError> {
+        let ops = self.root.join("ops");
+        let runtime = ops.join("runtime");
+        for (dir, parent) in [(&ops, &self.root), (&runtime, &ops)] {
+            match fs::symlink_metadata(dir) {
+                Ok(m) if m.is_dir() => continue,
+                Ok(_) => {
+                    let e = io::Error::new(io::ErrorKind::NotADirectory, "exists but is not a directory");
+                    return Err(self.io("create directory", dir)(e));
+                }
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => return Err(self.io("inspect directory", dir)(e)),
+            }
+            self.fs.create_dir(dir).map_err(self.io("create directory", dir))?;
+            self.fs.sync_dir(parent).map_err(self.io("fsync directory", parent))?;
+        }
+        Ok(runtime)
+    }
+}
+
+#[cfg(unix)]
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    // O_NONBLOCK: opening a FIFO must not wait for a writer.
+    fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
+}
+
+#[cfg(not(unix))]
+fn open_no_follow(path: &Path) -> io::Result<File> {
+    File::open(path)
+}
+
+fn kind_of(meta: &fs::Metadata) -> &'static str {
+    let t = meta.file_type();
+    if t.is_symlink() {
+        return "a symbolic link, not a regular file";
+    }
+    if t.is_dir() {
+        return "a directory, not a regular file";
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if t.is_fifo() {
+            return "a FIFO, not a regular file";
+        }
+        if t.is_socket() {
+            return "a socket, not a regular file";
+        }
+        if t.is_block_device() || t.is_char_device() {
+            return "a device, not a regular file";
+        }
+    }
+    "not a regular file"
+}
+
+impl SessionStore for FileSessionStore {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        let meta = match fs::symlink_metadata(&self.file) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(self.io("inspect", &self.file)(e)),
+        };
+        if !meta.file_type().is_file() {
+            return Err(self.corrupt(kind_of(&meta)));
+        }
+        let file = open_no_follow(&self.file).map_err(self.io("open", &self.file))?;
+        let opened = file.metadata().map_err(self.io("inspect", &self.file))?;
+        if !opened.is_file() {
+            return Err(self.corrupt(kind_of(&opened)));
+        }
+        let mut bytes = Vec::new();
+        file.take(MAX_SESSION_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(self.io("read", &self.file))?;
+        if bytes.len() as u64 > MAX_SESSION_FILE_BYTES {
+            return Err(self.corrupt(format!("larger than the {MAX_SESSION_FILE_BYTES}-byte limit")));
+        }
+        if bytes.is_empty() {
+            return Err(self.corrupt("empty"));
+        }
+        serde_json::from_slice::<SessionState>(&bytes)
+            .map(Some)
+            .map_err(|e| self.corrupt(format!("not a valid session state: {e}")))
+    }
+
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        let state = SessionState {
+            session_id: update.session_id,
+            memory_ref: update.memory_ref,
+            repo_scan_version: update.repo_scan_version,
+            last_execution_plan_hash: update.last_execution_plan_hash,
+            updated_at: Timestamp::now(),
+            hash_parts: update.hash_parts,
+        };
+        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| self.corrupt(format!("unserializable: {e}")))?;
+        bytes.push(b'\n');
+        let dir = self.ensure_dirs()?;
+        let mut temp = self.fs.create_temp(&dir).map_err(self.io("create temporary file", &dir))?;
+        self.fs.write(temp.as_file_mut(), &bytes).map_err(self.io("write", temp.path()))?;
+        self.fs.sync_file(temp.as_file()).map_err(self.io("fsync", temp.path()))?;
+        self.fs.rename(temp, &self.file).map_err(self.io("rename", &self.file))?;
+        self.fs.sync_dir(&dir).map_err(self.io("fsync directory", &dir))?;
+        Ok(state)
+    }
+}
+
+impl<S: SessionStore + ?Sized> SessionStore for std::sync::Arc<S> {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        (**self).load()
+    }
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        (**self).save(update)
+    }
+}
