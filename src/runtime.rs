@@ -19,6 +19,7 @@ use crate::validate::{Rejection, ValidPlan};
 
 /// How the runtime started.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[allow(clippy::large_enum_variant, reason = "one per runtime; boxing buys nothing")]
 pub enum Boot {
     /// No session file: a new session; nothing is written until the first successful cycle.
     ColdStart,
