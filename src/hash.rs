@@ -215,7 +215,7 @@ fn hash_document<'a>(profile: &'a PolicyProfile, plan: &'a ValidPlan) -> HashDoc
 /// Per-part digests of the hash document, kept in the session file so that a mismatch can say
 /// what changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase", remote = "Self")]
 pub struct HashParts {
     /// Of the profile path.
     pub policy_profile: Digest,
@@ -235,13 +235,16 @@ pub struct HashParts {
 
 /// The digest of one step.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct StepDigest {
     /// The step's id.
     pub id: String,
     /// SHA-256 of the step's canonical JSON.
     pub digest: Digest,
 }
+
+crate::json::map_only_serde!(HashParts);
+crate::json::map_only_serde!(StepDigest);
 
 fn digest_of<T: Serialize>(value: &T) -> Result<Digest, CanonicalError> {
     canonical_json(value).map(|b| Digest::of(&b))

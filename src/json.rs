@@ -298,11 +298,45 @@ macro_rules! contract_object {
     (@struct [$($meta:tt)*] $name:ident [$($acc:tt)*]) => {
         $($meta)*
         #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-        #[serde(deny_unknown_fields)]
+        #[serde(deny_unknown_fields, remote = "Self")]
         pub struct $name { $($acc)* }
+        $crate::json::map_only_serde!($name);
     };
 }
 pub(crate) use contract_object;
+
+/// Presents a deserializer as map-only: serde's derived structs also accept a JSON array of
+/// their fields in order, which the contract does not allow.
+pub(crate) struct MapOnly<D>(pub(crate) D);
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for MapOnly<D> {
+    type Error = D::Error;
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, D::Error> {
+        self.0.deserialize_map(visitor)
+    }
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
+        unit_struct newtype_struct seq tuple tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+/// Implements `Serialize` and a map-only `Deserialize` for a struct that derives both with
+/// `#[serde(remote = "Self")]`.
+macro_rules! map_only_serde {
+    ($name:ident) => {
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                $name::serialize(self, s)
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $name {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                $name::deserialize($crate::json::MapOnly(d))
+            }
+        }
+    };
+}
+pub(crate) use map_only_serde;
 
 /// A positive integer no larger than 2^53 − 1: `topK`, timeouts, budgets, versions.
 ///

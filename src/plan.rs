@@ -258,7 +258,7 @@ impl<'de> Deserialize<'de> for StepKey {
 /// Its JSON form always writes `validators` and `postValidators` (a legacy plan without them
 /// reads as `[]`, so both hash the same).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, remote = "Self")]
 pub struct ExecutionPlan {
     /// Always `"1"`.
     pub step_contract_version: ContractVersion,
@@ -275,6 +275,8 @@ pub struct ExecutionPlan {
     /// The steps, in order.
     pub steps: Vec<StepDefinition>,
 }
+
+crate::json::map_only_serde!(ExecutionPlan);
 
 /// The top-level fields of a plan document.
 pub(crate) const PLAN_FIELDS: &[&str] =

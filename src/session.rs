@@ -87,7 +87,7 @@ fn nullable<'de, D: Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error>
 /// The persisted session: minimal references only (PRD-004), plus the optional per-part
 /// digests of the plan hash.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
+#[serde(deny_unknown_fields, rename_all = "camelCase", remote = "Self")]
 pub struct SessionState {
     /// Created at cold start, restored on resume.
     #[serde(deserialize_with = "uuid_v4")]
@@ -106,6 +106,8 @@ pub struct SessionState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash_parts: Option<HashParts>,
 }
+
+crate::json::map_only_serde!(SessionState);
 
 /// What a save writes; the store adds `updatedAt`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -361,9 +363,14 @@ impl SessionStore for FileSessionStore {
         if bytes.is_empty() {
             return Err(self.corrupt("empty"));
         }
-        serde_json::from_slice::<SessionState>(&bytes)
-            .map(Some)
-            .map_err(|e| self.corrupt(format!("not a valid session state: {e}")))
+        let mut de = serde_json::Deserializer::from_slice(&bytes);
+        let state = serde_path_to_error::deserialize::<_, SessionState>(&mut de).map_err(|e| {
+            let at = e.path().to_string();
+            let at = if at == "." { String::new() } else { format!(" at `{at}`") };
+            self.corrupt(format!("not a valid session state{at}: {}", e.inner()))
+        })?;
+        de.end().map_err(|e| self.corrupt(format!("not a valid session state: {e}")))?;
+        Ok(Some(state))
     }
 
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {

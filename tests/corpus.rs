@@ -288,6 +288,22 @@ fn cases() -> Vec<Case> {
             &[("invalid-type", "/metadata/budgets/promptTokens")],
         ),
         edit("metadata as an array", |v| v["metadata"] = json!([]), &[("invalid-type", "/metadata")]),
+        edit(
+            "metadata as an array of its fields in order",
+            |v| v["metadata"] = json!(["profiles/default", "chat"]),
+            &[("invalid-type", "/metadata")],
+        ),
+        edit(
+            "a payload as an array of its fields in order",
+            |v| steps(v)[0]["payload"] = json!(["."]),
+            &[("invalid-type", "/steps/0/payload")],
+        ),
+        edit(
+            "a decision as an array of its fields",
+            |v| steps(v)[8]["payload"]["decision"] = json!(["d", "d", 1, "t", "s", "global", true]),
+            &[("invalid-type", "/steps/8/payload/decision")],
+        ),
+        edit("the plan as an array", |v| *v = json!(["1", [], {}, [], [], []]), &[("invalid-type", "")]),
         // ---- validator signatures (D-021)
         edit(
             "bad config_hash",

@@ -31,7 +31,8 @@ fn rfc8785_sorting_example_uses_utf16_code_units() {
     let keys: Vec<String> = {
         let v: serde_json::Map<String, Value> = serde_json::from_str(&out).unwrap();
         // Map order is not preserved by serde_json; read the order from the text instead.
-        let mut ks: Vec<(usize, String)> = v.keys().map(|k| (out.find(&format!("\"{}\"", escape(k))).unwrap(), k.clone())).collect();
+        let mut ks: Vec<(usize, String)> =
+            v.keys().map(|k| (out.find(&format!("\"{}\"", escape(k))).unwrap(), k.clone())).collect();
         ks.sort();
         ks.into_iter().map(|(_, k)| k).collect()
     };
@@ -99,7 +100,8 @@ fn every_part_of_the_hash_document_changes_the_hash() {
     let mut p = profile();
     p.path = "profiles/other".into();
     assert_ne!(plan_hash(&p, &plan).unwrap(), base);
-    let edits: [fn(&mut PolicyProfile); 3] = [|p| p.modes = json!({}), |p| p.triggers = json!([]), |p| p.bundles = json!(null)];
+    let edits: [fn(&mut PolicyProfile); 3] =
+        [|p| p.modes = json!({}), |p| p.triggers = json!([]), |p| p.bundles = json!(null)];
     for edit in edits {
         let mut p = profile();
         edit(&mut p);
@@ -132,7 +134,10 @@ fn yaml_formatting_and_comments_do_not_change_the_data() {
     let block = "# the modes\nchat:\n  tone: friendly   # trailing comment\n  topK: 5\n  tags:\n    - a\n    - 'b'\nvoice: {tone: calm}\n";
     let flow = "{chat: {tone: \"friendly\", topK: 5, tags: [a, b]}, voice: {tone: calm}}";
     assert_eq!(parse(block).unwrap(), parse(flow).unwrap());
-    assert_eq!(parse(block).unwrap(), json!({"chat": {"tone": "friendly", "topK": 5, "tags": ["a", "b"]}, "voice": {"tone": "calm"}}));
+    assert_eq!(
+        parse(block).unwrap(),
+        json!({"chat": {"tone": "friendly", "topK": 5, "tags": ["a", "b"]}, "voice": {"tone": "calm"}})
+    );
     // And so not the hash.
     let plan = ValidPlan::from_str(FULL).unwrap();
     let mut a = profile();
@@ -144,7 +149,9 @@ fn yaml_formatting_and_comments_do_not_change_the_data() {
 
 #[test]
 fn yaml_scalars_resolve_by_the_core_schema() {
-    let v = parse("a: null\nb: ~\nc: true\nd: False\ne: 12\nf: -3.5\ng: 1e3\nh: '12'\ni: hello world\nj:\nk: \"true\"\n").unwrap();
+    let v =
+        parse("a: null\nb: ~\nc: true\nd: False\ne: 12\nf: -3.5\ng: 1e3\nh: '12'\ni: hello world\nj:\nk: \"true\"\n")
+            .unwrap();
     assert_eq!(
         v,
         json!({"a": null, "b": null, "c": true, "d": false, "e": 12, "f": -3.5, "g": 1000.0, "h": "12", "i": "hello world", "j": null, "k": "true"})
