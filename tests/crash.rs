@@ -1,0 +1,184 @@
+//! Crash safety and concurrency of the file session store, with real processes:
+//!
+//! - a child saves in a loop and is killed with SIGKILL at random moments, hundreds of times;
+//!   after each kill the file must be the last acknowledged state or the next one, never torn;
+//! - two processes on one root: the second is refused ("session in use") until the first dies.
+//!
+//! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant, SystemTime};
+
+use planlock::Digest;
+use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+
+const KILLS: usize = 300;
+
+fn update(seq: u64, session_id: uuid::Uuid) -> SessionUpdate {
+    SessionUpdate {
+        session_id,
+        memory_ref: Some(format!("seq-{seq}")),
+        repo_scan_version: Some("x".repeat((seq % 50) as usize)),
+        last_execution_plan_hash: Digest::of(&seq.to_be_bytes()),
+        hash_parts: None,
+    }
+}
+
+fn child(mode: &str, root: &Path) {
+    let store = FileSessionStore::open(root).unwrap_or_else(|e| {
+        println!("error {}", e.code());
+        std::process::exit(7)
+    });
+    let mut out = std::io::stdout().lock();
+    match mode {
+        "save-loop" => {
+            let session_id = uuid::Uuid::new_v4();
+            let start = match store.load() {
+                Ok(Some(s)) => seq_of(&s.memory_ref),
+                _ => 0,
+            };
+            writeln!(out, "ready {start}").unwrap();
+            out.flush().unwrap();
+            for seq in start + 1.. {
+                store.save(update(seq, session_id)).unwrap();
+                writeln!(out, "{seq}").unwrap();
+                out.flush().unwrap();
+            }
+        }
+        "hold-lock" => {
+            writeln!(out, "locked").unwrap();
+            out.flush().unwrap();
+            std::thread::sleep(Duration::from_secs(120));
+        }
+        other => panic!("unknown child mode {other}"),
+    }
+}
+
+fn seq_of(memory_ref: &Option<String>) -> u64 {
+    memory_ref.as_deref().and_then(|m| m.strip_prefix("seq-")).and_then(|n| n.parse().ok()).unwrap_or(0)
+}
+
+fn spawn(mode: &str, root: &Path) -> (Child, mpsc::Receiver<String>) {
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("PLANLOCK_CHILD", mode)
+        .env("PLANLOCK_ROOT", root)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}
+
+/// A small xorshift generator: the kill moments need no quality, only spread.
+struct Rng(u64);
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn killed_saves_leave_the_last_acknowledged_state_or_the_next() {
+    let root = tempfile::tempdir().unwrap();
+    let seed = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let mut rng = Rng(seed);
+    let (mut at_ack, mut at_next, mut max_seq) = (0, 0, 0);
+    let started = Instant::now();
+    for round in 0..KILLS {
+        let (mut child, lines) = spawn("save-loop", root.path());
+        let ready = lines.recv_timeout(Duration::from_secs(10)).expect("the child started");
+        let start: u64 = ready.strip_prefix("ready ").and_then(|n| n.parse().ok()).expect("ready line");
+        let last_ack = Arc::new(AtomicU64::new(start));
+        // Let it save for a random moment (0–4 ms, most saves take well under one), then kill.
+        std::thread::sleep(Duration::from_micros(rng.below(4000)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        for line in lines.iter() {
+            if let Ok(n) = line.parse::<u64>() {
+                last_ack.store(n, Ordering::SeqCst);
+            }
+        }
+        let acked = last_ack.load(Ordering::SeqCst);
+        let state = FileSessionStore::open(root.path())
+            .unwrap()
+            .load()
+            .unwrap_or_else(|e| panic!("round {round} (seed {seed}): the file is torn after a kill: {e}"));
+        let on_disk = state.as_ref().map_or(0, |s| seq_of(&s.memory_ref));
+        assert!(
+            on_disk == acked || on_disk == acked + 1,
+            "round {round} (seed {seed}): on disk seq {on_disk}, last acknowledged {acked}"
+        );
+        if let Some(s) = &state {
+            assert_eq!(s.last_execution_plan_hash, Digest::of(&on_disk.to_be_bytes()), "fields from one save only");
+        }
+        if on_disk == acked {
+            at_ack += 1
+        } else {
+            at_next += 1
+        }
+        max_seq = max_seq.max(on_disk);
+    }
+    println!(
+        "crash: {KILLS} SIGKILLs in {:.1?}: {at_ack} left the acknowledged state, {at_next} the next one, none torn; {max_seq} saves in all (seed {seed})",
+        started.elapsed()
+    );
+}
+
+fn a_second_process_on_the_same_root_is_refused() {
+    let root = tempfile::tempdir().unwrap();
+    let (mut holder, lines) = spawn("hold-lock", root.path());
+    assert_eq!(lines.recv_timeout(Duration::from_secs(10)).unwrap(), "locked");
+    let err = FileSessionStore::open(root.path()).unwrap_err();
+    assert_eq!(err.code(), "session-in-use");
+    // Another process is refused the same way.
+    let (mut second, lines2) = spawn("hold-lock", root.path());
+    assert_eq!(lines2.recv_timeout(Duration::from_secs(10)).unwrap(), "error session-in-use");
+    assert_eq!(second.wait().unwrap().code(), Some(7));
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "the lock created nothing");
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The kernel released the dead holder's lock.
+    FileSessionStore::open(root.path()).unwrap();
+    println!("two processes: the second was refused while the first held the root; free after it died");
+}
+
+fn main() {
+    if let Ok(mode) = std::env::var("PLANLOCK_CHILD") {
+        let root = std::env::var("PLANLOCK_ROOT").expect("PLANLOCK_ROOT");
+        child(&mode, Path::new(&root));
+        return;
+    }
+    let tests: [(&str, fn()); 2] = [
+        (
+            "killed_saves_leave_the_last_acknowledged_state_or_the_next",
+            killed_saves_leave_the_last_acknowledged_state_or_the_next,
+        ),
+        ("a_second_process_on_the_same_root_is_refused", a_second_process_on_the_same_root_is_refused),
+    ];
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let mut passed = 0;
+    for (name, test) in tests {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        println!("test {name} ...");
+        test();
+        passed += 1;
+    }
+    println!("crash: {passed} passed, 0 failed");
+}
