@@ -41,7 +41,7 @@ fn rfc8785_sorting_example_uses_utf16_code_units() {
 
 fn escape(k: &str) -> String {
     let s = serde_json::to_string(k).unwrap();
-    s[1..s.len() - 1].replace("\\r", "\\r")
+    s[1..s.len() - 1].to_owned()
 }
 
 #[test]
