@@ -19,6 +19,7 @@ use crate::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::registry::StepType;
 use crate::schema::*;
 use crate::steps::*;
+use crate::validator::{StepView, Validator, Verdict};
 
 /// Memory, decisions, evidence and links, in memory.
 #[derive(Debug, Default)]
@@ -94,6 +95,9 @@ impl Demo {
     }
 }
 
+/// The most files the demo `RepoScan` reads; it is synchronous, so no deadline can stop it.
+pub const MAX_SCAN_FILES: usize = 10_000;
+
 /// Scans `dir`: the number of regular files, and a digest of their paths and contents.
 fn scan(dir: &Path) -> std::io::Result<(u64, String)> {
     let mut files = Vec::new();
@@ -106,6 +110,9 @@ fn scan(dir: &Path) -> std::io::Result<(u64, String)> {
                 pending.push(entry.path());
             } else if kind.is_file() {
                 files.push(entry.path());
+                if files.len() > MAX_SCAN_FILES {
+                    return Err(std::io::Error::other(format!("more than {MAX_SCAN_FILES} files")));
+                }
             }
         }
     }
@@ -316,6 +323,29 @@ impl Handler<LinkDecisionEvidence> for Demo {
             }
         })?;
         Ok(LinkDecisionEvidenceResult { status: status.into() })
+    }
+}
+
+/// A demo pre-validator: blocks every storage write (the FailFast steps) for human review, so
+/// the cycle pauses as `InterventionRequired`. The CLI registers it as `demo-review`, version
+/// `1`, configuration `{}`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReviewGate;
+
+impl ReviewGate {
+    /// The id the CLI registers it under.
+    pub const ID: &'static str = "demo-review";
+    /// Its version.
+    pub const VERSION: &'static str = "1";
+}
+
+impl Validator for ReviewGate {
+    fn before(&self, step: &StepView<'_>) -> Verdict {
+        if step.step_type.failure_kind() == crate::FailureKind::FailFast {
+            Verdict::Block(format!("`{}` writes to storage; a person must review it first", step.id))
+        } else {
+            Verdict::Allow
+        }
     }
 }
 

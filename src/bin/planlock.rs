@@ -10,7 +10,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use planlock::demo::Demo;
+use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{Boot, BootError, Runtime};
 use planlock::session::FileSessionStore;
 use planlock::{
@@ -45,7 +45,9 @@ enum Command {
         /// The plan file, or `-` for standard input.
         plan: PathBuf,
     },
-    /// Boot a session and run one cycle of the plan with the demo handlers.
+    /// Boot a session and run one cycle of the plan with the demo handlers. A plan may name the
+    /// demo validator `demo-review` (version `1`, configuration `{}`), which blocks every
+    /// storage write for review.
     Run {
         /// The session root (`ops/runtime/session_state.json` lives under it).
         #[arg(long)]
@@ -255,7 +257,14 @@ fn run(
     };
     let hash = Some(runtime.plan_hash().to_string());
     let demo = Demo::new().failing(fail);
-    let executor = Executor::new(demo.handlers().on::<planlock::steps::PersistSession>(runtime.session_persister()));
+    let executor = Executor::new(demo.handlers().on::<planlock::steps::PersistSession>(runtime.session_persister()))
+        .with_validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
+    let executor = match executor {
+        Ok(e) => e,
+        Err(e) => {
+            return report(Some(boot), "FailFast", hash, serde_json::json!([]), Some(e.to_string()), EXIT_FAIL_FAST);
+        }
+    };
     let steps_of = |statuses: &dyn Fn(usize) -> &'static str| {
         let steps: Vec<_> = runtime
             .plan()

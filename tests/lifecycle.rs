@@ -1,0 +1,338 @@
+//! The runtime lifecycle: Cold Start creates nothing until the first successful cycle, Resume
+//! restores the session, a changed plan or policy is FailFast, one save per successful cycle.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use planlock::demo::Demo;
+use planlock::runtime::{Boot, BootError, PolicyInterpreter, Runtime};
+use planlock::session::{FileSessionStore, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate};
+use planlock::steps::PersistSession;
+use planlock::{CycleOutcome, ExecError, Executor, FailureKind, PolicyProfile, StepType, ValidPlan};
+use serde_json::{Value, json};
+
+const DEMO_PLAN: &str = include_str!("../examples/plans/demo_plan.json");
+
+fn policy(root: &Path, tone: &str) {
+    let dir = root.join("profiles/default");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("modes.yaml"), format!("chat:\n  tone: {tone}\n")).unwrap();
+    std::fs::write(dir.join("triggers.yaml"), "[]\n").unwrap();
+    std::fs::write(dir.join("bundles.yaml"), "{}\n").unwrap();
+}
+
+fn plan_with(f: impl FnOnce(&mut Value)) -> ValidPlan {
+    let mut v: Value = serde_json::from_str(DEMO_PLAN).unwrap();
+    v["steps"][0]["payload"]["repoPath"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));
+    f(&mut v);
+    ValidPlan::from_value(&v).unwrap()
+}
+
+/// A store that counts saves and can be told to fail them.
+#[derive(Debug)]
+struct Counting {
+    inner: FileSessionStore,
+    saves: AtomicUsize,
+    fail: bool,
+}
+
+impl SessionStore for Counting {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.inner.load()
+    }
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        self.saves.fetch_add(1, Ordering::SeqCst);
+        if self.fail {
+            return Err(SessionError::Io {
+                file: self.inner.path().to_owned(),
+                op: "write",
+                source: std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"),
+            });
+        }
+        self.inner.save(update)
+    }
+}
+
+fn counting(root: &Path, fail: bool) -> Arc<Counting> {
+    Arc::new(Counting { inner: FileSessionStore::open(root).unwrap(), saves: AtomicUsize::new(0), fail })
+}
+
+fn cycle(runtime: &Runtime<Counting>, demo: Demo) -> Result<CycleOutcome, ExecError> {
+    let exec = Executor::new(demo.handlers().on::<PersistSession>(runtime.session_persister()));
+    runtime.run_cycle_blocking(&exec)
+}
+
+#[test]
+fn cold_start_writes_nothing_until_a_cycle_succeeds() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = plan_with(|_| {});
+    let store = counting(root.path(), false);
+    let runtime = Runtime::boot(pol.path(), plan, store.clone()).unwrap();
+    assert_eq!(runtime.boot_kind(), &Boot::ColdStart);
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "boot created nothing");
+
+    // A failed cycle saves nothing.
+    let err = cycle(&runtime, Demo::new().failing([StepType::LLMCall])).unwrap_err();
+    assert_eq!(err.kind(), FailureKind::CycleFail);
+    assert_eq!(store.saves.load(Ordering::SeqCst), 0);
+    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+
+    // A successful one saves exactly once, with the references from this cycle's ledger.
+    let done = cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
+    assert_eq!(store.saves.load(Ordering::SeqCst), 1);
+    let state = store.load().unwrap().unwrap();
+    assert_eq!(state.session_id, runtime.session_id());
+    assert_eq!(state.last_execution_plan_hash, runtime.plan_hash());
+    let memory = done.ledger.get::<planlock::steps::PersistMemory>().unwrap();
+    assert_eq!(state.memory_ref.as_deref(), Some(memory.id.as_str()));
+    let scan = done.ledger.get::<planlock::steps::RepoScan>().unwrap();
+    assert_eq!(state.repo_scan_version.as_deref(), Some(scan.version_id.as_str()));
+    assert!(scan.file_count > 10, "the demo RepoScan really scanned the crate");
+    assert_eq!(state.hash_parts.as_ref(), Some(runtime.hash_parts()));
+    cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
+    assert_eq!(store.saves.load(Ordering::SeqCst), 2, "once per cycle");
+}
+
+#[test]
+fn a_restart_resumes_the_session() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let first = {
+        let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap();
+        cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
+        runtime.session().unwrap()
+    };
+    let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap();
+    assert_eq!(runtime.boot_kind(), &Boot::Resume(first.clone()));
+    assert_eq!(runtime.session_id(), first.session_id);
+}
+
+#[test]
+fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = plan_with(|v| {
+        v["steps"].as_array_mut().unwrap().retain(|s| s["type"] != "PersistMemory" && s["type"] != "RepoScan");
+    });
+    // A session saved earlier under this very plan hash, with references of its own.
+    let profile = PolicyProfile::load(pol.path(), "profiles/default").unwrap();
+    let hash = planlock::plan_hash(&profile, &plan).unwrap();
+    let id = uuid::Uuid::new_v4();
+    FileSessionStore::open(root.path())
+        .unwrap()
+        .save(SessionUpdate {
+            session_id: id,
+            memory_ref: Some("mem-old".into()),
+            repo_scan_version: Some("scan-old".into()),
+            last_execution_plan_hash: hash,
+            hash_parts: None,
+        })
+        .unwrap();
+    let store = counting(root.path(), false);
+    let runtime = Runtime::boot(pol.path(), plan, store.clone()).unwrap();
+    assert!(matches!(runtime.boot_kind(), Boot::Resume(_)));
+    cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
+    let state = store.load().unwrap().unwrap();
+    assert_eq!(state.session_id, id);
+    assert_eq!(state.memory_ref.as_deref(), Some("mem-old"));
+    assert_eq!(state.repo_scan_version.as_deref(), Some("scan-old"));
+}
+
+#[test]
+fn a_changed_plan_or_policy_is_fail_fast_and_says_what_changed() {
+    let cases: Vec<(&str, Box<dyn Fn(&Path) -> ValidPlan>, &str)> = vec![
+        (
+            "policy",
+            Box::new(|p: &Path| {
+                policy(p, "formal");
+                plan_with(|_| {})
+            }),
+            "modes.yaml changed",
+        ),
+        (
+            "a step",
+            Box::new(|_: &Path| plan_with(|v| v["steps"][5]["payload"]["prompt"] = json!("other"))),
+            "step `llm` changed",
+        ),
+        ("metadata", Box::new(|_: &Path| plan_with(|v| v["metadata"]["mode"] = json!("voice"))), "metadata changed"),
+        (
+            "validators",
+            Box::new(|_: &Path| {
+                plan_with(|v| v["postValidators"] = json!([{"id": "x", "version": "1", "config_hash": "0".repeat(64)}]))
+            }),
+            "validators changed",
+        ),
+    ];
+    for (name, change, words) in cases {
+        let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        policy(pol.path(), "friendly");
+        {
+            let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap();
+            cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
+        }
+        let file = root.path().join(SESSION_FILE);
+        let before = std::fs::read(&file).unwrap();
+        let plan = change(pol.path());
+        let err = Runtime::boot(pol.path(), plan, counting(root.path(), false)).unwrap_err();
+        assert!(matches!(err, BootError::HashMismatch { .. }), "{name}: {err}");
+        assert_eq!(err.kind(), FailureKind::FailFast);
+        assert_eq!(err.code(), "plan-hash-mismatch");
+        assert!(err.to_string().contains(words), "{name}: {err}");
+        assert_eq!(std::fs::read(&file).unwrap(), before, "{name}: no automatic re-initialisation");
+    }
+}
+
+#[test]
+fn boot_failures_are_fail_fast() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let err = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap_err();
+    assert_eq!((err.code(), err.kind()), ("profile-unreadable", FailureKind::FailFast));
+    policy(pol.path(), "friendly");
+    std::fs::write(pol.path().join("profiles/default/bundles.yaml"), "a: !!binary aGk=\n").unwrap();
+    let err = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap_err();
+    assert_eq!(err.code(), "yaml");
+    assert!(err.to_string().contains("bundles.yaml:1:"), "{err}");
+    policy(pol.path(), "friendly");
+    let file = root.path().join(SESSION_FILE);
+    std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+    std::fs::write(&file, "{").unwrap();
+    let err = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap_err();
+    assert_eq!((err.code(), err.kind()), ("session-corrupt", FailureKind::FailFast));
+}
+
+#[test]
+fn a_failed_save_is_fail_fast_and_halts_the_runtime() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), true)).unwrap();
+    let exec = Executor::new(Demo::new().handlers().on::<PersistSession>(runtime.session_persister()));
+    let err = runtime.run_cycle_blocking(&exec).unwrap_err();
+    assert_eq!(err.kind(), FailureKind::FailFast);
+    assert!(err.to_string().contains("saving the session failed"), "{err}");
+    assert!(matches!(runtime.run_cycle_blocking(&exec), Err(ExecError::Halted { .. })));
+}
+
+struct Fixed(Value);
+impl PolicyInterpreter for Fixed {
+    fn produce(&self, _: &str, _: &Value) -> Value {
+        self.0.clone()
+    }
+}
+
+#[test]
+fn the_policy_interpreter_has_the_version_gate_at_its_entrance() {
+    let mut v: Value = serde_json::from_str(DEMO_PLAN).unwrap();
+    assert!(Fixed(v.clone()).interpret("policies/default", &json!({})).is_ok());
+    v["step_contract_version"] = json!("2");
+    v["steps"] = json!("not even steps");
+    let err = Fixed(v).interpret("policies/default", &json!({})).unwrap_err();
+    assert_eq!(err.class(), FailureKind::FailFast);
+    assert_eq!(err.problems().len(), 1, "nothing past the gate is read");
+    assert_eq!(err.problems()[0].code().as_str(), "unsupported-version");
+}
+
+#[cfg(feature = "cli")]
+mod cli {
+    use super::*;
+    use std::process::Command;
+
+    fn run(root: &Path, pol: &Path, plan: &Path, extra: &[&str]) -> (Option<i32>, Value) {
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["run", "--format", "json", "--root"])
+            .arg(root)
+            .arg("--policy-root")
+            .arg(pol)
+            .args(extra)
+            .arg(plan)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        let json = serde_json::from_str(stdout.trim()).unwrap_or(Value::Null);
+        (out.status.code(), json)
+    }
+
+    #[test]
+    fn run_exit_codes_and_json_for_every_outcome() {
+        let (pol, root, dir) =
+            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        policy(pol.path(), "friendly");
+        let plan_file = dir.path().join("plan.json");
+        std::fs::write(&plan_file, plan_with(|_| {}).to_json()).unwrap();
+
+        let (code, json) = run(root.path(), pol.path(), &plan_file, &["--fail", "LLMCall"]);
+        assert_eq!(code, Some(1), "{json}");
+        assert_eq!((json["boot"].as_str(), json["outcome"].as_str()), (Some("cold"), Some("CycleFail")));
+        assert_eq!(json["steps"][5], json!({"id": "llm", "type": "LLMCall", "status": "failed"}));
+        assert_eq!(json["steps"][4]["status"], "completed");
+        assert_eq!(json["steps"][6]["status"], "not-run");
+        assert!(!root.path().join("ops").exists(), "a failed cycle saved nothing");
+
+        let (code, json) = run(root.path(), pol.path(), &plan_file, &[]);
+        assert_eq!(code, Some(0), "{json}");
+        let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["boot", "error", "hash", "outcome", "steps"]);
+        assert_eq!((json["boot"].as_str(), json["outcome"].as_str()), (Some("cold"), Some("completed")));
+        assert_eq!(json["hash"].as_str().unwrap().len(), 64);
+
+        let (code, json) = run(root.path(), pol.path(), &plan_file, &["--fail", "PersistMemory"]);
+        assert_eq!(code, Some(3), "{json}");
+        assert_eq!((json["boot"].as_str(), json["outcome"].as_str()), (Some("resume"), Some("FailFast")));
+
+        let (code, json) = run(root.path(), pol.path(), &plan_file, &["--fail", "Nope"]);
+        assert_eq!(code, Some(2), "{json}");
+
+        // A plan naming the demo review gate pauses before the first storage write.
+        let reviewed = dir.path().join("reviewed.json");
+        let gate =
+            json!([{"id": "demo-review", "version": "1", "config_hash": planlock::config_hash(&json!({})).unwrap()}]);
+        std::fs::write(&reviewed, plan_with(|v| v["validators"] = gate).to_json()).unwrap();
+        let other_root = tempfile::tempdir().unwrap();
+        let (code, json) = run(other_root.path(), pol.path(), &reviewed, &[]);
+        assert_eq!(code, Some(4), "{json}");
+        assert_eq!(json["outcome"], "InterventionRequired");
+        assert_eq!(json["steps"][7]["status"], "blocked");
+
+        // The policy changes: boot is refused.
+        policy(pol.path(), "formal");
+        let (code, json) = run(root.path(), pol.path(), &plan_file, &[]);
+        assert_eq!(code, Some(3), "{json}");
+        assert!(json["error"].as_str().unwrap().contains("modes.yaml changed"), "{json}");
+    }
+
+    #[test]
+    fn hash_prints_the_digest_and_its_parts() {
+        let (pol, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        policy(pol.path(), "friendly");
+        let plan = plan_with(|_| {});
+        let plan_file = dir.path().join("plan.json");
+        std::fs::write(&plan_file, plan.to_json()).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["hash", "--policy-root"])
+            .arg(pol.path())
+            .arg(&plan_file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        let profile = PolicyProfile::load(pol.path(), "profiles/default").unwrap();
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap().trim(),
+            planlock::plan_hash(&profile, &plan).unwrap().to_string()
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["hash", "--parts", "--policy-root"])
+            .arg(pol.path())
+            .arg(&plan_file)
+            .output()
+            .unwrap();
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(json["parts"]["steps"].as_array().unwrap().len(), 12);
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["hash", "--policy-root", "/nonexistent"])
+            .arg(&plan_file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(3));
+    }
+}
