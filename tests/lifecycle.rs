@@ -142,7 +142,8 @@ fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
 
 #[test]
 fn a_changed_plan_or_policy_is_fail_fast_and_says_what_changed() {
-    let cases: Vec<(&str, Box<dyn Fn(&Path) -> ValidPlan>, &str)> = vec![
+    type Change = Box<dyn Fn(&Path) -> ValidPlan>;
+    let cases: Vec<(&str, Change, &str)> = vec![
         (
             "policy",
             Box::new(|p: &Path| {
