@@ -1,0 +1,85 @@
+//! Plan hash and session store, each side by side with its floor (issue 5 targets):
+//! - hashing a 12-step plan with its profile vs SHA-256 alone over the same canonical bytes (≤ 3×);
+//! - a durable save vs the bare recipe written by hand: temp file, write, fsync, rename,
+//!   directory fsync (≤ 1.2×);
+//! - boot's session load (read, verify, compare) vs reading and parsing the file with serde_json
+//!   (≤ 2×).
+//!
+//! The store benchmarks write under `target/`, a real disk, so the fsyncs are real.
+
+use std::hint::black_box;
+use std::io::Write;
+use std::path::Path;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+use planlock::{Digest, HashParts, PolicyProfile, ValidPlan, plan_hash};
+use serde_json::json;
+
+fn profile() -> PolicyProfile {
+    PolicyProfile {
+        path: "profiles/default".into(),
+        modes: json!({"chat": {"tone": "friendly", "topK": 5}, "voice": {"tone": "calm"}}),
+        triggers: json!([{"on": "greeting", "mode": "chat"}, {"on": "call", "mode": "voice"}]),
+        bundles: json!({"default": {"strategy_provider_id": "hierarchical-sql", "memory_provider_id": "sqlite"}}),
+    }
+}
+
+fn hand_save(dir: &Path, bytes: &[u8]) {
+    let mut temp = tempfile::NamedTempFile::new_in(dir).unwrap();
+    temp.write_all(bytes).unwrap();
+    temp.as_file().sync_all().unwrap();
+    temp.persist(dir.join("session_state.json")).unwrap();
+    std::fs::File::open(dir).unwrap().sync_all().unwrap();
+}
+
+fn bench(c: &mut Criterion) {
+    let plan = ValidPlan::from_str(include_str!("../tests/fixtures/full_plan.json")).unwrap();
+    let profile = profile();
+    let canonical = planlock::hash::hash_document_bytes(&profile, &plan).unwrap();
+    assert_eq!(plan_hash(&profile, &plan).unwrap(), Digest::of(&canonical));
+
+    let mut g = c.benchmark_group("plan_hash_12_steps");
+    g.bench_function("floor_sha256_of_canonical_bytes", |b| b.iter(|| Digest::of(black_box(&canonical))));
+    g.bench_function("plan_hash", |b| b.iter(|| plan_hash(black_box(&profile), black_box(&plan)).unwrap()));
+    g.bench_function("hash_parts", |b| b.iter(|| HashParts::of(black_box(&profile), black_box(&plan)).unwrap()));
+    g.finish();
+
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-session");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(base.join("store")).unwrap();
+    std::fs::create_dir_all(base.join("hand")).unwrap();
+    let store = FileSessionStore::open(base.join("store")).unwrap();
+    let parts = HashParts::of(&profile, &plan).unwrap();
+    let update = SessionUpdate {
+        session_id: uuid::Uuid::new_v4(),
+        memory_ref: Some("mem-1".into()),
+        repo_scan_version: Some("scan-1".into()),
+        last_execution_plan_hash: plan_hash(&profile, &plan).unwrap(),
+        hash_parts: Some(parts),
+    };
+    let saved = store.save(update.clone()).unwrap();
+    let bytes = std::fs::read(store.path()).unwrap();
+    let hand_dir = base.join("hand");
+
+    let mut g = c.benchmark_group("durable_save");
+    g.sample_size(30);
+    g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&bytes))));
+    g.bench_function("file_session_store_save", |b| b.iter(|| store.save(black_box(update.clone())).unwrap()));
+    g.finish();
+
+    let expected = saved.last_execution_plan_hash;
+    let mut g = c.benchmark_group("boot_load");
+    g.bench_function("floor_read_and_serde_json_parse", |b| {
+        b.iter(|| {
+            serde_json::from_slice::<serde_json::Value>(&std::fs::read(black_box(store.path())).unwrap()).unwrap()
+        })
+    });
+    g.bench_function("file_session_store_load_and_compare", |b| {
+        b.iter(|| store.load().unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)))
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
