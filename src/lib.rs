@@ -11,9 +11,15 @@
 //!   problem with a stable [`ProblemCode`], a JSON Pointer and its failure class
 //!   ([`FailureKind::CycleFail`] or [`FailureKind::FailFast`]).
 //!
+//! - **At run time**, the flat [`Executor`] runs a [`ValidPlan`] step by step with typed async
+//!   [`Handler`]s, records a read-only [`Ledger`], applies the failure semantics, deadlines and
+//!   validators, and the [`runtime`] with its [`session::FileSessionStore`] gives Cold Start,
+//!   Resume, or FailFast when the plan or policy changed.
+//!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in
-//! [`builder`]. `docs/CONTRACT.md` in the repository states every rule and decision.
+//! [`builder`], execution in [`executor`], hashing in [`hash`], sessions in [`session`] and
+//! [`runtime`]. `docs/CONTRACT.md` in the repository states every rule and decision.
 //!
 //! ```
 //! use planlock::{AnyObject, FailureKind, PlanBuilder, ValidPlan, schema::*};
