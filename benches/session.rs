@@ -41,6 +41,12 @@ fn bench(c: &mut Criterion) {
 
     let mut g = c.benchmark_group("plan_hash_12_steps");
     g.bench_function("floor_sha256_of_canonical_bytes", |b| b.iter(|| Digest::of(black_box(&canonical))));
+    g.bench_function("reference_serde_json_to_vec_of_the_plan", |b| {
+        b.iter(|| serde_json::to_vec(black_box(plan.plan())).unwrap())
+    });
+    g.bench_function("canonical_json_of_the_hash_document", |b| {
+        b.iter(|| planlock::hash::hash_document_bytes(black_box(&profile), black_box(&plan)).unwrap())
+    });
     g.bench_function("plan_hash", |b| b.iter(|| plan_hash(black_box(&profile), black_box(&plan)).unwrap()));
     g.bench_function("hash_parts", |b| b.iter(|| HashParts::of(black_box(&profile), black_box(&plan)).unwrap()));
     g.finish();

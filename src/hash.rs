@@ -102,7 +102,7 @@ impl<'de> Deserialize<'de> for Digest {
 /// cannot hold).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write canonical JSON: {0}")]
-pub struct CanonicalError(#[from] serde_json::Error);
+pub struct CanonicalError(#[from] crate::jcs::JcsError);
 
 impl CanonicalError {
     /// `"canonical-json"`.
@@ -118,8 +118,10 @@ impl CanonicalError {
 /// let bytes = planlock::canonical_json(&serde_json::json!({"b": 1.0, "a": "x"})).unwrap();
 /// assert_eq!(bytes, br#"{"a":"x","b":1}"#);
 /// ```
-pub fn canonical_json<T: Serialize>(value: &T) -> Result<Vec<u8>, CanonicalError> {
-    Ok(serde_json_canonicalizer::to_vec(value)?)
+pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
+    let mut out = Vec::with_capacity(1024);
+    crate::jcs::write(&mut out, value)?;
+    Ok(out)
 }
 
 /// `config_hash` of a validator configuration: SHA-256 of its canonical JSON.

@@ -53,6 +53,7 @@ pub mod demo;
 pub mod executor;
 pub mod handler;
 pub mod hash;
+mod jcs;
 mod json;
 pub mod ledger;
 pub mod plan;

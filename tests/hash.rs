@@ -214,3 +214,53 @@ fn profiles_load_from_the_policy_root_and_stay_inside_it() {
     assert_eq!(err.code(), "yaml");
     assert!(err.to_string().contains("modes.yaml:1:"), "{err}");
 }
+
+mod differential {
+    //! Our JCS writer against `serde_json_canonicalizer`, a maintained implementation: they must
+    //! agree byte for byte on any JSON value and on plans.
+    use super::*;
+    use proptest::prelude::*;
+
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof!["[a-zA-Z_]{0,6}", any::<String>(), "[\\u{e000}-\\u{ffff}\\u{10000}-\\u{10ffff}a-z]{1,3}"]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<u64>().prop_map(|n| json!(n)),
+            any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(|f| json!(f)),
+            (-1e6f64..1e6).prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+            "[\\x00-\\x1f\"\\\\/]{0,8}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(5, 64, 8, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::btree_map(key(), inner, 0..8).prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn agrees_with_serde_json_canonicalizer_on_any_value(v in value()) {
+            let ours = canonical_json(&v).unwrap();
+            let theirs = serde_json_canonicalizer::to_vec(&v).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+        }
+    }
+
+    #[test]
+    fn agrees_on_plans_and_the_hash_document() {
+        let plan = ValidPlan::from_str(FULL).unwrap();
+        assert_eq!(canonical_json(plan.plan()).unwrap(), serde_json_canonicalizer::to_vec(plan.plan()).unwrap());
+        let doc = planlock::hash::hash_document_bytes(&profile(), &plan).unwrap();
+        let as_value: Value = serde_json::from_slice(&doc).unwrap();
+        assert_eq!(doc, serde_json_canonicalizer::to_vec(&as_value).unwrap());
+    }
+}
