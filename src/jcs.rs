@@ -559,26 +559,20 @@ impl ser::SerializeMap for Object<'_> {
     }
 }
 
-impl ser::SerializeStruct for Object<'_> {
-    type Ok = ();
-    type Error = JcsError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), JcsError> {
-        self.key(Cow::Borrowed(key));
-        self.value(value)
-    }
-    fn end(self) -> Result<(), JcsError> {
-        self.close()
-    }
+macro_rules! struct_impl {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Object<'_> {
+            type Ok = ();
+            type Error = JcsError;
+            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), JcsError> {
+                self.key(Cow::Borrowed(key));
+                self.value(value)
+            }
+            fn end(self) -> Result<(), JcsError> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Object<'_> {
-    type Ok = ();
-    type Error = JcsError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), JcsError> {
-        self.key(Cow::Borrowed(key));
-        self.value(value)
-    }
-    fn end(self) -> Result<(), JcsError> {
-        self.close()
-    }
-}
+struct_impl!(SerializeStruct, SerializeStructVariant);

@@ -1,9 +1,8 @@
-use planlock::{AnyObject, PlanBuilder, schema::*};
-
-fn ctx() -> ContextSelectPayload { ContextSelectPayload { input: "hi".into(), sources: vec![] } }
-fn prompt() -> PromptAssemblePayload { PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() } }
-fn llm() -> LlmCallPayload { LlmCallPayload { prompt: "p".into(), config: AnyObject::new() } }
-fn save() -> PersistSessionPayload { PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() } }
+#![allow(unused_imports, dead_code)]
+#[path = "../prelude.rs"]
+mod prelude;
+use planlock::{PlanBuilder, schema::*};
+use prelude::*;
 
 fn main() {
     let _ = PlanBuilder::new("profiles/default", "chat")
