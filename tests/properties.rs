@@ -162,6 +162,8 @@ enum Edit {
     Insert(usize, String, Value),
     SwapSteps(usize, usize),
     DuplicateStep(usize),
+    /// An object becomes the array of its values, which serde's derived structs would accept.
+    ObjectToArray(usize),
 }
 
 fn edit() -> impl Strategy<Value = Edit> {
@@ -176,6 +178,7 @@ fn edit() -> impl Strategy<Value = Edit> {
             .prop_map(|(i, k, v)| Edit::Insert(i, k, v)),
         (any::<usize>(), any::<usize>()).prop_map(|(a, b)| Edit::SwapSteps(a, b)),
         any::<usize>().prop_map(Edit::DuplicateStep),
+        any::<usize>().prop_map(Edit::ObjectToArray),
     ]
 }
 
@@ -238,6 +241,16 @@ fn apply(doc: &mut Value, e: &Edit) {
         Edit::SwapSteps(a, b) => {
             if let Some(s) = doc["steps"].as_array_mut() {
                 s.swap(a % steps_len, b % steps_len);
+            }
+        }
+        Edit::ObjectToArray(i) => {
+            let objects: Vec<_> = locs.iter().filter(|l| at_mut(doc, l).is_object()).cloned().collect();
+            let target = match objects.get(i % objects.len().max(1)) {
+                Some(loc) => at_mut(doc, loc),
+                None => doc,
+            };
+            if let Value::Object(m) = target.clone() {
+                *target = Value::Array(m.into_iter().map(|(_, v)| v).collect());
             }
         }
         Edit::DuplicateStep(i) => {
