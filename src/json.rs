@@ -111,6 +111,10 @@ pub(crate) trait Contract {
     /// Checks a JSON value against this type's contract, appending every problem to `out`.
     fn check_value<'a>(v: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>);
 
+    /// Whether [`check_typed`](Contract::check_typed) can find anything; lets callers skip the
+    /// walk (and its pointer bookkeeping) for types that are fully checked by construction.
+    const TYPED_CHECKS: bool = false;
+
     /// Checks what the type system cannot: string rules and free-form contents.
     fn check_typed<'a>(&'a self, _path: &mut Path<'a>, _out: &mut Vec<Problem>) {}
 }
@@ -169,7 +173,11 @@ impl<T: Contract> Contract for Vec<T> {
             path.pop();
         }
     }
+    const TYPED_CHECKS: bool = T::TYPED_CHECKS;
     fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+        if !T::TYPED_CHECKS {
+            return;
+        }
         for (i, item) in self.iter().enumerate() {
             path.push_index(i);
             item.check_typed(path, out);
@@ -241,12 +249,15 @@ macro_rules! contract_object {
                 )+
             }
 
+            const TYPED_CHECKS: bool =
+                false $( || <$ty as $crate::json::Contract>::TYPED_CHECKS || contract_object!(@has_rule $($rule)?) )+;
+
             fn check_typed<'a>(
                 &'a self,
                 path: &mut $crate::json::Path<'a>,
                 out: &mut Vec<$crate::validate::Problem>,
             ) {
-                $( contract_object!(@typed $req self.$field, $wire, path, out $(, $rule)?); )+
+                $( contract_object!(@typed $req self.$field, $wire, $ty, path, out $(, $rule)?); )+
             }
         }
     };
@@ -260,19 +271,24 @@ macro_rules! contract_object {
     };
     (@missing opt $path:ident $out:ident $wire:literal) => {()};
 
-    (@typed req $value:expr, $wire:literal, $path:ident, $out:ident $(, $rule:path)?) => {{
-        let value = &$value;
-        $path.push_key($wire);
-        $crate::json::Contract::check_typed(value, $path, $out);
-        $( if let Err(msg) = $rule(value) {
-            $out.push($crate::validate::Problem::new(
-                $crate::validate::ProblemCode::InvalidValue, $path.pointer(), msg));
-        } )?
-        $path.pop();
-    }};
-    (@typed opt $value:expr, $wire:literal, $path:ident, $out:ident $(, $rule:path)?) => {
+    (@typed req $value:expr, $wire:literal, $ty:ty, $path:ident, $out:ident $(, $rule:path)?) => {
+        // A field with nothing to check is skipped at compile time.
+        if <$ty as $crate::json::Contract>::TYPED_CHECKS || contract_object!(@has_rule $($rule)?) {
+            let value = &$value;
+            $path.push_key($wire);
+            $crate::json::Contract::check_typed(value, $path, $out);
+            $( if let Err(msg) = $rule(value) {
+                $out.push($crate::validate::Problem::new(
+                    $crate::validate::ProblemCode::InvalidValue, $path.pointer(), msg));
+            } )?
+            $path.pop();
+        }
+    };
+    (@has_rule $rule:path) => { true };
+    (@has_rule) => { false };
+    (@typed opt $value:expr, $wire:literal, $ty:ty, $path:ident, $out:ident $(, $rule:path)?) => {
         if let Some(value) = &$value {
-            contract_object!(@typed req *value, $wire, $path, $out $(, $rule)?);
+            contract_object!(@typed req *value, $wire, $ty, $path, $out $(, $rule)?);
         }
     };
 
@@ -483,6 +499,7 @@ impl<'de> Deserialize<'de> for AnyObject {
 }
 
 impl Contract for AnyValue {
+    const TYPED_CHECKS: bool = true;
     fn check_value<'a>(_: &'a Value, _: &mut Path<'a>, _: &mut Vec<Problem>) {}
     fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
         scan_limits(&self.0, path, out);
@@ -490,6 +507,7 @@ impl Contract for AnyValue {
 }
 
 impl Contract for AnyObject {
+    const TYPED_CHECKS: bool = true;
     fn check_value<'a>(v: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) {
         expect_object(v, path, out);
     }

@@ -168,6 +168,11 @@ impl Rejection {
         self.problems
     }
 
+    /// `"plan-rejected"`; each problem has its own code.
+    pub fn code(&self) -> &'static str {
+        "plan-rejected"
+    }
+
     /// `FailFast` if any problem is, else `CycleFail`.
     pub fn class(&self) -> FailureKind {
         self.problems.iter().map(Problem::class).max().unwrap_or(FailureKind::CycleFail)
@@ -398,7 +403,8 @@ fn check_plan(plan: &ExecutionPlan, rules: StepListRules) -> Vec<Problem> {
     check_signatures_typed(&plan.validators, "validators", &mut path, &mut out);
     check_signatures_typed(&plan.post_validators, "postValidators", &mut path, &mut out);
     path.push_key("steps");
-    let mut facts = Vec::with_capacity(plan.steps.len());
+    // Inline for a valid plan's at most twelve steps: no allocation.
+    let mut facts: smallvec::SmallVec<[StepFacts<'_>; 12]> = smallvec::SmallVec::new();
     for (i, step) in plan.steps.iter().enumerate() {
         path.push_index(i);
         let id_ok = rules::step_id(&step.id).map_err(|msg| {

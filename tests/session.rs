@@ -138,8 +138,10 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     fs::remove_dir(&file).unwrap();
 
     let c = std::ffi::CString::new(file.to_str().unwrap()).unwrap();
-    // A FIFO with no writer: opening it for reading would block forever.
-    assert_eq!(unsafe_free_mkfifo(&c), 0);
+    // A FIFO with no writer: opening it for reading would block forever. Made with libc, not by
+    // spawning `mkfifo`: a fork would briefly hold the session locks of tests running in parallel.
+    // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
+    assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
     let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
     assert!(err.to_string().contains("FIFO"), "{err}");
     fs::remove_file(&file).unwrap();
@@ -150,12 +152,6 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
     assert_eq!(err.code(), "session-io", "{err}");
     assert_eq!(fs::read_to_string(root.path().join("ops")).unwrap(), "not a directory");
-}
-
-fn unsafe_free_mkfifo(path: &std::ffi::CStr) -> i32 {
-    // `mkfifo` through the shell keeps this test free of unsafe code.
-    let status = std::process::Command::new("mkfifo").arg(path.to_str().unwrap()).status().unwrap();
-    if status.success() { 0 } else { -1 }
 }
 
 #[test]
