@@ -720,7 +720,7 @@ fn structure_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Probl
 /// stack beats hashing; a long (invalid) one uses a map so no input is quadratic.
 #[allow(clippy::large_enum_variant, reason = "a short-lived local; the inline list is the point")]
 enum IdIndex<'a> {
-    Few { seen: [(&'a str, usize); IdIndex::FEW], len: usize },
+    Few(smallvec::SmallVec<[(u64, &'a str, usize); IdIndex::FEW]>),
     Many(HashMap<&'a str, usize>),
 }
 
@@ -728,25 +728,27 @@ impl<'a> IdIndex<'a> {
     const FEW: usize = 16;
 
     fn new(n: usize) -> Self {
-        if n <= Self::FEW {
-            IdIndex::Few { seen: [("", 0); Self::FEW], len: 0 }
-        } else {
-            IdIndex::Many(HashMap::with_capacity(n))
-        }
+        if n <= Self::FEW { IdIndex::Few(smallvec::SmallVec::new()) } else { IdIndex::Many(HashMap::with_capacity(n)) }
+    }
+
+    /// Length and first and last bytes: equal ids have equal signatures, so most pairs are
+    /// told apart without comparing the strings.
+    fn signature(id: &str) -> u64 {
+        let b = id.as_bytes();
+        let first = b.first().copied().unwrap_or(0);
+        let last = b.last().copied().unwrap_or(0);
+        ((b.len() as u64) << 16) | (u64::from(first) << 8) | u64::from(last)
     }
 
     /// Records `id` at `index`; returns the index of its first use if it was used before.
     fn first_use(&mut self, id: &'a str, index: usize) -> Option<usize> {
         match self {
-            IdIndex::Few { seen, len } => {
-                if let Some(&(_, first)) = seen[..*len].iter().find(|(s, _)| *s == id) {
+            IdIndex::Few(seen) => {
+                let sig = Self::signature(id);
+                if let Some(&(_, _, first)) = seen.iter().find(|(s, seen_id, _)| *s == sig && *seen_id == id) {
                     return Some(first);
                 }
-                // `new` sized the list for every step, so there is room.
-                if let Some(slot) = seen.get_mut(*len) {
-                    *slot = (id, index);
-                    *len += 1;
-                }
+                seen.push((sig, id, index));
                 None
             }
             IdIndex::Many(map) => match map.entry(id) {
