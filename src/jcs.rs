@@ -358,6 +358,10 @@ seq_impl! {
     SerializeTupleVariant serialize_field;
 }
 
+thread_local! {
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// One member written so far: its raw key and where `"key":value` sits in the output.
 struct Member {
     key: Cow<'static, str>,
@@ -404,13 +408,20 @@ impl<'o> Object<'o> {
             if self.members.windows(2).any(|w| w[0].key == w[1].key) {
                 return Err(JcsError("an object has a repeated key".into()));
             }
-            let written = self.out.split_off(self.open);
-            for (i, m) in self.members.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(b',');
+            // Members are reordered through a scratch buffer kept per thread, so a reorder
+            // allocates nothing once warm. No user code runs while it is borrowed.
+            SCRATCH.with(|scratch| {
+                let mut written = scratch.borrow_mut();
+                written.clear();
+                written.extend_from_slice(&self.out[self.open..]);
+                self.out.truncate(self.open);
+                for (i, m) in self.members.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    self.out.extend_from_slice(&written[m.start - self.open..m.end - self.open]);
                 }
-                self.out.extend_from_slice(&written[m.start - self.open..m.end - self.open]);
-            }
+            });
         }
         self.out.push(b'}');
         if self.variant {
