@@ -123,6 +123,13 @@ macro_rules! define_steps {
                 }
             }
 
+            /// Whether [`check_typed`](Self::check_typed) can find anything for this payload.
+            pub(crate) fn has_typed_checks(&self) -> bool {
+                match self {
+                    $(StepPayload::$variant(_) => <$payload as Contract>::TYPED_CHECKS,)*
+                }
+            }
+
             pub(crate) fn check_value<'a>(ty: StepType, v: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) {
                 match ty {
                     $(StepType::$variant => <$payload as Contract>::check_value(v, path, out),)*

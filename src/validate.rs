@@ -406,21 +406,27 @@ fn check_plan(plan: &ExecutionPlan, rules: StepListRules) -> Vec<Problem> {
     // Inline for a valid plan's at most twelve steps: no allocation.
     let mut facts: smallvec::SmallVec<[StepFacts<'_>; 12]> = smallvec::SmallVec::new();
     for (i, step) in plan.steps.iter().enumerate() {
-        path.push_index(i);
-        let id_ok = rules::step_id(&step.id).map_err(|msg| {
-            out.push(Problem::new(ProblemCode::InvalidValue, path.child("id"), msg));
-        });
-        path.push_key("payload");
-        step.payload.check_typed(&mut path, &mut out);
-        path.pop();
-        path.pop();
+        let id_ok = match rules::step_id(&step.id) {
+            Ok(()) => true,
+            Err(msg) => {
+                out.push(Problem::new(ProblemCode::InvalidValue, format!("/steps/{i}/id"), msg));
+                false
+            }
+        };
+        if step.payload.has_typed_checks() {
+            path.push_index(i);
+            path.push_key("payload");
+            step.payload.check_typed(&mut path, &mut out);
+            path.pop();
+            path.pop();
+        }
         let payload_top_k = match &step.payload {
             StepPayload::RetrieveMemory(p) => Some(p.top_k.get()),
             _ => None,
         };
         facts.push(StepFacts {
             index: i,
-            id: id_ok.ok().map(|()| step.id.as_str()),
+            id: id_ok.then_some(step.id.as_str()),
             ty: Some(step.step_type()),
             suggested: None,
             payload_top_k,
@@ -720,7 +726,9 @@ fn structure_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Probl
 /// stack beats hashing; a long (invalid) one uses a map so no input is quadratic.
 #[allow(clippy::large_enum_variant, reason = "a short-lived local; the inline list is the point")]
 enum IdIndex<'a> {
-    Few(smallvec::SmallVec<[(u64, &'a str, usize); IdIndex::FEW]>),
+    /// The ids seen, and a 64-bit filter of their signatures: most new ids miss the filter and
+    /// are never compared.
+    Few(smallvec::SmallVec<[(u64, &'a str, usize); IdIndex::FEW]>, u64),
     Many(HashMap<&'a str, usize>),
 }
 
@@ -728,7 +736,11 @@ impl<'a> IdIndex<'a> {
     const FEW: usize = 16;
 
     fn new(n: usize) -> Self {
-        if n <= Self::FEW { IdIndex::Few(smallvec::SmallVec::new()) } else { IdIndex::Many(HashMap::with_capacity(n)) }
+        if n <= Self::FEW {
+            IdIndex::Few(smallvec::SmallVec::new(), 0)
+        } else {
+            IdIndex::Many(HashMap::with_capacity(n))
+        }
     }
 
     /// Length and first and last bytes: equal ids have equal signatures, so most pairs are
@@ -743,11 +755,15 @@ impl<'a> IdIndex<'a> {
     /// Records `id` at `index`; returns the index of its first use if it was used before.
     fn first_use(&mut self, id: &'a str, index: usize) -> Option<usize> {
         match self {
-            IdIndex::Few(seen) => {
+            IdIndex::Few(seen, filter) => {
                 let sig = Self::signature(id);
-                if let Some(&(_, _, first)) = seen.iter().find(|(s, seen_id, _)| *s == sig && *seen_id == id) {
+                let bit = 1u64 << (sig.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+                if *filter & bit != 0
+                    && let Some(&(_, _, first)) = seen.iter().find(|(s, seen_id, _)| *s == sig && *seen_id == id)
+                {
                     return Some(first);
                 }
+                *filter |= bit;
                 seen.push((sig, id, index));
                 None
             }
