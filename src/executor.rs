@@ -296,13 +296,13 @@ pub struct PausedCycle {
     next: usize,
     ledger: Ledger,
     report: CycleReport,
+    intervention: Intervention,
 }
 
 impl PausedCycle {
     /// The Block that paused the cycle.
     pub fn intervention(&self) -> &Intervention {
-        // A paused cycle is only made with its intervention recorded.
-        &self.report.interventions[self.report.interventions.len() - 1]
+        &self.intervention
     }
 
     /// The results of the steps completed before the blocked one.
@@ -681,15 +681,23 @@ impl<L: HandlerSet> Executor<L> {
             duration: started.elapsed(),
             warnings,
         });
-        report.interventions.push(Intervention {
+        let intervention = Intervention {
             step_index: index,
             step_id: step.id.clone(),
             step_type: step.step_type(),
             validator_id,
             phase,
             reason,
-        });
-        Ok(CycleOutcome::InterventionRequired(PausedCycle { session, plan_digest, next: index, ledger, report }))
+        };
+        report.interventions.push(intervention.clone());
+        Ok(CycleOutcome::InterventionRequired(PausedCycle {
+            session,
+            plan_digest,
+            next: index,
+            ledger,
+            report,
+            intervention,
+        }))
     }
 }
 
