@@ -4,7 +4,7 @@
 //! included), 4 InterventionRequired.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use std::sync::Arc;
@@ -14,7 +14,8 @@ use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{Boot, BootError, Runtime};
 use planlock::session::FileSessionStore;
 use planlock::{
-    CycleOutcome, Executor, FailureKind, HashParts, MAX_PLAN_BYTES, PolicyProfile, Problem, StepType, ValidPlan,
+    CycleOutcome, Executor, FailureKind, HashParts, PlanReadError, PolicyProfile, Problem, Rejection, StepType,
+    ValidPlan,
 };
 
 #[derive(Parser)]
@@ -100,28 +101,28 @@ fn main() -> ExitCode {
     }
 }
 
-fn read_input(file: &PathBuf) -> std::io::Result<Vec<u8>> {
-    let mut bytes = Vec::new();
-    let limit = MAX_PLAN_BYTES as u64 + 1;
-    if file.as_os_str() == "-" {
-        std::io::stdin().lock().take(limit).read_to_end(&mut bytes)?;
-    } else {
-        std::fs::File::open(file)?.take(limit).read_to_end(&mut bytes)?;
+/// Reads and validates the plan at `file` (`-` for standard input). The read is capped by
+/// [`ValidPlan::from_reader`]; an I/O failure is the outer error, a rejection the inner one.
+fn read_plan(file: &Path) -> std::io::Result<Result<ValidPlan, Rejection>> {
+    let reader: Box<dyn Read> =
+        if file.as_os_str() == "-" { Box::new(std::io::stdin().lock()) } else { Box::new(std::fs::File::open(file)?) };
+    match ValidPlan::from_reader(reader) {
+        Ok(plan) => Ok(Ok(plan)),
+        Err(PlanReadError::Rejected(rejection)) => Ok(Err(rejection)),
+        Err(PlanReadError::Io(e)) => Err(e),
     }
-    Ok(bytes)
 }
 
-fn validate(format: Format, file: &PathBuf) -> ExitCode {
-    let bytes = match read_input(file) {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("planlock: cannot read {}: {e}", file.display());
-            return ExitCode::from(EXIT_USAGE);
-        }
-    };
-    let (class, problems): (Option<FailureKind>, Vec<Problem>) = match ValidPlan::from_slice(&bytes) {
-        Ok(_) => (None, Vec::new()),
-        Err(rejection) => (Some(rejection.class()), rejection.into_problems()),
+fn cannot_read(file: &Path, e: std::io::Error) -> ExitCode {
+    eprintln!("planlock: cannot read {}: {e}", file.display());
+    ExitCode::from(EXIT_USAGE)
+}
+
+fn validate(format: Format, file: &Path) -> ExitCode {
+    let (class, problems): (Option<FailureKind>, Vec<Problem>) = match read_plan(file) {
+        Err(e) => return cannot_read(file, e),
+        Ok(Ok(_)) => (None, Vec::new()),
+        Ok(Err(rejection)) => (Some(rejection.class()), rejection.into_problems()),
     };
     match format {
         Format::Json => {
@@ -142,11 +143,7 @@ fn validate(format: Format, file: &PathBuf) -> ExitCode {
             }
         },
     }
-    ExitCode::from(match class {
-        None => EXIT_VALID,
-        Some(FailureKind::CycleFail) => EXIT_CYCLE_FAIL,
-        Some(FailureKind::FailFast) => EXIT_FAIL_FAST,
-    })
+    ExitCode::from(class.map_or(EXIT_VALID, class_exit))
 }
 
 fn class_exit(kind: FailureKind) -> u8 {
@@ -157,18 +154,14 @@ fn class_exit(kind: FailureKind) -> u8 {
 }
 
 /// Reads and validates a plan; on failure prints why and returns the exit code.
-fn load_plan(file: &PathBuf) -> Result<ValidPlan, ExitCode> {
-    let bytes = read_input(file).map_err(|e| {
-        eprintln!("planlock: cannot read {}: {e}", file.display());
-        ExitCode::from(EXIT_USAGE)
-    })?;
-    ValidPlan::from_slice(&bytes).map_err(|rejection| {
+fn load_plan(file: &Path) -> Result<ValidPlan, ExitCode> {
+    read_plan(file).map_err(|e| cannot_read(file, e))?.map_err(|rejection| {
         eprintln!("planlock: {}: {rejection}", file.display());
         ExitCode::from(class_exit(rejection.class()))
     })
 }
 
-fn hash(policy_root: &std::path::Path, parts: bool, file: &PathBuf) -> ExitCode {
+fn hash(policy_root: &Path, parts: bool, file: &Path) -> ExitCode {
     let plan = match load_plan(file) {
         Ok(p) => p,
         Err(code) => return code,
@@ -196,13 +189,7 @@ fn hash(policy_root: &std::path::Path, parts: bool, file: &PathBuf) -> ExitCode 
     }
 }
 
-fn run(
-    root: &std::path::Path,
-    policy_root: &std::path::Path,
-    fail: Vec<StepType>,
-    format: Format,
-    file: &PathBuf,
-) -> ExitCode {
+fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, file: &Path) -> ExitCode {
     let plan = match load_plan(file) {
         Ok(p) => p,
         Err(code) => return code,
