@@ -95,6 +95,13 @@ impl Demo {
     }
 }
 
+/// Stores `item`, replacing any with the same id, so a re-run of a write step is harmless.
+fn upsert<T>(items: &mut Vec<T>, item: T, id: impl Fn(&T) -> &String) {
+    let key = id(&item).clone();
+    items.retain(|old| *id(old) != key);
+    items.push(item);
+}
+
 /// The most files the demo `RepoScan` reads; it is synchronous, so no deadline can stop it.
 pub const MAX_SCAN_FILES: usize = 10_000;
 
@@ -257,14 +264,12 @@ impl Handler<PersistMemory> for Demo {
         self.check(StepType::PersistMemory)?;
         // The idempotency key makes a re-run of this step overwrite, not duplicate.
         let id = format!("mem-{}", &cx.idempotency_key().to_string()[..16]);
-        self.with_store(|s| {
-            s.memories.retain(|m| m.id != id);
-            s.memories.push(MemoryItem {
-                id: id.clone(),
-                summary: p.summary.clone(),
-                timestamp: crate::session::Timestamp::now().to_string(),
-            });
-        })?;
+        let item = MemoryItem {
+            id: id.clone(),
+            summary: p.summary.clone(),
+            timestamp: crate::session::Timestamp::now().to_string(),
+        };
+        self.with_store(|s| upsert(&mut s.memories, item, |m| &m.id))?;
         Ok(PersistMemoryResult { id })
     }
 }
@@ -282,8 +287,7 @@ impl Handler<PersistDecision> for Demo {
             for old in s.decisions.iter_mut().filter(|o| o.root_id == d.root_id) {
                 old.is_active = false;
             }
-            s.decisions.retain(|o| o.id != d.id);
-            s.decisions.push(d);
+            upsert(&mut s.decisions, d, |o| &o.id);
         })?;
         Ok(PersistDecisionResult { id })
     }
@@ -298,10 +302,7 @@ impl Handler<PersistEvidence> for Demo {
         self.check(StepType::PersistEvidence)?;
         let e = p.evidence.clone();
         let id = e.id.clone();
-        self.with_store(|s| {
-            s.evidence.retain(|o| o.id != e.id);
-            s.evidence.push(e);
-        })?;
+        self.with_store(|s| upsert(&mut s.evidence, e, |o| &o.id))?;
         Ok(PersistEvidenceResult { id })
     }
 }
@@ -352,6 +353,15 @@ impl Validator for ReviewGate {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rerun_write_replaces_instead_of_duplicating() {
+        let mut items = vec![Evidence { id: "e".into(), summary: "old".into(), source: "s".into() }];
+        upsert(&mut items, Evidence { id: "e".into(), summary: "new".into(), source: "s".into() }, |e| &e.id);
+        upsert(&mut items, Evidence { id: "f".into(), summary: "other".into(), source: "s".into() }, |e| &e.id);
+        let summaries: Vec<_> = items.iter().map(|e| e.summary.as_str()).collect();
+        assert_eq!(summaries, ["new", "other"]);
+    }
 
     #[test]
     fn substitutes_known_names_only() {
