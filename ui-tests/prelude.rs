@@ -13,3 +13,11 @@ pub fn llm() -> LlmCallPayload {
 pub fn save() -> PersistSessionPayload {
     PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() }
 }
+
+/// A plan with its first three mandatory steps, for the cases about what may come after them.
+pub fn up_to_llm_call() -> planlock::PlanBuilder<planlock::steps::LLMCall> {
+    planlock::PlanBuilder::new("profiles/default", "chat")
+        .context_select("ctx", ctx())
+        .prompt_assemble("prompt", prompt())
+        .llm_call("llm", llm())
+}

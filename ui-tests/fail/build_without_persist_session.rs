@@ -5,10 +5,7 @@ use planlock::{PlanBuilder, schema::*};
 use prelude::*;
 
 fn main() {
-    let _ = PlanBuilder::new("profiles/default", "chat")
-        .context_select("ctx", ctx())
-        .prompt_assemble("prompt", prompt())
-        .llm_call("llm", llm())
+    let _ = up_to_llm_call()
         .summarize_memory("summary", SummarizeMemoryPayload { response: "r".into() })
         .build();
 }

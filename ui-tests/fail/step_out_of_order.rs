@@ -5,9 +5,6 @@ use planlock::{PlanBuilder, schema::*};
 use prelude::*;
 
 fn main() {
-    let _ = PlanBuilder::new("profiles/default", "chat")
-        .context_select("ctx", ctx())
-        .prompt_assemble("prompt", prompt())
-        .llm_call("llm", llm())
+    let _ = up_to_llm_call()
         .repo_scan("scan", RepoScanPayload { repo_path: ".".into() });
 }
