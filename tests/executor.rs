@@ -21,65 +21,31 @@ trait Sample {
     fn sample(attempt: usize) -> Self;
 }
 
-impl Sample for RepoScanResult {
-    fn sample(_: usize) -> Self {
-        RepoScanResult { version_id: "v1".into(), file_count: 3 }
-    }
+/// `Type(attempt) => value;` rows: the result each probe returns on its nth attempt.
+macro_rules! samples {
+    ($($ty:ident($attempt:ident) => $value:expr;)*) => {
+        $(impl Sample for $ty {
+            fn sample($attempt: usize) -> Self {
+                let _ = $attempt;
+                $value
+            }
+        })*
+    };
 }
-impl Sample for ContextSelectResult {
-    fn sample(_: usize) -> Self {
-        ContextSelectResult { selected_context: vec![] }
-    }
-}
-impl Sample for RetrieveMemoryResult {
-    fn sample(_: usize) -> Self {
-        RetrieveMemoryResult { items: vec![] }
-    }
-}
-impl Sample for RetrieveDecisionContextResult {
-    fn sample(_: usize) -> Self {
-        RetrieveDecisionContextResult { decisions: vec![], anchors: vec![] }
-    }
-}
-impl Sample for PromptAssembleResult {
-    fn sample(attempt: usize) -> Self {
-        PromptAssembleResult { prompt: format!("assembled #{attempt}") }
-    }
-}
-impl Sample for LlmCallResult {
-    fn sample(attempt: usize) -> Self {
-        LlmCallResult { response: format!("response #{attempt}") }
-    }
-}
-impl Sample for SummarizeMemoryResult {
-    fn sample(_: usize) -> Self {
-        SummarizeMemoryResult { summary: "s".into(), keywords: vec![] }
-    }
-}
-impl Sample for PersistMemoryResult {
-    fn sample(_: usize) -> Self {
-        PersistMemoryResult { id: "m-1".into() }
-    }
-}
-impl Sample for PersistDecisionResult {
-    fn sample(_: usize) -> Self {
-        PersistDecisionResult { id: "d-1".into() }
-    }
-}
-impl Sample for PersistEvidenceResult {
-    fn sample(_: usize) -> Self {
-        PersistEvidenceResult { id: "e-1".into() }
-    }
-}
-impl Sample for LinkDecisionEvidenceResult {
-    fn sample(_: usize) -> Self {
-        LinkDecisionEvidenceResult { status: "linked".into() }
-    }
-}
-impl Sample for PersistSessionResult {
-    fn sample(_: usize) -> Self {
-        PersistSessionResult { status: "saved".into() }
-    }
+
+samples! {
+    RepoScanResult(n) => RepoScanResult { version_id: "v1".into(), file_count: 3 };
+    ContextSelectResult(n) => ContextSelectResult { selected_context: vec![] };
+    RetrieveMemoryResult(n) => RetrieveMemoryResult { items: vec![] };
+    RetrieveDecisionContextResult(n) => RetrieveDecisionContextResult { decisions: vec![], anchors: vec![] };
+    PromptAssembleResult(n) => PromptAssembleResult { prompt: format!("assembled #{n}") };
+    LlmCallResult(n) => LlmCallResult { response: format!("response #{n}") };
+    SummarizeMemoryResult(n) => SummarizeMemoryResult { summary: "s".into(), keywords: vec![] };
+    PersistMemoryResult(n) => PersistMemoryResult { id: "m-1".into() };
+    PersistDecisionResult(n) => PersistDecisionResult { id: "d-1".into() };
+    PersistEvidenceResult(n) => PersistEvidenceResult { id: "e-1".into() };
+    LinkDecisionEvidenceResult(n) => LinkDecisionEvidenceResult { status: "linked".into() };
+    PersistSessionResult(n) => PersistSessionResult { status: "saved".into() };
 }
 
 #[derive(Default)]
