@@ -120,11 +120,7 @@ pub(crate) trait Contract {
 }
 
 fn wrong_type(v: &Value, expected: &str, path: &Path<'_>, out: &mut Vec<Problem>) {
-    out.push(Problem::new(
-        ProblemCode::InvalidType,
-        path.pointer(),
-        format!("expected {expected}, found {}", type_name(v)),
-    ));
+    out.push(Problem::wrong_type(path.pointer(), expected, v));
 }
 
 impl Contract for String {
@@ -263,11 +259,7 @@ macro_rules! contract_object {
     };
 
     (@missing req $path:ident $out:ident $wire:literal) => {
-        $out.push($crate::validate::Problem::new(
-            $crate::validate::ProblemCode::MissingField,
-            $path.child($wire),
-            concat!("required field `", $wire, "` is missing"),
-        ))
+        $out.push($crate::validate::Problem::missing_field($path, $wire))
     };
     (@missing opt $path:ident $out:ident $wire:literal) => {()};
 

@@ -99,6 +99,16 @@ impl Problem {
         Problem::new(ProblemCode::UnknownField, path.child(key), message)
     }
 
+    /// `missing-field`, pointing where the field belongs.
+    pub(crate) fn missing_field(path: &Path<'_>, key: &str) -> Problem {
+        Problem::new(ProblemCode::MissingField, path.child(key), format!("required field `{key}` is missing"))
+    }
+
+    /// `invalid-type`: what was expected, and the JSON type found instead.
+    pub(crate) fn wrong_type(pointer: String, expected: &str, found: &Value) -> Problem {
+        Problem::new(ProblemCode::InvalidType, pointer, format!("expected {expected}, found {}", type_name(found)))
+    }
+
     /// The stable code.
     pub fn code(&self) -> ProblemCode {
         self.code
@@ -490,7 +500,7 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
     }
     let top_k = match obj.get("metadata") {
         None => {
-            out.push(missing(&path, "metadata"));
+            out.push(Problem::missing_field(&path, "metadata"));
             MetaTopK::Invalid
         }
         Some(m) if !m.is_object() => {
@@ -519,15 +529,11 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
         }
     }
     match obj.get("steps") {
-        None => out.push(missing(&path, "steps")),
+        None => out.push(Problem::missing_field(&path, "steps")),
         Some(steps) => {
             path.push_key("steps");
             match steps.as_array() {
-                None => out.push(Problem::new(
-                    ProblemCode::InvalidType,
-                    path.pointer(),
-                    format!("expected an array of steps, found {}", type_name(steps)),
-                )),
+                None => out.push(Problem::wrong_type(path.pointer(), "an array of steps", steps)),
                 Some(items) => {
                     let facts: Vec<_> =
                         items.iter().enumerate().map(|(i, step)| walk_step(i, step, &mut path, &mut out)).collect();
@@ -538,10 +544,6 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
         }
     }
     out
-}
-
-fn missing(path: &Path<'_>, key: &str) -> Problem {
-    Problem::new(ProblemCode::MissingField, path.child(key), format!("required field `{key}` is missing"))
 }
 
 fn version_gate(obj: &Map<String, Value>, out: &mut Vec<Problem>) {
@@ -581,19 +583,15 @@ fn walk_step<'a>(i: usize, step: &'a Value, path: &mut Path<'a>, out: &mut Vec<P
             }
         }
         match obj.get("id") {
-            None => out.push(missing(path, "id")),
+            None => out.push(Problem::missing_field(path, "id")),
             Some(Value::String(id)) => match rules::step_id(id) {
                 Ok(()) => facts.id = Some(id),
                 Err(msg) => out.push(Problem::new(ProblemCode::InvalidValue, path.child("id"), msg)),
             },
-            Some(other) => out.push(Problem::new(
-                ProblemCode::InvalidType,
-                path.child("id"),
-                format!("expected a string, found {}", type_name(other)),
-            )),
+            Some(other) => out.push(Problem::wrong_type(path.child("id"), "a string", other)),
         }
         match obj.get("type") {
-            None => out.push(missing(path, "type")),
+            None => out.push(Problem::missing_field(path, "type")),
             Some(Value::String(name)) => match StepType::from_wire(name) {
                 Some(ty) => facts.ty = Some(ty),
                 None => {
@@ -612,14 +610,10 @@ fn walk_step<'a>(i: usize, step: &'a Value, path: &mut Path<'a>, out: &mut Vec<P
                     ));
                 }
             },
-            Some(other) => out.push(Problem::new(
-                ProblemCode::InvalidType,
-                path.child("type"),
-                format!("expected a step type name, found {}", type_name(other)),
-            )),
+            Some(other) => out.push(Problem::wrong_type(path.child("type"), "a step type name", other)),
         }
         match obj.get("payload") {
-            None => out.push(missing(path, "payload")),
+            None => out.push(Problem::missing_field(path, "payload")),
             Some(payload) => {
                 if let Some(ty) = facts.ty {
                     path.push_key("payload");
