@@ -41,11 +41,14 @@ pub(crate) enum Seg<'a> {
 pub(crate) struct Path<'a> {
     // Inline: checking a typed value must not allocate per step.
     segs: smallvec::SmallVec<[Seg<'a>; 8]>,
+    /// The free-form values under this path already passed the strict parser's limits, so the
+    /// typed check does not scan them again.
+    pub(crate) limits_checked: bool,
 }
 
 impl<'a> Path<'a> {
     pub(crate) fn new() -> Self {
-        Path { segs: smallvec::SmallVec::new() }
+        Path { segs: smallvec::SmallVec::new(), limits_checked: false }
     }
     pub(crate) fn push_key(&mut self, key: impl Into<Cow<'a, str>>) {
         self.segs.push(Seg::Key(key.into()));
@@ -494,7 +497,9 @@ impl Contract for AnyValue {
     const TYPED_CHECKS: bool = true;
     fn check_value<'a>(_: &'a Value, _: &mut Path<'a>, _: &mut Vec<Problem>) {}
     fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
-        scan_limits(&self.0, path, out);
+        if !path.limits_checked {
+            scan_limits(&self.0, path, out);
+        }
     }
 }
 
@@ -504,6 +509,9 @@ impl Contract for AnyObject {
         expect_object(v, path, out);
     }
     fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+        if path.limits_checked {
+            return;
+        }
         if path.depth() > MAX_DEPTH {
             return out.push(too_deep(path));
         }

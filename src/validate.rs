@@ -255,7 +255,8 @@ impl ValidPlan {
             )]));
         }
         match serde_json::from_slice::<ExecutionPlan>(bytes) {
-            Ok(plan) => ValidPlan::from_plan(plan),
+            // Its free-form values passed the strict deserializer's limits on the way in.
+            Ok(plan) => ValidPlan::checked(plan, StepListRules::All, true),
             Err(_) => Err(Rejection::new(report_bytes(bytes))),
         }
     }
@@ -285,23 +286,25 @@ impl ValidPlan {
             return Err(Rejection::new(problems));
         }
         match serde_json::from_value::<ExecutionPlan>(value.clone()) {
-            Ok(plan) => ValidPlan::from_plan(plan),
+            // `scan_limits` above covered the whole document.
+            Ok(plan) => ValidPlan::checked(plan, StepListRules::All, true),
             Err(e) => Err(Rejection::new(vec![Problem::new(ProblemCode::InvalidValue, String::new(), e.to_string())])),
         }
     }
 
     /// Validates a plan built in Rust.
     pub fn from_plan(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
-        ValidPlan::checked(plan, StepListRules::All)
+        ValidPlan::checked(plan, StepListRules::All, false)
     }
 
     /// Validates a plan whose step list the typestate builder's types already checked.
     pub(crate) fn from_builder(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
-        ValidPlan::checked(plan, StepListRules::IdsOnly)
+        ValidPlan::checked(plan, StepListRules::IdsOnly, false)
     }
 
-    fn checked(plan: ExecutionPlan, rules: StepListRules) -> Result<ValidPlan, Rejection> {
-        let problems = check_plan(&plan, rules);
+    /// `limits_checked`: the plan's free-form values are known to be within the document limits.
+    fn checked(plan: ExecutionPlan, rules: StepListRules, limits_checked: bool) -> Result<ValidPlan, Rejection> {
+        let problems = check_plan(&plan, rules, limits_checked);
         if problems.is_empty() { Ok(ValidPlan { plan }) } else { Err(Rejection::new(problems)) }
     }
 
@@ -404,9 +407,10 @@ enum MetaTopK {
 }
 
 /// Checks a typed plan: what its types cannot guarantee, then the plan-level rules.
-fn check_plan(plan: &ExecutionPlan, rules: StepListRules) -> Vec<Problem> {
+fn check_plan(plan: &ExecutionPlan, rules: StepListRules, limits_checked: bool) -> Vec<Problem> {
     let mut out = Vec::new();
     let mut path = Path::new();
+    path.limits_checked = limits_checked;
     path.push_key("metadata");
     plan.metadata.check_typed(&mut path, &mut out);
     path.pop();
