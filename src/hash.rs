@@ -124,14 +124,31 @@ pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Canon
     Ok(out)
 }
 
+/// SHA-256 of the canonical JSON of `value`, written into a buffer kept per thread so that
+/// hashing allocates nothing once warm.
+fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
+    thread_local! {
+        static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUFFER.with(|buffer| match buffer.try_borrow_mut() {
+        Ok(mut bytes) => {
+            bytes.clear();
+            crate::jcs::write(&mut bytes, value)?;
+            Ok(Digest::of(&bytes))
+        }
+        // A `Serialize` impl that hashes while being hashed gets a buffer of its own.
+        Err(_) => canonical_json(value).map(|bytes| Digest::of(&bytes)),
+    })
+}
+
 /// `config_hash` of a validator configuration: SHA-256 of its canonical JSON.
 pub fn config_hash(config: &serde_json::Value) -> Result<Digest, CanonicalError> {
-    canonical_json(config).map(|bytes| Digest::of(&bytes))
+    digest_of(config)
 }
 
 /// SHA-256 of the canonical JSON of the plan alone, as the library serializes it.
 pub(crate) fn plan_digest(plan: &ExecutionPlan) -> Result<Digest, CanonicalError> {
-    canonical_json(plan).map(|bytes| Digest::of(&bytes))
+    digest_of(plan)
 }
 
 /// A key that is stable for one step of one plan in one session, so a write handler can make a
@@ -170,16 +187,17 @@ impl fmt::Debug for IdempotencyKey {
     }
 }
 
-/// The hash document of CONTRACT §5, serialized in the library's own form.
+/// The hash document of CONTRACT §5, serialized in the library's own form. Fields are declared
+/// in canonical key order, so hashing never reorders them.
 #[derive(Serialize)]
 struct HashDocument<'a> {
-    #[serde(rename = "policyProfile")]
-    policy_profile: &'a str,
-    modes: &'a serde_json::Value,
-    triggers: &'a serde_json::Value,
     bundles: &'a serde_json::Value,
     #[serde(rename = "executionPlan")]
     execution_plan: &'a ExecutionPlan,
+    modes: &'a serde_json::Value,
+    #[serde(rename = "policyProfile")]
+    policy_profile: &'a str,
+    triggers: &'a serde_json::Value,
 }
 
 /// `lastExecutionPlanHash`: SHA-256 over the canonical JSON of the profile path, the three
@@ -195,8 +213,7 @@ struct HashDocument<'a> {
 /// assert_eq!(hash.to_string().len(), 64);
 /// ```
 pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Digest, CanonicalError> {
-    let bytes = canonical_json(&hash_document(profile, plan))?;
-    Ok(Digest::of(&bytes))
+    digest_of(&hash_document(profile, plan))
 }
 
 /// The canonical bytes [`plan_hash`] digests.
@@ -247,10 +264,6 @@ pub struct StepDigest {
 
 crate::json::map_only_serde!(HashParts);
 crate::json::map_only_serde!(StepDigest);
-
-fn digest_of<T: Serialize>(value: &T) -> Result<Digest, CanonicalError> {
-    canonical_json(value).map(|b| Digest::of(&b))
-}
 
 impl HashParts {
     /// The parts of `profile` and `plan`.

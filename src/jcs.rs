@@ -15,11 +15,11 @@ use smallvec::SmallVec;
 /// A value that has no canonical JSON form.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct JcsError(String);
+pub struct JcsError(Box<str>);
 
 impl ser::Error for JcsError {
     fn custom<T: Display>(msg: T) -> Self {
-        JcsError(msg.to_string())
+        JcsError(msg.to_string().into())
     }
 }
 
@@ -70,47 +70,81 @@ fn write_i64(out: &mut Vec<u8>, n: i64) -> Result<(), JcsError> {
     }
 }
 
-/// Which bytes a JCS string escapes: `"`, `\` and the C0 controls.
-const NEEDS_ESCAPE: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 0x20 {
-        t[i] = true;
-        i += 1;
-    }
-    t[b'"' as usize] = true;
-    t[b'\\' as usize] = true;
-    t
-};
-
-/// The first byte that needs escaping, eight bytes at a time where none does.
+/// The first byte that needs escaping, looked for eight bytes at a time.
+#[inline(always)]
 fn find_escape(bytes: &[u8]) -> Option<usize> {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
     let mut chunks = bytes.chunks_exact(8);
     let mut at = 0;
     for chunk in &mut chunks {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(word);
-        // A byte below 0x20, or equal to `"` or `\`: only then look closer.
-        let below = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
-        if below | zero_byte(x ^ (ONES * u64::from(b'"'))) | zero_byte(x ^ (ONES * u64::from(b'\\'))) != 0 {
-            break;
+        if let Some(i) = escape_in_word(word_at(chunk, 0)) {
+            return Some(at + i);
         }
         at += 8;
     }
-    bytes[at..].iter().position(|&b| NEEDS_ESCAPE[usize::from(b)]).map(|i| at + i)
+    let tail = chunks.remainder();
+    if tail.is_empty() {
+        return None;
+    }
+    // Whole words only (a word assembled byte by byte stalls the load that reads it back): the
+    // last eight bytes again, whose already-checked front is clean; or, for a short string, its
+    // first and last four bytes side by side.
+    let len = bytes.len();
+    if len >= 8 {
+        return escape_in_word(word_at(bytes, len - 8)).map(|i| len - 8 + i);
+    }
+    if len >= 4 {
+        let front = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let back = u32::from_le_bytes([bytes[len - 4], bytes[len - 3], bytes[len - 2], bytes[len - 1]]);
+        return escape_in_word(u64::from(front) | u64::from(back) << 32).map(|i| if i < 4 { i } else { len + i - 8 });
+    }
+    bytes.iter().position(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
-fn write_str(out: &mut Vec<u8>, s: &str) {
-    out.reserve(s.len() + 2);
-    out.push(b'"');
+fn word_at(bytes: &[u8], at: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[at..at + 8]);
+    u64::from_le_bytes(word)
+}
+
+/// The index of the first byte of `x` (little-endian) below 0x20 or equal to `"` or `\`. The
+/// borrow tricks below may flag bytes above a true hit, never below one, so the lowest flag is
+/// exact.
+fn escape_in_word(x: u64) -> Option<usize> {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    let flags = below_space | zero_byte(x ^ (ONES * u64::from(b'"'))) | zero_byte(x ^ (ONES * u64::from(b'\\')));
+    (flags != 0).then(|| flags.trailing_zeros() as usize / 8)
+}
+
+/// Writes `s` as a JSON string; says whether anything in it was escaped.
+fn write_str(out: &mut Vec<u8>, s: &str) -> bool {
     let bytes = s.as_bytes();
+    match find_escape(bytes) {
+        None => {
+            out.reserve(bytes.len() + 2);
+            out.push(b'"');
+            append_short(out, bytes);
+            out.push(b'"');
+            false
+        }
+        Some(first) => {
+            write_escaped(out, bytes, first);
+            true
+        }
+    }
+}
+
+/// The rare string with something to escape, the first at `first`.
+#[cold]
+#[inline(never)]
+fn write_escaped(out: &mut Vec<u8>, bytes: &[u8], first: usize) {
+    out.reserve(bytes.len() + 8);
+    out.push(b'"');
     let mut start = 0;
-    while let Some(offset) = find_escape(&bytes[start..]) {
-        let i = start + offset;
+    let mut next = Some(first);
+    while let Some(i) = next {
         out.extend_from_slice(&bytes[start..i]);
         let b = bytes[i];
         match b {
@@ -127,21 +161,78 @@ fn write_str(out: &mut Vec<u8>, s: &str) {
             }
         }
         start = i + 1;
+        next = find_escape(&bytes[start..]).map(|offset| start + offset);
     }
     out.extend_from_slice(&bytes[start..]);
     out.push(b'"');
 }
 
+/// The order in which canonical JSON writes an object with these keys: indices into `keys`,
+/// sorted by the keys' bytes. For keys without characters beyond U+FFFF that is UTF-16 order;
+/// for any other, the writer's own check still reorders them.
+pub(crate) const fn key_order<const N: usize>(keys: [&str; N]) -> [usize; N] {
+    let mut order = [0; N];
+    let mut i = 0;
+    while i < N {
+        order[i] = i;
+        i += 1;
+    }
+    // Insertion sort: a struct has a handful of fields, and this runs at compile time.
+    let mut i = 1;
+    while i < N {
+        let mut j = i;
+        while j > 0 && bytes_less(keys[order[j]].as_bytes(), keys[order[j - 1]].as_bytes()) {
+            let t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+            j -= 1;
+        }
+        i += 1;
+    }
+    order
+}
+
+const fn bytes_less(a: &[u8], b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < a.len() && i < b.len() {
+        if a[i] != b[i] {
+            return a[i] < b[i];
+        }
+        i += 1;
+    }
+    a.len() < b.len()
+}
+
+/// Appends `bytes`, copying short ones as two overlapping fixed-size words: most keys and many
+/// values are short, and a `memcpy` call costs more than the copy.
+#[inline]
+fn append_short(out: &mut Vec<u8>, bytes: &[u8]) {
+    let n = bytes.len();
+    let at = out.len();
+    // Write the front word, cut back to where the back word goes, then write the back word.
+    if (8..=16).contains(&n) {
+        out.extend_from_slice(&bytes[..8]);
+        out.truncate(at + n - 8);
+        out.extend_from_slice(&bytes[n - 8..]);
+    } else if (4..8).contains(&n) {
+        out.extend_from_slice(&bytes[..4]);
+        out.truncate(at + n - 4);
+        out.extend_from_slice(&bytes[n - 4..]);
+    } else {
+        out.extend_from_slice(bytes);
+    }
+}
+
 /// Orders keys by UTF-16 code units. UTF-8 byte order is code point order, which differs from
 /// UTF-16 order only where a character in U+E000..=U+FFFF meets a supplementary one (a surrogate
 /// pair, 0xD800.. in UTF-16): there the byte order is reversed.
-fn utf16_cmp(a: &str, b: &str) -> Ordering {
-    let (x, y) = (a.as_bytes(), b.as_bytes());
+fn utf16_cmp(x: &[u8], y: &[u8]) -> Ordering {
     let Some(i) = x.iter().zip(y).position(|(p, q)| p != q) else {
         return x.len().cmp(&y.len());
     };
-    // The common prefix ends on the same character boundary in both strings.
-    let start = (0..=i).rev().find(|&j| a.is_char_boundary(j)).unwrap_or(0);
+    // The common prefix ends on the same character boundary in both strings: the last byte
+    // at or before `i` that is not a UTF-8 continuation byte.
+    let start = (0..=i).rev().find(|&j| x[j] & 0xC0 != 0x80).unwrap_or(0);
     let (la, lb) = (x[start], y[start]);
     let high_bmp = |l: u8| l == 0xEE || l == 0xEF;
     let supplementary = |l: u8| l >= 0xF0;
@@ -362,18 +453,31 @@ thread_local! {
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-/// One member written so far: its raw key and where `"key":value` sits in the output.
-struct Member {
-    key: Cow<'static, str>,
+/// Where one member sits in the output: `"key":value` from `start` (the key's opening quote),
+/// the key's closing quote at `key_end`, the value ending at `end`.
+#[derive(Clone, Copy)]
+struct Span {
     start: usize,
+    key_end: usize,
     end: usize,
 }
 
+/// An object being written. Each key is compared with the one before it, straight from the
+/// output, so an object whose members arrive sorted (every struct of this crate, every
+/// `serde_json` map) costs one comparison per member and nothing else. Any other is sorted and
+/// rewritten at `close`. The object stays small because it is moved by value through serde.
 struct Object<'o> {
     out: &'o mut Vec<u8>,
     open: usize,
-    members: SmallVec<[Member; 8]>,
-    pending: Option<(Cow<'static, str>, usize)>,
+    /// The previous key, as written (without its quotes).
+    prev_key: (usize, usize),
+    /// A key was written and its value not yet.
+    pending: bool,
+    has_members: bool,
+    /// The keys so far are strictly increasing (meaningful only while `escaped` is false).
+    sorted: bool,
+    /// Some key was written with an escape, so its written bytes are not the key's own.
+    escaped: bool,
     variant: bool,
 }
 
@@ -381,47 +485,52 @@ impl<'o> Object<'o> {
     fn open(out: &'o mut Vec<u8>, variant: bool) -> Object<'o> {
         out.push(b'{');
         let open = out.len();
-        Object { out, open, members: SmallVec::new(), pending: None, variant }
+        Object {
+            out,
+            open,
+            prev_key: (open, open),
+            pending: false,
+            has_members: false,
+            sorted: true,
+            escaped: false,
+            variant,
+        }
     }
 
-    fn key(&mut self, key: Cow<'static, str>) {
-        if !self.members.is_empty() {
+    /// Starts a member; `write_key` writes the quoted key and says whether it escaped anything.
+    fn key(&mut self, write_key: impl FnOnce(&mut Vec<u8>) -> Result<bool, JcsError>) -> Result<(), JcsError> {
+        if self.has_members {
             self.out.push(b',');
         }
-        let start = self.out.len();
-        write_str(self.out, &key);
+        let start = self.out.len() + 1;
+        self.escaped |= write_key(self.out)?;
+        let key = (start, self.out.len() - 1);
         self.out.push(b':');
-        self.pending = Some((key, start));
+        if self.has_members && self.sorted && !self.escaped {
+            let (before, now) = (&self.out[self.prev_key.0..self.prev_key.1], &self.out[key.0..key.1]);
+            self.sorted = match (before.first(), now.first()) {
+                // Most neighbouring keys differ in their first byte, an ASCII one.
+                (Some(&a), Some(&b)) if a != b && a < 0x80 && b < 0x80 => a < b,
+                _ => utf16_cmp(before, now) == Ordering::Less,
+            };
+        }
+        self.prev_key = key;
+        self.pending = true;
+        Ok(())
     }
 
     fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JcsError> {
-        let (key, start) = self.pending.take().ok_or_else(|| JcsError("a map value came without its key".into()))?;
+        if !std::mem::take(&mut self.pending) {
+            return Err(JcsError("a map value came without its key".into()));
+        }
         value.serialize(Jcs { out: self.out })?;
-        self.members.push(Member { key, start, end: self.out.len() });
+        self.has_members = true;
         Ok(())
     }
 
     fn close(mut self) -> Result<(), JcsError> {
-        let sorted = self.members.windows(2).all(|w| utf16_cmp(&w[0].key, &w[1].key) == Ordering::Less);
-        if !sorted {
-            self.members.sort_by(|a, b| utf16_cmp(&a.key, &b.key));
-            if self.members.windows(2).any(|w| w[0].key == w[1].key) {
-                return Err(JcsError("an object has a repeated key".into()));
-            }
-            // Members are reordered through a scratch buffer kept per thread, so a reorder
-            // allocates nothing once warm. No user code runs while it is borrowed.
-            SCRATCH.with(|scratch| {
-                let mut written = scratch.borrow_mut();
-                written.clear();
-                written.extend_from_slice(&self.out[self.open..]);
-                self.out.truncate(self.open);
-                for (i, m) in self.members.iter().enumerate() {
-                    if i > 0 {
-                        self.out.push(b',');
-                    }
-                    self.out.extend_from_slice(&written[m.start - self.open..m.end - self.open]);
-                }
-            });
+        if self.escaped || !self.sorted {
+            self.reorder()?;
         }
         self.out.push(b'}');
         if self.variant {
@@ -429,81 +538,194 @@ impl<'o> Object<'o> {
         }
         Ok(())
     }
+
+    /// Sorts the members by their keys' UTF-16 code units and rewrites them in that order.
+    #[cold]
+    #[inline(never)]
+    fn reorder(&mut self) -> Result<(), JcsError> {
+        let members = member_spans(self.out, self.open);
+        let mut keyed: SmallVec<[(Cow<'_, [u8]>, Span); 8]> =
+            members.iter().map(|m| (unescape(&self.out[m.start + 1..m.key_end]), *m)).collect();
+        keyed.sort_by(|a, b| utf16_cmp(&a.0, &b.0));
+        if keyed.windows(2).any(|w| w[0].0 == w[1].0) {
+            return Err(JcsError("an object has a repeated key".into()));
+        }
+        let order: SmallVec<[Span; 8]> = keyed.into_iter().map(|k| k.1).collect();
+        if order.iter().zip(&members).all(|(o, m)| o.start == m.start) {
+            return Ok(());
+        }
+        // Through a scratch buffer kept per thread, so a reorder allocates nothing once warm.
+        // No user code runs while it is borrowed.
+        SCRATCH.with(|scratch| {
+            let mut written = scratch.borrow_mut();
+            written.clear();
+            written.extend_from_slice(&self.out[self.open..]);
+            self.out.truncate(self.open);
+            for (i, m) in order.iter().enumerate() {
+                if i > 0 {
+                    self.out.push(b',');
+                }
+                self.out.extend_from_slice(&written[m.start - self.open..m.end - self.open]);
+            }
+        });
+        Ok(())
+    }
 }
 
-/// Map keys must be strings (or, as in serde_json, chars, integers and booleans written as
-/// strings).
-struct KeyOnly;
+/// The members of the object whose body this writer wrote into `out[open..]`. Found again by
+/// scanning that output (it is canonical JSON: no whitespace, strings escaped the one way), so
+/// the common, already-sorted object never records where its members are.
+fn member_spans(out: &[u8], open: usize) -> SmallVec<[Span; 8]> {
+    let mut spans = SmallVec::new();
+    let (mut depth, mut in_string, mut escape) = (0usize, false, false);
+    let (mut start, mut key_end) = (open, open);
+    for (i, &b) in out.iter().enumerate().skip(open) {
+        if in_string {
+            match b {
+                _ if escape => escape = false,
+                b'\\' => escape = true,
+                b'"' => {
+                    in_string = false;
+                    if depth == 0 && key_end <= start {
+                        key_end = i;
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                spans.push(Span { start, key_end, end: i });
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if out.len() > open {
+        spans.push(Span { start, key_end, end: out.len() });
+    }
+    spans
+}
 
-impl ser::Serializer for KeyOnly {
-    type Ok = Cow<'static, str>;
+/// The key a written (escaped) key stands for. Only this writer's own escapes can occur.
+fn unescape(written: &[u8]) -> Cow<'_, [u8]> {
+    if !written.contains(&b'\\') {
+        return Cow::Borrowed(written);
+    }
+    let mut raw = Vec::with_capacity(written.len());
+    let mut bytes = written.iter().copied();
+    while let Some(b) = bytes.next() {
+        if b != b'\\' {
+            raw.push(b);
+            continue;
+        }
+        match bytes.next() {
+            Some(b'b') => raw.push(b'\x08'),
+            Some(b't') => raw.push(b'\t'),
+            Some(b'n') => raw.push(b'\n'),
+            Some(b'f') => raw.push(b'\x0c'),
+            Some(b'r') => raw.push(b'\r'),
+            Some(b'u') => {
+                // `\u00XX`: only C0 controls are written this way.
+                let hex: SmallVec<[u8; 4]> = bytes.by_ref().take(4).collect();
+                let digit = |h: u8| (h as char).to_digit(16).unwrap_or(0) as u8;
+                raw.push(hex.get(2).map_or(0, |&h| digit(h)) << 4 | hex.get(3).map_or(0, |&h| digit(h)));
+            }
+            Some(other) => raw.push(other),
+            None => {}
+        }
+    }
+    Cow::Owned(raw)
+}
+
+/// Writes map keys: strings (or, as in serde_json, chars, integers and booleans written as
+/// strings) straight into the output. Says whether the key needed an escape.
+struct KeyWriter<'o> {
+    out: &'o mut Vec<u8>,
+}
+
+impl KeyWriter<'_> {
+    fn plain(self, key: &str) -> Result<bool, JcsError> {
+        self.out.push(b'"');
+        self.out.extend_from_slice(key.as_bytes());
+        self.out.push(b'"');
+        Ok(false)
+    }
+}
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = bool;
     type Error = JcsError;
-    type SerializeSeq = ser::Impossible<Cow<'static, str>, JcsError>;
-    type SerializeTuple = ser::Impossible<Cow<'static, str>, JcsError>;
-    type SerializeTupleStruct = ser::Impossible<Cow<'static, str>, JcsError>;
-    type SerializeTupleVariant = ser::Impossible<Cow<'static, str>, JcsError>;
-    type SerializeMap = ser::Impossible<Cow<'static, str>, JcsError>;
-    type SerializeStruct = ser::Impossible<Cow<'static, str>, JcsError>;
-    type SerializeStructVariant = ser::Impossible<Cow<'static, str>, JcsError>;
+    type SerializeSeq = ser::Impossible<bool, JcsError>;
+    type SerializeTuple = ser::Impossible<bool, JcsError>;
+    type SerializeTupleStruct = ser::Impossible<bool, JcsError>;
+    type SerializeTupleVariant = ser::Impossible<bool, JcsError>;
+    type SerializeMap = ser::Impossible<bool, JcsError>;
+    type SerializeStruct = ser::Impossible<bool, JcsError>;
+    type SerializeStructVariant = ser::Impossible<bool, JcsError>;
 
-    fn serialize_str(self, v: &str) -> Result<Self::Ok, JcsError> {
-        Ok(Cow::Owned(v.to_owned()))
+    fn serialize_str(self, v: &str) -> Result<bool, JcsError> {
+        Ok(write_str(self.out, v))
     }
-    fn serialize_char(self, v: char) -> Result<Self::Ok, JcsError> {
-        Ok(Cow::Owned(v.to_string()))
+    fn serialize_char(self, v: char) -> Result<bool, JcsError> {
+        Ok(write_str(self.out, v.encode_utf8(&mut [0; 4])))
     }
-    fn serialize_bool(self, v: bool) -> Result<Self::Ok, JcsError> {
-        Ok(Cow::Borrowed(if v { "true" } else { "false" }))
+    fn serialize_bool(self, v: bool) -> Result<bool, JcsError> {
+        self.plain(if v { "true" } else { "false" })
     }
-    fn serialize_i64(self, v: i64) -> Result<Self::Ok, JcsError> {
-        Ok(Cow::Owned(v.to_string()))
+    fn serialize_i64(self, v: i64) -> Result<bool, JcsError> {
+        self.plain(&v.to_string())
     }
-    fn serialize_u64(self, v: u64) -> Result<Self::Ok, JcsError> {
-        Ok(Cow::Owned(v.to_string()))
+    fn serialize_u64(self, v: u64) -> Result<bool, JcsError> {
+        self.plain(&v.to_string())
     }
-    fn serialize_i8(self, v: i8) -> Result<Self::Ok, JcsError> {
+    fn serialize_i8(self, v: i8) -> Result<bool, JcsError> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i16(self, v: i16) -> Result<Self::Ok, JcsError> {
+    fn serialize_i16(self, v: i16) -> Result<bool, JcsError> {
         self.serialize_i64(v.into())
     }
-    fn serialize_i32(self, v: i32) -> Result<Self::Ok, JcsError> {
+    fn serialize_i32(self, v: i32) -> Result<bool, JcsError> {
         self.serialize_i64(v.into())
     }
-    fn serialize_u8(self, v: u8) -> Result<Self::Ok, JcsError> {
+    fn serialize_u8(self, v: u8) -> Result<bool, JcsError> {
         self.serialize_u64(v.into())
     }
-    fn serialize_u16(self, v: u16) -> Result<Self::Ok, JcsError> {
+    fn serialize_u16(self, v: u16) -> Result<bool, JcsError> {
         self.serialize_u64(v.into())
     }
-    fn serialize_u32(self, v: u32) -> Result<Self::Ok, JcsError> {
+    fn serialize_u32(self, v: u32) -> Result<bool, JcsError> {
         self.serialize_u64(v.into())
     }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<Self::Ok, JcsError> {
-        Ok(Cow::Borrowed(variant))
+    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<bool, JcsError> {
+        self.serialize_str(variant)
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Result<Self::Ok, JcsError> {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Result<bool, JcsError> {
         v.serialize(self)
     }
-    fn serialize_f32(self, _: f32) -> Result<Self::Ok, JcsError> {
+    fn serialize_f32(self, _: f32) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
-    fn serialize_f64(self, _: f64) -> Result<Self::Ok, JcsError> {
+    fn serialize_f64(self, _: f64) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
-    fn serialize_bytes(self, _: &[u8]) -> Result<Self::Ok, JcsError> {
+    fn serialize_bytes(self, _: &[u8]) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
-    fn serialize_none(self) -> Result<Self::Ok, JcsError> {
+    fn serialize_none(self) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<Self::Ok, JcsError> {
+    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
-    fn serialize_unit(self) -> Result<Self::Ok, JcsError> {
+    fn serialize_unit(self) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<Self::Ok, JcsError> {
+    fn serialize_unit_struct(self, _: &'static str) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -512,7 +734,7 @@ impl ser::Serializer for KeyOnly {
         _: u32,
         _: &'static str,
         _: &T,
-    ) -> Result<Self::Ok, JcsError> {
+    ) -> Result<bool, JcsError> {
         Err(not_a_key())
     }
     fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, JcsError> {
@@ -558,9 +780,7 @@ impl ser::SerializeMap for Object<'_> {
     type Ok = ();
     type Error = JcsError;
     fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), JcsError> {
-        let key = key.serialize(KeyOnly)?;
-        self.key(key);
-        Ok(())
+        self.key(|out| key.serialize(KeyWriter { out }))
     }
     fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JcsError> {
         self.value(value)
@@ -576,7 +796,7 @@ macro_rules! struct_impl {
             type Ok = ();
             type Error = JcsError;
             fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), JcsError> {
-                self.key(Cow::Borrowed(key));
+                self.key(|out| Ok(write_str(out, key)))?;
                 self.value(value)
             }
             fn end(self) -> Result<(), JcsError> {
@@ -587,3 +807,53 @@ macro_rules! struct_impl {
 }
 
 struct_impl!(SerializeStruct, SerializeStructVariant);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn naive(bytes: &[u8]) -> Option<usize> {
+        bytes.iter().position(|&b| b < 0x20 || b == b'"' || b == b'\\')
+    }
+
+    #[test]
+    fn find_escape_finds_the_first_byte_to_escape_at_every_length_and_position() {
+        // Every length through three words, each byte that needs an escape (and the bytes that
+        // sit next to them) at each position, alone and after another one.
+        let specials = [0x00, 0x1f, b'"', b'\\', b'\n'];
+        let neighbours = [0x20, b'!', b'#', b'[', b']', 0x7f, 0x80, 0xff, b'a'];
+        for len in 0..=24 {
+            for &fill in &neighbours {
+                let clean = vec![fill; len];
+                assert_eq!(find_escape(&clean), None, "{clean:?}");
+                for at in 0..len {
+                    for &special in &specials {
+                        let mut bytes = clean.clone();
+                        bytes[at] = special;
+                        assert_eq!(find_escape(&bytes), naive(&bytes), "{bytes:?}");
+                        if at + 1 < len {
+                            bytes[len - 1] = b'"';
+                            assert_eq!(find_escape(&bytes), naive(&bytes), "{bytes:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn key_order_sorts_wire_names() {
+        assert_eq!(key_order(["id", "type", "payload"]), [0, 2, 1]);
+        assert_eq!(key_order(["step_contract_version", "steps", "extensions"]), [2, 0, 1]);
+        assert_eq!(key_order::<0>([]), [0usize; 0]);
+    }
+
+    #[test]
+    fn escaped_keys_sort_by_the_key_not_by_its_escape() {
+        // `"` (0x22) sorts before `#` (0x23), though its escape `\"` starts with 0x5c.
+        let map: std::collections::HashMap<&str, u8> = [("#", 1), ("\"", 2), ("\n", 3)].into_iter().collect();
+        let mut out = Vec::new();
+        write(&mut out, &map).unwrap();
+        assert_eq!(out, br##"{"\n":3,"\"":2,"#":1}"##);
+    }
+}

@@ -218,6 +218,27 @@ macro_rules! contract_object {
     ) => {
         contract_object!(@struct [$(#[$meta])*] $name [] $( [$(#[$fmeta])*] $req $field [$ty] $wire )+);
 
+        impl serde::Serialize for $name {
+            /// Members are written in canonical (JCS) key order, so hashing never reorders them.
+            #[allow(unused_assignments)]
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeStruct as _;
+                const ORDER: [usize; [$($wire),+].len()] = $crate::jcs::key_order([$($wire),+]);
+                let present = 0 $( + contract_object!(@present $req self.$field) )+;
+                let mut st = s.serialize_struct(stringify!($name), present)?;
+                for i in ORDER {
+                    let mut k = 0;
+                    $(
+                        if i == k {
+                            contract_object!(@write $req st, self.$field, $wire);
+                        }
+                        k += 1;
+                    )+
+                }
+                st.end()
+            }
+        }
+
         impl $crate::json::Contract for $name {
             fn check_value<'a>(
                 v: &'a serde_json::Value,
@@ -258,6 +279,16 @@ macro_rules! contract_object {
             ) {
                 $( contract_object!(@typed $req self.$field, $wire, $ty, path, out $(, $rule)?); )+
             }
+        }
+    };
+
+    (@present req $value:expr) => { 1 };
+    (@present opt $value:expr) => { usize::from($value.is_some()) };
+    (@write req $st:ident, $value:expr, $wire:literal) => { $st.serialize_field($wire, &$value)? };
+    (@write opt $st:ident, $value:expr, $wire:literal) => {
+        match &$value {
+            Some(v) => $st.serialize_field($wire, v)?,
+            None => $st.skip_field($wire)?,
         }
     };
 
@@ -308,10 +339,10 @@ macro_rules! contract_object {
     };
     (@struct [$($meta:tt)*] $name:ident [$($acc:tt)*]) => {
         $($meta)*
-        #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+        #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
         #[serde(deny_unknown_fields, remote = "Self")]
         pub struct $name { $($acc)* }
-        $crate::json::map_only_serde!($name);
+        $crate::json::map_only_serde!(@deserialize $name);
     };
 }
 pub(crate) use contract_object;
@@ -340,6 +371,9 @@ macro_rules! map_only_serde {
                 $name::serialize(self, s)
             }
         }
+        $crate::json::map_only_serde!(@deserialize $name);
+    };
+    (@deserialize $name:ident) => {
         impl<'de> serde::Deserialize<'de> for $name {
             fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
                 $name::deserialize($crate::json::MapOnly(d))

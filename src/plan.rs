@@ -169,10 +169,11 @@ impl StepDefinition {
 
 impl Serialize for StepDefinition {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Canonical (JCS) key order, so hashing never reorders a step.
         let mut st = s.serialize_struct("StepDefinition", 3)?;
         st.serialize_field("id", &self.id)?;
-        st.serialize_field("type", &self.step_type())?;
         st.serialize_field("payload", &self.payload)?;
+        st.serialize_field("type", &self.step_type())?;
         st.end()
     }
 }
@@ -257,7 +258,7 @@ impl<'de> Deserialize<'de> for StepKey {
 ///
 /// Its JSON form always writes `validators` and `postValidators` (a legacy plan without them
 /// reads as `[]`, so both hash the same).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, remote = "Self")]
 pub struct ExecutionPlan {
     /// Always `"1"`.
@@ -276,7 +277,21 @@ pub struct ExecutionPlan {
     pub steps: Vec<StepDefinition>,
 }
 
-crate::json::map_only_serde!(ExecutionPlan);
+crate::json::map_only_serde!(@deserialize ExecutionPlan);
+
+impl Serialize for ExecutionPlan {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        // Canonical (JCS) key order, so hashing never reorders the plan.
+        let mut st = s.serialize_struct("ExecutionPlan", 6)?;
+        st.serialize_field("extensions", &self.extensions)?;
+        st.serialize_field("metadata", &self.metadata)?;
+        st.serialize_field("postValidators", &self.post_validators)?;
+        st.serialize_field("step_contract_version", &self.step_contract_version)?;
+        st.serialize_field("steps", &self.steps)?;
+        st.serialize_field("validators", &self.validators)?;
+        st.end()
+    }
+}
 
 /// The top-level fields of a plan document.
 pub(crate) const PLAN_FIELDS: &[&str] =

@@ -244,8 +244,48 @@ mod differential {
         })
     }
 
+    /// `value` with every object's members written in the order `seed` picks, not sorted: the
+    /// writer must sort them itself (as it must for a struct or a `HashMap`).
+    struct Shuffled<'a>(&'a Value, u64);
+
+    impl serde::Serialize for Shuffled<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::{SerializeMap, SerializeSeq};
+            match self.0 {
+                Value::Object(map) => {
+                    let mut members: Vec<_> = map.iter().collect();
+                    let n = members.len().max(1) as u64;
+                    members.rotate_left((self.1 % n) as usize);
+                    if self.1 % 2 == 1 {
+                        members.reverse();
+                    }
+                    let mut m = s.serialize_map(Some(members.len()))?;
+                    for (i, (k, v)) in members.into_iter().enumerate() {
+                        m.serialize_entry(k, &Shuffled(v, self.1.rotate_left(i as u32 + 1)))?;
+                    }
+                    m.end()
+                }
+                Value::Array(items) => {
+                    let mut seq = s.serialize_seq(Some(items.len()))?;
+                    for (i, v) in items.iter().enumerate() {
+                        seq.serialize_element(&Shuffled(v, self.1.rotate_right(i as u32 + 1)))?;
+                    }
+                    seq.end()
+                }
+                other => other.serialize(s),
+            }
+        }
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn sorts_members_that_arrive_in_any_order(v in value(), seed in any::<u64>()) {
+            let ours = canonical_json(&Shuffled(&v, seed)).unwrap();
+            let theirs = serde_json_canonicalizer::to_vec(&v).unwrap();
+            prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
+        }
 
         #[test]
         fn agrees_with_serde_json_canonicalizer_on_any_value(v in value()) {
@@ -253,6 +293,34 @@ mod differential {
             let theirs = serde_json_canonicalizer::to_vec(&v).unwrap();
             prop_assert_eq!(String::from_utf8_lossy(&ours), String::from_utf8_lossy(&theirs));
         }
+    }
+
+    #[test]
+    fn repeated_keys_have_no_canonical_form() {
+        struct Twice;
+        impl serde::Serialize for Twice {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::SerializeMap;
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("b", &1)?;
+                m.serialize_entry("a", &2)?;
+                m.serialize_entry("b", &3)?;
+                m.end()
+            }
+        }
+        let err = canonical_json(&Twice).unwrap_err();
+        assert!(err.to_string().contains("repeated key"), "{err}");
+    }
+
+    #[test]
+    fn the_crate_writes_its_plans_in_canonical_key_order() {
+        // So hashing never has to reorder: serde_json's plain output, which keeps the order the
+        // types write, is already canonical for a plan using every step type.
+        let plan = ValidPlan::from_str(FULL).unwrap();
+        assert_eq!(
+            String::from_utf8(serde_json::to_vec(plan.plan()).unwrap()).unwrap(),
+            String::from_utf8(canonical_json(plan.plan()).unwrap()).unwrap()
+        );
     }
 
     #[test]
