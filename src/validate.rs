@@ -480,6 +480,9 @@ fn check_signatures_typed<'a>(
     path: &mut Path<'a>,
     out: &mut Vec<Problem>,
 ) {
+    if sigs.is_empty() {
+        return;
+    }
     path.push_key(key);
     sigs.check_typed(path, out);
     path.pop();
