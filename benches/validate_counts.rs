@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo bench --no-run --bench validate_counts
-//! for m in floor value jsonschema accept reject; do
+//! for m in floor floor_str value jsonschema accept reject; do
 //!   valgrind --tool=callgrind --callgrind-out-file=/dev/null target/release/deps/validate_counts-* $m 2>&1 | grep refs
 //! done
 //! ```
@@ -23,12 +23,16 @@ fn main() {
     let schema: serde_json::Value = serde_json::from_str(SCHEMA).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let modes: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
-    let all = ["floor", "value", "jsonschema", "accept", "reject"].map(String::from).to_vec();
+    let all = ["floor", "floor_str", "value", "jsonschema", "accept", "reject"].map(String::from).to_vec();
     let (modes, n) = if modes.is_empty() { (all, 1) } else { (modes, ITERATIONS) };
     for mode in &modes {
         for _ in 0..n {
             match mode.as_str() {
                 "floor" => drop(black_box(serde_json::from_slice::<ExecutionPlan>(black_box(PLAN)).unwrap())),
+                "floor_str" => {
+                    let json = std::str::from_utf8(black_box(PLAN)).unwrap();
+                    drop(black_box(serde_json::from_str::<ExecutionPlan>(json).unwrap()))
+                }
                 "value" => drop(black_box(serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap())),
                 "jsonschema" => {
                     let v: serde_json::Value = serde_json::from_slice(black_box(PLAN)).unwrap();

@@ -625,3 +625,19 @@ fn reader_input_and_read_errors() {
     let err = ValidPlan::from_reader(Broken).unwrap_err();
     assert_eq!(err.code(), "io-error");
 }
+
+#[test]
+fn bytes_that_are_not_utf8_are_rejected_with_a_pointer() {
+    // `from_slice` checks UTF-8 once for the whole document before parsing; a bad byte anywhere
+    // still gets the full report.
+    let mut bytes = FULL.replacen(r#""id": "scan""#, "\"id\": \"sc\u{FFFD}an\"", 1).into_bytes();
+    let at = bytes.windows(3).position(|w| w == "\u{FFFD}".as_bytes()).unwrap();
+    bytes.splice(at..at + 3, [0xFF]);
+    let r = ValidPlan::from_slice(&bytes).unwrap_err();
+    let problems: Vec<(String, String)> =
+        r.problems().iter().map(|p| (p.code().to_string(), p.pointer().to_string())).collect();
+    assert_eq!(problems, [("malformed-json".to_string(), "/steps/0/id".to_string())]);
+    assert_eq!(r.class(), planlock::FailureKind::CycleFail);
+    // Lossily decoded, it is a different (valid UTF-8) document, and a valid plan.
+    assert!(ValidPlan::from_str(&String::from_utf8_lossy(&bytes)).is_ok());
+}
