@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 use uuid::Uuid;
 
+use crate::jcs::{Canonical, JcsError};
 use crate::plan::ExecutionPlan;
 use crate::profile::PolicyProfile;
 use crate::validate::ValidPlan;
@@ -124,21 +125,35 @@ pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, Canon
     Ok(out)
 }
 
-/// SHA-256 of the canonical JSON of `value`, written into a buffer kept per thread so that
+/// SHA-256 of the canonical JSON `write` appends, written into a buffer kept per thread so that
 /// hashing allocates nothing once warm.
-fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
+fn digest_written(write: impl FnOnce(&mut Vec<u8>) -> Result<(), JcsError>) -> Result<Digest, CanonicalError> {
     thread_local! {
         static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BUFFER.with(|buffer| match buffer.try_borrow_mut() {
         Ok(mut bytes) => {
             bytes.clear();
-            crate::jcs::write(&mut bytes, value)?;
+            write(&mut bytes)?;
             Ok(Digest::of(&bytes))
         }
         // A `Serialize` impl that hashes while being hashed gets a buffer of its own.
-        Err(_) => canonical_json(value).map(|bytes| Digest::of(&bytes)),
+        Err(_) => {
+            let mut bytes = Vec::new();
+            write(&mut bytes)?;
+            Ok(Digest::of(&bytes))
+        }
     })
+}
+
+/// SHA-256 of the canonical JSON of any `Serialize` value.
+fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
+    digest_written(|out| crate::jcs::write(out, value))
+}
+
+/// SHA-256 of the canonical JSON of a plan part, written directly (see [`Canonical`]).
+fn canonical_digest<T: Canonical + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
+    digest_written(|out| value.write_canonical(out))
 }
 
 /// `config_hash` of a validator configuration: SHA-256 of its canonical JSON.
@@ -148,7 +163,7 @@ pub fn config_hash(config: &serde_json::Value) -> Result<Digest, CanonicalError>
 
 /// SHA-256 of the canonical JSON of the plan alone, as the library serializes it.
 pub(crate) fn plan_digest(plan: &ExecutionPlan) -> Result<Digest, CanonicalError> {
-    digest_of(plan)
+    canonical_digest(plan)
 }
 
 /// A key that is stable for one step of one plan in one session, so a write handler can make a
@@ -213,10 +228,25 @@ struct HashDocument<'a> {
 /// assert_eq!(hash.to_string().len(), 64);
 /// ```
 pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Digest, CanonicalError> {
-    digest_of(&hash_document(profile, plan))
+    digest_written(|out| {
+        // The members of [`HashDocument`], in its (canonical) order.
+        out.extend_from_slice(b"{\"bundles\":");
+        crate::jcs::write(out, &profile.bundles)?;
+        out.extend_from_slice(b",\"executionPlan\":");
+        plan.plan().write_canonical(out)?;
+        out.extend_from_slice(b",\"modes\":");
+        crate::jcs::write(out, &profile.modes)?;
+        out.extend_from_slice(b",\"policyProfile\":");
+        profile.path.write_canonical(out)?;
+        out.extend_from_slice(b",\"triggers\":");
+        crate::jcs::write(out, &profile.triggers)?;
+        out.push(b'}');
+        Ok(())
+    })
 }
 
-/// The canonical bytes [`plan_hash`] digests.
+/// The canonical bytes [`plan_hash`] digests, written the general way (through serde); the
+/// tests check that both ways agree.
 pub fn hash_document_bytes(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Vec<u8>, CanonicalError> {
     canonical_json(&hash_document(profile, plan))
 }
@@ -274,12 +304,19 @@ impl HashParts {
             modes: digest_of(&profile.modes)?,
             triggers: digest_of(&profile.triggers)?,
             bundles: digest_of(&profile.bundles)?,
-            metadata: digest_of(&p.metadata)?,
-            validators: digest_of(&(&p.validators, &p.post_validators))?,
+            metadata: canonical_digest(&p.metadata)?,
+            validators: digest_written(|out| {
+                out.push(b'[');
+                p.validators.write_canonical(out)?;
+                out.push(b',');
+                p.post_validators.write_canonical(out)?;
+                out.push(b']');
+                Ok(())
+            })?,
             steps: p
                 .steps
                 .iter()
-                .map(|s| Ok(StepDigest { id: s.id.clone(), digest: digest_of(s)? }))
+                .map(|s| Ok(StepDigest { id: s.id.clone(), digest: canonical_digest(s)? }))
                 .collect::<Result<_, CanonicalError>>()?,
         })
     }

@@ -167,6 +167,77 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8], first: usize) {
     out.push(b'"');
 }
 
+/// A type of this crate that writes its own canonical JSON directly, without going through
+/// serde: keys are constants known to need no escape and to be in order, so nothing is scanned,
+/// compared or reordered. Free-form values (`AnyValue`, `AnyObject`) still go through the serde
+/// path. Every impl must write exactly what [`write`] writes for the same value; the plan hash
+/// tests compare the two on random plans.
+pub(crate) trait Canonical {
+    /// Appends the canonical JSON of `self`.
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError>;
+}
+
+impl Canonical for String {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+        write_str(out, self);
+        Ok(())
+    }
+}
+
+impl Canonical for str {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+        write_str(out, self);
+        Ok(())
+    }
+}
+
+impl Canonical for bool {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+        out.extend_from_slice(if *self { b"true" } else { b"false" });
+        Ok(())
+    }
+}
+
+impl Canonical for u64 {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+        write_u64(out, *self)
+    }
+}
+
+impl<T: Canonical> Canonical for Vec<T> {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+        out.push(b'[');
+        for (i, item) in self.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            item.write_canonical(out)?;
+        }
+        out.push(b']');
+        Ok(())
+    }
+}
+
+/// `"key":` for a constant key, as [`Canonical`] impls write it.
+#[inline]
+pub(crate) fn write_const_key(out: &mut Vec<u8>, quoted_key_colon: &'static str) {
+    out.extend_from_slice(quoted_key_colon.as_bytes());
+}
+
+/// Whether `key` can be written as a constant by [`Canonical`] impls: printable ASCII without
+/// `"` or `\` (so it needs no escape, and byte order is UTF-16 order).
+pub(crate) const fn plain_key(key: &str) -> bool {
+    let b = key.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] < 0x20 || b[i] >= 0x7f || b[i] == b'"' || b[i] == b'\\' {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// The order in which canonical JSON writes an object with these keys: indices into `keys`,
 /// sorted by the keys' bytes. For keys without characters beyond U+FFFF that is UTF-16 order;
 /// for any other, the writer's own check still reorders them.

@@ -239,6 +239,29 @@ macro_rules! contract_object {
             }
         }
 
+        // Wire names are written as constants: prove at compile time they may be.
+        const _: () = { $( assert!($crate::jcs::plain_key($wire), "a wire name needs escaping"); )+ };
+
+        impl $crate::jcs::Canonical for $name {
+            #[allow(unused_assignments)]
+            fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), $crate::jcs::JcsError> {
+                const ORDER: [usize; [$($wire),+].len()] = $crate::jcs::key_order([$($wire),+]);
+                out.push(b'{');
+                let mut first = true;
+                for i in ORDER {
+                    let mut k = 0;
+                    $(
+                        if i == k {
+                            contract_object!(@canonical $req out, first, self.$field, $wire);
+                        }
+                        k += 1;
+                    )+
+                }
+                out.push(b'}');
+                Ok(())
+            }
+        }
+
         impl $crate::json::Contract for $name {
             fn check_value<'a>(
                 v: &'a serde_json::Value,
@@ -282,6 +305,19 @@ macro_rules! contract_object {
         }
     };
 
+    (@canonical req $out:ident, $first:ident, $value:expr, $wire:literal) => {{
+        if !$first {
+            $out.push(b',');
+        }
+        $first = false;
+        $crate::jcs::write_const_key($out, concat!("\"", $wire, "\":"));
+        $crate::jcs::Canonical::write_canonical(&$value, $out)?;
+    }};
+    (@canonical opt $out:ident, $first:ident, $value:expr, $wire:literal) => {
+        if let Some(v) = &$value {
+            contract_object!(@canonical req $out, $first, *v, $wire);
+        }
+    };
     (@present req $value:expr) => { 1 };
     (@present opt $value:expr) => { usize::from($value.is_some()) };
     (@write req $st:ident, $value:expr, $wire:literal) => { $st.serialize_field($wire, &$value)? };
@@ -524,6 +560,24 @@ impl<'de> Deserialize<'de> for AnyObject {
             Value::Object(m) => Ok(AnyObject(m)),
             other => Err(de::Error::custom(format_args!("expected an object, found {}", type_name(&other)))),
         }
+    }
+}
+
+impl crate::jcs::Canonical for PositiveInt {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+        crate::jcs::Canonical::write_canonical(&self.0, out)
+    }
+}
+
+impl crate::jcs::Canonical for AnyValue {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+        crate::jcs::write(out, &self.0)
+    }
+}
+
+impl crate::jcs::Canonical for AnyObject {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+        crate::jcs::write(out, &self.0)
     }
 }
 

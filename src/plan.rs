@@ -178,6 +178,20 @@ impl Serialize for StepDefinition {
     }
 }
 
+impl crate::jcs::Canonical for StepDefinition {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+        use crate::jcs::write_const_key;
+        write_const_key(out, "{\"id\":");
+        self.id.write_canonical(out)?;
+        write_const_key(out, ",\"payload\":");
+        self.payload.write_canonical(out)?;
+        write_const_key(out, ",\"type\":");
+        self.step_type().wire_name().write_canonical(out)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
+
 impl<'de> Deserialize<'de> for StepDefinition {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_struct("StepDefinition", STEP_FIELDS, StepVisitor)
@@ -296,6 +310,25 @@ impl Serialize for ExecutionPlan {
 /// The top-level fields of a plan document.
 pub(crate) const PLAN_FIELDS: &[&str] =
     &["step_contract_version", "extensions", "metadata", "validators", "postValidators", "steps"];
+
+impl crate::jcs::Canonical for ExecutionPlan {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+        use crate::jcs::write_const_key;
+        // Keys in canonical order; `extensions` is always `[]` and the version always "1".
+        write_const_key(out, "{\"extensions\":[],\"metadata\":");
+        self.metadata.write_canonical(out)?;
+        write_const_key(out, ",\"postValidators\":");
+        self.post_validators.write_canonical(out)?;
+        write_const_key(out, ",\"step_contract_version\":");
+        ContractVersion::WIRE.write_canonical(out)?;
+        write_const_key(out, ",\"steps\":");
+        self.steps.write_canonical(out)?;
+        write_const_key(out, ",\"validators\":");
+        self.validators.write_canonical(out)?;
+        out.push(b'}');
+        Ok(())
+    }
+}
 
 impl ExecutionPlan {
     /// A plan with these metadata and steps, no validators.

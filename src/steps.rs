@@ -142,6 +142,12 @@ macro_rules! define_steps {
                 }
             }
 
+            pub(crate) fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+                match self {
+                    $(StepPayload::$variant(p) => crate::jcs::Canonical::write_canonical(p, out),)*
+                }
+            }
+
             fn serialize_inner<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 match self {
                     $(StepPayload::$variant(p) => serde::Serialize::serialize(p, s),)*

@@ -1,5 +1,6 @@
 //! Property tests: valid plans round-trip unchanged; no input makes validation panic, and every
-//! rejection is a well-formed report; the bytes path and the value path agree.
+//! rejection is a well-formed report; the bytes path and the value path agree; the direct
+//! canonical writer agrees with the serde-based one.
 
 use planlock::schema::*;
 use planlock::{
@@ -273,6 +274,28 @@ proptest! {
         prop_assert_eq!(again.plan(), &plan);
         let from_value = ValidPlan::from_value(&serde_json::from_str(&json).unwrap()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(from_value.plan(), &plan);
+    }
+
+    #[test]
+    fn the_direct_canonical_writer_agrees_with_the_serde_one(plan in valid_plan(), modes in json_value()) {
+        // The plan hash writes plans directly (no serde); `hash_document_bytes` goes through
+        // the general serde-based writer. Both must give the same bytes for any plan.
+        let valid = ValidPlan::from_plan(plan).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let profile = planlock::PolicyProfile {
+            path: "profiles/p\u{1}\"q".into(),
+            modes,
+            triggers: json!([{"on": "x"}]),
+            bundles: json!({}),
+        };
+        let bytes = planlock::hash::hash_document_bytes(&profile, &valid).unwrap();
+        prop_assert_eq!(planlock::plan_hash(&profile, &valid).unwrap(), planlock::Digest::of(&bytes));
+        let parts = planlock::HashParts::of(&profile, &valid).unwrap();
+        for (step, part) in valid.steps().iter().zip(&parts.steps) {
+            prop_assert_eq!(part.digest, planlock::Digest::of(&planlock::canonical_json(step).unwrap()));
+        }
+        prop_assert_eq!(parts.metadata, planlock::Digest::of(&planlock::canonical_json(valid.metadata()).unwrap()));
+        let both = (&valid.plan().validators, &valid.plan().post_validators);
+        prop_assert_eq!(parts.validators, planlock::Digest::of(&planlock::canonical_json(&both).unwrap()));
     }
 
     #[test]
