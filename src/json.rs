@@ -120,6 +120,13 @@ pub(crate) trait Contract {
 
     /// Checks what the type system cannot: string rules and free-form contents.
     fn check_typed<'a>(&'a self, _path: &mut Path<'a>, _out: &mut Vec<Problem>) {}
+
+    /// Whether [`check_typed`](Contract::check_typed) would find nothing for a value at `depth`
+    /// (as [`Path::depth`] counts): the quick answer for the usual, valid value, with no
+    /// pointer bookkeeping. Only a `false` leads to the full check and its report.
+    fn typed_ok(&self, _limits_checked: bool, _depth: usize) -> bool {
+        true
+    }
 }
 
 fn wrong_type(v: &Value, expected: &str, path: &Path<'_>, out: &mut Vec<Problem>) {
@@ -173,6 +180,9 @@ impl<T: Contract> Contract for Vec<T> {
         }
     }
     const TYPED_CHECKS: bool = T::TYPED_CHECKS;
+    fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
+        !T::TYPED_CHECKS || self.iter().all(|item| item.typed_ok(limits_checked, depth + 1))
+    }
     fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
         if !T::TYPED_CHECKS {
             return;
@@ -302,6 +312,10 @@ macro_rules! contract_object {
             ) {
                 $( contract_object!(@typed $req self.$field, $wire, $ty, path, out $(, $rule)?); )+
             }
+
+            fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
+                true $( && contract_object!(@ok $req self.$field, $ty, limits_checked, depth $(, $rule)?) )+
+            }
         }
     };
 
@@ -344,6 +358,16 @@ macro_rules! contract_object {
                     $crate::validate::ProblemCode::InvalidValue, $path.pointer(), msg));
             } )?
             $path.pop();
+        }
+    };
+    (@ok req $value:expr, $ty:ty, $limits:ident, $depth:ident $(, $rule:path)?) => {
+        !(<$ty as $crate::json::Contract>::TYPED_CHECKS || contract_object!(@has_rule $($rule)?))
+            || ($crate::json::Contract::typed_ok(&$value, $limits, $depth + 1) $( && $rule(&$value).is_ok() )?)
+    };
+    (@ok opt $value:expr, $ty:ty, $limits:ident, $depth:ident $(, $rule:path)?) => {
+        match &$value {
+            Some(value) => contract_object!(@ok req *value, $ty, $limits, $depth $(, $rule)?),
+            None => true,
         }
     };
     (@has_rule $rule:path) => { true };
@@ -581,8 +605,21 @@ impl crate::jcs::Canonical for AnyObject {
     }
 }
 
+/// Whether [`scan_limits`] would find nothing in `v` at `depth`.
+fn limits_ok(v: &Value, depth: usize) -> bool {
+    match v {
+        Value::Number(n) => number_problem(n).is_none(),
+        Value::Array(items) => depth <= MAX_DEPTH && items.iter().all(|item| limits_ok(item, depth + 1)),
+        Value::Object(map) => depth <= MAX_DEPTH && map.values().all(|item| limits_ok(item, depth + 1)),
+        _ => true,
+    }
+}
+
 impl Contract for AnyValue {
     const TYPED_CHECKS: bool = true;
+    fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
+        limits_checked || limits_ok(&self.0, depth)
+    }
     fn check_value<'a>(_: &'a Value, _: &mut Path<'a>, _: &mut Vec<Problem>) {}
     fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
         if !path.limits_checked {
@@ -593,6 +630,9 @@ impl Contract for AnyValue {
 
 impl Contract for AnyObject {
     const TYPED_CHECKS: bool = true;
+    fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
+        limits_checked || (depth <= MAX_DEPTH && self.0.values().all(|item| limits_ok(item, depth + 1)))
+    }
     fn check_value<'a>(v: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) {
         expect_object(v, path, out);
     }

@@ -123,6 +123,14 @@ macro_rules! define_steps {
                 }
             }
 
+            /// Whether [`check_typed`](Self::check_typed) would find nothing (see
+            /// `Contract::typed_ok`).
+            pub(crate) fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
+                match self {
+                    $(StepPayload::$variant(p) => p.typed_ok(limits_checked, depth),)*
+                }
+            }
+
             /// Whether [`check_typed`](Self::check_typed) can find anything for this payload.
             pub(crate) fn has_typed_checks(&self) -> bool {
                 match self {

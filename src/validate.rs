@@ -419,9 +419,13 @@ fn check_plan(plan: &ExecutionPlan, rules: StepListRules, limits_checked: bool) 
     let mut out = Vec::new();
     let mut path = Path::new();
     path.limits_checked = limits_checked;
-    path.push_key("metadata");
-    plan.metadata.check_typed(&mut path, &mut out);
-    path.pop();
+    // Each part is asked the quick question first (`typed_ok`, at its depth as `Path` counts
+    // it); only a part with a problem is walked again to report it.
+    if !plan.metadata.typed_ok(limits_checked, 2) {
+        path.push_key("metadata");
+        plan.metadata.check_typed(&mut path, &mut out);
+        path.pop();
+    }
     check_signatures_typed(&plan.validators, "validators", &mut path, &mut out);
     check_signatures_typed(&plan.post_validators, "postValidators", &mut path, &mut out);
     path.push_key("steps");
@@ -435,7 +439,7 @@ fn check_plan(plan: &ExecutionPlan, rules: StepListRules, limits_checked: bool) 
                 false
             }
         };
-        if step.payload.has_typed_checks() {
+        if step.payload.has_typed_checks() && !step.payload.typed_ok(limits_checked, 4) {
             path.push_index(i);
             path.push_key("payload");
             step.payload.check_typed(&mut path, &mut out);
@@ -488,7 +492,7 @@ fn check_signatures_typed<'a>(
     path: &mut Path<'a>,
     out: &mut Vec<Problem>,
 ) {
-    if sigs.is_empty() {
+    if sigs.typed_ok(path.limits_checked, 2) {
         return;
     }
     path.push_key(key);

@@ -337,3 +337,28 @@ fn free_form_values_are_held_to_the_limits_in_rust_built_plans() {
     let err = ValidPlan::from_plan(plan).unwrap_err();
     assert_eq!(err.problems()[0].pointer(), "/steps/5/payload/config/big");
 }
+
+#[test]
+fn rust_built_plans_meet_the_depth_limit_exactly_where_parsed_ones_do() {
+    // The typed check's quick answer and its full walk must agree with the parser at the
+    // boundary, for free-form values in a payload object and in a free-form value.
+    fn nested(levels: usize) -> Value {
+        (0..levels).fold(json!(1), |inner, _| json!([inner]))
+    }
+    let base = ValidPlan::from_str(include_str!("fixtures/full_plan.json")).unwrap().into_plan();
+    let mut verdicts = Vec::new();
+    for levels in 55..=66 {
+        let mut plan = base.clone();
+        if let StepPayload::LLMCall(p) = &mut plan.steps[5].payload {
+            p.config.0.insert("deep".into(), nested(levels));
+        }
+        let json = serde_json::to_string(&plan).unwrap();
+        let typed = ValidPlan::from_plan(plan.clone()).map(|_| ()).map_err(|e| e.problems()[0].code());
+        let parsed = ValidPlan::from_str(&json).map(|_| ()).map_err(|e| e.problems()[0].code());
+        assert_eq!(typed, parsed, "{levels} levels");
+        verdicts.push(typed);
+    }
+    // The range straddles the limit: accepted below it, `too-deep` above.
+    assert!(verdicts.first().is_some_and(Result::is_ok), "{verdicts:?}");
+    assert!(verdicts.last().is_some_and(|v| v.as_ref().is_err_and(|c| c.as_str() == "too-deep")), "{verdicts:?}");
+}
