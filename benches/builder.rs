@@ -7,6 +7,9 @@ use std::hint::black_box;
 use std::num::NonZeroU32;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "common/paired.rs"]
+mod paired;
 use planlock::schema::*;
 use planlock::{AnyObject, ExecutionPlan, PlanBuilder, PlanMetadata, PositiveInt, StepDefinition};
 
@@ -107,6 +110,14 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("typestate_builder_validated", |b| b.iter(|| black_box(with_builder())));
     g.finish();
+    paired::report(
+        "build_12_step_plan",
+        &mut [
+            ("by_hand_execution_plan", &mut || drop(black_box(by_hand()))),
+            ("typestate_builder_validated", &mut || drop(black_box(with_builder()))),
+            ("by_hand_then_validate", &mut || drop(black_box(planlock::ValidPlan::from_plan(by_hand()).unwrap()))),
+        ],
+    );
 }
 
 criterion_group!(benches, bench);

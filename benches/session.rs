@@ -12,6 +12,9 @@ use std::io::Write;
 use std::path::Path;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "common/paired.rs"]
+mod paired;
 use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
 use planlock::{Digest, HashParts, PolicyProfile, ValidPlan, plan_hash};
 use serde_json::json;
@@ -51,6 +54,17 @@ fn bench(c: &mut Criterion) {
     g.bench_function("plan_hash", |b| b.iter(|| plan_hash(black_box(&profile), black_box(&plan)).unwrap()));
     g.bench_function("hash_parts", |b| b.iter(|| HashParts::of(black_box(&profile), black_box(&plan)).unwrap()));
     g.finish();
+    paired::report(
+        "plan_hash_12_steps",
+        &mut [
+            ("floor_sha256_of_canonical_bytes", &mut || {
+                black_box(Digest::of(black_box(&canonical)));
+            }),
+            ("plan_hash", &mut || {
+                black_box(plan_hash(black_box(&profile), black_box(&plan)).unwrap());
+            }),
+        ],
+    );
 
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-session");
     let _ = std::fs::remove_dir_all(&base);
@@ -74,6 +88,13 @@ fn bench(c: &mut Criterion) {
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&bytes))));
     g.bench_function("file_session_store_save", |b| b.iter(|| store.save(black_box(update.clone())).unwrap()));
     g.finish();
+    paired::report(
+        "durable_save",
+        &mut [
+            ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&bytes))),
+            ("file_session_store_save", &mut || drop(black_box(store.save(black_box(update.clone())).unwrap()))),
+        ],
+    );
 
     let expected = saved.last_execution_plan_hash;
     let mut g = c.benchmark_group("boot_load");
@@ -86,6 +107,18 @@ fn bench(c: &mut Criterion) {
         b.iter(|| store.load().unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)))
     });
     g.finish();
+    paired::report(
+        "boot_load",
+        &mut [
+            ("floor_read_and_serde_json_parse", &mut || {
+                let bytes = std::fs::read(black_box(store.path())).unwrap();
+                drop(black_box(serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()));
+            }),
+            ("file_session_store_load_and_compare", &mut || {
+                black_box(store.load().unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)));
+            }),
+        ],
+    );
 }
 
 criterion_group!(benches, bench);

@@ -8,6 +8,9 @@
 //! than jsonschema; a full rejection report ≤ 3× floor.
 
 use criterion::{Criterion, criterion_group, criterion_main};
+
+#[path = "common/paired.rs"]
+mod paired;
 use planlock::{ExecutionPlan, ValidPlan};
 use std::hint::black_box;
 
@@ -52,6 +55,17 @@ fn bench(c: &mut Criterion) {
     g.bench_function("planlock_accept", |b| b.iter(|| ValidPlan::from_slice(black_box(PLAN)).unwrap()));
     g.bench_function("planlock_reject_full_report", |b| b.iter(|| ValidPlan::from_slice(black_box(&bad)).unwrap_err()));
     g.finish();
+    paired::report(
+        "validate_12_step_plan",
+        &mut [
+            ("floor_serde_typed", &mut || drop(black_box(serde_json::from_slice::<ExecutionPlan>(black_box(PLAN))))),
+            ("planlock_accept", &mut || drop(black_box(ValidPlan::from_slice(black_box(PLAN))))),
+            ("jsonschema_parse_and_validate", &mut || {
+                black_box(validator.is_valid(&serde_json::from_slice::<serde_json::Value>(black_box(PLAN)).unwrap()));
+            }),
+            ("planlock_reject_full_report", &mut || drop(black_box(ValidPlan::from_slice(black_box(&bad))))),
+        ],
+    );
 }
 
 criterion_group!(benches, bench);

@@ -249,6 +249,7 @@ macro_rules! builder_table {
     (@method RetrieveMemory $wire:literal $method:ident $payload:ident [$($last:ident)?]) => {
         /// Adds the `RetrieveMemory` step with this query. Its payload `topK` is the plan's
         /// `metadata.topK`, so the two cannot disagree; compiles only after [`top_k`](Self::top_k).
+        #[inline]
         pub fn $method(self, id: impl Into<String>, input: impl Into<String>) -> PlanBuilder<RetrieveMemory, M>
         where
             RetrieveMemory: ComesAfter<S>,
@@ -262,6 +263,7 @@ macro_rules! builder_table {
     };
     (@method $variant:ident $wire:literal $method:ident $payload:ident [$($last:ident)?]) => {
         #[doc = concat!("Adds the `", $wire, "` step; compiles only where the canonical order allows it.")]
+        #[inline]
         pub fn $method(self, id: impl Into<String>, payload: $payload) -> PlanBuilder<$variant, M>
         where
             $variant: ComesAfter<S>,
