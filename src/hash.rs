@@ -74,13 +74,22 @@ impl FromStr for Digest {
     type Err = DigestParseError;
     fn from_str(s: &str) -> Result<Digest, DigestParseError> {
         let err = || DigestParseError { found: s.chars().take(80).collect() };
-        if crate::rules::sha256_hex(s).is_err() {
+        // Lowercase only, as `rules::sha256_hex` requires.
+        let nibble = |c: u8| match c {
+            b'0'..=b'9' => Some(c - b'0'),
+            b'a'..=b'f' => Some(c - b'a' + 10),
+            _ => None,
+        };
+        let bytes = s.as_bytes();
+        if bytes.len() != 64 {
             return Err(err());
         }
         let mut out = [0u8; 32];
-        for (i, pair) in s.as_bytes().chunks_exact(2).enumerate() {
-            let hex = std::str::from_utf8(pair).map_err(|_| err())?;
-            out[i] = u8::from_str_radix(hex, 16).map_err(|_| err())?;
+        for (byte, pair) in out.iter_mut().zip(bytes.chunks_exact(2)) {
+            match (nibble(pair[0]), nibble(pair[1])) {
+                (Some(high), Some(low)) => *byte = high << 4 | low,
+                _ => return Err(err()),
+            }
         }
         Ok(Digest(out))
     }

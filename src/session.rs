@@ -313,7 +313,21 @@ fn open_no_follow(path: &Path) -> io::Result<File> {
 
 #[cfg(not(unix))]
 fn open_no_follow(path: &Path) -> io::Result<File> {
+    if fs::symlink_metadata(path)?.file_type().is_symlink() {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, SYMLINK_REFUSED));
+    }
     File::open(path)
+}
+
+#[cfg(not(unix))]
+const SYMLINK_REFUSED: &str = "refusing to follow a symbolic link";
+
+/// Whether opening failed because the path is a symbolic link.
+fn is_symlink_refusal(e: &io::Error) -> bool {
+    #[cfg(unix)]
+    return e.raw_os_error() == Some(libc::ELOOP);
+    #[cfg(not(unix))]
+    return e.kind() == io::ErrorKind::InvalidInput && e.to_string() == SYMLINK_REFUSED;
 }
 
 fn kind_of(meta: &fs::Metadata) -> &'static str {
@@ -342,20 +356,26 @@ fn kind_of(meta: &fs::Metadata) -> &'static str {
 
 impl SessionStore for FileSessionStore {
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        let meta = match fs::symlink_metadata(&self.file) {
-            Ok(m) => m,
+        // One open decides it all: missing (Cold Start), a symbolic link (refused by
+        // O_NOFOLLOW), or something to inspect through its own handle.
+        let file = match open_no_follow(&self.file) {
+            Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(self.io("inspect", &self.file)(e)),
+            Err(e) if is_symlink_refusal(&e) => return Err(self.corrupt("a symbolic link, not a regular file")),
+            // Say what it is when that is why it cannot be opened (a socket, for one).
+            Err(e) => {
+                return Err(match fs::symlink_metadata(&self.file) {
+                    Ok(meta) if !meta.is_file() => self.corrupt(kind_of(&meta)),
+                    _ => self.io("open", &self.file)(e),
+                });
+            }
         };
-        if !meta.file_type().is_file() {
-            return Err(self.corrupt(kind_of(&meta)));
-        }
-        let file = open_no_follow(&self.file).map_err(self.io("open", &self.file))?;
         let opened = file.metadata().map_err(self.io("inspect", &self.file))?;
         if !opened.is_file() {
             return Err(self.corrupt(kind_of(&opened)));
         }
-        let mut bytes = Vec::new();
+        // Sized from the file, so one read fills it; the cap still bounds what is read.
+        let mut bytes = Vec::with_capacity(opened.len().min(MAX_SESSION_FILE_BYTES) as usize + 1);
         file.take(MAX_SESSION_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(self.io("read", &self.file))?;
         if bytes.len() as u64 > MAX_SESSION_FILE_BYTES {
             return Err(self.corrupt(format!("larger than the {MAX_SESSION_FILE_BYTES}-byte limit")));
@@ -363,6 +383,10 @@ impl SessionStore for FileSessionStore {
         if bytes.is_empty() {
             return Err(self.corrupt("empty"));
         }
+        if let Ok(state) = serde_json::from_slice::<SessionState>(&bytes) {
+            return Ok(Some(state));
+        }
+        // Parsed again, tracking where, only to say where it is wrong.
         let mut de = serde_json::Deserializer::from_slice(&bytes);
         let state = serde_path_to_error::deserialize::<_, SessionState>(&mut de).map_err(|e| {
             let at = e.path().to_string();

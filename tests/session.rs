@@ -146,6 +146,19 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     assert!(err.to_string().contains("FIFO"), "{err}");
     fs::remove_file(&file).unwrap();
 
+    // A socket cannot even be opened; the store still says what it is.
+    let listener = std::os::unix::net::UnixListener::bind(&file).unwrap();
+    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    assert!(err.to_string().contains("a socket"), "{err}");
+    drop(listener);
+    fs::remove_file(&file).unwrap();
+
+    // A dangling symbolic link is refused too, not taken for a missing file (Cold Start).
+    std::os::unix::fs::symlink(root.path().join("nowhere.json"), &file).unwrap();
+    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    fs::remove_file(&file).unwrap();
+
     // Unreadable: the path runs through a file where a directory should be.
     fs::remove_dir_all(root.path().join("ops")).unwrap();
     fs::write(root.path().join("ops"), "not a directory").unwrap();
