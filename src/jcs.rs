@@ -1,9 +1,14 @@
-//! An RFC 8785 (JCS) serializer that writes canonical JSON straight from any `Serialize` value,
-//! without building a JSON tree first.
+//! Canonical JSON (RFC 8785, JCS), written two ways that give the same bytes:
 //!
-//! Members of each object are written in the order they come and reordered in place only when
-//! they are not already sorted by their keys' UTF-16 code units. Numbers are IEEE-754 doubles in
-//! ECMAScript form (`ryu-js`); strings escape only `"`, `\` and U+0000–U+001F.
+//! - [`write`], a serde `Serializer` for any value, without building a JSON tree first. Members
+//!   of each object are written in the order they come and reordered only when they are not
+//!   already sorted by their keys' UTF-16 code units (this crate's types write theirs sorted).
+//! - [`Canonical`], which the plan's own types implement (generated from the same field lists
+//!   as their serde and validation code): constant keys, already in order, written directly.
+//!   The plan hash uses it; tests compare it with [`write`] on random plans.
+//!
+//! Numbers are IEEE-754 doubles in ECMAScript form (`ryu-js`); strings escape only `"`, `\` and
+//! U+0000–U+001F.
 
 use std::borrow::Cow;
 use std::cmp::Ordering;
@@ -239,8 +244,8 @@ pub(crate) const fn plain_key(key: &str) -> bool {
 }
 
 /// The order in which canonical JSON writes an object with these keys: indices into `keys`,
-/// sorted by the keys' bytes. For keys without characters beyond U+FFFF that is UTF-16 order;
-/// for any other, the writer's own check still reorders them.
+/// sorted by the keys' bytes, which is UTF-16 order for the ASCII wire names of this crate
+/// (checked by [`plain_key`] where they are written as constants).
 pub(crate) const fn key_order<const N: usize>(keys: [&str; N]) -> [usize; N] {
     let mut order = [0; N];
     let mut i = 0;

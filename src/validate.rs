@@ -336,7 +336,8 @@ impl ValidPlan {
         &self.plan.steps
     }
 
-    /// The plan as compact JSON, in the library's own serialization.
+    /// The plan as compact JSON, in the library's own serialization: every object's keys in
+    /// canonical (RFC 8785) order.
     pub fn to_json(&self) -> String {
         // Serializing the typed model cannot fail: every map key is a string.
         serde_json::to_string(&self.plan).unwrap_or_default()
