@@ -16,7 +16,8 @@
 //!
 //! What types cannot check — step ids (empty, longer than 128 characters, control characters,
 //! duplicated), empty metadata strings, free-form values over the document limits — is reported
-//! by `build()` as a [`Rejection`] with the validator's own codes.
+//! by `build()` as a [`Rejection`] with the validator's own codes. Ids are checked and hashed as
+//! they are added, so `build()` walks them again only when one may be malformed or repeated.
 
 use std::marker::PhantomData;
 use std::num::NonZeroU32;
@@ -136,9 +137,43 @@ pub trait Added<S>: Step {}
 #[derive(Debug, Clone)]
 pub struct PlanBuilder<S = Start, M = NoTopK> {
     // Boxed so each call moves a pointer, not the whole draft.
-    draft: Box<ExecutionPlan>,
+    draft: Box<Draft>,
     top_k: M,
     state: PhantomData<fn() -> S>,
+}
+
+/// The plan so far and what is known about its step ids.
+#[derive(Debug, Clone)]
+struct Draft {
+    plan: ExecutionPlan,
+    ids: StepIds,
+}
+
+/// The step ids added so far, as 64-bit hashes, so a repeated or malformed id is noticed as it
+/// is added and `build()` re-checks the ids only when one may be wrong. (The types allow at most
+/// one step per type, so there are at most twelve.)
+#[derive(Debug, Clone, Default)]
+struct StepIds {
+    hashes: [u64; 12],
+    len: usize,
+    /// An id may be malformed or repeated (or two ids share a hash): check them all at build.
+    suspect: bool,
+}
+
+impl StepIds {
+    #[inline]
+    fn add(&mut self, id: &str) {
+        // FNV-1a: a few instructions a byte, and ids are short.
+        let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        let seen = &self.hashes[..self.len];
+        if crate::rules::step_id(id).is_err() || seen.contains(&hash) || self.len == self.hashes.len() {
+            self.suspect = true;
+        }
+        if let Some(slot) = self.hashes.get_mut(self.len) {
+            *slot = hash;
+            self.len += 1;
+        }
+    }
 }
 
 impl PlanBuilder {
@@ -146,11 +181,8 @@ impl PlanBuilder {
     /// [`top_k`](PlanBuilder::top_k), so the type knows whether `RetrieveMemory` is allowed.
     pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> PlanBuilder<Start, NoTopK> {
         let metadata = PlanMetadata::new(policy_profile, mode);
-        PlanBuilder {
-            draft: Box::new(ExecutionPlan::new(metadata, Vec::with_capacity(crate::REGISTRY.len()))),
-            top_k: NoTopK,
-            state: PhantomData,
-        }
+        let plan = ExecutionPlan::new(metadata, Vec::with_capacity(crate::REGISTRY.len()));
+        PlanBuilder { draft: Box::new(Draft { plan, ids: StepIds::default() }), top_k: NoTopK, state: PhantomData }
     }
 }
 
@@ -165,31 +197,32 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
 
     /// Sets `metadata.timeouts`.
     pub fn timeouts(mut self, timeouts: Timeouts) -> Self {
-        self.draft.metadata.timeouts = Some(timeouts);
+        self.draft.plan.metadata.timeouts = Some(timeouts);
         self
     }
 
     /// Sets `metadata.budgets`.
     pub fn budgets(mut self, budgets: Budgets) -> Self {
-        self.draft.metadata.budgets = Some(budgets);
+        self.draft.plan.metadata.budgets = Some(budgets);
         self
     }
 
     /// Adds a pre-validator signature (run before each step).
     pub fn validator(mut self, signature: ValidatorSignature) -> Self {
-        self.draft.validators.push(signature);
+        self.draft.plan.validators.push(signature);
         self
     }
 
     /// Adds a post-validator signature (run after each step).
     pub fn post_validator(mut self, signature: ValidatorSignature) -> Self {
-        self.draft.post_validators.push(signature);
+        self.draft.plan.post_validators.push(signature);
         self
     }
 
     #[inline]
     fn push<T: Step>(mut self, id: String, payload: StepPayload) -> PlanBuilder<T, M> {
-        self.draft.steps.push(StepDefinition { id, payload });
+        self.draft.ids.add(&id);
+        self.draft.plan.steps.push(StepDefinition { id, payload });
         PlanBuilder { draft: self.draft, top_k: self.top_k, state: PhantomData }
     }
 
@@ -204,9 +237,9 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
         LLMCall: Added<S>,
         PersistSession: Added<S>,
     {
-        let mut plan = *self.draft;
+        let Draft { mut plan, ids } = *self.draft;
         plan.metadata.top_k = self.top_k.value().map(PositiveInt::from);
-        ValidPlan::from_builder(plan)
+        ValidPlan::from_builder(plan, !ids.suspect)
     }
 }
 

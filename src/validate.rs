@@ -306,7 +306,17 @@ impl ValidPlan {
     }
 
     /// Validates a plan whose step list the typestate builder's types already checked.
-    pub(crate) fn from_builder(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
+    /// `ids_ok`: the builder saw every step id well-formed and distinct as it was added.
+    pub(crate) fn from_builder(plan: ExecutionPlan, ids_ok: bool) -> Result<ValidPlan, Rejection> {
+        // With the ids settled and the step list settled by the builder's types, only the typed
+        // parts are left; asked the quick question, they need the full walk only to report.
+        if ids_ok && typed_parts_ok(&plan, false) {
+            debug_assert!(
+                check_plan(&plan, StepListRules::IdsOnly, false).is_empty(),
+                "the quick check passed a builder plan the full check rejects"
+            );
+            return Ok(ValidPlan { plan });
+        }
         ValidPlan::checked(plan, StepListRules::IdsOnly, false)
     }
 
@@ -413,6 +423,15 @@ enum MetaTopK {
     Present(u64),
     /// Present but invalid: already reported, so the topK rules stay quiet.
     Invalid,
+}
+
+/// Whether the typed parts of `plan` (metadata, validator signatures, payloads) pass, without
+/// reporting: the depths are those `check_plan` walks them at.
+fn typed_parts_ok(plan: &ExecutionPlan, limits_checked: bool) -> bool {
+    plan.metadata.typed_ok(limits_checked, 2)
+        && plan.validators.typed_ok(limits_checked, 2)
+        && plan.post_validators.typed_ok(limits_checked, 2)
+        && plan.steps.iter().all(|s| !s.payload.has_typed_checks() || s.payload.typed_ok(limits_checked, 4))
 }
 
 /// Checks a typed plan: what its types cannot guarantee, then the plan-level rules.

@@ -107,6 +107,9 @@ fn build_reports_what_types_cannot_check_with_the_validators_codes() {
     let long = "x".repeat(129);
     assert_eq!(codes(minimal(["a", &long, "c", "d"])), [(ProblemCode::InvalidValue, "/steps/1/id".to_owned())]);
     assert_eq!(codes(minimal(["a", "b", "c\u{0}", "d"])), [(ProblemCode::InvalidValue, "/steps/2/id".to_owned())]);
+    assert_eq!(codes(minimal(["a", "b\u{85}", "c", "d"])), [(ProblemCode::InvalidValue, "/steps/1/id".to_owned())]);
+    // Beyond ASCII and at the length limit, ids are fine.
+    assert!(minimal(["étape", "b", &"y".repeat(128), "ü".repeat(128).as_str()]).is_ok());
     let err = PlanBuilder::new("", "chat")
         .context_select("a", ContextSelectPayload { input: "hi".into(), sources: vec![] })
         .prompt_assemble(
