@@ -40,31 +40,18 @@ pub struct Start;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct NoTopK;
 
-/// The plan metadata has `topK`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TopK(NonZeroU32);
+/// The plan metadata has `topK` (its value is in the draft's metadata).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TopK;
 
 impl sealed::Sealed for Start {}
 impl sealed::Sealed for NoTopK {}
 impl sealed::Sealed for TopK {}
 
 /// Where `metadata.topK` stands in a builder: [`NoTopK`] or [`TopK`].
-pub trait TopKState: sealed::Sealed {
-    /// The value, if set.
-    fn value(&self) -> Option<NonZeroU32>;
-}
-
-impl TopKState for NoTopK {
-    fn value(&self) -> Option<NonZeroU32> {
-        None
-    }
-}
-
-impl TopKState for TopK {
-    fn value(&self) -> Option<NonZeroU32> {
-        Some(self.0)
-    }
-}
+pub trait TopKState: sealed::Sealed {}
+impl TopKState for NoTopK {}
+impl TopKState for TopK {}
 
 /// Implemented by [`NoTopK`] only: `topK` can be set once.
 #[diagnostic::on_unimplemented(
@@ -81,15 +68,8 @@ impl TopKUnset for NoTopK {}
     label = "this plan has no `topK` yet",
     note = "there is no default topK (D-007): set it with `.top_k(n)` before `.retrieve_memory(..)`"
 )]
-pub trait TopKSet: sealed::Sealed {
-    /// The value.
-    fn get(&self) -> NonZeroU32;
-}
-impl TopKSet for TopK {
-    fn get(&self) -> NonZeroU32 {
-        self.0
-    }
-}
+pub trait TopKSet: sealed::Sealed {}
+impl TopKSet for TopK {}
 
 /// `Self` may be added to a plan whose last step is `S`: it comes later in the canonical order.
 #[diagnostic::on_unimplemented(
@@ -138,8 +118,7 @@ pub trait Added<S>: Step {}
 pub struct PlanBuilder<S = Start, M = NoTopK> {
     // Boxed so each call moves a pointer, not the whole draft.
     draft: Box<Draft>,
-    top_k: M,
-    state: PhantomData<fn() -> S>,
+    state: PhantomData<fn() -> (S, M)>,
 }
 
 /// The plan so far and what is known about its step ids.
@@ -182,17 +161,18 @@ impl PlanBuilder {
     pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> PlanBuilder<Start, NoTopK> {
         let metadata = PlanMetadata::new(policy_profile, mode);
         let plan = ExecutionPlan::new(metadata, Vec::with_capacity(crate::REGISTRY.len()));
-        PlanBuilder { draft: Box::new(Draft { plan, ids: StepIds::default() }), top_k: NoTopK, state: PhantomData }
+        PlanBuilder { draft: Box::new(Draft { plan, ids: StepIds::default() }), state: PhantomData }
     }
 }
 
 impl<S, M: TopKState> PlanBuilder<S, M> {
     /// Sets `metadata.topK`; allowed once.
-    pub fn top_k(self, n: NonZeroU32) -> PlanBuilder<S, TopK>
+    pub fn top_k(mut self, n: NonZeroU32) -> PlanBuilder<S, TopK>
     where
         M: TopKUnset,
     {
-        PlanBuilder { draft: self.draft, top_k: TopK(n), state: PhantomData }
+        self.draft.plan.metadata.top_k = Some(PositiveInt::from(n));
+        PlanBuilder { draft: self.draft, state: PhantomData }
     }
 
     /// Sets `metadata.timeouts`.
@@ -223,7 +203,7 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
     fn push<T: Step>(mut self, id: String, payload: StepPayload) -> PlanBuilder<T, M> {
         self.draft.ids.add(&id);
         self.draft.plan.steps.push(StepDefinition { id, payload });
-        PlanBuilder { draft: self.draft, top_k: self.top_k, state: PhantomData }
+        PlanBuilder { draft: self.draft, state: PhantomData }
     }
 
     /// Finishes the plan; compiles only once the four mandatory steps are in.
@@ -237,8 +217,7 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
         LLMCall: Added<S>,
         PersistSession: Added<S>,
     {
-        let Draft { mut plan, ids } = *self.draft;
-        plan.metadata.top_k = self.top_k.value().map(PositiveInt::from);
+        let Draft { plan, ids } = *self.draft;
         ValidPlan::from_builder(plan, !ids.suspect)
     }
 }
@@ -289,7 +268,9 @@ macro_rules! builder_table {
             $($last: Added<S>,)?
             M: TopKSet,
         {
-            let top_k = PositiveInt::from(self.top_k.get());
+            // `M: TopKSet` proves `.top_k(n)` set it. Were it missing, this payload would
+            // disagree with the metadata and `build()` would reject the plan: no panic either way.
+            let top_k = self.draft.plan.metadata.top_k.unwrap_or(PositiveInt::MIN);
             let payload = RetrieveMemoryPayload { input: input.into(), top_k };
             self.push(id.into(), StepPayload::RetrieveMemory(payload))
         }
@@ -311,7 +292,11 @@ crate::registry::for_each_step!(builder_table);
 
 static_assertions::assert_eq_size!(Start, ());
 static_assertions::assert_eq_size!(NoTopK, ());
-static_assertions::assert_eq_size!(PhantomData<fn() -> LLMCall>, ());
+static_assertions::assert_eq_size!(TopK, ());
+// The states cost nothing at run time: a builder is one pointer, whatever its type.
+static_assertions::assert_eq_size!(PlanBuilder<Start, NoTopK>, usize);
+static_assertions::assert_eq_size!(PlanBuilder<PersistSession, TopK>, usize);
+static_assertions::assert_eq_size!(PhantomData<fn() -> (LLMCall, TopK)>, ());
 static_assertions::assert_impl_all!(PlanBuilder<Start, NoTopK>: Send, Sync, Clone);
 static_assertions::assert_impl_all!(PlanBuilder<PersistSession, TopK>: Send, Sync, Clone);
 static_assertions::assert_impl_all!(ValidPlan: Send, Sync, Clone);

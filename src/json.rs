@@ -456,6 +456,9 @@ pub(crate) use map_only_serde;
 pub struct PositiveInt(u64);
 
 impl PositiveInt {
+    /// The smallest, 1.
+    pub const MIN: PositiveInt = PositiveInt(1);
+
     /// `Some` when `n` is in `1..=2^53-1`.
     pub const fn new(n: u64) -> Option<PositiveInt> {
         if n >= 1 && n <= MAX_SAFE_INTEGER { Some(PositiveInt(n)) } else { None }
