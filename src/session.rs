@@ -314,20 +314,23 @@ fn open_no_follow(path: &Path) -> io::Result<File> {
 #[cfg(not(unix))]
 fn open_no_follow(path: &Path) -> io::Result<File> {
     if fs::symlink_metadata(path)?.file_type().is_symlink() {
-        return Err(io::Error::new(io::ErrorKind::InvalidInput, SYMLINK_REFUSED));
+        return Err(io::Error::other(SymlinkRefused));
     }
     File::open(path)
 }
 
+/// Where the platform has no `O_NOFOLLOW`: the error `open_no_follow` gives for a link.
 #[cfg(not(unix))]
-const SYMLINK_REFUSED: &str = "refusing to follow a symbolic link";
+#[derive(Debug, thiserror::Error)]
+#[error("refusing to follow a symbolic link")]
+struct SymlinkRefused;
 
 /// Whether opening failed because the path is a symbolic link.
 fn is_symlink_refusal(e: &io::Error) -> bool {
     #[cfg(unix)]
     return e.raw_os_error() == Some(libc::ELOOP);
     #[cfg(not(unix))]
-    return e.kind() == io::ErrorKind::InvalidInput && e.to_string() == SYMLINK_REFUSED;
+    return e.get_ref().is_some_and(|inner| inner.is::<SymlinkRefused>());
 }
 
 fn kind_of(meta: &fs::Metadata) -> &'static str {
