@@ -605,6 +605,9 @@ impl<'o> Object<'o> {
     }
 
     fn close(mut self) -> Result<(), JcsError> {
+        if self.pending {
+            return Err(JcsError("a map key came without its value".into()));
+        }
         if self.escaped || !self.sorted {
             self.reorder()?;
         }
@@ -915,6 +918,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_key_without_its_value_is_an_error_not_a_broken_document() {
+        struct KeyOnly;
+        impl Serialize for KeyOnly {
+            fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use ser::SerializeMap;
+                let mut m = s.serialize_map(None)?;
+                m.serialize_entry("b", &1)?;
+                m.serialize_key("a")?;
+                m.end()
+            }
+        }
+        let err = write(&mut Vec::new(), &KeyOnly).unwrap_err();
+        assert!(err.to_string().contains("without its value"), "{err}");
     }
 
     #[test]
