@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 /// Rounds per case; each round runs for about [`ROUND`].
 const ROUNDS: usize = 40;
-const ROUND: Duration = Duration::from_millis(2);
+const ROUND: Duration = Duration::from_millis(10);
 
 /// Times `cases` in turns and prints each one's best time per iteration and its ratio to the
 /// first (the baseline). Runs only under `cargo bench` (criterion's `--bench` flag) and only
