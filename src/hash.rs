@@ -237,27 +237,33 @@ struct HashDocument<'a> {
 /// assert_eq!(hash.to_string().len(), 64);
 /// ```
 pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Digest, CanonicalError> {
-    digest_written(|out| {
-        // The members of [`HashDocument`], in its (canonical) order.
-        out.extend_from_slice(b"{\"bundles\":");
-        crate::jcs::write(out, &profile.bundles)?;
-        out.extend_from_slice(b",\"executionPlan\":");
-        plan.plan().write_canonical(out)?;
-        out.extend_from_slice(b",\"modes\":");
-        crate::jcs::write(out, &profile.modes)?;
-        out.extend_from_slice(b",\"policyProfile\":");
-        profile.path.write_canonical(out)?;
-        out.extend_from_slice(b",\"triggers\":");
-        crate::jcs::write(out, &profile.triggers)?;
-        out.push(b'}');
-        Ok(())
-    })
+    canonical_digest(&hash_document(profile, plan))
 }
 
 /// The canonical bytes [`plan_hash`] digests, written the general way (through serde); the
 /// tests check that both ways agree.
 pub fn hash_document_bytes(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Vec<u8>, CanonicalError> {
     canonical_json(&hash_document(profile, plan))
+}
+
+/// The same members, in the same (canonical) order as the struct declares them, written
+/// directly; `plan_hash` uses this, `hash_document_bytes` the serde path.
+impl Canonical for HashDocument<'_> {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+        use crate::jcs::write_const_key;
+        write_const_key(out, "{\"bundles\":");
+        crate::jcs::write(out, self.bundles)?;
+        write_const_key(out, ",\"executionPlan\":");
+        self.execution_plan.write_canonical(out)?;
+        write_const_key(out, ",\"modes\":");
+        crate::jcs::write(out, self.modes)?;
+        write_const_key(out, ",\"policyProfile\":");
+        self.policy_profile.write_canonical(out)?;
+        write_const_key(out, ",\"triggers\":");
+        crate::jcs::write(out, self.triggers)?;
+        out.push(b'}');
+        Ok(())
+    }
 }
 
 fn hash_document<'a>(profile: &'a PolicyProfile, plan: &'a ValidPlan) -> HashDocument<'a> {

@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::json::{PositiveInt, StrictSeed, contract_object};
 
+/// A top-level member (`/metadata`, `/validators`) sits at depth 2, as `json::Path` counts.
+pub(crate) const TOP_LEVEL_DEPTH: usize = 2;
 /// A payload object sits at `/steps/N/payload`: depth 4.
-const PAYLOAD_DEPTH: usize = 4;
+pub(crate) const PAYLOAD_DEPTH: usize = 4;
 use crate::registry::StepType;
 use crate::rules::{non_empty, sha256_hex};
 use crate::steps::{PayloadSeed, StepPayload};

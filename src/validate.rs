@@ -17,7 +17,9 @@ use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::json::{self, Contract, MAX_PLAN_BYTES, Path, PositiveInt, expect_object, type_name};
-use crate::plan::{ExecutionPlan, PLAN_FIELDS, PlanMetadata, STEP_FIELDS, ValidatorSignature};
+use crate::plan::{
+    ExecutionPlan, PAYLOAD_DEPTH, PLAN_FIELDS, PlanMetadata, STEP_FIELDS, TOP_LEVEL_DEPTH, ValidatorSignature,
+};
 use crate::registry::{FailureKind, StepType, allowed_after};
 use crate::rules;
 use crate::steps::StepPayload;
@@ -426,12 +428,12 @@ enum MetaTopK {
 }
 
 /// Whether the typed parts of `plan` (metadata, validator signatures, payloads) pass, without
-/// reporting: the depths are those `check_plan` walks them at.
+/// reporting, at the depths `check_plan` walks them at.
 fn typed_parts_ok(plan: &ExecutionPlan, limits_checked: bool) -> bool {
-    plan.metadata.typed_ok(limits_checked, 2)
-        && plan.validators.typed_ok(limits_checked, 2)
-        && plan.post_validators.typed_ok(limits_checked, 2)
-        && plan.steps.iter().all(|s| !s.payload.has_typed_checks() || s.payload.typed_ok(limits_checked, 4))
+    plan.metadata.typed_ok(limits_checked, TOP_LEVEL_DEPTH)
+        && plan.validators.typed_ok(limits_checked, TOP_LEVEL_DEPTH)
+        && plan.post_validators.typed_ok(limits_checked, TOP_LEVEL_DEPTH)
+        && plan.steps.iter().all(|s| !s.payload.has_typed_checks() || s.payload.typed_ok(limits_checked, PAYLOAD_DEPTH))
 }
 
 /// Checks a typed plan: what its types cannot guarantee, then the plan-level rules.
@@ -441,7 +443,7 @@ fn check_plan(plan: &ExecutionPlan, rules: StepListRules, limits_checked: bool) 
     path.limits_checked = limits_checked;
     // Each part is asked the quick question first (`typed_ok`, at its depth as `Path` counts
     // it); only a part with a problem is walked again to report it.
-    if !plan.metadata.typed_ok(limits_checked, 2) {
+    if !plan.metadata.typed_ok(limits_checked, TOP_LEVEL_DEPTH) {
         path.push_key("metadata");
         plan.metadata.check_typed(&mut path, &mut out);
         path.pop();
@@ -459,7 +461,7 @@ fn check_plan(plan: &ExecutionPlan, rules: StepListRules, limits_checked: bool) 
                 false
             }
         };
-        if step.payload.has_typed_checks() && !step.payload.typed_ok(limits_checked, 4) {
+        if step.payload.has_typed_checks() && !step.payload.typed_ok(limits_checked, PAYLOAD_DEPTH) {
             path.push_index(i);
             path.push_key("payload");
             step.payload.check_typed(&mut path, &mut out);
@@ -512,7 +514,7 @@ fn check_signatures_typed<'a>(
     path: &mut Path<'a>,
     out: &mut Vec<Problem>,
 ) {
-    if sigs.typed_ok(path.limits_checked, 2) {
+    if sigs.typed_ok(path.limits_checked, TOP_LEVEL_DEPTH) {
         return;
     }
     path.push_key(key);
