@@ -4,7 +4,6 @@
 //! the hand-built plan.
 
 use std::hint::black_box;
-use std::num::NonZeroU32;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 
@@ -72,7 +71,7 @@ fn by_hand() -> ExecutionPlan {
 
 fn with_builder() -> planlock::ValidPlan {
     PlanBuilder::new("profiles/default", "chat")
-        .top_k(NonZeroU32::new(5).unwrap())
+        .top_k(5)
         .repo_scan("scan", RepoScanPayload { repo_path: ".".into() })
         .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec!["repo".into()] })
         .retrieve_memory("memory", "hi")

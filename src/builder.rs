@@ -3,16 +3,22 @@
 //!
 //! `PlanBuilder<S, M>` remembers the last step added (`S`: [`Start`] or a step marker from
 //! [`steps`](crate::steps)) and whether `metadata.topK` is set (`M`: [`NoTopK`] or [`TopK`]).
-//! Each step method exists in every state but carries `where` bounds on two traits:
+//! Each step method exists in every state, bounded by one trait, [`CanAdd<T>`]: the step comes
+//! later than the last one in the canonical order ([`ComesAfter`]) and no mandatory step before
+//! it is missing ([`AddedBefore`], asked of the first missing one). A wrong call is one error
+//! that names the rule and the step, for example
 //!
-//! - [`ComesAfter<S>`]: the step comes later than `S` in the canonical order (so it is also
-//!   not in the plan yet);
-//! - [`Added<S>`]: the mandatory step right before it is in the plan, so no mandatory step is
-//!   skipped.
+//! ```text
+//! error[E0599]: the method `llm_call` exists for struct `PlanBuilder<ContextSelect>`, but its trait bounds were not satisfied
+//!   = note: the following trait bounds were not satisfied:
+//!           `PromptAssemble: AddedBefore<LLMCall>`
+//! ```
 //!
-//! Both traits carry `#[diagnostic::on_unimplemented]`, so a wrong call reads, for example,
-//! "this plan has no `PromptAssemble` step yet". [`PlanBuilder::build`] requires all four
-//! mandatory steps the same way. The impls are generated from the registry rows.
+//! and the calls after it are not reported again. [`PlanBuilder::build`] names the first
+//! missing mandatory step the same way. Every optional step also has a `maybe_` method taking
+//! an `Option`, for plans whose optional steps depend on configuration; the state moves on
+//! either way, so the order rules hold for what follows. The states and impls are generated
+//! from the registry rows.
 //!
 //! What types cannot check — step ids (empty, longer than 128 characters, control characters,
 //! duplicated), empty metadata strings, free-form values over the document limits — is reported
@@ -20,7 +26,6 @@
 //! they are added, so `build()` walks them again only when one may be malformed or repeated.
 
 use std::marker::PhantomData;
-use std::num::NonZeroU32;
 
 use crate::json::PositiveInt;
 use crate::plan::{Budgets, ExecutionPlan, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature};
@@ -60,6 +65,7 @@ impl TopKState for TopK {}
     note = "`metadata.topK` is set once; remove the second `.top_k(..)` call"
 )]
 pub trait TopKUnset: sealed::Sealed {}
+#[diagnostic::do_not_recommend]
 impl TopKUnset for NoTopK {}
 
 /// Implemented by [`TopK`] only: `RetrieveMemory` needs `metadata.topK` (D-007).
@@ -69,9 +75,66 @@ impl TopKUnset for NoTopK {}
     note = "there is no default topK (D-007): set it with `.top_k(n)` before `.retrieve_memory(..)`"
 )]
 pub trait TopKSet: sealed::Sealed {}
+#[diagnostic::do_not_recommend]
 impl TopKSet for TopK {}
 
-/// `Self` may be added to a plan whose last step is `S`: it comes later in the canonical order.
+/// The state of a builder: [`Start`] or the marker of the last step added. Sealed.
+///
+/// `FirstMissing` is the first mandatory step not in the plan yet ([`Complete`] once all four
+/// are in). The states encode "every mandatory step up to the last one added is in", so the
+/// first mandatory step after the state is the first one missing.
+pub trait BuilderState: sealed::Sealed {
+    /// The first mandatory step the plan still lacks, or [`Complete`].
+    type FirstMissing;
+}
+
+/// The [`BuilderState::FirstMissing`] of a plan that has every mandatory step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Complete;
+impl sealed::Sealed for Complete {}
+
+/// A plan in state `Self` may get a `T` step next: `T` comes later in the canonical order than
+/// the last step added, and no mandatory step before `T` is missing.
+///
+/// This is the one bound a generic helper needs to add a step in whatever state it is given:
+///
+/// ```
+/// use planlock::builder::{CanAdd, PlanBuilder, TopKState};
+/// use planlock::schema::{Evidence, PersistEvidencePayload};
+/// use planlock::steps::PersistEvidence;
+///
+/// fn with_evidence<S: CanAdd<PersistEvidence>, M: TopKState>(
+///     builder: PlanBuilder<S, M>,
+///     evidence: Evidence,
+/// ) -> PlanBuilder<PersistEvidence, M> {
+///     builder.persist_evidence("evidence", PersistEvidencePayload { evidence })
+/// }
+/// # use planlock::{AnyObject, schema::*};
+/// # let b = PlanBuilder::new("p", "chat")
+/// #     .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec![] })
+/// #     .prompt_assemble("prompt", PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
+/// #     .llm_call("llm", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() });
+/// let evidence = Evidence { id: "e-1".into(), summary: "log".into(), source: "ci".into() };
+/// let plan = with_evidence(b, evidence)
+///     .persist_session("save", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
+///     .build()?;
+/// assert_eq!(plan.steps().len(), 5);
+/// # Ok::<(), planlock::Rejection>(())
+/// ```
+///
+/// When it does not hold, the compiler names the rule that fails: `T: ComesAfter<S>` (out of
+/// order, or already in the plan) or `M: AddedBefore<T>` (the mandatory step `M` is missing).
+pub trait CanAdd<T: Step>: BuilderState {}
+
+#[doc(hidden)]
+impl<S: BuilderState, T: Step> CanAdd<T> for S
+where
+    T: ComesAfter<S>,
+    S::FirstMissing: AddedBefore<T>,
+{
+}
+
+/// `Self` comes later than `S` in the canonical order (so it is not in the plan yet either).
 #[diagnostic::on_unimplemented(
     message = "cannot add `{Self}` after `{S}`",
     label = "`{Self}` is already in the plan or comes earlier in the canonical order",
@@ -79,13 +142,45 @@ impl TopKSet for TopK {}
 )]
 pub trait ComesAfter<S>: Step {}
 
-/// The mandatory step `Self` is in a plan whose last step is `S`.
+/// The mandatory step `Self` (the first one missing) does not have to come before `T`: `T` is
+/// `Self` or comes earlier. [`Complete`] allows every step.
 #[diagnostic::on_unimplemented(
     message = "this plan has no `{Self}` step yet",
-    label = "`{Self}` is mandatory and must be added before this",
+    label = "`{Self}` is mandatory and comes before `{T}`",
     note = "every plan has the mandatory steps ContextSelect, PromptAssemble, LLMCall and PersistSession, in this order"
 )]
-pub trait Added<S>: Step {}
+pub trait AddedBefore<T>: sealed::Sealed {}
+
+#[doc(hidden)]
+#[diagnostic::do_not_recommend]
+impl<T: Step> AddedBefore<T> for Complete {}
+
+/// `build()` needs this of the plan's first missing mandatory step: only [`Complete`] has it.
+#[diagnostic::on_unimplemented(
+    message = "this plan has no `{Self}` step yet",
+    label = "`{Self}` is mandatory: add it before `.build()`",
+    note = "every plan has the mandatory steps ContextSelect, PromptAssemble, LLMCall and PersistSession, in this order"
+)]
+pub trait NothingMissing: sealed::Sealed {}
+
+#[doc(hidden)]
+#[diagnostic::do_not_recommend]
+impl NothingMissing for Complete {}
+
+/// The state after adding `Self` to a plan in state `S`. Method return types go through it so
+/// that a call the rules refuse yields one error and no follow-up errors on later calls.
+#[doc(hidden)]
+pub trait Transition<S> {
+    type Next;
+}
+
+#[doc(hidden)]
+impl<S: CanAdd<T>, T: Step> Transition<S> for T {
+    type Next = T;
+}
+
+/// The builder after adding `T` to a plan in state `S` with topK state `M`.
+type Then<S, T, M> = PlanBuilder<<T as Transition<S>>::Next, M>;
 
 /// A plan under construction; see the [module docs](self) for how the types check it.
 ///
@@ -93,7 +188,7 @@ pub trait Added<S>: Step {}
 /// use planlock::{AnyObject, PlanBuilder, schema::*};
 ///
 /// let plan = PlanBuilder::new("profiles/default", "chat")
-///     .top_k(std::num::NonZeroU32::new(5).unwrap())
+///     .top_k(5)
 ///     .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec!["repo".into()] })
 ///     .retrieve_memory("memory", "hi")
 ///     .prompt_assemble("prompt", PromptAssemblePayload { template: "{{input}}".into(), vars: AnyObject::new() })
@@ -126,6 +221,8 @@ pub struct PlanBuilder<S = Start, M = NoTopK> {
 struct Draft {
     plan: ExecutionPlan,
     ids: StepIds,
+    /// A `topK` that `.top_k(n)` could not take (0, or over 2^53 − 1), for `build()` to report.
+    rejected_top_k: Option<u64>,
 }
 
 /// The step ids added so far, as 64-bit hashes, so a repeated or malformed id is noticed as it
@@ -161,18 +258,26 @@ impl PlanBuilder {
     pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> PlanBuilder<Start, NoTopK> {
         let metadata = PlanMetadata::new(policy_profile, mode);
         let plan = ExecutionPlan::new(metadata, Vec::with_capacity(crate::REGISTRY.len()));
-        PlanBuilder { draft: Box::new(Draft { plan, ids: StepIds::default() }), state: PhantomData }
+        PlanBuilder {
+            draft: Box::new(Draft { plan, ids: StepIds::default(), rejected_top_k: None }),
+            state: PhantomData,
+        }
     }
 }
 
-impl<S, M: TopKState> PlanBuilder<S, M> {
-    /// Sets `metadata.topK`; allowed once.
-    pub fn top_k(mut self, n: NonZeroU32) -> PlanBuilder<S, TopK>
+impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
+    /// Sets `metadata.topK`; allowed once. It must be at least 1 (and at most 2^53 − 1):
+    /// another value is reported by [`build`](Self::build) with the validator's own code,
+    /// `invalid-value` at `/metadata/topK`, like any other value types cannot check.
+    pub fn top_k(mut self, n: u64) -> PlanBuilder<S, TopK>
     where
         M: TopKUnset,
     {
-        self.draft.plan.metadata.top_k = Some(PositiveInt::from(n));
-        PlanBuilder { draft: self.draft, state: PhantomData }
+        match PositiveInt::new(n) {
+            Some(k) => self.draft.plan.metadata.top_k = Some(k),
+            None => self.draft.rejected_top_k = Some(n),
+        }
+        self.advance()
     }
 
     /// Sets `metadata.timeouts`.
@@ -199,96 +304,161 @@ impl<S, M: TopKState> PlanBuilder<S, M> {
         self
     }
 
+    /// The same draft in another state; the caller's bounds make the new state sound.
     #[inline]
-    fn push<T: Step>(mut self, id: String, payload: StepPayload) -> PlanBuilder<T, M> {
-        self.draft.ids.add(&id);
-        self.draft.plan.steps.push(StepDefinition { id, payload });
+    fn advance<N, K>(self) -> PlanBuilder<N, K> {
         PlanBuilder { draft: self.draft, state: PhantomData }
     }
 
-    /// Finishes the plan; compiles only once the four mandatory steps are in.
+    #[inline]
+    fn push<N>(mut self, id: String, payload: StepPayload) -> PlanBuilder<N, M> {
+        self.draft.ids.add(&id);
+        self.draft.plan.steps.push(StepDefinition { id, payload });
+        self.advance()
+    }
+
+    #[inline]
+    fn retrieve_memory_with<N>(self, id: String, input: String) -> PlanBuilder<N, M> {
+        // `M: TopKSet` at every caller proves `.top_k(n)` was called. When its `n` was refused,
+        // `build()` reports that value and this payload's stand-in is never seen.
+        let top_k = self.draft.plan.metadata.top_k.unwrap_or(PositiveInt::MIN);
+        self.push(id, StepPayload::RetrieveMemory(RetrieveMemoryPayload { input, top_k }))
+    }
+
+    /// Finishes the plan; compiles only once the four mandatory steps are in (the compiler
+    /// names the first one missing).
     ///
     /// Returns the same [`ValidPlan`] the runtime validator produces, or the validator's
-    /// [`Rejection`] for what types cannot check (step ids, empty strings, free-form values).
+    /// [`Rejection`] for what types cannot check (step ids, empty strings, `topK` 0, free-form
+    /// values, the document size limit).
     pub fn build(self) -> Result<ValidPlan, Rejection>
     where
-        ContextSelect: Added<S>,
-        PromptAssemble: Added<S>,
-        LLMCall: Added<S>,
-        PersistSession: Added<S>,
+        S::FirstMissing: NothingMissing,
     {
-        let Draft { plan, ids } = *self.draft;
-        ValidPlan::from_builder(plan, !ids.suspect)
+        let Draft { plan, ids, rejected_top_k } = *self.draft;
+        ValidPlan::from_builder(plan, !ids.suspect, rejected_top_k)
     }
 }
 
-/// Generates the transition impls and the step methods from the registry rows.
+/// Generates the states, the transition impls and the step methods from the registry rows.
 ///
-/// For each row `T`, in order: `T: ComesAfter<P>` for `Start` and every earlier `P`;
-/// `M: Added<T>` for every mandatory `M` up to and including `T`; and the method adding `T`,
-/// bounded by `T: ComesAfter<S>` and, when a mandatory step precedes `T`, by the nearest one's
-/// `Added<S>`.
+/// Walking the rows in order, for each step type `T`: `T: ComesAfter<P>` for `Start` and every
+/// earlier `P`; for a mandatory `T`, `T: AddedBefore<P>` for `T` and every earlier `P`, and
+/// `FirstMissing = T` for the states waiting since the previous mandatory step; the method that
+/// adds `T` (and `maybe_` for an optional `T`), bounded by `S: CanAdd<T>`. The rule impls are
+/// `do_not_recommend`, so an error names the rule, not a list of the impls that do exist.
 macro_rules! builder_table {
-    ($($variant:ident $wire:literal $method:ident $mand:ident $kind:ident $class:ident $payload:ident $result:ident;)*) => {
-        builder_table!(@row prev[] mands[] last[] methods[] $($variant $wire $method $mand $payload;)*);
+    ($($variant:ident $wire:literal $method:ident $mand:ident $(($maybe:ident))? $kind:ident $class:ident $payload:ident $result:ident;)*) => {
+        builder_table!(@row prev[] waiting[Start] methods[] $($variant $wire $method [$($maybe)?] $mand $payload;)*);
     };
 
-    (@row prev[$($prev:ident)*] mands[$($mands:ident)*] last[$($last:ident)?] methods[$($methods:tt)*]
-        $variant:ident $wire:literal $method:ident $mand:ident $payload:ident; $($rest:tt)*) => {
+    (@row prev[$($prev:ident)*] waiting[$($waiting:ident)*] methods[$($methods:tt)*]
+        $variant:ident $wire:literal $method:ident [$($maybe:ident)?] $mand:ident $payload:ident; $($rest:tt)*) => {
+        impl sealed::Sealed for $variant {}
+        #[doc(hidden)]
+        #[diagnostic::do_not_recommend]
         impl ComesAfter<Start> for $variant {}
-        $(impl ComesAfter<$prev> for $variant {})*
-        $(impl Added<$variant> for $mands {})*
-        builder_table!(@next $mand $variant prev[$($prev)*] mands[$($mands)*] last[$($last)?] methods[
+        $(
+            #[doc(hidden)]
+            #[diagnostic::do_not_recommend]
+            impl ComesAfter<$prev> for $variant {}
+        )*
+        builder_table!(@$mand $variant prev[$($prev)*] waiting[$($waiting)*] methods[
             $($methods)*
-            builder_table!(@method $variant $wire $method $payload [$($last)?]);
+            builder_table!(@method $variant $wire $method [$($maybe)?] $payload);
         ] $($rest)*);
     };
-    (@row prev[$($prev:ident)*] mands[$($mands:ident)*] last[$($last:ident)?] methods[$($methods:tt)*]) => {
-        /// The step methods, one per step type, in canonical order.
-        impl<S, M: TopKState> PlanBuilder<S, M> {
+    (@row prev[$($prev:ident)*] waiting[$($waiting:ident)*] methods[$($methods:tt)*]) => {
+        $(
+            #[doc(hidden)]
+            impl BuilderState for $waiting {
+                type FirstMissing = Complete;
+            }
+        )*
+        /// The step methods, one per step type in canonical order, and `maybe_` for each
+        /// optional one.
+        impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
             $($methods)*
         }
     };
 
-    (@next mandatory $variant:ident prev[$($prev:ident)*] mands[$($mands:ident)*] last[$($last:ident)?] methods[$($methods:tt)*] $($rest:tt)*) => {
-        impl Added<$variant> for $variant {}
-        builder_table!(@row prev[$($prev)* $variant] mands[$($mands)* $variant] last[$variant] methods[$($methods)*] $($rest)*);
+    (@mandatory $variant:ident prev[$($prev:ident)*] waiting[$($waiting:ident)*] methods[$($methods:tt)*] $($rest:tt)*) => {
+        $(
+            #[doc(hidden)]
+            impl BuilderState for $waiting {
+                type FirstMissing = $variant;
+            }
+        )*
+        $(
+            #[doc(hidden)]
+            #[diagnostic::do_not_recommend]
+            impl AddedBefore<$prev> for $variant {}
+        )*
+        #[doc(hidden)]
+        #[diagnostic::do_not_recommend]
+        impl AddedBefore<$variant> for $variant {}
+        builder_table!(@row prev[$($prev)* $variant] waiting[$variant] methods[$($methods)*] $($rest)*);
     };
-    (@next optional $variant:ident prev[$($prev:ident)*] mands[$($mands:ident)*] last[$($last:ident)?] methods[$($methods:tt)*] $($rest:tt)*) => {
-        builder_table!(@row prev[$($prev)* $variant] mands[$($mands)*] last[$($last)?] methods[$($methods)*] $($rest)*);
+    (@optional $variant:ident prev[$($prev:ident)*] waiting[$($waiting:ident)*] methods[$($methods:tt)*] $($rest:tt)*) => {
+        builder_table!(@row prev[$($prev)* $variant] waiting[$($waiting)* $variant] methods[$($methods)*] $($rest)*);
     };
 
-    (@method RetrieveMemory $wire:literal $method:ident $payload:ident [$($last:ident)?]) => {
-        /// Adds the `RetrieveMemory` step with this query. Its payload `topK` is the plan's
-        /// `metadata.topK`, so the two cannot disagree; compiles only after [`top_k`](Self::top_k).
+    // Written out below: its payload's topK comes from the metadata.
+    (@method RetrieveMemory $($rest:tt)*) => {};
+    (@method $variant:ident $wire:literal $method:ident [$($maybe:ident)?] $payload:ident) => {
+        #[doc = concat!("Adds the `", $wire, "` step; compiles only where the canonical order allows it (see [`CanAdd`]).")]
         #[inline]
-        pub fn $method(self, id: impl Into<String>, input: impl Into<String>) -> PlanBuilder<RetrieveMemory, M>
+        pub fn $method(self, id: impl Into<String>, payload: $payload) -> Then<S, $variant, M>
         where
-            RetrieveMemory: ComesAfter<S>,
-            $($last: Added<S>,)?
-            M: TopKSet,
-        {
-            // `M: TopKSet` proves `.top_k(n)` set it. Were it missing, this payload would
-            // disagree with the metadata and `build()` would reject the plan: no panic either way.
-            let top_k = self.draft.plan.metadata.top_k.unwrap_or(PositiveInt::MIN);
-            let payload = RetrieveMemoryPayload { input: input.into(), top_k };
-            self.push(id.into(), StepPayload::RetrieveMemory(payload))
-        }
-    };
-    (@method $variant:ident $wire:literal $method:ident $payload:ident [$($last:ident)?]) => {
-        #[doc = concat!("Adds the `", $wire, "` step; compiles only where the canonical order allows it.")]
-        #[inline]
-        pub fn $method(self, id: impl Into<String>, payload: $payload) -> PlanBuilder<$variant, M>
-        where
-            $variant: ComesAfter<S>,
-            $($last: Added<S>,)?
+            S: CanAdd<$variant>,
         {
             self.push(id.into(), StepPayload::$variant(payload))
         }
+        $(builder_table!(@maybe $variant $wire $maybe $payload);)?
+    };
+    (@maybe $variant:ident $wire:literal $maybe:ident $payload:ident) => {
+            #[doc = concat!("Adds the `", $wire, "` step when `payload` is `Some`; either way the plan goes on as if it had been added, so later steps keep their place in the order.")]
+            #[inline]
+            pub fn $maybe(self, id: impl Into<String>, payload: Option<$payload>) -> Then<S, $variant, M>
+            where
+                S: CanAdd<$variant>,
+            {
+                match payload {
+                    Some(payload) => self.push(id.into(), StepPayload::$variant(payload)),
+                    None => self.advance(),
+                }
+            }
     };
 }
 
 crate::registry::for_each_step!(builder_table);
+
+impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
+    /// Adds the `RetrieveMemory` step with this query. Its payload `topK` is the plan's
+    /// `metadata.topK`, so the two cannot disagree; compiles only after [`top_k`](Self::top_k).
+    #[inline]
+    pub fn retrieve_memory(self, id: impl Into<String>, input: impl Into<String>) -> Then<S, RetrieveMemory, M>
+    where
+        S: CanAdd<RetrieveMemory>,
+        M: TopKSet,
+    {
+        self.retrieve_memory_with(id.into(), input.into())
+    }
+
+    /// Adds the `RetrieveMemory` step when `input` is `Some`; either way the plan goes on as if
+    /// it had been added, so later steps keep their place in the order.
+    #[inline]
+    pub fn maybe_retrieve_memory(self, id: impl Into<String>, input: Option<String>) -> Then<S, RetrieveMemory, M>
+    where
+        S: CanAdd<RetrieveMemory>,
+        M: TopKSet,
+    {
+        match input {
+            Some(input) => self.retrieve_memory_with(id.into(), input),
+            None => self.advance(),
+        }
+    }
+}
 
 static_assertions::assert_eq_size!(Start, ());
 static_assertions::assert_eq_size!(NoTopK, ());
@@ -302,6 +472,10 @@ static_assertions::assert_impl_all!(PlanBuilder<PersistSession, TopK>: Send, Syn
 static_assertions::assert_impl_all!(ValidPlan: Send, Sync, Clone);
 static_assertions::assert_impl_all!(LLMCall: ComesAfter<PromptAssemble>, ComesAfter<Start>);
 static_assertions::assert_not_impl_any!(LLMCall: ComesAfter<LLMCall>, ComesAfter<PersistSession>);
-static_assertions::assert_not_impl_any!(PromptAssemble: Added<ContextSelect>);
-static_assertions::assert_impl_all!(PersistSession: Added<PersistSession>);
-static_assertions::assert_impl_all!(ContextSelect: Added<PersistSession>);
+static_assertions::assert_impl_all!(PromptAssemble: CanAdd<LLMCall>);
+static_assertions::assert_impl_all!(LLMCall: CanAdd<PersistMemory>, CanAdd<PersistSession>);
+static_assertions::assert_not_impl_any!(ContextSelect: CanAdd<LLMCall>, CanAdd<PersistSession>);
+static_assertions::assert_not_impl_any!(Start: CanAdd<PromptAssemble>);
+static_assertions::assert_impl_all!(Start: CanAdd<RepoScan>, CanAdd<ContextSelect>);
+static_assertions::assert_impl_all!(<PersistSession as BuilderState>::FirstMissing: NothingMissing);
+static_assertions::assert_not_impl_any!(<LinkDecisionEvidence as BuilderState>::FirstMissing: NothingMissing);

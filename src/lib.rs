@@ -51,6 +51,7 @@
 pub mod builder;
 pub mod demo;
 pub mod executor;
+mod fsread;
 pub mod handler;
 pub mod hash;
 mod jcs;
@@ -63,6 +64,7 @@ mod rules;
 pub mod runtime;
 pub mod schema;
 pub mod session;
+mod size;
 pub mod steps;
 pub mod validate;
 pub mod validator;

@@ -70,23 +70,24 @@ pub struct StepSpec {
 
 /// Calls `$callback!` with the registry rows, in canonical order.
 ///
-/// Each row is `Variant "WireName" method_name mandatory|optional FailureKind Class Payload Result`.
+/// Each row is `Variant "WireName" method_name mandatory|optional(maybe_method_name) FailureKind Class
+/// Payload Result`.
 /// The registry table, the step markers, the payload enum and the builder's transitions are
 /// all generated from this one list.
 macro_rules! for_each_step {
     ($callback:ident) => {
         $callback! {
-            RepoScan "RepoScan" repo_scan optional CycleFail Io RepoScanPayload RepoScanResult;
+            RepoScan "RepoScan" repo_scan optional(maybe_repo_scan) CycleFail Io RepoScanPayload RepoScanResult;
             ContextSelect "ContextSelect" context_select mandatory CycleFail Compute ContextSelectPayload ContextSelectResult;
-            RetrieveMemory "RetrieveMemory" retrieve_memory optional CycleFail Io RetrieveMemoryPayload RetrieveMemoryResult;
-            RetrieveDecisionContext "RetrieveDecisionContext" retrieve_decision_context optional CycleFail Io RetrieveDecisionContextPayload RetrieveDecisionContextResult;
+            RetrieveMemory "RetrieveMemory" retrieve_memory optional(maybe_retrieve_memory) CycleFail Io RetrieveMemoryPayload RetrieveMemoryResult;
+            RetrieveDecisionContext "RetrieveDecisionContext" retrieve_decision_context optional(maybe_retrieve_decision_context) CycleFail Io RetrieveDecisionContextPayload RetrieveDecisionContextResult;
             PromptAssemble "PromptAssemble" prompt_assemble mandatory CycleFail Compute PromptAssemblePayload PromptAssembleResult;
             LLMCall "LLMCall" llm_call mandatory CycleFail Llm LlmCallPayload LlmCallResult;
-            SummarizeMemory "SummarizeMemory" summarize_memory optional CycleFail Compute SummarizeMemoryPayload SummarizeMemoryResult;
-            PersistMemory "PersistMemory" persist_memory optional FailFast Io PersistMemoryPayload PersistMemoryResult;
-            PersistDecision "PersistDecision" persist_decision optional FailFast Io PersistDecisionPayload PersistDecisionResult;
-            PersistEvidence "PersistEvidence" persist_evidence optional FailFast Io PersistEvidencePayload PersistEvidenceResult;
-            LinkDecisionEvidence "LinkDecisionEvidence" link_decision_evidence optional FailFast Io LinkDecisionEvidencePayload LinkDecisionEvidenceResult;
+            SummarizeMemory "SummarizeMemory" summarize_memory optional(maybe_summarize_memory) CycleFail Compute SummarizeMemoryPayload SummarizeMemoryResult;
+            PersistMemory "PersistMemory" persist_memory optional(maybe_persist_memory) FailFast Io PersistMemoryPayload PersistMemoryResult;
+            PersistDecision "PersistDecision" persist_decision optional(maybe_persist_decision) FailFast Io PersistDecisionPayload PersistDecisionResult;
+            PersistEvidence "PersistEvidence" persist_evidence optional(maybe_persist_evidence) FailFast Io PersistEvidencePayload PersistEvidenceResult;
+            LinkDecisionEvidence "LinkDecisionEvidence" link_decision_evidence optional(maybe_link_decision_evidence) FailFast Io LinkDecisionEvidencePayload LinkDecisionEvidenceResult;
             PersistSession "PersistSession" persist_session mandatory FailFast Io PersistSessionPayload PersistSessionResult;
         }
     };
@@ -103,7 +104,7 @@ macro_rules! mandatory_flag {
 pub(crate) use for_each_step;
 
 macro_rules! define_registry {
-    ($($variant:ident $wire:literal $method:ident $mand:ident $kind:ident $class:ident $payload:ident $result:ident;)*) => {
+    ($($variant:ident $wire:literal $method:ident $mand:ident $(($maybe:ident))? $kind:ident $class:ident $payload:ident $result:ident;)*) => {
         /// The twelve step types of registry revision 1.1, in canonical order.
         ///
         /// `Ord` follows the canonical order.

@@ -36,7 +36,7 @@ pub trait Step: sealed::Sealed + Send + Sync + 'static {
 }
 
 macro_rules! define_steps {
-    ($($variant:ident $wire:literal $method:ident $mand:ident $kind:ident $class:ident $payload:ident $result:ident;)*) => {
+    ($($variant:ident $wire:literal $method:ident $mand:ident $(($maybe:ident))? $kind:ident $class:ident $payload:ident $result:ident;)*) => {
         $(
             #[doc = concat!("The `", $wire, "` step (", stringify!($mand), ", ", stringify!($kind), ").")]
             #[allow(clippy::upper_case_acronyms)]

@@ -250,11 +250,7 @@ impl ValidPlan {
     /// Validates a JSON document given as bytes.
     pub fn from_slice(bytes: &[u8]) -> Result<ValidPlan, Rejection> {
         if bytes.len() > MAX_PLAN_BYTES {
-            return Err(Rejection::new(vec![Problem::new(
-                ProblemCode::TooLarge,
-                String::new(),
-                format!("the document has {} bytes; the limit is {MAX_PLAN_BYTES}", bytes.len()),
-            )]));
+            return Err(Rejection::new(vec![too_large(Some(bytes.len()))]));
         }
         // UTF-8 is checked once for the whole document (a word at a time), so the parser need
         // not check each string again; a document that is not UTF-8 goes to the full report.
@@ -271,8 +267,9 @@ impl ValidPlan {
             return ValidPlan::from_slice(json.as_bytes());
         }
         match serde_json::from_str::<ExecutionPlan>(json) {
-            // Its free-form values passed the strict deserializer's limits on the way in.
-            Ok(plan) => ValidPlan::checked(plan, StepListRules::All, true),
+            // Its free-form values passed the strict deserializer's limits on the way in, and
+            // its JSON form cannot outgrow the document by more than `JSON_GROWTH`.
+            Ok(plan) => ValidPlan::checked(plan, StepListRules::All, true, json.len() <= MAX_PLAN_BYTES / JSON_GROWTH),
             Err(_) => Err(Rejection::new(report_bytes(json.as_bytes()))),
         }
     }
@@ -281,6 +278,10 @@ impl ValidPlan {
     pub fn from_reader(reader: impl Read) -> Result<ValidPlan, PlanReadError> {
         let mut bytes = Vec::new();
         reader.take(MAX_PLAN_BYTES as u64 + 1).read_to_end(&mut bytes)?;
+        if bytes.len() > MAX_PLAN_BYTES {
+            // Only the cap was read: the real size is not known.
+            return Err(Rejection::new(vec![too_large(None)]).into());
+        }
         Ok(ValidPlan::from_slice(&bytes)?)
     }
 
@@ -297,19 +298,44 @@ impl ValidPlan {
         }
         match serde_json::from_value::<ExecutionPlan>(value.clone()) {
             // `scan_limits` above covered the whole document.
-            Ok(plan) => ValidPlan::checked(plan, StepListRules::All, true),
+            Ok(plan) => ValidPlan::checked(plan, StepListRules::All, true, false),
             Err(e) => Err(Rejection::new(vec![Problem::new(ProblemCode::InvalidValue, String::new(), e.to_string())])),
         }
     }
 
-    /// Validates a plan built in Rust.
+    /// Validates a plan built in Rust, its size included: the JSON form
+    /// ([`to_json`](Self::to_json)) must fit in [`MAX_PLAN_BYTES`] like any document.
     pub fn from_plan(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
-        ValidPlan::checked(plan, StepListRules::All, false)
+        ValidPlan::checked(plan, StepListRules::All, false, false)
     }
 
     /// Validates a plan whose step list the typestate builder's types already checked.
     /// `ids_ok`: the builder saw every step id well-formed and distinct as it was added.
-    pub(crate) fn from_builder(plan: ExecutionPlan, ids_ok: bool) -> Result<ValidPlan, Rejection> {
+    /// `rejected_top_k`: a `topK` the builder could not store (0, or over 2^53 − 1).
+    pub(crate) fn from_builder(
+        plan: ExecutionPlan,
+        ids_ok: bool,
+        rejected_top_k: Option<u64>,
+    ) -> Result<ValidPlan, Rejection> {
+        if let Some(n) = rejected_top_k {
+            let value = Value::from(n);
+            let mut path = Path::new();
+            path.push_key("metadata");
+            path.push_key("topK");
+            // The document path's order: the number limit first, then the type's own rule.
+            let mut problems = Vec::new();
+            json::scan_limits(&value, &mut path, &mut problems);
+            if problems.is_empty() {
+                <PositiveInt as json::Contract>::check_value(&value, &mut path, &mut problems);
+            }
+            // The refused value explains why the plan has no usable topK: the topK rules that
+            // follow from that would only repeat it.
+            let rest = check_plan(&plan, StepListRules::All, false);
+            problems.extend(
+                rest.into_iter().filter(|p| !matches!(p.code(), ProblemCode::TopKMissing | ProblemCode::TopKMismatch)),
+            );
+            return Err(Rejection::new(problems));
+        }
         // With the ids settled and the step list settled by the builder's types, only the typed
         // parts are left; asked the quick question, they need the full walk only to report.
         if ids_ok && typed_parts_ok(&plan, false) {
@@ -317,15 +343,32 @@ impl ValidPlan {
                 check_plan(&plan, StepListRules::IdsOnly, false).is_empty(),
                 "the quick check passed a builder plan the full check rejects"
             );
-            return Ok(ValidPlan { plan });
+            return ValidPlan::sized(plan);
         }
-        ValidPlan::checked(plan, StepListRules::IdsOnly, false)
+        ValidPlan::checked(plan, StepListRules::IdsOnly, false, false)
     }
 
     /// `limits_checked`: the plan's free-form values are known to be within the document limits.
-    fn checked(plan: ExecutionPlan, rules: StepListRules, limits_checked: bool) -> Result<ValidPlan, Rejection> {
+    /// `small`: its JSON form is known to be within [`MAX_PLAN_BYTES`].
+    fn checked(
+        plan: ExecutionPlan,
+        rules: StepListRules,
+        limits_checked: bool,
+        small: bool,
+    ) -> Result<ValidPlan, Rejection> {
         let problems = check_plan(&plan, rules, limits_checked);
-        if problems.is_empty() { Ok(ValidPlan { plan }) } else { Err(Rejection::new(problems)) }
+        if !problems.is_empty() {
+            return Err(Rejection::new(problems));
+        }
+        if small { Ok(ValidPlan { plan }) } else { ValidPlan::sized(plan) }
+    }
+
+    /// Holds a plan that passed every other check to the document size limit.
+    fn sized(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
+        match crate::size::json_len_over(&plan, MAX_PLAN_BYTES) {
+            None => Ok(ValidPlan { plan }),
+            Some(len) => Err(Rejection::new(vec![too_large(Some(len))])),
+        }
     }
 
     /// The plan.
@@ -374,6 +417,21 @@ impl From<ValidPlan> for ExecutionPlan {
     fn from(p: ValidPlan) -> ExecutionPlan {
         p.plan
     }
+}
+
+/// How much longer the library's JSON form of a parsed plan can be than the document it was
+/// parsed from: whitespace and escapes only shrink, and a number grows at most from `1e15` (4
+/// bytes) to `1000000000000000.0` (18).
+const JSON_GROWTH: usize = 5;
+
+/// The `too-large` problem, with the size when it is known.
+fn too_large(len: Option<usize>) -> Problem {
+    let limit = format!("the limit is 1 MiB ({MAX_PLAN_BYTES} bytes)");
+    let message = match len {
+        Some(len) => format!("the document has {len} bytes; {limit}"),
+        None => format!("the document has more than 1 MiB; {limit}"),
+    };
+    Problem::new(ProblemCode::TooLarge, String::new(), message)
 }
 
 /// The full report for a document the fast path rejected.

@@ -2,7 +2,6 @@
 //! and each built plan is accepted by the runtime validator and reads back equal.
 
 use std::collections::HashSet;
-use std::num::NonZeroU32;
 
 use planlock::schema::*;
 use planlock::{AnyObject, FailureKind, PlanBuilder, ProblemCode, StepType, ValidPlan};
@@ -26,7 +25,7 @@ macro_rules! every_combination {
     ($out:ident; [$($chain:tt)*]) => {
         $out.push(
             PlanBuilder::new("profiles/default", "chat")
-                .top_k(NonZeroU32::new(4).unwrap())
+                .top_k(4)
                 $($chain)*
                 .build()
                 .expect("a builder-built plan is valid"),
@@ -70,13 +69,113 @@ fn all_256_optional_step_combinations_build_validate_and_round_trip() {
         assert_eq!(&again, plan);
     }
     assert_eq!(shapes.len(), 256, "every combination is a different plan");
+
+    // The same 256 plans from one chain of `maybe_` calls, as configuration-driven code writes them.
+    let maybe_built: HashSet<String> = (0u32..256).map(|mask| maybe_chain(mask).to_json()).collect();
+    let chained: HashSet<String> = plans.iter().map(ValidPlan::to_json).collect();
+    assert_eq!(maybe_built, chained);
+}
+
+/// Bit `i` of `mask` says whether the `i`-th optional step is in.
+fn maybe_chain(mask: u32) -> ValidPlan {
+    let on = |bit: u32| mask & (1 << bit) != 0;
+    let evidence = Evidence { id: "e".into(), summary: "s".into(), source: "x".into() };
+    PlanBuilder::new("profiles/default", "chat")
+        .top_k(4)
+        .maybe_repo_scan("scan", on(0).then(|| RepoScanPayload { repo_path: ".".into() }))
+        .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec!["repo".into()] })
+        .maybe_retrieve_memory("memory", on(1).then(|| "hi".to_string()))
+        .maybe_retrieve_decision_context(
+            "decisions",
+            on(2).then(|| RetrieveDecisionContextPayload { input: "hi".into(), current_domain: None }),
+        )
+        .prompt_assemble(
+            "prompt",
+            PromptAssemblePayload { template: "{{x}}".into(), vars: AnyObject::new().with("x", 1) },
+        )
+        .llm_call("llm", LlmCallPayload { prompt: "hi".into(), config: AnyObject::new() })
+        .maybe_summarize_memory("summary", on(3).then(|| SummarizeMemoryPayload { response: "r".into() }))
+        .maybe_persist_memory(
+            "remember",
+            on(4).then(|| PersistMemoryPayload { summary: "s".into(), keywords: vec![], session_ref: "s1".into() }),
+        )
+        .maybe_persist_decision("decide", on(5).then(|| PersistDecisionPayload { decision: decision() }))
+        .maybe_persist_evidence("evidence", on(6).then_some(PersistEvidencePayload { evidence }))
+        .maybe_link_decision_evidence(
+            "link",
+            on(7).then(|| LinkDecisionEvidencePayload { decision_id: "d-1".into(), evidence_id: "e".into() }),
+        )
+        .persist_session("save", PersistSessionPayload { session_ref: "s1".into(), meta: AnyObject::new() })
+        .build()
+        .expect("a builder-built plan is valid")
+}
+
+#[test]
+fn a_top_k_the_builder_cannot_store_is_reported_by_build_as_the_validator_reports_it() {
+    for n in [0, planlock::MAX_SAFE_INTEGER + 1, u64::MAX] {
+        let built = PlanBuilder::new("p", "chat")
+            .top_k(n)
+            .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec![] })
+            .retrieve_memory("memory", "query")
+            .prompt_assemble("prompt", PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
+            .llm_call("llm", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() })
+            .persist_session("save", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
+            .build()
+            .unwrap_err();
+        // The same plan as a document, with that topK in both places.
+        let doc = format!(
+            r#"{{"step_contract_version":"1","extensions":[],"metadata":{{"policyProfile":"p","mode":"chat","topK":{n}}},
+            "steps":[{{"id":"ctx","type":"ContextSelect","payload":{{"input":"hi","sources":[]}}}},
+            {{"id":"memory","type":"RetrieveMemory","payload":{{"input":"query","topK":{n}}}}},
+            {{"id":"prompt","type":"PromptAssemble","payload":{{"template":"t","vars":{{}}}}}},
+            {{"id":"llm","type":"LLMCall","payload":{{"prompt":"p","config":{{}}}}}},
+            {{"id":"save","type":"PersistSession","payload":{{"sessionRef":"s","meta":{{}}}}}}]}}"#
+        );
+        let parsed = ValidPlan::from_str(&doc).unwrap_err();
+        let first = |r: &planlock::Rejection| {
+            let p = &r.problems()[0];
+            (p.code(), p.pointer().to_owned(), p.message().to_owned())
+        };
+        assert_eq!(first(&built), first(&parsed), "topK {n}");
+        assert_eq!(first(&built).0, ProblemCode::InvalidValue);
+        assert_eq!(built.problems().len(), 1, "no topK rule repeats it: {built}");
+    }
+}
+
+#[test]
+fn every_way_to_a_valid_plan_holds_it_to_the_size_limit() {
+    let plan_with = |text: String| {
+        PlanBuilder::new("p", "chat")
+            .context_select("ctx", ContextSelectPayload { input: text, sources: vec![] })
+            .prompt_assemble("prompt", PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
+            .llm_call("llm", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() })
+            .persist_session("save", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
+            .build()
+    };
+    let limit = planlock::MAX_PLAN_BYTES;
+    let small = plan_with(String::new()).unwrap().to_json().len();
+    let fits = plan_with("a".repeat(limit - small)).unwrap();
+    assert_eq!(fits.to_json().len(), limit);
+    assert!(ValidPlan::from_str(&fits.to_json()).is_ok());
+    // The size is the JSON form's, not the strings': a control character is a six-byte escape.
+    for over in ["a".repeat(limit - small + 1), "\u{1}".repeat(limit / 6)] {
+        let built = plan_with(over.clone()).unwrap_err();
+        assert_eq!(built.problems()[0].code(), ProblemCode::TooLarge, "{built}");
+        let mut plan = plan_with("x".into()).unwrap().into_plan();
+        plan.steps[0].payload =
+            planlock::StepPayload::ContextSelect(ContextSelectPayload { input: over, sources: vec![] });
+        let from_plan = ValidPlan::from_plan(plan.clone()).unwrap_err();
+        assert_eq!(from_plan.problems()[0].code(), ProblemCode::TooLarge);
+        let as_value = serde_json::to_value(&plan).unwrap();
+        assert_eq!(ValidPlan::from_value(&as_value).unwrap_err().problems()[0].code(), ProblemCode::TooLarge);
+    }
 }
 
 #[test]
 fn retrieve_memory_takes_top_k_from_the_metadata() {
     let plan = PlanBuilder::new("p", "chat")
         .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec![] })
-        .top_k(NonZeroU32::new(7).unwrap())
+        .top_k(7)
         .retrieve_memory("memory", "query")
         .prompt_assemble("prompt", PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
         .llm_call("llm", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() })

@@ -4,9 +4,7 @@ mod prelude;
 use planlock::{PlanBuilder, schema::*};
 use prelude::*;
 
-use std::num::NonZeroU32;
-
 fn main() {
-    let k = NonZeroU32::new(5).unwrap();
+    let k = 5;
     let _ = PlanBuilder::new("profiles/default", "chat").top_k(k).top_k(k);
 }

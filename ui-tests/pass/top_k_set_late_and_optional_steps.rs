@@ -8,7 +8,7 @@ fn main() {
     let plan = PlanBuilder::new("profiles/default", "chat")
         .repo_scan("scan", RepoScanPayload { repo_path: ".".into() })
         .context_select("ctx", ctx())
-        .top_k(std::num::NonZeroU32::new(3).unwrap())
+        .top_k(3)
         .retrieve_memory("memory", "query")
         .prompt_assemble("prompt", prompt())
         .llm_call("llm", llm())
