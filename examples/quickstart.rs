@@ -4,7 +4,6 @@
 //!
 //! Run: `cargo run --example quickstart`
 
-use std::num::NonZeroU32;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -17,7 +16,7 @@ use planlock::{AnyObject, CycleOutcome, Executor, PlanBuilder, PositiveInt, Time
 
 fn build_plan() -> Result<ValidPlan, planlock::Rejection> {
     PlanBuilder::new("profiles/default", "chat")
-        .top_k(NonZeroU32::MIN.saturating_add(2))
+        .top_k(3)
         .timeouts(Timeouts { llm_ms: PositiveInt::new(30_000), io_ms: PositiveInt::new(2_000) })
         .context_select(
             "ctx",

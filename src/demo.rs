@@ -81,6 +81,12 @@ impl Demo {
             .on::<LinkDecisionEvidence>(self.clone())
     }
 
+    /// Wraps the runtime's `PersistSession` handler so that [`failing`](Demo::failing) covers it
+    /// too: told to fail, the step fails before anything is saved (FailFast, by the registry).
+    pub fn persist_session<H: Handler<PersistSession>>(&self, persister: H) -> DemoPersist<H> {
+        DemoPersist { fail: self.fail.contains(&StepType::PersistSession), persister }
+    }
+
     fn check(&self, ty: StepType) -> Result<(), HandlerError> {
         if self.fail.contains(&ty) {
             Err(HandlerError::new(format!("the demo {ty} handler was told to fail")))
@@ -95,6 +101,27 @@ impl Demo {
     }
 }
 
+/// The runtime's `PersistSession` handler, or a failure when the demo was told to fail that
+/// step; see [`Demo::persist_session`].
+#[derive(Debug)]
+pub struct DemoPersist<H> {
+    fail: bool,
+    persister: H,
+}
+
+impl<H: Handler<PersistSession>> Handler<PersistSession> for DemoPersist<H> {
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        p: &PersistSessionPayload,
+    ) -> Result<PersistSessionResult, HandlerError> {
+        if self.fail {
+            return Err(HandlerError::new("the demo PersistSession handler was told to fail; nothing was saved"));
+        }
+        self.persister.call(cx, p).await
+    }
+}
+
 /// Stores `item`, replacing any with the same id, so a re-run of a write step is harmless.
 fn upsert<T>(items: &mut Vec<T>, item: T, id: impl Fn(&T) -> &String) {
     let key = id(&item).clone();
@@ -102,11 +129,32 @@ fn upsert<T>(items: &mut Vec<T>, item: T, id: impl Fn(&T) -> &String) {
     items.push(item);
 }
 
-/// The most files the demo `RepoScan` reads; it is synchronous, so no deadline can stop it.
+/// The most files the demo `RepoScan` reads.
 pub const MAX_SCAN_FILES: usize = 10_000;
 
-/// Scans `dir`: the number of regular files, and a digest of their paths and contents.
-fn scan(dir: &Path) -> std::io::Result<(u64, String)> {
+/// How much of a file the demo `RepoScan` holds in memory at once.
+const SCAN_CHUNK: usize = 64 * 1024;
+
+/// Why a scan stopped.
+#[derive(Debug, thiserror::Error)]
+enum ScanError {
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    #[error("more than {MAX_SCAN_FILES} files")]
+    TooManyFiles,
+    #[error("the scan ran past its `ioMs` deadline of {0} ms")]
+    Deadline(u64),
+}
+
+/// Scans `dir`: the number of regular files, and a digest of their paths and contents. Files are
+/// hashed a chunk at a time, so memory stays bounded whatever their size; only regular files
+/// count (links, FIFOs, sockets and devices are skipped, so nothing can block the scan); and the
+/// scan gives up at `deadline` (`ioMs` from the step's start), between chunks.
+fn scan(dir: &Path, deadline: Option<(std::time::Instant, u64)>) -> Result<(u64, String), ScanError> {
+    let past_deadline = || match deadline {
+        Some((at, ms)) if std::time::Instant::now() >= at => Err(ScanError::Deadline(ms)),
+        _ => Ok(()),
+    };
     let mut files = Vec::new();
     let mut pending = vec![dir.to_path_buf()];
     while let Some(d) = pending.pop() {
@@ -118,32 +166,60 @@ fn scan(dir: &Path) -> std::io::Result<(u64, String)> {
             } else if kind.is_file() {
                 files.push(entry.path());
                 if files.len() > MAX_SCAN_FILES {
-                    return Err(std::io::Error::other(format!("more than {MAX_SCAN_FILES} files")));
+                    return Err(ScanError::TooManyFiles);
                 }
             }
         }
+        past_deadline()?;
     }
     files.sort();
     let mut h = Sha256::new();
+    let mut chunk = vec![0u8; SCAN_CHUNK];
     for f in &files {
         let rel = f.strip_prefix(dir).unwrap_or(f);
         h.update(rel.to_string_lossy().as_bytes());
         h.update([0]);
-        h.update(Sha256::digest(std::fs::read(f)?));
+        let mut file_hash = Sha256::new();
+        let mut file = open_regular(f)?;
+        loop {
+            let n = std::io::Read::read(&mut file, &mut chunk)?;
+            if n == 0 {
+                break;
+            }
+            file_hash.update(&chunk[..n]);
+            past_deadline()?;
+        }
+        h.update(file_hash.finalize());
     }
     let digest: [u8; 32] = h.finalize().into();
     Ok((files.len() as u64, format!("scan-{}", crate::Digest::from_bytes(digest))))
 }
 
+/// Opens a file listed as regular without following a link or waiting on a FIFO, in case it was
+/// replaced since it was listed.
+fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::other(format!("{} is no longer a regular file", path.display())));
+    }
+    Ok(file)
+}
+
 impl Handler<RepoScan> for Demo {
-    async fn call(&self, _: &StepContext<'_>, p: &RepoScanPayload) -> Result<RepoScanResult, HandlerError> {
+    async fn call(&self, cx: &StepContext<'_>, p: &RepoScanPayload) -> Result<RepoScanResult, HandlerError> {
         self.check(StepType::RepoScan)?;
         let dir = match &self.base {
             Some(base) => base.join(&p.repo_path),
             None => PathBuf::from(&p.repo_path),
         };
+        let io_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.io_ms).map(|ms| ms.get());
+        let deadline = io_ms.map(|ms| (std::time::Instant::now() + std::time::Duration::from_millis(ms), ms));
         let (file_count, version_id) =
-            scan(&dir).map_err(|e| HandlerError::with_source(format!("cannot scan {}", dir.display()), e))?;
+            scan(&dir, deadline).map_err(|e| HandlerError::with_source(format!("cannot scan {}", dir.display()), e))?;
         Ok(RepoScanResult { version_id, file_count })
     }
 }

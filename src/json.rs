@@ -785,10 +785,15 @@ impl<'de> DeserializeSeed<'de> for StrictSeed<'_> {
 fn classify_parse_error(msg: &str, pointer: String) -> Problem {
     // serde_json reports a lone surrogate escape in these two ways.
     if msg.contains("surrogate") || msg.contains("end of hex escape") {
+        let at = msg.find(" at line ").map_or("", |i| &msg[i..]);
         Problem::new(
             ProblemCode::InvalidValue,
             pointer,
-            format!("{msg}: a lone surrogate is not a Unicode character; the plan hash cannot represent it"),
+            format!(
+                "lone surrogate escape{at}: a \\uD800-\\uDFFF escape without its pair is not a Unicode \
+                 character, and the plan hash cannot represent it; escape the whole character (both halves of \
+                 the pair) or write it as UTF-8"
+            ),
         )
     } else {
         Problem::new(ProblemCode::MalformedJson, pointer, format!("not valid JSON: {msg}"))
@@ -890,6 +895,11 @@ impl<'de> Visitor<'de> for &StrictSeed<'_> {
 /// Parses a whole document under the limits, for the full report: the value (or the problem that
 /// stopped parsing) and the non-fatal problems found on the way.
 pub(crate) fn parse_strict(bytes: &[u8]) -> (Result<Value, Problem>, Vec<Problem>) {
+    if bytes.starts_with(b"\xEF\xBB\xBF") {
+        let message = "the document starts with a UTF-8 byte order mark (EF BB BF), which JSON text must not \
+                       have (RFC 8259 section 8.1); save the file as UTF-8 without a BOM";
+        return (Err(Problem::new(ProblemCode::MalformedJson, String::new(), message)), Vec::new());
+    }
     let ctx = RefCell::new(ParseCtx::default());
     let mut de = serde_json::Deserializer::from_slice(bytes);
     let parsed = StrictSeed { depth: 1, ctx: Some(&ctx) }.deserialize(&mut de).and_then(|v| de.end().map(|()| v));

@@ -3,11 +3,11 @@
 //! three enter the plan hash as JSON data. A missing or unreadable file is FailFast: without it,
 //! resume safety cannot be established.
 
-use std::io::Read;
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::fsread::{self, ReadError};
 use crate::yaml::{self, YamlError};
 
 /// The three files of a profile, in hash-document order.
@@ -38,6 +38,20 @@ pub enum ProfileError {
         /// The path the plan named.
         path: String,
     },
+    /// The profile directory or one of its files resolves (through a symbolic link) to a place
+    /// outside the policy root.
+    #[error(
+        "policy file {} resolves to {}, outside the policy root {}; profiles stay inside the policy root",
+        file.display(), resolved.display(), root.display()
+    )]
+    OutsideRoot {
+        /// The file as the profile names it.
+        file: PathBuf,
+        /// Where it really is.
+        resolved: PathBuf,
+        /// The policy root, resolved.
+        root: PathBuf,
+    },
     /// A profile file is missing or unreadable.
     #[error("cannot read policy file {}: {source}; resume safety cannot be established", file.display())]
     Unreadable {
@@ -46,8 +60,9 @@ pub enum ProfileError {
         /// Why.
         source: std::io::Error,
     },
-    /// A profile file is larger than [`MAX_PROFILE_FILE_BYTES`] or not UTF-8.
-    #[error("policy file {} is {problem}", file.display())]
+    /// A profile file is not a regular file, larger than [`MAX_PROFILE_FILE_BYTES`], or not
+    /// UTF-8.
+    #[error("policy file {} is {problem}; resume safety cannot be established", file.display())]
     Invalid {
         /// The file.
         file: PathBuf,
@@ -64,6 +79,7 @@ impl ProfileError {
     pub fn code(&self) -> &'static str {
         match self {
             ProfileError::InvalidPath { .. } => "profile-path",
+            ProfileError::OutsideRoot { .. } => "profile-outside-root",
             ProfileError::Unreadable { .. } => "profile-unreadable",
             ProfileError::Invalid { .. } => "profile-invalid",
             ProfileError::Yaml(_) => "yaml",
@@ -73,27 +89,40 @@ impl ProfileError {
 
 impl PolicyProfile {
     /// Loads the profile `profile` under `policy_root`.
+    ///
+    /// Each file is read only if it is a regular file of at most [`MAX_PROFILE_FILE_BYTES`]
+    /// whose real path (symbolic links resolved) is inside the real policy root; a FIFO, a
+    /// socket or a device is refused without waiting on it.
     pub fn load(policy_root: &Path, profile: &str) -> Result<PolicyProfile, ProfileError> {
         let relative = Path::new(profile);
         if profile.is_empty() || !relative.components().all(|c| matches!(c, Component::Normal(_) | Component::CurDir)) {
             return Err(ProfileError::InvalidPath { path: profile.to_owned() });
         }
+        let root = policy_root
+            .canonicalize()
+            .map_err(|source| ProfileError::Unreadable { file: policy_root.to_owned(), source })?;
         let dir = policy_root.join(relative);
-        let [modes, triggers, bundles] = PROFILE_FILES.map(|name| read_yaml(&dir.join(name)));
+        let [modes, triggers, bundles] = PROFILE_FILES.map(|name| read_yaml(&root, &dir.join(name)));
         Ok(PolicyProfile { path: profile.to_owned(), modes: modes?, triggers: triggers?, bundles: bundles? })
     }
 }
 
-fn read_yaml(file: &Path) -> Result<Value, ProfileError> {
+/// Reads one profile file; `root` is the policy root, resolved.
+fn read_yaml(root: &Path, file: &Path) -> Result<Value, ProfileError> {
     let unreadable = |source| ProfileError::Unreadable { file: file.to_owned(), source };
-    let mut bytes = Vec::new();
-    std::fs::File::open(file)
-        .and_then(|f| f.take(MAX_PROFILE_FILE_BYTES + 1).read_to_end(&mut bytes))
-        .map_err(unreadable)?;
-    if bytes.len() as u64 > MAX_PROFILE_FILE_BYTES {
-        return Err(ProfileError::Invalid { file: file.to_owned(), problem: "larger than 1 MiB" });
+    let invalid = |problem| ProfileError::Invalid { file: file.to_owned(), problem };
+    // Resolved once, then opened by the resolved path without following a link, so what is
+    // checked is what is read.
+    let resolved = file.canonicalize().map_err(unreadable)?;
+    if !resolved.starts_with(root) {
+        return Err(ProfileError::OutsideRoot { file: file.to_owned(), resolved, root: root.to_owned() });
     }
-    let text = String::from_utf8(bytes)
-        .map_err(|_| ProfileError::Invalid { file: file.to_owned(), problem: "not UTF-8 text" })?;
+    let bytes = fsread::read_regular(&resolved, MAX_PROFILE_FILE_BYTES).map_err(|e| match e {
+        ReadError::NotFound => unreadable(std::io::ErrorKind::NotFound.into()),
+        ReadError::NotRegular(what) => invalid(what),
+        ReadError::TooLarge => invalid("larger than 1 MiB"),
+        ReadError::Io(_, source) => unreadable(source),
+    })?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid("not UTF-8 text"))?;
     Ok(yaml::parse(&file.display().to_string(), &text)?)
 }

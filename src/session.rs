@@ -17,7 +17,7 @@
 
 use std::fmt;
 use std::fs::{self, File};
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -25,6 +25,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use crate::fsread::{self, ReadError};
 use crate::hash::{Digest, HashParts};
 
 /// The session file, relative to the store's root.
@@ -304,85 +305,17 @@ impl FileSessionStore {
     }
 }
 
-#[cfg(unix)]
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
-    // O_NONBLOCK: opening a FIFO must not wait for a writer.
-    fs::OpenOptions::new().read(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK).open(path)
-}
-
-#[cfg(not(unix))]
-fn open_no_follow(path: &Path) -> io::Result<File> {
-    if fs::symlink_metadata(path)?.file_type().is_symlink() {
-        return Err(io::Error::other(SymlinkRefused));
-    }
-    File::open(path)
-}
-
-/// Where the platform has no `O_NOFOLLOW`: the error `open_no_follow` gives for a link.
-#[cfg(not(unix))]
-#[derive(Debug, thiserror::Error)]
-#[error("refusing to follow a symbolic link")]
-struct SymlinkRefused;
-
-/// Whether opening failed because the path is a symbolic link.
-fn is_symlink_refusal(e: &io::Error) -> bool {
-    #[cfg(unix)]
-    return e.raw_os_error() == Some(libc::ELOOP);
-    #[cfg(not(unix))]
-    return e.get_ref().is_some_and(|inner| inner.is::<SymlinkRefused>());
-}
-
-fn kind_of(meta: &fs::Metadata) -> &'static str {
-    let t = meta.file_type();
-    if t.is_symlink() {
-        return "a symbolic link, not a regular file";
-    }
-    if t.is_dir() {
-        return "a directory, not a regular file";
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileTypeExt;
-        if t.is_fifo() {
-            return "a FIFO, not a regular file";
-        }
-        if t.is_socket() {
-            return "a socket, not a regular file";
-        }
-        if t.is_block_device() || t.is_char_device() {
-            return "a device, not a regular file";
-        }
-    }
-    "not a regular file"
-}
-
 impl SessionStore for FileSessionStore {
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        // One open decides it all: missing (Cold Start), a symbolic link (refused by
-        // O_NOFOLLOW), or something to inspect through its own handle.
-        let file = match open_no_follow(&self.file) {
-            Ok(file) => file,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) if is_symlink_refusal(&e) => return Err(self.corrupt("a symbolic link, not a regular file")),
-            // Say what it is when that is why it cannot be opened (a socket, for one).
-            Err(e) => {
-                return Err(match fs::symlink_metadata(&self.file) {
-                    Ok(meta) if !meta.is_file() => self.corrupt(kind_of(&meta)),
-                    _ => self.io("open", &self.file)(e),
-                });
+        let bytes = match fsread::read_regular(&self.file, MAX_SESSION_FILE_BYTES) {
+            Ok(bytes) => bytes,
+            Err(ReadError::NotFound) => return Ok(None),
+            Err(ReadError::NotRegular(what)) => return Err(self.corrupt(what)),
+            Err(ReadError::TooLarge) => {
+                return Err(self.corrupt(format!("larger than the {MAX_SESSION_FILE_BYTES}-byte limit")));
             }
+            Err(ReadError::Io(op, e)) => return Err(self.io(op, &self.file)(e)),
         };
-        let opened = file.metadata().map_err(self.io("inspect", &self.file))?;
-        if !opened.is_file() {
-            return Err(self.corrupt(kind_of(&opened)));
-        }
-        // Sized from the file, so one read fills it; the cap still bounds what is read.
-        let mut bytes = Vec::with_capacity(opened.len().min(MAX_SESSION_FILE_BYTES) as usize + 1);
-        file.take(MAX_SESSION_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(self.io("read", &self.file))?;
-        if bytes.len() as u64 > MAX_SESSION_FILE_BYTES {
-            return Err(self.corrupt(format!("larger than the {MAX_SESSION_FILE_BYTES}-byte limit")));
-        }
         if bytes.is_empty() {
             return Err(self.corrupt("empty"));
         }

@@ -42,7 +42,7 @@ fn valid_plan_from_a_file_exits_0() {
     assert!(String::from_utf8_lossy(&out.stdout).contains("valid"));
     let out = planlock(&["validate", "--format", "json", path], None);
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(json_report(&out), serde_json::json!({"valid": true, "class": null, "problems": []}));
+    assert_eq!(json_report(&out), serde_json::json!({"valid": true, "class": null, "problems": [], "error": null}));
 }
 
 #[test]

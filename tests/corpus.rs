@@ -194,6 +194,7 @@ fn cases() -> Vec<Case> {
             &[("invalid-value", "/steps/1/payload/input")],
         ),
         raw("too large", format!("{FULL}{}", " ".repeat(planlock::MAX_PLAN_BYTES)), &[("too-large", "")]),
+        raw("a UTF-8 byte order mark", format!("\u{feff}{FULL}"), &[("malformed-json", "")]),
         raw(
             "too deep in a free-form value",
             FULL.replace(
@@ -640,4 +641,18 @@ fn bytes_that_are_not_utf8_are_rejected_with_a_pointer() {
     assert_eq!(r.class(), planlock::FailureKind::CycleFail);
     // Lossily decoded, it is a different (valid UTF-8) document, and a valid plan.
     assert!(ValidPlan::from_str(&String::from_utf8_lossy(&bytes)).is_ok());
+}
+
+#[test]
+fn a_bom_and_a_lone_surrogate_are_named_in_the_message() {
+    let bom = ValidPlan::from_str(&format!("\u{feff}{FULL}")).unwrap_err();
+    let message = bom.problems()[0].message();
+    assert!(message.contains("byte order mark"), "{message}");
+    for (what, escape) in [("leading", "\\ud800"), ("trailing", "\\udc00")] {
+        let doc = FULL.replace("Rotate the key in the vault", escape);
+        let rejection = ValidPlan::from_str(&doc).unwrap_err();
+        let message = rejection.problems()[0].message();
+        assert!(message.starts_with("lone surrogate escape at line"), "{what}: {message}");
+        assert!(!message.contains("hex escape"), "{what}: {message}");
+    }
 }

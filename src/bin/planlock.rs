@@ -1,9 +1,13 @@
 //! The `planlock` command-line tool.
 //!
-//! Exit codes: 0 valid / completed, 1 CycleFail, 2 usage or I/O error, 3 FailFast (boot failures
-//! included), 4 InterventionRequired.
+//! Exit codes: 0 valid / completed, 1 CycleFail, 2 usage or I/O error (writing the output
+//! included), 3 FailFast (boot failures included), 4 InterventionRequired.
+//!
+//! Every command writes its whole report to a buffer and the buffer to stdout at the end, so a
+//! failed write (a full disk, a closed pipe) is one error to report, never a panic.
 
-use std::io::Read;
+use std::fmt::Write as _;
+use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -90,15 +94,41 @@ fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
+            // `--help` and `--version` come here too, to stdout.
             let _ = e.print();
             return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_VALID });
         }
     };
-    match cli.command {
-        Command::Validate { format, file } => validate(format, &file),
-        Command::Hash { policy_root, parts, plan } => hash(&policy_root, parts, &plan),
-        Command::Run { root, policy_root, fail, format, plan } => run(&root, &policy_root, fail, format, &plan),
+    let mut out = String::new();
+    let code = match cli.command {
+        Command::Validate { format, file } => validate(&mut out, format, &file),
+        Command::Hash { policy_root, parts, plan } => hash(&mut out, &policy_root, parts, &plan),
+        Command::Run { root, policy_root, fail, format, plan } => {
+            run(&mut out, &root, &policy_root, fail, format, &plan)
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
+        Ok(()) => ExitCode::from(code),
+        // Whoever closed the pipe is not reading any more: nothing to say, and no one to say it to.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(EXIT_USAGE),
+        Err(e) => {
+            say(format_args!("cannot write the output: {e}"));
+            ExitCode::from(EXIT_USAGE)
+        }
     }
+}
+
+/// A message on stderr; if stderr itself cannot be written, there is nowhere left to report it.
+fn say(message: std::fmt::Arguments<'_>) {
+    let _ = writeln!(std::io::stderr().lock(), "planlock: {message}");
+}
+
+/// Appends one line to the report (writing to a `String` cannot fail).
+macro_rules! line {
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
 }
 
 /// Reads and validates the plan at `file` (`-` for standard input). The read is capped by
@@ -113,14 +143,24 @@ fn read_plan(file: &Path) -> std::io::Result<Result<ValidPlan, Rejection>> {
     }
 }
 
-fn cannot_read(file: &Path, e: std::io::Error) -> ExitCode {
-    eprintln!("planlock: cannot read {}: {e}", file.display());
-    ExitCode::from(EXIT_USAGE)
+fn cannot_read(file: &Path, e: &std::io::Error) -> String {
+    format!("cannot read {}: {e}", file.display())
 }
 
-fn validate(format: Format, file: &Path) -> ExitCode {
+fn validate(out: &mut String, format: Format, file: &Path) -> u8 {
     let (class, problems): (Option<FailureKind>, Vec<Problem>) = match read_plan(file) {
-        Err(e) => return cannot_read(file, e),
+        Err(e) => {
+            let error = cannot_read(file, &e);
+            match format {
+                Format::Json => line!(
+                    out,
+                    "{}",
+                    serde_json::json!({ "valid": false, "class": null, "problems": [], "error": error })
+                ),
+                Format::Text => say(format_args!("{error}")),
+            }
+            return EXIT_USAGE;
+        }
         Ok(Ok(_)) => (None, Vec::new()),
         Ok(Err(rejection)) => (Some(rejection.class()), rejection.into_problems()),
     };
@@ -130,20 +170,21 @@ fn validate(format: Format, file: &Path) -> ExitCode {
                 "valid": class.is_none(),
                 "class": class.map(FailureKind::as_str),
                 "problems": problems,
+                "error": null,
             });
-            println!("{report}");
+            line!(out, "{report}");
         }
         Format::Text => match class {
-            None => println!("{}: valid", file.display()),
+            None => line!(out, "{}: valid", file.display()),
             Some(class) => {
-                println!("{}: rejected ({class}), {} problem(s)", file.display(), problems.len());
+                line!(out, "{}: rejected ({class}), {} problem(s)", file.display(), problems.len());
                 for p in &problems {
-                    println!("{p}");
+                    line!(out, "{p}");
                 }
             }
         },
     }
-    ExitCode::from(class.map_or(EXIT_VALID, class_exit))
+    class.map_or(EXIT_VALID, class_exit)
 }
 
 fn class_exit(kind: FailureKind) -> u8 {
@@ -153,18 +194,35 @@ fn class_exit(kind: FailureKind) -> u8 {
     }
 }
 
-/// Reads and validates a plan; on failure prints why and returns the exit code.
-fn load_plan(file: &Path) -> Result<ValidPlan, ExitCode> {
-    read_plan(file).map_err(|e| cannot_read(file, e))?.map_err(|rejection| {
-        eprintln!("planlock: {}: {rejection}", file.display());
-        ExitCode::from(class_exit(rejection.class()))
-    })
+/// Why a plan could not be had: the exit code, the message, and the problems of a rejection.
+struct PlanFailure {
+    code: u8,
+    class: Option<FailureKind>,
+    message: String,
+    problems: Vec<Problem>,
 }
 
-fn hash(policy_root: &Path, parts: bool, file: &Path) -> ExitCode {
+/// Reads and validates a plan.
+fn load_plan(file: &Path) -> Result<ValidPlan, PlanFailure> {
+    match read_plan(file) {
+        Err(e) => Err(PlanFailure { code: EXIT_USAGE, class: None, message: cannot_read(file, &e), problems: vec![] }),
+        Ok(Err(rejection)) => Err(PlanFailure {
+            code: class_exit(rejection.class()),
+            class: Some(rejection.class()),
+            message: format!("{}: {rejection}", file.display()),
+            problems: rejection.into_problems(),
+        }),
+        Ok(Ok(plan)) => Ok(plan),
+    }
+}
+
+fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> u8 {
     let plan = match load_plan(file) {
         Ok(p) => p,
-        Err(code) => return code,
+        Err(failure) => {
+            say(format_args!("{}", failure.message));
+            return failure.code;
+        }
     };
     let result = PolicyProfile::load(policy_root, &plan.metadata().policy_profile).map_err(|e| e.to_string()).and_then(
         |profile| {
@@ -176,42 +234,59 @@ fn hash(policy_root: &Path, parts: bool, file: &Path) -> ExitCode {
     match result {
         Ok((digest, hash_parts)) => {
             if parts {
-                println!("{}", serde_json::json!({ "hash": digest, "parts": hash_parts }));
+                line!(out, "{}", serde_json::json!({ "hash": digest, "parts": hash_parts }));
             } else {
-                println!("{digest}");
+                line!(out, "{digest}");
             }
-            ExitCode::from(EXIT_VALID)
+            EXIT_VALID
         }
         Err(e) => {
-            eprintln!("planlock: {e}");
-            ExitCode::from(EXIT_FAIL_FAST)
+            say(format_args!("{e}"));
+            EXIT_FAIL_FAST
         }
     }
 }
 
-fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, file: &Path) -> ExitCode {
-    let plan = match load_plan(file) {
-        Ok(p) => p,
-        Err(code) => return code,
-    };
-    let report = |boot: Option<&str>,
-                  outcome: &str,
-                  hash: Option<String>,
-                  steps: serde_json::Value,
-                  error: Option<String>,
-                  code: u8| {
+/// What `run` reports, in text or as one JSON object.
+struct RunReport<'a> {
+    boot: Option<&'static str>,
+    outcome: &'a str,
+    hash: Option<String>,
+    steps: serde_json::Value,
+    error: Option<String>,
+    problems: Vec<Problem>,
+}
+
+impl RunReport<'_> {
+    fn failed(outcome: &str, error: String) -> RunReport<'_> {
+        RunReport {
+            boot: None,
+            outcome,
+            hash: None,
+            steps: serde_json::json!([]),
+            error: Some(error),
+            problems: vec![],
+        }
+    }
+
+    fn write(self, out: &mut String, format: Format) {
         match format {
-            Format::Json => println!(
+            Format::Json => line!(
+                out,
                 "{}",
-                serde_json::json!({ "boot": boot, "outcome": outcome, "hash": hash, "steps": steps, "error": error })
+                serde_json::json!({
+                    "boot": self.boot, "outcome": self.outcome, "hash": self.hash, "steps": self.steps,
+                    "error": self.error, "problems": self.problems,
+                })
             ),
             Format::Text => {
-                if let Some(b) = boot {
-                    println!("boot: {b}");
+                if let Some(b) = self.boot {
+                    line!(out, "boot: {b}");
                 }
-                if let Some(steps) = steps.as_array() {
+                if let Some(steps) = self.steps.as_array() {
                     for s in steps {
-                        println!(
+                        line!(
+                            out,
                             "  {:<10} {:<24} {}",
                             s["id"].as_str().unwrap_or(""),
                             s["type"].as_str().unwrap_or(""),
@@ -219,23 +294,48 @@ fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, fil
                         );
                     }
                 }
-                println!("outcome: {outcome}");
-                if let Some(e) = &error {
-                    println!("error: {e}");
+                line!(out, "outcome: {}", self.outcome);
+                if let Some(e) = &self.error {
+                    line!(out, "error: {e}");
+                }
+                for p in &self.problems {
+                    line!(out, "  {p}");
                 }
             }
         }
-        ExitCode::from(code)
+    }
+}
+
+fn run(out: &mut String, root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, file: &Path) -> u8 {
+    let plan = match load_plan(file) {
+        Ok(p) => p,
+        Err(failure) => {
+            let outcome = failure.class.map_or("error", FailureKind::as_str);
+            let mut report = RunReport::failed(outcome, failure.message);
+            report.problems = failure.problems;
+            report.write(out, format);
+            return failure.code;
+        }
     };
+    // The root itself may be created here; nothing under it is created at boot.
+    if let Err(e) = std::fs::create_dir_all(root) {
+        let message = format!("cannot create the session root {}: {e}", root.display());
+        RunReport::failed("error", message).write(out, format);
+        return EXIT_USAGE;
+    }
     let store = match FileSessionStore::open(root) {
         Ok(s) => Arc::new(s),
-        Err(e) => return report(None, "FailFast", None, serde_json::json!([]), Some(e.to_string()), EXIT_FAIL_FAST),
+        Err(e) => {
+            RunReport::failed("FailFast", e.to_string()).write(out, format);
+            return EXIT_FAIL_FAST;
+        }
     };
     let runtime = match Runtime::boot(policy_root, plan, store) {
         Ok(r) => r,
         Err(e) => {
             let kind = BootError::kind(&e);
-            return report(None, kind.as_str(), None, serde_json::json!([]), Some(e.to_string()), class_exit(kind));
+            RunReport::failed(kind.as_str(), e.to_string()).write(out, format);
+            return class_exit(kind);
         }
     };
     let boot = match runtime.boot_kind() {
@@ -243,13 +343,29 @@ fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, fil
         Boot::Resume(_) => "resume",
     };
     let hash = Some(runtime.plan_hash().to_string());
-    let demo = Demo::new().failing(fail);
-    let executor = Executor::new(demo.handlers().on::<planlock::steps::PersistSession>(runtime.session_persister()))
-        .with_validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
+    // Relative `repoPath`s mean the directory that holds the plan, wherever planlock runs.
+    let plan_dir = match file.parent() {
+        Some(dir) if file.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let demo = Demo::new().failing(fail).repo_base(plan_dir);
+    let handlers =
+        demo.handlers().on::<planlock::steps::PersistSession>(demo.persist_session(runtime.session_persister()));
+    let executor =
+        Executor::new(handlers).with_validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
+    let report = |outcome, steps, error| RunReport {
+        boot: Some(boot),
+        outcome,
+        hash: hash.clone(),
+        steps,
+        error,
+        problems: vec![],
+    };
     let executor = match executor {
         Ok(e) => e,
         Err(e) => {
-            return report(Some(boot), "FailFast", hash, serde_json::json!([]), Some(e.to_string()), EXIT_FAIL_FAST);
+            report("FailFast", serde_json::json!([]), Some(e.to_string())).write(out, format);
+            return EXIT_FAIL_FAST;
         }
     };
     let steps_of = |statuses: &dyn Fn(usize) -> &'static str| {
@@ -264,7 +380,8 @@ fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, fil
     };
     match runtime.run_cycle_blocking(&executor) {
         Ok(CycleOutcome::Completed(_)) => {
-            report(Some(boot), "completed", hash, steps_of(&|_| "completed"), None, EXIT_VALID)
+            report("completed", steps_of(&|_| "completed"), None).write(out, format);
+            EXIT_VALID
         }
         Ok(CycleOutcome::InterventionRequired(paused)) => {
             let at = paused.intervention().step_index;
@@ -279,7 +396,8 @@ fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, fil
                     "not-run"
                 }
             };
-            report(Some(boot), "InterventionRequired", hash, steps_of(&status), Some(message), EXIT_INTERVENTION)
+            report("InterventionRequired", steps_of(&status), Some(message)).write(out, format);
+            EXIT_INTERVENTION
         }
         Err(e) => {
             let failed_at = match &e {
@@ -294,7 +412,8 @@ fn run(root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, fil
                 _ => "not-run",
             };
             let kind = e.kind();
-            report(Some(boot), kind.as_str(), hash, steps_of(&status), Some(e.to_string()), class_exit(kind))
+            report(kind.as_str(), steps_of(&status), Some(e.to_string())).write(out, format);
+            class_exit(kind)
         }
     }
 }
