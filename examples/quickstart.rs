@@ -1,6 +1,7 @@
 //! The planlock tour, end to end: build a plan with the typestate builder, boot a session on a
 //! fresh directory (Cold Start), run a cycle with the demo handlers, boot again (Resume), then
-//! change the policy and watch the runtime refuse to continue the session (FailFast).
+//! change the policy and watch the runtime refuse to continue the session (FailFast). Each state
+//! is explained in plain words the first time it appears.
 //!
 //! Run: `cargo run --example quickstart`
 
@@ -8,7 +9,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use planlock::demo::Demo;
-use planlock::runtime::{Boot, Runtime};
+use planlock::runtime::{Boot, BootError, Runtime};
 use planlock::schema::*;
 use planlock::session::FileSessionStore;
 use planlock::steps::{LLMCall, PersistSession};
@@ -62,36 +63,46 @@ fn write_policy(root: &Path, tone: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Boots a runtime on `session_root`, runs one cycle, and says what happened.
+/// Boots a runtime on `session_root`, runs one cycle, and says what happened in plain words.
 fn boot_and_run(session_root: &Path, policy_root: &Path, plan: &ValidPlan) -> Result<(), Box<dyn std::error::Error>> {
     let store = Arc::new(FileSessionStore::open(session_root)?);
     let runtime = match Runtime::boot(policy_root, plan.clone(), store) {
         Ok(r) => r,
-        Err(e) => {
-            println!("   boot refused [{} / {}]:\n   {e}", e.kind(), e.code());
+        Err(e @ BootError::HashMismatch { .. }) => {
+            println!("   Refused ({}): the session was saved under another plan hash, so going on would mix", e.kind());
+            println!("   two policies in one session (a \"contaminated\" session). The runtime stops instead of");
+            println!("   silently starting over. What it says: {e}");
             return Ok(());
         }
+        Err(e) => return Err(e.into()),
     };
     match runtime.boot_kind() {
-        Boot::ColdStart => println!("   Cold Start: new session {} (nothing written yet)", runtime.session_id()),
-        Boot::Resume(state) => println!(
-            "   Resume: session {} restored (memoryRef {:?}, saved {})",
-            state.session_id, state.memory_ref, state.updated_at
-        ),
+        Boot::ColdStart => {
+            println!("   Cold Start: there is no session file yet, so a new session begins.");
+            println!("   Its id is {}; nothing is written until a cycle completes.", runtime.session_id());
+        }
+        Boot::Resume(state) => {
+            println!("   Resume: the saved plan hash matches this plan and policy, so the session goes on.");
+            println!("   Same session id {}, last saved {}.", state.session_id, state.updated_at);
+            if let Some(memory) = &state.memory_ref {
+                println!("   It remembers the memory its last cycle wrote: {memory}.");
+            }
+        }
     }
     let executor = Executor::new(Demo::new().handlers().on::<PersistSession>(runtime.session_persister()));
     match runtime.run_cycle_blocking(&executor)? {
         CycleOutcome::Completed(done) => {
             let answer = done.ledger.get::<LLMCall>().map(|r| r.response.as_str()).unwrap_or_default();
-            println!("   cycle completed: {} steps; the model said: {answer}", done.report.steps.len());
+            println!("   The cycle ran all {} steps. The (demo) model answered: {answer}", done.report.steps.len());
         }
         CycleOutcome::InterventionRequired(paused) => {
-            println!("   cycle paused: {:?}", paused.intervention());
+            let i = paused.intervention();
+            println!("   The cycle paused for a person at step `{}`: {}", i.step_id, i.reason);
             let _ = paused.abandon();
         }
     }
     let saved = runtime.session().map(|s| s.last_execution_plan_hash.to_string()).unwrap_or_default();
-    println!("   session saved under plan hash {}…", &saved[..16.min(saved.len())]);
+    println!("   Saved {} with plan hash {}…", planlock::session::SESSION_FILE, &saved[..16.min(saved.len())]);
     Ok(())
 }
 
@@ -105,11 +116,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let policy = tempfile::tempdir()?;
     let sessions = tempfile::tempdir()?;
     write_policy(policy.path(), "friendly")?;
-    let state_file = sessions.path().join(planlock::session::SESSION_FILE);
 
     println!("\n2. First boot on an empty directory:");
     boot_and_run(sessions.path(), policy.path(), &plan)?;
-    println!("   session file now exists: {}", state_file.exists());
 
     println!("\n3. The process restarts with the same plan and policy:");
     boot_and_run(sessions.path(), policy.path(), &plan)?;
@@ -118,7 +127,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_policy(policy.path(), "formal")?;
     boot_and_run(sessions.path(), policy.path(), &plan)?;
 
-    println!("\n5. A plan from outside that breaks the contract never gets that far:");
+    println!("\n5. A plan from outside that breaks the contract never gets that far; every problem is named:");
     let tampered = plan.to_json().replace(r#""type":"LLMCall""#, r#""type":"LLMCal""#);
     if let Err(rejection) = ValidPlan::from_str(&tampered) {
         for p in rejection.problems() {

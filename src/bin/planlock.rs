@@ -39,7 +39,9 @@ enum Command {
         /// The plan file, or `-` for standard input.
         file: PathBuf,
     },
-    /// Print the plan hash (`lastExecutionPlanHash`) of a plan with its policy profile.
+    /// Print the plan hash (`lastExecutionPlanHash`) of a plan with its policy profile. Exits 0
+    /// with the hash, 1 or 3 when the plan is rejected (its class), 2 when it cannot be read, 3
+    /// when a policy file is missing, unreadable or invalid.
     Hash {
         /// The directory holding the policy profiles.
         #[arg(long)]
@@ -52,15 +54,18 @@ enum Command {
     },
     /// Boot a session and run one cycle of the plan with the demo handlers. A plan may name the
     /// demo validator `demo-review` (version `1`, configuration `{}`), which blocks every
-    /// storage write for review.
+    /// storage write for review. A relative `repoPath` in the plan is resolved against the
+    /// directory that holds the plan file (the working directory for `-`).
     Run {
-        /// The session root (`ops/runtime/session_state.json` lives under it).
+        /// The session root (`ops/runtime/session_state.json` lives under it). Created if missing;
+        /// nothing is written under it until a cycle completes.
         #[arg(long)]
         root: PathBuf,
         /// The directory holding the policy profiles.
         #[arg(long)]
         policy_root: PathBuf,
-        /// Make this step type's demo handler fail (repeatable), to show the failure semantics.
+        /// Make this step type's handler fail (repeatable), to show the failure semantics; any
+        /// step type, `PersistSession` included (the save fails, nothing is written).
         #[arg(long = "fail", value_parser = parse_step_type)]
         fail: Vec<StepType>,
         /// Output format.

@@ -1,0 +1,107 @@
+//! The README's command lines work as written. The CLI lines in its `sh` blocks run, in order,
+//! in a fresh directory holding a copy of `examples/` (so relative paths mean what they mean in a
+//! fresh clone), each with the exit code its comment states (`# exits N`, else 0). The lines
+//! that build or test the whole crate are run by `.ci/run`, which must contain them verbatim; the
+//! rest name things that must exist (an example, a bench, a feature, a fuzz target).
+#![cfg(all(feature = "cli", unix))]
+
+use std::path::Path;
+use std::process::Command;
+
+const README: &str = include_str!("../README.md");
+const CI: &str = include_str!("../.ci/run");
+const MANIFEST: &str = include_str!("../Cargo.toml");
+const CLI: &str = "cargo run --features cli -- ";
+
+/// The lines of the README's `sh` blocks, without blank lines.
+fn sh_lines() -> Vec<&'static str> {
+    let mut lines = Vec::new();
+    let mut in_sh = false;
+    for line in README.lines() {
+        match line.trim() {
+            "```sh" => in_sh = true,
+            "```" => in_sh = false,
+            l if in_sh && !l.is_empty() => lines.push(l),
+            _ => {}
+        }
+    }
+    lines
+}
+
+/// The command and the exit code its comment promises.
+fn split(line: &str) -> (&str, i32) {
+    let (command, comment) = line.split_once(" # ").unwrap_or((line, ""));
+    let code = comment.trim().strip_prefix("exits ").map_or(0, |rest| {
+        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().unwrap_or_else(|_| panic!("`# exits N` needs a number: {line}"))
+    });
+    (command.trim(), code)
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+fn has_bench(here: &Path, name: &str) -> bool {
+    MANIFEST.contains(&format!("[[bench]]\nname = \"{name}\"")) && here.join(format!("benches/{name}.rs")).exists()
+}
+
+#[test]
+fn every_readme_command_runs_as_written() {
+    let fresh = tempfile::tempdir().unwrap();
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_dir(&here.join("examples"), &fresh.path().join("examples"));
+    let mut ran = 0;
+    for line in sh_lines() {
+        let (command, expected) = split(line);
+        if let Some(args) = command.strip_prefix(CLI) {
+            let out = Command::new("sh")
+                .arg("-c")
+                .arg(format!("\"$PLANLOCK\" {args}"))
+                .env("PLANLOCK", env!("CARGO_BIN_EXE_planlock"))
+                .current_dir(fresh.path())
+                .output()
+                .unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert_eq!(out.status.code(), Some(expected), "README line `{line}` said:\n{said}");
+            assert!(!said.contains("panicked"), "{said}");
+            ran += 1;
+        } else if command.starts_with("cargo run --example ") || command.starts_with("cargo test") {
+            assert!(CI.lines().any(|l| l.trim() == command), "`.ci/run` must run the README line `{command}`");
+            if let Some(name) = command.strip_prefix("cargo run --example ") {
+                assert!(here.join("examples").join(format!("{name}.rs")).exists(), "no example {name}");
+            }
+        } else if let Some(name) = command.strip_prefix("cargo bench --bench ") {
+            assert!(has_bench(here, name), "the README names a bench `{name}` that Cargo.toml does not have");
+        } else {
+            panic!("the README has a command this test does not know how to check: `{line}`");
+        }
+    }
+    assert!(ran >= 5, "the README's CLI lines were not found ({ran} ran)");
+    // What the CLI lines did, seen from outside: the session they ran is on disk.
+    assert!(fresh.path().join("demo-session/ops/runtime/session_state.json").exists());
+}
+
+#[test]
+fn commands_named_in_the_readmes_prose_exist() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let spans: Vec<&str> = README.split('`').skip(1).step_by(2).filter(|s| s.starts_with("cargo ")).collect();
+    for span in spans {
+        if span == "cargo install --path . --features cli" {
+            assert!(MANIFEST.contains("cli = [\"dep:clap\"]") && MANIFEST.contains("required-features = [\"cli\"]"));
+        } else if let Some(target) = span.strip_prefix("cargo +nightly fuzz run ") {
+            assert!(here.join("fuzz/fuzz_targets").join(format!("{target}.rs")).exists(), "no fuzz target {target}");
+        } else {
+            panic!("the README names a command this test does not know how to check: `{span}`");
+        }
+    }
+}
