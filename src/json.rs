@@ -272,6 +272,12 @@ macro_rules! contract_object {
             }
         }
 
+        impl $crate::size::JsonLenBound for $name {
+            fn json_len_bound(&self) -> usize {
+                2 $( + contract_object!(@len $req self.$field, $wire) )+
+            }
+        }
+
         impl $crate::json::Contract for $name {
             fn check_value<'a>(
                 v: &'a serde_json::Value,
@@ -330,6 +336,15 @@ macro_rules! contract_object {
     (@canonical opt $out:ident, $first:ident, $value:expr, $wire:literal) => {
         if let Some(v) = &$value {
             contract_object!(@canonical req $out, $first, *v, $wire);
+        }
+    };
+    (@len req $value:expr, $wire:literal) => {
+        $crate::size::member_overhead($wire) + $crate::size::JsonLenBound::json_len_bound(&$value)
+    };
+    (@len opt $value:expr, $wire:literal) => {
+        match &$value {
+            Some(v) => contract_object!(@len req *v, $wire),
+            None => 0,
         }
     };
     (@present req $value:expr) => { 1 };
@@ -593,6 +608,24 @@ impl<'de> Deserialize<'de> for AnyObject {
 impl crate::jcs::Canonical for PositiveInt {
     fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
         crate::jcs::Canonical::write_canonical(&self.0, out)
+    }
+}
+
+impl crate::size::JsonLenBound for PositiveInt {
+    fn json_len_bound(&self) -> usize {
+        self.0.json_len_bound()
+    }
+}
+
+impl crate::size::JsonLenBound for AnyValue {
+    fn json_len_bound(&self) -> usize {
+        self.0.json_len_bound()
+    }
+}
+
+impl crate::size::JsonLenBound for AnyObject {
+    fn json_len_bound(&self) -> usize {
+        self.0.iter().fold(2, |n, (k, v)| n + k.json_len_bound() + 2 + v.json_len_bound())
     }
 }
 

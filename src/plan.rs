@@ -194,6 +194,18 @@ impl crate::jcs::Canonical for StepDefinition {
     }
 }
 
+impl crate::size::JsonLenBound for StepDefinition {
+    fn json_len_bound(&self) -> usize {
+        use crate::size::member_overhead;
+        2 + member_overhead("id")
+            + self.id.json_len_bound()
+            + member_overhead("payload")
+            + self.payload.json_len_bound()
+            + member_overhead("type")
+            + self.step_type().wire_name().json_len_bound()
+    }
+}
+
 impl<'de> Deserialize<'de> for StepDefinition {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         d.deserialize_struct("StepDefinition", STEP_FIELDS, StepVisitor)
@@ -329,6 +341,25 @@ impl crate::jcs::Canonical for ExecutionPlan {
         self.validators.write_canonical(out)?;
         out.push(b'}');
         Ok(())
+    }
+}
+
+impl crate::size::JsonLenBound for ExecutionPlan {
+    fn json_len_bound(&self) -> usize {
+        use crate::size::member_overhead;
+        // The fixed members: `"extensions":[],` and `"step_contract_version":"1",`.
+        2 + member_overhead("extensions")
+            + 2
+            + member_overhead("step_contract_version")
+            + 3
+            + member_overhead("metadata")
+            + self.metadata.json_len_bound()
+            + member_overhead("postValidators")
+            + self.post_validators.json_len_bound()
+            + member_overhead("steps")
+            + self.steps.json_len_bound()
+            + member_overhead("validators")
+            + self.validators.json_len_bound()
     }
 }
 

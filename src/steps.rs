@@ -156,6 +156,12 @@ macro_rules! define_steps {
                 }
             }
 
+            pub(crate) fn json_len_bound(&self) -> usize {
+                match self {
+                    $(StepPayload::$variant(p) => crate::size::JsonLenBound::json_len_bound(p),)*
+                }
+            }
+
             fn serialize_inner<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 match self {
                     $(StepPayload::$variant(p) => serde::Serialize::serialize(p, s),)*
@@ -178,6 +184,12 @@ crate::registry::for_each_step!(define_steps);
 impl serde::Serialize for StepPayload {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         self.serialize_inner(s)
+    }
+}
+
+impl crate::size::JsonLenBound for StepPayload {
+    fn json_len_bound(&self) -> usize {
+        StepPayload::json_len_bound(self)
     }
 }
 
