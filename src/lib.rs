@@ -48,43 +48,53 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod builder;
-pub mod demo;
-pub mod executor;
+// The crate is built in layers; each imports only from the layers above it in this list (a
+// test, `tests/layers.rs`, holds it to that). The folders are the layers; the public paths stay
+// short through the re-exports below.
+
+// Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts.
 mod fsread;
-pub mod handler;
-pub mod hash;
-mod jcs;
 mod json;
-pub mod ledger;
-pub mod plan;
-pub mod profile;
-pub mod registry;
-mod rules;
-pub mod runtime;
-pub mod schema;
-pub mod session;
-mod size;
-pub mod steps;
+
+// Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
+// document, problem codes.
+mod contract;
+pub use contract::{plan, registry, schema, steps};
+
+// Layer 2: the only ways to a valid plan, and what is computed from one.
+pub mod builder;
+pub mod hash;
 pub mod validate;
-pub mod validator;
-pub mod yaml;
+pub use hash::{profile, yaml};
+
+// Layer 3: running a plan.
+mod exec;
+pub use exec::{executor, handler, ledger, validator};
+
+// Layer 4: sessions on disk, and the runtime that owns them.
+pub mod runtime;
+pub mod session;
+
+// Layer 5: demo handlers for the CLI and the examples.
+pub mod demo;
 
 pub use builder::PlanBuilder;
+pub use contract::problem::{Problem, ProblemCode, Rejection};
+pub use contract::rules::MAX_STEP_ID_CHARS;
+pub use contract::value::{AnyObject, AnyValue, PositiveInt};
 pub use executor::{
     Completed, CycleOutcome, CycleReport, CycleSession, ExecError, Executor, Intervention, PausedCycle, StepFailure,
     StepStatus,
 };
 pub use handler::{Handler, HandlerError, Handlers, StepContext, handler_fn};
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
-pub use json::{AnyObject, AnyValue, MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER, PositiveInt};
+pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 pub use ledger::Ledger;
 pub use plan::{
     Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
 };
 pub use profile::{PolicyProfile, ProfileError};
 pub use registry::{FailureKind, REGISTRY, StepClass, StepSpec, StepType};
-pub use rules::MAX_STEP_ID_CHARS;
 pub use steps::{Step, StepPayload, StepResult};
-pub use validate::{PlanReadError, Problem, ProblemCode, Rejection, ValidPlan};
+pub use validate::{PlanReadError, ValidPlan};
 pub use validator::{Override, StepView, Validator, Verdict};

@@ -8,14 +8,16 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use uuid::Uuid;
 
-use crate::executor::{CycleOutcome, CycleSession, ExecError, Executor};
-use crate::handler::{Handler, HandlerError, HandlerSet, StepContext};
+use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
+use crate::contract::steps::{PersistMemory, PersistSession, RepoScan};
+use crate::exec::executor::{CycleOutcome, CycleSession, ExecError, Executor};
+use crate::exec::handler::{Handler, HandlerError, HandlerSet, StepContext};
+use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{CanonicalError, Digest, HashParts, plan_hash};
-use crate::profile::{PolicyProfile, ProfileError};
-use crate::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::session::{SessionError, SessionState, SessionStore, SessionUpdate};
-use crate::steps::{PersistMemory, PersistSession, RepoScan};
-use crate::validate::{Rejection, ValidPlan};
+use crate::validate::ValidPlan;
+
+use crate::contract::problem::Rejection;
 
 /// How the runtime started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -71,10 +73,10 @@ impl BootError {
     }
 
     /// The failure class: FailFast, except a plan rejected with class CycleFail.
-    pub fn kind(&self) -> crate::FailureKind {
+    pub fn kind(&self) -> crate::contract::registry::FailureKind {
         match self {
             BootError::Plan(r) => r.class(),
-            _ => crate::FailureKind::FailFast,
+            _ => crate::contract::registry::FailureKind::FailFast,
         }
     }
 }

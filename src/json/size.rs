@@ -108,7 +108,7 @@ mod tests {
         ];
         for v in &values {
             let exact = serde_json::to_string(v).unwrap().len();
-            let canonical = crate::canonical_json(v).unwrap().len();
+            let canonical = crate::hash::canonical_json(v).unwrap().len();
             assert!(v.json_len_bound() >= exact.max(canonical), "{v}: bound {} < {exact}", v.json_len_bound());
             assert_eq!(json_len_over(v, exact), None);
             assert_eq!(json_len_over(v, exact - 1), Some(exact));

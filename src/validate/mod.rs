@@ -1,4 +1,5 @@
-//! Validation: the only way to obtain a [`ValidPlan`] (CONTRACT §2–§3).
+//! Layer 2, validation: the only way to obtain a [`ValidPlan`] (CONTRACT "The plan document",
+//! "Validation outcome: codes and failure classes"). Imports the contract and `json` layers.
 //!
 //! A rejected plan yields a [`Rejection`] listing every problem found, each with a stable
 //! [`ProblemCode`], its failure class, a JSON Pointer into the document and a message that says
@@ -9,197 +10,24 @@
 //! and walked, so that the report names every problem rather than the first.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::io::Read;
 
-use serde::ser::SerializeStruct;
-use serde::{Serialize, Serializer};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::json::{self, Contract, MAX_PLAN_BYTES, Path, PositiveInt, expect_object, type_name};
-use crate::plan::{
+use crate::contract::object::{Contract, expect_object};
+use crate::contract::plan::{
     ExecutionPlan, PAYLOAD_DEPTH, PLAN_FIELDS, PlanMetadata, STEP_FIELDS, TOP_LEVEL_DEPTH, ValidatorSignature,
 };
-use crate::registry::{FailureKind, StepType, allowed_after};
-use crate::rules;
-use crate::steps::StepPayload;
+use crate::contract::registry::{FailureKind, StepType, allowed_after};
+use crate::contract::rules;
+use crate::contract::steps::StepPayload;
+use crate::contract::strict::parse_strict;
+use crate::contract::value::{PositiveInt, scan_limits};
+use crate::json::pointer::JsonPointer;
+use crate::json::{MAX_PLAN_BYTES, type_name};
 
-macro_rules! problem_codes {
-    ($($variant:ident $code:literal $class:ident $doc:literal;)*) => {
-        /// The stable code of a validation problem (CONTRACT §3).
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum ProblemCode {
-            $(#[doc = concat!("`", $code, "` (", stringify!($class), "): ", $doc)] $variant,)*
-        }
-
-        impl ProblemCode {
-            /// Every code, in the contract's order.
-            pub const ALL: &'static [ProblemCode] = &[$(ProblemCode::$variant),*];
-
-            /// The machine-readable code, e.g. `"order-violation"`.
-            pub const fn as_str(self) -> &'static str {
-                match self { $(ProblemCode::$variant => $code,)* }
-            }
-
-            /// The failure class this problem gives a rejection.
-            pub const fn class(self) -> FailureKind {
-                match self { $(ProblemCode::$variant => FailureKind::$class,)* }
-            }
-        }
-    };
-}
-
-problem_codes! {
-    UnsupportedVersion "unsupported-version" FailFast "`step_contract_version` missing, not a string, or not `\"1\"`.";
-    InvalidExtensions "invalid-extensions" FailFast "`extensions` missing, not an array, or not empty.";
-    MalformedJson "malformed-json" CycleFail "not JSON, or trailing garbage.";
-    DuplicateKey "duplicate-key" CycleFail "an object repeats a key.";
-    UnknownField "unknown-field" CycleFail "a field the contract does not define.";
-    MissingField "missing-field" CycleFail "a required field is absent.";
-    InvalidType "invalid-type" CycleFail "a value has the wrong JSON type.";
-    InvalidValue "invalid-value" CycleFail "right type, wrong value.";
-    UnknownStepType "unknown-step-type" CycleFail "a `type` outside the registry.";
-    DuplicateStepType "duplicate-step-type" CycleFail "a step type appears twice.";
-    DuplicateStepId "duplicate-step-id" CycleFail "a step id appears twice.";
-    OrderViolation "order-violation" CycleFail "steps are not a subsequence of the canonical order.";
-    MissingMandatoryStep "missing-mandatory-step" CycleFail "a mandatory step type is absent.";
-    TopKMissing "top-k-missing" CycleFail "a `RetrieveMemory` step without `metadata.topK`.";
-    TopKMismatch "top-k-mismatch" CycleFail "`RetrieveMemory` payload `topK` differs from `metadata.topK`.";
-    TooLarge "too-large" CycleFail "input over the size limit.";
-    TooDeep "too-deep" CycleFail "input over the nesting limit.";
-}
-
-impl fmt::Display for ProblemCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// One problem found in a plan.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Problem {
-    code: ProblemCode,
-    pointer: String,
-    message: String,
-}
-
-/// Fields that would turn the flat plan into a graph; named in the message when rejected.
-const BRANCHING_FIELDS: &[&str] = &["onSuccess", "onFail", "condition", "next", "branches", "steps", "loop"];
-
-impl Problem {
-    pub(crate) fn new(code: ProblemCode, pointer: String, message: impl Into<String>) -> Problem {
-        Problem { code, pointer, message: message.into() }
-    }
-
-    pub(crate) fn unknown_field(path: &Path<'_>, key: &str, allowed: &[&str]) -> Problem {
-        let mut message = format!("unknown field `{key}`");
-        if BRANCHING_FIELDS.contains(&key) {
-            message.push_str(": plans are flat in contract v1 (no branching, conditions or nested steps)");
-        }
-        message.push_str("; allowed here: ");
-        message.push_str(&allowed.iter().map(|a| format!("`{a}`")).collect::<Vec<_>>().join(", "));
-        Problem::new(ProblemCode::UnknownField, path.child(key), message)
-    }
-
-    /// `missing-field`, pointing where the field belongs.
-    pub(crate) fn missing_field(path: &Path<'_>, key: &str) -> Problem {
-        Problem::new(ProblemCode::MissingField, path.child(key), format!("required field `{key}` is missing"))
-    }
-
-    /// `invalid-type`: what was expected, and the JSON type found instead.
-    pub(crate) fn wrong_type(pointer: String, expected: &str, found: &Value) -> Problem {
-        Problem::new(ProblemCode::InvalidType, pointer, format!("expected {expected}, found {}", type_name(found)))
-    }
-
-    /// The stable code.
-    pub fn code(&self) -> ProblemCode {
-        self.code
-    }
-    /// The failure class of this problem.
-    pub fn class(&self) -> FailureKind {
-        self.code.class()
-    }
-    /// Where in the document: an RFC 6901 JSON Pointer (`""` is the whole document). For a
-    /// missing field it points where the field belongs.
-    pub fn pointer(&self) -> &str {
-        &self.pointer
-    }
-    /// What was wrong and what was expected.
-    pub fn message(&self) -> &str {
-        &self.message
-    }
-}
-
-impl fmt::Display for Problem {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = if self.pointer.is_empty() { "(document)" } else { &self.pointer };
-        write!(f, "{at}: {} [{}]: {}", self.code, self.class(), self.message)
-    }
-}
-
-impl Serialize for Problem {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut st = s.serialize_struct("Problem", 4)?;
-        st.serialize_field("code", self.code.as_str())?;
-        st.serialize_field("class", self.class().as_str())?;
-        st.serialize_field("pointer", &self.pointer)?;
-        st.serialize_field("message", &self.message)?;
-        st.end()
-    }
-}
-
-/// A rejected plan: every problem found, never empty.
-///
-/// ```
-/// use planlock::{FailureKind, ValidPlan};
-/// let err = ValidPlan::from_str(r#"{"step_contract_version":"2","extensions":[]}"#).unwrap_err();
-/// assert_eq!(err.class(), FailureKind::FailFast);
-/// assert_eq!(err.problems()[0].code().as_str(), "unsupported-version");
-/// assert_eq!(err.problems()[0].pointer(), "/step_contract_version");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{}", self.summary())]
-pub struct Rejection {
-    problems: Vec<Problem>,
-}
-
-impl Rejection {
-    pub(crate) fn new(problems: Vec<Problem>) -> Rejection {
-        debug_assert!(!problems.is_empty());
-        Rejection { problems }
-    }
-
-    /// Every problem: first those of single values (JSON, fields, types, values) in document
-    /// order, then those of the step list as a whole (duplicates, order, mandatory steps, topK).
-    pub fn problems(&self) -> &[Problem] {
-        &self.problems
-    }
-
-    /// The problems, owned.
-    pub fn into_problems(self) -> Vec<Problem> {
-        self.problems
-    }
-
-    /// `"plan-rejected"`; each problem has its own code.
-    pub fn code(&self) -> &'static str {
-        "plan-rejected"
-    }
-
-    /// `FailFast` if any problem is, else `CycleFail`.
-    pub fn class(&self) -> FailureKind {
-        self.problems.iter().map(Problem::class).max().unwrap_or(FailureKind::CycleFail)
-    }
-
-    fn summary(&self) -> String {
-        let n = self.problems.len();
-        let mut s = format!("plan rejected ({}): {n} problem{}", self.class(), if n == 1 { "" } else { "s" });
-        for p in &self.problems {
-            s.push_str("\n  ");
-            s.push_str(&p.to_string());
-        }
-        s
-    }
-}
+pub use crate::contract::problem::{Problem, ProblemCode, Rejection};
 
 /// Reading a plan from an [`io::Read`](std::io::Read) failed.
 #[derive(Debug, thiserror::Error)]
@@ -288,7 +116,7 @@ impl ValidPlan {
     /// Validates a JSON value.
     pub fn from_value(value: &Value) -> Result<ValidPlan, Rejection> {
         let mut problems = Vec::new();
-        json::scan_limits(value, &mut Path::new(), &mut problems);
+        scan_limits(value, &mut JsonPointer::new(), &mut problems);
         if !problems.is_empty() {
             return Err(Rejection::new(problems));
         }
@@ -319,14 +147,14 @@ impl ValidPlan {
     ) -> Result<ValidPlan, Rejection> {
         if let Some(n) = rejected_top_k {
             let value = Value::from(n);
-            let mut path = Path::new();
+            let mut path = JsonPointer::new();
             path.push_key("metadata");
             path.push_key("topK");
             // The document path's order: the number limit first, then the type's own rule.
             let mut problems = Vec::new();
-            json::scan_limits(&value, &mut path, &mut problems);
+            scan_limits(&value, &mut path, &mut problems);
             if problems.is_empty() {
-                <PositiveInt as json::Contract>::check_value(&value, &mut path, &mut problems);
+                <PositiveInt as Contract>::check_value(&value, &mut path, &mut problems);
             }
             // The refused value explains why the plan has no usable topK: the topK rules that
             // follow from that would only repeat it.
@@ -365,7 +193,7 @@ impl ValidPlan {
 
     /// Holds a plan that passed every other check to the document size limit.
     fn sized(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
-        match crate::size::json_len_over(&plan, MAX_PLAN_BYTES) {
+        match crate::json::size::json_len_over(&plan, MAX_PLAN_BYTES) {
             None => Ok(ValidPlan { plan }),
             Some(len) => Err(Rejection::new(vec![too_large(Some(len))])),
         }
@@ -387,7 +215,7 @@ impl ValidPlan {
     }
 
     /// The steps, in order.
-    pub fn steps(&self) -> &[crate::StepDefinition] {
+    pub fn steps(&self) -> &[crate::contract::plan::StepDefinition] {
         &self.plan.steps
     }
 
@@ -436,7 +264,7 @@ fn too_large(len: Option<usize>) -> Problem {
 
 /// The full report for a document the fast path rejected.
 pub(crate) fn report_bytes(bytes: &[u8]) -> Vec<Problem> {
-    let (parsed, mut problems) = json::parse_strict(bytes);
+    let (parsed, mut problems) = parse_strict(bytes);
     match parsed {
         Err(fatal) => {
             problems.push(fatal);
@@ -497,7 +325,7 @@ fn typed_parts_ok(plan: &ExecutionPlan, limits_checked: bool) -> bool {
 /// Checks a typed plan: what its types cannot guarantee, then the plan-level rules.
 fn check_plan(plan: &ExecutionPlan, rules: StepListRules, limits_checked: bool) -> Vec<Problem> {
     let mut out = Vec::new();
-    let mut path = Path::new();
+    let mut path = JsonPointer::new();
     path.limits_checked = limits_checked;
     // Each part is asked the quick question first (`typed_ok`, at its depth as `Path` counts
     // it); only a part with a problem is walked again to report it.
@@ -569,7 +397,7 @@ pub(crate) enum StepListRules {
 fn check_signatures_typed<'a>(
     sigs: &'a Vec<ValidatorSignature>,
     key: &'static str,
-    path: &mut Path<'a>,
+    path: &mut JsonPointer<'a>,
     out: &mut Vec<Problem>,
 ) {
     if sigs.typed_ok(path.limits_checked, TOP_LEVEL_DEPTH) {
@@ -584,7 +412,7 @@ fn check_signatures_typed<'a>(
 /// fails, only its problems are reported.
 fn walk_document(doc: &Value) -> Vec<Problem> {
     let mut out = Vec::new();
-    let mut path = Path::new();
+    let mut path = JsonPointer::new();
     let Some(obj) = expect_object(doc, &path, &mut out) else {
         return out;
     };
@@ -646,7 +474,7 @@ fn walk_document(doc: &Value) -> Vec<Problem> {
 }
 
 fn version_gate(obj: &Map<String, Value>, out: &mut Vec<Problem>) {
-    let root = Path::new();
+    let root = JsonPointer::new();
     let version_problem = match obj.get("step_contract_version") {
         None => Some(
             "required field `step_contract_version` is missing; this runtime implements contract version \"1\""
@@ -672,7 +500,7 @@ fn version_gate(obj: &Map<String, Value>, out: &mut Vec<Problem>) {
     }
 }
 
-fn walk_step<'a>(i: usize, step: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) -> StepFacts<'a> {
+fn walk_step<'a>(i: usize, step: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) -> StepFacts<'a> {
     let mut facts = StepFacts { index: i, id: None, ty: None, suggested: None, payload_top_k: None };
     path.push_index(i);
     if let Some(obj) = expect_object(step, path, out) {
@@ -799,7 +627,7 @@ fn structure_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Probl
             }
         }
     }
-    for spec in crate::REGISTRY.iter().filter(|s| s.mandatory) {
+    for spec in crate::contract::registry::REGISTRY.iter().filter(|s| s.mandatory) {
         let ty = spec.step_type;
         let meant = facts.iter().any(|f| f.suggested == Some(ty));
         if first_of_type[ty.position()].is_none() && !meant {
@@ -808,7 +636,9 @@ fn structure_rules(facts: &[StepFacts<'_>], top_k: MetaTopK, out: &mut Vec<Probl
                 "/steps".to_owned(),
                 format!(
                     "the plan has no `{ty}` step; it is mandatory (every plan has {})",
-                    list_or_none(crate::REGISTRY.iter().filter(|s| s.mandatory).map(|s| s.step_type))
+                    list_or_none(
+                        crate::contract::registry::REGISTRY.iter().filter(|s| s.mandatory).map(|s| s.step_type)
+                    )
                 ),
             ));
         }
@@ -880,7 +710,7 @@ fn list_or_none(types: impl Iterator<Item = StepType>) -> String {
 /// cannot say, e.g. `RetrieveMemory` returning more than `topK` items.
 pub(crate) fn check_result(
     payload: &StepPayload,
-    result: &crate::steps::StepResult,
+    result: &crate::contract::steps::StepResult,
     metadata: &PlanMetadata,
 ) -> Vec<Problem> {
     let mut out = Vec::new();
@@ -892,8 +722,8 @@ pub(crate) fn check_result(
         ));
         return out;
     }
-    result.check_typed(&mut Path::new(), &mut out);
-    if let crate::steps::StepResult::RetrieveMemory(r) = result {
+    result.check_typed(&mut JsonPointer::new(), &mut out);
+    if let crate::contract::steps::StepResult::RetrieveMemory(r) = result {
         let limit = metadata.top_k.map(PositiveInt::get);
         if let Some(k) = limit.filter(|&k| r.items.len() as u64 > k) {
             out.push(Problem::new(

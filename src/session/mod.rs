@@ -108,7 +108,7 @@ pub struct SessionState {
     pub hash_parts: Option<HashParts>,
 }
 
-crate::json::map_only_serde!(SessionState);
+crate::contract::object::map_only_serde!(SessionState);
 
 /// What a save writes; the store adds `updatedAt`.
 #[derive(Debug, Clone, PartialEq, Eq)]

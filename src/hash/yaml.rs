@@ -6,11 +6,10 @@
 //! the document limits (nesting 64, integers within 2^53 − 1). Anything else is an error that
 //! names the file, line and column.
 
+use crate::json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
-
-use crate::json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 
 /// A YAML file outside the accepted subset, or not YAML at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

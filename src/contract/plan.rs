@@ -6,19 +6,22 @@
 
 use std::fmt;
 
+use crate::contract::value::PositiveInt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::json::{PositiveInt, StrictSeed, contract_object};
+use crate::contract::strict::StrictSeed;
+
+use crate::contract::object::contract_object;
 
 /// A top-level member (`/metadata`, `/validators`) sits at depth 2, as `json::Path` counts.
 pub(crate) const TOP_LEVEL_DEPTH: usize = 2;
 /// A payload object sits at `/steps/N/payload`: depth 4.
 pub(crate) const PAYLOAD_DEPTH: usize = 4;
-use crate::registry::StepType;
-use crate::rules::{non_empty, sha256_hex};
-use crate::steps::{PayloadSeed, StepPayload};
+use crate::contract::registry::StepType;
+use crate::contract::rules::{non_empty, sha256_hex};
+use crate::contract::steps::{PayloadSeed, StepPayload};
 
 /// `step_contract_version`: always the string `"1"` (registry revision 1.1 is additive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -180,9 +183,9 @@ impl Serialize for StepDefinition {
     }
 }
 
-impl crate::jcs::Canonical for StepDefinition {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
-        use crate::jcs::write_const_key;
+impl crate::json::canonical::Canonical for StepDefinition {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
+        use crate::json::canonical::write_const_key;
         write_const_key(out, "{\"id\":");
         self.id.write_canonical(out)?;
         write_const_key(out, ",\"payload\":");
@@ -194,9 +197,9 @@ impl crate::jcs::Canonical for StepDefinition {
     }
 }
 
-impl crate::size::JsonLenBound for StepDefinition {
+impl crate::json::size::JsonLenBound for StepDefinition {
     fn json_len_bound(&self) -> usize {
-        use crate::size::member_overhead;
+        use crate::json::size::member_overhead;
         2 + member_overhead("id")
             + self.id.json_len_bound()
             + member_overhead("payload")
@@ -305,7 +308,7 @@ pub struct ExecutionPlan {
     pub steps: Vec<StepDefinition>,
 }
 
-crate::json::map_only_serde!(@deserialize ExecutionPlan);
+crate::contract::object::map_only_serde!(@deserialize ExecutionPlan);
 
 impl Serialize for ExecutionPlan {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -325,9 +328,9 @@ impl Serialize for ExecutionPlan {
 pub(crate) const PLAN_FIELDS: &[&str] =
     &["step_contract_version", "extensions", "metadata", "validators", "postValidators", "steps"];
 
-impl crate::jcs::Canonical for ExecutionPlan {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
-        use crate::jcs::write_const_key;
+impl crate::json::canonical::Canonical for ExecutionPlan {
+    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
+        use crate::json::canonical::write_const_key;
         // Keys in canonical order; `extensions` is always `[]` and the version always "1".
         write_const_key(out, "{\"extensions\":[],\"metadata\":");
         self.metadata.write_canonical(out)?;
@@ -344,9 +347,9 @@ impl crate::jcs::Canonical for ExecutionPlan {
     }
 }
 
-impl crate::size::JsonLenBound for ExecutionPlan {
+impl crate::json::size::JsonLenBound for ExecutionPlan {
     fn json_len_bound(&self) -> usize {
-        use crate::size::member_overhead;
+        use crate::json::size::member_overhead;
         // The fixed members: `"extensions":[],` and `"step_contract_version":"1",`.
         2 + member_overhead("extensions")
             + 2

@@ -1,6 +1,9 @@
 //! Canonical JSON (RFC 8785, JCS) and SHA-256 digests: validator `config_hash`, the plan digest
 //! that guards a resume, and the idempotency keys handed to step handlers.
 
+pub mod profile;
+pub mod yaml;
+
 use std::fmt;
 use std::str::FromStr;
 
@@ -8,9 +11,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use sha2::{Digest as _, Sha256};
 use uuid::Uuid;
 
-use crate::jcs::{Canonical, JcsError};
-use crate::plan::ExecutionPlan;
-use crate::profile::PolicyProfile;
+use crate::contract::plan::ExecutionPlan;
+use crate::hash::profile::PolicyProfile;
+use crate::json::canonical::{Canonical, JcsError};
 use crate::validate::ValidPlan;
 
 /// A SHA-256 digest, written as 64 lowercase hex digits.
@@ -112,7 +115,7 @@ impl<'de> Deserialize<'de> for Digest {
 /// cannot hold).
 #[derive(Debug, thiserror::Error)]
 #[error("cannot write canonical JSON: {0}")]
-pub struct CanonicalError(#[from] crate::jcs::JcsError);
+pub struct CanonicalError(#[from] crate::json::canonical::JcsError);
 
 impl CanonicalError {
     /// `"canonical-json"`.
@@ -130,7 +133,7 @@ impl CanonicalError {
 /// ```
 pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
     let mut out = Vec::with_capacity(1024);
-    crate::jcs::write(&mut out, value)?;
+    crate::json::canonical::write(&mut out, value)?;
     Ok(out)
 }
 
@@ -157,7 +160,7 @@ fn digest_written(write: impl FnOnce(&mut Vec<u8>) -> Result<(), JcsError>) -> R
 
 /// SHA-256 of the canonical JSON of any `Serialize` value.
 fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
-    digest_written(|out| crate::jcs::write(out, value))
+    digest_written(|out| crate::json::canonical::write(out, value))
 }
 
 /// SHA-256 of the canonical JSON of a plan part, written directly (see [`Canonical`]).
@@ -229,7 +232,7 @@ struct HashDocument<'a> {
 /// only stores and compares it.
 ///
 /// ```
-/// # let plan = planlock::ValidPlan::from_str(include_str!("../tests/fixtures/full_plan.json")).unwrap();
+/// # let plan = planlock::ValidPlan::from_str(include_str!("../../tests/fixtures/full_plan.json")).unwrap();
 /// use planlock::{PolicyProfile, plan_hash};
 /// let profile = PolicyProfile { path: "profiles/default".into(), modes: serde_json::json!({}),
 ///                               triggers: serde_json::json!([]), bundles: serde_json::json!({}) };
@@ -250,17 +253,17 @@ pub fn hash_document_bytes(profile: &PolicyProfile, plan: &ValidPlan) -> Result<
 /// directly; `plan_hash` uses this, `hash_document_bytes` the serde path.
 impl Canonical for HashDocument<'_> {
     fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
-        use crate::jcs::write_const_key;
+        use crate::json::canonical::write_const_key;
         write_const_key(out, "{\"bundles\":");
-        crate::jcs::write(out, self.bundles)?;
+        crate::json::canonical::write(out, self.bundles)?;
         write_const_key(out, ",\"executionPlan\":");
         self.execution_plan.write_canonical(out)?;
         write_const_key(out, ",\"modes\":");
-        crate::jcs::write(out, self.modes)?;
+        crate::json::canonical::write(out, self.modes)?;
         write_const_key(out, ",\"policyProfile\":");
         self.policy_profile.write_canonical(out)?;
         write_const_key(out, ",\"triggers\":");
-        crate::jcs::write(out, self.triggers)?;
+        crate::json::canonical::write(out, self.triggers)?;
         out.push(b'}');
         Ok(())
     }
@@ -307,8 +310,8 @@ pub struct StepDigest {
     pub digest: Digest,
 }
 
-crate::json::map_only_serde!(HashParts);
-crate::json::map_only_serde!(StepDigest);
+crate::contract::object::map_only_serde!(HashParts);
+crate::contract::object::map_only_serde!(StepDigest);
 
 impl HashParts {
     /// The parts of `profile` and `plan`.

@@ -10,11 +10,11 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::contract::plan::{PlanMetadata, ValidatorSignature};
+use crate::contract::registry::StepType;
+use crate::contract::steps::{StepPayload, StepResult};
+use crate::exec::ledger::Ledger;
 use crate::hash::{CanonicalError, Digest, config_hash};
-use crate::ledger::Ledger;
-use crate::plan::{PlanMetadata, ValidatorSignature};
-use crate::registry::StepType;
-use crate::steps::{StepPayload, StepResult};
 
 /// A validator's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]

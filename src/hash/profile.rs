@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use serde_json::Value;
 
 use crate::fsread::{self, ReadError};
-use crate::yaml::{self, YamlError};
+use crate::hash::yaml::{self, YamlError};
 
 /// The three files of a profile, in hash-document order.
 pub const PROFILE_FILES: [&str; 3] = ["modes.yaml", "triggers.yaml", "bundles.yaml"];

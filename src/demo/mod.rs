@@ -15,11 +15,11 @@ use std::sync::{Arc, Mutex};
 
 use sha2::{Digest as _, Sha256};
 
-use crate::handler::{Handler, HandlerError, Handlers, StepContext};
-use crate::registry::StepType;
-use crate::schema::*;
-use crate::steps::*;
-use crate::validator::{StepView, Validator, Verdict};
+use crate::contract::registry::StepType;
+use crate::contract::schema::*;
+use crate::contract::steps::*;
+use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
+use crate::exec::validator::{StepView, Validator, Verdict};
 
 /// Memory, decisions, evidence and links, in memory.
 #[derive(Debug, Default)]
@@ -66,7 +66,7 @@ impl Demo {
     }
 
     /// Every demo handler, registered for its step type; add a `PersistSession` handler.
-    pub fn handlers(&self) -> Handlers<impl crate::handler::HandlerSet> {
+    pub fn handlers(&self) -> Handlers<impl crate::exec::handler::HandlerSet> {
         Handlers::new()
             .on::<RepoScan>(self.clone())
             .on::<ContextSelect>(self.clone())
@@ -192,7 +192,7 @@ fn scan(dir: &Path, deadline: Option<(std::time::Instant, u64)>) -> Result<(u64,
         h.update(file_hash.finalize());
     }
     let digest: [u8; 32] = h.finalize().into();
-    Ok((files.len() as u64, format!("scan-{}", crate::Digest::from_bytes(digest))))
+    Ok((files.len() as u64, format!("scan-{}", crate::hash::Digest::from_bytes(digest))))
 }
 
 /// Opens a file listed as regular without following a link or waiting on a FIFO, in case it was
@@ -227,8 +227,11 @@ impl Handler<RepoScan> for Demo {
 impl Handler<ContextSelect> for Demo {
     async fn call(&self, _: &StepContext<'_>, p: &ContextSelectPayload) -> Result<ContextSelectResult, HandlerError> {
         self.check(StepType::ContextSelect)?;
-        let selected_context =
-            p.sources.iter().map(|s| crate::AnyValue(serde_json::json!({ "source": s, "input": p.input }))).collect();
+        let selected_context = p
+            .sources
+            .iter()
+            .map(|s| crate::contract::value::AnyValue(serde_json::json!({ "source": s, "input": p.input })))
+            .collect();
         Ok(ContextSelectResult { selected_context })
     }
 }
@@ -418,7 +421,7 @@ impl ReviewGate {
 
 impl Validator for ReviewGate {
     fn before(&self, step: &StepView<'_>) -> Verdict {
-        if step.step_type.failure_kind() == crate::FailureKind::FailFast {
+        if step.step_type.failure_kind() == crate::contract::registry::FailureKind::FailFast {
             Verdict::Block(format!("`{}` writes to storage; a person must review it first", step.id))
         } else {
             Verdict::Allow

@@ -5,13 +5,14 @@
 //! The markers carry the wire names (`LLMCall`, not `LlmCall`) so compiler messages speak the
 //! contract's language.
 
+use crate::contract::object::Contract;
 use serde::de::{DeserializeSeed, Deserializer};
 use serde_json::Value;
 
-use crate::json::{Contract, Path};
-use crate::registry::StepType;
-use crate::schema::*;
-use crate::validate::Problem;
+use crate::contract::problem::Problem;
+use crate::contract::registry::StepType;
+use crate::contract::schema::*;
+use crate::json::pointer::JsonPointer;
 
 mod sealed {
     pub trait Sealed {}
@@ -92,7 +93,7 @@ macro_rules! define_steps {
             }
 
             /// Checks what the result's types cannot (string rules, free-form limits).
-            pub(crate) fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+            pub(crate) fn check_typed<'a>(&'a self, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
                 match self {
                     $(StepResult::$variant(r) => r.check_typed(path, out),)*
                 }
@@ -117,7 +118,7 @@ macro_rules! define_steps {
                 }
             }
 
-            pub(crate) fn check_typed<'a>(&'a self, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+            pub(crate) fn check_typed<'a>(&'a self, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
                 match self {
                     $(StepPayload::$variant(p) => p.check_typed(path, out),)*
                 }
@@ -138,7 +139,7 @@ macro_rules! define_steps {
                 }
             }
 
-            pub(crate) fn check_value<'a>(ty: StepType, v: &'a Value, path: &mut Path<'a>, out: &mut Vec<Problem>) {
+            pub(crate) fn check_value<'a>(ty: StepType, v: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
                 match ty {
                     $(StepType::$variant => <$payload as Contract>::check_value(v, path, out),)*
                 }
@@ -150,15 +151,15 @@ macro_rules! define_steps {
                 }
             }
 
-            pub(crate) fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::jcs::JcsError> {
+            pub(crate) fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
                 match self {
-                    $(StepPayload::$variant(p) => crate::jcs::Canonical::write_canonical(p, out),)*
+                    $(StepPayload::$variant(p) => crate::json::canonical::Canonical::write_canonical(p, out),)*
                 }
             }
 
             pub(crate) fn json_len_bound(&self) -> usize {
                 match self {
-                    $(StepPayload::$variant(p) => crate::size::JsonLenBound::json_len_bound(p),)*
+                    $(StepPayload::$variant(p) => crate::json::size::JsonLenBound::json_len_bound(p),)*
                 }
             }
 
@@ -179,7 +180,7 @@ macro_rules! define_steps {
     };
 }
 
-crate::registry::for_each_step!(define_steps);
+crate::contract::registry::for_each_step!(define_steps);
 
 impl serde::Serialize for StepPayload {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -187,7 +188,7 @@ impl serde::Serialize for StepPayload {
     }
 }
 
-impl crate::size::JsonLenBound for StepPayload {
+impl crate::json::size::JsonLenBound for StepPayload {
     fn json_len_bound(&self) -> usize {
         StepPayload::json_len_bound(self)
     }

@@ -23,14 +23,16 @@ use serde_json::Value;
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext};
+use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
+use crate::contract::registry::{FailureKind, StepClass, StepType};
+use crate::contract::steps::StepResult;
+use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext};
+use crate::exec::ledger::Ledger;
 use crate::hash::{CanonicalError, Digest, plan_digest};
-use crate::ledger::Ledger;
-use crate::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
-use crate::registry::{FailureKind, StepClass, StepType};
-use crate::steps::StepResult;
-use crate::validate::{Problem, ValidPlan, check_result};
-use crate::validator::{Override, Registered, StepView, Validator, Verdict};
+use crate::validate::{ValidPlan, check_result};
+
+use crate::contract::problem::Problem;
+use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
 
 /// The session a cycle runs in: its id and the plan hash the runtime computed for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

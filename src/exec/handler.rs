@@ -16,11 +16,11 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::contract::plan::{PlanMetadata, StepDefinition};
+use crate::contract::registry::StepType;
+use crate::contract::steps::{Step, StepPayload, StepResult};
+use crate::exec::ledger::Ledger;
 use crate::hash::{Digest, IdempotencyKey};
-use crate::ledger::Ledger;
-use crate::plan::{PlanMetadata, StepDefinition};
-use crate::registry::StepType;
-use crate::steps::{Step, StepPayload, StepResult};
 
 /// A handler failed. How the failure propagates is decided by the registry, never by the
 /// handler (CONTRACT §4).

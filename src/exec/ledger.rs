@@ -4,8 +4,8 @@
 //! Handlers see it read-only; only the executor writes to it, and it never feeds a result into
 //! another step's payload (D-007 §2.4).
 
-use crate::registry::StepType;
-use crate::steps::{Step, StepResult};
+use crate::contract::registry::StepType;
+use crate::contract::steps::{Step, StepResult};
 
 /// The results of the steps completed so far in a cycle.
 ///

@@ -3,9 +3,10 @@
 //! Every type here is strict: an undefined field, a missing required field or a wrong JSON type
 //! is an error, and an absent optional field is omitted, never `null`. Each struct and its
 //! validation come from one field list (see `contract_object!`).
+use crate::contract::value::{AnyObject, AnyValue, PositiveInt};
 
-use crate::json::{AnyObject, AnyValue, PositiveInt, contract_object};
-use crate::rules::non_empty;
+use crate::contract::object::contract_object;
+use crate::contract::rules::non_empty;
 
 contract_object! {
     /// A decision record (B-007 v1.1).
@@ -23,7 +24,7 @@ contract_object! {
         /// How strongly it binds, in the policy's own words.
         req strength: String = "strength",
         /// Where it applies: `global`, `axis` or `domain:<name>`.
-        req scope: String = "scope" where crate::rules::decision_scope,
+        req scope: String = "scope" where crate::contract::rules::decision_scope,
         /// Whether this version is the one in force.
         req is_active: bool = "isActive",
         /// The id of the version this one replaces.

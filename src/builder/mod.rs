@@ -2,7 +2,7 @@
 //! not compile.
 //!
 //! `PlanBuilder<S, M>` remembers the last step added (`S`: [`Start`] or a step marker from
-//! [`steps`](crate::steps)) and whether `metadata.topK` is set (`M`: [`NoTopK`] or [`TopK`]).
+//! [`steps`](crate::contract::steps)) and whether `metadata.topK` is set (`M`: [`NoTopK`] or [`TopK`]).
 //! Each step method exists in every state, bounded by one trait, [`CanAdd<T>`]: the step comes
 //! later than the last one in the canonical order ([`ComesAfter`]) and no mandatory step before
 //! it is missing ([`AddedBefore`], asked of the first missing one). A wrong call is one error
@@ -27,157 +27,23 @@
 
 use std::marker::PhantomData;
 
-use crate::json::PositiveInt;
-use crate::plan::{Budgets, ExecutionPlan, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature};
-use crate::schema::*;
-use crate::steps::*;
-use crate::validate::{Rejection, ValidPlan};
+use crate::contract::plan::{Budgets, ExecutionPlan, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature};
+use crate::contract::schema::*;
+use crate::contract::steps::*;
+use crate::contract::value::PositiveInt;
+use crate::validate::ValidPlan;
 
-mod sealed {
-    pub trait Sealed {}
-}
+use crate::contract::problem::Rejection;
 
-/// The state of a builder with no steps yet.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Start;
-
-/// The plan metadata has no `topK`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct NoTopK;
-
-/// The plan metadata has `topK` (its value is in the draft's metadata).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct TopK;
-
-impl sealed::Sealed for Start {}
-impl sealed::Sealed for NoTopK {}
-impl sealed::Sealed for TopK {}
-
-/// Where `metadata.topK` stands in a builder: [`NoTopK`] or [`TopK`].
-pub trait TopKState: sealed::Sealed {}
-impl TopKState for NoTopK {}
-impl TopKState for TopK {}
-
-/// Implemented by [`NoTopK`] only: `topK` can be set once.
-#[diagnostic::on_unimplemented(
-    message = "`topK` is already set for this plan",
-    label = "`.top_k(n)` was called before",
-    note = "`metadata.topK` is set once; remove the second `.top_k(..)` call"
-)]
-pub trait TopKUnset: sealed::Sealed {}
-#[diagnostic::do_not_recommend]
-impl TopKUnset for NoTopK {}
-
-/// Implemented by [`TopK`] only: `RetrieveMemory` needs `metadata.topK` (D-007).
-#[diagnostic::on_unimplemented(
-    message = "`RetrieveMemory` needs plan metadata `topK`: call `.top_k(n)` first",
-    label = "this plan has no `topK` yet",
-    note = "there is no default topK (D-007): set it with `.top_k(n)` before `.retrieve_memory(..)`"
-)]
-pub trait TopKSet: sealed::Sealed {}
-#[diagnostic::do_not_recommend]
-impl TopKSet for TopK {}
-
-/// The state of a builder: [`Start`] or the marker of the last step added. Sealed.
-///
-/// `FirstMissing` is the first mandatory step not in the plan yet ([`Complete`] once all four
-/// are in). The states encode "every mandatory step up to the last one added is in", so the
-/// first mandatory step after the state is the first one missing.
-pub trait BuilderState: sealed::Sealed {
-    /// The first mandatory step the plan still lacks, or [`Complete`].
-    type FirstMissing;
-}
-
-/// The [`BuilderState::FirstMissing`] of a plan that has every mandatory step.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Complete;
-impl sealed::Sealed for Complete {}
-
-/// A plan in state `Self` may get a `T` step next: `T` comes later in the canonical order than
-/// the last step added, and no mandatory step before `T` is missing.
-///
-/// This is the one bound a generic helper needs to add a step in whatever state it is given:
-///
-/// ```
-/// use planlock::builder::{CanAdd, PlanBuilder, TopKState};
-/// use planlock::schema::{Evidence, PersistEvidencePayload};
-/// use planlock::steps::PersistEvidence;
-///
-/// fn with_evidence<S: CanAdd<PersistEvidence>, M: TopKState>(
-///     builder: PlanBuilder<S, M>,
-///     evidence: Evidence,
-/// ) -> PlanBuilder<PersistEvidence, M> {
-///     builder.persist_evidence("evidence", PersistEvidencePayload { evidence })
-/// }
-/// # use planlock::{AnyObject, schema::*};
-/// # let b = PlanBuilder::new("p", "chat")
-/// #     .context_select("ctx", ContextSelectPayload { input: "hi".into(), sources: vec![] })
-/// #     .prompt_assemble("prompt", PromptAssemblePayload { template: "t".into(), vars: AnyObject::new() })
-/// #     .llm_call("llm", LlmCallPayload { prompt: "p".into(), config: AnyObject::new() });
-/// let evidence = Evidence { id: "e-1".into(), summary: "log".into(), source: "ci".into() };
-/// let plan = with_evidence(b, evidence)
-///     .persist_session("save", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
-///     .build()?;
-/// assert_eq!(plan.steps().len(), 5);
-/// # Ok::<(), planlock::Rejection>(())
-/// ```
-///
-/// When it does not hold, the compiler names the rule that fails: `T: ComesAfter<S>` (out of
-/// order, or already in the plan) or `M: AddedBefore<T>` (the mandatory step `M` is missing).
-pub trait CanAdd<T: Step>: BuilderState {}
+mod state;
 
 #[doc(hidden)]
-impl<S: BuilderState, T: Step> CanAdd<T> for S
-where
-    T: ComesAfter<S>,
-    S::FirstMissing: AddedBefore<T>,
-{
-}
-
-/// `Self` comes later than `S` in the canonical order (so it is not in the plan yet either).
-#[diagnostic::on_unimplemented(
-    message = "cannot add `{Self}` after `{S}`",
-    label = "`{Self}` is already in the plan or comes earlier in the canonical order",
-    note = "steps follow the canonical order RepoScan, ContextSelect, RetrieveMemory, RetrieveDecisionContext, PromptAssemble, LLMCall, SummarizeMemory, PersistMemory, PersistDecision, PersistEvidence, LinkDecisionEvidence, PersistSession; each step type appears at most once"
-)]
-pub trait ComesAfter<S>: Step {}
-
-/// The mandatory step `Self` (the first one missing) does not have to come before `T`: `T` is
-/// `Self` or comes earlier. [`Complete`] allows every step.
-#[diagnostic::on_unimplemented(
-    message = "this plan has no `{Self}` step yet",
-    label = "`{Self}` is mandatory and comes before `{T}`",
-    note = "every plan has the mandatory steps ContextSelect, PromptAssemble, LLMCall and PersistSession, in this order"
-)]
-pub trait AddedBefore<T>: sealed::Sealed {}
-
-#[doc(hidden)]
-#[diagnostic::do_not_recommend]
-impl<T: Step> AddedBefore<T> for Complete {}
-
-/// `build()` needs this of the plan's first missing mandatory step: only [`Complete`] has it.
-#[diagnostic::on_unimplemented(
-    message = "this plan has no `{Self}` step yet",
-    label = "`{Self}` is mandatory: add it before `.build()`",
-    note = "every plan has the mandatory steps ContextSelect, PromptAssemble, LLMCall and PersistSession, in this order"
-)]
-pub trait NothingMissing: sealed::Sealed {}
-
-#[doc(hidden)]
-#[diagnostic::do_not_recommend]
-impl NothingMissing for Complete {}
-
-/// The state after adding `Self` to a plan in state `S`. Method return types go through it so
-/// that a call the rules refuse yields one error and no follow-up errors on later calls.
-#[doc(hidden)]
-pub trait Transition<S> {
-    type Next;
-}
-
-#[doc(hidden)]
-impl<S: CanAdd<T>, T: Step> Transition<S> for T {
-    type Next = T;
-}
+pub use state::Transition;
+use state::sealed;
+pub use state::{
+    AddedBefore, BuilderState, CanAdd, ComesAfter, Complete, NoTopK, NothingMissing, Start, TopK, TopKSet, TopKState,
+    TopKUnset,
+};
 
 /// The builder after adding `T` to a plan in state `S` with topK state `M`.
 type Then<S, T, M> = PlanBuilder<<T as Transition<S>>::Next, M>;
@@ -242,7 +108,7 @@ impl StepIds {
         // FNV-1a: a few instructions a byte, and ids are short.
         let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
         let seen = &self.hashes[..self.len];
-        if crate::rules::step_id(id).is_err() || seen.contains(&hash) || self.len == self.hashes.len() {
+        if crate::contract::rules::step_id(id).is_err() || seen.contains(&hash) || self.len == self.hashes.len() {
             self.suspect = true;
         }
         if let Some(slot) = self.hashes.get_mut(self.len) {
@@ -257,7 +123,7 @@ impl PlanBuilder {
     /// [`top_k`](PlanBuilder::top_k), so the type knows whether `RetrieveMemory` is allowed.
     pub fn new(policy_profile: impl Into<String>, mode: impl Into<String>) -> PlanBuilder<Start, NoTopK> {
         let metadata = PlanMetadata::new(policy_profile, mode);
-        let plan = ExecutionPlan::new(metadata, Vec::with_capacity(crate::REGISTRY.len()));
+        let plan = ExecutionPlan::new(metadata, Vec::with_capacity(crate::contract::registry::REGISTRY.len()));
         PlanBuilder {
             draft: Box::new(Draft { plan, ids: StepIds::default(), rejected_top_k: None }),
             state: PhantomData,
@@ -431,7 +297,7 @@ macro_rules! builder_table {
     };
 }
 
-crate::registry::for_each_step!(builder_table);
+crate::contract::registry::for_each_step!(builder_table);
 
 impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
     /// Adds the `RetrieveMemory` step with this query. Its payload `topK` is the plan's

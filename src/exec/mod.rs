@@ -1,0 +1,10 @@
+//! Layer 3, running a plan (CONTRACT "Execution"): typed handlers ([`handler`]), the read-only
+//! results of a cycle ([`ledger`]), pre and post validators ([`validator`]) and the flat
+//! executor with its cycle report ([`executor`]).
+//!
+//! Imports the contract, validation and hashing layers; nothing above.
+
+pub mod executor;
+pub mod handler;
+pub mod ledger;
+pub mod validator;

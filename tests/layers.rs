@@ -1,0 +1,153 @@
+//! The crate's layers, held: every `crate::` path in `src/` (outside comments and unit-test
+//! modules) goes to the same layer or one below, names the module it means (not a crate-root
+//! re-export), and the files import each other without a cycle. The table below is the one
+//! place the layers are written down; `src/lib.rs` declares the modules in the same order.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Each top-level module and its layer; a module may import its own layer's module and those
+/// of lower layers only.
+const LAYERS: &[(&str, u32)] = &[
+    ("json", 0),
+    ("fsread", 0),
+    ("contract", 1),
+    ("validate", 2),
+    ("builder", 3),
+    ("hash", 3),
+    ("exec", 4),
+    ("session", 5),
+    ("runtime", 6),
+    ("demo", 7),
+];
+
+fn layer(module: &str) -> Option<u32> {
+    LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// `src/contract/schema.rs` → `["contract", "schema"]`; `src/json/mod.rs` → `["json"]`.
+fn module_of(src: &Path, file: &Path) -> Vec<String> {
+    let rel = file.strip_prefix(src).unwrap().with_extension("");
+    let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
+    if parts.last().is_some_and(|p| p == "mod") {
+        parts.pop();
+    }
+    parts
+}
+
+/// The `crate::a::b` paths of a file's code: comments and the unit-test module left out.
+fn crate_paths(text: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut lines = text.lines().enumerate().peekable();
+    while let Some((n, line)) = lines.next() {
+        let code = line.trim_start();
+        if code.starts_with("#[cfg(test)]")
+            && lines.peek().is_some_and(|(_, l)| l.trim_start().starts_with("mod tests"))
+        {
+            break;
+        }
+        if code.starts_with("//") {
+            continue;
+        }
+        let code = code.split(" // ").next().unwrap_or(code);
+        let mut rest = code;
+        while let Some(at) = rest.find("crate::") {
+            let before = &rest[..at];
+            rest = &rest[at + "crate::".len()..];
+            // `serde_json::...` and the like are not this crate.
+            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+                continue;
+            }
+            let segments: Vec<String> = rest
+                .split("::")
+                .map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
+                .take_while(|s| !s.is_empty())
+                .take(2)
+                .collect();
+            if !segments.is_empty() {
+                out.push((n + 1, segments));
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn imports_go_down_the_layers_and_never_in_a_circle() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(&src, f)).collect();
+    let mut problems = Vec::new();
+    let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
+    for file in &files {
+        let module = module_of(&src, file);
+        // The crate root and the binary sit above every layer.
+        let Some(own) = module.first().filter(|m| *m != "lib" && *m != "bin") else { continue };
+        let own_layer = layer(own).unwrap_or_else(|| panic!("{}: module `{own}` is in no layer", file.display()));
+        let text = std::fs::read_to_string(file).unwrap();
+        for (line, path) in crate_paths(&text) {
+            let at = format!("{}:{line}", file.strip_prefix(&src).unwrap().display());
+            let Some(their_layer) = layer(&path[0]) else {
+                problems.push(format!("{at}: `crate::{}` is a root re-export; name its layer's module", path[0]));
+                continue;
+            };
+            if their_layer > own_layer || (their_layer == own_layer && path[0] != *own) {
+                problems.push(format!(
+                    "{at}: `{own}` (layer {own_layer}) imports `{}` (layer {their_layer}): imports go down only",
+                    path.join("::")
+                ));
+            }
+            let target = if modules.contains(&path) { path.clone() } else { path[..1].to_vec() };
+            if target != module {
+                edges.entry(module.clone()).or_default().insert(target);
+            }
+        }
+    }
+    // Kahn's algorithm: what is left after removing every file nothing waits on is a cycle.
+    let mut waiting: BTreeMap<&Vec<String>, usize> = modules.iter().map(|m| (m, 0)).collect();
+    for targets in edges.values() {
+        for t in targets {
+            *waiting.entry(t).or_default() += 1;
+        }
+    }
+    let mut ready: Vec<&Vec<String>> = waiting.iter().filter(|(_, n)| **n == 0).map(|(m, _)| *m).collect();
+    let mut removed = 0;
+    while let Some(m) = ready.pop() {
+        removed += 1;
+        for t in edges.get(m).into_iter().flatten() {
+            let n = waiting.get_mut(t).unwrap();
+            *n -= 1;
+            if *n == 0 {
+                ready.push(t);
+            }
+        }
+    }
+    if removed < waiting.len() {
+        let cyclic: Vec<String> = waiting.iter().filter(|(_, n)| **n > 0).map(|(m, _)| m.join("::")).collect();
+        problems.push(format!("these modules import each other in a circle: {}", cyclic.join(", ")));
+    }
+    assert!(problems.is_empty(), "layering broken:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_checker_sees_an_upward_import_a_root_re_export_and_a_comment() {
+    let paths = crate_paths(
+        "use crate::runtime::Runtime;\n// crate::demo::Demo in a comment\nlet d = crate::Digest::of(b\"\");\nserde_json::x();\n#[cfg(test)]\nmod tests {\n use crate::demo::X;\n}",
+    );
+    let firsts: Vec<&str> = paths.iter().map(|(_, p)| p[0].as_str()).collect();
+    assert_eq!(firsts, ["runtime", "Digest"]);
+    assert!(layer("runtime") > layer("exec"));
+    assert_eq!(layer("Digest"), None);
+}
