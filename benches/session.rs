@@ -40,7 +40,7 @@ fn bench(c: &mut Criterion) {
     let plan = ValidPlan::from_str(include_str!("../tests/fixtures/full_plan.json")).unwrap();
     let profile = profile();
     let canonical = planlock::hash::hash_document_bytes(&profile, &plan).unwrap();
-    assert_eq!(plan_hash(&profile, &plan).unwrap(), Digest::of(&canonical));
+    assert_eq!(plan_hash(&profile, &plan), Digest::of(&canonical));
 
     let mut g = c.benchmark_group("plan_hash_12_steps");
     g.bench_function("floor_sha256_of_canonical_bytes", |b| b.iter(|| Digest::of(black_box(&canonical))));
@@ -51,8 +51,8 @@ fn bench(c: &mut Criterion) {
     g.bench_function("canonical_json_of_the_hash_document_via_serde", |b| {
         b.iter(|| planlock::hash::hash_document_bytes(black_box(&profile), black_box(&plan)).unwrap())
     });
-    g.bench_function("plan_hash", |b| b.iter(|| plan_hash(black_box(&profile), black_box(&plan)).unwrap()));
-    g.bench_function("hash_parts", |b| b.iter(|| HashParts::of(black_box(&profile), black_box(&plan)).unwrap()));
+    g.bench_function("plan_hash", |b| b.iter(|| plan_hash(black_box(&profile), black_box(&plan))));
+    g.bench_function("hash_parts", |b| b.iter(|| HashParts::of(black_box(&profile), black_box(&plan))));
     g.finish();
     paired::report(
         "plan_hash_12_steps",
@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
                 black_box(Digest::of(black_box(&canonical)));
             }),
             ("plan_hash", &mut || {
-                black_box(plan_hash(black_box(&profile), black_box(&plan)).unwrap());
+                black_box(plan_hash(black_box(&profile), black_box(&plan)));
             }),
         ],
     );
@@ -71,12 +71,12 @@ fn bench(c: &mut Criterion) {
     std::fs::create_dir_all(base.join("store")).unwrap();
     std::fs::create_dir_all(base.join("hand")).unwrap();
     let store = FileSessionStore::open(base.join("store")).unwrap();
-    let parts = HashParts::of(&profile, &plan).unwrap();
+    let parts = HashParts::of(&profile, &plan);
     let update = SessionUpdate {
         session_id: uuid::Uuid::new_v4(),
         memory_ref: Some("mem-1".into()),
         repo_scan_version: Some("scan-1".into()),
-        last_execution_plan_hash: plan_hash(&profile, &plan).unwrap(),
+        last_execution_plan_hash: plan_hash(&profile, &plan),
         hash_parts: Some(parts),
     };
     let saved = store.save(update.clone()).unwrap();

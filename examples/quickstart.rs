@@ -8,6 +8,7 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::{Boot, BootError, Runtime};
 use planlock::schema::*;

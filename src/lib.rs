@@ -94,7 +94,7 @@ pub use plan::{
     Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
 };
 pub use profile::{PolicyProfile, ProfileError};
-pub use registry::{FailureKind, REGISTRY, StepClass, StepSpec, StepType};
+pub use registry::{Failure, FailureKind, REGISTRY, StepClass, StepSpec, StepType};
 pub use steps::{Step, StepPayload, StepResult};
 pub use validate::{PlanReadError, ValidPlan};
 pub use validator::{Override, StepView, Validator, Verdict};

@@ -58,8 +58,7 @@ fn run_exit_codes_and_json_for_every_outcome() {
 
     // A plan naming the demo review gate pauses before the first storage write.
     let reviewed = dir.path().join("reviewed.json");
-    let gate =
-        json!([{"id": "demo-review", "version": "1", "config_hash": planlock::config_hash(&json!({})).unwrap()}]);
+    let gate = json!([{"id": "demo-review", "version": "1", "config_hash": planlock::config_hash(&json!({}))}]);
     std::fs::write(&reviewed, plan_with(|v| v["validators"] = gate).to_json()).unwrap();
     let other_root = tempfile::tempdir().unwrap();
     let (code, json) = run(other_root.path(), pol.path(), &reviewed, &[]);
@@ -89,10 +88,7 @@ fn hash_prints_the_digest_and_its_parts() {
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
     let profile = PolicyProfile::load(pol.path(), "profiles/default").unwrap();
-    assert_eq!(
-        String::from_utf8(out.stdout).unwrap().trim(),
-        planlock::plan_hash(&profile, &plan).unwrap().to_string()
-    );
+    assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), planlock::plan_hash(&profile, &plan).to_string());
     let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
         .args(["hash", "--parts", "--policy-root"])
         .arg(pol.path())

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use planlock::Failure;
 use planlock::{FailureKind, ProblemCode, ValidPlan};
 use serde_json::{Value, json};
 

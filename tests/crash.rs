@@ -14,6 +14,7 @@ use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
 
 use planlock::Digest;
+use planlock::Failure;
 use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
 
 const KILLS: usize = 300;

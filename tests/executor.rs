@@ -4,6 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use planlock::Failure;
 use planlock::executor::Phase;
 use planlock::schema::*;
 use planlock::steps::*;
@@ -322,9 +323,7 @@ fn guarded(
 ) -> (Executor<impl planlock::handler::HandlerSet>, ValidPlan) {
     let exec = Executor::new(all_handlers!(probe.clone()))
         .with_validator("pre-guard", "1", &json!({"strict": true}), pre.clone())
-        .unwrap()
-        .with_validator("post-guard", "3", &json!({"limit": 2}), post.clone())
-        .unwrap();
+        .with_validator("post-guard", "3", &json!({"limit": 2}), post.clone());
     let mut plan = plan_without_validators().into_plan();
     plan.validators = vec![exec.validator_signature("pre-guard").unwrap()];
     plan.post_validators = vec![exec.validator_signature("post-guard").unwrap()];
@@ -447,12 +446,15 @@ fn resuming_under_a_changed_plan_or_hash_is_fail_fast() {
 fn unknown_or_mismatched_validators_are_refused_before_step_one() {
     let probe = Probe::default();
     let make = || {
-        Executor::new(all_handlers!(probe.clone()))
-            .with_validator("pii-guard", "2", &json!({"mask": true}), Scripted::default())
-            .unwrap()
+        Executor::new(all_handlers!(probe.clone())).with_validator(
+            "pii-guard",
+            "2",
+            &json!({"mask": true}),
+            Scripted::default(),
+        )
     };
     let sig = make().validator_signature("pii-guard").unwrap();
-    assert_eq!(sig.config_hash, planlock::config_hash(&json!({"mask": true})).unwrap().to_string());
+    assert_eq!(sig.config_hash, planlock::config_hash(&json!({"mask": true})).to_string());
     type Change = Box<dyn Fn(&mut planlock::ValidatorSignature)>;
     let cases: Vec<(Change, &str)> = vec![
         (Box::new(|s| s.id = "other".into()), "unknown-validator"),

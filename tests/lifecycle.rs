@@ -5,6 +5,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::{Boot, BootError, PolicyInterpreter, Runtime};
 use planlock::session::{FileSessionStore, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate};
@@ -104,7 +105,7 @@ fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
     });
     // A session saved earlier under this very plan hash, with references of its own.
     let profile = PolicyProfile::load(pol.path(), "profiles/default").unwrap();
-    let hash = planlock::plan_hash(&profile, &plan).unwrap();
+    let hash = planlock::plan_hash(&profile, &plan);
     let id = uuid::Uuid::new_v4();
     FileSessionStore::open(root.path())
         .unwrap()

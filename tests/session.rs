@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use planlock::Digest;
+use planlock::Failure;
 use planlock::session::{FileSessionStore, RealFs, SESSION_FILE, SaveFs, SessionStore, SessionUpdate};
 
 fn update(memory: &str) -> SessionUpdate {
@@ -244,11 +245,12 @@ impl SaveFs for Faulty {
 fn a_save_does_every_durability_step_in_order() {
     let root = tempfile::tempdir().unwrap();
     let log = Arc::new(Mutex::new(Vec::new()));
-    let store = FileSessionStore::with_fs(root.path(), Faulty { op: Op::CreateDir, log: log.clone() }).unwrap();
-    drop(store);
-    let store = FileSessionStore::with_fs(root.path(), Faulty { op: Op::SyncDir, log: log.clone() });
+    // The fault is in the very last step, so every step before it is seen to run.
+    let store = FileSessionStore::with_fs(root.path(), Faulty { op: Op::SyncDir, log: log.clone() }).unwrap();
     // A fresh root: both directories are created and each is made durable in its parent.
-    let _ = store.unwrap().save(update("x"));
+    let err = store.save(update("x")).unwrap_err();
+    assert_eq!(err.code(), "session-io", "{err}");
+    assert!(err.to_string().contains("fsync directory"), "the last step failed: {err}");
     assert_eq!(
         *log.lock().unwrap(),
         ["create_dir", "sync_dir", "create_dir", "sync_dir", "create_temp", "write", "sync_file", "rename", "sync_dir"]

@@ -15,11 +15,11 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
-use planlock::runtime::{Boot, BootError, Runtime};
+use planlock::runtime::{Boot, Runtime};
 use planlock::session::FileSessionStore;
 use planlock::{
-    CycleOutcome, Executor, FailureKind, HashParts, PlanReadError, PolicyProfile, Problem, Rejection, StepType,
-    ValidPlan,
+    CycleOutcome, Executor, Failure, FailureKind, HashParts, PlanReadError, PolicyProfile, Problem, Rejection,
+    StepType, ValidPlan,
 };
 
 #[derive(Parser)]
@@ -145,6 +145,7 @@ fn read_plan(file: &Path) -> std::io::Result<Result<ValidPlan, Rejection>> {
         Ok(plan) => Ok(Ok(plan)),
         Err(PlanReadError::Rejected(rejection)) => Ok(Err(rejection)),
         Err(PlanReadError::Io(e)) => Err(e),
+        Err(other) => Err(std::io::Error::other(other)),
     }
 }
 
@@ -229,15 +230,9 @@ fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> u8 {
             return failure.code;
         }
     };
-    let result = PolicyProfile::load(policy_root, &plan.metadata().policy_profile).map_err(|e| e.to_string()).and_then(
-        |profile| {
-            let digest = planlock::plan_hash(&profile, &plan).map_err(|e| e.to_string())?;
-            let parts = HashParts::of(&profile, &plan).map_err(|e| e.to_string())?;
-            Ok((digest, parts))
-        },
-    );
-    match result {
-        Ok((digest, hash_parts)) => {
+    match PolicyProfile::load(policy_root, &plan.metadata().policy_profile) {
+        Ok(profile) => {
+            let (digest, hash_parts) = (planlock::plan_hash(&profile, &plan), HashParts::of(&profile, &plan));
             if parts {
                 line!(out, "{}", serde_json::json!({ "hash": digest, "parts": hash_parts }));
             } else {
@@ -338,7 +333,7 @@ fn run(out: &mut String, root: &Path, policy_root: &Path, fail: Vec<StepType>, f
     let runtime = match Runtime::boot(policy_root, plan, store) {
         Ok(r) => r,
         Err(e) => {
-            let kind = BootError::kind(&e);
+            let kind = e.kind();
             RunReport::failed(kind.as_str(), e.to_string()).write(out, format);
             return class_exit(kind);
         }
@@ -365,13 +360,6 @@ fn run(out: &mut String, root: &Path, policy_root: &Path, fail: Vec<StepType>, f
         steps,
         error,
         problems: vec![],
-    };
-    let executor = match executor {
-        Ok(e) => e,
-        Err(e) => {
-            report("FailFast", serde_json::json!([]), Some(e.to_string())).write(out, format);
-            return EXIT_FAIL_FAST;
-        }
     };
     let steps_of = |statuses: &dyn Fn(usize) -> &'static str| {
         let steps: Vec<_> = runtime

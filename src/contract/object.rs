@@ -118,11 +118,43 @@ pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> R
     T::deserialize(d).map(Some)
 }
 
-/// Declares a strict contract object: the struct (with serde, unknown fields denied, optional
-/// fields never `null`) and its [`Contract`] checks, from one field list.
+/// Declares a strict contract object from one field list: the struct (with serde, unknown
+/// fields denied, optional fields never `null`, only a JSON object accepted), its canonical JSON,
+/// its size bound and its [`Contract`] checks.
 ///
 /// Each field is `req|opt name: Type = "wireName"`, optionally followed by `where rule`, a
-/// `fn(&str) -> Result<(), String>` applied to string fields.
+/// `fn(&str) -> Result<(), String>` applied to string fields. Fields are declared in canonical
+/// (RFC 8785) key order, which a compile-time assertion checks, so every writer writes them in
+/// declaration order and the plan hash never reorders anything.
+///
+/// For example,
+///
+/// ```text
+/// contract_object! {
+///     /// `{ decisionId, evidenceId }`
+///     pub struct Anchor {
+///         req decision_id: String = "decisionId",
+///         req evidence_id: String = "evidenceId",
+///     }
+/// }
+/// ```
+///
+/// expands to (abridged):
+///
+/// ```text
+/// #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+/// #[serde(deny_unknown_fields, remote = "Self")]
+/// pub struct Anchor {
+///     #[serde(rename = "decisionId")] pub decision_id: String,
+///     #[serde(rename = "evidenceId")] pub evidence_id: String,
+/// }
+/// impl Deserialize for Anchor { /* the derived one, through `MapOnly`: objects only */ }
+/// const _: () = assert!(keys_in_order(&["decisionId", "evidenceId"]), "...");
+/// impl Serialize for Anchor { /* decisionId, then evidenceId */ }
+/// impl Canonical for Anchor { /* {"decisionId":…,"evidenceId":…} written directly */ }
+/// impl JsonLenBound for Anchor { /* 2 + each member's key and value bound */ }
+/// impl Contract for Anchor { /* check_value, check_typed, typed_ok, TYPED_CHECKS */ }
+/// ```
 macro_rules! contract_object {
     (
         $(#[$meta:meta])*
@@ -132,47 +164,30 @@ macro_rules! contract_object {
     ) => {
         contract_object!(@struct [$(#[$meta])*] $name [] $( [$(#[$fmeta])*] $req $field [$ty] $wire )+);
 
+        // Every writer writes the members in declaration order: prove it is canonical order,
+        // and that the keys can be written as constants.
+        const _: () = assert!(
+            $crate::json::canonical::keys_in_order(&[$($wire),+]),
+            concat!("declare the fields of ", stringify!($name), " in canonical key order (sorted by wire name)")
+        );
+
         impl serde::Serialize for $name {
-            /// Members are written in canonical (JCS) key order, so hashing never reorders them.
-            #[allow(unused_assignments)]
             fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
                 use serde::ser::SerializeStruct as _;
-                const ORDER: [usize; [$($wire),+].len()] = $crate::json::canonical::key_order([$($wire),+]);
                 let present = 0 $( + contract_object!(@present $req self.$field) )+;
                 let mut st = s.serialize_struct(stringify!($name), present)?;
-                for i in ORDER {
-                    let mut k = 0;
-                    $(
-                        if i == k {
-                            contract_object!(@write $req st, self.$field, $wire);
-                        }
-                        k += 1;
-                    )+
-                }
+                $( contract_object!(@write $req st, self.$field, $wire); )+
                 st.end()
             }
         }
 
-        // Wire names are written as constants: prove at compile time they may be.
-        const _: () = { $( assert!($crate::json::canonical::plain_key($wire), "a wire name needs escaping"); )+ };
-
         impl $crate::json::canonical::Canonical for $name {
             #[allow(unused_assignments)]
-            fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), $crate::json::canonical::JcsError> {
-                const ORDER: [usize; [$($wire),+].len()] = $crate::json::canonical::key_order([$($wire),+]);
+            fn write_canonical(&self, out: &mut Vec<u8>) {
                 out.push(b'{');
                 let mut first = true;
-                for i in ORDER {
-                    let mut k = 0;
-                    $(
-                        if i == k {
-                            contract_object!(@canonical $req out, first, self.$field, $wire);
-                        }
-                        k += 1;
-                    )+
-                }
+                $( contract_object!(@canonical $req out, first, self.$field, $wire); )+
                 out.push(b'}');
-                Ok(())
             }
         }
 
@@ -235,7 +250,7 @@ macro_rules! contract_object {
         }
         $first = false;
         $crate::json::canonical::write_const_key($out, concat!("\"", $wire, "\":"));
-        $crate::json::canonical::Canonical::write_canonical(&$value, $out)?;
+        $crate::json::canonical::Canonical::write_canonical(&$value, $out);
     }};
     (@canonical opt $out:ident, $first:ident, $value:expr, $wire:literal) => {
         if let Some(v) = &$value {

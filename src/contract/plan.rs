@@ -90,10 +90,10 @@ impl<'de> Deserialize<'de> for Extensions {
 contract_object! {
     /// `metadata.timeouts`, in milliseconds. An absent value means no deadline.
     pub struct Timeouts {
-        /// Bounds the `LLMCall` step.
-        opt llm_ms: PositiveInt = "llmMs",
         /// Bounds the I/O steps: `RepoScan`, the `Retrieve*` and `Persist*` steps.
         opt io_ms: PositiveInt = "ioMs",
+        /// Bounds the `LLMCall` step.
+        opt llm_ms: PositiveInt = "llmMs",
     }
 }
 
@@ -108,16 +108,16 @@ contract_object! {
 contract_object! {
     /// The plan metadata (PRD-007 §6): exactly these five keys, no others.
     pub struct PlanMetadata {
-        /// The policy profile directory, relative to the policy root.
-        req policy_profile: String = "policyProfile" where non_empty,
-        /// The mode.
-        req mode: String = "mode" where non_empty,
-        /// How many memory items `RetrieveMemory` may return; required when the plan has one.
-        opt top_k: PositiveInt = "topK",
-        /// Deadlines.
-        opt timeouts: Timeouts = "timeouts",
         /// Budgets.
         opt budgets: Budgets = "budgets",
+        /// The mode.
+        req mode: String = "mode" where non_empty,
+        /// The policy profile directory, relative to the policy root.
+        req policy_profile: String = "policyProfile" where non_empty,
+        /// Deadlines.
+        opt timeouts: Timeouts = "timeouts",
+        /// How many memory items `RetrieveMemory` may return; required when the plan has one.
+        opt top_k: PositiveInt = "topK",
     }
 }
 
@@ -142,12 +142,12 @@ impl PlanMetadata {
 contract_object! {
     /// A validator the plan requires, pinned by version and configuration (D-021).
     pub struct ValidatorSignature {
+        /// SHA-256 (lowercase hex) of the JCS form of the validator's configuration.
+        req config_hash: String = "config_hash" where sha256_hex,
         /// The validator's id.
         req id: String = "id" where non_empty,
         /// The validator's logic version.
         req version: String = "version" where non_empty,
-        /// SHA-256 (lowercase hex) of the JCS form of the validator's configuration.
-        req config_hash: String = "config_hash" where sha256_hex,
     }
 }
 
@@ -184,16 +184,15 @@ impl Serialize for StepDefinition {
 }
 
 impl crate::json::canonical::Canonical for StepDefinition {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         use crate::json::canonical::write_const_key;
         write_const_key(out, "{\"id\":");
-        self.id.write_canonical(out)?;
+        self.id.write_canonical(out);
         write_const_key(out, ",\"payload\":");
-        self.payload.write_canonical(out)?;
+        self.payload.write_canonical(out);
         write_const_key(out, ",\"type\":");
-        self.step_type().wire_name().write_canonical(out)?;
+        self.step_type().wire_name().write_canonical(out);
         out.push(b'}');
-        Ok(())
     }
 }
 
@@ -329,21 +328,20 @@ pub(crate) const PLAN_FIELDS: &[&str] =
     &["step_contract_version", "extensions", "metadata", "validators", "postValidators", "steps"];
 
 impl crate::json::canonical::Canonical for ExecutionPlan {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         use crate::json::canonical::write_const_key;
         // Keys in canonical order; `extensions` is always `[]` and the version always "1".
         write_const_key(out, "{\"extensions\":[],\"metadata\":");
-        self.metadata.write_canonical(out)?;
+        self.metadata.write_canonical(out);
         write_const_key(out, ",\"postValidators\":");
-        self.post_validators.write_canonical(out)?;
+        self.post_validators.write_canonical(out);
         write_const_key(out, ",\"step_contract_version\":");
-        ContractVersion::WIRE.write_canonical(out)?;
+        ContractVersion::WIRE.write_canonical(out);
         write_const_key(out, ",\"steps\":");
-        self.steps.write_canonical(out)?;
+        self.steps.write_canonical(out);
         write_const_key(out, ",\"validators\":");
-        self.validators.write_canonical(out)?;
+        self.validators.write_canonical(out);
         out.push(b'}');
-        Ok(())
     }
 }
 

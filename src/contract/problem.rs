@@ -8,7 +8,7 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-use crate::contract::registry::FailureKind;
+use crate::contract::registry::{Failure, FailureKind};
 use crate::json::pointer::JsonPointer;
 use crate::json::type_name;
 
@@ -168,11 +168,6 @@ impl Rejection {
         self.problems
     }
 
-    /// `"plan-rejected"`; each problem has its own code.
-    pub fn code(&self) -> &'static str {
-        "plan-rejected"
-    }
-
     /// `FailFast` if any problem is, else `CycleFail`.
     pub fn class(&self) -> FailureKind {
         self.problems.iter().map(Problem::class).max().unwrap_or(FailureKind::CycleFail)
@@ -186,5 +181,17 @@ impl Rejection {
             s.push_str(&p.to_string());
         }
         s
+    }
+}
+
+impl Failure for Rejection {
+    /// `"plan-rejected"`; each problem has its own code.
+    fn code(&self) -> &'static str {
+        "plan-rejected"
+    }
+
+    /// The [`class`](Rejection::class).
+    fn kind(&self) -> FailureKind {
+        self.class()
     }
 }

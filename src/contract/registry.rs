@@ -40,6 +40,25 @@ impl fmt::Display for FailureKind {
     }
 }
 
+/// What every error of this crate answers the same way: which stable, machine-readable code, and
+/// which failure class (how it propagates, CONTRACT "Execution"). A caller can log or map any of
+/// them to an exit code without knowing the type.
+///
+/// ```
+/// use planlock::{Failure, FailureKind, ValidPlan};
+/// let err = ValidPlan::from_str("{}").unwrap_err();
+/// assert_eq!((err.code(), err.kind()), ("plan-rejected", FailureKind::FailFast));
+/// ```
+///
+/// A handler's own error ([`HandlerError`](crate::exec::handler::HandlerError)) has a code but no
+/// class: the registry classifies a step's failure, never the handler.
+pub trait Failure: std::error::Error {
+    /// A stable machine-readable code, such as `"session-in-use"`.
+    fn code(&self) -> &'static str;
+    /// How the failure propagates.
+    fn kind(&self) -> FailureKind;
+}
+
 /// What kind of work a step does; decides which `metadata.timeouts` entry bounds it (CONTRACT §4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StepClass {

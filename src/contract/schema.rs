@@ -15,20 +15,20 @@ contract_object! {
     pub struct Decision {
         /// The id of this version of the decision.
         req id: String = "id",
-        /// The id of the first version; shared by every version of one decision.
-        req root_id: String = "rootId",
-        /// The version number, from 1.
-        req version: PositiveInt = "version",
-        /// The decision's text.
-        req text: String = "text",
-        /// How strongly it binds, in the policy's own words.
-        req strength: String = "strength",
-        /// Where it applies: `global`, `axis` or `domain:<name>`.
-        req scope: String = "scope" where crate::contract::rules::decision_scope,
         /// Whether this version is the one in force.
         req is_active: bool = "isActive",
         /// The id of the version this one replaces.
         opt previous_version_id: String = "previousVersionId",
+        /// The id of the first version; shared by every version of one decision.
+        req root_id: String = "rootId",
+        /// Where it applies: `global`, `axis` or `domain:<name>`.
+        req scope: String = "scope" where crate::contract::rules::decision_scope,
+        /// How strongly it binds, in the policy's own words.
+        req strength: String = "strength",
+        /// The decision's text.
+        req text: String = "text",
+        /// The version number, from 1.
+        req version: PositiveInt = "version",
     }
 }
 
@@ -37,10 +37,10 @@ contract_object! {
     pub struct Evidence {
         /// Its id.
         req id: String = "id",
-        /// What it shows.
-        req summary: String = "summary",
         /// Where it comes from.
         req source: String = "source",
+        /// What it shows.
+        req summary: String = "summary",
     }
 }
 
@@ -77,10 +77,10 @@ contract_object! {
 contract_object! {
     /// `RepoScan` result.
     pub struct RepoScanResult {
-        /// An identifier of the scanned content.
-        req version_id: String = "versionId",
         /// How many files were scanned.
         req file_count: u64 = "fileCount",
+        /// An identifier of the scanned content.
+        req version_id: String = "versionId",
     }
 }
 
@@ -124,20 +124,20 @@ contract_object! {
     /// `RetrieveDecisionContext` payload. Without `currentDomain` only `global` and `axis`
     /// decisions are loaded.
     pub struct RetrieveDecisionContextPayload {
-        /// The query.
-        req input: String = "input",
         /// The domain whose `domain:<name>` decisions are loaded too.
         opt current_domain: String = "currentDomain",
+        /// The query.
+        req input: String = "input",
     }
 }
 
 contract_object! {
     /// `RetrieveDecisionContext` result.
     pub struct RetrieveDecisionContextResult {
-        /// The decisions in force.
-        req decisions: Vec<Decision> = "decisions",
         /// Their links to evidence.
         req anchors: Vec<Anchor> = "anchors",
+        /// The decisions in force.
+        req decisions: Vec<Decision> = "decisions",
     }
 }
 
@@ -162,10 +162,10 @@ contract_object! {
 contract_object! {
     /// `LLMCall` payload.
     pub struct LlmCallPayload {
-        /// The prompt.
-        req prompt: String = "prompt",
         /// The model configuration, passed through untouched.
         req config: AnyObject = "config",
+        /// The prompt.
+        req prompt: String = "prompt",
     }
 }
 
@@ -188,22 +188,22 @@ contract_object! {
 contract_object! {
     /// `SummarizeMemory` result.
     pub struct SummarizeMemoryResult {
-        /// The summary.
-        req summary: String = "summary",
         /// Its keywords.
         req keywords: Vec<String> = "keywords",
+        /// The summary.
+        req summary: String = "summary",
     }
 }
 
 contract_object! {
     /// `PersistMemory` payload.
     pub struct PersistMemoryPayload {
-        /// The summary to store.
-        req summary: String = "summary",
         /// Its keywords.
         req keywords: Vec<String> = "keywords",
         /// The policy's own session reference, passed through uninterpreted.
         req session_ref: String = "sessionRef",
+        /// The summary to store.
+        req summary: String = "summary",
     }
 }
 
@@ -268,10 +268,10 @@ contract_object! {
 contract_object! {
     /// `PersistSession` payload.
     pub struct PersistSessionPayload {
-        /// The policy's own session reference, passed through uninterpreted.
-        req session_ref: String = "sessionRef",
         /// Free-form session metadata.
         req meta: AnyObject = "meta",
+        /// The policy's own session reference, passed through uninterpreted.
+        req session_ref: String = "sessionRef",
     }
 }
 

@@ -151,7 +151,7 @@ macro_rules! define_steps {
                 }
             }
 
-            pub(crate) fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
+            pub(crate) fn write_canonical(&self, out: &mut Vec<u8>) {
                 match self {
                     $(StepPayload::$variant(p) => crate::json::canonical::Canonical::write_canonical(p, out),)*
                 }

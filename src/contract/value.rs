@@ -161,8 +161,8 @@ impl<'de> Deserialize<'de> for AnyObject {
 }
 
 impl crate::json::canonical::Canonical for PositiveInt {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
-        crate::json::canonical::Canonical::write_canonical(&self.0, out)
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        crate::json::canonical::Canonical::write_canonical(&self.0, out);
     }
 }
 
@@ -185,14 +185,14 @@ impl crate::json::size::JsonLenBound for AnyObject {
 }
 
 impl crate::json::canonical::Canonical for AnyValue {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
-        crate::json::canonical::write(out, &self.0)
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        crate::json::canonical::write_value(out, &self.0);
     }
 }
 
 impl crate::json::canonical::Canonical for AnyObject {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), crate::json::canonical::JcsError> {
-        crate::json::canonical::write(out, &self.0)
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        crate::json::canonical::write_map(out, &self.0);
     }
 }
 

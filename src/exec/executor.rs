@@ -24,11 +24,11 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
-use crate::contract::registry::{FailureKind, StepClass, StepType};
+use crate::contract::registry::{Failure, FailureKind, StepClass, StepType};
 use crate::contract::steps::StepResult;
 use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
-use crate::hash::{CanonicalError, Digest, plan_digest};
+use crate::hash::{Digest, plan_digest};
 use crate::validate::{ValidPlan, check_result};
 
 use crate::contract::problem::Problem;
@@ -45,6 +45,7 @@ pub struct CycleSession {
 
 /// Why a step failed.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum StepFailure {
     /// The handler returned an error.
     #[error("{0}")]
@@ -68,6 +69,7 @@ fn join(problems: &[Problem]) -> String {
 
 /// An execution failure, with its failure class.
 #[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExecError {
     /// A step failed; `kind` comes from the registry.
     #[error("step `{step_id}` ({step_type}) failed [{kind}]: {cause}")]
@@ -119,9 +121,6 @@ pub enum ExecError {
         /// What differs.
         what: &'static str,
     },
-    /// The plan could not be written as canonical JSON to compute its digest.
-    #[error("cannot compute the plan digest: {0}")]
-    Digest(String),
     /// An earlier FailFast failure halted this executor.
     #[error("the runtime is halted by an earlier FailFast failure: {original}")]
     Halted {
@@ -130,22 +129,21 @@ pub enum ExecError {
     },
 }
 
-impl ExecError {
+impl Failure for ExecError {
     /// The failure class.
-    pub fn kind(&self) -> FailureKind {
+    fn kind(&self) -> FailureKind {
         match self {
             ExecError::StepFailed { kind, .. } => *kind,
             ExecError::MissingHandler { .. } => FailureKind::CycleFail,
             ExecError::UnknownValidator { .. }
             | ExecError::ValidatorMismatch { .. }
             | ExecError::PlanChanged { .. }
-            | ExecError::Digest(_)
             | ExecError::Halted { .. } => FailureKind::FailFast,
         }
     }
 
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             ExecError::StepFailed { cause: StepFailure::Handler(_), .. } => "step-failed",
             ExecError::StepFailed { cause: StepFailure::TimedOut { .. }, .. } => "step-timed-out",
@@ -154,15 +152,8 @@ impl ExecError {
             ExecError::UnknownValidator { .. } => "unknown-validator",
             ExecError::ValidatorMismatch { .. } => "validator-mismatch",
             ExecError::PlanChanged { .. } => "plan-changed",
-            ExecError::Digest(_) => "plan-digest",
             ExecError::Halted { .. } => "halted",
         }
-    }
-}
-
-impl From<CanonicalError> for ExecError {
-    fn from(e: CanonicalError) -> Self {
-        ExecError::Digest(e.to_string())
     }
 }
 
@@ -271,6 +262,7 @@ pub struct Completed {
 /// How a cycle ended, when it did not fail.
 #[derive(Debug)]
 #[must_use = "a paused cycle must be resumed or abandoned"]
+#[allow(clippy::large_enum_variant, reason = "one per cycle, moved a few times; boxing buys nothing")]
 pub enum CycleOutcome {
     /// Every step ran.
     Completed(Completed),
@@ -288,16 +280,37 @@ impl CycleOutcome {
     }
 }
 
-/// A cycle paused by a validator's Block (D-021 §3). It can only be resumed
-/// ([`Executor::resume`]) or abandoned ([`PausedCycle::abandon`]).
+/// A cycle in progress: its session, the next step to run, what it has recorded so far, and the
+/// override it may still use. A paused cycle keeps it whole, so a resume goes on from here.
 #[derive(Debug)]
-#[must_use = "a paused cycle must be resumed or abandoned"]
-pub struct PausedCycle {
+struct Cycle {
     session: CycleSession,
-    plan_digest: Digest,
     next: usize,
     ledger: Ledger,
     report: CycleReport,
+    over: Option<Override>,
+}
+
+impl Cycle {
+    fn new(session: CycleSession) -> Cycle {
+        Cycle { session, next: 0, ledger: Ledger::default(), report: CycleReport::default(), over: None }
+    }
+}
+
+/// A validator's Block as [`Executor::judge`] found it.
+struct Block {
+    validator_id: String,
+    phase: Phase,
+    reason: String,
+}
+
+/// A cycle paused by a validator's Block (CONTRACT "Execution": validators, resume). It can only
+/// be resumed ([`Executor::resume`]) or abandoned ([`PausedCycle::abandon`]).
+#[derive(Debug)]
+#[must_use = "a paused cycle must be resumed or abandoned"]
+pub struct PausedCycle {
+    cycle: Cycle,
+    plan_digest: Digest,
     intervention: Intervention,
 }
 
@@ -309,12 +322,12 @@ impl PausedCycle {
 
     /// The results of the steps completed before the blocked one.
     pub fn ledger(&self) -> &Ledger {
-        &self.ledger
+        &self.cycle.ledger
     }
 
     /// Gives up the cycle; returns what happened.
     pub fn abandon(self) -> CycleReport {
-        self.report
+        self.cycle.report
     }
 }
 
@@ -371,11 +384,11 @@ impl<L: HandlerSet> Executor<L> {
         version: impl Into<String>,
         config: &Value,
         validator: impl Validator,
-    ) -> Result<Self, CanonicalError> {
-        let registered = Registered::new(id, version, config, validator)?;
+    ) -> Self {
+        let registered = Registered::new(id, version, config, validator);
         self.validators.retain(|v| v.id != registered.id);
         self.validators.push(registered);
-        Ok(self)
+        self
     }
 
     /// Records payloads and results in the step spans (off by default: they may hold user data).
@@ -398,7 +411,7 @@ impl<L: HandlerSet> Executor<L> {
     pub async fn run(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let resolved = self.preflight(plan)?;
-        self.run_steps(plan, &resolved, session, 0, Ledger::default(), CycleReport::default(), None).await
+        self.run_steps(plan, &resolved, Cycle::new(session)).await
     }
 
     /// [`run`](Self::run) from synchronous code.
@@ -418,16 +431,17 @@ impl<L: HandlerSet> Executor<L> {
         over: Option<Override>,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
-        if plan_hash != paused.session.plan_hash {
+        if plan_hash != paused.cycle.session.plan_hash {
             return Err(self.fail(ExecError::PlanChanged { what: "the plan hash" }));
         }
-        let digest = plan_digest(plan.plan()).map_err(|e| self.fail(e.into()))?;
+        let digest = plan_digest(plan.plan());
         if digest != paused.plan_digest {
             return Err(self.fail(ExecError::PlanChanged { what: "the plan" }));
         }
         let resolved = self.preflight(plan)?;
-        let PausedCycle { session, next, ledger, report, .. } = paused;
-        self.run_steps(plan, &resolved, session, next, ledger, report, over).await
+        let mut cycle = paused.cycle;
+        cycle.over = over;
+        self.run_steps(plan, &resolved, cycle).await
     }
 
     /// [`resume`](Self::resume) from synchronous code.
@@ -500,31 +514,27 @@ impl<L: HandlerSet> Executor<L> {
             .collect()
     }
 
-    #[allow(clippy::too_many_arguments)]
     async fn run_steps(
         &self,
         plan: &ValidPlan,
         validators: &Resolved<'_>,
-        session: CycleSession,
-        start: usize,
-        mut ledger: Ledger,
-        mut report: CycleReport,
-        mut over: Option<Override>,
+        mut cycle: Cycle,
     ) -> Result<CycleOutcome, ExecError> {
         let steps = plan.steps();
         let metadata = plan.metadata();
         let cycle_span = tracing::info_span!(
             "invoke_workflow",
             gen_ai.operation.name = "invoke_workflow",
-            planlock.session_id = %session.session_id,
-            planlock.plan_hash = %session.plan_hash,
+            planlock.session_id = %cycle.session.session_id,
+            planlock.plan_hash = %cycle.session.plan_hash,
             planlock.steps = steps.len(),
-            planlock.resumed_at = start,
+            planlock.resumed_at = cycle.next,
         );
-        report.steps.reserve(steps.len().saturating_sub(start));
+        cycle.report.steps.reserve(steps.len().saturating_sub(cycle.next));
         // One clock read per step: a step ends where the next one starts.
         let mut started = Instant::now();
-        for (index, step) in steps.iter().enumerate().skip(start) {
+        while let Some(step) = steps.get(cycle.next) {
+            let index = cycle.next;
             let span = step_span(&cycle_span, step);
             let mut warnings = Vec::new();
             let view = StepView {
@@ -532,21 +542,22 @@ impl<L: HandlerSet> Executor<L> {
                 step_type: step.step_type(),
                 payload: &step.payload,
                 metadata,
-                ledger: &ledger,
+                ledger: &cycle.ledger,
             };
             let verdicts = validators.pre.iter().map(|v| (*v, Phase::Before, v.validator.before(&view)));
             if !validators.pre.is_empty()
-                && let Some(block) = self.judge(verdicts, (step, &span), &mut warnings, &mut over, &mut report)
+                && let Some(block) =
+                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)
             {
-                return self.pause(plan, session, (index, step), ledger, report, block, warnings, started);
+                return Ok(self.pause(plan, cycle, step, block, warnings, started));
             }
             let cx = StepContext {
                 step,
                 steps,
                 metadata,
-                ledger: &ledger,
-                session_id: session.session_id,
-                plan_hash: &session.plan_hash,
+                ledger: &cycle.ledger,
+                session_id: cycle.session.session_id,
+                plan_hash: &cycle.session.plan_hash,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {
@@ -568,29 +579,30 @@ impl<L: HandlerSet> Executor<L> {
             if self.record_content {
                 span.record("planlock.result", tracing::field::display(json_of(&result)));
             }
-            let view = StepView { ledger: &ledger, ..view };
             let verdicts = validators.post.iter().map(|v| (*v, Phase::After, v.validator.after(&view, &result)));
             if !validators.post.is_empty()
-                && let Some(block) = self.judge(verdicts, (step, &span), &mut warnings, &mut over, &mut report)
+                && let Some(block) =
+                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)
             {
                 // Nothing of the blocked attempt is kept: its result is dropped here.
-                return self.pause(plan, session, (index, step), ledger, report, block, warnings, started);
+                return Ok(self.pause(plan, cycle, step, block, warnings, started));
             }
-            ledger.record(result);
+            cycle.ledger.record(result);
             let finished = Instant::now();
             let duration = finished.duration_since(started);
             started = finished;
             span.record("planlock.outcome", "completed");
             span.record("planlock.duration_ms", duration.as_secs_f64() * 1e3);
-            report.steps.push(StepRecord {
+            cycle.report.steps.push(StepRecord {
                 index,
                 step_type: step.step_type(),
                 status: StepStatus::Completed,
                 duration,
                 warnings,
             });
+            cycle.next += 1;
         }
-        Ok(CycleOutcome::Completed(Completed { report, ledger }))
+        Ok(CycleOutcome::Completed(Completed { report: cycle.report, ledger: cycle.ledger }))
     }
 
     /// Runs the handler within the step's deadline and checks its result.
@@ -617,16 +629,17 @@ impl<L: HandlerSet> Executor<L> {
         if problems.is_empty() { Ok(result) } else { Err(StepFailure::ResultContract(problems)) }
     }
 
-    /// Applies the verdicts: records warnings, honours an override once, returns the first
-    /// Block that stands.
+    /// Applies the verdicts: records warnings, honours the cycle's override once, returns the
+    /// first Block that stands.
     fn judge<'v>(
         &self,
         verdicts: impl Iterator<Item = (&'v Registered, Phase, Verdict)>,
-        (step, span): (&StepDefinition, &tracing::Span),
+        step: &StepDefinition,
+        span: &tracing::Span,
         warnings: &mut Vec<Warning>,
         over: &mut Option<Override>,
         report: &mut CycleReport,
-    ) -> Option<(String, Phase, String)> {
+    ) -> Option<Block> {
         for (v, phase, verdict) in verdicts {
             let _guard = tracing::info_span!(
                 parent: span,
@@ -643,63 +656,51 @@ impl<L: HandlerSet> Executor<L> {
                     warnings.push(Warning { validator_id: v.id.clone(), phase, message });
                 }
                 Verdict::Block(reason) => {
-                    if over.as_ref().is_some_and(|o| o.validator_id == v.id) {
-                        if let Some(o) = over.take() {
-                            report.overrides.push(OverrideRecord {
-                                step_id: step.id.clone(),
-                                validator_id: o.validator_id,
-                                reason,
-                                justification: o.justification,
-                            });
-                        }
+                    if let Some(o) = over.take_if(|o| o.validator_id == v.id) {
+                        report.overrides.push(OverrideRecord {
+                            step_id: step.id.clone(),
+                            validator_id: o.validator_id,
+                            reason,
+                            justification: o.justification,
+                        });
                         continue;
                     }
                     tracing::warn!(validator = %v.id, %reason, "validator blocked the step");
-                    return Some((v.id.clone(), phase, reason));
+                    return Some(Block { validator_id: v.id.clone(), phase, reason });
                 }
             }
         }
         None
     }
 
-    #[allow(clippy::too_many_arguments)]
+    /// Pauses `cycle` at `step`, which `block` stopped.
     fn pause(
         &self,
         plan: &ValidPlan,
-        session: CycleSession,
-        (index, step): (usize, &StepDefinition),
-        ledger: Ledger,
-        mut report: CycleReport,
-        (validator_id, phase, reason): (String, Phase, String),
+        mut cycle: Cycle,
+        step: &StepDefinition,
+        block: Block,
         warnings: Vec<Warning>,
         started: Instant,
-    ) -> Result<CycleOutcome, ExecError> {
-        // Only a paused cycle needs the digest: the resume compares it with the plan it is given.
-        let plan_digest = plan_digest(plan.plan()).map_err(|e| self.fail(e.into()))?;
-        report.steps.push(StepRecord {
-            index,
+    ) -> CycleOutcome {
+        cycle.report.steps.push(StepRecord {
+            index: cycle.next,
             step_type: step.step_type(),
             status: StepStatus::Blocked,
             duration: started.elapsed(),
             warnings,
         });
         let intervention = Intervention {
-            step_index: index,
+            step_index: cycle.next,
             step_id: step.id.clone(),
             step_type: step.step_type(),
-            validator_id,
-            phase,
-            reason,
+            validator_id: block.validator_id,
+            phase: block.phase,
+            reason: block.reason,
         };
-        report.interventions.push(intervention.clone());
-        Ok(CycleOutcome::InterventionRequired(PausedCycle {
-            session,
-            plan_digest,
-            next: index,
-            ledger,
-            report,
-            intervention,
-        }))
+        cycle.report.interventions.push(intervention.clone());
+        // Only a paused cycle needs the digest: the resume compares it with the plan it is given.
+        CycleOutcome::InterventionRequired(PausedCycle { cycle, plan_digest: plan_digest(plan.plan()), intervention })
     }
 }
 

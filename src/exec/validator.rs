@@ -14,7 +14,7 @@ use crate::contract::plan::{PlanMetadata, ValidatorSignature};
 use crate::contract::registry::StepType;
 use crate::contract::steps::{StepPayload, StepResult};
 use crate::exec::ledger::Ledger;
-use crate::hash::{CanonicalError, Digest, config_hash};
+use crate::hash::{Digest, config_hash};
 
 /// A validator's answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -95,13 +95,13 @@ impl Registered {
         version: impl Into<String>,
         config: &Value,
         validator: impl Validator,
-    ) -> Result<Registered, CanonicalError> {
-        Ok(Registered {
+    ) -> Registered {
+        Registered {
             id: id.into(),
             version: version.into(),
-            config_hash: config_hash(config)?,
+            config_hash: config_hash(config),
             validator: Box::new(validator),
-        })
+        }
     }
 
     /// The signature a plan must carry to use this validator.

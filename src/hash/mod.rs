@@ -12,8 +12,9 @@ use sha2::{Digest as _, Sha256};
 use uuid::Uuid;
 
 use crate::contract::plan::ExecutionPlan;
+use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::profile::PolicyProfile;
-use crate::json::canonical::{Canonical, JcsError};
+use crate::json::canonical::Canonical;
 use crate::validate::ValidPlan;
 
 /// A SHA-256 digest, written as 64 lowercase hex digits.
@@ -66,10 +67,14 @@ pub struct DigestParseError {
     found: String,
 }
 
-impl DigestParseError {
+impl Failure for DigestParseError {
     /// `"invalid-digest"`.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         "invalid-digest"
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
     }
 }
 
@@ -111,21 +116,23 @@ impl<'de> Deserialize<'de> for Digest {
     }
 }
 
-/// Serializing a value to canonical JSON failed (a map with non-string keys, a number JSON
-/// cannot hold).
-#[derive(Debug, thiserror::Error)]
-#[error("cannot write canonical JSON: {0}")]
-pub struct CanonicalError(#[from] crate::json::canonical::JcsError);
+pub use crate::json::canonical::CanonicalError;
 
-impl CanonicalError {
+// Beside its re-export: the error type is in layer 0, which knows nothing of failure classes.
+impl Failure for CanonicalError {
     /// `"canonical-json"`.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         "canonical-json"
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
     }
 }
 
 /// The RFC 8785 (JCS) form of `value`: sorted keys (UTF-16 order), no whitespace, ECMAScript
-/// number form. Never use `serde_json::to_string` where bytes must be stable.
+/// number form. Never use `serde_json::to_string` where bytes must be stable. Fails only when
+/// `value`'s `Serialize` impl fails or makes what JSON cannot hold (a map with non-string keys).
 ///
 /// ```
 /// let bytes = planlock::canonical_json(&serde_json::json!({"b": 1.0, "a": "x"})).unwrap();
@@ -133,48 +140,49 @@ impl CanonicalError {
 /// ```
 pub fn canonical_json<T: Serialize + ?Sized>(value: &T) -> Result<Vec<u8>, CanonicalError> {
     let mut out = Vec::with_capacity(1024);
-    crate::json::canonical::write(&mut out, value)?;
+    crate::json::canonical::write_serialize(&mut out, value)?;
     Ok(out)
 }
 
 /// SHA-256 of the canonical JSON `write` appends, written into a buffer kept per thread so that
 /// hashing allocates nothing once warm.
-fn digest_written(write: impl FnOnce(&mut Vec<u8>) -> Result<(), JcsError>) -> Result<Digest, CanonicalError> {
+fn digest_written(write: impl FnOnce(&mut Vec<u8>)) -> Digest {
     thread_local! {
         static BUFFER: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     BUFFER.with(|buffer| match buffer.try_borrow_mut() {
         Ok(mut bytes) => {
             bytes.clear();
-            write(&mut bytes)?;
-            Ok(Digest::of(&bytes))
+            write(&mut bytes);
+            Digest::of(&bytes)
         }
-        // A `Serialize` impl that hashes while being hashed gets a buffer of its own.
+        // A writer that hashes while being hashed gets a buffer of its own.
         Err(_) => {
             let mut bytes = Vec::new();
-            write(&mut bytes)?;
-            Ok(Digest::of(&bytes))
+            write(&mut bytes);
+            Digest::of(&bytes)
         }
     })
 }
 
-/// SHA-256 of the canonical JSON of any `Serialize` value.
-fn digest_of<T: Serialize + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
-    digest_written(|out| crate::json::canonical::write(out, value))
-}
-
-/// SHA-256 of the canonical JSON of a plan part, written directly (see [`Canonical`]).
-fn canonical_digest<T: Canonical + ?Sized>(value: &T) -> Result<Digest, CanonicalError> {
+/// SHA-256 of the canonical JSON of a value written directly (see [`Canonical`]).
+fn canonical_digest<T: Canonical + ?Sized>(value: &T) -> Digest {
     digest_written(|out| value.write_canonical(out))
 }
 
 /// `config_hash` of a validator configuration: SHA-256 of its canonical JSON.
-pub fn config_hash(config: &serde_json::Value) -> Result<Digest, CanonicalError> {
-    digest_of(config)
+///
+/// ```
+/// let a = planlock::config_hash(&serde_json::json!({"mask": true, "level": 2}));
+/// let b = planlock::config_hash(&serde_json::from_str(r#"{ "level": 2.0, "mask": true }"#).unwrap());
+/// assert_eq!(a, b);
+/// ```
+pub fn config_hash(config: &serde_json::Value) -> Digest {
+    canonical_digest(config)
 }
 
 /// SHA-256 of the canonical JSON of the plan alone, as the library serializes it.
-pub(crate) fn plan_digest(plan: &ExecutionPlan) -> Result<Digest, CanonicalError> {
+pub(crate) fn plan_digest(plan: &ExecutionPlan) -> Digest {
     canonical_digest(plan)
 }
 
@@ -236,10 +244,10 @@ struct HashDocument<'a> {
 /// use planlock::{PolicyProfile, plan_hash};
 /// let profile = PolicyProfile { path: "profiles/default".into(), modes: serde_json::json!({}),
 ///                               triggers: serde_json::json!([]), bundles: serde_json::json!({}) };
-/// let hash = plan_hash(&profile, &plan).unwrap();
+/// let hash = plan_hash(&profile, &plan);
 /// assert_eq!(hash.to_string().len(), 64);
 /// ```
-pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Result<Digest, CanonicalError> {
+pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Digest {
     canonical_digest(&hash_document(profile, plan))
 }
 
@@ -252,20 +260,19 @@ pub fn hash_document_bytes(profile: &PolicyProfile, plan: &ValidPlan) -> Result<
 /// The same members, in the same (canonical) order as the struct declares them, written
 /// directly; `plan_hash` uses this, `hash_document_bytes` the serde path.
 impl Canonical for HashDocument<'_> {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         use crate::json::canonical::write_const_key;
         write_const_key(out, "{\"bundles\":");
-        crate::json::canonical::write(out, self.bundles)?;
+        self.bundles.write_canonical(out);
         write_const_key(out, ",\"executionPlan\":");
-        self.execution_plan.write_canonical(out)?;
+        self.execution_plan.write_canonical(out);
         write_const_key(out, ",\"modes\":");
-        crate::json::canonical::write(out, self.modes)?;
+        self.modes.write_canonical(out);
         write_const_key(out, ",\"policyProfile\":");
-        self.policy_profile.write_canonical(out)?;
+        self.policy_profile.write_canonical(out);
         write_const_key(out, ",\"triggers\":");
-        crate::json::canonical::write(out, self.triggers)?;
+        self.triggers.write_canonical(out);
         out.push(b'}');
-        Ok(())
     }
 }
 
@@ -315,28 +322,23 @@ crate::contract::object::map_only_serde!(StepDigest);
 
 impl HashParts {
     /// The parts of `profile` and `plan`.
-    pub fn of(profile: &PolicyProfile, plan: &ValidPlan) -> Result<HashParts, CanonicalError> {
+    pub fn of(profile: &PolicyProfile, plan: &ValidPlan) -> HashParts {
         let p = plan.plan();
-        Ok(HashParts {
-            policy_profile: digest_of(&profile.path)?,
-            modes: digest_of(&profile.modes)?,
-            triggers: digest_of(&profile.triggers)?,
-            bundles: digest_of(&profile.bundles)?,
-            metadata: canonical_digest(&p.metadata)?,
+        HashParts {
+            policy_profile: canonical_digest(profile.path.as_str()),
+            modes: canonical_digest(&profile.modes),
+            triggers: canonical_digest(&profile.triggers),
+            bundles: canonical_digest(&profile.bundles),
+            metadata: canonical_digest(&p.metadata),
             validators: digest_written(|out| {
                 out.push(b'[');
-                p.validators.write_canonical(out)?;
+                p.validators.write_canonical(out);
                 out.push(b',');
-                p.post_validators.write_canonical(out)?;
+                p.post_validators.write_canonical(out);
                 out.push(b']');
-                Ok(())
-            })?,
-            steps: p
-                .steps
-                .iter()
-                .map(|s| Ok(StepDigest { id: s.id.clone(), digest: canonical_digest(s)? }))
-                .collect::<Result<_, CanonicalError>>()?,
-        })
+            }),
+            steps: p.steps.iter().map(|s| StepDigest { id: s.id.clone(), digest: canonical_digest(s) }).collect(),
+        }
     }
 
     /// What differs between a stored `self` and the current `now`, in words, most general first.

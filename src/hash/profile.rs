@@ -7,6 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::Value;
 
+use crate::contract::registry::{Failure, FailureKind};
 use crate::fsread::{self, ReadError};
 use crate::hash::yaml::{self, YamlError};
 
@@ -31,6 +32,7 @@ pub struct PolicyProfile {
 
 /// A profile that cannot be loaded. Always FailFast.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ProfileError {
     /// The profile path is absolute or leaves the policy root.
     #[error("policy profile `{path}` must be a relative path inside the policy root (no `..`, no leading `/`)")]
@@ -74,9 +76,9 @@ pub enum ProfileError {
     Yaml(#[from] YamlError),
 }
 
-impl ProfileError {
+impl Failure for ProfileError {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             ProfileError::InvalidPath { .. } => "profile-path",
             ProfileError::OutsideRoot { .. } => "profile-outside-root",
@@ -84,6 +86,10 @@ impl ProfileError {
             ProfileError::Invalid { .. } => "profile-invalid",
             ProfileError::Yaml(_) => "yaml",
         }
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
     }
 }
 

@@ -6,6 +6,7 @@
 //! the document limits (nesting 64, integers within 2^53 − 1). Anything else is an error that
 //! names the file, line and column.
 
+use crate::contract::registry::{Failure, FailureKind};
 use crate::json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser, Tag};
@@ -25,10 +26,14 @@ pub struct YamlError {
     pub message: String,
 }
 
-impl YamlError {
+impl Failure for YamlError {
     /// `"yaml"`.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         "yaml"
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
     }
 }
 

@@ -1,72 +1,118 @@
-//! Canonical JSON (RFC 8785, JCS), written two ways that give the same bytes:
+//! Canonical JSON (RFC 8785, JCS), the form the plan hash is computed over (CONTRACT "Plan
+//! hash"). Two writers give the same bytes:
 //!
-//! - [`write`], a serde `Serializer` for any value, without building a JSON tree first. Members
-//!   of each object are written in the order they come and reordered only when they are not
-//!   already sorted by their keys' UTF-16 code units (this crate's types write theirs sorted).
-//! - [`Canonical`], which the plan's own types implement (generated from the same field lists
-//!   as their serde and validation code): constant keys, already in order, written directly.
-//!   The plan hash uses it; tests compare it with [`write`] on random plans.
+//! - [`Canonical`], which the contract's own types implement (generated from the same field lists
+//!   as their serde and checks): keys are constants, declared in canonical order and checked at
+//!   compile time ([`keys_in_order`]), so they are written as they come, nothing compared,
+//!   scanned or reordered. The plan hash uses it; tests compare it with the other writer.
+//! - [`write_value`], for a [`serde_json::Value`]: the policy files and free-form values.
+//!   Anything else that is `Serialize` is turned into a `Value` first ([`write_serialize`]).
 //!
 //! Numbers are IEEE-754 doubles in ECMAScript form (`ryu-js`); strings escape only `"`, `\` and
-//! U+0000–U+001F.
+//! U+0000–U+001F. Writing a `Value` cannot fail: serde_json holds no NaN, no infinity and only
+//! string keys.
 
-use std::borrow::Cow;
 use std::cmp::Ordering;
-use std::fmt::Display;
 
-use serde::ser::{self, Serialize};
+use serde::Serialize;
+use serde_json::{Map, Number, Value};
 use smallvec::SmallVec;
 
-/// A value that has no canonical JSON form.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct JcsError(Box<str>);
+/// A value that has no canonical JSON form: its `Serialize` impl failed or produced something JSON
+/// cannot hold (a map with non-string keys, a NaN).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write canonical JSON: {source}")]
+#[non_exhaustive]
+pub struct CanonicalError {
+    #[from]
+    source: serde_json::Error,
+}
 
-impl ser::Error for JcsError {
-    fn custom<T: Display>(msg: T) -> Self {
-        JcsError(msg.to_string().into())
+/// Writes the canonical JSON of any `Serialize` value, through a [`Value`].
+pub(crate) fn write_serialize<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), CanonicalError> {
+    write_value(out, &serde_json::to_value(value)?);
+    Ok(())
+}
+
+/// Writes the canonical JSON of a JSON value.
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value) {
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => b.write_canonical(out),
+        Value::Number(n) => write_number(out, n),
+        Value::String(s) => {
+            write_str(out, s);
+        }
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_value(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => write_map(out, map),
     }
 }
 
-/// Writes the canonical JSON of `value` into `out`.
-pub(crate) fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) -> Result<(), JcsError> {
-    value.serialize(Jcs { out })
+/// Writes an object with its members sorted by their keys' UTF-16 code units. A map iterates in
+/// UTF-8 byte order (or, with serde_json's `preserve_order`, in insertion order), so the keys are
+/// sorted only when they are not already in order.
+pub(crate) fn write_map(out: &mut Vec<u8>, map: &Map<String, Value>) {
+    let mut members: SmallVec<[(&String, &Value); 16]> = map.iter().collect();
+    let in_order = |a: &(&String, &Value), b: &(&String, &Value)| utf16_cmp(a.0.as_bytes(), b.0.as_bytes());
+    if !members.windows(2).all(|w| in_order(&w[0], &w[1]) == Ordering::Less) {
+        members.sort_by(in_order);
+    }
+    out.push(b'{');
+    for (i, (key, value)) in members.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write_str(out, key);
+        out.push(b':');
+        write_value(out, value);
+    }
+    out.push(b'}');
 }
 
-struct Jcs<'o> {
-    out: &'o mut Vec<u8>,
+fn write_number(out: &mut Vec<u8>, n: &Number) {
+    if let Some(u) = n.as_u64() {
+        write_u64(out, u);
+    } else if let Some(i) = n.as_i64() {
+        write_i64(out, i);
+    } else if let Some(f) = n.as_f64() {
+        write_f64(out, f);
+    }
 }
 
 const MAX_SAFE: u64 = 1 << 53;
 
-fn write_f64(out: &mut Vec<u8>, f: f64) -> Result<(), JcsError> {
-    if !f.is_finite() {
-        return Err(JcsError("NaN and infinities have no JSON form".into()));
-    }
+/// A finite double, as ECMAScript prints it (serde_json's numbers are always finite).
+fn write_f64(out: &mut Vec<u8>, f: f64) {
     if f == 0.0 {
         out.push(b'0'); // -0 prints as 0
-        return Ok(());
+        return;
     }
     out.extend_from_slice(ryu_js::Buffer::new().format_finite(f).as_bytes());
-    Ok(())
 }
 
-fn write_u64(out: &mut Vec<u8>, n: u64) -> Result<(), JcsError> {
+fn write_u64(out: &mut Vec<u8>, n: u64) {
     if n <= MAX_SAFE {
         write_digits(out, n);
-        Ok(())
     } else {
         // Beyond 2^53 the number is the double nearest to it, as every JSON producer reads it.
         write_f64(out, n as f64)
     }
 }
 
-fn write_i64(out: &mut Vec<u8>, n: i64) -> Result<(), JcsError> {
+fn write_i64(out: &mut Vec<u8>, n: i64) {
     if n < 0 {
         if n.unsigned_abs() <= MAX_SAFE {
             out.push(b'-');
             write_digits(out, n.unsigned_abs());
-            Ok(())
         } else {
             write_f64(out, n as f64)
         }
@@ -172,54 +218,62 @@ fn write_escaped(out: &mut Vec<u8>, bytes: &[u8], first: usize) {
     out.push(b'"');
 }
 
-/// A type of this crate that writes its own canonical JSON directly, without going through
-/// serde: keys are constants known to need no escape and to be in order, so nothing is scanned,
-/// compared or reordered. Free-form values (`AnyValue`, `AnyObject`) still go through the serde
-/// path. Every impl must write exactly what [`write`] writes for the same value; the plan hash
-/// tests compare the two on random plans.
+/// A type of this crate that writes its own canonical JSON directly: keys are constants known
+/// to need no escape and declared in canonical order, so nothing is scanned, compared or
+/// reordered. Free-form values are written by [`write_value`]. Every impl must write exactly
+/// what [`write_serialize`] writes for the same value; the plan hash tests compare the two on
+/// random plans. Writing cannot fail: every value of these types has a JSON form.
 pub(crate) trait Canonical {
     /// Appends the canonical JSON of `self`.
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError>;
+    fn write_canonical(&self, out: &mut Vec<u8>);
 }
 
 impl Canonical for String {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         write_str(out, self);
-        Ok(())
     }
 }
 
 impl Canonical for str {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         write_str(out, self);
-        Ok(())
     }
 }
 
 impl Canonical for bool {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(if *self { b"true" } else { b"false" });
-        Ok(())
     }
 }
 
 impl Canonical for u64 {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
-        write_u64(out, *self)
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        write_u64(out, *self);
+    }
+}
+
+impl Canonical for Value {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        write_value(out, self);
+    }
+}
+
+impl Canonical for Map<String, Value> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
+        write_map(out, self);
     }
 }
 
 impl<T: Canonical> Canonical for Vec<T> {
-    fn write_canonical(&self, out: &mut Vec<u8>) -> Result<(), JcsError> {
+    fn write_canonical(&self, out: &mut Vec<u8>) {
         out.push(b'[');
         for (i, item) in self.iter().enumerate() {
             if i > 0 {
                 out.push(b',');
             }
-            item.write_canonical(out)?;
+            item.write_canonical(out);
         }
         out.push(b']');
-        Ok(())
     }
 }
 
@@ -243,29 +297,18 @@ pub(crate) const fn plain_key(key: &str) -> bool {
     true
 }
 
-/// The order in which canonical JSON writes an object with these keys: indices into `keys`,
-/// sorted by the keys' bytes, which is UTF-16 order for the ASCII wire names of this crate
-/// (checked by [`plain_key`] where they are written as constants).
-pub(crate) const fn key_order<const N: usize>(keys: [&str; N]) -> [usize; N] {
-    let mut order = [0; N];
+/// Whether constant keys, as declared, are plain ([`plain_key`]) and in canonical order, each
+/// strictly after the one before: what lets a [`Canonical`] impl write its members in
+/// declaration order. Asserted at compile time where keys are declared.
+pub(crate) const fn keys_in_order(keys: &[&str]) -> bool {
     let mut i = 0;
-    while i < N {
-        order[i] = i;
-        i += 1;
-    }
-    // Insertion sort: a struct has a handful of fields, and this runs at compile time.
-    let mut i = 1;
-    while i < N {
-        let mut j = i;
-        while j > 0 && bytes_less(keys[order[j]].as_bytes(), keys[order[j - 1]].as_bytes()) {
-            let t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-            j -= 1;
+    while i < keys.len() {
+        if !plain_key(keys[i]) || (i > 0 && !bytes_less(keys[i - 1].as_bytes(), keys[i].as_bytes())) {
+            return false;
         }
         i += 1;
     }
-    order
+    true
 }
 
 const fn bytes_less(a: &[u8], b: &[u8]) -> bool {
@@ -333,560 +376,6 @@ fn write_digits(out: &mut Vec<u8>, mut n: u64) {
     out.extend_from_slice(&buf[at..]);
 }
 
-impl<'o> ser::Serializer for Jcs<'o> {
-    type Ok = ();
-    type Error = JcsError;
-    type SerializeSeq = Seq<'o>;
-    type SerializeTuple = Seq<'o>;
-    type SerializeTupleStruct = Seq<'o>;
-    type SerializeTupleVariant = Seq<'o>;
-    type SerializeMap = Object<'o>;
-    type SerializeStruct = Object<'o>;
-    type SerializeStructVariant = Object<'o>;
-
-    fn serialize_bool(self, v: bool) -> Result<(), JcsError> {
-        self.out.extend_from_slice(if v { b"true" } else { b"false" });
-        Ok(())
-    }
-    fn serialize_i8(self, v: i8) -> Result<(), JcsError> {
-        write_i64(self.out, v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), JcsError> {
-        write_i64(self.out, v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), JcsError> {
-        write_i64(self.out, v.into())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), JcsError> {
-        write_i64(self.out, v)
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), JcsError> {
-        match i64::try_from(v) {
-            Ok(n) => write_i64(self.out, n),
-            Err(_) => write_f64(self.out, v as f64),
-        }
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), JcsError> {
-        write_u64(self.out, v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), JcsError> {
-        write_u64(self.out, v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), JcsError> {
-        write_u64(self.out, v.into())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), JcsError> {
-        write_u64(self.out, v)
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), JcsError> {
-        match u64::try_from(v) {
-            Ok(n) => write_u64(self.out, n),
-            Err(_) => write_f64(self.out, v as f64),
-        }
-    }
-    fn serialize_f32(self, v: f32) -> Result<(), JcsError> {
-        write_f64(self.out, v.into())
-    }
-    fn serialize_f64(self, v: f64) -> Result<(), JcsError> {
-        write_f64(self.out, v)
-    }
-    fn serialize_char(self, v: char) -> Result<(), JcsError> {
-        write_str(self.out, v.encode_utf8(&mut [0; 4]));
-        Ok(())
-    }
-    fn serialize_str(self, v: &str) -> Result<(), JcsError> {
-        write_str(self.out, v);
-        Ok(())
-    }
-    fn serialize_bytes(self, v: &[u8]) -> Result<(), JcsError> {
-        let mut seq = self.serialize_seq(Some(v.len()))?;
-        for b in v {
-            ser::SerializeSeq::serialize_element(&mut seq, b)?;
-        }
-        ser::SerializeSeq::end(seq)
-    }
-    fn serialize_none(self) -> Result<(), JcsError> {
-        self.serialize_unit()
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, value: &T) -> Result<(), JcsError> {
-        value.serialize(self)
-    }
-    fn serialize_unit(self) -> Result<(), JcsError> {
-        self.out.extend_from_slice(b"null");
-        Ok(())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<(), JcsError> {
-        self.serialize_unit()
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<(), JcsError> {
-        self.serialize_str(variant)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Result<(), JcsError> {
-        value.serialize(self)
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        value: &T,
-    ) -> Result<(), JcsError> {
-        self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.push(b':');
-        value.serialize(Jcs { out: self.out })?;
-        self.out.push(b'}');
-        Ok(())
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Seq<'o>, JcsError> {
-        self.out.push(b'[');
-        Ok(Seq { out: self.out, first: true, variant: false })
-    }
-    fn serialize_tuple(self, len: usize) -> Result<Seq<'o>, JcsError> {
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_tuple_struct(self, _: &'static str, len: usize) -> Result<Seq<'o>, JcsError> {
-        self.serialize_seq(Some(len))
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        _: usize,
-    ) -> Result<Seq<'o>, JcsError> {
-        self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.extend_from_slice(b":[");
-        Ok(Seq { out: self.out, first: true, variant: true })
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Object<'o>, JcsError> {
-        Ok(Object::open(self.out, false))
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Object<'o>, JcsError> {
-        Ok(Object::open(self.out, false))
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        variant: &'static str,
-        _: usize,
-    ) -> Result<Object<'o>, JcsError> {
-        self.out.push(b'{');
-        write_str(self.out, variant);
-        self.out.push(b':');
-        Ok(Object::open(self.out, true))
-    }
-}
-
-struct Seq<'o> {
-    out: &'o mut Vec<u8>,
-    first: bool,
-    variant: bool,
-}
-
-impl Seq<'_> {
-    fn element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JcsError> {
-        if !self.first {
-            self.out.push(b',');
-        }
-        self.first = false;
-        value.serialize(Jcs { out: self.out })
-    }
-    fn close(self) {
-        self.out.push(b']');
-        if self.variant {
-            self.out.push(b'}');
-        }
-    }
-}
-
-macro_rules! seq_impl {
-    ($($trait:ident $method:ident;)*) => {$(
-        impl ser::$trait for Seq<'_> {
-            type Ok = ();
-            type Error = JcsError;
-            fn $method<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JcsError> {
-                self.element(value)
-            }
-            fn end(self) -> Result<(), JcsError> {
-                self.close();
-                Ok(())
-            }
-        }
-    )*};
-}
-
-seq_impl! {
-    SerializeSeq serialize_element;
-    SerializeTuple serialize_element;
-    SerializeTupleStruct serialize_field;
-    SerializeTupleVariant serialize_field;
-}
-
-thread_local! {
-    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// Where one member sits in the output: `"key":value` from `start` (the key's opening quote),
-/// the key's closing quote at `key_end`, the value ending at `end`.
-#[derive(Clone, Copy)]
-struct Span {
-    start: usize,
-    key_end: usize,
-    end: usize,
-}
-
-/// An object being written. Each key is compared with the one before it, straight from the
-/// output, so an object whose members arrive sorted (every struct of this crate, every
-/// `serde_json` map) costs one comparison per member and nothing else. Any other is sorted and
-/// rewritten at `close`. The object stays small because it is moved by value through serde.
-struct Object<'o> {
-    out: &'o mut Vec<u8>,
-    open: usize,
-    /// The previous key, as written (without its quotes).
-    prev_key: (usize, usize),
-    /// A key was written and its value not yet.
-    pending: bool,
-    has_members: bool,
-    /// The keys so far are strictly increasing (meaningful only while `escaped` is false).
-    sorted: bool,
-    /// Some key was written with an escape, so its written bytes are not the key's own.
-    escaped: bool,
-    variant: bool,
-}
-
-impl<'o> Object<'o> {
-    fn open(out: &'o mut Vec<u8>, variant: bool) -> Object<'o> {
-        out.push(b'{');
-        let open = out.len();
-        Object {
-            out,
-            open,
-            prev_key: (open, open),
-            pending: false,
-            has_members: false,
-            sorted: true,
-            escaped: false,
-            variant,
-        }
-    }
-
-    /// Starts a member; `write_key` writes the quoted key and says whether it escaped anything.
-    fn key(&mut self, write_key: impl FnOnce(&mut Vec<u8>) -> Result<bool, JcsError>) -> Result<(), JcsError> {
-        if self.has_members {
-            self.out.push(b',');
-        }
-        let start = self.out.len() + 1;
-        self.escaped |= write_key(self.out)?;
-        let key = (start, self.out.len() - 1);
-        self.out.push(b':');
-        if self.has_members && self.sorted && !self.escaped {
-            let (before, now) = (&self.out[self.prev_key.0..self.prev_key.1], &self.out[key.0..key.1]);
-            self.sorted = match (before.first(), now.first()) {
-                // Most neighbouring keys differ in their first byte, an ASCII one.
-                (Some(&a), Some(&b)) if a != b && a < 0x80 && b < 0x80 => a < b,
-                _ => utf16_cmp(before, now) == Ordering::Less,
-            };
-        }
-        self.prev_key = key;
-        self.pending = true;
-        Ok(())
-    }
-
-    fn value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JcsError> {
-        if !std::mem::take(&mut self.pending) {
-            return Err(JcsError("a map value came without its key".into()));
-        }
-        value.serialize(Jcs { out: self.out })?;
-        self.has_members = true;
-        Ok(())
-    }
-
-    fn close(mut self) -> Result<(), JcsError> {
-        if self.pending {
-            return Err(JcsError("a map key came without its value".into()));
-        }
-        if self.escaped || !self.sorted {
-            self.reorder()?;
-        }
-        self.out.push(b'}');
-        if self.variant {
-            self.out.push(b'}');
-        }
-        Ok(())
-    }
-
-    /// Sorts the members by their keys' UTF-16 code units and rewrites them in that order.
-    #[cold]
-    #[inline(never)]
-    fn reorder(&mut self) -> Result<(), JcsError> {
-        let members = member_spans(self.out, self.open);
-        let mut keyed: SmallVec<[(Cow<'_, [u8]>, Span); 8]> =
-            members.iter().map(|m| (unescape(&self.out[m.start + 1..m.key_end]), *m)).collect();
-        keyed.sort_by(|a, b| utf16_cmp(&a.0, &b.0));
-        if keyed.windows(2).any(|w| w[0].0 == w[1].0) {
-            return Err(JcsError("an object has a repeated key".into()));
-        }
-        let order: SmallVec<[Span; 8]> = keyed.into_iter().map(|k| k.1).collect();
-        if order.iter().zip(&members).all(|(o, m)| o.start == m.start) {
-            return Ok(());
-        }
-        // Through a scratch buffer kept per thread, so a reorder allocates nothing once warm.
-        // No user code runs while it is borrowed.
-        SCRATCH.with(|scratch| {
-            let mut written = scratch.borrow_mut();
-            written.clear();
-            written.extend_from_slice(&self.out[self.open..]);
-            self.out.truncate(self.open);
-            for (i, m) in order.iter().enumerate() {
-                if i > 0 {
-                    self.out.push(b',');
-                }
-                self.out.extend_from_slice(&written[m.start - self.open..m.end - self.open]);
-            }
-        });
-        Ok(())
-    }
-}
-
-/// The members of the object whose body this writer wrote into `out[open..]`. Found again by
-/// scanning that output (it is canonical JSON: no whitespace, strings escaped the one way), so
-/// the common, already-sorted object never records where its members are.
-fn member_spans(out: &[u8], open: usize) -> SmallVec<[Span; 8]> {
-    let mut spans = SmallVec::new();
-    let (mut depth, mut in_string, mut escape) = (0usize, false, false);
-    let (mut start, mut key_end) = (open, open);
-    for (i, &b) in out.iter().enumerate().skip(open) {
-        if in_string {
-            match b {
-                _ if escape => escape = false,
-                b'\\' => escape = true,
-                b'"' => {
-                    in_string = false;
-                    if depth == 0 && key_end <= start {
-                        key_end = i;
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            b',' if depth == 0 => {
-                spans.push(Span { start, key_end, end: i });
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if out.len() > open {
-        spans.push(Span { start, key_end, end: out.len() });
-    }
-    spans
-}
-
-/// The key a written (escaped) key stands for. Only this writer's own escapes can occur.
-fn unescape(written: &[u8]) -> Cow<'_, [u8]> {
-    if !written.contains(&b'\\') {
-        return Cow::Borrowed(written);
-    }
-    let mut raw = Vec::with_capacity(written.len());
-    let mut bytes = written.iter().copied();
-    while let Some(b) = bytes.next() {
-        if b != b'\\' {
-            raw.push(b);
-            continue;
-        }
-        match bytes.next() {
-            Some(b'b') => raw.push(b'\x08'),
-            Some(b't') => raw.push(b'\t'),
-            Some(b'n') => raw.push(b'\n'),
-            Some(b'f') => raw.push(b'\x0c'),
-            Some(b'r') => raw.push(b'\r'),
-            Some(b'u') => {
-                // `\u00XX`: only C0 controls are written this way.
-                let hex: SmallVec<[u8; 4]> = bytes.by_ref().take(4).collect();
-                let digit = |h: u8| (h as char).to_digit(16).unwrap_or(0) as u8;
-                raw.push(hex.get(2).map_or(0, |&h| digit(h)) << 4 | hex.get(3).map_or(0, |&h| digit(h)));
-            }
-            Some(other) => raw.push(other),
-            None => {}
-        }
-    }
-    Cow::Owned(raw)
-}
-
-/// Writes map keys: strings (or, as in serde_json, chars, integers and booleans written as
-/// strings) straight into the output. Says whether the key needed an escape.
-struct KeyWriter<'o> {
-    out: &'o mut Vec<u8>,
-}
-
-impl KeyWriter<'_> {
-    fn plain(self, key: &str) -> Result<bool, JcsError> {
-        self.out.push(b'"');
-        self.out.extend_from_slice(key.as_bytes());
-        self.out.push(b'"');
-        Ok(false)
-    }
-}
-
-impl ser::Serializer for KeyWriter<'_> {
-    type Ok = bool;
-    type Error = JcsError;
-    type SerializeSeq = ser::Impossible<bool, JcsError>;
-    type SerializeTuple = ser::Impossible<bool, JcsError>;
-    type SerializeTupleStruct = ser::Impossible<bool, JcsError>;
-    type SerializeTupleVariant = ser::Impossible<bool, JcsError>;
-    type SerializeMap = ser::Impossible<bool, JcsError>;
-    type SerializeStruct = ser::Impossible<bool, JcsError>;
-    type SerializeStructVariant = ser::Impossible<bool, JcsError>;
-
-    fn serialize_str(self, v: &str) -> Result<bool, JcsError> {
-        Ok(write_str(self.out, v))
-    }
-    fn serialize_char(self, v: char) -> Result<bool, JcsError> {
-        Ok(write_str(self.out, v.encode_utf8(&mut [0; 4])))
-    }
-    fn serialize_bool(self, v: bool) -> Result<bool, JcsError> {
-        self.plain(if v { "true" } else { "false" })
-    }
-    fn serialize_i64(self, v: i64) -> Result<bool, JcsError> {
-        self.plain(&v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<bool, JcsError> {
-        self.plain(&v.to_string())
-    }
-    fn serialize_i8(self, v: i8) -> Result<bool, JcsError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i16(self, v: i16) -> Result<bool, JcsError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_i32(self, v: i32) -> Result<bool, JcsError> {
-        self.serialize_i64(v.into())
-    }
-    fn serialize_u8(self, v: u8) -> Result<bool, JcsError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u16(self, v: u16) -> Result<bool, JcsError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_u32(self, v: u32) -> Result<bool, JcsError> {
-        self.serialize_u64(v.into())
-    }
-    fn serialize_unit_variant(self, _: &'static str, _: u32, variant: &'static str) -> Result<bool, JcsError> {
-        self.serialize_str(variant)
-    }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, v: &T) -> Result<bool, JcsError> {
-        v.serialize(self)
-    }
-    fn serialize_f32(self, _: f32) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_f64(self, _: f64) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_bytes(self, _: &[u8]) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_none(self) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_some<T: Serialize + ?Sized>(self, _: &T) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_unit(self) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_unit_struct(self, _: &'static str) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_newtype_variant<T: Serialize + ?Sized>(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: &T,
-    ) -> Result<bool, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_seq(self, _: Option<usize>) -> Result<Self::SerializeSeq, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_tuple(self, _: usize) -> Result<Self::SerializeTuple, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_tuple_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeTupleStruct, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_tuple_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeTupleVariant, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_map(self, _: Option<usize>) -> Result<Self::SerializeMap, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_struct(self, _: &'static str, _: usize) -> Result<Self::SerializeStruct, JcsError> {
-        Err(not_a_key())
-    }
-    fn serialize_struct_variant(
-        self,
-        _: &'static str,
-        _: u32,
-        _: &'static str,
-        _: usize,
-    ) -> Result<Self::SerializeStructVariant, JcsError> {
-        Err(not_a_key())
-    }
-}
-
-fn not_a_key() -> JcsError {
-    JcsError("a map key must be a string".into())
-}
-
-impl ser::SerializeMap for Object<'_> {
-    type Ok = ();
-    type Error = JcsError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, key: &T) -> Result<(), JcsError> {
-        self.key(|out| key.serialize(KeyWriter { out }))
-    }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), JcsError> {
-        self.value(value)
-    }
-    fn end(self) -> Result<(), JcsError> {
-        self.close()
-    }
-}
-
-macro_rules! struct_impl {
-    ($($trait:ident),*) => {$(
-        impl ser::$trait for Object<'_> {
-            type Ok = ();
-            type Error = JcsError;
-            fn serialize_field<T: Serialize + ?Sized>(&mut self, key: &'static str, value: &T) -> Result<(), JcsError> {
-                self.key(|out| Ok(write_str(out, key)))?;
-                self.value(value)
-            }
-            fn end(self) -> Result<(), JcsError> {
-                self.close()
-            }
-        }
-    )*};
-}
-
-struct_impl!(SerializeStruct, SerializeStructVariant);
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -921,34 +410,23 @@ mod tests {
     }
 
     #[test]
-    fn a_key_without_its_value_is_an_error_not_a_broken_document() {
-        struct KeyOnly;
-        impl Serialize for KeyOnly {
-            fn serialize<S: ser::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                use ser::SerializeMap;
-                let mut m = s.serialize_map(None)?;
-                m.serialize_entry("b", &1)?;
-                m.serialize_key("a")?;
-                m.end()
-            }
-        }
-        let err = write(&mut Vec::new(), &KeyOnly).unwrap_err();
-        assert!(err.to_string().contains("without its value"), "{err}");
-    }
-
-    #[test]
-    fn key_order_sorts_wire_names() {
-        assert_eq!(key_order(["id", "type", "payload"]), [0, 2, 1]);
-        assert_eq!(key_order(["step_contract_version", "steps", "extensions"]), [2, 0, 1]);
-        assert_eq!(key_order::<0>([]), [0usize; 0]);
+    fn keys_in_order_accepts_only_plain_keys_in_canonical_order() {
+        assert!(keys_in_order(&["id", "payload", "type"]));
+        assert!(keys_in_order(&["extensions", "metadata", "postValidators", "step_contract_version", "steps"]));
+        assert!(keys_in_order(&[]));
+        assert!(!keys_in_order(&["id", "type", "payload"]), "out of order");
+        assert!(!keys_in_order(&["id", "id"]), "repeated");
+        assert!(!keys_in_order(&["a\"b"]), "needs an escape");
+        assert!(!keys_in_order(&["é"]), "not ASCII");
     }
 
     #[test]
     fn escaped_keys_sort_by_the_key_not_by_its_escape() {
         // `"` (0x22) sorts before `#` (0x23), though its escape `\"` starts with 0x5c.
-        let map: std::collections::HashMap<&str, u8> = [("#", 1), ("\"", 2), ("\n", 3)].into_iter().collect();
+        let map: Map<String, Value> =
+            [("#", 1), ("\"", 2), ("\n", 3)].into_iter().map(|(k, v)| (k.to_owned(), Value::from(v))).collect();
         let mut out = Vec::new();
-        write(&mut out, &map).unwrap();
+        write_map(&mut out, &map);
         assert_eq!(out, br##"{"\n":3,"\"":2,"#":1}"##);
     }
 }

@@ -8,12 +8,13 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::contract::registry::Failure;
 use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::contract::steps::{PersistMemory, PersistSession, RepoScan};
 use crate::exec::executor::{CycleOutcome, CycleSession, ExecError, Executor};
 use crate::exec::handler::{Handler, HandlerError, HandlerSet, StepContext};
 use crate::hash::profile::{PolicyProfile, ProfileError};
-use crate::hash::{CanonicalError, Digest, HashParts, plan_hash};
+use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{SessionError, SessionState, SessionStore, SessionUpdate};
 use crate::validate::ValidPlan;
 
@@ -31,6 +32,7 @@ pub enum Boot {
 
 /// A boot failure. Every one is FailFast: the runtime must not start.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum BootError {
     /// The plan was rejected (the version gate is part of it).
     #[error(transparent)]
@@ -41,9 +43,6 @@ pub enum BootError {
     /// The session store failed or holds a bad file.
     #[error(transparent)]
     Session(#[from] SessionError),
-    /// The hash document could not be written as canonical JSON.
-    #[error(transparent)]
-    Canonical(#[from] CanonicalError),
     /// The saved session belongs to another plan or policy.
     #[error(
         "session {session_id} was saved under plan hash {stored}, but the plan and policy now hash to {current} ({what}); refusing to resume a contaminated session (no automatic re-initialisation: remove the session file to start over)"
@@ -60,20 +59,19 @@ pub enum BootError {
     },
 }
 
-impl BootError {
+impl Failure for BootError {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             BootError::Plan(r) => r.problems().first().map_or("plan-rejected", |p| p.code().as_str()),
             BootError::Profile(e) => e.code(),
             BootError::Session(e) => e.code(),
-            BootError::Canonical(e) => e.code(),
             BootError::HashMismatch { .. } => "plan-hash-mismatch",
         }
     }
 
     /// The failure class: FailFast, except a plan rejected with class CycleFail.
-    pub fn kind(&self) -> crate::contract::registry::FailureKind {
+    fn kind(&self) -> crate::contract::registry::FailureKind {
         match self {
             BootError::Plan(r) => r.class(),
             _ => crate::contract::registry::FailureKind::FailFast,
@@ -117,8 +115,8 @@ impl<S: SessionStore + 'static> Runtime<S> {
     /// Boots: loads the profile, computes the plan hash, loads the session and compares.
     pub fn boot(policy_root: &Path, plan: ValidPlan, store: Arc<S>) -> Result<Runtime<S>, BootError> {
         let profile = PolicyProfile::load(policy_root, &plan.metadata().policy_profile)?;
-        let hash = plan_hash(&profile, &plan)?;
-        let parts = HashParts::of(&profile, &plan)?;
+        let hash = plan_hash(&profile, &plan);
+        let parts = HashParts::of(&profile, &plan);
         let (boot, session_id) = match store.load()? {
             None => (Boot::ColdStart, Uuid::new_v4()),
             Some(state) if state.last_execution_plan_hash == hash => (Boot::Resume(state.clone()), state.session_id),

@@ -25,6 +25,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
+use crate::contract::registry::{Failure, FailureKind};
 use crate::fsread::{self, ReadError};
 use crate::hash::{Digest, HashParts};
 
@@ -127,6 +128,7 @@ pub struct SessionUpdate {
 
 /// A session store failure. Every one is FailFast: data integrity is at stake.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SessionError {
     /// Another runtime holds this session.
     #[error("session in use: another runtime holds the lock on {}; refusing to share a session file", root.display())]
@@ -162,15 +164,19 @@ pub enum SessionError {
     },
 }
 
-impl SessionError {
+impl Failure for SessionError {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             SessionError::InUse { .. } => "session-in-use",
             SessionError::Root { .. } => "session-root",
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
         }
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
     }
 }
 
@@ -219,6 +225,7 @@ impl SaveFs for RealFs {}
 /// The crash-safe file store at `<root>/ops/runtime/session_state.json`.
 ///
 /// ```
+/// use planlock::Failure;
 /// use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
 /// let root = tempfile::tempdir()?;
 /// let store = FileSessionStore::open(root.path())?;

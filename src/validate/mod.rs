@@ -19,6 +19,7 @@ use crate::contract::object::{Contract, expect_object};
 use crate::contract::plan::{
     ExecutionPlan, PAYLOAD_DEPTH, PLAN_FIELDS, PlanMetadata, STEP_FIELDS, TOP_LEVEL_DEPTH, ValidatorSignature,
 };
+use crate::contract::registry::Failure;
 use crate::contract::registry::{FailureKind, StepType, allowed_after};
 use crate::contract::rules;
 use crate::contract::steps::StepPayload;
@@ -31,6 +32,7 @@ pub use crate::contract::problem::{Problem, ProblemCode, Rejection};
 
 /// Reading a plan from an [`io::Read`](std::io::Read) failed.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum PlanReadError {
     /// The reader failed; nothing was validated.
     #[error("could not read the plan: {0}")]
@@ -40,12 +42,20 @@ pub enum PlanReadError {
     Rejected(#[from] Rejection),
 }
 
-impl PlanReadError {
+impl Failure for PlanReadError {
     /// `"io-error"`, or `"rejected"` with the problems in [`Rejection`].
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             PlanReadError::Io(_) => "io-error",
             PlanReadError::Rejected(_) => "rejected",
+        }
+    }
+
+    /// A plan that cannot be read cannot be run: FailFast; a rejection has its own class.
+    fn kind(&self) -> FailureKind {
+        match self {
+            PlanReadError::Io(_) => FailureKind::FailFast,
+            PlanReadError::Rejected(r) => r.class(),
         }
     }
 }
