@@ -48,34 +48,30 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-// The crate is built in layers; each imports only from the layers above it in this list (a
-// test, `tests/layers.rs`, holds it to that). The folders are the layers; the public paths stay
-// short through the re-exports below.
+// The crate is built in layers; each module imports only from its own layer and those below it
+// (`tests/layers.rs` holds it to that and finds import cycles). The folders are the layers; the
+// public paths stay short through the re-exports.
 
 // Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts.
 mod fsread;
 mod json;
-
 // Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
 // document, problem codes.
 mod contract;
 pub use contract::{plan, registry, schema, steps};
-
-// Layer 2: the only ways to a valid plan, and what is computed from one.
+// Layer 2: validation, the only way to a `ValidPlan`.
+pub mod validate;
+// Layer 3: the typestate builder; and what is computed from a valid plan (hashes, profiles).
 pub mod builder;
 pub mod hash;
-pub mod validate;
 pub use hash::{profile, yaml};
-
-// Layer 3: running a plan.
+// Layer 4: running a plan.
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
-
-// Layer 4: sessions on disk, and the runtime that owns them.
+// Layer 5: sessions on disk. Layer 6: the runtime that owns them.
 pub mod runtime;
 pub mod session;
-
-// Layer 5: demo handlers for the CLI and the examples.
+// Layer 7: demo handlers for the CLI and the examples.
 pub mod demo;
 
 pub use builder::PlanBuilder;

@@ -1,6 +1,9 @@
 //! The typestate [`PlanBuilder`]: plans that break the order, presence or uniqueness rules do
 //! not compile.
 //!
+//! Layer 3 (beside hashing): imports the contract and validation layers; its states and rules are
+//! in `state.rs`, their impls generated below from the registry rows.
+//!
 //! `PlanBuilder<S, M>` remembers the last step added (`S`: [`Start`] or a step marker from
 //! [`steps`](crate::contract::steps)) and whether `metadata.topK` is set (`M`: [`NoTopK`] or [`TopK`]).
 //! Each step method exists in every state, bounded by one trait, [`CanAdd<T>`]: the step comes
@@ -28,12 +31,11 @@
 use std::marker::PhantomData;
 
 use crate::contract::plan::{Budgets, ExecutionPlan, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature};
+use crate::contract::problem::Rejection;
 use crate::contract::schema::*;
 use crate::contract::steps::*;
 use crate::contract::value::PositiveInt;
 use crate::validate::ValidPlan;
-
-use crate::contract::problem::Rejection;
 
 mod state;
 

@@ -1,5 +1,5 @@
-//! Layer 1, the contract's vocabulary (CONTRACT "Step registry and canonical order", "The plan
-//! document", "Validation outcome"): the registry table every rule reads ([`registry`]), the
+//! Layer 1, the contract's vocabulary (docs/CONTRACT.md, "Step registry", "Payloads, results,
+//! shared objects", "The plan document"): the registry table every rule reads ([`registry`]), the
 //! payload and result of each step ([`schema`]), the step markers that tie them together
 //! ([`steps`]), the plan document ([`plan`]), and the problem codes a rejection is made of.
 //! Each type here also carries its strict serde, its canonical JSON and its checks, generated

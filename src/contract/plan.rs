@@ -1,27 +1,26 @@
-//! The plan document (CONTRACT §2): [`ExecutionPlan`], its [`PlanMetadata`], its steps and its
-//! validator signatures.
+//! The plan document (docs/CONTRACT.md, "The plan document"): [`ExecutionPlan`], its
+//! [`PlanMetadata`], its steps and its validator signatures.
 //!
 //! These types describe a plan's shape. They do not promise the plan is valid: only a
 //! [`ValidPlan`](crate::ValidPlan) does, and only validation makes one.
 
 use std::fmt;
 
-use crate::contract::value::PositiveInt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde::ser::SerializeStruct;
 use serde::{Deserialize, Serialize, Serializer};
 
-use crate::contract::strict::StrictSeed;
-
 use crate::contract::object::contract_object;
-
-/// A top-level member (`/metadata`, `/validators`) sits at depth 2, as `json::Path` counts.
-pub(crate) const TOP_LEVEL_DEPTH: usize = 2;
-/// A payload object sits at `/steps/N/payload`: depth 4.
-pub(crate) const PAYLOAD_DEPTH: usize = 4;
 use crate::contract::registry::StepType;
 use crate::contract::rules::{non_empty, sha256_hex};
 use crate::contract::steps::{PayloadSeed, StepPayload};
+use crate::contract::strict::StrictSeed;
+use crate::contract::value::PositiveInt;
+
+/// A top-level member (`/metadata`, `/validators`) sits at depth 2, as `JsonPointer` counts.
+pub(crate) const TOP_LEVEL_DEPTH: usize = 2;
+/// A payload object sits at `/steps/N/payload`: depth 4.
+pub(crate) const PAYLOAD_DEPTH: usize = 4;
 
 /// `step_contract_version`: always the string `"1"` (registry revision 1.1 is additive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -284,7 +283,8 @@ impl<'de> Deserialize<'de> for StepKey {
     }
 }
 
-/// An execution plan: a flat, ordered list of typed steps with its metadata (CONTRACT §2).
+/// An execution plan: a flat, ordered list of typed steps with its metadata (docs/CONTRACT.md, "The
+/// plan document").
 ///
 /// Its JSON form always writes `validators` and `postValidators` (a legacy plan without them
 /// reads as `[]`, so both hash the same).

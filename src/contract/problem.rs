@@ -14,7 +14,7 @@ use crate::json::type_name;
 
 macro_rules! problem_codes {
     ($($variant:ident $code:literal $class:ident $doc:literal;)*) => {
-        /// The stable code of a validation problem (CONTRACT §3).
+        /// The stable code of a validation problem (docs/CONTRACT.md, "Validation").
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum ProblemCode {
             $(#[doc = concat!("`", $code, "` (", stringify!($class), "): ", $doc)] $variant,)*

@@ -1,5 +1,5 @@
 //! The step registry: the twelve step types, their canonical order, mandatory flags and
-//! failure kinds, defined once (CONTRACT §1).
+//! failure kinds, defined once (docs/CONTRACT.md, "Step registry").
 //!
 //! Everything else in the crate reads this table: the validator's order and mandatory
 //! checks, the executor's failure mapping, the typestate builder's legal transitions
@@ -41,8 +41,8 @@ impl fmt::Display for FailureKind {
 }
 
 /// What every error of this crate answers the same way: which stable, machine-readable code, and
-/// which failure class (how it propagates, CONTRACT "Execution"). A caller can log or map any of
-/// them to an exit code without knowing the type.
+/// which failure class (how it propagates; docs/CONTRACT.md, "Execution"). A caller can log or map
+/// any of them to an exit code without knowing the type.
 ///
 /// ```
 /// use planlock::{Failure, FailureKind, ValidPlan};
@@ -59,7 +59,8 @@ pub trait Failure: std::error::Error {
     fn kind(&self) -> FailureKind;
 }
 
-/// What kind of work a step does; decides which `metadata.timeouts` entry bounds it (CONTRACT §4).
+/// What kind of work a step does; decides which `metadata.timeouts` entry bounds it
+/// (docs/CONTRACT.md, "Execution").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum StepClass {
     /// Pure computation in the runtime (`ContextSelect`, `PromptAssemble`, `SummarizeMemory`).
@@ -89,10 +90,9 @@ pub struct StepSpec {
 
 /// Calls `$callback!` with the registry rows, in canonical order.
 ///
-/// Each row is `Variant "WireName" method_name mandatory|optional(maybe_method_name) FailureKind Class
-/// Payload Result`.
-/// The registry table, the step markers, the payload enum and the builder's transitions are
-/// all generated from this one list.
+/// Each row is `Variant "WireName" method_name mandatory|optional(maybe_method_name) FailureKind
+/// Class Payload Result`. The registry table, the step markers, the payload enum and the builder's
+/// transitions are all generated from this one list.
 macro_rules! for_each_step {
     ($callback:ident) => {
         $callback! {
@@ -136,7 +136,7 @@ macro_rules! define_registry {
             )*
         }
 
-        /// The registry table, in canonical order (CONTRACT §1).
+        /// The registry table, in canonical order (docs/CONTRACT.md, "Step registry").
         pub const REGISTRY: [StepSpec; 12] = [
             $(StepSpec {
                 step_type: StepType::$variant,

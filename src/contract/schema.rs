@@ -1,12 +1,12 @@
-//! The typed payloads and results of the twelve steps and the shared objects (CONTRACT §1).
+//! The typed payloads and results of the twelve steps and the shared objects (docs/CONTRACT.md,
+//! "Payloads, results, shared objects").
 //!
 //! Every type here is strict: an undefined field, a missing required field or a wrong JSON type
 //! is an error, and an absent optional field is omitted, never `null`. Each struct and its
 //! validation come from one field list (see `contract_object!`).
-use crate::contract::value::{AnyObject, AnyValue, PositiveInt};
-
 use crate::contract::object::contract_object;
 use crate::contract::rules::non_empty;
+use crate::contract::value::{AnyObject, AnyValue, PositiveInt};
 
 contract_object! {
     /// A decision record (B-007 v1.1).

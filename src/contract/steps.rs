@@ -5,10 +5,10 @@
 //! The markers carry the wire names (`LLMCall`, not `LlmCall`) so compiler messages speak the
 //! contract's language.
 
-use crate::contract::object::Contract;
 use serde::de::{DeserializeSeed, Deserializer};
 use serde_json::Value;
 
+use crate::contract::object::Contract;
 use crate::contract::problem::Problem;
 use crate::contract::registry::StepType;
 use crate::contract::schema::*;

@@ -3,6 +3,8 @@
 //! the examples and tests. They show the shape of real handlers; they are not meant for
 //! production.
 //!
+//! Layer 7, the top of the library: imports whatever it shows.
+//!
 //! - `RepoScan` really scans the directory: the file count, and a SHA-256 over every file's
 //!   relative path and content as `versionId`.
 //! - Memory and decisions live in an in-memory [`DemoStore`].
@@ -10,16 +12,18 @@
 //! - Any step type can be made to fail, to show the failure semantics.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-
-use sha2::{Digest as _, Sha256};
 
 use crate::contract::registry::StepType;
 use crate::contract::schema::*;
 use crate::contract::steps::*;
 use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::exec::validator::{StepView, Validator, Verdict};
+
+mod scan;
+pub use scan::MAX_SCAN_FILES;
+use scan::scan;
 
 /// Memory, decisions, evidence and links, in memory.
 #[derive(Debug, Default)]
@@ -127,86 +131,6 @@ fn upsert<T>(items: &mut Vec<T>, item: T, id: impl Fn(&T) -> &String) {
     let key = id(&item).clone();
     items.retain(|old| *id(old) != key);
     items.push(item);
-}
-
-/// The most files the demo `RepoScan` reads.
-pub const MAX_SCAN_FILES: usize = 10_000;
-
-/// How much of a file the demo `RepoScan` holds in memory at once.
-const SCAN_CHUNK: usize = 64 * 1024;
-
-/// Why a scan stopped.
-#[derive(Debug, thiserror::Error)]
-enum ScanError {
-    #[error("{0}")]
-    Io(#[from] std::io::Error),
-    #[error("more than {MAX_SCAN_FILES} files")]
-    TooManyFiles,
-    #[error("the scan ran past its `ioMs` deadline of {0} ms")]
-    Deadline(u64),
-}
-
-/// Scans `dir`: the number of regular files, and a digest of their paths and contents. Files are
-/// hashed a chunk at a time, so memory stays bounded whatever their size; only regular files
-/// count (links, FIFOs, sockets and devices are skipped, so nothing can block the scan); and the
-/// scan gives up at `deadline` (`ioMs` from the step's start), between chunks.
-fn scan(dir: &Path, deadline: Option<(std::time::Instant, u64)>) -> Result<(u64, String), ScanError> {
-    let past_deadline = || match deadline {
-        Some((at, ms)) if std::time::Instant::now() >= at => Err(ScanError::Deadline(ms)),
-        _ => Ok(()),
-    };
-    let mut files = Vec::new();
-    let mut pending = vec![dir.to_path_buf()];
-    while let Some(d) = pending.pop() {
-        for entry in std::fs::read_dir(&d)? {
-            let entry = entry?;
-            let kind = entry.file_type()?;
-            if kind.is_dir() {
-                pending.push(entry.path());
-            } else if kind.is_file() {
-                files.push(entry.path());
-                if files.len() > MAX_SCAN_FILES {
-                    return Err(ScanError::TooManyFiles);
-                }
-            }
-        }
-        past_deadline()?;
-    }
-    files.sort();
-    let mut h = Sha256::new();
-    let mut chunk = vec![0u8; SCAN_CHUNK];
-    for f in &files {
-        let rel = f.strip_prefix(dir).unwrap_or(f);
-        h.update(rel.to_string_lossy().as_bytes());
-        h.update([0]);
-        let mut file_hash = Sha256::new();
-        let mut file = open_regular(f)?;
-        loop {
-            let n = std::io::Read::read(&mut file, &mut chunk)?;
-            if n == 0 {
-                break;
-            }
-            file_hash.update(&chunk[..n]);
-            past_deadline()?;
-        }
-        h.update(file_hash.finalize());
-    }
-    let digest: [u8; 32] = h.finalize().into();
-    Ok((files.len() as u64, format!("scan-{}", crate::hash::Digest::from_bytes(digest))))
-}
-
-/// Opens a file listed as regular without following a link or waiting on a FIFO, in case it was
-/// replaced since it was listed.
-fn open_regular(path: &Path) -> std::io::Result<std::fs::File> {
-    let mut options = std::fs::OpenOptions::new();
-    options.read(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NOFOLLOW | libc::O_NONBLOCK);
-    let file = options.open(path)?;
-    if !file.metadata()?.is_file() {
-        return Err(std::io::Error::other(format!("{} is no longer a regular file", path.display())));
-    }
-    Ok(file)
 }
 
 impl Handler<RepoScan> for Demo {

@@ -1,5 +1,5 @@
 //! The flat executor, the Core Engine of D-007: it runs the steps of a [`ValidPlan`] in order and
-//! owns nothing else (CONTRACT §4).
+//! owns nothing else (docs/CONTRACT.md, "Execution").
 //!
 //! For each step it runs the pre-validators, hands the payload to the registered handler (within
 //! the step's deadline, if the metadata sets one), checks the result against the contract, runs
@@ -24,22 +24,23 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
+use crate::contract::problem::Problem;
 use crate::contract::registry::{Failure, FailureKind, StepClass, StepType};
 use crate::contract::steps::StepResult;
 use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
+use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
 use crate::hash::{Digest, plan_digest};
 use crate::validate::{ValidPlan, check_result};
 
-use crate::contract::problem::Problem;
-use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
+pub use crate::exec::report::{CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, Warning};
 
 /// The session a cycle runs in: its id and the plan hash the runtime computed for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CycleSession {
     /// The session id (a UUID v4 created at cold start).
     pub session_id: Uuid,
-    /// The plan hash (CONTRACT §5).
+    /// The plan hash (docs/CONTRACT.md, "Plan hash").
     pub plan_hash: Digest,
 }
 
@@ -157,99 +158,6 @@ impl Failure for ExecError {
     }
 }
 
-/// When a validator ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Phase {
-    /// Before the step (a pre-validator).
-    Before,
-    /// After the step, on its result (a post-validator).
-    After,
-}
-
-/// A validator's Warn, recorded in the report.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Warning {
-    /// The validator.
-    pub validator_id: String,
-    /// Before or after the step.
-    pub phase: Phase,
-    /// Its message.
-    pub message: String,
-}
-
-/// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum StepStatus {
-    /// It ran and its result is in the ledger.
-    Completed,
-    /// A validator blocked it; the cycle is paused.
-    Blocked,
-}
-
-/// One step of the cycle report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StepRecord {
-    /// The step's position in the plan.
-    pub index: usize,
-    /// The step's type.
-    pub step_type: StepType,
-    /// How it ended.
-    pub status: StepStatus,
-    /// How long it took, validators included.
-    pub duration: Duration,
-    /// The validators' warnings.
-    pub warnings: Vec<Warning>,
-}
-
-/// A validator's Block that paused the cycle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Intervention {
-    /// The blocked step's position in the plan.
-    pub step_index: usize,
-    /// The blocked step's id.
-    pub step_id: String,
-    /// The blocked step's type.
-    pub step_type: StepType,
-    /// The validator that blocked it.
-    pub validator_id: String,
-    /// Before or after the step.
-    pub phase: Phase,
-    /// The validator's reason.
-    pub reason: String,
-}
-
-/// An override that let a Block pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OverrideRecord {
-    /// The step whose Block was overridden.
-    pub step_id: String,
-    /// The validator.
-    pub validator_id: String,
-    /// The reason it gave.
-    pub reason: String,
-    /// The caller's justification.
-    pub justification: String,
-}
-
-/// What happened in a cycle: every step with its status, duration and warnings, the
-/// interventions and the overrides.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct CycleReport {
-    /// The steps that ran, in order (a resumed step appears once per attempt).
-    pub steps: Vec<StepRecord>,
-    /// Every Block that paused this cycle.
-    pub interventions: Vec<Intervention>,
-    /// Every override used.
-    pub overrides: Vec<OverrideRecord>,
-}
-
-impl CycleReport {
-    /// Every warning, with the index of its step.
-    pub fn warnings(&self) -> impl Iterator<Item = (usize, &Warning)> {
-        self.steps.iter().flat_map(|s| s.warnings.iter().map(move |w| (s.index, w)))
-    }
-}
-
 /// A cycle that ran to the end.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Completed {
@@ -304,7 +212,7 @@ struct Block {
     reason: String,
 }
 
-/// A cycle paused by a validator's Block (CONTRACT "Execution": validators, resume). It can only
+/// A cycle paused by a validator's Block (docs/CONTRACT.md, "Execution"). It can only
 /// be resumed ([`Executor::resume`]) or abandoned ([`PausedCycle::abandon`]).
 #[derive(Debug)]
 #[must_use = "a paused cycle must be resumed or abandoned"]

@@ -23,7 +23,7 @@ use crate::exec::ledger::Ledger;
 use crate::hash::{Digest, IdempotencyKey};
 
 /// A handler failed. How the failure propagates is decided by the registry, never by the
-/// handler (CONTRACT §4).
+/// handler (docs/CONTRACT.md, "Execution").
 #[derive(Debug, Clone)]
 pub struct HandlerError {
     message: Cow<'static, str>,

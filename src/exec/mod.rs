@@ -1,5 +1,5 @@
-//! Layer 3, running a plan (CONTRACT "Execution"): typed handlers ([`handler`]), the read-only
-//! results of a cycle ([`ledger`]), pre and post validators ([`validator`]) and the flat
+//! Layer 4, running a plan (docs/CONTRACT.md, "Execution"): typed handlers ([`handler`]), the
+//! read-only results of a cycle ([`ledger`]), pre and post validators ([`validator`]) and the flat
 //! executor with its cycle report ([`executor`]).
 //!
 //! Imports the contract, validation and hashing layers; nothing above.
@@ -7,4 +7,5 @@
 pub mod executor;
 pub mod handler;
 pub mod ledger;
+pub(crate) mod report;
 pub mod validator;

@@ -1,5 +1,9 @@
 //! Canonical JSON (RFC 8785, JCS) and SHA-256 digests: validator `config_hash`, the plan digest
 //! that guards a resume, and the idempotency keys handed to step handlers.
+//!
+//! Layer 3 (beside the builder): what is computed from a valid plan and its policy profile: the
+//! profile files ([`profile`], [`yaml`]), the plan hash and its parts, `config_hash`, idempotency
+//! keys. Imports the contract, validation and `json` layers.
 
 pub mod profile;
 pub mod yaml;
@@ -173,8 +177,8 @@ fn canonical_digest<T: Canonical + ?Sized>(value: &T) -> Digest {
 /// `config_hash` of a validator configuration: SHA-256 of its canonical JSON.
 ///
 /// ```
-/// let a = planlock::config_hash(&serde_json::json!({"mask": true, "level": 2}));
-/// let b = planlock::config_hash(&serde_json::from_str(r#"{ "level": 2.0, "mask": true }"#).unwrap());
+/// let a = planlock::config_hash(&serde_json::json!({"mask": true, "level": 2})); let b =
+/// planlock::config_hash(&serde_json::from_str(r#"{ "level": 2.0, "mask": true }"#).unwrap());
 /// assert_eq!(a, b);
 /// ```
 pub fn config_hash(config: &serde_json::Value) -> Digest {
@@ -222,8 +226,8 @@ impl fmt::Debug for IdempotencyKey {
     }
 }
 
-/// The hash document of CONTRACT §5, serialized in the library's own form. Fields are declared
-/// in canonical key order, so hashing never reorders them.
+/// The hash document of docs/CONTRACT.md, "Plan hash", serialized in the library's own form. Fields
+/// are declared in canonical key order, so hashing never reorders them.
 #[derive(Serialize)]
 struct HashDocument<'a> {
     bundles: &'a serde_json::Value,
@@ -240,11 +244,11 @@ struct HashDocument<'a> {
 /// only stores and compares it.
 ///
 /// ```
-/// # let plan = planlock::ValidPlan::from_str(include_str!("../../tests/fixtures/full_plan.json")).unwrap();
-/// use planlock::{PolicyProfile, plan_hash};
-/// let profile = PolicyProfile { path: "profiles/default".into(), modes: serde_json::json!({}),
-///                               triggers: serde_json::json!([]), bundles: serde_json::json!({}) };
-/// let hash = plan_hash(&profile, &plan);
+/// # let plan =
+/// planlock::ValidPlan::from_str(include_str!("../../tests/fixtures/full_plan.json")).unwrap(); use
+/// planlock::{PolicyProfile, plan_hash}; let profile = PolicyProfile { path:
+/// "profiles/default".into(), modes: serde_json::json!({}), triggers: serde_json::json!([]),
+/// bundles: serde_json::json!({}) }; let hash = plan_hash(&profile, &plan);
 /// assert_eq!(hash.to_string().len(), 64);
 /// ```
 pub fn plan_hash(profile: &PolicyProfile, plan: &ValidPlan) -> Digest {
@@ -347,7 +351,8 @@ impl HashParts {
     /// # use planlock::hash::{HashParts, StepDigest};
     /// # use planlock::Digest;
     /// # let d = Digest::of(b"x");
-    /// # let old = HashParts { policy_profile: d, modes: d, triggers: d, bundles: d, metadata: d, validators: d,
+    /// # let old = HashParts { policy_profile: d, modes: d, triggers: d, bundles: d, metadata: d,
+    /// validators: d,
     /// #     steps: vec![StepDigest { id: "llm".into(), digest: d }] };
     /// let mut now = old.clone();
     /// now.steps[0].digest = Digest::of(b"y");

@@ -1,7 +1,7 @@
 //! The policy profile: `metadata.policyProfile` names a directory under a policy root the caller
-//! gives, holding `modes.yaml`, `triggers.yaml` and `bundles.yaml` (PRD-004, CONTRACT §5). All
-//! three enter the plan hash as JSON data. A missing or unreadable file is FailFast: without it,
-//! resume safety cannot be established.
+//! gives, holding `modes.yaml`, `triggers.yaml` and `bundles.yaml` (PRD-004; docs/CONTRACT.md,
+//! "Plan hash"). All three enter the plan hash as JSON data. A missing or unreadable file is
+//! FailFast: without it, resume safety cannot be established.
 
 use std::path::{Component, Path, PathBuf};
 

@@ -1,4 +1,5 @@
-//! The JSON-compatible subset of YAML 1.2, read into its JSON data model (CONTRACT §5).
+//! The JSON-compatible subset of YAML 1.2, read into its JSON data model (docs/CONTRACT.md, "Plan
+//! hash").
 //!
 //! Policy files enter the plan hash as data, so comments and formatting never change it. Only
 //! what has exactly one JSON reading is accepted: string keys, no merge keys (`<<`), no anchors
@@ -6,11 +7,12 @@
 //! the document limits (nesting 64, integers within 2^53 − 1). Anything else is an error that
 //! names the file, line and column.
 
-use crate::contract::registry::{Failure, FailureKind};
-use crate::json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 use serde_json::{Map, Number, Value};
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser, Tag};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+use crate::contract::registry::{Failure, FailureKind};
+use crate::json::{MAX_DEPTH, MAX_SAFE_INTEGER};
 
 /// A YAML file outside the accepted subset, or not YAML at all.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -50,9 +52,9 @@ impl MarkedEventReceiver for Collect {
 /// Parses `text` (the contents of `file`) into JSON data.
 ///
 /// ```
-/// let v = planlock::yaml::parse("modes.yaml", "# a comment\nchat: { topK: 5, tone: friendly }\n").unwrap();
-/// assert_eq!(v, serde_json::json!({"chat": {"topK": 5, "tone": "friendly"}}));
-/// let err = planlock::yaml::parse("modes.yaml", "base: &b {a: 1}\nchat: *b\n").unwrap_err();
+/// let v = planlock::yaml::parse("modes.yaml", "# a comment\nchat: { topK: 5, tone: friendly
+/// }\n").unwrap(); assert_eq!(v, serde_json::json!({"chat": {"topK": 5, "tone": "friendly"}})); let
+/// err = planlock::yaml::parse("modes.yaml", "base: &b {a: 1}\nchat: *b\n").unwrap_err();
 /// assert_eq!((err.file.as_str(), err.line, err.column), ("modes.yaml", 1, 10));
 /// ```
 pub fn parse(file: &str, text: &str) -> Result<Value, YamlError> {

@@ -1,5 +1,5 @@
-//! Canonical JSON (RFC 8785, JCS), the form the plan hash is computed over (CONTRACT "Plan
-//! hash"). Two writers give the same bytes:
+//! Canonical JSON (RFC 8785, JCS), the form the plan hash is computed over (docs/CONTRACT.md,
+//! "Plan hash"). Two writers give the same bytes:
 //!
 //! - [`Canonical`], which the contract's own types implement (generated from the same field lists
 //!   as their serde and checks): keys are constants, declared in canonical order and checked at

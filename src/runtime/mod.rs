@@ -1,6 +1,9 @@
 //! The runtime lifecycle (PRD-004, D-007): boot computes the plan hash and loads the session —
 //! Cold Start, Resume, or FailFast — then cycles run, and the `PersistSession` handler saves the
 //! session once at the end of each successful cycle.
+//!
+//! Layer 6: the runtime owns a session: it imports the executor, the session store, hashing and
+//! validation, and nothing imports it but the demo handlers and the binary.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -8,6 +11,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::contract::problem::Rejection;
 use crate::contract::registry::Failure;
 use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::contract::steps::{PersistMemory, PersistSession, RepoScan};
@@ -17,8 +21,6 @@ use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{SessionError, SessionState, SessionStore, SessionUpdate};
 use crate::validate::ValidPlan;
-
-use crate::contract::problem::Rejection;
 
 /// How the runtime started.
 #[derive(Debug, Clone, PartialEq, Eq)]

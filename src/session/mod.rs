@@ -1,5 +1,9 @@
-//! Session persistence (PRD-004, CONTRACT §6): the [`SessionStore`] interface and the crash-safe
-//! [`FileSessionStore`] at `<root>/ops/runtime/session_state.json`.
+//! Session persistence (PRD-004; docs/CONTRACT.md, "Sessions and the runtime"): the
+//! [`SessionStore`] interface and the crash-safe [`FileSessionStore`] at
+//! `<root>/ops/runtime/session_state.json`.
+//!
+//! Layer 5: sessions on disk. Imports `hash` (digests), `json` and `fsread`; nothing about running
+//! a plan.
 //!
 //! - **Load** creates nothing. No file means Cold Start. The file must be a regular file (never
 //!   through a symlink, never a FIFO or a directory), at most [`MAX_SESSION_FILE_BYTES`], and
@@ -16,9 +20,8 @@
 //! The store never computes a plan hash; it stores and compares the one the runtime gives it.
 
 use std::fmt;
-use std::fs::{self, File};
-use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::io;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::OffsetDateTime;
@@ -26,8 +29,10 @@ use time::format_description::well_known::Rfc3339;
 use uuid::Uuid;
 
 use crate::contract::registry::{Failure, FailureKind};
-use crate::fsread::{self, ReadError};
 use crate::hash::{Digest, HashParts};
+
+mod file;
+pub use file::{FileSessionStore, RealFs, SaveFs};
 
 /// The session file, relative to the store's root.
 pub const SESSION_FILE: &str = "ops/runtime/session_state.json";
@@ -186,179 +191,6 @@ pub trait SessionStore: Send + Sync {
     fn load(&self) -> Result<Option<SessionState>, SessionError>;
     /// Saves atomically and durably, filling `updatedAt`; returns what was saved.
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError>;
-}
-
-/// The file operations of a save, one method each: the seam for fault injection.
-pub trait SaveFs: Send + Sync {
-    /// Creates one directory.
-    fn create_dir(&self, dir: &Path) -> io::Result<()> {
-        fs::create_dir(dir)
-    }
-    /// Creates a temporary file in `dir` (removed if dropped before [`SaveFs::rename`]).
-    fn create_temp(&self, dir: &Path) -> io::Result<tempfile::NamedTempFile> {
-        tempfile::Builder::new().prefix(".session_state.").suffix(".tmp").tempfile_in(dir)
-    }
-    /// Writes all of `bytes`.
-    fn write(&self, file: &mut File, bytes: &[u8]) -> io::Result<()> {
-        file.write_all(bytes)
-    }
-    /// Flushes the file's data and metadata to disk.
-    fn sync_file(&self, file: &File) -> io::Result<()> {
-        file.sync_all()
-    }
-    /// Renames the temporary file over `to`.
-    fn rename(&self, temp: tempfile::NamedTempFile, to: &Path) -> io::Result<()> {
-        temp.persist(to).map(drop).map_err(|e| e.error)
-    }
-    /// Flushes a directory's entries to disk.
-    fn sync_dir(&self, dir: &Path) -> io::Result<()> {
-        File::open(dir)?.sync_all()
-    }
-}
-
-/// The real file system.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RealFs;
-
-impl SaveFs for RealFs {}
-
-/// The crash-safe file store at `<root>/ops/runtime/session_state.json`.
-///
-/// ```
-/// use planlock::Failure;
-/// use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
-/// let root = tempfile::tempdir()?;
-/// let store = FileSessionStore::open(root.path())?;
-/// assert!(store.load()?.is_none());                       // Cold Start, nothing created
-/// assert!(!root.path().join("ops").exists());
-/// let saved = store.save(SessionUpdate {
-///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
-///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None,
-/// })?;
-/// assert_eq!(store.load()?, Some(saved));
-/// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-pub struct FileSessionStore {
-    root: PathBuf,
-    file: PathBuf,
-    // Held for the store's life: the advisory lock on the root directory.
-    _lock: File,
-    fs: Box<dyn SaveFs>,
-}
-
-impl fmt::Debug for FileSessionStore {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FileSessionStore").field("root", &self.root).finish_non_exhaustive()
-    }
-}
-
-impl FileSessionStore {
-    /// Opens the store at `root` (which must exist) and locks it; creates nothing.
-    pub fn open(root: impl Into<PathBuf>) -> Result<FileSessionStore, SessionError> {
-        FileSessionStore::with_fs(root, RealFs)
-    }
-
-    /// [`open`](Self::open) with another [`SaveFs`], for fault injection.
-    pub fn with_fs(root: impl Into<PathBuf>, fs: impl SaveFs + 'static) -> Result<FileSessionStore, SessionError> {
-        let root = root.into();
-        let meta = fs::metadata(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
-        if !meta.is_dir() {
-            let source = io::Error::new(io::ErrorKind::NotADirectory, "not a directory");
-            return Err(SessionError::Root { root, source });
-        }
-        let lock = File::open(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => return Err(SessionError::InUse { root }),
-            Err(fs::TryLockError::Error(source)) => return Err(SessionError::Root { root, source }),
-        }
-        let file = root.join(SESSION_FILE);
-        Ok(FileSessionStore { root, file, _lock: lock, fs: Box::new(fs) })
-    }
-
-    /// The session file's path.
-    pub fn path(&self) -> &Path {
-        &self.file
-    }
-
-    fn io(&self, op: &'static str, file: &Path) -> impl FnOnce(io::Error) -> SessionError {
-        let file = file.to_owned();
-        move |source| SessionError::Io { file, op, source }
-    }
-
-    fn corrupt(&self, problem: impl Into<String>) -> SessionError {
-        SessionError::Corrupt { file: self.file.clone(), problem: problem.into() }
-    }
-
-    /// Creates `ops` and `ops/runtime` if missing, making each new entry durable in its parent.
-    fn ensure_dirs(&self) -> Result<PathBuf, SessionError> {
-        let ops = self.root.join("ops");
-        let runtime = ops.join("runtime");
-        for (dir, parent) in [(&ops, &self.root), (&runtime, &ops)] {
-            match fs::symlink_metadata(dir) {
-                Ok(m) if m.is_dir() => continue,
-                Ok(_) => {
-                    let e = io::Error::new(io::ErrorKind::NotADirectory, "exists but is not a directory");
-                    return Err(self.io("create directory", dir)(e));
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                Err(e) => return Err(self.io("inspect directory", dir)(e)),
-            }
-            self.fs.create_dir(dir).map_err(self.io("create directory", dir))?;
-            self.fs.sync_dir(parent).map_err(self.io("fsync directory", parent))?;
-        }
-        Ok(runtime)
-    }
-}
-
-impl SessionStore for FileSessionStore {
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        let bytes = match fsread::read_regular(&self.file, MAX_SESSION_FILE_BYTES) {
-            Ok(bytes) => bytes,
-            Err(ReadError::NotFound) => return Ok(None),
-            Err(ReadError::NotRegular(what)) => return Err(self.corrupt(what)),
-            Err(ReadError::TooLarge) => {
-                return Err(self.corrupt(format!("larger than the {MAX_SESSION_FILE_BYTES}-byte limit")));
-            }
-            Err(ReadError::Io(op, e)) => return Err(self.io(op, &self.file)(e)),
-        };
-        if bytes.is_empty() {
-            return Err(self.corrupt("empty"));
-        }
-        if let Ok(state) = serde_json::from_slice::<SessionState>(&bytes) {
-            return Ok(Some(state));
-        }
-        // Parsed again, tracking where, only to say where it is wrong.
-        let mut de = serde_json::Deserializer::from_slice(&bytes);
-        let state = serde_path_to_error::deserialize::<_, SessionState>(&mut de).map_err(|e| {
-            let at = e.path().to_string();
-            let at = if at == "." { String::new() } else { format!(" at `{at}`") };
-            self.corrupt(format!("not a valid session state{at}: {}", e.inner()))
-        })?;
-        de.end().map_err(|e| self.corrupt(format!("not a valid session state: {e}")))?;
-        Ok(Some(state))
-    }
-
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        let state = SessionState {
-            session_id: update.session_id,
-            memory_ref: update.memory_ref,
-            repo_scan_version: update.repo_scan_version,
-            last_execution_plan_hash: update.last_execution_plan_hash,
-            updated_at: Timestamp::now(),
-            hash_parts: update.hash_parts,
-        };
-        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| self.corrupt(format!("unserializable: {e}")))?;
-        bytes.push(b'\n');
-        let dir = self.ensure_dirs()?;
-        let mut temp = self.fs.create_temp(&dir).map_err(self.io("create temporary file", &dir))?;
-        self.fs.write(temp.as_file_mut(), &bytes).map_err(self.io("write", temp.path()))?;
-        self.fs.sync_file(temp.as_file()).map_err(self.io("fsync", temp.path()))?;
-        self.fs.rename(temp, &self.file).map_err(self.io("rename", &self.file))?;
-        self.fs.sync_dir(&dir).map_err(self.io("fsync directory", &dir))?;
-        Ok(state)
-    }
 }
 
 impl<S: SessionStore + ?Sized> SessionStore for std::sync::Arc<S> {

@@ -1,0 +1,101 @@
+//! What a cycle reports: every step with its status, duration and warnings, the interventions
+//! that paused it and the overrides that let a Block pass.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::contract::registry::StepType;
+
+/// When a validator ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Phase {
+    /// Before the step (a pre-validator).
+    Before,
+    /// After the step, on its result (a post-validator).
+    After,
+}
+
+/// A validator's Warn, recorded in the report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    /// The validator.
+    pub validator_id: String,
+    /// Before or after the step.
+    pub phase: Phase,
+    /// Its message.
+    pub message: String,
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum StepStatus {
+    /// It ran and its result is in the ledger.
+    Completed,
+    /// A validator blocked it; the cycle is paused.
+    Blocked,
+}
+
+/// One step of the cycle report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StepRecord {
+    /// The step's position in the plan.
+    pub index: usize,
+    /// The step's type.
+    pub step_type: StepType,
+    /// How it ended.
+    pub status: StepStatus,
+    /// How long it took, validators included.
+    pub duration: Duration,
+    /// The validators' warnings.
+    pub warnings: Vec<Warning>,
+}
+
+/// A validator's Block that paused the cycle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Intervention {
+    /// The blocked step's position in the plan.
+    pub step_index: usize,
+    /// The blocked step's id.
+    pub step_id: String,
+    /// The blocked step's type.
+    pub step_type: StepType,
+    /// The validator that blocked it.
+    pub validator_id: String,
+    /// Before or after the step.
+    pub phase: Phase,
+    /// The validator's reason.
+    pub reason: String,
+}
+
+/// An override that let a Block pass.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OverrideRecord {
+    /// The step whose Block was overridden.
+    pub step_id: String,
+    /// The validator.
+    pub validator_id: String,
+    /// The reason it gave.
+    pub reason: String,
+    /// The caller's justification.
+    pub justification: String,
+}
+
+/// What happened in a cycle: every step with its status, duration and warnings, the
+/// interventions and the overrides.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct CycleReport {
+    /// The steps that ran, in order (a resumed step appears once per attempt).
+    pub steps: Vec<StepRecord>,
+    /// Every Block that paused this cycle.
+    pub interventions: Vec<Intervention>,
+    /// Every override used.
+    pub overrides: Vec<OverrideRecord>,
+}
+
+impl CycleReport {
+    /// Every warning, with the index of its step.
+    pub fn warnings(&self) -> impl Iterator<Item = (usize, &Warning)> {
+        self.steps.iter().flat_map(|s| s.warnings.iter().map(move |w| (s.index, w)))
+    }
+}
