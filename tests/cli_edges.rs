@@ -29,6 +29,13 @@ fn wait_bounded(mut child: Child, limit: Duration) -> Output {
     child.wait_with_output().unwrap()
 }
 
+/// `planlock validate --format json -`, with every stream piped.
+fn validate_from_stdin() -> Child {
+    let mut cmd = planlock();
+    cmd.args(["validate", "--format", "json", "-"]).stdin(Stdio::piped());
+    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
+}
+
 fn spawn(cmd: &mut Command) -> Child {
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap()
 }
@@ -180,13 +187,7 @@ fn output_that_cannot_be_written_is_exit_2_never_a_panic() {
     assert!(s.root.path().join("ops/runtime/session_state.json").exists());
 
     // A reader that went away: quiet, exit 2, no panic.
-    let mut child = planlock()
-        .args(["validate", "--format", "json", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = validate_from_stdin();
     drop(child.stdout.take());
     let mut input = child.stdin.take().unwrap();
     let _ = std::io::Write::write_all(&mut input, DEMO_PLAN.as_bytes());
@@ -198,13 +199,7 @@ fn output_that_cannot_be_written_is_exit_2_never_a_panic() {
 
 #[test]
 fn too_large_input_states_the_size_honestly() {
-    let mut child = planlock()
-        .args(["validate", "--format", "json", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = validate_from_stdin();
     let mut input = child.stdin.take().unwrap();
     let writer = std::thread::spawn(move || {
         let chunk = vec![b' '; 1 << 20];
