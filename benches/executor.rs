@@ -13,7 +13,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use planlock::schema::*;
 use planlock::steps::*;
 use planlock::{
-    CycleSession, Digest, Executor, Handler, HandlerError, Handlers, Step, StepContext, StepResult, StepType, ValidPlan,
+    CycleSession, Executor, Handler, HandlerError, Handlers, Step, StepContext, StepResult, StepType, ValidPlan,
 };
 
 struct Counting;
@@ -121,10 +121,11 @@ fn plan(full: bool, timeouts: bool) -> ValidPlan {
 }
 
 fn allocations_per_cycle(exec: &Executor<impl planlock::handler::HandlerSet>, plan: &ValidPlan) -> usize {
-    let session = CycleSession { session_id: uuid::Uuid::nil(), plan_hash: Digest::of(b"plan") };
-    drop(exec.run_blocking(plan, session).unwrap()); // one-time costs (tracing callsites) first
+    let session = CycleSession::for_plan(plan);
+    let run = || pollster::block_on(exec.run_with(plan, session)).unwrap();
+    drop(run()); // one-time costs (tracing callsites) first
     let before = ALLOCATIONS.load(Ordering::Relaxed);
-    let outcome = exec.run_blocking(plan, session).unwrap();
+    let outcome = run();
     let after = ALLOCATIONS.load(Ordering::Relaxed);
     drop(outcome);
     after - before
@@ -141,14 +142,14 @@ fn bench(c: &mut Criterion) {
     // Three of the twelve sample results allocate their id ("m", "d", "e"); none of the four do;
     // the one other allocation is the report's step list.
     println!("heap allocations per cycle: 4 steps {a4}, 12 steps {a12}, 12 steps with deadlines {t12} (3 are results)");
-    let session = CycleSession { session_id: uuid::Uuid::nil(), plan_hash: Digest::of(b"plan") };
+    let (session, timed_session) = (CycleSession::for_plan(&full), CycleSession::for_plan(&timed));
     let mut g = c.benchmark_group("cycle_12_noop_steps");
     g.bench_function("floor_direct_calls_into_vec", |b| b.iter(|| black_box(floor(black_box(&full)))));
     g.bench_function("executor_run_blocking", |b| {
-        b.iter(|| black_box(exec.run_blocking(black_box(&full), session).unwrap()))
+        b.iter(|| black_box(pollster::block_on(exec.run_with(black_box(&full), session)).unwrap()))
     });
     g.bench_function("executor_run_blocking_with_deadlines", |b| {
-        b.iter(|| black_box(exec.run_blocking(black_box(&timed), session).unwrap()))
+        b.iter(|| black_box(pollster::block_on(exec.run_with(black_box(&timed), timed_session)).unwrap()))
     });
     g.finish();
 }

@@ -78,6 +78,7 @@ fn bench(c: &mut Criterion) {
         repo_scan_version: Some("scan-1".into()),
         last_execution_plan_hash: plan_hash(&profile, &plan),
         hash_parts: Some(parts),
+        cycle: 1,
     };
     let saved = store.save(update.clone()).unwrap();
     let bytes = std::fs::read(store.path()).unwrap();

@@ -1,20 +1,21 @@
 //! The planlock tour, end to end: build a plan with the typestate builder, boot a session on a
-//! fresh directory (Cold Start), run a cycle with the demo handlers, boot again (Resume), then
+//! fresh directory (Cold Start), run a cycle that a review validator pauses, restart the process
+//! and resume it with a person's approval, restart again (Resume) and run the next cycle, then
 //! change the policy and watch the runtime refuse to continue the session (FailFast). Each state
 //! is explained in plain words the first time it appears.
 //!
 //! Run: `cargo run --example quickstart`
 
 use std::path::Path;
-use std::sync::Arc;
 
 use planlock::Failure;
-use planlock::demo::Demo;
-use planlock::runtime::{Boot, BootError, Runtime};
+use planlock::demo::{Demo, ReviewGate};
+use planlock::handler::Boxed;
+use planlock::runtime::{Boot, BootError, RunOutcome, Runtime};
 use planlock::schema::*;
 use planlock::session::FileSessionStore;
-use planlock::steps::{LLMCall, PersistSession};
-use planlock::{AnyObject, CycleOutcome, Executor, PlanBuilder, PositiveInt, Timeouts, ValidPlan};
+use planlock::steps::LLMCall;
+use planlock::{AnyObject, Override, PlanBuilder, PositiveInt, Timeouts, ValidPlan};
 
 fn build_plan() -> Result<ValidPlan, planlock::Rejection> {
     PlanBuilder::new("profiles/default", "chat")
@@ -52,6 +53,8 @@ fn build_plan() -> Result<ValidPlan, planlock::Rejection> {
             },
         )
         .persist_session("save", PersistSessionPayload { session_ref: "chat-1".into(), meta: AnyObject::new() })
+        // A person reviews every memory the cycle writes (the demo validator `demo-review`).
+        .validator(ReviewGate::signature())
         .build()
 }
 
@@ -64,19 +67,30 @@ fn write_policy(root: &Path, tone: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Boots a runtime on `session_root`, runs one cycle, and says what happened in plain words.
-fn boot_and_run(session_root: &Path, policy_root: &Path, plan: &ValidPlan) -> Result<(), Box<dyn std::error::Error>> {
-    let store = Arc::new(FileSessionStore::open(session_root)?);
-    let runtime = match Runtime::boot(policy_root, plan.clone(), store) {
-        Ok(r) => r,
-        Err(e @ BootError::HashMismatch { .. }) => {
-            println!("   Refused ({}): the session was saved under another plan hash, so going on would mix", e.kind());
-            println!("   two policies in one session (a \"contaminated\" session). The runtime stops instead of");
-            println!("   silently starting over. What it says: {e}");
-            return Ok(());
-        }
-        Err(e) => return Err(e.into()),
-    };
+/// A runtime on the session root with the demo handlers and the review validator. Booting is
+/// what a process does when it starts.
+fn boot(
+    session_root: &Path,
+    policy_root: &Path,
+    plan: &ValidPlan,
+) -> Result<Runtime<FileSessionStore, Boxed>, BootError> {
+    let store = FileSessionStore::open(session_root)?;
+    Runtime::builder(policy_root, plan.clone(), store)
+        .handlers(Demo::new().handlers().boxed())
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
+        .boot()
+}
+
+/// Says how the runtime started, in plain words.
+fn describe_boot(runtime: &Runtime<FileSessionStore, Boxed>) {
+    if let Some(paused) = runtime.pending() {
+        println!(
+            "   Paused: cycle {} is waiting for a person (step `{}`, validator `{}`).",
+            paused.cycle, paused.step_id, paused.validator.id
+        );
+        println!("   The pause was saved to disk, so it survived the restart; only resume or abandon may follow.");
+        return;
+    }
     match runtime.boot_kind() {
         Boot::ColdStart => {
             println!("   Cold Start: there is no session file yet, so a new session begins.");
@@ -84,27 +98,33 @@ fn boot_and_run(session_root: &Path, policy_root: &Path, plan: &ValidPlan) -> Re
         }
         Boot::Resume(state) => {
             println!("   Resume: the saved plan hash matches this plan and policy, so the session goes on.");
-            println!("   Same session id {}, last saved {}.", state.session_id, state.updated_at);
+            println!(
+                "   Same session id {}, {} cycle(s) completed, last saved {}.",
+                state.session_id, state.cycle, state.updated_at
+            );
             if let Some(memory) = &state.memory_ref {
                 println!("   It remembers the memory its last cycle wrote: {memory}.");
             }
         }
     }
-    let executor = Executor::new(Demo::new().handlers().on::<PersistSession>(runtime.session_persister()));
-    match runtime.run_cycle_blocking(&executor)? {
-        CycleOutcome::Completed(done) => {
+}
+
+/// Says how a cycle ended, in plain words.
+fn describe(outcome: RunOutcome, runtime: &Runtime<FileSessionStore, Boxed>) {
+    match outcome {
+        RunOutcome::Completed(done) => {
             let answer = done.ledger.get::<LLMCall>().map(|r| r.response.as_str()).unwrap_or_default();
-            println!("   The cycle ran all {} steps. The (demo) model answered: {answer}", done.report.steps.len());
+            println!("   The cycle ran all its steps. The (demo) model answered: {answer}");
+            println!("   Saved {} (cycle {}).", planlock::session::SESSION_FILE, runtime.cycle());
         }
-        CycleOutcome::InterventionRequired(paused) => {
-            let i = paused.intervention();
-            println!("   The cycle paused for a person at step `{}`: {}", i.step_id, i.reason);
-            let _ = paused.abandon();
+        RunOutcome::Paused(record) => {
+            println!("   The cycle paused before step `{}`: {}", record.step_id, record.reason);
+            println!(
+                "   The steps before it are kept in {}; the session file is unchanged.",
+                planlock::session::INTERVENTION_FILE
+            );
         }
     }
-    let saved = runtime.session().map(|s| s.last_execution_plan_hash.to_string()).unwrap_or_default();
-    println!("   Saved {} with plan hash {}…", planlock::session::SESSION_FILE, &saved[..16.min(saved.len())]);
-    Ok(())
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -118,17 +138,44 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let sessions = tempfile::tempdir()?;
     write_policy(policy.path(), "friendly")?;
 
-    println!("\n2. First boot on an empty directory:");
-    boot_and_run(sessions.path(), policy.path(), &plan)?;
+    println!("\n2. First boot on an empty directory, and the first cycle:");
+    let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
+    describe_boot(&runtime);
+    describe(runtime.run_cycle_blocking()?, &runtime);
+    drop(runtime);
 
-    println!("\n3. The process restarts with the same plan and policy:");
-    boot_and_run(sessions.path(), policy.path(), &plan)?;
+    println!("\n3. The process restarts; a person approves the write and the cycle resumes:");
+    let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
+    describe_boot(&runtime);
+    let approval = Override::new(ReviewGate::ID, "remember", "checked: no personal data");
+    describe(runtime.resume_blocking(Some(approval))?, &runtime);
+    drop(runtime);
 
-    println!("\n4. Someone edits the policy (tone: friendly -> formal) and restarts:");
+    println!("\n4. The process restarts again and runs the next cycle, which the reviewer turns down:");
+    let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
+    describe_boot(&runtime);
+    describe(runtime.run_cycle_blocking()?, &runtime);
+    let abandoned = runtime.abandon()?;
+    println!(
+        "   Abandoned cycle {}: its record is gone, the session still has {} completed cycle(s).",
+        abandoned.cycle,
+        runtime.cycle()
+    );
+    drop(runtime);
+
+    println!("\n5. Someone edits the policy (tone: friendly -> formal) and restarts:");
     write_policy(policy.path(), "formal")?;
-    boot_and_run(sessions.path(), policy.path(), &plan)?;
+    match boot(sessions.path(), policy.path(), &plan) {
+        Ok(_) => println!("   (unexpected) the runtime booted"),
+        Err(e @ BootError::HashMismatch { .. }) => {
+            println!("   Refused ({}): the session was saved under another plan hash, so going on would mix", e.kind());
+            println!("   two policies in one session (a \"contaminated\" session). The runtime stops instead of");
+            println!("   silently starting over. What it says: {e}");
+        }
+        Err(e) => return Err(e.into()),
+    }
 
-    println!("\n5. A plan from outside that breaks the contract never gets that far; every problem is named:");
+    println!("\n6. A plan from outside that breaks the contract never gets that far; every problem is named:");
     let tampered = plan.to_json().replace(r#""type":"LLMCall""#, r#""type":"LLMCal""#);
     if let Err(rejection) = ValidPlan::from_str(&tampered) {
         for p in rejection.problems() {

@@ -45,7 +45,8 @@ fn run_exit_codes_and_json_for_every_outcome() {
     let (code, json) = run(root.path(), pol.path(), &plan_file, &[]);
     assert_eq!(code, Some(0), "{json}");
     let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
-    assert_eq!(keys, ["boot", "error", "hash", "outcome", "problems", "steps"]);
+    assert_eq!(keys, ["boot", "cycle", "error", "hash", "intervention", "outcome", "problems", "steps"]);
+    assert_eq!(json["cycle"], 1);
     assert_eq!((json["boot"].as_str(), json["outcome"].as_str()), (Some("cold"), Some("completed")));
     assert_eq!(json["hash"].as_str().unwrap().len(), 64);
 
@@ -65,6 +66,7 @@ fn run_exit_codes_and_json_for_every_outcome() {
     assert_eq!(code, Some(4), "{json}");
     assert_eq!(json["outcome"], "InterventionRequired");
     assert_eq!(json["steps"][7]["status"], "blocked");
+    assert_eq!(json["intervention"]["validator"]["id"], "demo-review");
 
     // The policy changes: boot is refused.
     policy(pol.path(), "formal");
@@ -103,4 +105,97 @@ fn hash_prints_the_digest_and_its_parts() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
+}
+
+fn planlock(args: &[&str], root: &Path) -> (Option<i32>, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).arg("--root").arg(root).output().unwrap();
+    (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
+}
+
+/// A pause survives the process: each command below is a new process, so every step of this
+/// test is a restart.
+#[test]
+fn a_pause_is_resumed_or_abandoned_by_later_processes() {
+    let (pol, root, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let reviewed = dir.path().join("reviewed.json");
+    let gate = json!([{"id": "demo-review", "version": "1", "config_hash": planlock::config_hash(&json!({}))}]);
+    // One write to review (the memory); the review gate never blocks the session save.
+    let plan = plan_with(|v| {
+        v["validators"] = gate;
+        let other_writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
+        v["steps"].as_array_mut().unwrap().retain(|s| !other_writes.contains(&s["type"].as_str().unwrap()));
+    });
+    std::fs::write(&reviewed, plan.to_json()).unwrap();
+    let pol_arg = pol.path().to_str().unwrap();
+    let plan_arg = reviewed.to_str().unwrap();
+
+    let (code, text) = planlock(&["run", "--policy-root", pol_arg, plan_arg], root.path());
+    assert_eq!(code, Some(4), "{text}");
+    assert!(text.contains("paused: validator `demo-review` blocked step `remember`"), "{text}");
+    assert!(!root.path().join("ops/runtime/session_state.json").exists(), "a paused cycle saved no session");
+
+    let (code, text) = planlock(&["status", "--format", "json"], root.path());
+    assert_eq!(code, Some(0), "{text}");
+    let status: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(status["session"], Value::Null);
+    assert_eq!(
+        (status["intervention"]["cycle"].clone(), status["intervention"]["stepId"].clone()),
+        (json!(1), json!("remember"))
+    );
+
+    // Another run is refused while the cycle is paused; an approval for another step is refused.
+    let (code, text) = planlock(&["run", "--policy-root", pol_arg, plan_arg], root.path());
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("resume or abandon it first"), "{text}");
+    let wrong =
+        ["resume", "--policy-root", pol_arg, "--approve", "demo-review", "--step", "llm", "--reason", "ok", plan_arg];
+    let (code, text) = planlock(&wrong, root.path());
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("override refused"), "{text}");
+
+    // The approval for the pending step resumes it in a new process and completes cycle 1.
+    let approve = [
+        "resume",
+        "--policy-root",
+        pol_arg,
+        "--approve",
+        "demo-review",
+        "--step",
+        "remember",
+        "--reason",
+        "ok",
+        "--format",
+        "json",
+        plan_arg,
+    ];
+    let (code, text) = planlock(&approve, root.path());
+    assert_eq!(code, Some(0), "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (report["boot"].clone(), report["outcome"].clone(), report["cycle"].clone()),
+        (json!("paused"), json!("completed"), json!(1))
+    );
+    assert!(!root.path().join("ops/runtime/intervention.json").exists(), "the record is gone once the cycle completed");
+
+    // Cycle 2 pauses too; abandoned, the session stays at cycle 1 and the next run is cycle 2 again.
+    let (code, _) = planlock(&["run", "--policy-root", pol_arg, plan_arg], root.path());
+    assert_eq!(code, Some(4));
+    let before = std::fs::read(root.path().join("ops/runtime/session_state.json")).unwrap();
+    let (code, text) = planlock(&["abandon"], root.path());
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("abandoned cycle 2"), "{text}");
+    assert_eq!(std::fs::read(root.path().join("ops/runtime/session_state.json")).unwrap(), before);
+    let (code, text) = planlock(&["abandon"], root.path());
+    assert_eq!(code, Some(1), "nothing left to abandon: {text}");
+    let (code, text) = planlock(&["run", "--policy-root", pol_arg, "--format", "json", plan_arg], root.path());
+    assert_eq!(code, Some(4), "{text}");
+    let report: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(report["cycle"], 2, "the abandoned cycle's number runs again");
+
+    // A changed policy between the pause and the resume is FailFast, naming the file.
+    policy(pol.path(), "formal");
+    let (code, text) = planlock(&approve, root.path());
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("modes.yaml changed"), "{text}");
 }

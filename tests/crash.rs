@@ -26,6 +26,7 @@ fn update(seq: u64, session_id: uuid::Uuid) -> SessionUpdate {
         repo_scan_version: Some("x".repeat((seq % 50) as usize)),
         last_execution_plan_hash: Digest::of(&seq.to_be_bytes()),
         hash_parts: None,
+        cycle: 1,
     }
 }
 

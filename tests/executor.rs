@@ -9,9 +9,8 @@ use planlock::executor::Phase;
 use planlock::schema::*;
 use planlock::steps::*;
 use planlock::{
-    CycleOutcome, CycleSession, Digest, ExecError, Executor, FailureKind, Handler, HandlerError, Handlers, Override,
-    PositiveInt, Step, StepContext, StepFailure, StepResult, StepType, StepView, Timeouts, ValidPlan, Validator,
-    Verdict,
+    CycleOutcome, ExecError, Executor, FailureKind, Handler, HandlerError, Handlers, Override, PositiveInt, Step,
+    StepContext, StepFailure, StepResult, StepType, StepView, Timeouts, ValidPlan, Validator, Verdict,
 };
 use serde_json::{Value, json};
 
@@ -133,16 +132,12 @@ fn plan_without_validators() -> ValidPlan {
     ValidPlan::from_value(&v).unwrap()
 }
 
-fn session(plan: &ValidPlan) -> CycleSession {
-    CycleSession { session_id: uuid::Uuid::from_u128(7), plan_hash: Digest::of(plan.to_json().as_bytes()) }
-}
-
 #[test]
 fn steps_run_in_plan_order_with_their_payloads_untouched() {
     let plan = plan_without_validators();
     let probe = Probe::default();
     let exec = Executor::new(all_handlers!(probe.clone()));
-    let done = exec.run_blocking(&plan, session(&plan)).unwrap().completed().unwrap();
+    let done = exec.run_blocking(&plan).unwrap().completed().unwrap();
     let plan_ids: Vec<_> = plan.steps().iter().map(|s| s.id.clone()).collect();
     assert_eq!(probe.ids(), plan_ids);
     // Bit-identical payloads: no rewriting, no wiring of earlier results into later payloads.
@@ -169,7 +164,7 @@ fn handlers_read_earlier_results_from_the_ledger() {
         assert!(matches!(cx.result_by_id("prompt"), Some(StepResult::PromptAssemble(_))));
         Ok(LlmCallResult { response: "ok".into() })
     }));
-    Executor::new(handlers).run_blocking(&plan, session(&plan)).unwrap().completed().unwrap();
+    Executor::new(handlers).run_blocking(&plan).unwrap().completed().unwrap();
     assert_eq!(seen.lock().unwrap().as_deref(), Some("assembled #1"));
 }
 
@@ -179,7 +174,7 @@ fn each_step_type_fails_with_its_registry_kind() {
     for ty in StepType::ALL {
         let probe = Probe::default().fail(ty);
         let exec = Executor::new(all_handlers!(probe.clone()));
-        let err = exec.run_blocking(&plan, session(&plan)).unwrap_err();
+        let err = exec.run_blocking(&plan).unwrap_err();
         let ExecError::StepFailed { step_type, kind, step_id, cause: StepFailure::Handler(_) } = &err else {
             panic!("{ty}: {err}")
         };
@@ -193,11 +188,11 @@ fn each_step_type_fails_with_its_registry_kind() {
             FailureKind::CycleFail => {
                 assert!(exec.halted().is_none());
                 // The runtime stays usable: the next cycle runs (and fails the same way).
-                assert!(matches!(exec.run_blocking(&plan, session(&plan)), Err(ExecError::StepFailed { .. })));
+                assert!(matches!(exec.run_blocking(&plan), Err(ExecError::StepFailed { .. })));
             }
             FailureKind::FailFast => {
                 assert!(exec.halted().is_some(), "{ty} halts the runtime");
-                let again = exec.run_blocking(&plan, session(&plan)).unwrap_err();
+                let again = exec.run_blocking(&plan).unwrap_err();
                 let ExecError::Halted { original } = &again else { panic!("{again}") };
                 assert_eq!(original.to_string(), err.to_string());
                 assert_eq!(again.kind(), FailureKind::FailFast);
@@ -217,7 +212,7 @@ fn a_missing_handler_is_refused_before_the_first_step() {
         .on::<PromptAssemble>(probe.clone())
         .on::<LLMCall>(probe.clone())
         .on::<PersistSession>(probe.clone());
-    let err = Executor::new(handlers).run_blocking(&plan, session(&plan)).unwrap_err();
+    let err = Executor::new(handlers).run_blocking(&plan).unwrap_err();
     assert!(matches!(&err, ExecError::MissingHandler { step_type: StepType::RetrieveMemory, .. }), "{err}");
     assert_eq!(err.code(), "missing-handler");
     assert!(probe.calls().is_empty(), "no step ran");
@@ -239,7 +234,7 @@ fn a_late_step_fails_at_its_deadline_with_its_own_kind() {
         let probe = Probe::default().slow(ty, Duration::from_secs(3));
         let exec = Executor::new(all_handlers!(probe));
         let started = Instant::now();
-        let err = exec.run_blocking(&plan, session(&plan)).unwrap_err();
+        let err = exec.run_blocking(&plan).unwrap_err();
         let elapsed = started.elapsed();
         assert!(elapsed < Duration::from_millis(1500), "{ty} failed after {elapsed:?}, deadline 50 ms");
         assert!(elapsed >= Duration::from_millis(50));
@@ -257,7 +252,7 @@ fn no_deadline_without_a_metadata_value() {
     let plan = timed_plan(None, Some(20));
     for ty in [StepType::LLMCall, StepType::PromptAssemble] {
         let probe = Probe::default().slow(ty, Duration::from_millis(120));
-        let done = Executor::new(all_handlers!(probe)).run_blocking(&plan, session(&plan)).unwrap();
+        let done = Executor::new(all_handlers!(probe)).run_blocking(&plan).unwrap();
         assert!(done.completed().is_some(), "{ty} has no deadline");
     }
 }
@@ -269,7 +264,7 @@ fn a_result_over_top_k_breaks_the_contract() {
     let handlers = all_handlers!(Probe::default()).on::<RetrieveMemory>(planlock::handler_fn(move |_, _| {
         Ok(RetrieveMemoryResult { items: vec![item.clone(); 6] })
     }));
-    let err = Executor::new(handlers).run_blocking(&plan, session(&plan)).unwrap_err();
+    let err = Executor::new(handlers).run_blocking(&plan).unwrap_err();
     assert_eq!(err.code(), "result-contract");
     assert_eq!(err.kind(), FailureKind::CycleFail);
     assert!(err.to_string().contains("at most topK = 5"), "{err}");
@@ -281,7 +276,7 @@ fn an_empty_persisted_id_breaks_the_contract_and_halts() {
     let handlers = all_handlers!(Probe::default())
         .on::<PersistMemory>(planlock::handler_fn(|_, _| Ok(PersistMemoryResult { id: String::new() })));
     let exec = Executor::new(handlers);
-    let err = exec.run_blocking(&plan, session(&plan)).unwrap_err();
+    let err = exec.run_blocking(&plan).unwrap_err();
     assert_eq!(err.code(), "result-contract");
     assert_eq!(err.kind(), FailureKind::FailFast);
     assert!(exec.halted().is_some());
@@ -336,7 +331,7 @@ fn warnings_are_recorded_and_the_cycle_goes_on() {
     pre.before.lock().unwrap().push((StepType::ContextSelect, Verdict::Warn("odd input".into())));
     post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Warn("long answer".into())));
     let (exec, plan) = guarded(&pre, &post, &probe);
-    let done = exec.run_blocking(&plan, session(&plan)).unwrap().completed().unwrap();
+    let done = exec.run_blocking(&plan).unwrap().completed().unwrap();
     let warnings: Vec<_> =
         done.report.warnings().map(|(i, w)| (i, w.validator_id.as_str(), w.phase, w.message.as_str())).collect();
     assert_eq!(
@@ -354,8 +349,7 @@ fn block_pauses_and_resume_reruns_the_step_from_its_start() {
     let (pre, post, probe) = (Scripted::default(), Scripted::default(), Probe::default());
     post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Block("needs review".into())));
     let (exec, plan) = guarded(&pre, &post, &probe);
-    let s = session(&plan);
-    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan, s).unwrap() else { panic!("not paused") };
+    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan).unwrap() else { panic!("not paused") };
     let i = paused.intervention().clone();
     assert_eq!(
         (i.step_id.as_str(), i.step_type, i.validator_id.as_str(), i.phase),
@@ -370,7 +364,7 @@ fn block_pauses_and_resume_reruns_the_step_from_its_start() {
     post.calls.lock().unwrap().clear();
 
     // Resume: the step runs again from its beginning (pre-validators, handler, post-validators).
-    let done = exec.resume_blocking(paused, &plan, s.plan_hash, None).unwrap().completed().unwrap();
+    let done = exec.resume_blocking(paused, &plan, None).unwrap().completed().unwrap();
     let calls = probe.ids();
     assert_eq!(calls.iter().filter(|id| *id == "llm").count(), 2, "the handler ran again");
     assert_eq!(calls.iter().filter(|id| *id == "prompt").count(), 1, "earlier steps did not");
@@ -390,56 +384,46 @@ fn an_override_lets_one_block_pass_once_and_is_recorded() {
     pre.before.lock().unwrap().push((StepType::PersistMemory, Verdict::Block("pii a third time".into())));
     pre.before.lock().unwrap().push((StepType::PersistMemory, Verdict::Block("pii a fourth time".into())));
     let (exec, plan) = guarded(&pre, &post, &probe);
-    let s = session(&plan);
-    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan, s).unwrap() else { panic!() };
+    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan).unwrap() else { panic!() };
     assert_eq!(paused.intervention().phase, Phase::Before);
     assert!(!probe.ids().contains(&"remember".to_owned()), "a pre-validator block stops the handler");
     // Without an override the same validator blocks again.
-    let CycleOutcome::InterventionRequired(paused) = exec.resume_blocking(paused, &plan, s.plan_hash, None).unwrap()
-    else {
+    let CycleOutcome::InterventionRequired(paused) = exec.resume_blocking(paused, &plan, None).unwrap() else {
         panic!()
     };
     assert_eq!(paused.intervention().reason, "pii again");
-    let over = Override::new("post-guard", "wrong validator");
-    let CycleOutcome::InterventionRequired(paused) =
-        exec.resume_blocking(paused, &plan, s.plan_hash, Some(over)).unwrap()
-    else {
-        panic!("an override of another validator does not apply")
-    };
-    let over = Override::new("pre-guard", "reviewed by the on-call engineer");
-    let done = exec.resume_blocking(paused, &plan, s.plan_hash, Some(over)).unwrap().completed().unwrap();
-    assert_eq!(done.report.interventions.len(), 3);
+    // An override must name the pending validator and step; any other is refused.
+    for wrong in
+        [Override::new("post-guard", "remember", "wrong validator"), Override::new("pre-guard", "llm", "wrong step")]
+    {
+        assert_eq!(paused.check_override(&wrong).unwrap_err().code(), "override-refused");
+    }
+    let over = Override::new("pre-guard", "remember", "reviewed by the on-call engineer");
+    let done = exec.resume_blocking(paused, &plan, Some(over)).unwrap().completed().unwrap();
+    assert_eq!(done.report.interventions.len(), 2);
     assert_eq!(done.report.overrides.len(), 1);
     let o = &done.report.overrides[0];
     assert_eq!(
         (o.step_id.as_str(), o.validator_id.as_str(), o.justification.as_str()),
         ("remember", "pre-guard", "reviewed by the on-call engineer")
     );
-    assert_eq!(o.reason, "pii a fourth time");
+    assert_eq!(o.reason, "pii a third time");
     assert_eq!(probe.ids().iter().filter(|id| *id == "remember").count(), 1);
 }
 
 #[test]
-fn resuming_under_a_changed_plan_or_hash_is_fail_fast() {
-    for change_hash in [false, true] {
-        let (pre, post, probe) = (Scripted::default(), Scripted::default(), Probe::default());
-        post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Block("review".into())));
-        let (exec, plan) = guarded(&pre, &post, &probe);
-        let s = session(&plan);
-        let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan, s).unwrap() else { panic!() };
-        let (other_plan, hash) = if change_hash {
-            (plan.clone(), Digest::of(b"another policy"))
-        } else {
-            let mut p = plan.clone().into_plan();
-            p.metadata.mode = "voice".into();
-            (ValidPlan::from_plan(p).unwrap(), s.plan_hash)
-        };
-        let err = exec.resume_blocking(paused, &other_plan, hash, None).unwrap_err();
-        assert_eq!(err.code(), "plan-changed", "{err}");
-        assert_eq!(err.kind(), FailureKind::FailFast);
-        assert!(exec.halted().is_some());
-        assert_eq!(probe.ids().iter().filter(|id| *id == "llm").count(), 1, "nothing ran again");
-    }
+fn resuming_under_a_changed_plan_is_fail_fast() {
+    let (pre, post, probe) = (Scripted::default(), Scripted::default(), Probe::default());
+    post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Block("review".into())));
+    let (exec, plan) = guarded(&pre, &post, &probe);
+    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan).unwrap() else { panic!() };
+    let mut other = plan.clone().into_plan();
+    other.metadata.mode = "voice".into();
+    let err = exec.resume_blocking(paused, &ValidPlan::from_plan(other).unwrap(), None).unwrap_err();
+    assert_eq!(err.code(), "plan-changed", "{err}");
+    assert_eq!(err.kind(), FailureKind::FailFast);
+    assert!(exec.halted().is_some());
+    assert_eq!(probe.ids().iter().filter(|id| *id == "llm").count(), 1, "nothing ran again");
 }
 
 #[test]
@@ -468,7 +452,7 @@ fn unknown_or_mismatched_validators_are_refused_before_step_one() {
         change(&mut s);
         plan.post_validators = vec![s];
         let plan = ValidPlan::from_plan(plan).unwrap();
-        let err = exec.run_blocking(&plan, session(&plan)).unwrap_err();
+        let err = exec.run_blocking(&plan).unwrap_err();
         assert_eq!(err.code(), code, "{err}");
         assert_eq!(err.kind(), FailureKind::FailFast);
         assert!(probe.calls().is_empty(), "no step ran");
@@ -487,7 +471,7 @@ fn runs_under_tokio_on_any_worker_thread() {
     let outcome = rt.block_on(async {
         let (exec, plan) = (exec.clone(), plan.clone());
         // `spawn` requires the cycle's future to be Send.
-        tokio::spawn(assert_send(async move { exec.run(&plan, session(&plan)).await })).await.unwrap()
+        tokio::spawn(assert_send(async move { exec.run(&plan).await })).await.unwrap()
     });
     assert!(outcome.unwrap().completed().is_some());
     assert_eq!(probe.calls().len(), 12);
@@ -499,7 +483,7 @@ fn timers_work_under_tokio_current_thread_too() {
     let probe = Probe::default().slow(StepType::LLMCall, Duration::from_secs(2));
     let exec = Executor::new(all_handlers!(probe));
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let err = rt.block_on(exec.run(&plan, session(&plan))).unwrap_err();
+    let err = rt.block_on(exec.run(&plan)).unwrap_err();
     assert_eq!(err.code(), "step-timed-out");
 }
 
@@ -542,7 +526,7 @@ mod spans {
         let plan = plan_without_validators();
         tracing::subscriber::with_default(subscriber, || {
             let exec = Executor::new(all_handlers!(Probe::default())).record_content(record_content);
-            exec.run_blocking(&plan, session(&plan)).unwrap().completed().unwrap();
+            exec.run_blocking(&plan).unwrap().completed().unwrap();
         });
         capture.0.lock().unwrap().clone()
     }

@@ -7,20 +7,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use planlock::Failure;
 use planlock::demo::Demo;
-use planlock::runtime::{Boot, BootError, PolicyInterpreter, Runtime};
-use planlock::session::{FileSessionStore, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate};
-use planlock::steps::PersistSession;
-use planlock::{CycleOutcome, ExecError, Executor, FailureKind, PolicyProfile, StepType, ValidPlan};
+use planlock::runtime::{Boot, BootError, PolicyInterpreter, RunOutcome, Runtime, RuntimeError};
+use planlock::session::{
+    FileSessionStore, InterventionRecord, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
+};
+use planlock::{FailureKind, PolicyProfile, StepType, ValidPlan};
 use serde_json::{Value, json};
 
 mod common;
 use common::{DEMO_PLAN, plan_with, policy};
 
-/// A store that counts saves and can be told to fail them.
+/// A store that counts saves and can be told to fail them; the count is shared, so a test can
+/// read it while the runtime owns the store.
 #[derive(Debug)]
 struct Counting {
     inner: FileSessionStore,
-    saves: AtomicUsize,
+    saves: Arc<AtomicUsize>,
     fail: bool,
 }
 
@@ -39,15 +41,33 @@ impl SessionStore for Counting {
         }
         self.inner.save(update)
     }
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.inner.load_intervention()
+    }
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
+        self.inner.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        self.inner.remove_intervention()
+    }
 }
 
-fn counting(root: &Path, fail: bool) -> Arc<Counting> {
-    Arc::new(Counting { inner: FileSessionStore::open(root).unwrap(), saves: AtomicUsize::new(0), fail })
+/// A store on `root`, and its save counter.
+fn counting(root: &Path, fail: bool) -> (Counting, Arc<AtomicUsize>) {
+    let saves = Arc::new(AtomicUsize::new(0));
+    (Counting { inner: FileSessionStore::open(root).unwrap(), saves: saves.clone(), fail }, saves)
 }
 
-fn cycle(runtime: &Runtime<Counting>, demo: Demo) -> Result<CycleOutcome, ExecError> {
-    let exec = Executor::new(demo.handlers().on::<PersistSession>(runtime.session_persister()));
-    runtime.run_cycle_blocking(&exec)
+type DemoRuntime = Runtime<Counting, planlock::handler::Boxed>;
+
+fn boot(pol: &Path, plan: ValidPlan, store: Counting, demo: &Demo) -> Result<DemoRuntime, BootError> {
+    Runtime::builder(pol, plan, store).handlers(demo.handlers().boxed()).boot()
+}
+
+/// Reads the session file as it is on disk.
+fn on_disk(root: &Path) -> Option<SessionState> {
+    let text = std::fs::read_to_string(root.join(SESSION_FILE)).ok()?;
+    serde_json::from_str(&text).ok()
 }
 
 #[test]
@@ -55,21 +75,23 @@ fn cold_start_writes_nothing_until_a_cycle_succeeds() {
     let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     policy(pol.path(), "friendly");
     let plan = plan_with(|_| {});
-    let store = counting(root.path(), false);
-    let runtime = Runtime::boot(pol.path(), plan, store.clone()).unwrap();
+    let (store, saves) = counting(root.path(), false);
+    // A failed cycle saves nothing.
+    let mut runtime = boot(pol.path(), plan.clone(), store, &Demo::new().failing([StepType::LLMCall])).unwrap();
     assert_eq!(runtime.boot_kind(), &Boot::ColdStart);
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0, "boot created nothing");
-
-    // A failed cycle saves nothing.
-    let err = cycle(&runtime, Demo::new().failing([StepType::LLMCall])).unwrap_err();
+    let err = runtime.run_cycle_blocking().unwrap_err();
     assert_eq!(err.kind(), FailureKind::CycleFail);
-    assert_eq!(store.saves.load(Ordering::SeqCst), 0);
+    assert_eq!(saves.load(Ordering::SeqCst), 0);
     assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    drop(runtime);
 
     // A successful one saves exactly once, with the references from this cycle's ledger.
-    let done = cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
-    assert_eq!(store.saves.load(Ordering::SeqCst), 1);
-    let state = store.load().unwrap().unwrap();
+    let (store, saves) = counting(root.path(), false);
+    let mut runtime = boot(pol.path(), plan, store, &Demo::new()).unwrap();
+    let RunOutcome::Completed(done) = runtime.run_cycle_blocking().unwrap() else { panic!("paused") };
+    assert_eq!(saves.load(Ordering::SeqCst), 1);
+    let state = on_disk(root.path()).unwrap();
     assert_eq!(state.session_id, runtime.session_id());
     assert_eq!(state.last_execution_plan_hash, runtime.plan_hash());
     let memory = done.ledger.get::<planlock::steps::PersistMemory>().unwrap();
@@ -78,8 +100,10 @@ fn cold_start_writes_nothing_until_a_cycle_succeeds() {
     assert_eq!(state.repo_scan_version.as_deref(), Some(scan.version_id.as_str()));
     assert!(scan.file_count > 10, "the demo RepoScan really scanned the crate");
     assert_eq!(state.hash_parts.as_ref(), Some(runtime.hash_parts()));
-    cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
-    assert_eq!(store.saves.load(Ordering::SeqCst), 2, "once per cycle");
+    assert_eq!(state.cycle, 1);
+    runtime.run_cycle_blocking().unwrap();
+    assert_eq!(saves.load(Ordering::SeqCst), 2, "once per cycle");
+    assert_eq!(on_disk(root.path()).unwrap().cycle, 2);
 }
 
 #[test]
@@ -87,11 +111,11 @@ fn a_restart_resumes_the_session() {
     let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     policy(pol.path(), "friendly");
     let first = {
-        let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap();
-        cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
-        runtime.session().unwrap()
+        let mut runtime = boot(pol.path(), plan_with(|_| {}), counting(root.path(), false).0, &Demo::new()).unwrap();
+        runtime.run_cycle_blocking().unwrap();
+        runtime.session().unwrap().clone()
     };
-    let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap();
+    let runtime = boot(pol.path(), plan_with(|_| {}), counting(root.path(), false).0, &Demo::new()).unwrap();
     assert_eq!(runtime.boot_kind(), &Boot::Resume(first.clone()));
     assert_eq!(runtime.session_id(), first.session_id);
 }
@@ -115,13 +139,14 @@ fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
             repo_scan_version: Some("scan-old".into()),
             last_execution_plan_hash: hash,
             hash_parts: None,
+            cycle: 4,
         })
         .unwrap();
-    let store = counting(root.path(), false);
-    let runtime = Runtime::boot(pol.path(), plan, store.clone()).unwrap();
+    let mut runtime = boot(pol.path(), plan, counting(root.path(), false).0, &Demo::new()).unwrap();
     assert!(matches!(runtime.boot_kind(), Boot::Resume(_)));
-    cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
-    let state = store.load().unwrap().unwrap();
+    runtime.run_cycle_blocking().unwrap();
+    let state = on_disk(root.path()).unwrap();
+    assert_eq!(state.cycle, 5, "cycle 5 follows the session's cycle 4");
     assert_eq!(state.session_id, id);
     assert_eq!(state.memory_ref.as_deref(), Some("mem-old"));
     assert_eq!(state.repo_scan_version.as_deref(), Some("scan-old"));
@@ -157,13 +182,14 @@ fn a_changed_plan_or_policy_is_fail_fast_and_says_what_changed() {
         let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         policy(pol.path(), "friendly");
         {
-            let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap();
-            cycle(&runtime, Demo::new()).unwrap().completed().unwrap();
+            let mut runtime =
+                boot(pol.path(), plan_with(|_| {}), counting(root.path(), false).0, &Demo::new()).unwrap();
+            runtime.run_cycle_blocking().unwrap();
         }
         let file = root.path().join(SESSION_FILE);
         let before = std::fs::read(&file).unwrap();
         let plan = change(pol.path());
-        let err = Runtime::boot(pol.path(), plan, counting(root.path(), false)).unwrap_err();
+        let err = boot(pol.path(), plan, counting(root.path(), false).0, &Demo::new()).unwrap_err();
         assert!(matches!(err, BootError::HashMismatch { .. }), "{name}: {err}");
         assert_eq!(err.kind(), FailureKind::FailFast);
         assert_eq!(err.code(), "plan-hash-mismatch");
@@ -175,18 +201,18 @@ fn a_changed_plan_or_policy_is_fail_fast_and_says_what_changed() {
 #[test]
 fn boot_failures_are_fail_fast() {
     let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let err = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap_err();
+    let err = boot(pol.path(), plan_with(|_| {}), counting(root.path(), false).0, &Demo::new()).unwrap_err();
     assert_eq!((err.code(), err.kind()), ("profile-unreadable", FailureKind::FailFast));
     policy(pol.path(), "friendly");
     std::fs::write(pol.path().join("profiles/default/bundles.yaml"), "a: !!binary aGk=\n").unwrap();
-    let err = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap_err();
+    let err = boot(pol.path(), plan_with(|_| {}), counting(root.path(), false).0, &Demo::new()).unwrap_err();
     assert_eq!(err.code(), "yaml");
     assert!(err.to_string().contains("bundles.yaml:1:"), "{err}");
     policy(pol.path(), "friendly");
     let file = root.path().join(SESSION_FILE);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
     std::fs::write(&file, "{").unwrap();
-    let err = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), false)).unwrap_err();
+    let err = boot(pol.path(), plan_with(|_| {}), counting(root.path(), false).0, &Demo::new()).unwrap_err();
     assert_eq!((err.code(), err.kind()), ("session-corrupt", FailureKind::FailFast));
 }
 
@@ -194,12 +220,12 @@ fn boot_failures_are_fail_fast() {
 fn a_failed_save_is_fail_fast_and_halts_the_runtime() {
     let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     policy(pol.path(), "friendly");
-    let runtime = Runtime::boot(pol.path(), plan_with(|_| {}), counting(root.path(), true)).unwrap();
-    let exec = Executor::new(Demo::new().handlers().on::<PersistSession>(runtime.session_persister()));
-    let err = runtime.run_cycle_blocking(&exec).unwrap_err();
+    let mut runtime = boot(pol.path(), plan_with(|_| {}), counting(root.path(), true).0, &Demo::new()).unwrap();
+    let err = runtime.run_cycle_blocking().unwrap_err();
     assert_eq!(err.kind(), FailureKind::FailFast);
     assert!(err.to_string().contains("saving the session failed"), "{err}");
-    assert!(matches!(runtime.run_cycle_blocking(&exec), Err(ExecError::Halted { .. })));
+    assert!(matches!(runtime.run_cycle_blocking(), Err(RuntimeError::Halted { .. })));
+    assert!(!root.path().join(SESSION_FILE).exists());
 }
 
 struct Fixed(Value);

@@ -17,6 +17,7 @@ fn update(memory: &str) -> SessionUpdate {
         repo_scan_version: None,
         last_execution_plan_hash: Digest::of(memory.as_bytes()),
         hash_parts: None,
+        cycle: 1,
     }
 }
 

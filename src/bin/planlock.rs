@@ -11,15 +11,12 @@ use std::io::{Read, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use std::sync::Arc;
-
 use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
-use planlock::runtime::{Boot, Runtime};
-use planlock::session::FileSessionStore;
+use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
+use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
 use planlock::{
-    CycleOutcome, Executor, Failure, FailureKind, HashParts, PlanReadError, PolicyProfile, Problem, Rejection,
-    StepType, ValidPlan,
+    Failure, FailureKind, HashParts, Override, PlanReadError, PolicyProfile, Problem, Rejection, StepType, ValidPlan,
 };
 
 #[derive(Parser)]
@@ -74,6 +71,50 @@ enum Command {
         /// The plan file, or `-` for standard input.
         plan: PathBuf,
     },
+    /// Resume the cycle a validator paused (after a restart too): the plan hash is recomputed
+    /// from the policy files, the blocked step runs again with the approval, and the cycle goes
+    /// on. Exits like `run`.
+    Resume {
+        /// The session root.
+        #[arg(long)]
+        root: PathBuf,
+        /// The directory holding the policy profiles.
+        #[arg(long)]
+        policy_root: PathBuf,
+        /// The validator whose Block is approved (it must be the pending one).
+        #[arg(long)]
+        approve: String,
+        /// The blocked step's id (it must be the pending one).
+        #[arg(long)]
+        step: String,
+        /// Why the Block may pass; recorded in the cycle report.
+        #[arg(long)]
+        reason: String,
+        /// Make this step type's handler fail (repeatable), as with `run`.
+        #[arg(long = "fail", value_parser = parse_step_type)]
+        fail: Vec<StepType>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// The plan file, or `-` for standard input.
+        plan: PathBuf,
+    },
+    /// Abandon the paused cycle: its record is removed, the session file stays as it was, and
+    /// the next `run` runs the same cycle number again. Exits 0, or 1 when nothing is paused.
+    Abandon {
+        /// The session root.
+        #[arg(long)]
+        root: PathBuf,
+    },
+    /// Show the session (id, completed cycles, plan hash) and any paused cycle.
+    Status {
+        /// The session root.
+        #[arg(long)]
+        root: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
 }
 
 fn parse_step_type(s: &str) -> Result<StepType, String> {
@@ -109,8 +150,14 @@ fn main() -> ExitCode {
         Command::Validate { format, file } => validate(&mut out, format, &file),
         Command::Hash { policy_root, parts, plan } => hash(&mut out, &policy_root, parts, &plan),
         Command::Run { root, policy_root, fail, format, plan } => {
-            run(&mut out, &root, &policy_root, fail, format, &plan)
+            run(&mut out, Cycle { root: &root, policy_root: &policy_root, fail, format, file: &plan }, None)
         }
+        Command::Resume { root, policy_root, approve, step, reason, fail, format, plan } => {
+            let over = Override::new(approve, step, reason);
+            run(&mut out, Cycle { root: &root, policy_root: &policy_root, fail, format, file: &plan }, Some(over))
+        }
+        Command::Abandon { root } => abandon(&mut out, &root),
+        Command::Status { root, format } => status(&mut out, &root, format),
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
@@ -247,14 +294,16 @@ fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> u8 {
     }
 }
 
-/// What `run` reports, in text or as one JSON object.
+/// What `run` and `resume` report, in text or as one JSON object.
 struct RunReport<'a> {
     boot: Option<&'static str>,
     outcome: &'a str,
     hash: Option<String>,
+    cycle: Option<u64>,
     steps: serde_json::Value,
     error: Option<String>,
     problems: Vec<Problem>,
+    intervention: Option<InterventionRecord>,
 }
 
 impl RunReport<'_> {
@@ -263,9 +312,11 @@ impl RunReport<'_> {
             boot: None,
             outcome,
             hash: None,
+            cycle: None,
             steps: serde_json::json!([]),
             error: Some(error),
             problems: vec![],
+            intervention: None,
         }
     }
 
@@ -275,8 +326,9 @@ impl RunReport<'_> {
                 out,
                 "{}",
                 serde_json::json!({
-                    "boot": self.boot, "outcome": self.outcome, "hash": self.hash, "steps": self.steps,
-                    "error": self.error, "problems": self.problems,
+                    "boot": self.boot, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
+                    "steps": self.steps, "error": self.error, "problems": self.problems,
+                    "intervention": self.intervention,
                 })
             ),
             Format::Text => {
@@ -294,72 +346,93 @@ impl RunReport<'_> {
                         );
                     }
                 }
-                line!(out, "outcome: {}", self.outcome);
+                match self.cycle {
+                    Some(cycle) => line!(out, "outcome: {} (cycle {cycle})", self.outcome),
+                    None => line!(out, "outcome: {}", self.outcome),
+                }
                 if let Some(e) = &self.error {
                     line!(out, "error: {e}");
                 }
                 for p in &self.problems {
                     line!(out, "  {p}");
                 }
+                if let Some(i) = &self.intervention {
+                    line!(out, "paused: validator `{}` blocked step `{}`: {}", i.validator.id, i.step_id, i.reason);
+                    line!(
+                        out,
+                        "to go on: planlock resume --approve {} --step {} --reason TEXT (same --root, --policy-root and plan), or planlock abandon",
+                        i.validator.id,
+                        i.step_id
+                    );
+                }
             }
         }
     }
 }
 
-fn run(out: &mut String, root: &Path, policy_root: &Path, fail: Vec<StepType>, format: Format, file: &Path) -> u8 {
-    let plan = match load_plan(file) {
+/// What `run` and `resume` work on.
+struct Cycle<'a> {
+    root: &'a Path,
+    policy_root: &'a Path,
+    fail: Vec<StepType>,
+    format: Format,
+    file: &'a Path,
+}
+
+/// Boots the session under the root with the demo handlers and runs its next cycle, or resumes
+/// its paused one with `over`.
+fn run(out: &mut String, c: Cycle<'_>, over: Option<Override>) -> u8 {
+    let plan = match load_plan(c.file) {
         Ok(p) => p,
         Err(failure) => {
             let outcome = failure.class.map_or("error", FailureKind::as_str);
             let mut report = RunReport::failed(outcome, failure.message);
             report.problems = failure.problems;
-            report.write(out, format);
+            report.write(out, c.format);
             return failure.code;
         }
     };
-    // The root itself may be created here; nothing under it is created at boot.
-    if let Err(e) = std::fs::create_dir_all(root) {
-        let message = format!("cannot create the session root {}: {e}", root.display());
-        RunReport::failed("error", message).write(out, format);
+    // `run` may create the root itself; nothing under it is created at boot.
+    if over.is_none()
+        && let Err(e) = std::fs::create_dir_all(c.root)
+    {
+        let message = format!("cannot create the session root {}: {e}", c.root.display());
+        RunReport::failed("error", message).write(out, c.format);
         return EXIT_USAGE;
     }
-    let store = match FileSessionStore::open(root) {
-        Ok(s) => Arc::new(s),
+    // Relative `repoPath`s mean the directory that holds the plan, wherever planlock runs.
+    let plan_dir = match c.file.parent() {
+        Some(dir) if c.file.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let demo = Demo::new().failing(c.fail).repo_base(plan_dir);
+    let store = match FileSessionStore::open(c.root) {
+        Ok(s) => demo.session_store(s),
         Err(e) => {
-            RunReport::failed("FailFast", e.to_string()).write(out, format);
+            RunReport::failed("FailFast", e.to_string()).write(out, c.format);
             return EXIT_FAIL_FAST;
         }
     };
-    let runtime = match Runtime::boot(policy_root, plan, store) {
+    let runtime = Runtime::builder(c.policy_root, plan, store)
+        .handlers(demo.handlers())
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
+        .boot();
+    let mut runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
-            let kind = e.kind();
-            RunReport::failed(kind.as_str(), e.to_string()).write(out, format);
-            return class_exit(kind);
+            RunReport::failed(e.kind().as_str(), e.to_string()).write(out, c.format);
+            return class_exit(e.kind());
         }
     };
-    let boot = match runtime.boot_kind() {
-        Boot::ColdStart => "cold",
-        Boot::Resume(_) => "resume",
+    let boot = match (runtime.boot_kind(), runtime.status()) {
+        (_, Status::Paused) => "paused",
+        (Boot::ColdStart, _) => "cold",
+        (Boot::Resume(_), _) => "resume",
     };
-    let hash = Some(runtime.plan_hash().to_string());
-    // Relative `repoPath`s mean the directory that holds the plan, wherever planlock runs.
-    let plan_dir = match file.parent() {
-        Some(dir) if file.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let demo = Demo::new().failing(fail).repo_base(plan_dir);
-    let handlers =
-        demo.handlers().on::<planlock::steps::PersistSession>(demo.persist_session(runtime.session_persister()));
-    let executor =
-        Executor::new(handlers).with_validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
-    let report = |outcome, steps, error| RunReport {
-        boot: Some(boot),
-        outcome,
-        hash: hash.clone(),
-        steps,
-        error,
-        problems: vec![],
+    let cycle = runtime.cycle() + 1;
+    let outcome = match over {
+        None => runtime.run_cycle_blocking(),
+        Some(over) => runtime.resume_blocking(Some(over)),
     };
     let steps_of = |statuses: &dyn Fn(usize) -> &'static str| {
         let steps: Vec<_> = runtime
@@ -371,30 +444,36 @@ fn run(out: &mut String, root: &Path, policy_root: &Path, fail: Vec<StepType>, f
             .collect();
         serde_json::Value::Array(steps)
     };
-    match runtime.run_cycle_blocking(&executor) {
-        Ok(CycleOutcome::Completed(_)) => {
-            report("completed", steps_of(&|_| "completed"), None).write(out, format);
+    let report = |outcome, steps, error| RunReport {
+        boot: Some(boot),
+        outcome,
+        hash: Some(runtime.plan_hash().to_string()),
+        cycle: Some(cycle),
+        steps,
+        error,
+        problems: vec![],
+        intervention: None,
+    };
+    match outcome {
+        Ok(RunOutcome::Completed(_)) => {
+            report("completed", steps_of(&|_| "completed"), None).write(out, c.format);
             EXIT_VALID
         }
-        Ok(CycleOutcome::InterventionRequired(paused)) => {
-            let at = paused.intervention().step_index;
-            let message = paused.intervention().reason.clone();
-            let _ = paused.abandon();
-            let status = move |i: usize| {
-                if i < at {
-                    "completed"
-                } else if i == at {
-                    "blocked"
-                } else {
-                    "not-run"
-                }
+        Ok(RunOutcome::Paused(record)) => {
+            let at = runtime.plan().steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
+            let status = move |i: usize| match i.cmp(&at) {
+                std::cmp::Ordering::Less => "completed",
+                std::cmp::Ordering::Equal => "blocked",
+                std::cmp::Ordering::Greater => "not-run",
             };
-            report("InterventionRequired", steps_of(&status), Some(message)).write(out, format);
+            let mut paused = report("InterventionRequired", steps_of(&status), Some(record.reason.clone()));
+            paused.intervention = Some(record);
+            paused.write(out, c.format);
             EXIT_INTERVENTION
         }
         Err(e) => {
             let failed_at = match &e {
-                planlock::ExecError::StepFailed { step_id, .. } => {
+                RuntimeError::Exec(planlock::ExecError::StepFailed { step_id, .. }) => {
                     runtime.plan().steps().iter().position(|s| &s.id == step_id)
                 }
                 _ => None,
@@ -405,8 +484,87 @@ fn run(out: &mut String, root: &Path, policy_root: &Path, fail: Vec<StepType>, f
                 _ => "not-run",
             };
             let kind = e.kind();
-            report(kind.as_str(), steps_of(&status), Some(e.to_string())).write(out, format);
+            report(kind.as_str(), steps_of(&status), Some(e.to_string())).write(out, c.format);
             class_exit(kind)
         }
     }
+}
+
+/// Removes the paused cycle's record; the session file stays as it was.
+fn abandon(out: &mut String, root: &Path) -> u8 {
+    let store = match FileSessionStore::open(root) {
+        Ok(store) => store,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_FAIL_FAST;
+        }
+    };
+    let abandoned = store.load_intervention().and_then(|record| match record {
+        Some(record) => store.remove_intervention().map(|()| Some(record)),
+        None => Ok(None),
+    });
+    match abandoned {
+        Ok(Some(record)) => {
+            line!(
+                out,
+                "abandoned cycle {} (paused at step `{}`); the session is as it was",
+                record.cycle,
+                record.step_id
+            );
+            EXIT_VALID
+        }
+        Ok(None) => {
+            say(format_args!("no cycle is paused under {}; there is nothing to abandon", root.display()));
+            EXIT_CYCLE_FAIL
+        }
+        Err(e) => {
+            say(format_args!("{e}"));
+            EXIT_FAIL_FAST
+        }
+    }
+}
+
+/// Prints the session and any paused cycle.
+fn status(out: &mut String, root: &Path, format: Format) -> u8 {
+    let store = match FileSessionStore::open(root) {
+        Ok(store) => store,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_FAIL_FAST;
+        }
+    };
+    let (session, pending) = match store.load().and_then(|s| Ok((s, store.load_intervention()?))) {
+        Ok(both) => both,
+        Err(e) => {
+            say(format_args!("{e}"));
+            return EXIT_FAIL_FAST;
+        }
+    };
+    match format {
+        Format::Json => line!(out, "{}", serde_json::json!({ "session": session, "intervention": pending })),
+        Format::Text => {
+            match &session {
+                None => line!(out, "session: none yet (the next run is a Cold Start)"),
+                Some(s) => {
+                    line!(out, "session: {}", s.session_id);
+                    line!(out, "completed cycles: {}", s.cycle);
+                    line!(out, "plan hash: {}", s.last_execution_plan_hash);
+                    line!(out, "saved: {}", s.updated_at);
+                }
+            }
+            match &pending {
+                None => line!(out, "paused cycle: none"),
+                Some(i) => line!(
+                    out,
+                    "paused cycle: {} at step `{}` ({}), validator `{}`: {}",
+                    i.cycle,
+                    i.step_id,
+                    i.step_type,
+                    i.validator.id,
+                    i.reason
+                ),
+            }
+        }
+    }
+    EXIT_VALID
 }

@@ -85,6 +85,14 @@ macro_rules! define_steps {
         }
 
         impl StepResult {
+            /// Reads a result of step type `ty` from JSON, strictly (as the record of a paused
+            /// cycle keeps it).
+            pub fn from_value(ty: StepType, value: &Value) -> Result<StepResult, serde_json::Error> {
+                match ty {
+                    $(StepType::$variant => <$result as serde::Deserialize>::deserialize(value).map(StepResult::$variant),)*
+                }
+            }
+
             /// The step type this result belongs to.
             pub fn step_type(&self) -> StepType {
                 match self {

@@ -1,6 +1,6 @@
-//! **Demo handlers** for every step but `PersistSession` (whose handler is the runtime's
-//! [`SessionPersister`](crate::runtime::SessionPersister)): deterministic, offline, for the CLI,
-//! the examples and tests. They show the shape of real handlers; they are not meant for
+//! **Demo handlers** for every step but `PersistSession` (which the
+//! [`Runtime`](crate::runtime::Runtime) handles itself): deterministic, offline, for the CLI, the
+//! examples and tests. They show the shape of real handlers; they are not meant for
 //! production.
 //!
 //! Layer 7, the top of the library: imports whatever it shows.
@@ -15,11 +15,13 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
+use crate::contract::plan::ValidatorSignature;
 use crate::contract::registry::StepType;
 use crate::contract::schema::*;
 use crate::contract::steps::*;
 use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::exec::validator::{StepView, Validator, Verdict};
+use crate::session::{InterventionRecord, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate};
 
 mod scan;
 pub use scan::MAX_SCAN_FILES;
@@ -69,7 +71,7 @@ impl Demo {
         self.store.clone()
     }
 
-    /// Every demo handler, registered for its step type; add a `PersistSession` handler.
+    /// Every demo handler, registered for its step type (all but `PersistSession`, the runtime's).
     pub fn handlers(&self) -> Handlers<impl crate::exec::handler::HandlerSet> {
         Handlers::new()
             .on::<RepoScan>(self.clone())
@@ -85,10 +87,11 @@ impl Demo {
             .on::<LinkDecisionEvidence>(self.clone())
     }
 
-    /// Wraps the runtime's `PersistSession` handler so that [`failing`](Demo::failing) covers it
-    /// too: told to fail, the step fails before anything is saved (FailFast, by the registry).
-    pub fn persist_session<H: Handler<PersistSession>>(&self, persister: H) -> DemoPersist<H> {
-        DemoPersist { fail: self.fail.contains(&StepType::PersistSession), persister }
+    /// The store a runtime with these demo handlers should use: `store`, whose session saves
+    /// fail when the demo was told to fail `PersistSession` (the runtime saves the session
+    /// itself, so that is where its failure shows: FailFast, nothing written).
+    pub fn session_store<S: SessionStore>(&self, store: S) -> DemoSessionStore<S> {
+        DemoSessionStore { inner: store, fail_saves: self.fail.contains(&StepType::PersistSession) }
     }
 
     fn check(&self, ty: StepType) -> Result<(), HandlerError> {
@@ -105,24 +108,33 @@ impl Demo {
     }
 }
 
-/// The runtime's `PersistSession` handler, or a failure when the demo was told to fail that
-/// step; see [`Demo::persist_session`].
+/// A session store whose saves fail when the demo was told to fail `PersistSession`; see
+/// [`Demo::session_store`].
 #[derive(Debug)]
-pub struct DemoPersist<H> {
-    fail: bool,
-    persister: H,
+pub struct DemoSessionStore<S> {
+    inner: S,
+    fail_saves: bool,
 }
 
-impl<H: Handler<PersistSession>> Handler<PersistSession> for DemoPersist<H> {
-    async fn call(
-        &self,
-        cx: &StepContext<'_>,
-        p: &PersistSessionPayload,
-    ) -> Result<PersistSessionResult, HandlerError> {
-        if self.fail {
-            return Err(HandlerError::new("the demo PersistSession handler was told to fail; nothing was saved"));
+impl<S: SessionStore> SessionStore for DemoSessionStore<S> {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.inner.load()
+    }
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        if self.fail_saves {
+            let source = std::io::Error::other("the demo was told to fail PersistSession");
+            return Err(SessionError::Io { file: SESSION_FILE.into(), op: "write", source });
         }
-        self.persister.call(cx, p).await
+        self.inner.save(update)
+    }
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.inner.load_intervention()
+    }
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
+        self.inner.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        self.inner.remove_intervention()
     }
 }
 
@@ -330,9 +342,10 @@ impl Handler<LinkDecisionEvidence> for Demo {
     }
 }
 
-/// A demo pre-validator: blocks every storage write (the FailFast steps) for human review, so
-/// the cycle pauses as `InterventionRequired`. The CLI registers it as `demo-review`, version
-/// `1`, configuration `{}`.
+/// A demo pre-validator: blocks every write of memories, decisions, evidence and links (the
+/// FailFast steps but the session save) for a person to review, so the cycle pauses. The CLI
+/// registers it as `demo-review`, version `1`, configuration `{}`; a plan uses it by naming
+/// [`ReviewGate::signature`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ReviewGate;
 
@@ -341,11 +354,18 @@ impl ReviewGate {
     pub const ID: &'static str = "demo-review";
     /// Its version.
     pub const VERSION: &'static str = "1";
+
+    /// The signature a plan names to use it (configuration `{}`).
+    pub fn signature() -> ValidatorSignature {
+        let config_hash = crate::hash::config_hash(&serde_json::json!({})).to_string();
+        ValidatorSignature { id: ReviewGate::ID.into(), version: ReviewGate::VERSION.into(), config_hash }
+    }
 }
 
 impl Validator for ReviewGate {
     fn before(&self, step: &StepView<'_>) -> Verdict {
-        if step.step_type.failure_kind() == crate::contract::registry::FailureKind::FailFast {
+        let write = step.step_type.failure_kind() == crate::contract::registry::FailureKind::FailFast;
+        if write && step.step_type != StepType::PersistSession {
             Verdict::Block(format!("`{}` writes to storage; a person must review it first", step.id))
         } else {
             Verdict::Allow

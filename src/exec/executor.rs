@@ -13,6 +13,7 @@
 //! pauses the cycle as a [`PausedCycle`] that can only be resumed or abandoned.
 
 use std::future::{Future, poll_fn};
+use std::panic::AssertUnwindSafe;
 use std::pin::{Pin, pin};
 use std::sync::OnceLock;
 use std::task::Poll;
@@ -26,7 +27,7 @@ use uuid::Uuid;
 use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
 use crate::contract::problem::Problem;
 use crate::contract::registry::{Failure, FailureKind, StepClass, StepType};
-use crate::contract::steps::StepResult;
+use crate::contract::steps::{StepPayload, StepResult};
 use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
 use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
@@ -35,13 +36,39 @@ use crate::validate::{ValidPlan, check_result};
 
 pub use crate::exec::report::{CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, Warning};
 
-/// The session a cycle runs in: its id and the plan hash the runtime computed for it.
+/// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime
+/// makes one for a real session (from what it booted and computed itself); a cycle run by an
+/// [`Executor`] alone gets a throw-away one ([`Executor::run`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CycleSession {
+    pub(crate) session_id: Uuid,
+    pub(crate) plan_hash: Digest,
+    pub(crate) cycle: u64,
+}
+
+impl CycleSession {
+    /// A throw-away session for cycles of `plan` outside any runtime: a new id, the digest of the
+    /// plan alone as its hash, cycle 1. (A session's real identity and hash are the runtime's,
+    /// and never leave it.) Compute it once and run many cycles with
+    /// [`Executor::run_with`], when hashing the plan per cycle would cost too much.
+    pub fn for_plan(plan: &ValidPlan) -> CycleSession {
+        CycleSession { session_id: Uuid::new_v4(), plan_hash: plan_digest(plan.plan()), cycle: 1 }
+    }
+
     /// The session id (a UUID v4 created at cold start).
-    pub session_id: Uuid,
-    /// The plan hash (docs/CONTRACT.md, "Plan hash").
-    pub plan_hash: Digest,
+    pub fn session_id(&self) -> Uuid {
+        self.session_id
+    }
+
+    /// The plan hash the cycle runs under (docs/CONTRACT.md, "Plan hash").
+    pub fn plan_hash(&self) -> Digest {
+        self.plan_hash
+    }
+
+    /// The cycle's number: the session's completed cycles + 1.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
 }
 
 /// Why a step failed.
@@ -59,6 +86,9 @@ pub enum StepFailure {
         /// `llmMs` or `ioMs`.
         key: &'static str,
     },
+    /// The handler panicked; the message is what the panic said.
+    #[error("the handler panicked: {0}")]
+    Panicked(String),
     /// The handler's result breaks the step's result contract.
     #[error("the result breaks the contract: {}", join(.0))]
     ResultContract(Vec<Problem>),
@@ -122,6 +152,30 @@ pub enum ExecError {
         /// What differs.
         what: &'static str,
     },
+    /// A validator panicked: a gate that cannot decide is never passed.
+    #[error("validator `{validator_id}` panicked at step `{step_id}`: {message}; the cycle stops (FailFast)")]
+    ValidatorPanicked {
+        /// The validator.
+        validator_id: String,
+        /// The step it was judging.
+        step_id: String,
+        /// What the panic said.
+        message: String,
+    },
+    /// An override that names no pending intervention.
+    #[error(
+        "override refused: it names validator `{validator_id}` at step `{step_id}`, but the pending intervention is validator `{pending_validator}` at step `{pending_step}`"
+    )]
+    OverrideRefused {
+        /// The override's validator.
+        validator_id: String,
+        /// The override's step.
+        step_id: String,
+        /// The pending intervention's validator.
+        pending_validator: String,
+        /// The pending intervention's step.
+        pending_step: String,
+    },
     /// An earlier FailFast failure halted this executor.
     #[error("the runtime is halted by an earlier FailFast failure: {original}")]
     Halted {
@@ -135,10 +189,11 @@ impl Failure for ExecError {
     fn kind(&self) -> FailureKind {
         match self {
             ExecError::StepFailed { kind, .. } => *kind,
-            ExecError::MissingHandler { .. } => FailureKind::CycleFail,
+            ExecError::MissingHandler { .. } | ExecError::OverrideRefused { .. } => FailureKind::CycleFail,
             ExecError::UnknownValidator { .. }
             | ExecError::ValidatorMismatch { .. }
             | ExecError::PlanChanged { .. }
+            | ExecError::ValidatorPanicked { .. }
             | ExecError::Halted { .. } => FailureKind::FailFast,
         }
     }
@@ -149,6 +204,9 @@ impl Failure for ExecError {
             ExecError::StepFailed { cause: StepFailure::Handler(_), .. } => "step-failed",
             ExecError::StepFailed { cause: StepFailure::TimedOut { .. }, .. } => "step-timed-out",
             ExecError::StepFailed { cause: StepFailure::ResultContract(_), .. } => "result-contract",
+            ExecError::StepFailed { cause: StepFailure::Panicked(_), .. } => "step-panicked",
+            ExecError::ValidatorPanicked { .. } => "validator-panicked",
+            ExecError::OverrideRefused { .. } => "override-refused",
             ExecError::MissingHandler { .. } => "missing-handler",
             ExecError::UnknownValidator { .. } => "unknown-validator",
             ExecError::ValidatorMismatch { .. } => "validator-mismatch",
@@ -205,6 +263,16 @@ impl Cycle {
     }
 }
 
+/// A paused cycle as the runtime restores it from its durable record: the step to re-run, the
+/// results of the steps before it, and the override for the re-run.
+#[derive(Debug)]
+pub(crate) struct RestoredCycle {
+    pub(crate) session: CycleSession,
+    pub(crate) next: usize,
+    pub(crate) ledger: Ledger,
+    pub(crate) over: Option<Override>,
+}
+
 /// A validator's Block as [`Executor::judge`] found it.
 struct Block {
     validator_id: String,
@@ -237,12 +305,33 @@ impl PausedCycle {
     pub fn abandon(self) -> CycleReport {
         self.cycle.report
     }
+
+    /// The report so far.
+    pub fn report(&self) -> &CycleReport {
+        &self.cycle.report
+    }
+
+    /// Refuses an override that does not name this pause's validator and step.
+    pub fn check_override(&self, over: &Override) -> Result<(), ExecError> {
+        let pending = &self.intervention;
+        if over.validator_id == pending.validator_id && over.step_id == pending.step_id {
+            return Ok(());
+        }
+        Err(ExecError::OverrideRefused {
+            validator_id: over.validator_id.clone(),
+            step_id: over.step_id.clone(),
+            pending_validator: pending.validator_id.clone(),
+            pending_step: pending.step_id.clone(),
+        })
+    }
 }
 
-/// The flat executor. Build it with its [`Handlers`], register validators, then run cycles.
+/// The flat executor. Build it with its [`Handlers`], register validators, then run cycles. A
+/// session's cycles are run by its [`Runtime`](crate::runtime::Runtime), which owns an executor
+/// of its own; an executor alone runs cycles outside any session.
 ///
 /// ```
-/// use planlock::{Executor, Handlers, CycleSession, Digest, handler_fn, steps::*, schema::*, AnyObject, PlanBuilder};
+/// use planlock::{Executor, Handlers, handler_fn, steps::*, schema::*, AnyObject, PlanBuilder};
 ///
 /// let handlers = Handlers::new()
 ///     .on::<ContextSelect>(handler_fn(|_, p: &ContextSelectPayload| Ok(ContextSelectResult { selected_context: vec![] })))
@@ -260,8 +349,8 @@ impl PausedCycle {
 ///     .llm_call("llm", LlmCallPayload { prompt: "hello".into(), config: AnyObject::new() })
 ///     .persist_session("save", PersistSessionPayload { session_ref: "s".into(), meta: AnyObject::new() })
 ///     .build()?;
-/// let session = CycleSession { session_id: uuid::Uuid::new_v4(), plan_hash: Digest::of(plan.to_json().as_bytes()) };
-/// let done = executor.run_blocking(&plan, session)?.completed().unwrap();
+/// // Outside a runtime, the cycle runs under a throw-away session of its own.
+/// let done = executor.run_blocking(&plan)?.completed().unwrap();
 /// assert_eq!(done.ledger.get::<LLMCall>().unwrap().response, "echo hello");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -282,6 +371,17 @@ impl<L: HandlerSet> Executor<L> {
     /// An executor with these handlers and no validators.
     pub fn new(handlers: Handlers<L>) -> Self {
         Executor { handlers, validators: Vec::new(), record_content: false, halted: OnceLock::new() }
+    }
+
+    /// An executor from the runtime's parts.
+    pub(crate) fn with_parts(handlers: Handlers<L>, validators: Vec<Registered>, record_content: bool) -> Self {
+        Executor { handlers, validators, record_content, halted: OnceLock::new() }
+    }
+
+    /// Whether this executor can run `plan`: a handler for every step, every validator the plan
+    /// names registered with the same version and configuration.
+    pub(crate) fn check(&self, plan: &ValidPlan) -> Result<(), ExecError> {
+        self.preflight(plan).map(drop)
     }
 
     /// Registers a validator by id, version and configuration. A plan uses it by naming the
@@ -315,35 +415,43 @@ impl<L: HandlerSet> Executor<L> {
         self.halted.get()
     }
 
-    /// Runs one cycle of `plan`.
-    pub async fn run(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
+    /// Runs one cycle of `plan` outside any session, under a throw-away session of its own (a new
+    /// id, the plan's own digest, cycle 1). A session's cycles are run by its
+    /// [`Runtime`](crate::runtime::Runtime), which alone knows its identity and hash.
+    pub async fn run(&self, plan: &ValidPlan) -> Result<CycleOutcome, ExecError> {
+        self.run_with(plan, CycleSession::for_plan(plan)).await
+    }
+
+    /// [`run`](Self::run) from synchronous code.
+    pub fn run_blocking(&self, plan: &ValidPlan) -> Result<CycleOutcome, ExecError> {
+        pollster::block_on(self.run(plan))
+    }
+
+    /// Runs one cycle of `plan` under `session`: a throw-away one from [`CycleSession::for_plan`],
+    /// or, inside the runtime, the session it computed.
+    pub async fn run_with(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let resolved = self.preflight(plan)?;
         self.run_steps(plan, &resolved, Cycle::new(session)).await
     }
 
-    /// [`run`](Self::run) from synchronous code.
-    pub fn run_blocking(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
-        pollster::block_on(self.run(plan, session))
-    }
-
-    /// Resumes a paused cycle: the plan and its hash must be the paused cycle's (else FailFast).
-    /// The blocked step runs again from its start — pre-validators, handler, post-validators —
-    /// with nothing kept of the blocked attempt; the results of earlier steps stay. `over`
-    /// lets one validator's Block pass once, and is recorded in the report.
+    /// Resumes a paused cycle of `plan`: the plan must be the paused cycle's (else FailFast). The
+    /// blocked step runs again from its start — pre-validators, handler, post-validators — with
+    /// nothing kept of the blocked attempt; the results of earlier steps stay. `over` must name
+    /// the pending intervention's validator and step (else it is refused, see
+    /// [`PausedCycle::check_override`]); it lets that Block pass in this re-run only and is
+    /// recorded in the report.
     pub async fn resume(
         &self,
         paused: PausedCycle,
         plan: &ValidPlan,
-        plan_hash: Digest,
         over: Option<Override>,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
-        if plan_hash != paused.cycle.session.plan_hash {
-            return Err(self.fail(ExecError::PlanChanged { what: "the plan hash" }));
+        if let Some(o) = &over {
+            paused.check_override(o)?;
         }
-        let digest = plan_digest(plan.plan());
-        if digest != paused.plan_digest {
+        if plan_digest(plan.plan()) != paused.plan_digest {
             return Err(self.fail(ExecError::PlanChanged { what: "the plan" }));
         }
         let resolved = self.preflight(plan)?;
@@ -357,10 +465,22 @@ impl<L: HandlerSet> Executor<L> {
         &self,
         paused: PausedCycle,
         plan: &ValidPlan,
-        plan_hash: Digest,
         over: Option<Override>,
     ) -> Result<CycleOutcome, ExecError> {
-        pollster::block_on(self.resume(paused, plan, plan_hash, over))
+        pollster::block_on(self.resume(paused, plan, over))
+    }
+
+    /// Resumes a cycle the runtime restored from its durable record.
+    pub(crate) async fn resume_restored(
+        &self,
+        plan: &ValidPlan,
+        restored: RestoredCycle,
+    ) -> Result<CycleOutcome, ExecError> {
+        self.refuse_if_halted()?;
+        let resolved = self.preflight(plan)?;
+        let RestoredCycle { session, next, ledger, over } = restored;
+        let cycle = Cycle { session, next, ledger, report: CycleReport::default(), over };
+        self.run_steps(plan, &resolved, cycle).await
     }
 
     fn refuse_if_halted(&self) -> Result<(), ExecError> {
@@ -452,10 +572,10 @@ impl<L: HandlerSet> Executor<L> {
                 metadata,
                 ledger: &cycle.ledger,
             };
-            let verdicts = validators.pre.iter().map(|v| (*v, Phase::Before, v.validator.before(&view)));
+            let verdicts = validators.pre.iter().map(|v| (*v, Phase::Before, guard(|| v.validator.before(&view))));
             if !validators.pre.is_empty()
                 && let Some(block) =
-                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)
+                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)?
             {
                 return Ok(self.pause(plan, cycle, step, block, warnings, started));
             }
@@ -466,12 +586,13 @@ impl<L: HandlerSet> Executor<L> {
                 ledger: &cycle.ledger,
                 session_id: cycle.session.session_id,
                 plan_hash: &cycle.session.plan_hash,
+                cycle: cycle.session.cycle,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {
-                self.call(&cx, metadata, started).await
+                self.call(&cx, metadata).await
             } else {
-                self.call(&cx, metadata, started).instrument(span.clone()).await
+                self.call(&cx, metadata).instrument(span.clone()).await
             };
             let result = match outcome {
                 Ok(result) => result,
@@ -487,10 +608,11 @@ impl<L: HandlerSet> Executor<L> {
             if self.record_content {
                 span.record("planlock.result", tracing::field::display(json_of(&result)));
             }
-            let verdicts = validators.post.iter().map(|v| (*v, Phase::After, v.validator.after(&view, &result)));
+            let verdicts =
+                validators.post.iter().map(|v| (*v, Phase::After, guard(|| v.validator.after(&view, &result))));
             if !validators.post.is_empty()
                 && let Some(block) =
-                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)
+                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)?
             {
                 // Nothing of the blocked attempt is kept: its result is dropped here.
                 return Ok(self.pause(plan, cycle, step, block, warnings, started));
@@ -509,28 +631,26 @@ impl<L: HandlerSet> Executor<L> {
                 warnings,
             });
             cycle.next += 1;
+            // An override is for the re-run of the step it was given for, and no other.
+            cycle.over = None;
         }
         Ok(CycleOutcome::Completed(Completed { report: cycle.report, ledger: cycle.ledger }))
     }
 
-    /// Runs the handler within the step's deadline and checks its result.
-    async fn call(
-        &self,
-        cx: &StepContext<'_>,
-        metadata: &PlanMetadata,
-        started: Instant,
-    ) -> Result<StepResult, StepFailure> {
+    /// Runs the handler within the step's deadline, guarded against a panic, and checks its
+    /// result.
+    async fn call(&self, cx: &StepContext<'_>, metadata: &PlanMetadata) -> Result<StepResult, StepFailure> {
         let step = cx.step;
         if self.record_content {
             tracing::Span::current().record("planlock.payload", tracing::field::display(json_of(&step.payload)));
         }
-        let result = match deadline(step.step_type(), metadata) {
-            None => self.handlers.set().dispatch(cx, &step.payload).await?,
-            Some((limit, key)) => {
-                match with_deadline(self.handlers.set().dispatch(cx, &step.payload), limit, started).await {
-                    Some(r) => r?,
-                    None => return Err(StepFailure::TimedOut { limit_ms: limit.as_millis() as u64, key }),
-                }
+        let limit = deadline(step.step_type(), metadata);
+        let result = match guarded_call(self.handlers.set().dispatch(cx, &step.payload), limit.map(|(d, _)| d)).await {
+            Called::Done(result) => result?,
+            Called::Panicked(message) => return Err(StepFailure::Panicked(message)),
+            Called::Late => {
+                let (limit, key) = limit.unwrap_or((Duration::ZERO, "?"));
+                return Err(StepFailure::TimedOut { limit_ms: limit.as_millis() as u64, key });
             }
         };
         let problems = check_result(&step.payload, &result, metadata);
@@ -541,13 +661,13 @@ impl<L: HandlerSet> Executor<L> {
     /// first Block that stands.
     fn judge<'v>(
         &self,
-        verdicts: impl Iterator<Item = (&'v Registered, Phase, Verdict)>,
+        verdicts: impl Iterator<Item = (&'v Registered, Phase, Result<Verdict, String>)>,
         step: &StepDefinition,
         span: &tracing::Span,
         warnings: &mut Vec<Warning>,
         over: &mut Option<Override>,
         report: &mut CycleReport,
-    ) -> Option<Block> {
+    ) -> Result<Option<Block>, ExecError> {
         for (v, phase, verdict) in verdicts {
             let _guard = tracing::info_span!(
                 parent: span,
@@ -557,6 +677,11 @@ impl<L: HandlerSet> Executor<L> {
                 planlock.step_id = %step.id,
             )
             .entered();
+            let verdict = verdict.map_err(|message| {
+                let err =
+                    ExecError::ValidatorPanicked { validator_id: v.id.clone(), step_id: step.id.clone(), message };
+                self.fail(err)
+            })?;
             match verdict {
                 Verdict::Allow => {}
                 Verdict::Warn(message) => {
@@ -564,7 +689,7 @@ impl<L: HandlerSet> Executor<L> {
                     warnings.push(Warning { validator_id: v.id.clone(), phase, message });
                 }
                 Verdict::Block(reason) => {
-                    if let Some(o) = over.take_if(|o| o.validator_id == v.id) {
+                    if let Some(o) = over.take_if(|o| o.validator_id == v.id && o.step_id == step.id) {
                         report.overrides.push(OverrideRecord {
                             step_id: step.id.clone(),
                             validator_id: o.validator_id,
@@ -574,11 +699,11 @@ impl<L: HandlerSet> Executor<L> {
                         continue;
                     }
                     tracing::warn!(validator = %v.id, %reason, "validator blocked the step");
-                    return Some(Block { validator_id: v.id.clone(), phase, reason });
+                    return Ok(Some(Block { validator_id: v.id.clone(), phase, reason }));
                 }
             }
         }
-        None
+        Ok(None)
     }
 
     /// Pauses `cycle` at `step`, which `block` stopped.
@@ -627,23 +752,56 @@ fn deadline(ty: StepType, metadata: &PlanMetadata) -> Option<(Duration, &'static
     limit.map(|ms| (Duration::from_millis(ms.get()), key))
 }
 
-/// Polls `fut` until it finishes or `limit` after `started` passes (`None`). The timer runs on a helper thread,
-/// so this works under any async runtime and under `block_on`; it is armed only when the step
-/// does not finish on its first poll, so a ready handler never touches it.
-async fn with_deadline<F: Future>(fut: F, limit: Duration, started: Instant) -> Option<F::Output> {
+/// How a guarded handler call ended.
+enum Called<T> {
+    /// It returned in time.
+    Done(T),
+    /// It panicked, saying this.
+    Panicked(String),
+    /// Its deadline passed first, or its result came after it.
+    Late,
+}
+
+/// Polls a handler's future to its end, catching a panic and keeping the deadline. The deadline
+/// bounds this call only (from its first poll, not the validators before it). A result that
+/// arrives after it is late even when the handler never yielded, so a blocking handler cannot
+/// outrun its deadline; one that yields is stopped by a timer on a helper thread (armed only if
+/// the first poll is pending), which works under any async runtime and under `block_on`.
+async fn guarded_call<F: Future>(fut: F, limit: Option<Duration>) -> Called<F::Output> {
+    let started = limit.map(|limit| (Instant::now(), limit));
     let mut fut = pin!(fut);
     let mut timer: Option<futures_timer::Delay> = None;
     poll_fn(|cx| {
-        if let Poll::Ready(v) = fut.as_mut().poll(cx) {
-            return Poll::Ready(Some(v));
+        match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
+            Err(payload) => return Poll::Ready(Called::Panicked(panic_message(payload.as_ref()))),
+            Ok(Poll::Ready(out)) => {
+                let late = started.is_some_and(|(at, limit)| at.elapsed() > limit);
+                return Poll::Ready(if late { Called::Late } else { Called::Done(out) });
+            }
+            Ok(Poll::Pending) => {}
         }
-        let timer = timer.get_or_insert_with(|| futures_timer::Delay::new(limit.saturating_sub(started.elapsed())));
+        let Some((at, limit)) = started else { return Poll::Pending };
+        let timer = timer.get_or_insert_with(|| futures_timer::Delay::new(limit.saturating_sub(at.elapsed())));
         if Pin::new(timer).poll(cx).is_ready() {
-            return Poll::Ready(None);
+            return Poll::Ready(Called::Late);
         }
         Poll::Pending
     })
     .await
+}
+
+/// Runs a validator, catching a panic: `Err` holds what it said.
+fn guard(judge: impl FnOnce() -> Verdict) -> Result<Verdict, String> {
+    std::panic::catch_unwind(AssertUnwindSafe(judge)).map_err(|payload| panic_message(payload.as_ref()))
+}
+
+/// What a panic said, when it said it with a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with a non-string payload".to_owned(),
+    }
 }
 
 /// The step's span, named after the OpenTelemetry GenAI operation where one fits.
@@ -654,6 +812,7 @@ fn step_span(parent: &tracing::Span, step: &StepDefinition) -> tracing::Span {
                 parent: parent,
                 $name,
                 gen_ai.operation.name = $name,
+                gen_ai.request.model = tracing::field::Empty,
                 planlock.step_id = %step.id,
                 planlock.step_type = step.step_type().wire_name(),
                 planlock.outcome = tracing::field::Empty,
@@ -663,10 +822,18 @@ fn step_span(parent: &tracing::Span, step: &StepDefinition) -> tracing::Span {
             )
         };
     }
-    match step.step_type() {
+    let span = match step.step_type() {
         StepType::LLMCall => span!("chat"),
         StepType::RetrieveMemory | StepType::RetrieveDecisionContext => span!("search_memory"),
         StepType::PersistMemory | StepType::PersistDecision | StepType::PersistEvidence => span!("upsert_memory"),
         _ => span!("execute_step"),
+    };
+    // The model the plan asks for, when it names one (`config.model`).
+    if let StepPayload::LLMCall(p) = &step.payload
+        && !span.is_disabled()
+        && let Some(model) = p.config.get("model").and_then(|m| m.as_str())
+    {
+        span.record("gen_ai.request.model", model);
     }
+    span
 }

@@ -77,6 +77,7 @@ pub struct StepContext<'a> {
     pub(crate) ledger: &'a Ledger,
     pub(crate) session_id: Uuid,
     pub(crate) plan_hash: &'a Digest,
+    pub(crate) cycle: u64,
 }
 
 impl<'a> StepContext<'a> {
@@ -109,10 +110,100 @@ impl<'a> StepContext<'a> {
     pub fn plan_hash(&self) -> &'a Digest {
         self.plan_hash
     }
-    /// A key stable for this step of this plan in this session: a write handler can use it to
-    /// make a re-run after an intervention or a crash harmless.
+    /// The cycle's number: the session's completed cycles + 1.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+    /// A key stable for this step of this cycle of this plan in this session: a write handler
+    /// uses it so that a re-run of the cycle (after an intervention, a failure or a crash) never
+    /// writes twice, while the next cycle writes anew.
     pub fn idempotency_key(&self) -> IdempotencyKey {
-        IdempotencyKey::derive(self.session_id, self.plan_hash, &self.step.id)
+        IdempotencyKey::derive(self.session_id, self.plan_hash, self.cycle, &self.step.id)
+    }
+}
+
+/// What a [`StepContext`] borrows, owned: for calling one handler by itself, as a unit test does,
+/// without a plan or an executor.
+///
+/// ```
+/// use planlock::handler::TestContext;
+/// use planlock::{Handler, HandlerError, StepContext, steps::*, schema::*, AnyObject};
+///
+/// struct Echo;
+/// impl Handler<LLMCall> for Echo {
+///     async fn call(&self, cx: &StepContext<'_>, _: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
+///         let prompt = cx.ledger().get::<PromptAssemble>().map(|r| r.prompt.clone()).unwrap_or_default();
+///         Ok(LlmCallResult { response: format!("echo: {prompt}") })
+///     }
+/// }
+///
+/// let payload = LlmCallPayload { prompt: "p".into(), config: AnyObject::new() };
+/// let test = TestContext::new("llm", payload.clone()).with_step::<PromptAssemble>(
+///     "prompt",
+///     PromptAssemblePayload { template: "hi".into(), vars: AnyObject::new() },
+///     PromptAssembleResult { prompt: "hi".into() },
+/// );
+/// let result = pollster::block_on(Echo.call(&test.context(), &payload))?;
+/// assert_eq!(result.response, "echo: hi");
+/// assert!(test.context().result_by_id("prompt").is_some());
+/// # Ok::<(), HandlerError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct TestContext {
+    step: StepDefinition,
+    earlier: Vec<StepDefinition>,
+    metadata: PlanMetadata,
+    ledger: Ledger,
+    session_id: Uuid,
+    plan_hash: Digest,
+    cycle: u64,
+}
+
+impl TestContext {
+    /// The context of step `id` with this payload: no earlier steps, metadata
+    /// `("profiles/test", "test")`, a nil session id, the digest of nothing as plan hash, cycle 1.
+    pub fn new(id: impl Into<String>, payload: impl Into<StepPayload>) -> TestContext {
+        TestContext {
+            step: StepDefinition::new(id, payload),
+            earlier: Vec::new(),
+            metadata: PlanMetadata::new("profiles/test", "test"),
+            ledger: Ledger::default(),
+            session_id: Uuid::nil(),
+            plan_hash: Digest::of(b""),
+            cycle: 1,
+        }
+    }
+
+    /// Adds an earlier step of type `T` and the result it produced.
+    pub fn with_step<T: Step>(mut self, id: impl Into<String>, payload: T::Payload, result: T::Result) -> Self {
+        self.earlier.push(StepDefinition::new(id, T::wrap(payload)));
+        self.ledger.record(T::wrap_result(result));
+        self
+    }
+
+    /// Sets the plan metadata (timeouts, topK, …).
+    pub fn metadata(mut self, metadata: PlanMetadata) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    /// Sets the session the step runs in: its id, plan hash and cycle number.
+    pub fn session(mut self, session_id: Uuid, plan_hash: Digest, cycle: u64) -> Self {
+        (self.session_id, self.plan_hash, self.cycle) = (session_id, plan_hash, cycle);
+        self
+    }
+
+    /// The context to hand to the handler.
+    pub fn context(&self) -> StepContext<'_> {
+        StepContext {
+            step: &self.step,
+            steps: &self.earlier,
+            metadata: &self.metadata,
+            ledger: &self.ledger,
+            session_id: self.session_id,
+            plan_hash: &self.plan_hash,
+            cycle: self.cycle,
+        }
     }
 }
 
@@ -239,6 +330,33 @@ impl<L: HandlerSet> Handlers<L> {
         StepType::ALL.into_iter().filter(|t| self.list.handles(*t)).collect()
     }
 
+    /// The same handlers behind one nameable type, [`Handlers<Boxed>`](Boxed), so a set can be
+    /// kept in a struct field or returned from a function whose type must be written out. Each
+    /// step's call then costs one allocation (its future is boxed).
+    ///
+    /// ```
+    /// use planlock::handler::{Boxed, Handlers};
+    /// use planlock::{handler_fn, steps::*, schema::*};
+    ///
+    /// struct App {
+    ///     handlers: Handlers<Boxed>,
+    /// }
+    /// let app = App {
+    ///     handlers: Handlers::new()
+    ///         .on::<LLMCall>(handler_fn(|_, p: &LlmCallPayload| Ok(LlmCallResult { response: p.prompt.clone() })))
+    ///         .boxed(),
+    /// };
+    /// assert_eq!(app.handlers.step_types(), [planlock::StepType::LLMCall]);
+    /// ```
+    pub fn boxed(self) -> Handlers<Boxed> {
+        Handlers { list: Boxed(Box::new(self.list)) }
+    }
+
+    /// [`on`](Self::on) with the handler's type kept nameable, for the runtime's own list.
+    pub(crate) fn on_named<T: Step, H: Handler<T>>(self, handler: H) -> Handlers<Entry<T, H, L>> {
+        Handlers { list: Entry { handler, rest: self.list, step: PhantomData } }
+    }
+
     pub(crate) fn set(&self) -> &L {
         &self.list
     }
@@ -248,6 +366,7 @@ mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Nil {}
     impl<T, H, R> Sealed for super::Entry<T, H, R> {}
+    impl Sealed for super::Boxed {}
 }
 
 /// A list of handlers the executor can dispatch to; implemented by [`Nil`] and [`Entry`].
@@ -294,5 +413,46 @@ impl<T: Step, H: Handler<T>, R: HandlerSet> HandlerSet for Entry<T, H, R> {
             Some(p) => self.handler.call(cx, p).await.map(T::wrap_result),
             None => self.rest.dispatch(cx, payload).await,
         }
+    }
+}
+
+/// A handler list behind one nameable type; see [`Handlers::boxed`].
+pub struct Boxed(Box<dyn DynHandlerSet>);
+
+impl fmt::Debug for Boxed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Boxed")
+    }
+}
+
+/// A boxed call's future.
+type BoxedCall<'a> = std::pin::Pin<Box<dyn Future<Output = Result<StepResult, HandlerError>> + Send + 'a>>;
+
+/// [`HandlerSet`] as a trait object: the same two questions, the future boxed.
+trait DynHandlerSet: Send + Sync + 'static {
+    fn handles(&self, ty: StepType) -> bool;
+    fn dispatch_boxed<'a>(&'a self, cx: &'a StepContext<'a>, payload: &'a StepPayload) -> BoxedCall<'a>;
+}
+
+impl<L: HandlerSet> DynHandlerSet for L {
+    fn handles(&self, ty: StepType) -> bool {
+        HandlerSet::handles(self, ty)
+    }
+    fn dispatch_boxed<'a>(&'a self, cx: &'a StepContext<'a>, payload: &'a StepPayload) -> BoxedCall<'a> {
+        Box::pin(self.dispatch(cx, payload))
+    }
+}
+
+impl HandlerSet for Boxed {
+    fn handles(&self, ty: StepType) -> bool {
+        self.0.handles(ty)
+    }
+
+    fn dispatch<'a>(
+        &'a self,
+        cx: &'a StepContext<'a>,
+        payload: &'a StepPayload,
+    ) -> impl Future<Output = Result<StepResult, HandlerError>> + Send + 'a {
+        self.0.dispatch_boxed(cx, payload)
     }
 }

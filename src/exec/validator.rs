@@ -114,18 +114,25 @@ impl Registered {
     }
 }
 
-/// Lets one validator's Block pass once, when a paused cycle is resumed.
+/// Lets the pending Block of one validator at one step pass, in that step's re-run only, when a
+/// paused cycle is resumed. One that names any other validator or step is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Override {
     /// The validator whose Block is overridden.
     pub validator_id: String,
+    /// The blocked step.
+    pub step_id: String,
     /// Why; recorded in the cycle report.
     pub justification: String,
 }
 
 impl Override {
-    /// An override of `validator_id`'s Block, with a justification.
-    pub fn new(validator_id: impl Into<String>, justification: impl Into<String>) -> Override {
-        Override { validator_id: validator_id.into(), justification: justification.into() }
+    /// An override of `validator_id`'s Block at step `step_id`, with a justification.
+    pub fn new(
+        validator_id: impl Into<String>,
+        step_id: impl Into<String>,
+        justification: impl Into<String>,
+    ) -> Override {
+        Override { validator_id: validator_id.into(), step_id: step_id.into(), justification: justification.into() }
     }
 }

@@ -190,22 +190,38 @@ pub(crate) fn plan_digest(plan: &ExecutionPlan) -> Digest {
     canonical_digest(plan)
 }
 
-/// A key that is stable for one step of one plan in one session, so a write handler can make a
-/// re-run (after an intervention or a crash) harmless: SHA-256 over the session id, the plan
-/// hash and the step id.
+/// A key that is stable for one step of one cycle of one plan in one session, so a write
+/// handler can make a re-run of that cycle (after an intervention, a failure or a crash)
+/// harmless, while the next cycle writes anew (docs/CONTRACT.md, "Sessions and the runtime"):
+/// lowercase hex SHA-256 of the canonical JSON of `{ "cycle", "planHash", "sessionId", "stepId" }`.
+///
+/// ```
+/// use planlock::{Digest, IdempotencyKey};
+/// let (session, hash) = (uuid::Uuid::nil(), Digest::of(b"plan"));
+/// let key = IdempotencyKey::derive(session, &hash, 3, "remember");
+/// assert_eq!(key, IdempotencyKey::derive(session, &hash, 3, "remember"));
+/// assert_ne!(key, IdempotencyKey::derive(session, &hash, 4, "remember"));
+/// let doc = format!(r#"{{"cycle":3,"planHash":"{hash}","sessionId":"{session}","stepId":"remember"}}"#);
+/// assert_eq!(*key.digest(), Digest::of(doc.as_bytes()));
+/// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct IdempotencyKey(Digest);
 
 impl IdempotencyKey {
-    /// Derives the key; each part is length-prefixed so no two inputs collide by concatenation.
-    pub fn derive(session_id: Uuid, plan_hash: &Digest, step_id: &str) -> IdempotencyKey {
-        let mut h = Sha256::new();
-        h.update(b"planlock/idempotency/v1");
-        h.update(session_id.as_bytes());
-        h.update(plan_hash.as_bytes());
-        h.update((step_id.len() as u64).to_be_bytes());
-        h.update(step_id.as_bytes());
-        IdempotencyKey(Digest(h.finalize().into()))
+    /// Derives the key of step `step_id` in cycle `cycle`.
+    pub fn derive(session_id: Uuid, plan_hash: &Digest, cycle: u64, step_id: &str) -> IdempotencyKey {
+        IdempotencyKey(digest_written(|out| {
+            // Members in canonical order; the hex digest and the UUID need no escape.
+            out.extend_from_slice(b"{\"cycle\":");
+            cycle.write_canonical(out);
+            out.extend_from_slice(b",\"planHash\":\"");
+            out.extend_from_slice(plan_hash.to_string().as_bytes());
+            out.extend_from_slice(b"\",\"sessionId\":\"");
+            out.extend_from_slice(session_id.hyphenated().to_string().as_bytes());
+            out.extend_from_slice(b"\",\"stepId\":");
+            step_id.write_canonical(out);
+            out.push(b'}');
+        }))
     }
 
     /// The digest.

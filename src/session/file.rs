@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 
 use crate::fsread::{self, ReadError};
 
-use super::{MAX_SESSION_FILE_BYTES, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp};
+use super::{
+    INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, SESSION_FILE,
+    SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+};
 
 /// The file operations of a save, one method each: the seam for fault injection.
 pub trait SaveFs: Send + Sync {
@@ -18,7 +21,7 @@ pub trait SaveFs: Send + Sync {
     }
     /// Creates a temporary file in `dir` (removed if dropped before [`SaveFs::rename`]).
     fn create_temp(&self, dir: &Path) -> io::Result<tempfile::NamedTempFile> {
-        tempfile::Builder::new().prefix(".session_state.").suffix(".tmp").tempfile_in(dir)
+        tempfile::Builder::new().prefix(".planlock.").suffix(".tmp").tempfile_in(dir)
     }
     /// Writes all of `bytes`.
     fn write(&self, file: &mut File, bytes: &[u8]) -> io::Result<()> {
@@ -44,7 +47,8 @@ pub struct RealFs;
 
 impl SaveFs for RealFs {}
 
-/// The crash-safe file store at `<root>/ops/runtime/session_state.json`.
+/// The crash-safe file store at `<root>/ops/runtime/session_state.json`, with the record of a
+/// paused cycle beside it (`intervention.json`).
 ///
 /// ```
 /// use planlock::Failure;
@@ -55,7 +59,7 @@ impl SaveFs for RealFs {}
 /// assert!(!root.path().join("ops").exists());
 /// let saved = store.save(SessionUpdate {
 ///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
-///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None,
+///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None, cycle: 1,
 /// })?;
 /// assert_eq!(store.load()?, Some(saved));
 /// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
@@ -64,6 +68,7 @@ impl SaveFs for RealFs {}
 pub struct FileSessionStore {
     root: PathBuf,
     file: PathBuf,
+    intervention: PathBuf,
     // Held for the store's life: the advisory lock on the root directory.
     _lock: File,
     fs: Box<dyn SaveFs>,
@@ -96,7 +101,8 @@ impl FileSessionStore {
             Err(fs::TryLockError::Error(source)) => return Err(SessionError::Root { root, source }),
         }
         let file = root.join(SESSION_FILE);
-        Ok(FileSessionStore { root, file, _lock: lock, fs: Box::new(fs) })
+        let intervention = root.join(INTERVENTION_FILE);
+        Ok(FileSessionStore { root, file, intervention, _lock: lock, fs: Box::new(fs) })
     }
 
     /// The session file's path.
@@ -107,10 +113,6 @@ impl FileSessionStore {
     fn io(&self, op: &'static str, file: &Path) -> impl FnOnce(io::Error) -> SessionError {
         let file = file.to_owned();
         move |source| SessionError::Io { file, op, source }
-    }
-
-    fn corrupt(&self, problem: impl Into<String>) -> SessionError {
-        SessionError::Corrupt { file: self.file.clone(), problem: problem.into() }
     }
 
     /// Creates `ops` and `ops/runtime` if missing, making each new entry durable in its parent.
@@ -134,32 +136,59 @@ impl FileSessionStore {
     }
 }
 
-impl SessionStore for FileSessionStore {
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        let bytes = match fsread::read_regular(&self.file, MAX_SESSION_FILE_BYTES) {
+impl FileSessionStore {
+    /// Reads the file at `path` strictly: a regular file within `cap` bytes, non-empty, that
+    /// parses as `T` and nothing else; `None` when there is none. Says where a bad file is wrong.
+    fn read_strict<T: serde::de::DeserializeOwned>(
+        &self,
+        path: &Path,
+        cap: u64,
+        what: &str,
+    ) -> Result<Option<T>, SessionError> {
+        let corrupt = |problem: String| SessionError::Corrupt { file: path.to_owned(), problem };
+        let bytes = match fsread::read_regular(path, cap) {
             Ok(bytes) => bytes,
             Err(ReadError::NotFound) => return Ok(None),
-            Err(ReadError::NotRegular(what)) => return Err(self.corrupt(what)),
-            Err(ReadError::TooLarge) => {
-                return Err(self.corrupt(format!("larger than the {MAX_SESSION_FILE_BYTES}-byte limit")));
-            }
-            Err(ReadError::Io(op, e)) => return Err(self.io(op, &self.file)(e)),
+            Err(ReadError::NotRegular(kind)) => return Err(corrupt(kind.to_owned())),
+            Err(ReadError::TooLarge) => return Err(corrupt(format!("larger than the {cap}-byte limit"))),
+            Err(ReadError::Io(op, e)) => return Err(self.io(op, path)(e)),
         };
         if bytes.is_empty() {
-            return Err(self.corrupt("empty"));
+            return Err(corrupt("empty".to_owned()));
         }
-        if let Ok(state) = serde_json::from_slice::<SessionState>(&bytes) {
-            return Ok(Some(state));
+        if let Ok(value) = serde_json::from_slice::<T>(&bytes) {
+            return Ok(Some(value));
         }
         // Parsed again, tracking where, only to say where it is wrong.
         let mut de = serde_json::Deserializer::from_slice(&bytes);
-        let state = serde_path_to_error::deserialize::<_, SessionState>(&mut de).map_err(|e| {
+        let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| {
             let at = e.path().to_string();
             let at = if at == "." { String::new() } else { format!(" at `{at}`") };
-            self.corrupt(format!("not a valid session state{at}: {}", e.inner()))
+            corrupt(format!("not a valid {what}{at}: {}", e.inner()))
         })?;
-        de.end().map_err(|e| self.corrupt(format!("not a valid session state: {e}")))?;
-        Ok(Some(state))
+        de.end().map_err(|e| corrupt(format!("not a valid {what}: {e}")))?;
+        Ok(Some(value))
+    }
+
+    /// Replaces the file at `path` with `value`'s JSON: a temporary file written and synced, renamed
+    /// over it, the directory synced. A reader or a crash sees the old file or the new one.
+    fn write_durably<T: serde::Serialize>(&self, path: &Path, value: &T) -> Result<(), SessionError> {
+        let mut bytes = serde_json::to_vec_pretty(value)
+            .map_err(|e| SessionError::Corrupt { file: path.to_owned(), problem: format!("unserializable: {e}") })?;
+        bytes.push(b'\n');
+        let dir = self.ensure_dirs()?;
+        let mut temp = self.fs.create_temp(&dir).map_err(self.io("create temporary file", &dir))?;
+        self.fs.write(temp.as_file_mut(), &bytes).map_err(self.io("write", temp.path()))?;
+        self.fs.sync_file(temp.as_file()).map_err(self.io("fsync", temp.path()))?;
+        self.fs.rename(temp, path).map_err(self.io("rename", path))?;
+        self.fs.sync_dir(&dir).map_err(self.io("fsync directory", &dir))?;
+        Ok(())
+    }
+}
+
+impl SessionStore for FileSessionStore {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.read_strict(&self.file, MAX_SESSION_FILE_BYTES, "session state")
     }
 
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
@@ -169,16 +198,29 @@ impl SessionStore for FileSessionStore {
             repo_scan_version: update.repo_scan_version,
             last_execution_plan_hash: update.last_execution_plan_hash,
             updated_at: Timestamp::now(),
+            cycle: update.cycle,
             hash_parts: update.hash_parts,
         };
-        let mut bytes = serde_json::to_vec_pretty(&state).map_err(|e| self.corrupt(format!("unserializable: {e}")))?;
-        bytes.push(b'\n');
-        let dir = self.ensure_dirs()?;
-        let mut temp = self.fs.create_temp(&dir).map_err(self.io("create temporary file", &dir))?;
-        self.fs.write(temp.as_file_mut(), &bytes).map_err(self.io("write", temp.path()))?;
-        self.fs.sync_file(temp.as_file()).map_err(self.io("fsync", temp.path()))?;
-        self.fs.rename(temp, &self.file).map_err(self.io("rename", &self.file))?;
-        self.fs.sync_dir(&dir).map_err(self.io("fsync directory", &dir))?;
+        self.write_durably(&self.file, &state)?;
         Ok(state)
+    }
+
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.read_strict(&self.intervention, MAX_INTERVENTION_FILE_BYTES, "intervention record")
+    }
+
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
+        self.write_durably(&self.intervention, record)
+    }
+
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        match fs::remove_file(&self.intervention) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(self.io("remove", &self.intervention)(e)),
+        }
+        // The removal is durable only once the directory is.
+        let dir = self.intervention.parent().unwrap_or(&self.root);
+        self.fs.sync_dir(dir).map_err(self.io("fsync directory", dir))
     }
 }

@@ -32,7 +32,9 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::{Digest, HashParts};
 
 mod file;
+mod intervention;
 pub use file::{FileSessionStore, RealFs, SaveFs};
+pub use intervention::{BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES};
 
 /// The session file, relative to the store's root.
 pub const SESSION_FILE: &str = "ops/runtime/session_state.json";
@@ -109,6 +111,9 @@ pub struct SessionState {
     pub last_execution_plan_hash: Digest,
     /// When the store saved it.
     pub updated_at: Timestamp,
+    /// How many cycles of this session have completed (absent in older files: 0).
+    #[serde(default)]
+    pub cycle: u64,
     /// Per-part digests of the plan hash, to say what changed on a mismatch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub hash_parts: Option<HashParts>,
@@ -129,6 +134,8 @@ pub struct SessionUpdate {
     pub last_execution_plan_hash: Digest,
     /// Per-part digests.
     pub hash_parts: Option<HashParts>,
+    /// The number of completed cycles, this one included.
+    pub cycle: u64,
 }
 
 /// A session store failure. Every one is FailFast: data integrity is at stake.
@@ -185,19 +192,18 @@ impl Failure for SessionError {
     }
 }
 
-/// Where sessions live. The runtime computes plan hashes; a store only stores and compares.
+/// Where sessions live: the session state and the record of a paused cycle. The runtime
+/// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
+/// takes its store by value, so no one else can write to it while it runs.
 pub trait SessionStore: Send + Sync {
     /// The saved session, or `None` (Cold Start). Creates nothing.
     fn load(&self) -> Result<Option<SessionState>, SessionError>;
     /// Saves atomically and durably, filling `updatedAt`; returns what was saved.
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError>;
-}
-
-impl<S: SessionStore + ?Sized> SessionStore for std::sync::Arc<S> {
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        (**self).load()
-    }
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        (**self).save(update)
-    }
+    /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError>;
+    /// Saves the record of a paused cycle, atomically and durably, replacing any other.
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError>;
+    /// Removes the record of a paused cycle, durably; removing none is not an error.
+    fn remove_intervention(&self) -> Result<(), SessionError>;
 }

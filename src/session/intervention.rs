@@ -1,0 +1,87 @@
+//! The durable record of a paused cycle, `ops/runtime/intervention.json` (docs/CONTRACT.md,
+//! "Sessions and the runtime"): what a person must decide on, and what the cycle had done
+//! before it paused, so that it can be resumed after a restart.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::Timestamp;
+use crate::contract::plan::ValidatorSignature;
+use crate::contract::registry::StepType;
+use crate::hash::Digest;
+
+/// The intervention file, relative to the store's root.
+pub const INTERVENTION_FILE: &str = "ops/runtime/intervention.json";
+
+/// The largest intervention file read, in bytes (4 MiB: it holds the results of the completed
+/// steps).
+pub const MAX_INTERVENTION_FILE_BYTES: u64 = 4 << 20;
+
+/// Whether a pre-validator (before the step) or a post-validator (on its result) blocked it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BlockPhase {
+    /// Before the step ran.
+    Pre,
+    /// After the step ran, on its result.
+    Post,
+}
+
+/// A step that completed before the blocked one, with its result as JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, remote = "Self")]
+pub struct CompletedStep {
+    /// The step's id.
+    pub id: String,
+    /// The step's type.
+    #[serde(rename = "type", with = "wire_type")]
+    pub step_type: StepType,
+    /// Its result, as the step's result contract writes it.
+    pub result: Value,
+}
+
+/// A paused cycle, as saved: the session and plan hash it belongs to, the cycle number, the
+/// blocked step, the validator and its reason, and the results of the steps before it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", remote = "Self")]
+pub struct InterventionRecord {
+    /// The session.
+    pub session_id: Uuid,
+    /// The plan hash the cycle ran under.
+    pub plan_hash: Digest,
+    /// The cycle's number (the session's completed cycles + 1).
+    pub cycle: u64,
+    /// The blocked step's id.
+    pub step_id: String,
+    /// The blocked step's type.
+    #[serde(with = "wire_type")]
+    pub step_type: StepType,
+    /// Before or after the step.
+    pub phase: BlockPhase,
+    /// The validator that blocked it.
+    pub validator: ValidatorSignature,
+    /// The validator's reason.
+    pub reason: String,
+    /// The steps completed before the blocked one, in order.
+    pub completed: Vec<CompletedStep>,
+    /// When the cycle paused.
+    pub created_at: Timestamp,
+}
+
+crate::contract::object::map_only_serde!(InterventionRecord);
+crate::contract::object::map_only_serde!(CompletedStep);
+
+/// A step type as its wire name.
+mod wire_type {
+    use super::*;
+
+    pub(super) fn serialize<S: Serializer>(ty: &StepType, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(ty.wire_name())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<StepType, D::Error> {
+        let name = String::deserialize(d)?;
+        StepType::from_wire(&name).ok_or_else(|| serde::de::Error::custom(format_args!("unknown step type `{name}`")))
+    }
+}
