@@ -119,7 +119,7 @@ fn policy_files_that_are_not_regular_files_are_refused_at_once() {
         let s = with_special_modes(make);
         let out = wait_bounded(spawn(&mut run_cmd(&s, &[])), Duration::from_secs(20));
         assert_refused(&out, Some(&json_of(&out)), what);
-        assert!(!s.root.path().join("ops").exists(), "nothing saved");
+        assert!(!s.root.path().join("ops").exists(), "nothing written: boot failed before any cycle");
         let out = wait_bounded(spawn(&mut hash_cmd(&s)), Duration::from_secs(20));
         assert_refused(&out, None, what);
     }
@@ -232,7 +232,7 @@ fn fail_works_for_every_step_type_and_a_failed_save_touches_nothing() {
     assert_eq!(out.status.code(), Some(3), "{report}");
     assert_eq!(report["outcome"], "FailFast");
     assert_eq!(report["steps"].as_array().unwrap().last().unwrap()["status"], "failed");
-    assert!(!s.root.path().join("ops").exists());
+    assert!(!s.root.path().join("ops/runtime/session_state.json").exists());
     // With a session: the file keeps its bytes.
     assert_eq!(run_cmd(&s, &[]).output().unwrap().status.code(), Some(0));
     let before = std::fs::read(&state).unwrap();

@@ -40,7 +40,7 @@ fn run_exit_codes_and_json_for_every_outcome() {
     assert_eq!(json["steps"][5], json!({"id": "llm", "type": "LLMCall", "status": "failed"}));
     assert_eq!(json["steps"][4]["status"], "completed");
     assert_eq!(json["steps"][6]["status"], "not-run");
-    assert!(!root.path().join("ops").exists(), "a failed cycle saved nothing");
+    assert!(!root.path().join("ops/runtime/session_state.json").exists(), "a failed cycle saved nothing");
 
     let (code, json) = run(root.path(), pol.path(), &plan_file, &[]);
     assert_eq!(code, Some(0), "{json}");

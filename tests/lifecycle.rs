@@ -9,7 +9,8 @@ use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::{Boot, BootError, PolicyInterpreter, RunOutcome, Runtime, RuntimeError};
 use planlock::session::{
-    FileSessionStore, InterventionRecord, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
+    FileSessionStore, InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore,
+    SessionUpdate,
 };
 use planlock::{FailureKind, PolicyProfile, StepType, ValidPlan};
 use serde_json::{Value, json};
@@ -50,6 +51,12 @@ impl SessionStore for Counting {
     fn remove_intervention(&self) -> Result<(), SessionError> {
         self.inner.remove_intervention()
     }
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.inner.load_reserved()
+    }
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+        self.inner.save_reserved(reserved)
+    }
 }
 
 /// A store on `root`, and its save counter.
@@ -83,8 +90,13 @@ fn cold_start_writes_nothing_until_a_cycle_succeeds() {
     let err = runtime.run_cycle_blocking().unwrap_err();
     assert_eq!(err.kind(), FailureKind::CycleFail);
     assert_eq!(saves.load(Ordering::SeqCst), 0);
-    assert_eq!(std::fs::read_dir(root.path()).unwrap().count(), 0);
+    assert!(!root.path().join(SESSION_FILE).exists(), "no session file");
+    // Only the new session's id is reserved, so that the failed first cycle re-runs under it.
+    let runtime_id = runtime.session_id();
     drop(runtime);
+    let (store, _) = counting(root.path(), false);
+    assert_eq!(store.load_reserved().unwrap().map(|r| r.session_id), Some(runtime_id));
+    drop(store);
 
     // A successful one saves exactly once, with the references from this cycle's ledger.
     let (store, saves) = counting(root.path(), false);

@@ -21,7 +21,9 @@ use crate::contract::schema::*;
 use crate::contract::steps::*;
 use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::exec::validator::{StepView, Validator, Verdict};
-use crate::session::{InterventionRecord, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate};
+use crate::session::{
+    InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
+};
 
 mod scan;
 pub use scan::MAX_SCAN_FILES;
@@ -135,6 +137,12 @@ impl<S: SessionStore> SessionStore for DemoSessionStore<S> {
     }
     fn remove_intervention(&self) -> Result<(), SessionError> {
         self.inner.remove_intervention()
+    }
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.inner.load_reserved()
+    }
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+        self.inner.save_reserved(reserved)
     }
 }
 

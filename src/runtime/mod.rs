@@ -24,8 +24,8 @@ use crate::exec::validator::{Override, Registered, Validator};
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, SessionError, SessionState, SessionStore,
-    SessionUpdate, Timestamp,
+    BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, ReservedSession, SessionError, SessionState,
+    SessionStore, SessionUpdate, Timestamp,
 };
 use crate::validate::ValidPlan;
 
@@ -334,7 +334,11 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         let hash = plan_hash(&profile, &plan);
         let parts = HashParts::of(&profile, &plan);
         let (boot, mut session_id) = match store.load()? {
-            None => (Boot::ColdStart, Uuid::new_v4()),
+            // A new session keeps the id reserved by a first cycle that did not complete.
+            None => match store.load_reserved()? {
+                Some(reserved) if reserved.plan_hash == hash => (Boot::ColdStart, reserved.session_id),
+                _ => (Boot::ColdStart, Uuid::new_v4()),
+            },
             Some(state) if state.last_execution_plan_hash == hash => (Boot::Resume(state.clone()), state.session_id),
             Some(state) => {
                 let what = match &state.hash_parts {
@@ -391,6 +395,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             boot,
             session_id,
             session: previous,
+            reserved: false,
             cell,
             executor,
             state,
@@ -440,6 +445,8 @@ pub struct Runtime<S, L> {
     boot: Boot,
     session_id: Uuid,
     session: Option<SessionState>,
+    /// A new session's id is reserved on the store (once) before its first cycle runs.
+    reserved: bool,
     cell: Arc<Mutex<Staging>>,
     executor: Executor<WithStager<L>>,
     state: State,
@@ -551,6 +558,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 validator_id: record.validator.id.clone(),
             });
         }
+        self.reserve()?;
         let session = self.cycle_session(self.cycle() + 1);
         self.unstage();
         let outcome = self.executor.run_with(&self.plan, session).await;
@@ -623,6 +631,18 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
         self.state = State::Ready;
         Ok(record)
+    }
+
+    /// Before the first cycle of a new session, reserves its id on the store, so that a crashed
+    /// first cycle runs again under the same id and idempotency keys.
+    fn reserve(&mut self) -> Result<(), RuntimeError> {
+        if self.session.is_some() || self.reserved {
+            return Ok(());
+        }
+        let reserved = ReservedSession { session_id: self.session_id, plan_hash: self.hash };
+        self.store.save_reserved(&reserved).map_err(|e| self.fail(e.into()))?;
+        self.reserved = true;
+        Ok(())
     }
 
     /// Each cycle's staged session update starts empty.

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use crate::fsread::{self, ReadError};
 
 use super::{
-    INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, SESSION_FILE,
-    SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+    INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, RESERVED_FILE,
+    ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -170,6 +170,17 @@ impl FileSessionStore {
         Ok(Some(value))
     }
 
+    /// Removes the file at `path` if it is there, durably (its directory synced).
+    fn remove_durably(&self, path: &Path) -> Result<(), SessionError> {
+        match fs::remove_file(path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(self.io("remove", path)(e)),
+        }
+        let dir = path.parent().unwrap_or(&self.root);
+        self.fs.sync_dir(dir).map_err(self.io("fsync directory", dir))
+    }
+
     /// Replaces the file at `path` with `value`'s JSON: a temporary file written and synced, renamed
     /// over it, the directory synced. A reader or a crash sees the old file or the new one.
     fn write_durably<T: serde::Serialize>(&self, path: &Path, value: &T) -> Result<(), SessionError> {
@@ -192,6 +203,7 @@ impl SessionStore for FileSessionStore {
     }
 
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        let reserved = self.root.join(RESERVED_FILE);
         let state = SessionState {
             session_id: update.session_id,
             memory_ref: update.memory_ref,
@@ -202,6 +214,8 @@ impl SessionStore for FileSessionStore {
             hash_parts: update.hash_parts,
         };
         self.write_durably(&self.file, &state)?;
+        // The session exists now: its reserved id has done its work.
+        self.remove_durably(&reserved)?;
         Ok(state)
     }
 
@@ -214,13 +228,14 @@ impl SessionStore for FileSessionStore {
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {
-        match fs::remove_file(&self.intervention) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(self.io("remove", &self.intervention)(e)),
-        }
-        // The removal is durable only once the directory is.
-        let dir = self.intervention.parent().unwrap_or(&self.root);
-        self.fs.sync_dir(dir).map_err(self.io("fsync directory", dir))
+        self.remove_durably(&self.intervention)
+    }
+
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id")
+    }
+
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+        self.write_durably(&self.root.join(RESERVED_FILE), reserved)
     }
 }

@@ -206,4 +206,27 @@ pub trait SessionStore: Send + Sync {
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError>;
     /// Removes the record of a paused cycle, durably; removing none is not an error.
     fn remove_intervention(&self) -> Result<(), SessionError>;
+    /// The session id reserved for a new session whose first cycle has not completed yet, with
+    /// the plan hash it was reserved under; `None` if there is none. Creates nothing.
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError>;
+    /// Reserves the id of a new session before its first cycle runs, atomically and durably, so
+    /// that a crashed first cycle runs again under the same id (and so the same idempotency
+    /// keys). Removed by the first session save.
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError>;
 }
+
+/// The id of a new session, reserved before its first cycle (`ops/runtime/new_session.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase", remote = "Self")]
+pub struct ReservedSession {
+    /// The session id.
+    #[serde(deserialize_with = "uuid_v4")]
+    pub session_id: Uuid,
+    /// The plan hash it was reserved under.
+    pub plan_hash: Digest,
+}
+
+crate::contract::object::map_only_serde!(ReservedSession);
+
+/// The reserved-id file, relative to the store's root.
+pub const RESERVED_FILE: &str = "ops/runtime/new_session.json";
