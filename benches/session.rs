@@ -1,7 +1,7 @@
 //! Plan hash and session store, each side by side with its floor (issue 5 targets):
 //! - hashing a 12-step plan with its profile vs SHA-256 alone over the same canonical bytes (≤ 3×);
 //! - a durable save vs the bare recipe written by hand: temp file, write, fsync, rename,
-//!   directory fsync (≤ 1.2×);
+//!   directory fsync (≤ 1.2×), for the session file and for a paused cycle's record (issue 11);
 //! - boot's session load (read, verify, compare) vs reading and parsing the file with serde_json
 //!   (≤ 2×).
 //!
@@ -15,7 +15,7 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "common/paired.rs"]
 mod paired;
-use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+use planlock::session::{BlockPhase, CompletedStep, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate};
 use planlock::{Digest, HashParts, PolicyProfile, ValidPlan, plan_hash};
 use serde_json::json;
 
@@ -97,6 +97,25 @@ fn bench(c: &mut Criterion) {
         ],
     );
 
+    // The record of a paused cycle, with the results of five completed steps, saved the same way.
+    let record = intervention(&plan, &saved);
+    store.save_intervention(&record).unwrap();
+    let record_bytes = std::fs::read(base.join("store").join(planlock::session::INTERVENTION_FILE)).unwrap();
+    let mut g = c.benchmark_group("intervention_save");
+    g.sample_size(30);
+    g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&record_bytes))));
+    g.bench_function("file_session_store_save_intervention", |b| {
+        b.iter(|| store.save_intervention(black_box(&record)).unwrap())
+    });
+    g.finish();
+    paired::report(
+        "intervention_save",
+        &mut [
+            ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&record_bytes))),
+            ("file_session_store_save_intervention", &mut || store.save_intervention(black_box(&record)).unwrap()),
+        ],
+    );
+
     let expected = saved.last_execution_plan_hash;
     let mut g = c.benchmark_group("boot_load");
     g.bench_function("floor_read_and_serde_json_parse", |b| {
@@ -120,6 +139,35 @@ fn bench(c: &mut Criterion) {
             }),
         ],
     );
+}
+
+/// A paused cycle's record as the runtime writes it: blocked at the sixth step, the five before
+/// it with their results.
+fn intervention(plan: &planlock::ValidPlan, saved: &planlock::session::SessionState) -> InterventionRecord {
+    let completed = plan.steps()[..5]
+        .iter()
+        .map(|s| CompletedStep {
+            id: s.id.clone(),
+            step_type: s.step_type(),
+            result: serde_json::json!({"prompt": "Answer the question with the repository's context", "n": 1}),
+        })
+        .collect();
+    InterventionRecord {
+        session_id: saved.session_id,
+        plan_hash: saved.last_execution_plan_hash,
+        cycle: 1,
+        step_id: plan.steps()[5].id.clone(),
+        step_type: plan.steps()[5].step_type(),
+        phase: BlockPhase::Pre,
+        validator: planlock::ValidatorSignature {
+            id: "pii-guard".into(),
+            version: "2".into(),
+            config_hash: planlock::config_hash(&serde_json::json!({})).to_string(),
+        },
+        reason: "the prompt may carry personal data".into(),
+        completed,
+        created_at: planlock::session::Timestamp::now(),
+    }
 }
 
 criterion_group!(benches, bench);

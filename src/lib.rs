@@ -82,7 +82,7 @@ pub use executor::{
     Completed, CycleOutcome, CycleReport, CycleSession, ExecError, Executor, Intervention, PausedCycle, StepFailure,
     StepStatus,
 };
-pub use handler::{Handler, HandlerError, Handlers, StepContext, handler_fn};
+pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
 pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 pub use ledger::Ledger;

@@ -2,6 +2,9 @@
 //!
 //! - a child saves in a loop and is killed with SIGKILL at random moments, hundreds of times;
 //!   after each kill the file must be the last acknowledged state or the next one, never torn;
+//! - the same for the record of a paused cycle (`intervention.json`), hundreds of kills more;
+//! - a cycle killed after its memory write runs again in a new process under the same
+//!   idempotency key, so the write happens once;
 //! - two processes on one root: the second is refused ("session in use") until the first dies.
 //!
 //! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
@@ -15,9 +18,15 @@ use std::time::{Duration, Instant, SystemTime};
 
 use planlock::Digest;
 use planlock::Failure;
-use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+use planlock::demo::Demo;
+use planlock::runtime::Runtime;
+use planlock::schema::*;
+use planlock::session::{BlockPhase, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate, Timestamp};
+use planlock::steps::{PersistDecision, PersistMemory};
+use planlock::{Handler, HandlerError, StepContext};
 
 const KILLS: usize = 300;
+const INTERVENTION_KILLS: usize = 200;
 
 fn update(seq: u64, session_id: uuid::Uuid) -> SessionUpdate {
     SessionUpdate {
@@ -51,6 +60,20 @@ fn child(mode: &str, root: &Path) {
                 out.flush().unwrap();
             }
         }
+        "pause-loop" => {
+            let start = match store.load_intervention() {
+                Ok(Some(r)) => r.cycle,
+                _ => 0,
+            };
+            writeln!(out, "ready {start}").unwrap();
+            out.flush().unwrap();
+            for seq in start + 1.. {
+                store.save_intervention(&record(seq)).unwrap();
+                writeln!(out, "{seq}").unwrap();
+                out.flush().unwrap();
+            }
+        }
+        "cycle-killed" | "cycle" => run_keyed_cycle(mode, store, root, &mut out),
         "hold-lock" => {
             writeln!(out, "locked").unwrap();
             out.flush().unwrap();
@@ -58,6 +81,79 @@ fn child(mode: &str, root: &Path) {
         }
         other => panic!("unknown child mode {other}"),
     }
+}
+
+/// An intervention record whose every field follows from `seq`, so a torn mix is seen.
+fn record(seq: u64) -> InterventionRecord {
+    InterventionRecord {
+        session_id: uuid::Uuid::from_u128(u128::from(seq) | 0x4000_8000_0000_0000_0000),
+        plan_hash: Digest::of(&seq.to_be_bytes()),
+        cycle: seq,
+        step_id: format!("step-{seq}"),
+        step_type: planlock::StepType::PersistMemory,
+        phase: BlockPhase::Pre,
+        validator: planlock::ValidatorSignature {
+            id: "gate".into(),
+            version: "1".into(),
+            config_hash: Digest::of(b"{}").to_string(),
+        },
+        reason: "r".repeat((seq % 300) as usize),
+        completed: vec![],
+        created_at: Timestamp::now(),
+    }
+}
+
+/// A `PersistMemory` handler as the contract asks of writes: every call is logged, but a key is
+/// stored only once (in `writes.txt` beside the session root).
+struct KeyedFile(std::path::PathBuf);
+
+impl Handler<PersistMemory> for KeyedFile {
+    async fn call(&self, cx: &StepContext<'_>, _: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
+        let key = cx.idempotency_key().to_string();
+        let append = |name: &str, line: &str| {
+            let mut f = std::fs::OpenOptions::new().create(true).append(true).open(self.0.join(name))?;
+            writeln!(f, "{line}")?;
+            f.sync_all()
+        };
+        append("calls.txt", &key).map_err(|e| HandlerError::with_source("log", e))?;
+        let stored = std::fs::read_to_string(self.0.join("writes.txt")).unwrap_or_default();
+        if !stored.lines().any(|l| l == key) {
+            append("writes.txt", &key).map_err(|e| HandlerError::with_source("write", e))?;
+        }
+        Ok(PersistMemoryResult { id: format!("mem-{}", &key[..12]) })
+    }
+}
+
+/// A `PersistDecision` handler that says the memory was written, then hangs (to be killed).
+struct Hang;
+
+impl Handler<PersistDecision> for Hang {
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        _: &PersistDecisionPayload,
+    ) -> Result<PersistDecisionResult, HandlerError> {
+        println!("wrote");
+        std::thread::sleep(Duration::from_secs(120));
+        Err(HandlerError::new("not killed"))
+    }
+}
+
+/// Runs one cycle of the demo plan on `root` (policy under `root/policy`), the memory write
+/// keyed; `cycle-killed` hangs after the write.
+fn run_keyed_cycle(mode: &str, store: FileSessionStore, root: &Path, out: &mut impl Write) {
+    let plan = planlock::ValidPlan::from_str(include_str!("../examples/plans/demo_plan.json")).unwrap();
+    let data = root.parent().unwrap().to_path_buf();
+    let handlers = Demo::new().repo_base(&data).handlers().on::<PersistMemory>(KeyedFile(data.clone()));
+    let outcome = if mode == "cycle-killed" {
+        let handlers = handlers.on::<PersistDecision>(Hang);
+        let mut runtime = Runtime::builder(data.join("policy"), plan, store).handlers(handlers).boot().unwrap();
+        runtime.run_cycle_blocking().map(|_| runtime.cycle())
+    } else {
+        let mut runtime = Runtime::builder(data.join("policy"), plan, store).handlers(handlers).boot().unwrap();
+        runtime.run_cycle_blocking().map(|_| runtime.cycle())
+    };
+    writeln!(out, "done {}", outcome.map_or_else(|e| e.to_string(), |c| c.to_string())).unwrap();
 }
 
 fn seq_of(memory_ref: &Option<String>) -> u64 {
@@ -141,6 +237,74 @@ fn killed_saves_leave_the_last_acknowledged_state_or_the_next() {
     );
 }
 
+fn killed_intervention_saves_leave_the_last_acknowledged_record_or_the_next() {
+    let root = tempfile::tempdir().unwrap();
+    let seed = SystemTime::now().duration_since(SystemTime::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1;
+    let mut rng = Rng(seed);
+    let started = Instant::now();
+    let (mut at_ack, mut at_next) = (0, 0);
+    for round in 0..INTERVENTION_KILLS {
+        let (mut child, lines) = spawn("pause-loop", root.path());
+        let ready = lines.recv_timeout(Duration::from_secs(10)).expect("the child started");
+        let mut acked: u64 = ready.strip_prefix("ready ").and_then(|n| n.parse().ok()).expect("ready line");
+        std::thread::sleep(Duration::from_micros(rng.below(4000)));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        for line in lines.iter() {
+            if let Ok(n) = line.parse::<u64>() {
+                acked = n;
+            }
+        }
+        let saved = FileSessionStore::open(root.path())
+            .unwrap()
+            .load_intervention()
+            .unwrap_or_else(|e| panic!("round {round} (seed {seed}): the record is torn after a kill: {e}"));
+        let on_disk = saved.as_ref().map_or(0, |r| r.cycle);
+        assert!(
+            on_disk == acked || on_disk == acked + 1,
+            "round {round} (seed {seed}): on disk record {on_disk}, last acknowledged {acked}"
+        );
+        if let Some(r) = &saved {
+            let expected = record(on_disk);
+            assert_eq!(
+                (&r.step_id, &r.plan_hash, &r.reason),
+                (&expected.step_id, &expected.plan_hash, &expected.reason)
+            );
+        }
+        if on_disk == acked { at_ack += 1 } else { at_next += 1 }
+    }
+    println!(
+        "crash: {INTERVENTION_KILLS} SIGKILLs during intervention saves in {:.1?}: {at_ack} left the acknowledged record, {at_next} the next one, none torn (seed {seed})",
+        started.elapsed()
+    );
+}
+
+fn a_cycle_killed_after_its_write_writes_once_when_run_again() {
+    let data = tempfile::tempdir().unwrap();
+    let root = data.path().join("session");
+    std::fs::create_dir(&root).unwrap();
+    let dir = data.path().join("policy/profiles/default");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["modes.yaml", "triggers.yaml", "bundles.yaml"] {
+        std::fs::write(dir.join(f), "{}\n").unwrap();
+    }
+    let (mut child, lines) = spawn("cycle-killed", &root);
+    assert_eq!(lines.recv_timeout(Duration::from_secs(30)).expect("the write happened"), "wrote");
+    child.kill().unwrap(); // SIGKILL after the memory write, before the cycle completed
+    child.wait().unwrap();
+    assert!(!root.join(planlock::session::SESSION_FILE).exists(), "the killed cycle saved no session");
+    let (mut again, lines) = spawn("cycle", &root);
+    assert_eq!(lines.recv_timeout(Duration::from_secs(30)).expect("the cycle ran"), "done 1");
+    again.wait().unwrap();
+    let calls = std::fs::read_to_string(data.path().join("calls.txt")).unwrap();
+    let writes = std::fs::read_to_string(data.path().join("writes.txt")).unwrap();
+    let calls: Vec<_> = calls.lines().collect();
+    assert_eq!(calls.len(), 2, "cycle 1 ran its write twice");
+    assert_eq!(calls[0], calls[1], "under the same key, in two processes");
+    assert_eq!(writes.lines().count(), 1, "so it was written once");
+    println!("crash: a cycle killed after its write ran again in a new process under the same key; written once");
+}
+
 fn a_second_process_on_the_same_root_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let (mut holder, lines) = spawn("hold-lock", root.path());
@@ -165,10 +329,18 @@ fn main() {
         child(&mode, Path::new(&root));
         return;
     }
-    let tests: [(&str, fn()); 2] = [
+    let tests: [(&str, fn()); 4] = [
         (
             "killed_saves_leave_the_last_acknowledged_state_or_the_next",
             killed_saves_leave_the_last_acknowledged_state_or_the_next,
+        ),
+        (
+            "killed_intervention_saves_leave_the_last_acknowledged_record_or_the_next",
+            killed_intervention_saves_leave_the_last_acknowledged_record_or_the_next,
+        ),
+        (
+            "a_cycle_killed_after_its_write_writes_once_when_run_again",
+            a_cycle_killed_after_its_write_writes_once_when_run_again,
         ),
         ("a_second_process_on_the_same_root_is_refused", a_second_process_on_the_same_root_is_refused),
     ];

@@ -546,6 +546,13 @@ mod spans {
         assert!(llm.iter().any(|(k, _)| k == "planlock.duration_ms"));
         assert!(llm.contains(&("planlock.outcome".into(), "\"completed\"".into())), "{llm:?}");
         assert!(!llm.iter().any(|(k, _)| k == "planlock.payload" || k == "planlock.result"), "no content by default");
+        // The chat span names the model the plan asks for (`config.model`).
+        assert!(llm.iter().any(|(k, _)| k == "gen_ai.request.model"), "{llm:?}");
+        // Every span names its GenAI operation.
+        for (name, fields) in &spans {
+            let op = fields.iter().find(|(k, _)| k == "gen_ai.operation.name").map(|(_, v)| v.trim_matches('"'));
+            assert_eq!(op, Some(name.as_str()), "{name}: {fields:?}");
+        }
     }
 
     #[test]
@@ -556,4 +563,28 @@ mod spans {
         assert!(payload.contains("Answer the question"), "{llm:?}");
         assert!(llm.iter().any(|(k, v)| k == "planlock.result" && v.contains("response #1")), "{llm:?}");
     }
+}
+
+#[test]
+fn async_closures_are_handlers_and_keep_the_cycle_send() {
+    use planlock::handler::{HandlerInput, async_handler_fn};
+    let plan = plan_without_validators();
+    let probe = Probe::default();
+    let model = async_handler_fn(|input: HandlerInput<LLMCall>| async move {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        let prompt = input.ledger.get::<PromptAssemble>().map(|r| r.prompt.clone()).unwrap_or_default();
+        Ok(LlmCallResult { response: format!("async {prompt} #{}", input.cycle) })
+    });
+    let exec = Arc::new(Executor::new(all_handlers!(probe).on::<LLMCall>(model)));
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let done = rt
+        .block_on(async {
+            let (exec, plan) = (exec.clone(), plan.clone());
+            tokio::spawn(async move { exec.run(&plan).await }).await.unwrap()
+        })
+        .unwrap()
+        .completed()
+        .unwrap();
+    assert!(done.ledger.get::<LLMCall>().unwrap().response.starts_with("async "), "{:?}", done.ledger);
+    assert!(done.ledger.get::<LLMCall>().unwrap().response.ends_with("#1"));
 }

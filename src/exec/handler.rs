@@ -233,6 +233,91 @@ pub trait Handler<T: Step>: Send + Sync + 'static {
     ) -> impl Future<Output = Result<T::Result, HandlerError>> + Send;
 }
 
+/// What an async closure handler ([`async_handler_fn`]) receives: copies of its step's payload
+/// and context, owned, so that its future can be `Send + 'static` (a future that borrows the
+/// context cannot be proven `Send` for an `AsyncFn` closure on stable Rust).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct HandlerInput<T: Step> {
+    /// The step's payload.
+    pub payload: T::Payload,
+    /// The step's id.
+    pub step_id: String,
+    /// The session the cycle belongs to.
+    pub session_id: Uuid,
+    /// The plan hash the cycle runs under.
+    pub plan_hash: Digest,
+    /// The cycle's number.
+    pub cycle: u64,
+    /// The step's idempotency key ([`StepContext::idempotency_key`]).
+    pub idempotency_key: IdempotencyKey,
+    /// The plan metadata.
+    pub metadata: PlanMetadata,
+    /// The results of the steps completed so far in this cycle.
+    pub ledger: Ledger,
+}
+
+/// An async closure as a handler; see [`async_handler_fn`].
+pub struct AsyncFnHandler<T, F> {
+    f: F,
+    step: PhantomData<fn() -> T>,
+}
+
+impl<T, F> fmt::Debug for AsyncFnHandler<T, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AsyncFnHandler")
+    }
+}
+
+/// Makes a handler of an async closure, which receives its own copy of the step's payload and
+/// context ([`HandlerInput`]).
+///
+/// Work that blocks the thread (a file or database call, heavy computation) should run where
+/// blocking is allowed — `tokio::task::spawn_blocking` under tokio, or a thread of its own — and
+/// be awaited. Either way the step's deadline bounds the call: a result that arrives after it is
+/// a timeout, even from a handler that never yielded.
+///
+/// ```
+/// use planlock::handler::{async_handler_fn, HandlerInput};
+/// use planlock::{steps::LLMCall, schema::*};
+/// let model = async_handler_fn(|input: HandlerInput<LLMCall>| async move {
+///     Ok(LlmCallResult { response: format!("echo: {}", input.payload.prompt) })
+/// });
+/// # let _ = model;
+/// ```
+pub fn async_handler_fn<T, F, Fut>(f: F) -> AsyncFnHandler<T, F>
+where
+    T: Step,
+    F: Fn(HandlerInput<T>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T::Result, HandlerError>> + Send + 'static,
+{
+    AsyncFnHandler { f, step: PhantomData }
+}
+
+impl<T, F, Fut> Handler<T> for AsyncFnHandler<T, F>
+where
+    T: Step,
+    F: Fn(HandlerInput<T>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<T::Result, HandlerError>> + Send + 'static,
+{
+    fn call(
+        &self,
+        cx: &StepContext<'_>,
+        payload: &T::Payload,
+    ) -> impl Future<Output = Result<T::Result, HandlerError>> + Send {
+        (self.f)(HandlerInput {
+            payload: payload.clone(),
+            step_id: cx.step.id.clone(),
+            session_id: cx.session_id,
+            plan_hash: *cx.plan_hash,
+            cycle: cx.cycle,
+            idempotency_key: cx.idempotency_key(),
+            metadata: cx.metadata.clone(),
+            ledger: cx.ledger.clone(),
+        })
+    }
+}
+
 /// A synchronous function as a handler; see [`handler_fn`].
 pub struct FnHandler<T, F> {
     f: F,
