@@ -1,5 +1,6 @@
 //! The planlock tour, end to end: build a plan with the typestate builder, boot a session on a
-//! fresh directory (Cold Start), run a cycle that a review validator pauses, restart the process
+//! fresh directory (Cold Start) with its memories in an embedded SQLite database, run a cycle
+//! that a review validator pauses, restart the process
 //! and resume it with a person's approval, restart again (Resume) and run the next cycle, then
 //! change the policy and watch the runtime refuse to continue the session (FailFast). Each state
 //! is explained in plain words the first time it appears.
@@ -15,6 +16,8 @@ use planlock::runtime::{Boot, BootError, RunOutcome, Runtime};
 use planlock::schema::*;
 use planlock::session::FileSessionStore;
 use planlock::steps::LLMCall;
+use planlock::store::StoreHandlers;
+use planlock::store::sqlite::SqliteStore;
 use planlock::{AnyObject, Override, PlanBuilder, PositiveInt, Timeouts, ValidPlan};
 
 fn build_plan() -> Result<ValidPlan, planlock::Rejection> {
@@ -75,8 +78,10 @@ fn boot(
     plan: &ValidPlan,
 ) -> Result<Runtime<FileSessionStore, Boxed>, BootError> {
     let store = FileSessionStore::open(session_root)?;
+    // Memories and decisions go to the session root's embedded SQLite database.
+    let storage = StoreHandlers::new(SqliteStore::open(session_root));
     Runtime::builder(policy_root, plan.clone(), store)
-        .handlers(Demo::new().handlers().boxed())
+        .handlers(Demo::new().with_store(&storage).boxed())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .boot()
 }

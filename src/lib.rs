@@ -68,9 +68,10 @@ pub use hash::{profile, yaml};
 // Layer 4: running a plan.
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
-// Layer 5: sessions on disk. Layer 6: the runtime that owns them.
+// Layer 5: sessions on disk, and storage behind ports. Layer 6: the runtime that owns a session.
 pub mod runtime;
 pub mod session;
+pub mod store;
 // Layer 7: demo handlers for the CLI and the examples.
 pub mod demo;
 

@@ -97,7 +97,10 @@ fn commands_named_in_the_readmes_prose_exist() {
     let spans: Vec<&str> = README.split('`').skip(1).step_by(2).filter(|s| s.starts_with("cargo ")).collect();
     for span in spans {
         if span == "cargo install --path . --features cli" {
-            assert!(MANIFEST.contains("cli = [\"dep:clap\"]") && MANIFEST.contains("required-features = [\"cli\"]"));
+            assert!(
+                MANIFEST.contains("cli = [\"dep:clap\"]")
+                    && MANIFEST.contains("required-features = [\"cli\", \"sqlite\"]")
+            );
         } else if let Some(target) = span.strip_prefix("cargo +nightly fuzz run ") {
             assert!(here.join("fuzz/fuzz_targets").join(format!("{target}.rs")).exists(), "no fuzz target {target}");
         } else {

@@ -15,6 +15,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
+use planlock::store::StoreHandlers;
+use planlock::store::sqlite::SqliteStore;
 use planlock::{
     Failure, FailureKind, HashParts, Override, PlanReadError, PolicyProfile, Problem, Rejection, StepType, ValidPlan,
 };
@@ -413,8 +415,11 @@ fn run(out: &mut String, c: Cycle<'_>, over: Option<Override>) -> u8 {
             return EXIT_FAIL_FAST;
         }
     };
+    // Memories and decisions live in the session root's SQLite database; the demo model and
+    // files system handlers do the rest.
+    let storage = StoreHandlers::new(SqliteStore::open(c.root));
     let runtime = Runtime::builder(c.policy_root, plan, store)
-        .handlers(demo.handlers())
+        .handlers(demo.with_store(&storage))
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .boot();
     let mut runtime = match runtime {

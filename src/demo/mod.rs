@@ -24,6 +24,7 @@ use crate::exec::validator::{StepView, Validator, Verdict};
 use crate::session::{
     InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
 };
+use crate::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, StoreHandlers};
 
 mod scan;
 pub use scan::MAX_SCAN_FILES;
@@ -89,6 +90,33 @@ impl Demo {
             .on::<LinkDecisionEvidence>(self.clone())
     }
 
+    /// The demo handlers for the steps that need a model or a file system (`RepoScan`,
+    /// `ContextSelect`, `PromptAssemble`, `LLMCall`, `SummarizeMemory`), and the real storage
+    /// handlers over `store` for the Retrieve and Persist steps; [`failing`](Demo::failing)
+    /// covers them all.
+    pub fn with_store<P>(&self, store: &StoreHandlers<P>) -> Handlers<impl crate::exec::handler::HandlerSet>
+    where
+        P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort,
+    {
+        Handlers::new()
+            .on::<RepoScan>(self.clone())
+            .on::<ContextSelect>(self.clone())
+            .on::<RetrieveMemory>(self.gate(store.clone()))
+            .on::<RetrieveDecisionContext>(self.gate(store.clone()))
+            .on::<PromptAssemble>(self.clone())
+            .on::<LLMCall>(self.clone())
+            .on::<SummarizeMemory>(self.clone())
+            .on::<PersistMemory>(self.gate(store.clone()))
+            .on::<PersistDecision>(self.gate(store.clone()))
+            .on::<PersistEvidence>(self.gate(store.clone()))
+            .on::<LinkDecisionEvidence>(self.gate(store.clone()))
+    }
+
+    /// `handler`, failing instead when the demo was told to fail its step type.
+    pub fn gate<H>(&self, handler: H) -> Gated<H> {
+        Gated { demo: self.clone(), handler }
+    }
+
     /// The store a runtime with these demo handlers should use: `store`, whose session saves
     /// fail when the demo was told to fail `PersistSession` (the runtime saves the session
     /// itself, so that is where its failure shows: FailFast, nothing written).
@@ -104,9 +132,23 @@ impl Demo {
         }
     }
 
-    fn with_store<T>(&self, f: impl FnOnce(&mut DemoStore) -> T) -> Result<T, HandlerError> {
+    fn in_store<T>(&self, f: impl FnOnce(&mut DemoStore) -> T) -> Result<T, HandlerError> {
         let mut store = self.store.lock().map_err(|_| HandlerError::new("the demo store lock is poisoned"))?;
         Ok(f(&mut store))
+    }
+}
+
+/// A handler that fails when the demo was told to fail its step type; see [`Demo::gate`].
+#[derive(Debug, Clone)]
+pub struct Gated<H> {
+    demo: Demo,
+    handler: H,
+}
+
+impl<T: Step, H: Handler<T>> Handler<T> for Gated<H> {
+    async fn call(&self, cx: &StepContext<'_>, payload: &T::Payload) -> Result<T::Result, HandlerError> {
+        self.demo.check(T::TYPE)?;
+        self.handler.call(cx, payload).await
     }
 }
 
@@ -186,7 +228,7 @@ impl Handler<RetrieveMemory> for Demo {
         // topK comes from the plan, never from a default (D-007).
         let k = usize::try_from(p.top_k.get()).unwrap_or(usize::MAX);
         let words: BTreeSet<String> = p.input.split_whitespace().map(str::to_lowercase).collect();
-        let items = self.with_store(|s| {
+        let items = self.in_store(|s| {
             s.memories
                 .iter()
                 .rev()
@@ -207,7 +249,7 @@ impl Handler<RetrieveDecisionContext> for Demo {
     ) -> Result<RetrieveDecisionContextResult, HandlerError> {
         self.check(StepType::RetrieveDecisionContext)?;
         let domain = p.current_domain.as_ref().map(|d| format!("domain:{d}"));
-        self.with_store(|s| {
+        self.in_store(|s| {
             let decisions: Vec<Decision> = s
                 .decisions
                 .iter()
@@ -292,7 +334,7 @@ impl Handler<PersistMemory> for Demo {
             summary: p.summary.clone(),
             timestamp: crate::session::Timestamp::now().to_string(),
         };
-        self.with_store(|s| upsert(&mut s.memories, item, |m| &m.id))?;
+        self.in_store(|s| upsert(&mut s.memories, item, |m| &m.id))?;
         Ok(PersistMemoryResult { id })
     }
 }
@@ -306,7 +348,7 @@ impl Handler<PersistDecision> for Demo {
         self.check(StepType::PersistDecision)?;
         let d = p.decision.clone();
         let id = d.id.clone();
-        self.with_store(|s| {
+        self.in_store(|s| {
             for old in s.decisions.iter_mut().filter(|o| o.root_id == d.root_id) {
                 old.is_active = false;
             }
@@ -325,7 +367,7 @@ impl Handler<PersistEvidence> for Demo {
         self.check(StepType::PersistEvidence)?;
         let e = p.evidence.clone();
         let id = e.id.clone();
-        self.with_store(|s| upsert(&mut s.evidence, e, |o| &o.id))?;
+        self.in_store(|s| upsert(&mut s.evidence, e, |o| &o.id))?;
         Ok(PersistEvidenceResult { id })
     }
 }
@@ -338,7 +380,7 @@ impl Handler<LinkDecisionEvidence> for Demo {
     ) -> Result<LinkDecisionEvidenceResult, HandlerError> {
         self.check(StepType::LinkDecisionEvidence)?;
         let anchor = Anchor { decision_id: p.decision_id.clone(), evidence_id: p.evidence_id.clone() };
-        let status = self.with_store(|s| {
+        let status = self.in_store(|s| {
             if s.anchors.contains(&anchor) {
                 "already-linked"
             } else {

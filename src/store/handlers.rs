@@ -1,0 +1,161 @@
+//! The six Retrieve and Persist step handlers over the ports.
+
+use std::sync::Arc;
+
+use super::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError};
+use crate::contract::schema::*;
+use crate::contract::steps::{
+    LinkDecisionEvidence, PersistDecision, PersistEvidence, PersistMemory, RetrieveDecisionContext, RetrieveMemory,
+};
+use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, StepContext};
+
+/// The handlers of `RetrieveMemory`, `RetrieveDecisionContext`, `PersistMemory`,
+/// `PersistDecision`, `PersistEvidence` and `LinkDecisionEvidence`, over one implementation of
+/// the ports. A failure is the step's, with its kind from the registry: a read is CycleFail, a
+/// write FailFast.
+///
+/// ```
+/// use planlock::store::{StoreHandlers, memory::InMemoryStore};
+/// use planlock::{Handlers, StepType};
+/// let handlers = StoreHandlers::new(InMemoryStore::new()).register(Handlers::new());
+/// assert_eq!(handlers.step_types().len(), 6);
+/// assert!(handlers.step_types().contains(&StepType::PersistDecision));
+/// ```
+#[derive(Debug)]
+pub struct StoreHandlers<P> {
+    ports: Arc<P>,
+}
+
+impl<P> Clone for StoreHandlers<P> {
+    fn clone(&self) -> Self {
+        StoreHandlers { ports: self.ports.clone() }
+    }
+}
+
+/// The handler list after [`StoreHandlers::register`].
+type WithStore<P, L> = Entry<
+    LinkDecisionEvidence,
+    StoreHandlers<P>,
+    Entry<
+        PersistEvidence,
+        StoreHandlers<P>,
+        Entry<
+            PersistDecision,
+            StoreHandlers<P>,
+            Entry<
+                PersistMemory,
+                StoreHandlers<P>,
+                Entry<RetrieveDecisionContext, StoreHandlers<P>, Entry<RetrieveMemory, StoreHandlers<P>, L>>,
+            >,
+        >,
+    >,
+>;
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> StoreHandlers<P> {
+    /// The handlers over `ports`.
+    pub fn new(ports: P) -> StoreHandlers<P> {
+        StoreHandlers { ports: Arc::new(ports) }
+    }
+
+    /// The ports, to read what they hold.
+    pub fn ports(&self) -> &P {
+        &self.ports
+    }
+
+    /// Adds the six handlers to `handlers` (they replace any earlier ones for those steps).
+    pub fn register<L: HandlerSet>(&self, handlers: Handlers<L>) -> Handlers<WithStore<P, L>> {
+        handlers
+            .on_named::<RetrieveMemory, _>(self.clone())
+            .on_named::<RetrieveDecisionContext, _>(self.clone())
+            .on_named::<PersistMemory, _>(self.clone())
+            .on_named::<PersistDecision, _>(self.clone())
+            .on_named::<PersistEvidence, _>(self.clone())
+            .on_named::<LinkDecisionEvidence, _>(self.clone())
+    }
+}
+
+/// A port's failure as the step's: what it was doing, and why.
+fn failed(doing: &'static str) -> impl FnOnce(StoreError) -> HandlerError {
+    move |e| HandlerError::with_source(doing, e)
+}
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<RetrieveMemory>
+    for StoreHandlers<P>
+{
+    async fn call(&self, _: &StepContext<'_>, p: &RetrieveMemoryPayload) -> Result<RetrieveMemoryResult, HandlerError> {
+        let items = self.ports.search(&p.input, p.top_k.get()).await.map_err(failed("searching memories failed"))?;
+        Ok(RetrieveMemoryResult { items })
+    }
+}
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<RetrieveDecisionContext>
+    for StoreHandlers<P>
+{
+    async fn call(
+        &self,
+        _: &StepContext<'_>,
+        p: &RetrieveDecisionContextPayload,
+    ) -> Result<RetrieveDecisionContextResult, HandlerError> {
+        let context = self
+            .ports
+            .load(&p.input, p.current_domain.as_deref())
+            .await
+            .map_err(failed("loading the decision context failed"))?;
+        Ok(RetrieveDecisionContextResult { decisions: context.decisions, anchors: context.anchors })
+    }
+}
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<PersistMemory>
+    for StoreHandlers<P>
+{
+    async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
+        let key = cx.idempotency_key();
+        let memory = NewMemory { key: &key, session_ref: &p.session_ref, summary: &p.summary, keywords: &p.keywords };
+        let id = self.ports.put(memory).await.map_err(failed("storing the memory failed"))?;
+        Ok(PersistMemoryResult { id })
+    }
+}
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<PersistDecision>
+    for StoreHandlers<P>
+{
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        p: &PersistDecisionPayload,
+    ) -> Result<PersistDecisionResult, HandlerError> {
+        let key = cx.idempotency_key();
+        let id = self.ports.persist_decision(&p.decision, &key).await.map_err(failed("storing the decision failed"))?;
+        Ok(PersistDecisionResult { id })
+    }
+}
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<PersistEvidence>
+    for StoreHandlers<P>
+{
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        p: &PersistEvidencePayload,
+    ) -> Result<PersistEvidenceResult, HandlerError> {
+        let key = cx.idempotency_key();
+        let id = self.ports.persist_evidence(&p.evidence, &key).await.map_err(failed("storing the evidence failed"))?;
+        Ok(PersistEvidenceResult { id })
+    }
+}
+
+impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<LinkDecisionEvidence>
+    for StoreHandlers<P>
+{
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        p: &LinkDecisionEvidencePayload,
+    ) -> Result<LinkDecisionEvidenceResult, HandlerError> {
+        let key = cx.idempotency_key();
+        let anchor = Anchor { decision_id: p.decision_id.clone(), evidence_id: p.evidence_id.clone() };
+        let status =
+            self.ports.link(&anchor, &key).await.map_err(failed("linking the decision and evidence failed"))?;
+        Ok(LinkDecisionEvidenceResult { status })
+    }
+}

@@ -1,0 +1,205 @@
+//! Storage behind ports (D-021; docs/CONTRACT.md, "Storage behind ports"): the memories and the
+//! versioned decisions that the Retrieve and Persist steps read and write, behind two ports the
+//! handlers use ([`MemoryRepositoryPort`], [`DecisionContextProviderPort`] with its writes,
+//! [`DecisionWritePort`]). The executor never knows which implementation was chosen.
+//!
+//! Implementations: [`memory::InMemoryStore`] (for tests and examples) and, with the default
+//! `sqlite` feature, [`sqlite::SqliteStore`], the embedded default. [`StoreHandlers`] are the six
+//! step handlers over any implementation; [`conformance`] is the suite every implementation must
+//! pass.
+//!
+//! Layer 5 (beside the session store): imports the contract, hashing (idempotency keys) and the
+//! executor's handler traits.
+
+use std::future::Future;
+
+use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
+use crate::hash::IdempotencyKey;
+
+pub mod conformance;
+mod handlers;
+pub mod memory;
+#[cfg(feature = "sqlite")]
+pub mod sqlite;
+
+pub use handlers::StoreHandlers;
+
+/// A memory to store: what `PersistMemory` carries, under its cycle's idempotency key.
+#[derive(Debug, Clone, Copy)]
+pub struct NewMemory<'a> {
+    /// The step's idempotency key: a memory put twice under one key is stored once.
+    pub key: &'a IdempotencyKey,
+    /// The policy's session reference, passed through.
+    pub session_ref: &'a str,
+    /// The summary, searched.
+    pub summary: &'a str,
+    /// The keywords, searched.
+    pub keywords: &'a [String],
+}
+
+/// What a decision-context load returns: the active decisions in scope, ordered global, axis,
+/// domain, and the links of those decisions.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct DecisionContext {
+    /// The decisions.
+    pub decisions: Vec<Decision>,
+    /// Their decision–evidence links.
+    pub anchors: Vec<Anchor>,
+}
+
+/// Why a storage operation failed. The step that called it fails with its kind from the
+/// registry (reads CycleFail, writes FailFast); this says what went wrong and where.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A write that contradicts what is stored: the same id with other content, a new version
+    /// whose previous one is no longer the active one, a version that is not the next.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// A write that names something that is not stored (a link to a missing decision).
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The store itself failed: I/O, a corrupt or foreign database file, a lock held too long.
+    #[error("{0}")]
+    Backend(String),
+}
+
+impl StoreError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            StoreError::Conflict(_) => "store-conflict",
+            StoreError::NotFound(_) => "store-not-found",
+            StoreError::Backend(_) => "store-backend",
+        }
+    }
+}
+
+/// Memories: searched by text with a top-k limit, stored under an idempotency key (D-021
+/// `MemoryRepositoryPort`).
+pub trait MemoryRepositoryPort: Send + Sync + 'static {
+    /// At most `top_k` memories matching `query`, best first (by relevance, then the most
+    /// recent); a query with no words returns the most recent `top_k`. The query is text, never
+    /// a query language.
+    fn search(&self, query: &str, top_k: u64) -> impl Future<Output = Result<Vec<MemoryItem>, StoreError>> + Send;
+    /// Stores a memory; returns its id. Put again under the same key, it returns the first id and
+    /// stores nothing.
+    fn put(&self, memory: NewMemory<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
+}
+
+/// Decisions in scope for an input (D-021 `DecisionContextProviderPort`).
+pub trait DecisionContextProviderPort: Send + Sync + 'static {
+    /// The active decisions with scope `global` and `axis`, and `domain:<current_domain>` when
+    /// one is named, ordered global, axis, domain; and the links of those decisions.
+    fn load(
+        &self,
+        input: &str,
+        current_domain: Option<&str>,
+    ) -> impl Future<Output = Result<DecisionContext, StoreError>> + Send;
+}
+
+/// The decision writes: versioned decisions, evidence and their links. Each write is one
+/// transaction and idempotent: the same write again (a re-run under the same key, or the same
+/// plan's next cycle) returns the first result and writes nothing; the same id with other content
+/// is a [`StoreError::Conflict`].
+pub trait DecisionWritePort: Send + Sync + 'static {
+    /// Stores a decision version. With `previousVersionId` it must name the active version of
+    /// the same `rootId` and carry its version + 1, and that version is deactivated in the same
+    /// transaction (compare-and-set); without it, the decision starts a root at version 1.
+    fn persist_decision(
+        &self,
+        decision: &Decision,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send;
+    /// Stores evidence; returns its id.
+    fn persist_evidence(
+        &self,
+        evidence: &Evidence,
+        key: &IdempotencyKey,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send;
+    /// Links a stored decision and stored evidence; returns a status (`"linked"`).
+    fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> impl Future<Output = Result<String, StoreError>> + Send;
+}
+
+/// The words of a search query, as plain text: split on anything that is not a letter or digit,
+/// so no character of the input can reach a query language.
+pub fn query_words(query: &str) -> Vec<&str> {
+    query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect()
+}
+
+/// Now, as an RFC 3339 UTC timestamp (a memory's `timestamp`).
+pub(crate) fn now() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.format(&time::format_description::well_known::Rfc3339).unwrap_or_else(|_| now.unix_timestamp().to_string())
+}
+
+/// The scope of a decision, parsed: `global`, `axis`, or `domain:<name>`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope<'a> {
+    Global,
+    Axis,
+    Domain(&'a str),
+}
+
+impl<'a> Scope<'a> {
+    /// The scope of `scope`, which the contract already checked (`rules::decision_scope`).
+    pub(crate) fn of(scope: &'a str) -> Scope<'a> {
+        match scope {
+            "global" => Scope::Global,
+            "axis" => Scope::Axis,
+            other => Scope::Domain(other.strip_prefix("domain:").unwrap_or(other)),
+        }
+    }
+
+    /// Where a loaded decision of this scope sorts: global, axis, domain.
+    pub(crate) fn rank(self) -> u8 {
+        match self {
+            Scope::Global => 0,
+            Scope::Axis => 1,
+            Scope::Domain(_) => 2,
+        }
+    }
+}
+
+/// Whether two versions are the same write (whether one is still active is the store's business).
+pub(crate) fn same_decision(a: &Decision, b: &Decision) -> bool {
+    (&a.id, &a.root_id, a.version, &a.text, &a.strength, &a.scope, &a.previous_version_id)
+        == (&b.id, &b.root_id, b.version, &b.text, &b.strength, &b.scope, &b.previous_version_id)
+}
+
+/// The version rules of a new decision against the stored ones (docs/CONTRACT.md, "Storage
+/// behind ports"): a new root starts at version 1 with no active version; a next version names
+/// the root's active version and carries its version + 1.
+pub(crate) fn check_version(stored: &[Decision], decision: &Decision) -> Result<(), StoreError> {
+    let active = stored.iter().find(|d| d.root_id == decision.root_id && d.is_active);
+    match (&decision.previous_version_id, active) {
+        (None, None) if decision.version.get() == 1 => Ok(()),
+        (None, None) => Err(StoreError::Conflict(format!(
+            "decision `{}` starts root `{}` but has version {}, not 1",
+            decision.id,
+            decision.root_id,
+            decision.version.get()
+        ))),
+        (None, Some(a)) => Err(StoreError::Conflict(format!(
+            "decision `{}` starts root `{}`, which already has the active version `{}`; name it as previousVersionId",
+            decision.id, decision.root_id, a.id
+        ))),
+        (Some(previous), Some(a)) if &a.id == previous => {
+            if decision.version.get() == a.version.get() + 1 {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict(format!(
+                    "decision `{}` follows version {} of root `{}` but has version {}",
+                    decision.id,
+                    a.version.get(),
+                    decision.root_id,
+                    decision.version.get()
+                )))
+            }
+        }
+        (Some(previous), _) => Err(StoreError::Conflict(format!(
+            "decision `{}` follows `{previous}`, which is not the active version of root `{}`",
+            decision.id, decision.root_id
+        ))),
+    }
+}

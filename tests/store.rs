@@ -1,0 +1,145 @@
+//! Storage behind ports: both implementations pass the conformance suite; the SQLite store is
+//! created by its first write, refuses a file that is not its database, fails a locked write
+//! with a clear error, and keeps a session's memories across cycles without duplicates.
+#![cfg(feature = "sqlite")]
+
+use std::time::Duration;
+
+use planlock::demo::Demo;
+use planlock::runtime::{RunOutcome, Runtime};
+use planlock::session::FileSessionStore;
+use planlock::store::memory::InMemoryStore;
+use planlock::store::sqlite::{DATABASE_FILE, SqliteStore};
+use planlock::store::{MemoryRepositoryPort, NewMemory, StoreError, StoreHandlers, conformance};
+use planlock::{Failure, FailureKind, StepType};
+
+mod common;
+use common::{plan_with, policy};
+
+#[test]
+fn the_in_memory_store_conforms() {
+    conformance::run(InMemoryStore::new);
+}
+
+#[test]
+fn the_sqlite_store_conforms() {
+    let dir = tempfile::tempdir().unwrap();
+    let n = std::sync::atomic::AtomicUsize::new(0);
+    conformance::run(|| {
+        let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        SqliteStore::open(dir.path().join(format!("root-{i}")))
+    });
+}
+
+#[test]
+fn the_database_is_created_by_the_first_write_never_by_a_read() {
+    let root = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(root.path());
+    assert!(pollster::block_on(store.search("anything", 5)).unwrap().is_empty());
+    assert!(!root.path().join(DATABASE_FILE).exists(), "a read created nothing");
+    let key = conformance::key(1);
+    let memory = NewMemory { key: &key, session_ref: "s", summary: "first", keywords: &[] };
+    pollster::block_on(store.put(memory)).unwrap();
+    assert!(root.path().join(DATABASE_FILE).exists());
+    // Another store on the same file sees it.
+    let again = SqliteStore::open(root.path());
+    assert_eq!(pollster::block_on(again.search("first", 5)).unwrap().len(), 1);
+}
+
+fn backend_error<T: std::fmt::Debug>(r: Result<T, StoreError>) -> String {
+    match r {
+        Err(e @ StoreError::Backend(_)) => e.to_string(),
+        other => panic!("expected a backend error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_file_that_is_not_the_database_is_refused_naming_it() {
+    let root = tempfile::tempdir().unwrap();
+    let path = root.path().join(DATABASE_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text = b"this is not a database, just text that is long enough to look like a header";
+    std::fs::write(&path, text).unwrap();
+    let store = SqliteStore::open(root.path());
+    let message = backend_error(pollster::block_on(store.search("x", 5)));
+    assert!(message.contains("planlock.sqlite3"), "{message}");
+    assert_eq!(std::fs::read(&path).unwrap(), text, "the file was not changed");
+
+    // A SQLite database of another schema version is refused too.
+    let other = tempfile::tempdir().unwrap();
+    let path = other.path().join(DATABASE_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.pragma_update(None, "user_version", 99).unwrap();
+    drop(conn);
+    let message = backend_error(pollster::block_on(SqliteStore::open(other.path()).search("x", 5)));
+    assert!(message.contains("schema version 99"), "{message}");
+}
+
+#[test]
+fn a_write_locked_out_past_the_busy_timeout_fails_and_writes_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(root.path()).busy_timeout(Duration::from_millis(200));
+    let key = conformance::key(1);
+    pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "first", keywords: &[] })).unwrap();
+    // Another connection (as another process would) holds the write lock.
+    let other = rusqlite::Connection::open(root.path().join(DATABASE_FILE)).unwrap();
+    other.execute_batch("BEGIN IMMEDIATE").unwrap();
+    let key = conformance::key(2);
+    let blocked =
+        pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "second", keywords: &[] }));
+    let message = backend_error(blocked);
+    assert!(message.contains("locked") || message.contains("busy"), "{message}");
+    other.execute_batch("ROLLBACK").unwrap();
+    assert_eq!(pollster::block_on(store.search("", 10)).unwrap().len(), 1, "nothing half-written");
+}
+
+fn runtime(
+    pol: &std::path::Path,
+    root: &std::path::Path,
+    demo: &Demo,
+) -> Runtime<FileSessionStore, planlock::handler::Boxed> {
+    let storage = StoreHandlers::new(SqliteStore::open(root));
+    Runtime::builder(pol, plan_with(|_| {}), FileSessionStore::open(root).unwrap())
+        .handlers(demo.with_store(&storage).boxed())
+        .boot()
+        .unwrap()
+}
+
+#[test]
+fn cycles_accumulate_memories_and_retrieve_them_and_a_rerun_writes_once() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    assert!(!root.path().join(DATABASE_FILE).exists());
+    // Cycle 1 fails after its memory write (the decision write fails: FailFast).
+    let mut first = runtime(pol.path(), root.path(), &Demo::new().failing([StepType::PersistDecision]));
+    assert_eq!(first.run_cycle_blocking().unwrap_err().kind(), FailureKind::FailFast);
+    drop(first);
+    let mut rt = runtime(pol.path(), root.path(), &Demo::new());
+    for _ in 0..3 {
+        let RunOutcome::Completed(_) = rt.run_cycle_blocking().unwrap() else { panic!("paused") };
+    }
+    let store = SqliteStore::open(root.path());
+    let all = pollster::block_on(store.search("", 100)).unwrap();
+    assert_eq!(all.len(), 3, "three cycles, three memories; the failed run of cycle 1 wrote once: {all:?}");
+    // The fourth cycle's RetrieveMemory finds them (the demo plan asks about key rotation).
+    let RunOutcome::Completed(done) = rt.run_cycle_blocking().unwrap() else { panic!("paused") };
+    let retrieved = done.ledger.get::<planlock::steps::RetrieveMemory>().unwrap();
+    assert!(!retrieved.items.is_empty(), "the memories of earlier cycles are retrieved");
+    let decisions = done.ledger.get::<planlock::steps::RetrieveDecisionContext>().unwrap();
+    assert!(!decisions.decisions.is_empty(), "so are the decisions: {decisions:?}");
+}
+
+#[test]
+fn a_store_failure_is_the_steps_failure_with_its_kind() {
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let path = root.path().join(DATABASE_FILE);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+    let mut rt = runtime(pol.path(), root.path(), &Demo::new());
+    let err = rt.run_cycle_blocking().unwrap_err();
+    // The first storage step is RetrieveMemory, a read: CycleFail, naming the file.
+    assert_eq!(err.kind(), FailureKind::CycleFail, "{err}");
+    assert!(err.to_string().contains("`memory`") && err.to_string().contains("planlock.sqlite3"), "{err}");
+}
