@@ -15,7 +15,7 @@ use planlock::handler::Boxed;
 use planlock::runtime::{Boot, BootError, RunOutcome, Runtime};
 use planlock::schema::*;
 use planlock::session::FileSessionStore;
-use planlock::steps::LLMCall;
+use planlock::steps::{LLMCall, RetrieveMemory};
 use planlock::store::StoreHandlers;
 use planlock::store::sqlite::SqliteStore;
 use planlock::{AnyObject, Override, PlanBuilder, PositiveInt, Timeouts, ValidPlan};
@@ -99,7 +99,7 @@ fn describe_boot(runtime: &Runtime<FileSessionStore, Boxed>) {
     match runtime.boot_kind() {
         Boot::ColdStart => {
             println!("   Cold Start: there is no session file yet, so a new session begins.");
-            println!("   Its id is {}; nothing is written until a cycle completes.", runtime.session_id());
+            println!("   Its id is {}; the session file is written when a cycle completes.", runtime.session_id());
         }
         Boot::Resume(state) => {
             println!("   Resume: the saved plan hash matches this plan and policy, so the session goes on.");
@@ -118,6 +118,8 @@ fn describe_boot(runtime: &Runtime<FileSessionStore, Boxed>) {
 fn describe(outcome: RunOutcome, runtime: &Runtime<FileSessionStore, Boxed>) {
     match outcome {
         RunOutcome::Completed(done) => {
+            let recalled = done.ledger.get::<RetrieveMemory>().map_or(0, |r| r.items.len());
+            println!("   It recalled {recalled} memory(ies) of earlier cycles from the SQLite store.");
             let answer = done.ledger.get::<LLMCall>().map(|r| r.response.as_str()).unwrap_or_default();
             println!("   The cycle ran all its steps. The (demo) model answered: {answer}");
             println!("   Saved {} (cycle {}).", planlock::session::SESSION_FILE, runtime.cycle());

@@ -589,12 +589,15 @@ impl<L: HandlerSet> Executor<L> {
                 cycle: cycle.session.cycle,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
+            // The handler's deadline counts from its call: from the step's start when no
+            // pre-validator ran before it (saving a clock read), else from now.
+            let call_start = if validators.pre.is_empty() { started } else { Instant::now() };
             let outcome = if span.is_disabled() {
-                self.call(&cx, metadata).await
+                self.call(&cx, metadata, call_start).await
             } else {
-                self.call(&cx, metadata).instrument(span.clone()).await
+                self.call(&cx, metadata, call_start).instrument(span.clone()).await
             };
-            let result = match outcome {
+            let (result, returned_at) = match outcome {
                 Ok(result) => result,
                 Err(cause) => {
                     span.record("planlock.outcome", "failed");
@@ -618,7 +621,12 @@ impl<L: HandlerSet> Executor<L> {
                 return Ok(self.pause(plan, cycle, step, block, warnings, started));
             }
             cycle.ledger.record(result);
-            let finished = Instant::now();
+            // The deadline check read the clock when the handler returned; with no
+            // post-validator since, that is when the step ended.
+            let finished = match returned_at {
+                Some(at) if validators.post.is_empty() => at,
+                _ => Instant::now(),
+            };
             let duration = finished.duration_since(started);
             started = finished;
             span.record("planlock.outcome", "completed");
@@ -639,14 +647,22 @@ impl<L: HandlerSet> Executor<L> {
 
     /// Runs the handler within the step's deadline, guarded against a panic, and checks its
     /// result.
-    async fn call(&self, cx: &StepContext<'_>, metadata: &PlanMetadata) -> Result<StepResult, StepFailure> {
+    /// Returns the result, and when the handler returned if the deadline check read the clock.
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        metadata: &PlanMetadata,
+        start: Instant,
+    ) -> Result<(StepResult, Option<Instant>), StepFailure> {
         let step = cx.step;
         if self.record_content {
             tracing::Span::current().record("planlock.payload", tracing::field::display(json_of(&step.payload)));
         }
         let limit = deadline(step.step_type(), metadata);
-        let result = match guarded_call(self.handlers.set().dispatch(cx, &step.payload), limit.map(|(d, _)| d)).await {
-            Called::Done(result) => result?,
+        let deadline = limit.map(|(d, _)| (start, d));
+        let (result, returned_at) = match guarded_call(self.handlers.set().dispatch(cx, &step.payload), deadline).await
+        {
+            Called::Done(result, returned_at) => (result?, returned_at),
             Called::Panicked(message) => return Err(StepFailure::Panicked(message)),
             Called::Late => {
                 let (limit, key) = limit.unwrap_or((Duration::ZERO, "?"));
@@ -654,7 +670,7 @@ impl<L: HandlerSet> Executor<L> {
             }
         };
         let problems = check_result(&step.payload, &result, metadata);
-        if problems.is_empty() { Ok(result) } else { Err(StepFailure::ResultContract(problems)) }
+        if problems.is_empty() { Ok((result, returned_at)) } else { Err(StepFailure::ResultContract(problems)) }
     }
 
     /// Applies the verdicts: records warnings, honours the cycle's override once, returns the
@@ -754,29 +770,31 @@ fn deadline(ty: StepType, metadata: &PlanMetadata) -> Option<(Duration, &'static
 
 /// How a guarded handler call ended.
 enum Called<T> {
-    /// It returned in time.
-    Done(T),
+    /// It returned in time (when, if a deadline made the clock be read).
+    Done(T, Option<Instant>),
     /// It panicked, saying this.
     Panicked(String),
     /// Its deadline passed first, or its result came after it.
     Late,
 }
 
-/// Polls a handler's future to its end, catching a panic and keeping the deadline. The deadline
-/// bounds this call only (from its first poll, not the validators before it). A result that
+/// Polls a handler's future to its end, catching a panic and keeping the deadline, which runs
+/// from `deadline.0` for `deadline.1` and bounds the call only (not the validators before it). A result that
 /// arrives after it is late even when the handler never yielded, so a blocking handler cannot
 /// outrun its deadline; one that yields is stopped by a timer on a helper thread (armed only if
 /// the first poll is pending), which works under any async runtime and under `block_on`.
-async fn guarded_call<F: Future>(fut: F, limit: Option<Duration>) -> Called<F::Output> {
-    let started = limit.map(|limit| (Instant::now(), limit));
+async fn guarded_call<F: Future>(fut: F, deadline: Option<(Instant, Duration)>) -> Called<F::Output> {
+    let started = deadline;
     let mut fut = pin!(fut);
     let mut timer: Option<futures_timer::Delay> = None;
     poll_fn(|cx| {
         match std::panic::catch_unwind(AssertUnwindSafe(|| fut.as_mut().poll(cx))) {
             Err(payload) => return Poll::Ready(Called::Panicked(panic_message(payload.as_ref()))),
             Ok(Poll::Ready(out)) => {
-                let late = started.is_some_and(|(at, limit)| at.elapsed() > limit);
-                return Poll::Ready(if late { Called::Late } else { Called::Done(out) });
+                let Some((at, limit)) = started else { return Poll::Ready(Called::Done(out, None)) };
+                let now = Instant::now();
+                let late = now.duration_since(at) > limit;
+                return Poll::Ready(if late { Called::Late } else { Called::Done(out, Some(now)) });
             }
             Ok(Poll::Pending) => {}
         }
