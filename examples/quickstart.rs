@@ -158,9 +158,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     describe(runtime.resume_blocking(Some(approval))?, &runtime);
     drop(runtime);
 
-    println!("\n4. The process restarts again and runs the next cycle, which the reviewer turns down:");
+    println!("\n4. The process restarts again; cycle 2 pauses too, is approved, and recalls cycle 1's memory:");
     let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
     describe_boot(&runtime);
+    describe(runtime.run_cycle_blocking()?, &runtime);
+    let approval = Override::new(ReviewGate::ID, "remember", "checked again");
+    describe(runtime.resume_blocking(Some(approval))?, &runtime);
+
+    println!("\n5. Cycle 3, which the reviewer turns down:");
     describe(runtime.run_cycle_blocking()?, &runtime);
     let abandoned = runtime.abandon()?;
     println!(
@@ -170,7 +175,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     drop(runtime);
 
-    println!("\n5. Someone edits the policy (tone: friendly -> formal) and restarts:");
+    println!("\n6. Someone edits the policy (tone: friendly -> formal) and restarts:");
     write_policy(policy.path(), "formal")?;
     match boot(sessions.path(), policy.path(), &plan) {
         Ok(_) => println!("   (unexpected) the runtime booted"),
@@ -182,7 +187,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Err(e) => return Err(e.into()),
     }
 
-    println!("\n6. A plan from outside that breaks the contract never gets that far; every problem is named:");
+    println!("\n7. A plan from outside that breaks the contract never gets that far; every problem is named:");
     let tampered = plan.to_json().replace(r#""type":"LLMCall""#, r#""type":"LLMCal""#);
     if let Err(rejection) = ValidPlan::from_str(&tampered) {
         for p in rejection.problems() {
