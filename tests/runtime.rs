@@ -58,6 +58,12 @@ fn boot(d: &Dirs, plan: ValidPlan) -> DemoRuntime {
     boot_with(d, plan, &Demo::new()).unwrap()
 }
 
+/// The signature of validator `id`, version 1, configuration `{}`.
+fn signature(id: &str) -> planlock::ValidatorSignature {
+    let config_hash = planlock::config_hash(&json!({})).to_string();
+    planlock::ValidatorSignature { id: id.into(), version: "1".into(), config_hash }
+}
+
 fn file(d: &Dirs, name: &str) -> Option<Vec<u8>> {
     std::fs::read(d.root.path().join(name)).ok()
 }
@@ -147,12 +153,7 @@ impl Validator for BlockSave {
 #[test]
 fn a_cycle_paused_after_persist_session_and_abandoned_saved_nothing() {
     let d = dirs();
-    let sig = planlock::ValidatorSignature {
-        id: "save-check".into(),
-        version: "1".into(),
-        config_hash: planlock::config_hash(&json!({})).to_string(),
-    };
-    let plan = plan_with(|v| v["postValidators"] = json!([sig]));
+    let plan = plan_with(|v| v["postValidators"] = json!([signature("save-check")]));
     let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
         .handlers(Demo::new().handlers().boxed())
         .validator("save-check", "1", &json!({}), BlockSave)
@@ -331,12 +332,7 @@ impl Validator for PanickyGate {
 #[test]
 fn a_panicking_validator_is_fail_fast() {
     let d = dirs();
-    let sig = planlock::ValidatorSignature {
-        id: "panicky".into(),
-        version: "1".into(),
-        config_hash: planlock::config_hash(&json!({})).to_string(),
-    };
-    let plan = plan_with(|v| v["validators"] = json!([sig]));
+    let plan = plan_with(|v| v["validators"] = json!([signature("panicky")]));
     let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
         .handlers(Demo::new().handlers().boxed())
         .validator("panicky", "1", &json!({}), PanickyGate)

@@ -393,9 +393,7 @@ impl<L: HandlerSet> Executor<L> {
         config: &Value,
         validator: impl Validator,
     ) -> Self {
-        let registered = Registered::new(id, version, config, validator);
-        self.validators.retain(|v| v.id != registered.id);
-        self.validators.push(registered);
+        Registered::new(id, version, config, validator).add_to(&mut self.validators);
         self
     }
 

@@ -104,6 +104,12 @@ impl Registered {
         }
     }
 
+    /// Adds this validator to `list`, in place of one with the same id.
+    pub(crate) fn add_to(self, list: &mut Vec<Registered>) {
+        list.retain(|v| v.id != self.id);
+        list.push(self);
+    }
+
     /// The signature a plan must carry to use this validator.
     pub(crate) fn signature(&self) -> ValidatorSignature {
         ValidatorSignature {

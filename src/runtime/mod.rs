@@ -310,9 +310,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         config: &Value,
         validator: impl Validator,
     ) -> Self {
-        let registered = Registered::new(id, version, config, validator);
-        self.validators.retain(|v| v.id != registered.id);
-        self.validators.push(registered);
+        Registered::new(id, version, config, validator).add_to(&mut self.validators);
         self
     }
 
