@@ -199,3 +199,32 @@ fn a_pause_is_resumed_or_abandoned_by_later_processes() {
     assert_eq!(code, Some(3), "{text}");
     assert!(text.contains("modes.yaml changed"), "{text}");
 }
+
+#[test]
+fn memory_search_and_decisions_show_what_the_sqlite_store_holds() {
+    let (pol, root, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan_with(|_| {}).to_json()).unwrap();
+    let json_of = |args: &[&str]| -> Value {
+        let (code, text) = planlock(args, root.path());
+        assert_eq!(code, Some(0), "{text}");
+        serde_json::from_str(&text).unwrap()
+    };
+    // Nothing yet, and no database created by looking.
+    assert_eq!(json_of(&["memory", "search", "--format", "json", "key"])["items"], json!([]));
+    assert!(!root.path().join("ops/store/planlock.sqlite3").exists());
+    for _ in 0..2 {
+        let (code, _) = run(root.path(), pol.path(), &plan_file, &[]);
+        assert_eq!(code, Some(0));
+    }
+    let found = json_of(&["memory", "search", "--format", "json", "rotate the key"]);
+    assert_eq!(found["items"].as_array().unwrap().len(), 2, "one memory per cycle: {found}");
+    let syntax = json_of(&["memory", "search", "--format", "json", "NEAR(\"rotate\" * -key"]);
+    assert_eq!(syntax["items"].as_array().unwrap().len(), 2, "query syntax is searched as words: {syntax}");
+    let global = json_of(&["decisions", "--format", "json"]);
+    assert_eq!(global["decisions"], json!([]), "the demo decision is of the security domain");
+    let security = json_of(&["decisions", "--format", "json", "--domain", "security"]);
+    assert_eq!(security["decisions"][0]["id"], "d-1");
+    assert_eq!(security["anchors"], json!([{"decisionId": "d-1", "evidenceId": "e-1"}]));
+}

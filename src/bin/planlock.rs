@@ -15,8 +15,8 @@ use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
-use planlock::store::StoreHandlers;
 use planlock::store::sqlite::SqliteStore;
+use planlock::store::{DecisionContextProviderPort, MemoryRepositoryPort, StoreHandlers};
 use planlock::{
     Failure, FailureKind, HashParts, Override, PlanReadError, PolicyProfile, Problem, Rejection, StepType, ValidPlan,
 };
@@ -108,6 +108,24 @@ enum Command {
         #[arg(long)]
         root: PathBuf,
     },
+    /// Look at the memories in the session root's SQLite store.
+    Memory {
+        #[command(subcommand)]
+        command: MemoryCommand,
+    },
+    /// List the active decisions in the session root's SQLite store that a cycle would retrieve,
+    /// with their evidence links: global and axis, and those of `--domain`.
+    Decisions {
+        /// The session root.
+        #[arg(long)]
+        root: PathBuf,
+        /// Also the decisions of this domain (`domain:<name>`).
+        #[arg(long)]
+        domain: Option<String>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
     /// Show the session (id, completed cycles, plan hash) and any paused cycle.
     Status {
         /// The session root.
@@ -116,6 +134,24 @@ enum Command {
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
+    },
+}
+
+#[derive(Subcommand)]
+enum MemoryCommand {
+    /// Search the memories as `RetrieveMemory` does: by the words of the text, best first.
+    Search {
+        /// The session root.
+        #[arg(long)]
+        root: PathBuf,
+        /// At most this many memories.
+        #[arg(long, default_value_t = 10)]
+        top_k: u64,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+        /// The text to search for (its words; no query syntax).
+        text: String,
     },
 }
 
@@ -159,6 +195,10 @@ fn main() -> ExitCode {
             run(&mut out, Cycle { root: &root, policy_root: &policy_root, fail, format, file: &plan }, Some(over))
         }
         Command::Abandon { root } => abandon(&mut out, &root),
+        Command::Memory { command: MemoryCommand::Search { root, top_k, format, text } } => {
+            memory_search(&mut out, &root, top_k, format, &text)
+        }
+        Command::Decisions { root, domain, format } => decisions(&mut out, &root, domain.as_deref(), format),
         Command::Status { root, format } => status(&mut out, &root, format),
     };
     let mut stdout = std::io::stdout().lock();
@@ -521,6 +561,57 @@ fn abandon(out: &mut String, root: &Path) -> u8 {
         Ok(None) => {
             say(format_args!("no cycle is paused under {}; there is nothing to abandon", root.display()));
             EXIT_CYCLE_FAIL
+        }
+        Err(e) => {
+            say(format_args!("{e}"));
+            EXIT_FAIL_FAST
+        }
+    }
+}
+
+/// Prints what `RetrieveMemory` would find for `text`.
+fn memory_search(out: &mut String, root: &Path, top_k: u64, format: Format, text: &str) -> u8 {
+    let store = SqliteStore::open(root);
+    match pollster::block_on(store.search(text, top_k)) {
+        Ok(items) => {
+            match format {
+                Format::Json => line!(out, "{}", serde_json::json!({ "items": items })),
+                Format::Text if items.is_empty() => line!(out, "no memory matches"),
+                Format::Text => {
+                    for m in &items {
+                        line!(out, "{}  {}  {}", m.id, m.timestamp, m.summary);
+                    }
+                }
+            }
+            EXIT_VALID
+        }
+        Err(e) => {
+            say(format_args!("{e}"));
+            EXIT_FAIL_FAST
+        }
+    }
+}
+
+/// Prints what `RetrieveDecisionContext` would load.
+fn decisions(out: &mut String, root: &Path, domain: Option<&str>, format: Format) -> u8 {
+    let store = SqliteStore::open(root);
+    match pollster::block_on(store.load("", domain)) {
+        Ok(context) => {
+            match format {
+                Format::Json => {
+                    line!(out, "{}", serde_json::json!({ "decisions": context.decisions, "anchors": context.anchors }))
+                }
+                Format::Text if context.decisions.is_empty() => line!(out, "no active decision in scope"),
+                Format::Text => {
+                    for d in &context.decisions {
+                        line!(out, "{} v{} [{}] {} ({})", d.root_id, d.version, d.scope, d.text, d.strength);
+                        for a in context.anchors.iter().filter(|a| a.decision_id == d.id) {
+                            line!(out, "    evidence {}", a.evidence_id);
+                        }
+                    }
+                }
+            }
+            EXIT_VALID
         }
         Err(e) => {
             say(format_args!("{e}"));
