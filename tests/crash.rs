@@ -23,10 +23,13 @@ use planlock::runtime::Runtime;
 use planlock::schema::*;
 use planlock::session::{BlockPhase, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate, Timestamp};
 use planlock::steps::{PersistDecision, PersistMemory};
+use planlock::store::sqlite::SqliteStore;
+use planlock::store::{MemoryRepositoryPort, NewMemory};
 use planlock::{Handler, HandlerError, StepContext};
 
 const KILLS: usize = 300;
 const INTERVENTION_KILLS: usize = 200;
+const SHARED_WRITES: u64 = 100;
 
 fn update(seq: u64, session_id: uuid::Uuid) -> SessionUpdate {
     SessionUpdate {
@@ -74,6 +77,22 @@ fn child(mode: &str, root: &Path) {
             }
         }
         "cycle-killed" | "cycle" => run_keyed_cycle(mode, store, root, &mut out),
+        "sqlite-writer" => {
+            // Writes into a database beside the root, shared with another writer process.
+            let writer: u64 = std::env::var("PLANLOCK_WRITER").ok().and_then(|w| w.parse().ok()).unwrap_or(0);
+            let db = SqliteStore::at(root.parent().unwrap().join("shared.sqlite3"));
+            writeln!(out, "ready 0").unwrap();
+            out.flush().unwrap();
+            for n in 0..SHARED_WRITES {
+                let key =
+                    planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &Digest::of(b"w"), writer * 1000 + n, "m");
+                let memory = NewMemory { key: &key, session_ref: "s", summary: "shared writes", keywords: &[] };
+                pollster::block_on(db.put(memory)).unwrap();
+                // The same key again: written once.
+                pollster::block_on(db.put(memory)).unwrap();
+            }
+            writeln!(out, "done").unwrap();
+        }
         "hold-lock" => {
             writeln!(out, "locked").unwrap();
             out.flush().unwrap();
@@ -305,6 +324,34 @@ fn a_cycle_killed_after_its_write_writes_once_when_run_again() {
     println!("crash: a cycle killed after its write ran again in a new process under the same key; written once");
 }
 
+fn two_processes_write_one_sqlite_database_at_once() {
+    let data = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    let writers: Vec<_> = (1..=2)
+        .map(|w| {
+            let root = data.path().join(format!("root-{w}"));
+            std::fs::create_dir(&root).unwrap();
+            let mut cmd = Command::new(std::env::current_exe().unwrap());
+            cmd.env("PLANLOCK_CHILD", "sqlite-writer")
+                .env("PLANLOCK_ROOT", &root)
+                .env("PLANLOCK_WRITER", w.to_string());
+            cmd.stdout(Stdio::piped()).stderr(Stdio::inherit()).spawn().unwrap()
+        })
+        .collect();
+    for w in writers {
+        let out = w.wait_with_output().unwrap();
+        assert!(out.status.success(), "a writer failed: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    let db = SqliteStore::at(data.path().join("shared.sqlite3"));
+    let all = pollster::block_on(db.search("", 10_000)).unwrap();
+    assert_eq!(all.len() as u64, 2 * SHARED_WRITES, "every write of both processes, each once");
+    println!(
+        "sqlite: two processes wrote {} memories into one database at once in {:.1?}, each once, none lost",
+        all.len(),
+        started.elapsed()
+    );
+}
+
 fn a_second_process_on_the_same_root_is_refused() {
     let root = tempfile::tempdir().unwrap();
     let (mut holder, lines) = spawn("hold-lock", root.path());
@@ -329,7 +376,8 @@ fn main() {
         child(&mode, Path::new(&root));
         return;
     }
-    let tests: [(&str, fn()); 4] = [
+    let tests: [(&str, fn()); 5] = [
+        ("two_processes_write_one_sqlite_database_at_once", two_processes_write_one_sqlite_database_at_once),
         (
             "killed_saves_leave_the_last_acknowledged_state_or_the_next",
             killed_saves_leave_the_last_acknowledged_state_or_the_next,
