@@ -217,7 +217,12 @@ impl MemoryRepositoryPort for SqliteStore {
         let id = self
             .with(true, move |conn| {
                 let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend("storing a memory"))?;
-                if let Some(id) = written(&tx, &key)? {
+                // A memory's key is its own unique column: a put again under it finds it there.
+                let stored: Option<String> = tx
+                    .query_row("SELECT id FROM memories WHERE idem_key = ?1", params![key], |r| r.get(0))
+                    .optional()
+                    .map_err(backend("storing a memory"))?;
+                if let Some(id) = stored {
                     return Ok(id);
                 }
                 let id = format!("mem-{}", &key[..16]);
@@ -226,7 +231,6 @@ impl MemoryRepositoryPort for SqliteStore {
                     params![id, key, session_ref, summary, keywords, super::now()],
                 )
                 .map_err(backend("storing a memory"))?;
-                record_write(&tx, &key, &id)?;
                 tx.commit().map_err(backend("storing a memory"))?;
                 Ok(id)
             })
@@ -252,11 +256,10 @@ const DECISION_COLUMNS: &str =
     "id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id";
 
 fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Decision> {
-    let kind: String = r.get(5)?;
-    let domain: Option<String> = r.get(6)?;
-    let scope = match (kind.as_str(), domain) {
+    // The scope is rebuilt from its two columns, reading the kind without copying it.
+    let scope = match (r.get_ref(5)?.as_str()?, r.get_ref(6)?.as_str_or_null()?) {
         ("domain", Some(name)) => format!("domain:{name}"),
-        (other, _) => other.to_owned(),
+        (kind, _) => kind.to_owned(),
     };
     let version: i64 = r.get(2)?;
     Ok(Decision {
