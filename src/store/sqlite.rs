@@ -125,40 +125,66 @@ impl SqliteStore {
     }
 }
 
-/// Opens (and, for `create`, creates) the database, sets it up and checks its schema.
+/// Opens (and, for `create`, creates) the database, sets it up and checks its schema. Two
+/// processes opening a new database at once can find it locked while the other one switches it to
+/// WAL or creates the schema (SQLite does not wait on a busy handler for those): that is retried
+/// until the busy timeout has passed.
 fn connect(path: &Path, create: bool, busy_timeout: Duration) -> Result<Connection, StoreError> {
     let fail = |e: &dyn std::fmt::Display| StoreError::Backend(format!("database {}: {e}", path.display()));
     if create && let Some(dir) = path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
     }
+    let started = std::time::Instant::now();
+    loop {
+        match try_connect(path, create, busy_timeout) {
+            Ok(Some(conn)) => return Ok(conn),
+            Ok(None) => {
+                return Err(fail(&format!(
+                    "its schema version is not one this library knows ({SCHEMA_VERSION}); refusing to use it"
+                )));
+            }
+            Err(e) if is_busy(&e) && started.elapsed() < busy_timeout => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            Err(e) => return Err(fail(&e)),
+        }
+    }
+}
+
+/// Whether SQLite said another connection holds the lock.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _)
+        if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
+}
+
+/// One attempt of [`connect`]; `None` for a database of a schema version this library does not
+/// know.
+fn try_connect(path: &Path, create: bool, busy_timeout: Duration) -> rusqlite::Result<Option<Connection>> {
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {
         flags |= OpenFlags::SQLITE_OPEN_CREATE;
     }
-    let mut conn = Connection::open_with_flags(path, flags).map_err(|e| fail(&e))?;
-    conn.busy_timeout(busy_timeout).map_err(|e| fail(&e))?;
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")
-        .map_err(|e| fail(&e))?;
-    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| fail(&e))?;
+    let mut conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(busy_timeout)?;
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     match version {
         SCHEMA_VERSION => {}
         0 => {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(|e| fail(&e))?;
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             // Another process may have created it meanwhile.
-            let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0)).map_err(|e| fail(&e))?;
+            let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
             if version == 0 {
-                tx.execute_batch(SCHEMA).map_err(|e| fail(&e))?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION).map_err(|e| fail(&e))?;
+                tx.execute_batch(SCHEMA)?;
+                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            } else if version != SCHEMA_VERSION {
+                return Ok(None);
             }
-            tx.commit().map_err(|e| fail(&e))?;
+            tx.commit()?;
         }
-        other => {
-            return Err(fail(&format!(
-                "schema version {other} is not one this library knows ({SCHEMA_VERSION}); refusing to use it"
-            )));
-        }
+        _ => return Ok(None),
     }
-    Ok(conn)
+    Ok(Some(conn))
 }
 
 /// A SQLite failure, naming the operation; a broken uniqueness rule is a conflict.
