@@ -228,3 +228,40 @@ fn memory_search_and_decisions_show_what_the_sqlite_store_holds() {
     assert_eq!(security["decisions"][0]["id"], "d-1");
     assert_eq!(security["anchors"], json!([{"decisionId": "d-1", "evidenceId": "e-1"}]));
 }
+
+#[test]
+fn run_pins_the_bundle_and_status_shows_it() {
+    let (pol, root, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan_with(|_| {}).to_json()).unwrap();
+    let bundle = dir.path().join("bundle");
+    std::fs::create_dir(&bundle).unwrap();
+    std::fs::write(
+        bundle.join("manifest.json"),
+        r#"{"bundle_id": "support", "version": "1", "memory_provider_id": "sqlite"}"#,
+    )
+    .unwrap();
+    let (code, json) = run(root.path(), pol.path(), &plan_file, &["--bundle", bundle.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{json}");
+    let (code, text) = planlock(&["status", "--format", "json"], root.path());
+    assert_eq!(code, Some(0), "{text}");
+    let status: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (status["pin"]["bundle_id"].clone(), status["pin"]["memory_provider_id"].clone()),
+        (json!("support"), json!("sqlite"))
+    );
+    // Another memory provider for the same session is refused; so is a manifest that is not one.
+    std::fs::write(
+        bundle.join("manifest.json"),
+        r#"{"bundle_id": "support", "version": "2", "memory_provider_id": "in-memory"}"#,
+    )
+    .unwrap();
+    let (code, json) = run(root.path(), pol.path(), &plan_file, &["--bundle", bundle.to_str().unwrap()]);
+    assert_eq!(code, Some(3), "{json}");
+    assert!(json["error"].as_str().unwrap().contains("pinned"), "{json}");
+    std::fs::write(bundle.join("manifest.json"), "{}").unwrap();
+    let (code, json) = run(root.path(), pol.path(), &plan_file, &["--bundle", bundle.to_str().unwrap()]);
+    assert_eq!(code, Some(3), "{json}");
+    assert!(json["error"].as_str().unwrap().contains("manifest.json"), "{json}");
+}

@@ -9,8 +9,8 @@ use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::{Boot, BootError, PolicyInterpreter, RunOutcome, Runtime, RuntimeError};
 use planlock::session::{
-    FileSessionStore, InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore,
-    SessionUpdate,
+    BundlePinV1, FileSessionStore, InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState,
+    SessionStore, SessionUpdate,
 };
 use planlock::{FailureKind, PolicyProfile, StepType, ValidPlan};
 use serde_json::{Value, json};
@@ -56,6 +56,12 @@ impl SessionStore for Counting {
     }
     fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
         self.inner.save_reserved(reserved)
+    }
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.inner.load_pin()
+    }
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+        self.inner.save_pin(pin)
     }
 }
 

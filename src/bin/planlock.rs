@@ -15,6 +15,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
+use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{DecisionContextProviderPort, MemoryRepositoryPort, StoreHandlers};
 use planlock::{
@@ -63,6 +64,12 @@ enum Command {
         /// The directory holding the policy profiles.
         #[arg(long)]
         policy_root: PathBuf,
+        /// The bundle directory (its `manifest.json` names the strategy and memory providers).
+        /// Without it, the default bundle: strategy `hierarchical-sql`, memory provider `sqlite`
+        /// (`ops/store/planlock.sqlite3` under the root). The session is pinned to the
+        /// providers by its first completed cycle.
+        #[arg(long)]
+        bundle: Option<PathBuf>,
         /// Make this step type's handler fail (repeatable), to show the failure semantics; any
         /// step type, `PersistSession` included (the save fails, nothing is written).
         #[arg(long = "fail", value_parser = parse_step_type)]
@@ -92,6 +99,9 @@ enum Command {
         /// Why the Block may pass; recorded in the cycle report.
         #[arg(long)]
         reason: String,
+        /// The bundle directory, as with `run`.
+        #[arg(long)]
+        bundle: Option<PathBuf>,
         /// Make this step type's handler fail (repeatable), as with `run`.
         #[arg(long = "fail", value_parser = parse_step_type)]
         fail: Vec<StepType>,
@@ -187,12 +197,16 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Validate { format, file } => validate(&mut out, format, &file),
         Command::Hash { policy_root, parts, plan } => hash(&mut out, &policy_root, parts, &plan),
-        Command::Run { root, policy_root, fail, format, plan } => {
-            run(&mut out, Cycle { root: &root, policy_root: &policy_root, fail, format, file: &plan }, None)
+        Command::Run { root, policy_root, bundle, fail, format, plan } => {
+            let c =
+                Cycle { root: &root, policy_root: &policy_root, bundle: bundle.as_deref(), fail, format, file: &plan };
+            run(&mut out, c, None)
         }
-        Command::Resume { root, policy_root, approve, step, reason, fail, format, plan } => {
+        Command::Resume { root, policy_root, approve, step, reason, bundle, fail, format, plan } => {
             let over = Override::new(approve, step, reason);
-            run(&mut out, Cycle { root: &root, policy_root: &policy_root, fail, format, file: &plan }, Some(over))
+            let c =
+                Cycle { root: &root, policy_root: &policy_root, bundle: bundle.as_deref(), fail, format, file: &plan };
+            run(&mut out, c, Some(over))
         }
         Command::Abandon { root } => abandon(&mut out, &root),
         Command::Memory { command: MemoryCommand::Search { root, top_k, format, text } } => {
@@ -416,6 +430,7 @@ impl RunReport<'_> {
 struct Cycle<'a> {
     root: &'a Path,
     policy_root: &'a Path,
+    bundle: Option<&'a Path>,
     fail: Vec<StepType>,
     format: Format,
     file: &'a Path,
@@ -455,11 +470,25 @@ fn run(out: &mut String, c: Cycle<'_>, over: Option<Override>) -> u8 {
             return EXIT_FAIL_FAST;
         }
     };
-    // Memories and decisions live in the session root's SQLite database; the demo model and
-    // files system handlers do the rest.
-    let storage = StoreHandlers::new(SqliteStore::open(c.root));
+    // Memories and decisions live where the bundle says (by default the session root's SQLite
+    // database); the demo model and file system handlers do the rest.
+    let manifest = match c.bundle.map(BundleManifest::load).transpose() {
+        Ok(manifest) => manifest.unwrap_or_else(BundleManifest::default_bundle),
+        Err(e) => {
+            RunReport::failed("FailFast", e.to_string()).write(out, c.format);
+            return EXIT_FAIL_FAST;
+        }
+    };
+    let storage = match StrategyResolver.resolve(&manifest, c.root) {
+        Ok(resolved) => StoreHandlers::new(resolved),
+        Err(e) => {
+            RunReport::failed("FailFast", e.to_string()).write(out, c.format);
+            return EXIT_FAIL_FAST;
+        }
+    };
     let runtime = Runtime::builder(c.policy_root, plan, store)
         .handlers(demo.with_store(&storage))
+        .bundle(manifest)
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .boot();
     let mut runtime = match runtime {
@@ -629,15 +658,18 @@ fn status(out: &mut String, root: &Path, format: Format) -> u8 {
             return EXIT_FAIL_FAST;
         }
     };
-    let (session, pending) = match store.load().and_then(|s| Ok((s, store.load_intervention()?))) {
-        Ok(both) => both,
+    let loaded = store.load().and_then(|s| Ok((s, store.load_intervention()?, store.load_pin()?)));
+    let (session, pending, pin) = match loaded {
+        Ok(all) => all,
         Err(e) => {
             say(format_args!("{e}"));
             return EXIT_FAIL_FAST;
         }
     };
     match format {
-        Format::Json => line!(out, "{}", serde_json::json!({ "session": session, "intervention": pending })),
+        Format::Json => {
+            line!(out, "{}", serde_json::json!({ "session": session, "intervention": pending, "pin": pin }))
+        }
         Format::Text => {
             match &session {
                 None => line!(out, "session: none yet (the next run is a Cold Start)"),
@@ -647,6 +679,17 @@ fn status(out: &mut String, root: &Path, format: Format) -> u8 {
                     line!(out, "plan hash: {}", s.last_execution_plan_hash);
                     line!(out, "saved: {}", s.updated_at);
                 }
+            }
+            match &pin {
+                None => line!(out, "bundle pin: none yet (the first completed cycle pins the providers)"),
+                Some(p) => line!(
+                    out,
+                    "bundle pin: `{}`, strategy `{}`, memory provider `{}` (since {})",
+                    p.bundle_id,
+                    p.strategy_provider_id.as_deref().unwrap_or("(older format)"),
+                    p.memory_provider_id.as_deref().unwrap_or("(older format)"),
+                    p.pinned_at
+                ),
             }
             match &pending {
                 None => line!(out, "paused cycle: none"),

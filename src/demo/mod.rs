@@ -22,7 +22,8 @@ use crate::contract::steps::*;
 use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::exec::validator::{StepView, Validator, Verdict};
 use crate::session::{
-    InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
+    BundlePinV1, InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore,
+    SessionUpdate,
 };
 use crate::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, StoreHandlers};
 
@@ -185,6 +186,12 @@ impl<S: SessionStore> SessionStore for DemoSessionStore<S> {
     }
     fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
         self.inner.save_reserved(reserved)
+    }
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.inner.load_pin()
+    }
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+        self.inner.save_pin(pin)
     }
 }
 

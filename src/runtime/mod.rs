@@ -24,9 +24,10 @@ use crate::exec::validator::{Override, Registered, Validator};
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, ReservedSession, SessionError, SessionState,
-    SessionStore, SessionUpdate, Timestamp,
+    BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PinVersion, ReservedSession,
+    SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
 };
+use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::validate::ValidPlan;
 
 /// How the runtime started.
@@ -81,6 +82,25 @@ pub enum BootError {
         "a `PersistSession` handler was registered, but the runtime saves the session itself at the end of each cycle; remove it from the handlers"
     )]
     PersistSessionHandler,
+    /// The bundle cannot be used: its manifest, or a provider id without an implementation.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The session is pinned to other providers than the bundle names now.
+    #[error(
+        "the session is pinned to strategy `{pinned_strategy}` and memory provider `{pinned_memory}`, but bundle `{bundle}` now names `{strategy}` and `{memory}`; refusing to switch providers under an existing session"
+    )]
+    PinMismatch {
+        /// The bundle's id.
+        bundle: String,
+        /// The pinned strategy.
+        pinned_strategy: String,
+        /// The pinned memory provider.
+        pinned_memory: String,
+        /// The manifest's strategy.
+        strategy: String,
+        /// The manifest's memory provider.
+        memory: String,
+    },
     /// The handlers or validators cannot run this plan (a step without a handler, a validator
     /// the plan names that was not registered, or another version or configuration of it).
     #[error(transparent)]
@@ -97,6 +117,8 @@ impl Failure for BootError {
             BootError::HashMismatch { .. } => "plan-hash-mismatch",
             BootError::InterventionMismatch { .. } => "intervention-mismatch",
             BootError::PersistSessionHandler => "persist-session-handler",
+            BootError::Bundle(e) => e.code(),
+            BootError::PinMismatch { .. } => "pin-mismatch",
             BootError::Exec(e) => e.code(),
         }
     }
@@ -292,13 +314,14 @@ pub struct RuntimeBuilder<S, L = Nil> {
     handlers: Handlers<L>,
     validators: Vec<Registered>,
     record_content: bool,
+    bundle: Option<BundleManifest>,
 }
 
 impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
     pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
-        let RuntimeBuilder { policy_root, plan, store, validators, record_content, .. } = self;
-        RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content }
+        let RuntimeBuilder { policy_root, plan, store, validators, record_content, bundle, .. } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle }
     }
 
     /// Registers a validator by id, version and configuration (see
@@ -320,11 +343,19 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         self
     }
 
+    /// The bundle whose providers the storage handlers were resolved from: boot checks its ids
+    /// against the session's pin (a difference is FailFast, naming both), and the first completed
+    /// cycle pins them (an older pin without ids is upgraded then).
+    pub fn bundle(mut self, manifest: BundleManifest) -> Self {
+        self.bundle = Some(manifest);
+        self
+    }
+
     /// Boots: checks the handlers and validators against the plan, loads the policy profile,
     /// computes the plan hash, loads the session and any paused cycle, and compares. Cold Start
     /// creates nothing.
     pub fn boot(self) -> Result<Runtime<S, L>, BootError> {
-        let RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content } = self;
+        let RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle } = self;
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
         }
@@ -376,6 +407,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             }
             session_id = record.session_id;
         }
+        let pin = match &bundle {
+            Some(manifest) => pin_for(&store, manifest)?,
+            None => None,
+        };
         let cell = Arc::new(Mutex::new(Staging { previous: previous.clone(), parts: parts.clone(), staged: None }));
         let handlers = handlers.on_named::<PersistSession, _>(SessionStager { cell: cell.clone() });
         let executor = Executor::with_parts(handlers, validators, record_content);
@@ -394,6 +429,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             session_id,
             session: previous,
             reserved: false,
+            pin,
             cell,
             executor,
             state,
@@ -445,6 +481,8 @@ pub struct Runtime<S, L> {
     session: Option<SessionState>,
     /// A new session's id is reserved on the store (once) before its first cycle runs.
     reserved: bool,
+    /// A bundle pin to save with the next completed cycle (a new or upgraded one).
+    pin: Option<BundlePinV1>,
     cell: Arc<Mutex<Staging>>,
     executor: Executor<WithStager<L>>,
     state: State,
@@ -461,6 +499,7 @@ impl<S: SessionStore> Runtime<S, Nil> {
             handlers: Handlers::new(),
             validators: Vec::new(),
             record_content: false,
+            bundle: None,
         }
     }
 }
@@ -661,8 +700,16 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
     }
 
-    /// Saves the staged session of a completed cycle, then removes any paused cycle's record.
+    /// Saves the staged session of a completed cycle (its bundle pin first, when one is due, so a
+    /// session never exists without its pin), then removes any paused cycle's record.
     fn commit(&mut self, done: Completed) -> Result<RunOutcome, RuntimeError> {
+        if let Some(pin) = &self.pin {
+            if let Err(e) = self.store.save_pin(pin) {
+                let cause = HandlerError::with_source("saving the bundle pin failed", e);
+                return Err(self.fail(persist_failure(&self.plan, cause).into()));
+            }
+            self.pin = None;
+        }
         let staged = self.cell.lock().ok().and_then(|mut cell| cell.staged.take());
         let saved = match staged {
             Some(update) => self.store.save(update),
@@ -746,6 +793,36 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             ledger.record(result);
         }
         Ok(RestoredCycle { session: self.cycle_session(record.cycle), next, ledger, over })
+    }
+}
+
+/// The pin a session on `store` needs for `manifest`: `None` when the stored one already names
+/// its ids, a new pin for a new session, an upgraded one for a pin without ids; a pin naming other
+/// ids, or an id without an implementation, is refused.
+fn pin_for<S: SessionStore>(store: &S, manifest: &BundleManifest) -> Result<Option<BundlePinV1>, BootError> {
+    let (strategy, memory) = (manifest.strategy_id(), manifest.memory_id());
+    StrategyResolver.check(strategy, memory)?;
+    let fresh = |pinned_at| BundlePinV1 {
+        version: PinVersion,
+        bundle_id: manifest.bundle_id.clone(),
+        strategy_provider_id: Some(strategy.to_owned()),
+        memory_provider_id: Some(memory.to_owned()),
+        pinned_at,
+    };
+    match store.load_pin()? {
+        None => Ok(Some(fresh(Timestamp::now()))),
+        Some(pin) => match (&pin.strategy_provider_id, &pin.memory_provider_id) {
+            (Some(s), Some(m)) if s == strategy && m == memory => Ok(None),
+            (Some(s), Some(m)) => Err(BootError::PinMismatch {
+                bundle: manifest.bundle_id.clone(),
+                pinned_strategy: s.clone(),
+                pinned_memory: m.clone(),
+                strategy: strategy.to_owned(),
+                memory: memory.to_owned(),
+            }),
+            // The older format: upgraded with the manifest's current ids, keeping when it pinned.
+            _ => Ok(Some(fresh(pin.pinned_at))),
+        },
     }
 }
 

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use crate::fsread::{self, ReadError};
 
 use super::{
-    INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, RESERVED_FILE,
-    ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+    BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
+    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -237,5 +237,13 @@ impl SessionStore for FileSessionStore {
 
     fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
         self.write_durably(&self.root.join(RESERVED_FILE), reserved)
+    }
+
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")
+    }
+
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+        self.write_durably(&self.root.join(PIN_FILE), pin)
     }
 }

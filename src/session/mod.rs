@@ -33,8 +33,10 @@ use crate::hash::{Digest, HashParts};
 
 mod file;
 mod intervention;
+mod pin;
 pub use file::{FileSessionStore, RealFs, SaveFs};
 pub use intervention::{BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES};
+pub use pin::{BundlePinV1, PIN_FILE, PinVersion};
 
 /// The session file, relative to the store's root.
 pub const SESSION_FILE: &str = "ops/runtime/session_state.json";
@@ -213,6 +215,10 @@ pub trait SessionStore: Send + Sync {
     /// that a crashed first cycle runs again under the same id (and so the same idempotency
     /// keys). Removed by the first session save.
     fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError>;
+    /// The session's bundle pin, or `None`. Creates nothing; strict like [`load`](Self::load).
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError>;
+    /// Saves the session's bundle pin, atomically and durably.
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError>;
 }
 
 /// The id of a new session, reserved before its first cycle (`ops/runtime/new_session.json`).

@@ -16,6 +16,7 @@ use std::future::Future;
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::hash::IdempotencyKey;
 
+pub mod bundle;
 pub mod conformance;
 mod handlers;
 pub mod memory;
