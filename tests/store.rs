@@ -143,3 +143,28 @@ fn a_store_failure_is_the_steps_failure_with_its_kind() {
     assert_eq!(err.kind(), FailureKind::CycleFail, "{err}");
     assert!(err.to_string().contains("`memory`") && err.to_string().contains("planlock.sqlite3"), "{err}");
 }
+
+#[test]
+fn a_full_disk_fails_the_write_and_leaves_nothing_half_written() {
+    let root = tempfile::tempdir().unwrap();
+    // The database may not grow past 96 KiB: as a full disk would, SQLite refuses the write.
+    let store = SqliteStore::open(root.path()).max_size(96 * 1024);
+    let summary = "a long memory ".repeat(300);
+    let mut stored = 0;
+    let failure = loop {
+        let key = conformance::key(stored + 1);
+        let memory = NewMemory { key: &key, session_ref: "s", summary: &summary, keywords: &[] };
+        match pollster::block_on(store.put(memory)) {
+            Ok(_) => stored += 1,
+            Err(e) => break e,
+        }
+        assert!(stored < 1000, "the size limit never took effect");
+    };
+    assert_eq!(failure.code(), "store-backend");
+    assert!(failure.to_string().contains("full"), "{failure}");
+    // Every acknowledged write is there, searchable, and the failed one left no trace.
+    let all = pollster::block_on(store.search("", 10_000)).unwrap();
+    assert_eq!(all.len() as u64, stored);
+    assert_eq!(pollster::block_on(store.search("memory", 10_000)).unwrap().len() as u64, stored);
+    assert!(stored > 0);
+}

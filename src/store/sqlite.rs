@@ -73,6 +73,7 @@ CREATE TABLE writes (idem_key TEXT PRIMARY KEY, result TEXT NOT NULL);
 pub struct SqliteStore {
     path: PathBuf,
     busy_timeout: Duration,
+    max_bytes: Option<u64>,
     conn: Arc<Mutex<Option<Connection>>>,
 }
 
@@ -85,7 +86,14 @@ impl SqliteStore {
 
     /// The store in the database file `path`.
     pub fn at(path: impl Into<PathBuf>) -> SqliteStore {
-        SqliteStore { path: path.into(), busy_timeout: BUSY_TIMEOUT, conn: Arc::new(Mutex::new(None)) }
+        SqliteStore { path: path.into(), busy_timeout: BUSY_TIMEOUT, max_bytes: None, conn: Arc::new(Mutex::new(None)) }
+    }
+
+    /// Caps the database at about `bytes` (`PRAGMA max_page_count`): a write that would grow it
+    /// further fails as on a full disk, and writes nothing.
+    pub fn max_size(mut self, bytes: u64) -> SqliteStore {
+        self.max_bytes = Some(bytes);
+        self
     }
 
     /// How long a write waits for another process's lock before it fails (default
@@ -107,14 +115,21 @@ impl SqliteStore {
         create: bool,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<Option<T>, StoreError> {
-        let (path, conn, busy) = (self.path.clone(), self.conn.clone(), self.busy_timeout);
+        let (path, conn, busy, max_bytes) = (self.path.clone(), self.conn.clone(), self.busy_timeout, self.max_bytes);
         blocking::unblock(move || {
             let mut guard = conn.lock().map_err(|_| StoreError::Backend("the database lock is poisoned".into()))?;
             if guard.is_none() {
                 if !create && !path.exists() {
                     return Ok(None);
                 }
-                *guard = Some(connect(&path, create, busy)?);
+                let conn = connect(&path, create, busy)?;
+                if let Some(bytes) = max_bytes {
+                    let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(backend("sizing"))?;
+                    let pages = i64::try_from(bytes).unwrap_or(i64::MAX) / page.max(1);
+                    conn.query_row(&format!("PRAGMA max_page_count = {}", pages.max(1)), [], |_| Ok(()))
+                        .map_err(backend("sizing"))?;
+                }
+                *guard = Some(conn);
             }
             match guard.as_mut() {
                 Some(conn) => f(conn).map(Some),
