@@ -4,6 +4,8 @@
 //! - `PersistMemory` vs a bare insert in a transaction with `synchronous=FULL` (throughput ≥ 0.8×,
 //!   so time ≤ 1.25×).
 //!
+//! Each floor reads every column it selects into owned values, as the store must to return them.
+//!
 //! The data is loaded in bulk through rusqlite into the schema the store created, then every
 //! case reads or writes the same database file under `target/`.
 
@@ -88,9 +90,20 @@ fn direct_decisions(conn: &Connection, domain: &str) -> usize {
              ORDER BY CASE scope_kind WHEN 'global' THEN 0 WHEN 'axis' THEN 1 ELSE 2 END, rowid",
         )
         .unwrap();
-    let rows =
-        stmt.query_map(params![domain], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(2)?, r.get::<_, String>(3)?)));
-    // Kept, as the store keeps them to return them.
+    // Every selected column is read and kept, as the store must to return the decisions.
+    let rows = stmt.query_map(params![domain], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, i64>(2)?,
+            r.get::<_, String>(3)?,
+            r.get::<_, String>(4)?,
+            r.get::<_, String>(5)?,
+            r.get::<_, Option<String>>(6)?,
+            r.get::<_, bool>(7)?,
+            r.get::<_, Option<String>>(8)?,
+        ))
+    });
     let decisions: Vec<_> = rows.unwrap().map(Result::unwrap).collect();
     let mut anchors = conn
         .prepare_cached(
