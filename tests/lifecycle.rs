@@ -9,8 +9,7 @@ use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::{Boot, BootError, PolicyInterpreter, RunOutcome, Runtime, RuntimeError};
 use planlock::session::{
-    BundlePinV1, FileSessionStore, InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState,
-    SessionStore, SessionUpdate,
+    BeforeSave, FileSessionStore, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
 };
 use planlock::{FailureKind, PolicyProfile, StepType, ValidPlan};
 use serde_json::{Value, json};
@@ -20,55 +19,23 @@ use common::{DEMO_PLAN, plan_with, policy};
 
 /// A store that counts saves and can be told to fail them; the count is shared, so a test can
 /// read it while the runtime owns the store.
-#[derive(Debug)]
-struct Counting {
-    inner: FileSessionStore,
-    saves: Arc<AtomicUsize>,
-    fail: bool,
-}
-
-impl SessionStore for Counting {
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        self.inner.load()
-    }
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        self.saves.fetch_add(1, Ordering::SeqCst);
-        if self.fail {
-            return Err(SessionError::Io {
-                file: self.inner.path().to_owned(),
-                op: "write",
-                source: std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full"),
-            });
-        }
-        self.inner.save(update)
-    }
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
-        self.inner.load_intervention()
-    }
-    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.inner.save_intervention(record)
-    }
-    fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.inner.remove_intervention()
-    }
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
-        self.inner.load_reserved()
-    }
-    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
-        self.inner.save_reserved(reserved)
-    }
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
-        self.inner.load_pin()
-    }
-    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
-        self.inner.save_pin(pin)
-    }
-}
+type Counting = BeforeSave<FileSessionStore, Box<dyn Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync>>;
 
 /// A store on `root`, and its save counter.
 fn counting(root: &Path, fail: bool) -> (Counting, Arc<AtomicUsize>) {
     let saves = Arc::new(AtomicUsize::new(0));
-    (Counting { inner: FileSessionStore::open(root).unwrap(), saves: saves.clone(), fail }, saves)
+    let inner = FileSessionStore::open(root).unwrap();
+    let file = inner.path().to_owned();
+    let counter = saves.clone();
+    let check = move |_: &SessionUpdate| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        if fail {
+            let source = std::io::Error::new(std::io::ErrorKind::StorageFull, "disk full");
+            return Err(SessionError::Io { file: file.clone(), op: "write", source });
+        }
+        Ok(())
+    };
+    (BeforeSave::new(inner, Box::new(check)), saves)
 }
 
 type DemoRuntime = Runtime<Counting, planlock::handler::Boxed>;

@@ -21,10 +21,7 @@ use crate::contract::schema::*;
 use crate::contract::steps::*;
 use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::exec::validator::{StepView, Validator, Verdict};
-use crate::session::{
-    BundlePinV1, InterventionRecord, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore,
-    SessionUpdate,
-};
+use crate::session::{BeforeSave, SESSION_FILE, SessionError, SessionStore, SessionUpdate};
 use crate::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, StoreHandlers};
 
 mod scan;
@@ -122,7 +119,9 @@ impl Demo {
     /// fail when the demo was told to fail `PersistSession` (the runtime saves the session
     /// itself, so that is where its failure shows: FailFast, nothing written).
     pub fn session_store<S: SessionStore>(&self, store: S) -> DemoSessionStore<S> {
-        DemoSessionStore { inner: store, fail_saves: self.fail.contains(&StepType::PersistSession) }
+        let fails = self.fail.contains(&StepType::PersistSession);
+        let check: fn(&SessionUpdate) -> Result<(), SessionError> = if fails { fail_as_told } else { save_as_told };
+        BeforeSave::new(store, check)
     }
 
     fn check(&self, ty: StepType) -> Result<(), HandlerError> {
@@ -155,44 +154,15 @@ impl<T: Step, H: Handler<T>> Handler<T> for Gated<H> {
 
 /// A session store whose saves fail when the demo was told to fail `PersistSession`; see
 /// [`Demo::session_store`].
-#[derive(Debug)]
-pub struct DemoSessionStore<S> {
-    inner: S,
-    fail_saves: bool,
+pub type DemoSessionStore<S> = BeforeSave<S, fn(&SessionUpdate) -> Result<(), SessionError>>;
+
+fn save_as_told(_: &SessionUpdate) -> Result<(), SessionError> {
+    Ok(())
 }
 
-impl<S: SessionStore> SessionStore for DemoSessionStore<S> {
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        self.inner.load()
-    }
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        if self.fail_saves {
-            let source = std::io::Error::other("the demo was told to fail PersistSession");
-            return Err(SessionError::Io { file: SESSION_FILE.into(), op: "write", source });
-        }
-        self.inner.save(update)
-    }
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
-        self.inner.load_intervention()
-    }
-    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.inner.save_intervention(record)
-    }
-    fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.inner.remove_intervention()
-    }
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
-        self.inner.load_reserved()
-    }
-    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
-        self.inner.save_reserved(reserved)
-    }
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
-        self.inner.load_pin()
-    }
-    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
-        self.inner.save_pin(pin)
-    }
+fn fail_as_told(_: &SessionUpdate) -> Result<(), SessionError> {
+    let source = std::io::Error::other("the demo was told to fail PersistSession");
+    Err(SessionError::Io { file: SESSION_FILE.into(), op: "write", source })
 }
 
 /// Stores `item`, replacing any with the same id, so a re-run of a write step is harmless.

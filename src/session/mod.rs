@@ -32,9 +32,11 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::{Digest, HashParts};
 
 mod file;
+mod hook;
 mod intervention;
 mod pin;
 pub use file::{FileSessionStore, RealFs, SaveFs};
+pub use hook::BeforeSave;
 pub use intervention::{BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES};
 pub use pin::{BundlePinV1, PIN_FILE, PinVersion};
 

@@ -1,0 +1,93 @@
+//! [`BeforeSave`]: a session store wrapped so that a check runs before each session save.
+
+use std::fmt;
+
+use super::{
+    BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate,
+};
+
+/// `inner`, with `check` run before each session save: an `Err` from it is the save's error and
+/// nothing is written. Every other call goes straight to `inner`. Wrapping rather than
+/// re-implementing keeps the store's atomicity and locking, so a test or a demo can fail or
+/// count saves and still save exactly as the real store does.
+///
+/// ```
+/// use planlock::session::{BeforeSave, FileSessionStore, SessionError, SessionStore, SessionUpdate};
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = BeforeSave::new(FileSessionStore::open(dir.path())?, |_: &SessionUpdate| {
+///     Err(SessionError::Io { file: "session_state.json".into(), op: "write", source: std::io::Error::other("disk full") })
+/// });
+/// let update = SessionUpdate {
+///     session_id: uuid::Uuid::new_v4(),
+///     memory_ref: None,
+///     repo_scan_version: None,
+///     last_execution_plan_hash: planlock::hash::Digest::of(b"plan"),
+///     hash_parts: None,
+///     cycle: 1,
+/// };
+/// assert!(store.save(update).is_err());
+/// assert!(store.load()?.is_none(), "a refused save writes nothing");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct BeforeSave<S, F> {
+    inner: S,
+    check: F,
+}
+
+impl<S, F> BeforeSave<S, F>
+where
+    S: SessionStore,
+    F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
+{
+    /// Wraps `inner` so that `check` runs before each of its session saves.
+    pub fn new(inner: S, check: F) -> Self {
+        BeforeSave { inner, check }
+    }
+
+    /// The wrapped store.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: fmt::Debug, F> fmt::Debug for BeforeSave<S, F> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BeforeSave").field("inner", &self.inner).finish_non_exhaustive()
+    }
+}
+
+impl<S, F> SessionStore for BeforeSave<S, F>
+where
+    S: SessionStore,
+    F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
+{
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.inner.load()
+    }
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        (self.check)(&update)?;
+        self.inner.save(update)
+    }
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.inner.load_intervention()
+    }
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
+        self.inner.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        self.inner.remove_intervention()
+    }
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.inner.load_reserved()
+    }
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+        self.inner.save_reserved(reserved)
+    }
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.inner.load_pin()
+    }
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+        self.inner.save_pin(pin)
+    }
+}
