@@ -57,39 +57,15 @@ enum Command {
     /// storage write for review. A relative `repoPath` in the plan is resolved against the
     /// directory that holds the plan file (the working directory for `-`).
     Run {
-        /// The session root (`ops/runtime/session_state.json` lives under it). Created if missing;
-        /// nothing is written under it until a cycle completes.
-        #[arg(long)]
-        root: PathBuf,
-        /// The directory holding the policy profiles.
-        #[arg(long)]
-        policy_root: PathBuf,
-        /// The bundle directory (its `manifest.json` names the strategy and memory providers).
-        /// Without it, the default bundle: strategy `hierarchical-sql`, memory provider `sqlite`
-        /// (`ops/store/planlock.sqlite3` under the root). The session is pinned to the
-        /// providers by its first completed cycle.
-        #[arg(long)]
-        bundle: Option<PathBuf>,
-        /// Make this step type's handler fail (repeatable), to show the failure semantics; any
-        /// step type, `PersistSession` included (the save fails, nothing is written).
-        #[arg(long = "fail", value_parser = parse_step_type)]
-        fail: Vec<StepType>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// The plan file, or `-` for standard input.
-        plan: PathBuf,
+        #[command(flatten)]
+        cycle: CycleArgs,
     },
     /// Resume the cycle a validator paused (after a restart too): the plan hash is recomputed
     /// from the policy files, the blocked step runs again with the approval, and the cycle goes
     /// on. Exits like `run`.
     Resume {
-        /// The session root.
-        #[arg(long)]
-        root: PathBuf,
-        /// The directory holding the policy profiles.
-        #[arg(long)]
-        policy_root: PathBuf,
+        #[command(flatten)]
+        cycle: CycleArgs,
         /// The validator whose Block is approved (it must be the pending one).
         #[arg(long)]
         approve: String,
@@ -99,17 +75,6 @@ enum Command {
         /// Why the Block may pass; recorded in the cycle report.
         #[arg(long)]
         reason: String,
-        /// The bundle directory, as with `run`.
-        #[arg(long)]
-        bundle: Option<PathBuf>,
-        /// Make this step type's handler fail (repeatable), as with `run`.
-        #[arg(long = "fail", value_parser = parse_step_type)]
-        fail: Vec<StepType>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
-        /// The plan file, or `-` for standard input.
-        plan: PathBuf,
     },
     /// Abandon the paused cycle: its record is removed, the session file stays as it was, and
     /// the next `run` runs the same cycle number again. Exits 0, or 1 when nothing is paused.
@@ -197,16 +162,9 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Validate { format, file } => validate(&mut out, format, &file),
         Command::Hash { policy_root, parts, plan } => hash(&mut out, &policy_root, parts, &plan),
-        Command::Run { root, policy_root, bundle, fail, format, plan } => {
-            let c =
-                Cycle { root: &root, policy_root: &policy_root, bundle: bundle.as_deref(), fail, format, file: &plan };
-            run(&mut out, c, None)
-        }
-        Command::Resume { root, policy_root, approve, step, reason, bundle, fail, format, plan } => {
-            let over = Override::new(approve, step, reason);
-            let c =
-                Cycle { root: &root, policy_root: &policy_root, bundle: bundle.as_deref(), fail, format, file: &plan };
-            run(&mut out, c, Some(over))
+        Command::Run { cycle } => run(&mut out, cycle, None),
+        Command::Resume { cycle, approve, step, reason } => {
+            run(&mut out, cycle, Some(Override::new(approve, step, reason)))
         }
         Command::Abandon { root } => abandon(&mut out, &root),
         Command::Memory { command: MemoryCommand::Search { root, top_k, format, text } } => {
@@ -426,20 +384,37 @@ impl RunReport<'_> {
     }
 }
 
-/// What `run` and `resume` work on.
-struct Cycle<'a> {
-    root: &'a Path,
-    policy_root: &'a Path,
-    bundle: Option<&'a Path>,
+/// What `run` and `resume` share: where the session is, which policy and bundle, the plan.
+#[derive(clap::Args)]
+struct CycleArgs {
+    /// The session root (`ops/runtime/session_state.json` lives under it). Created if missing;
+    /// nothing is written under it until a cycle completes.
+    #[arg(long)]
+    root: PathBuf,
+    /// The directory holding the policy profiles.
+    #[arg(long)]
+    policy_root: PathBuf,
+    /// The bundle directory (its `manifest.json` names the strategy and memory providers).
+    /// Without it, the default bundle: strategy `hierarchical-sql`, memory provider `sqlite`
+    /// (`ops/store/planlock.sqlite3` under the root). The session is pinned to the
+    /// providers by its first completed cycle.
+    #[arg(long)]
+    bundle: Option<PathBuf>,
+    /// Make this step type's handler fail (repeatable), to show the failure semantics; any
+    /// step type, `PersistSession` included (the save fails, nothing is written).
+    #[arg(long = "fail", value_parser = parse_step_type)]
     fail: Vec<StepType>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
-    file: &'a Path,
+    /// The plan file, or `-` for standard input.
+    plan: PathBuf,
 }
 
 /// Boots the session under the root with the demo handlers and runs its next cycle, or resumes
 /// its paused one with `over`.
-fn run(out: &mut String, c: Cycle<'_>, over: Option<Override>) -> u8 {
-    let plan = match load_plan(c.file) {
+fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
+    let plan = match load_plan(&c.plan) {
         Ok(p) => p,
         Err(failure) => {
             let outcome = failure.class.map_or("error", FailureKind::as_str);
@@ -451,19 +426,19 @@ fn run(out: &mut String, c: Cycle<'_>, over: Option<Override>) -> u8 {
     };
     // `run` may create the root itself; nothing under it is created at boot.
     if over.is_none()
-        && let Err(e) = std::fs::create_dir_all(c.root)
+        && let Err(e) = std::fs::create_dir_all(&c.root)
     {
         let message = format!("cannot create the session root {}: {e}", c.root.display());
         RunReport::failed("error", message).write(out, c.format);
         return EXIT_USAGE;
     }
     // Relative `repoPath`s mean the directory that holds the plan, wherever planlock runs.
-    let plan_dir = match c.file.parent() {
-        Some(dir) if c.file.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
+    let plan_dir = match c.plan.parent() {
+        Some(dir) if c.plan.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
     let demo = Demo::new().failing(c.fail).repo_base(plan_dir);
-    let store = match FileSessionStore::open(c.root) {
+    let store = match FileSessionStore::open(&c.root) {
         Ok(s) => demo.session_store(s),
         Err(e) => {
             RunReport::failed("FailFast", e.to_string()).write(out, c.format);
@@ -472,21 +447,21 @@ fn run(out: &mut String, c: Cycle<'_>, over: Option<Override>) -> u8 {
     };
     // Memories and decisions live where the bundle says (by default the session root's SQLite
     // database); the demo model and file system handlers do the rest.
-    let manifest = match c.bundle.map(BundleManifest::load).transpose() {
+    let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {
         Ok(manifest) => manifest.unwrap_or_else(BundleManifest::default_bundle),
         Err(e) => {
             RunReport::failed("FailFast", e.to_string()).write(out, c.format);
             return EXIT_FAIL_FAST;
         }
     };
-    let storage = match StrategyResolver.resolve(&manifest, c.root) {
+    let storage = match StrategyResolver.resolve(&manifest, &c.root) {
         Ok(resolved) => StoreHandlers::new(resolved),
         Err(e) => {
             RunReport::failed("FailFast", e.to_string()).write(out, c.format);
             return EXIT_FAIL_FAST;
         }
     };
-    let runtime = Runtime::builder(c.policy_root, plan, store)
+    let runtime = Runtime::builder(&c.policy_root, plan, store)
         .handlers(demo.with_store(&storage))
         .bundle(manifest)
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
