@@ -1,6 +1,6 @@
 //! Validating a realistic 12-step plan from bytes, side by side with:
 //! the floor (serde_json into the typed model, no plan checks), `serde_json::Value` parsing, and
-//! the `jsonschema` crate (parse + validate against an equivalent JSON Schema). The floor is
+//! the `jsonschema` crate (parse + validate against the producers' schema, `schema/plan-v1.schema.json`). The floor is
 //! also given the way `ValidPlan::from_slice` parses (UTF-8 checked once, then from a `str`), so
 //! accepting can be compared with both.
 //!
@@ -15,7 +15,7 @@ use planlock::{ExecutionPlan, ValidPlan};
 use std::hint::black_box;
 
 const PLAN: &[u8] = include_bytes!("../tests/fixtures/full_plan.json");
-const SCHEMA: &str = include_str!("plan.schema.json");
+const SCHEMA: &str = include_str!("../schema/plan-v1.schema.json");
 
 fn bad_plan() -> Vec<u8> {
     String::from_utf8_lossy(PLAN)

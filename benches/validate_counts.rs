@@ -12,7 +12,7 @@ use planlock::{ExecutionPlan, ValidPlan};
 use std::hint::black_box;
 
 const PLAN: &[u8] = include_bytes!("../tests/fixtures/full_plan.json");
-const SCHEMA: &str = include_str!("plan.schema.json");
+const SCHEMA: &str = include_str!("../schema/plan-v1.schema.json");
 const ITERATIONS: usize = 2000;
 
 fn main() {

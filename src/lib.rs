@@ -76,6 +76,7 @@ pub mod store;
 pub mod demo;
 
 pub use builder::PlanBuilder;
+pub use contract::json_schema::{PLAN_SCHEMA_ID, plan_json_schema};
 pub use contract::problem::{Problem, ProblemCode, Rejection};
 pub use contract::rules::MAX_STEP_ID_CHARS;
 pub use contract::value::{AnyObject, AnyValue, PositiveInt};

@@ -657,3 +657,68 @@ fn a_bom_and_a_lone_surrogate_are_named_in_the_message() {
         assert!(!message.contains("hex escape"), "{what}: {message}");
     }
 }
+
+/// The committed JSON Schema against the corpus: a plan the schema rejects, planlock rejects
+/// (so a producer who passes planlock's checks never fails the schema); and where the schema
+/// accepts a plan planlock rejects, every problem is one of the rules the schema's description
+/// says only planlock checks (so the schema is as tight as JSON Schema allows).
+#[test]
+fn the_json_schema_rejects_only_what_planlock_rejects() {
+    const ONLY_PLANLOCK: &[&str] = &[
+        "order-violation",
+        "missing-mandatory-step",
+        "duplicate-step-type",
+        "duplicate-step-id",
+        "top-k-missing",
+        "top-k-mismatch",
+        "duplicate-key",
+        "too-large",
+        "too-deep",
+    ];
+    let schema: Value = serde_json::from_str(include_str!("../schema/plan-v1.schema.json")).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let (mut both_reject, mut only_planlock, mut both_accept) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for case in cases() {
+        let (text, _) = text_of(&case.input);
+        // Text that is not JSON (or that serde_json reads another way) no schema tool accepts.
+        let Ok(value) = serde_json::from_str::<Value>(&text) else { continue };
+        let schema_accepts = validator.is_valid(&value);
+        let planlock_accepts = case.expect.is_empty();
+        match (schema_accepts, planlock_accepts) {
+            (true, true) => both_accept += 1,
+            (false, false) => both_reject += 1,
+            (false, true) => {
+                let why: Vec<String> =
+                    validator.iter_errors(&value).map(|e| format!("{} at {}", e, e.instance_path())).collect();
+                failures.push(format!("{}: planlock accepts, the schema rejects: {why:?}", case.name));
+            }
+            (true, false) => {
+                only_planlock += 1;
+                // A number outside planlock's range is `invalid-value` too: allowed only where
+                // the message says so.
+                let plan_only = |(code, pointer): &(&str, &str)| {
+                    ONLY_PLANLOCK.contains(code)
+                        || (*code == "invalid-value" && number_beyond_the_schema(&value, pointer))
+                };
+                if !case.expect.iter().all(plan_only) {
+                    failures.push(format!("{}: the schema accepts what it could reject: {:?}", case.name, case.expect));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!(
+        "schema and planlock accept {both_accept}, both reject {both_reject}, only planlock rejects {only_planlock}"
+    );
+    assert!(both_accept >= 3 && both_reject >= 30 && only_planlock >= 8, "{both_accept} {both_reject} {only_planlock}");
+}
+
+/// Whether `pointer` names a number the schema cannot hold to planlock's limits: one beyond
+/// 2^53-1 (free-form values have no schema), or an integer written with a fraction (`1.0` is an
+/// integer to JSON Schema).
+fn number_beyond_the_schema(value: &Value, pointer: &str) -> bool {
+    let Some(Value::Number(n)) = value.pointer(pointer) else { return false };
+    let within = |m: u64| m <= planlock::MAX_SAFE_INTEGER;
+    !(n.as_u64().is_some_and(within) || n.as_i64().is_some_and(|i| within(i.unsigned_abs())))
+}

@@ -1,6 +1,7 @@
 //! Property tests: valid plans round-trip unchanged; no input makes validation panic, and every
 //! rejection is a well-formed report; the bytes path and the value path agree; the direct
-//! canonical writer agrees with the serde-based one.
+//! canonical writer agrees with the serde-based one; the producers' JSON Schema accepts every
+//! plan planlock accepts.
 
 use planlock::schema::*;
 use planlock::{
@@ -325,8 +326,25 @@ proptest! {
             (Err(a), Err(b)) => { assert_well_formed(a); prop_assert_eq!(a, b); }
             _ => prop_assert!(false, "paths disagree on {}: {:?} vs {:?}", text, from_bytes.err(), from_value.err()),
         }
+        // The producers' JSON Schema never rejects what planlock accepts.
+        if !SCHEMA.is_valid(&doc) {
+            prop_assert!(from_bytes.is_err(), "the schema rejects a plan planlock accepts: {}", text);
+        }
+    }
+
+    #[test]
+    fn the_json_schema_accepts_every_valid_plan(plan in valid_plan()) {
+        let doc = serde_json::to_value(ValidPlan::from_plan(plan).map_err(|e| TestCaseError::fail(e.to_string()))?.plan()).unwrap();
+        let errors: Vec<String> = SCHEMA.iter_errors(&doc).map(|e| format!("{e} at {}", e.instance_path())).collect();
+        prop_assert!(errors.is_empty(), "{:?}\n{}", errors, doc);
     }
 }
+
+/// The committed JSON Schema for producers.
+static SCHEMA: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| {
+    let schema: Value = serde_json::from_str(include_str!("../schema/plan-v1.schema.json")).unwrap();
+    jsonschema::validator_for(&schema).unwrap()
+});
 
 #[test]
 fn free_form_values_are_held_to_the_limits_in_rust_built_plans() {

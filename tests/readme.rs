@@ -80,6 +80,15 @@ fn every_readme_command_runs_as_written() {
             if let Some(name) = command.strip_prefix("cargo run --example ") {
                 assert!(here.join("examples").join(format!("{name}.rs")).exists(), "no example {name}");
             }
+        } else if let Some(npm) = command.strip_prefix("cd examples/typescript && ") {
+            // tests/typescript.rs runs these steps; here, each npm script named must exist.
+            let package = std::fs::read_to_string(here.join("examples/typescript/package.json")).unwrap();
+            for step in npm.split(" && ") {
+                match step.strip_prefix("npm run ") {
+                    Some(script) => assert!(package.contains(&format!("\"{script}\": ")), "no npm script `{script}`"),
+                    None => assert_eq!(step, "npm ci", "README line `{line}`"),
+                }
+            }
         } else if let Some(name) = command.strip_prefix("cargo bench --bench ") {
             assert!(has_bench(here, name), "the README names a bench `{name}` that Cargo.toml does not have");
         } else {

@@ -52,6 +52,9 @@ enum Command {
         /// The plan file, or `-` for standard input.
         plan: PathBuf,
     },
+    /// Print the JSON Schema (draft 2020-12) of the plan document, for producers in other
+    /// languages; `schema/plan-v1.schema.json` in the repository is this output.
+    Schema,
     /// Boot a session and run one cycle of the plan with the demo handlers. A plan may name the
     /// demo validator `demo-review` (version `1`, configuration `{}`), which blocks every
     /// storage write for review. A relative `repoPath` in the plan is resolved against the
@@ -162,6 +165,10 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Validate { format, file } => validate(&mut out, format, &file),
         Command::Hash { policy_root, parts, plan } => hash(&mut out, &policy_root, parts, &plan),
+        Command::Schema => {
+            let _ = writeln!(out, "{:#}", planlock::plan_json_schema());
+            EXIT_VALID
+        }
         Command::Run { cycle } => run(&mut out, cycle, None),
         Command::Resume { cycle, approve, step, reason } => {
             run(&mut out, cycle, Some(Override::new(approve, step, reason)))

@@ -7,6 +7,7 @@
 //!
 //! Imports only `json` (layer 0).
 
+pub(crate) mod json_schema;
 pub(crate) mod object;
 pub mod plan;
 pub(crate) mod problem;

@@ -6,6 +6,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 use serde_json::{Map, Value};
 
+use crate::contract::json_schema::Defs;
 use crate::contract::problem::{Problem, ProblemCode};
 use crate::json::MAX_SAFE_INTEGER;
 use crate::json::pointer::JsonPointer;
@@ -31,6 +32,11 @@ pub(crate) trait Contract {
     fn typed_ok(&self, _limits_checked: bool, _depth: usize) -> bool {
         true
     }
+
+    /// This type as JSON Schema (draft 2020-12): inline for a primitive, a `$ref` into `defs`
+    /// for a contract object. It accepts every value [`check_value`](Contract::check_value)
+    /// accepts.
+    fn json_schema(defs: &mut Defs) -> Value;
 }
 
 pub(crate) fn wrong_type(v: &Value, expected: &str, path: &JsonPointer<'_>, out: &mut Vec<Problem>) {
@@ -38,6 +44,9 @@ pub(crate) fn wrong_type(v: &Value, expected: &str, path: &JsonPointer<'_>, out:
 }
 
 impl Contract for String {
+    fn json_schema(_: &mut Defs) -> Value {
+        serde_json::json!({ "type": "string" })
+    }
     fn check_value<'a>(v: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
         if !v.is_string() {
             wrong_type(v, "a string", path, out);
@@ -46,6 +55,9 @@ impl Contract for String {
 }
 
 impl Contract for bool {
+    fn json_schema(_: &mut Defs) -> Value {
+        serde_json::json!({ "type": "boolean" })
+    }
     fn check_value<'a>(v: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
         if !v.is_boolean() {
             wrong_type(v, "a boolean", path, out);
@@ -54,6 +66,9 @@ impl Contract for bool {
 }
 
 impl Contract for u64 {
+    fn json_schema(_: &mut Defs) -> Value {
+        serde_json::json!({ "type": "integer", "minimum": 0, "maximum": MAX_SAFE_INTEGER })
+    }
     fn check_value<'a>(v: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
         match v.as_u64() {
             Some(n) if n <= MAX_SAFE_INTEGER => {}
@@ -73,6 +88,9 @@ impl Contract for u64 {
 }
 
 impl<T: Contract> Contract for Vec<T> {
+    fn json_schema(defs: &mut Defs) -> Value {
+        serde_json::json!({ "type": "array", "items": T::json_schema(defs) })
+    }
     fn check_value<'a>(v: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
         let Some(items) = v.as_array() else {
             return wrong_type(v, "an array", path, out);
@@ -122,8 +140,10 @@ pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> R
 /// fields denied, optional fields never `null`, only a JSON object accepted), its canonical JSON,
 /// its size bound and its [`Contract`] checks.
 ///
-/// Each field is `req|opt name: Type = "wireName"`, optionally followed by `where rule`, a
-/// `fn(&str) -> Result<(), String>` applied to string fields. Fields are declared in canonical
+/// Each field is `req|opt name: Type = "wireName"`, optionally followed by `where RULE`, a
+/// [`StringRule`](crate::contract::rules::StringRule) applied to string fields (its check, and
+/// its JSON Schema keywords). Only doc comments are accepted as attributes: they become the
+/// JSON Schema's descriptions, so the producer's types carry the same documentation. Fields are declared in canonical
 /// (RFC 8785) key order, which a compile-time assertion checks, so every writer writes them in
 /// declaration order and the plan hash never reorders anything.
 ///
@@ -153,16 +173,16 @@ pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> R
 /// impl Serialize for Anchor { /* decisionId, then evidenceId */ }
 /// impl Canonical for Anchor { /* {"decisionId":…,"evidenceId":…} written directly */ }
 /// impl JsonLenBound for Anchor { /* 2 + each member's key and value bound */ }
-/// impl Contract for Anchor { /* check_value, check_typed, typed_ok, TYPED_CHECKS */ }
+/// impl Contract for Anchor { /* check_value, check_typed, typed_ok, TYPED_CHECKS, json_schema */ }
 /// ```
 macro_rules! contract_object {
     (
-        $(#[$meta:meta])*
+        $(#[doc = $doc:literal])*
         pub struct $name:ident {
-            $( $(#[$fmeta:meta])* $req:ident $field:ident : $ty:ty = $wire:literal $(where $rule:path)? ),+ $(,)?
+            $( $(#[doc = $fdoc:literal])* $req:ident $field:ident : $ty:ty = $wire:literal $(where $rule:path)? ),+ $(,)?
         }
     ) => {
-        contract_object!(@struct [$(#[$meta])*] $name [] $( [$(#[$fmeta])*] $req $field [$ty] $wire )+);
+        contract_object!(@struct [$(#[doc = $doc])*] $name [] $( [$(#[doc = $fdoc])*] $req $field [$ty] $wire )+);
 
         // Every writer writes the members in declaration order: prove it is canonical order,
         // and that the keys can be written as constants.
@@ -215,7 +235,7 @@ macro_rules! contract_object {
                             path.push_key($wire);
                             <$ty as $crate::contract::object::Contract>::check_value(fv, path, out);
                             $( if let Some(s) = fv.as_str() {
-                                if let Err(msg) = $rule(s) {
+                                if let Err(msg) = ($rule.check)(s) {
                                     out.push($crate::contract::problem::Problem::new(
                                         $crate::contract::problem::ProblemCode::InvalidValue, path.pointer(), msg));
                                 }
@@ -241,8 +261,23 @@ macro_rules! contract_object {
             fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
                 true $( && contract_object!(@ok $req self.$field, $ty, limits_checked, depth $(, $rule)?) )+
             }
+
+            fn json_schema(defs: &mut $crate::contract::json_schema::Defs) -> serde_json::Value {
+                defs.reference(stringify!($name), |defs| {
+                    let mut object = $crate::contract::json_schema::ObjectSchema::new(&[$($doc),*]);
+                    $(
+                        let field = <$ty as $crate::contract::object::Contract>::json_schema(defs);
+                        $( let field = $crate::contract::json_schema::extended(field, ($rule.schema)()); )?
+                        object.field($wire, contract_object!(@required $req), field, &[$($fdoc),*]);
+                    )+
+                    object.into_value()
+                })
+            }
         }
     };
+
+    (@required req) => { true };
+    (@required opt) => { false };
 
     (@canonical req $out:ident, $first:ident, $value:expr, $wire:literal) => {{
         if !$first {
@@ -287,7 +322,7 @@ macro_rules! contract_object {
             let value = &$value;
             $path.push_key($wire);
             $crate::contract::object::Contract::check_typed(value, $path, $out);
-            $( if let Err(msg) = $rule(value) {
+            $( if let Err(msg) = ($rule.check)(value) {
                 $out.push($crate::contract::problem::Problem::new(
                     $crate::contract::problem::ProblemCode::InvalidValue, $path.pointer(), msg));
             } )?
@@ -296,7 +331,7 @@ macro_rules! contract_object {
     };
     (@ok req $value:expr, $ty:ty, $limits:ident, $depth:ident $(, $rule:path)?) => {
         !(<$ty as $crate::contract::object::Contract>::TYPED_CHECKS || contract_object!(@has_rule $($rule)?))
-            || ($crate::contract::object::Contract::typed_ok(&$value, $limits, $depth + 1) $( && $rule(&$value).is_ok() )?)
+            || ($crate::contract::object::Contract::typed_ok(&$value, $limits, $depth + 1) $( && ($rule.check)(&$value).is_ok() )?)
     };
     (@ok opt $value:expr, $ty:ty, $limits:ident, $depth:ident $(, $rule:path)?) => {
         match &$value {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize, Serializer};
 
 use crate::contract::object::contract_object;
 use crate::contract::registry::StepType;
-use crate::contract::rules::{non_empty, sha256_hex};
+use crate::contract::rules::{NON_EMPTY, SHA256_HEX};
 use crate::contract::steps::{PayloadSeed, StepPayload};
 use crate::contract::strict::StrictSeed;
 use crate::contract::value::PositiveInt;
@@ -110,9 +110,9 @@ contract_object! {
         /// Budgets.
         opt budgets: Budgets = "budgets",
         /// The mode.
-        req mode: String = "mode" where non_empty,
+        req mode: String = "mode" where NON_EMPTY,
         /// The policy profile directory, relative to the policy root.
-        req policy_profile: String = "policyProfile" where non_empty,
+        req policy_profile: String = "policyProfile" where NON_EMPTY,
         /// Deadlines.
         opt timeouts: Timeouts = "timeouts",
         /// How many memory items `RetrieveMemory` may return; required when the plan has one.
@@ -142,11 +142,11 @@ contract_object! {
     /// A validator the plan requires, pinned by version and configuration (D-021).
     pub struct ValidatorSignature {
         /// SHA-256 (lowercase hex) of the JCS form of the validator's configuration.
-        req config_hash: String = "config_hash" where sha256_hex,
+        req config_hash: String = "config_hash" where SHA256_HEX,
         /// The validator's id.
-        req id: String = "id" where non_empty,
+        req id: String = "id" where NON_EMPTY,
         /// The validator's logic version.
-        req version: String = "version" where non_empty,
+        req version: String = "version" where NON_EMPTY,
     }
 }
 

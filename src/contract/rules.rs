@@ -1,8 +1,44 @@
 //! Value rules that types cannot express, each defined once and used by every path that
-//! checks a plan (the JSON walker, the typed check, the builder).
+//! checks a plan (the JSON walker, the typed check, the builder) and by the JSON Schema, which
+//! states each rule as the [`StringRule`] beside its check says.
+
+use serde_json::{Value, json};
 
 /// The longest step id accepted, in characters.
 pub const MAX_STEP_ID_CHARS: usize = 128;
+
+/// A rule on a string field: its check, and the same rule as JSON Schema keywords.
+///
+/// The schema states exactly what the check accepts, or more (never less): a plan planlock
+/// accepts must pass the schema.
+pub(crate) struct StringRule {
+    /// The check; `Err` says what is wrong.
+    pub(crate) check: fn(&str) -> Result<(), String>,
+    /// The JSON Schema keywords (`minLength`, `pattern`, …) that state it.
+    pub(crate) schema: fn() -> Value,
+}
+
+/// Control characters are Unicode's `Cc`: U+0000–U+001F and U+007F–U+009F, exactly what
+/// `char::is_control` reports. Written as an ECMA-262 class every JSON Schema tool reads.
+const NO_CONTROL_CHARACTERS: &str = "^[^\\u0000-\\u001F\\u007F-\\u009F]*$";
+
+/// `non_empty` as a rule.
+pub(crate) const NON_EMPTY: StringRule = StringRule { check: non_empty, schema: || json!({ "minLength": 1 }) };
+
+/// `step_id` as a rule.
+pub(crate) const STEP_ID: StringRule = StringRule {
+    check: step_id,
+    schema: || json!({ "minLength": 1, "maxLength": MAX_STEP_ID_CHARS, "pattern": NO_CONTROL_CHARACTERS }),
+};
+
+/// `sha256_hex` as a rule.
+pub(crate) const SHA256_HEX: StringRule =
+    StringRule { check: sha256_hex, schema: || json!({ "pattern": "^[0-9a-f]{64}$" }) };
+
+/// `decision_scope` as a rule. `[\s\S]` is "any character", newlines included, in every
+/// regex dialect JSON Schema tools use.
+pub(crate) const DECISION_SCOPE: StringRule =
+    StringRule { check: decision_scope, schema: || json!({ "pattern": "^(?:global|axis|domain:[\\s\\S]+)$" }) };
 
 /// A required string must not be empty.
 pub(crate) fn non_empty(s: &str) -> Result<(), String> {

@@ -5,7 +5,7 @@
 //! is an error, and an absent optional field is omitted, never `null`. Each struct and its
 //! validation come from one field list (see `contract_object!`).
 use crate::contract::object::contract_object;
-use crate::contract::rules::non_empty;
+use crate::contract::rules::NON_EMPTY;
 use crate::contract::value::{AnyObject, AnyValue, PositiveInt};
 
 contract_object! {
@@ -22,7 +22,7 @@ contract_object! {
         /// The id of the first version; shared by every version of one decision.
         req root_id: String = "rootId",
         /// Where it applies: `global`, `axis` or `domain:<name>`.
-        req scope: String = "scope" where crate::contract::rules::decision_scope,
+        req scope: String = "scope" where crate::contract::rules::DECISION_SCOPE,
         /// How strongly it binds, in the policy's own words.
         req strength: String = "strength",
         /// The decision's text.
@@ -211,7 +211,7 @@ contract_object! {
     /// `PersistMemory` result.
     pub struct PersistMemoryResult {
         /// The stored memory's id; becomes the session's `memoryRef`.
-        req id: String = "id" where non_empty,
+        req id: String = "id" where NON_EMPTY,
     }
 }
 
@@ -227,7 +227,7 @@ contract_object! {
     /// `PersistDecision` result.
     pub struct PersistDecisionResult {
         /// The stored decision's id.
-        req id: String = "id" where non_empty,
+        req id: String = "id" where NON_EMPTY,
     }
 }
 
@@ -243,7 +243,7 @@ contract_object! {
     /// `PersistEvidence` result.
     pub struct PersistEvidenceResult {
         /// The stored evidence's id.
-        req id: String = "id" where non_empty,
+        req id: String = "id" where NON_EMPTY,
     }
 }
 

@@ -7,6 +7,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::contract::json_schema::Defs;
 use crate::contract::object::{Contract, expect_object, wrong_type};
 use crate::contract::problem::{Problem, ProblemCode};
 use crate::contract::strict::{StrictSeed, number_problem};
@@ -74,6 +75,9 @@ impl<'de> Deserialize<'de> for PositiveInt {
 }
 
 impl Contract for PositiveInt {
+    fn json_schema(_: &mut Defs) -> Value {
+        serde_json::json!({ "type": "integer", "minimum": 1, "maximum": MAX_SAFE_INTEGER })
+    }
     fn check_value<'a>(v: &'a Value, path: &mut JsonPointer<'a>, out: &mut Vec<Problem>) {
         match v {
             Value::Number(n) => {
@@ -207,6 +211,10 @@ fn limits_ok(v: &Value, depth: usize) -> bool {
 }
 
 impl Contract for AnyValue {
+    fn json_schema(_: &mut Defs) -> Value {
+        // Any JSON value; its depth and number limits are planlock's own checks.
+        Value::Bool(true)
+    }
     const TYPED_CHECKS: bool = true;
     fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
         limits_checked || limits_ok(&self.0, depth)
@@ -220,6 +228,10 @@ impl Contract for AnyValue {
 }
 
 impl Contract for AnyObject {
+    fn json_schema(_: &mut Defs) -> Value {
+        // Any members: stated, so that generated types allow them.
+        serde_json::json!({ "type": "object", "additionalProperties": true })
+    }
     const TYPED_CHECKS: bool = true;
     fn typed_ok(&self, limits_checked: bool, depth: usize) -> bool {
         limits_checked || (depth <= MAX_DEPTH && self.0.values().all(|item| limits_ok(item, depth + 1)))
