@@ -10,9 +10,7 @@
 //! The schema accepts every plan planlock accepts. It states what JSON Schema can state; the
 //! rules it cannot state are listed in its `description` and only planlock checks them.
 
-use std::collections::BTreeMap;
-
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::contract::object::Contract;
 #[cfg(test)]
@@ -20,6 +18,7 @@ use crate::contract::plan::PLAN_FIELDS;
 use crate::contract::plan::{ContractVersion, PlanMetadata, STEP_FIELDS, ValidatorSignature};
 use crate::contract::registry::{REGISTRY, StepType, for_each_step};
 use crate::contract::rules::STEP_ID;
+use crate::json::schema::{Defs, extended};
 use crate::json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 
 /// The `$id` of the schema of contract version 1.
@@ -92,7 +91,7 @@ pub fn plan_json_schema() -> Value {
         "properties": properties,
         "required": ["step_contract_version", "extensions", "metadata", "steps"],
         "additionalProperties": false,
-        "$defs": defs.0,
+        "$defs": defs.into_value(),
     })
 }
 
@@ -151,75 +150,9 @@ macro_rules! payload_schema {
 }
 for_each_step!(payload_schema);
 
-/// The named definitions of a schema (`$defs`), filled as types are first met.
-#[derive(Debug, Default)]
-pub(crate) struct Defs(BTreeMap<String, Value>);
-
-impl Defs {
-    /// A `$ref` to the definition `name`, made by `make` the first time.
-    pub(crate) fn reference(&mut self, name: &str, make: impl FnOnce(&mut Defs) -> Value) -> Value {
-        if !self.0.contains_key(name) {
-            let schema = make(self);
-            self.0.insert(name.to_owned(), schema);
-        }
-        json!({ "$ref": format!("#/$defs/{name}") })
-    }
-}
-
-/// The schema of a contract object, built field by field.
-pub(crate) struct ObjectSchema {
-    description: String,
-    properties: Map<String, Value>,
-    required: Vec<&'static str>,
-}
-
-impl ObjectSchema {
-    /// An object with these doc lines as its description.
-    pub(crate) fn new(doc: &[&str]) -> Self {
-        ObjectSchema { description: doc_text(doc), properties: Map::new(), required: Vec::new() }
-    }
-
-    /// Adds a field.
-    pub(crate) fn field(&mut self, wire: &'static str, required: bool, schema: Value, doc: &[&str]) {
-        let text = doc_text(doc);
-        let schema = if text.is_empty() { schema } else { with_description(schema, &text) };
-        self.properties.insert(wire.to_owned(), schema);
-        if required {
-            self.required.push(wire);
-        }
-    }
-
-    /// The finished schema: no field but these.
-    pub(crate) fn into_value(self) -> Value {
-        let mut out = Map::new();
-        if !self.description.is_empty() {
-            out.insert("description".into(), Value::String(self.description));
-        }
-        out.insert("type".into(), json!("object"));
-        out.insert("properties".into(), Value::Object(self.properties));
-        out.insert("required".into(), json!(self.required));
-        out.insert("additionalProperties".into(), Value::Bool(false));
-        Value::Object(out)
-    }
-}
-
-/// `schema` with `keywords` (an object) added.
-pub(crate) fn extended(mut schema: Value, keywords: Value) -> Value {
-    if let (Value::Object(map), Value::Object(keywords)) = (&mut schema, keywords) {
-        map.extend(keywords);
-    }
-    schema
-}
-
 /// `schema` with a description. A `$ref` beside other keywords is fine in draft 2020-12.
 fn with_description(schema: Value, text: &str) -> Value {
     extended(schema, json!({ "description": text }))
-}
-
-/// Doc comment lines as one text: `/// a` gives `" a"`; the one leading space goes.
-fn doc_text(lines: &[&str]) -> String {
-    let lines: Vec<&str> = lines.iter().map(|l| l.strip_prefix(' ').unwrap_or(l)).collect();
-    lines.join("\n").trim().to_owned()
 }
 
 #[cfg(test)]

@@ -6,10 +6,10 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 use serde_json::{Map, Value};
 
-use crate::contract::json_schema::Defs;
 use crate::contract::problem::{Problem, ProblemCode};
 use crate::json::MAX_SAFE_INTEGER;
 use crate::json::pointer::JsonPointer;
+use crate::json::schema::Defs;
 
 /// A type whose JSON form is fixed by the contract.
 ///
@@ -262,12 +262,12 @@ macro_rules! contract_object {
                 true $( && contract_object!(@ok $req self.$field, $ty, limits_checked, depth $(, $rule)?) )+
             }
 
-            fn json_schema(defs: &mut $crate::contract::json_schema::Defs) -> serde_json::Value {
+            fn json_schema(defs: &mut $crate::json::schema::Defs) -> serde_json::Value {
                 defs.reference(stringify!($name), |defs| {
-                    let mut object = $crate::contract::json_schema::ObjectSchema::new(&[$($doc),*]);
+                    let mut object = $crate::json::schema::ObjectSchema::new(&[$($doc),*]);
                     $(
                         let field = <$ty as $crate::contract::object::Contract>::json_schema(defs);
-                        $( let field = $crate::contract::json_schema::extended(field, ($rule.schema)()); )?
+                        $( let field = $crate::json::schema::extended(field, ($rule.schema)()); )?
                         object.field($wire, contract_object!(@required $req), field, &[$($fdoc),*]);
                     )+
                     object.into_value()

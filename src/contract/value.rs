@@ -7,11 +7,11 @@ use serde::de::{self, DeserializeSeed, Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::contract::json_schema::Defs;
 use crate::contract::object::{Contract, expect_object, wrong_type};
 use crate::contract::problem::{Problem, ProblemCode};
 use crate::contract::strict::{StrictSeed, number_problem};
 use crate::json::pointer::JsonPointer;
+use crate::json::schema::Defs;
 use crate::json::{FREE_FORM_DEPTH, MAX_DEPTH, MAX_SAFE_INTEGER, type_name};
 
 /// A positive integer no larger than 2^53 − 1: `topK`, timeouts, budgets, versions.

@@ -1,9 +1,11 @@
 //! Layer 0: JSON as the contract reads and writes it: the document limits, JSON Pointers
-//! ([`pointer`]), the canonical (RFC 8785) writer ([`canonical`]) and the size bound of a plan's
-//! JSON form ([`size`]). It imports nothing else of the crate; everything else may import it.
+//! ([`pointer`]), the canonical (RFC 8785) writer ([`canonical`]), the size bound of a plan's
+//! JSON form ([`size`]) and JSON Schema building blocks ([`schema`]). It imports nothing else of
+//! the crate; everything else may import it.
 
 pub(crate) mod canonical;
 pub(crate) mod pointer;
+pub(crate) mod schema;
 pub(crate) mod size;
 
 use serde_json::Value;
