@@ -69,6 +69,7 @@ pub use hash::{profile, yaml};
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
 // Layer 5: sessions on disk, and storage behind ports. Layer 6: the runtime that owns a session.
+pub mod handlers;
 pub mod runtime;
 pub mod session;
 pub mod store;

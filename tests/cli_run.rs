@@ -265,3 +265,97 @@ fn run_pins_the_bundle_and_status_shows_it() {
     assert_eq!(code, Some(3), "{json}");
     assert!(json["error"].as_str().unwrap().contains("manifest.json"), "{json}");
 }
+
+/// `run --llm-url --llm-model` talks to a real OpenAI-compatible server (here a local one on
+/// 127.0.0.1); the key comes from the named environment variable and is never printed; a server
+/// error is a CycleFail (exit 1) with the server's message; without the flags the demo model
+/// runs and the output says so.
+#[test]
+fn run_with_a_model_server_uses_it_and_says_which_model_answered() {
+    use wiremock::matchers::{header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    let (pol, root, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan_file = dir.path().join("plan.json");
+    std::fs::write(&plan_file, plan_with(|v| v["steps"][5]["payload"]["config"] = json!({"temperature": 0})).to_json())
+        .unwrap();
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(MockServer::start());
+    let answer = |text: &str| json!({"choices": [{"message": {"role": "assistant", "content": text}}], "usage": {"prompt_tokens": 3, "completion_tokens": 2}});
+    let summary = json!({"summary": "rotate in the vault", "keywords": ["vault"]}).to_string();
+    rt.block_on(async {
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(header("authorization", "Bearer sk-cli-secret"))
+            .and(wiremock::matchers::body_partial_json(json!({"response_format": {"type": "json_object"}})))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer(&summary)))
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(header("authorization", "Bearer sk-cli-secret"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer("Use the vault.")))
+            .with_priority(2)
+            .mount(&server)
+            .await;
+    });
+    let url = format!("{}/v1", server.uri());
+    let cli = |root: &Path, format: &str, model: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["run", "--format", format, "--root"])
+            .arg(root)
+            .arg("--policy-root")
+            .arg(pol.path())
+            .args(model)
+            .arg(&plan_file)
+            .env("MY_MODEL_KEY", "sk-cli-secret")
+            .output()
+            .unwrap()
+    };
+    let with_model = ["--llm-url", url.as_str(), "--llm-model", "small-1", "--llm-api-key-env", "MY_MODEL_KEY"];
+    let out = cli(root.path(), "text", &with_model);
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains(&format!("model: small-1 at {url}")), "{text}");
+    assert!(!text.contains("sk-cli-secret"), "{text}");
+    let requests = rt.block_on(server.received_requests()).unwrap();
+    assert_eq!(requests.len(), 2, "LLMCall and SummarizeMemory");
+    let first: Value = serde_json::from_slice(&requests[0].body).unwrap();
+    assert_eq!(first["model"], "small-1");
+    assert_eq!(first["temperature"], 0);
+
+    // The next cycle, as JSON; without the key in the environment the server would refuse it.
+    let out = cli(root.path(), "json", &with_model);
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{json}");
+    assert_eq!(
+        (json["cycle"].as_u64(), &json["model"]),
+        (Some(2), &json!({"kind": "openai", "model": "small-1", "url": url}))
+    );
+
+    // A server error: CycleFail, exit 1, the server's message shown.
+    let failing = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(method("POST"))
+            .respond_with(
+                ResponseTemplate::new(503).set_body_json(json!({"error": {"message": "overloaded, try later"}})),
+            )
+            .mount(&failing),
+    );
+    let failing_url = format!("{}/v1", failing.uri());
+    let (code, json) = run(root.path(), pol.path(), &plan_file, &["--llm-url", &failing_url, "--llm-model", "m"]);
+    assert_eq!(code, Some(1), "{json}");
+    assert!(json["error"].as_str().unwrap_or_default().contains("HTTP 503: overloaded, try later"), "{json}");
+    assert_eq!(json["steps"][5]["status"], "failed");
+
+    // Without the flags: the demo model, said plainly.
+    let fresh = tempfile::tempdir().unwrap();
+    let (code, json) = run(fresh.path(), pol.path(), &plan_file, &[]);
+    assert_eq!((code, &json["model"]), (Some(0), &json!({"kind": "demo"})));
+    // One flag without the other is a usage error.
+    let out = cli(fresh.path(), "json", &["--llm-url", url.as_str()]);
+    assert_eq!(out.status.code(), Some(2));
+}

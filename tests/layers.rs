@@ -18,6 +18,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("exec", 4),
     ("session", 5),
     ("store", 5),
+    ("handlers", 5),
     ("runtime", 6),
     ("demo", 7),
 ];

@@ -13,8 +13,10 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
+use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
+use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{DecisionContextProviderPort, MemoryRepositoryPort, StoreHandlers};
@@ -318,6 +320,9 @@ fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> u8 {
 /// What `run` and `resume` report, in text or as one JSON object.
 struct RunReport<'a> {
     boot: Option<&'static str>,
+    /// `{"kind": "demo"}` or `{"kind": "openai", "model", "url"}`; null when the run stopped
+    /// before choosing.
+    model: serde_json::Value,
     outcome: &'a str,
     hash: Option<String>,
     cycle: Option<u64>,
@@ -331,6 +336,7 @@ impl RunReport<'_> {
     fn failed(outcome: &str, error: String) -> RunReport<'_> {
         RunReport {
             boot: None,
+            model: serde_json::Value::Null,
             outcome,
             hash: None,
             cycle: None,
@@ -347,7 +353,7 @@ impl RunReport<'_> {
                 out,
                 "{}",
                 serde_json::json!({
-                    "boot": self.boot, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
+                    "boot": self.boot, "model": self.model, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
                     "steps": self.steps, "error": self.error, "problems": self.problems,
                     "intervention": self.intervention,
                 })
@@ -355,6 +361,13 @@ impl RunReport<'_> {
             Format::Text => {
                 if let Some(b) = self.boot {
                     line!(out, "boot: {b}");
+                }
+                match (self.model["kind"].as_str(), self.model["model"].as_str(), self.model["url"].as_str()) {
+                    (Some("openai"), Some(name), Some(url)) => line!(out, "model: {name} at {url}"),
+                    (Some("demo"), ..) => {
+                        line!(out, "model: the offline demo model (pass --llm-url and --llm-model for a real one)")
+                    }
+                    _ => {}
                 }
                 if let Some(steps) = self.steps.as_array() {
                     for s in steps {
@@ -411,6 +424,19 @@ struct CycleArgs {
     /// step type, `PersistSession` included (the save fails, nothing is written).
     #[arg(long = "fail", value_parser = parse_step_type)]
     fail: Vec<StepType>,
+    /// The base URL of an OpenAI-compatible chat-completions server for `LLMCall` and
+    /// `SummarizeMemory`: `https://api.openai.com/v1`, vLLM's or llama.cpp's `http://HOST:PORT/v1`,
+    /// Ollama's `http://127.0.0.1:11434/v1`. Needs `--llm-model`. Without both, the offline demo
+    /// model answers, and the output says so.
+    #[arg(long, requires = "llm_model", value_name = "URL")]
+    llm_url: Option<String>,
+    /// The model to ask when the plan's `config.model` names none.
+    #[arg(long, requires = "llm_url", value_name = "NAME")]
+    llm_model: Option<String>,
+    /// The environment variable holding the API key, sent as a bearer token (never printed).
+    /// Unset or empty: no key is sent, as local servers expect.
+    #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
+    llm_api_key_env: String,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -468,8 +494,21 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
             return EXIT_FAIL_FAST;
         }
     };
+    // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
+    let (handlers, model) = match (&c.llm_url, &c.llm_model) {
+        (Some(url), Some(name)) => {
+            let model = OpenAiModel::new(ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env));
+            let handlers = demo
+                .with_store(&storage)
+                .on::<LLMCall>(demo.gate(model.clone()))
+                .on::<SummarizeMemory>(demo.gate(model));
+            let about = serde_json::json!({ "kind": "openai", "model": name, "url": url });
+            (handlers.boxed(), about)
+        }
+        _ => (demo.with_store(&storage).boxed(), serde_json::json!({ "kind": "demo" })),
+    };
     let runtime = Runtime::builder(&c.policy_root, plan, store)
-        .handlers(demo.with_store(&storage))
+        .handlers(handlers)
         .bundle(manifest)
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .boot();
@@ -502,6 +541,7 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
     };
     let report = |outcome, steps, error| RunReport {
         boot: Some(boot),
+        model: model.clone(),
         outcome,
         hash: Some(runtime.plan_hash().to_string()),
         cycle: Some(cycle),

@@ -8,7 +8,8 @@
 //! - `RepoScan` really scans the directory: the file count, and a SHA-256 over every file's
 //!   relative path and content as `versionId`.
 //! - Memory and decisions live in an in-memory [`DemoStore`].
-//! - `PromptAssemble` substitutes `{{name}}` from `vars`; `LLMCall` echoes deterministically.
+//! - `PromptAssemble` renders the template with minijinja (feature `prompts`, on by default;
+//!   [`substitute`] without it); `LLMCall` echoes deterministically.
 //! - Any step type can be made to fail, to show the failure semantics.
 
 use std::collections::BTreeSet;
@@ -73,7 +74,7 @@ impl Demo {
     }
 
     /// Every demo handler, registered for its step type (all but `PersistSession`, the runtime's).
-    pub fn handlers(&self) -> Handlers<impl crate::exec::handler::HandlerSet> {
+    pub fn handlers(&self) -> Handlers<impl crate::exec::handler::HandlerSet + use<>> {
         Handlers::new()
             .on::<RepoScan>(self.clone())
             .on::<ContextSelect>(self.clone())
@@ -92,7 +93,7 @@ impl Demo {
     /// `ContextSelect`, `PromptAssemble`, `LLMCall`, `SummarizeMemory`), and the real storage
     /// handlers over `store` for the Retrieve and Persist steps; [`failing`](Demo::failing)
     /// covers them all.
-    pub fn with_store<P>(&self, store: &StoreHandlers<P>) -> Handlers<impl crate::exec::handler::HandlerSet>
+    pub fn with_store<P>(&self, store: &StoreHandlers<P>) -> Handlers<impl crate::exec::handler::HandlerSet + use<P>>
     where
         P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort,
     {
@@ -269,10 +270,25 @@ pub fn substitute(template: &str, vars: &serde_json::Map<String, serde_json::Val
     out
 }
 
+/// With the `prompts` feature the demo renders real templates ([`TemplatePrompts`]); without it,
+/// [`substitute`].
+///
+/// [`TemplatePrompts`]: crate::handlers::TemplatePrompts
 impl Handler<PromptAssemble> for Demo {
-    async fn call(&self, _: &StepContext<'_>, p: &PromptAssemblePayload) -> Result<PromptAssembleResult, HandlerError> {
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        p: &PromptAssemblePayload,
+    ) -> Result<PromptAssembleResult, HandlerError> {
         self.check(StepType::PromptAssemble)?;
-        Ok(PromptAssembleResult { prompt: substitute(&p.template, &p.vars) })
+        #[cfg(feature = "prompts")]
+        let prompt = crate::handlers::TemplatePrompts::new().render(cx, &p.template, &p.vars)?;
+        #[cfg(not(feature = "prompts"))]
+        let prompt = {
+            let _ = cx;
+            substitute(&p.template, &p.vars)
+        };
+        Ok(PromptAssembleResult { prompt })
     }
 }
 

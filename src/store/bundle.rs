@@ -151,6 +151,8 @@ impl StrategyResolver {
     /// The implementation of `manifest`'s providers for the session root `root`.
     pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
         self.check(manifest.strategy_id(), manifest.memory_id())?;
+        #[cfg(not(feature = "sqlite"))]
+        let _ = root;
         match manifest.memory_id() {
             #[cfg(feature = "sqlite")]
             "sqlite" => Ok(ResolvedStore::Sqlite(SqliteStore::open(root))),

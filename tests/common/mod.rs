@@ -22,3 +22,28 @@ pub fn plan_with(f: impl FnOnce(&mut Value)) -> ValidPlan {
     f(&mut v);
     ValidPlan::from_value(&v).unwrap()
 }
+
+/// A tracing layer that keeps every span field recorded, as `(name, Debug of the value)`.
+#[derive(Clone, Default)]
+pub struct RecordedFields(pub std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+struct Visitor<'a>(&'a mut Vec<(String, String)>);
+
+impl tracing::field::Visit for Visitor<'_> {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push((field.name().to_owned(), format!("{value:?}")));
+    }
+}
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RecordedFields {
+    fn on_record(
+        &self,
+        _: &tracing::span::Id,
+        values: &tracing::span::Record<'_>,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Ok(mut fields) = self.0.lock() {
+            values.record(&mut Visitor(&mut fields));
+        }
+    }
+}

@@ -1,0 +1,19 @@
+//! Layer 5: real handlers for the steps that meet the outside world. Each is behind the feature
+//! that brings its dependency.
+//!
+//! - [`TemplatePrompts`] (feature `prompts`, on by default): `PromptAssemble` renders its
+//!   `template` with minijinja, from `vars` and the cycle's earlier results.
+//! - [`OpenAiModel`] (feature `openai`): `LLMCall` and `SummarizeMemory` on any
+//!   OpenAI-compatible chat-completions server.
+//!
+//! Imports `contract` and `exec` (layers 1 and 4).
+
+#[cfg(feature = "openai")]
+pub mod openai;
+#[cfg(feature = "prompts")]
+pub mod prompt;
+
+#[cfg(feature = "openai")]
+pub use openai::{ModelConfig, OpenAiModel};
+#[cfg(feature = "prompts")]
+pub use prompt::TemplatePrompts;
