@@ -15,6 +15,13 @@
 //!   [`Handler`]s, records a read-only [`Ledger`], applies the failure semantics, deadlines and
 //!   validators, and the [`runtime`] with its [`session::FileSessionStore`] gives Cold Start,
 //!   Resume, or FailFast when the plan or policy changed.
+//! - **Meeting the outside**: memories and decisions behind the D-021 ports in [`store`]
+//!   (embedded SQLite by default), minijinja prompts and an OpenAI-compatible model in
+//!   [`handlers`], and [`plan_json_schema`] for producers in other languages.
+//!
+//! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
+//! `PromptAssemble`), `openai` (the model client: ureq with rustls), `cli` (the `planlock`
+//! binary; brings `openai` and `prompts`).
 //!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in

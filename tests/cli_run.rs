@@ -45,7 +45,7 @@ fn run_exit_codes_and_json_for_every_outcome() {
     let (code, json) = run(root.path(), pol.path(), &plan_file, &[]);
     assert_eq!(code, Some(0), "{json}");
     let keys: Vec<_> = json.as_object().unwrap().keys().cloned().collect();
-    assert_eq!(keys, ["boot", "cycle", "error", "hash", "intervention", "outcome", "problems", "steps"]);
+    assert_eq!(keys, ["boot", "cycle", "error", "hash", "intervention", "model", "outcome", "problems", "steps"]);
     assert_eq!(json["cycle"], 1);
     assert_eq!((json["boot"].as_str(), json["outcome"].as_str()), (Some("cold"), Some("completed")));
     assert_eq!(json["hash"].as_str().unwrap().len(), 64);

@@ -270,10 +270,8 @@ pub fn substitute(template: &str, vars: &serde_json::Map<String, serde_json::Val
     out
 }
 
-/// With the `prompts` feature the demo renders real templates ([`TemplatePrompts`]); without it,
-/// [`substitute`].
-///
-/// [`TemplatePrompts`]: crate::handlers::TemplatePrompts
+/// With the `prompts` feature the demo renders real templates (`handlers::TemplatePrompts`);
+/// without it, [`substitute`].
 impl Handler<PromptAssemble> for Demo {
     async fn call(
         &self,

@@ -1,9 +1,9 @@
 //! Layer 5: real handlers for the steps that meet the outside world. Each is behind the feature
 //! that brings its dependency.
 //!
-//! - [`TemplatePrompts`] (feature `prompts`, on by default): `PromptAssemble` renders its
+//! - `TemplatePrompts` (feature `prompts`, on by default): `PromptAssemble` renders its
 //!   `template` with minijinja, from `vars` and the cycle's earlier results.
-//! - [`OpenAiModel`] (feature `openai`): `LLMCall` and `SummarizeMemory` on any
+//! - `OpenAiModel` (feature `openai`): `LLMCall` and `SummarizeMemory` on any
 //!   OpenAI-compatible chat-completions server.
 //!
 //! Imports `contract` and `exec` (layers 1 and 4).

@@ -4,7 +4,7 @@
 //! [`DecisionWritePort`]). The executor never knows which implementation was chosen.
 //!
 //! Implementations: [`memory::InMemoryStore`] (for tests and examples) and, with the default
-//! `sqlite` feature, [`sqlite::SqliteStore`], the embedded default. [`StoreHandlers`] are the six
+//! `sqlite` feature, `sqlite::SqliteStore`, the embedded default. [`StoreHandlers`] are the six
 //! step handlers over any implementation; [`conformance`] is the suite every implementation must
 //! pass.
 //!
