@@ -497,7 +497,9 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
     let (handlers, model) = match (&c.llm_url, &c.llm_model) {
         (Some(url), Some(name)) => {
-            let model = OpenAiModel::new(ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env));
+            // The CLI runs its cycle with `run_cycle_blocking`: no async executor to keep free.
+            let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env).on_thread_pool(false);
+            let model = OpenAiModel::new(config);
             let handlers = demo
                 .with_store(&storage)
                 .on::<LLMCall>(demo.gate(model.clone()))
