@@ -62,6 +62,8 @@
 // Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts.
 mod fsread;
 mod json;
+#[cfg(feature = "postgres")]
+pub mod pg;
 // Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
 // document, problem codes.
 mod contract;

@@ -107,7 +107,7 @@ fn commands_named_in_the_readmes_prose_exist() {
     for span in spans {
         if span == "cargo install --path . --features cli" {
             assert!(
-                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\"]")
+                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\"]")
                     && MANIFEST.contains("required-features = [\"cli\", \"sqlite\"]")
             );
         } else if let Some(target) = span.strip_prefix("cargo +nightly fuzz run ") {

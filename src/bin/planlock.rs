@@ -14,10 +14,12 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, ReviewGate};
 use planlock::handlers::{ModelConfig, OpenAiModel};
+use planlock::pg::{PgDatabase, PgError};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
+use planlock::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
 use planlock::steps::{LLMCall, SummarizeMemory};
-use planlock::store::bundle::{BundleManifest, StrategyResolver};
+use planlock::store::bundle::{BundleManifest, ResolvedStore, StrategyResolver};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{DecisionContextProviderPort, MemoryRepositoryPort, StoreHandlers};
 use planlock::{
@@ -408,9 +410,17 @@ impl RunReport<'_> {
 #[derive(clap::Args)]
 struct CycleArgs {
     /// The session root (`ops/runtime/session_state.json` lives under it). Created if missing;
-    /// nothing is written under it until a cycle completes.
-    #[arg(long)]
-    root: PathBuf,
+    /// nothing is written under it until a cycle completes. Not with `--database`.
+    #[arg(long, required_unless_present = "database", conflicts_with = "database")]
+    root: Option<PathBuf>,
+    /// A shared PostgreSQL database for the session, its records and its memories, instead of
+    /// files under `--root` (`postgres://user:password@host/db`); needs `--session`. The
+    /// password is never printed.
+    #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, requires = "session", value_name = "URL")]
+    database: Option<String>,
+    /// The session's key in the database (a tenant or conversation id, 1 to 256 bytes).
+    #[arg(long, requires = "database", value_name = "KEY")]
+    session: Option<String>,
     /// The directory holding the policy profiles.
     #[arg(long)]
     policy_root: PathBuf,
@@ -457,43 +467,92 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
             return failure.code;
         }
     };
-    // `run` may create the root itself; nothing under it is created at boot.
-    if over.is_none()
-        && let Err(e) = std::fs::create_dir_all(&c.root)
-    {
-        let message = format!("cannot create the session root {}: {e}", c.root.display());
-        RunReport::failed("error", message).write(out, c.format);
-        return EXIT_USAGE;
-    }
     // Relative `repoPath`s mean the directory that holds the plan, wherever planlock runs.
     let plan_dir = match c.plan.parent() {
         Some(dir) if c.plan.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let demo = Demo::new().failing(c.fail).repo_base(plan_dir);
-    let store = match FileSessionStore::open(&c.root) {
-        Ok(s) => demo.session_store(s),
-        Err(e) => {
-            RunReport::failed("FailFast", e.to_string()).write(out, c.format);
-            return EXIT_FAIL_FAST;
-        }
+    let demo = Demo::new().failing(c.fail.clone()).repo_base(plan_dir);
+    let fail_fast = |out: &mut String, message: String| {
+        RunReport::failed("FailFast", message).write(out, c.format);
+        EXIT_FAIL_FAST
     };
-    // Memories and decisions live where the bundle says (by default the session root's SQLite
-    // database); the demo model and file system handlers do the rest.
+    // Memories and decisions live where the bundle says: by default the session root's SQLite
+    // database, or the shared database's namespace of the session.
     let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {
-        Ok(manifest) => manifest.unwrap_or_else(BundleManifest::default_bundle),
-        Err(e) => {
-            RunReport::failed("FailFast", e.to_string()).write(out, c.format);
-            return EXIT_FAIL_FAST;
-        }
+        Ok(Some(manifest)) => manifest,
+        Ok(None) if c.database.is_some() => BundleManifest::default_shared_bundle(),
+        Ok(None) => BundleManifest::default_bundle(),
+        Err(e) => return fail_fast(out, e.to_string()),
     };
-    let storage = match StrategyResolver.resolve(&manifest, &c.root) {
-        Ok(resolved) => StoreHandlers::new(resolved),
-        Err(e) => {
-            RunReport::failed("FailFast", e.to_string()).write(out, c.format);
-            return EXIT_FAIL_FAST;
+    if let (Some(url), Some(key)) = (&c.database, &c.session) {
+        if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
+            let message = format!("--session must be 1 to {MAX_SESSION_KEY_BYTES} bytes long (it is {})", key.len());
+            RunReport::failed("error", message).write(out, c.format);
+            return EXIT_USAGE;
         }
+        let db = match PgDatabase::connect(url) {
+            Ok(db) => db,
+            Err(e @ PgError::Url { .. }) => {
+                RunReport::failed("error", e.to_string()).write(out, c.format);
+                return EXIT_USAGE;
+            }
+            Err(e) => return fail_fast(out, e.to_string()),
+        };
+        let store = match PgSessionStore::open(&db, key) {
+            Ok(store) => demo.session_store(store),
+            Err(e) => return fail_fast(out, e.to_string()),
+        };
+        return match StrategyResolver.resolve_in_database(&manifest, &db, key) {
+            Ok(resolved) => {
+                let storage = StoreHandlers::new(resolved);
+                run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage })
+            }
+            Err(e) => fail_fast(out, e.to_string()),
+        };
+    }
+    let Some(root) = c.root.clone() else {
+        RunReport::failed("error", "give --root, or --database and --session".into()).write(out, c.format);
+        return EXIT_USAGE;
     };
+    // `run` may create the root itself; nothing under it is created at boot.
+    if over.is_none()
+        && let Err(e) = std::fs::create_dir_all(&root)
+    {
+        let message = format!("cannot create the session root {}: {e}", root.display());
+        RunReport::failed("error", message).write(out, c.format);
+        return EXIT_USAGE;
+    }
+    let store = match FileSessionStore::open(&root) {
+        Ok(s) => demo.session_store(s),
+        Err(e) => return fail_fast(out, e.to_string()),
+    };
+    match StrategyResolver.resolve(&manifest, &root) {
+        Ok(resolved) => {
+            let storage = StoreHandlers::new(resolved);
+            run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage })
+        }
+        Err(e) => fail_fast(out, e.to_string()),
+    }
+}
+
+/// What a cycle runs on: the plan, the session store, the bundle and the storage it resolved.
+struct Prepared<S> {
+    plan: ValidPlan,
+    store: S,
+    manifest: BundleManifest,
+    storage: StoreHandlers<ResolvedStore>,
+}
+
+/// Boots the runtime on the prepared store and runs or resumes its cycle; the report and the
+/// exit code.
+fn run_on<S: SessionStore + 'static>(
+    out: &mut String,
+    c: &CycleArgs,
+    over: Option<Override>,
+    demo: &Demo,
+    Prepared { plan, store, manifest, storage }: Prepared<S>,
+) -> u8 {
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
     let (handlers, model) = match (&c.llm_url, &c.llm_model) {
         (Some(url), Some(name)) => {

@@ -10,7 +10,7 @@ use crate::fsread::{self, ReadError};
 
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
-    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -204,15 +204,7 @@ impl SessionStore for FileSessionStore {
 
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
         let reserved = self.root.join(RESERVED_FILE);
-        let state = SessionState {
-            session_id: update.session_id,
-            memory_ref: update.memory_ref,
-            repo_scan_version: update.repo_scan_version,
-            last_execution_plan_hash: update.last_execution_plan_hash,
-            updated_at: Timestamp::now(),
-            cycle: update.cycle,
-            hash_parts: update.hash_parts,
-        };
+        let state = update.into_state();
         self.write_durably(&self.file, &state)?;
         // The session exists now: its reserved id has done its work.
         self.remove_durably(&reserved)?;

@@ -35,6 +35,8 @@ mod file;
 mod hook;
 mod intervention;
 mod pin;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 pub use file::{FileSessionStore, RealFs, SaveFs};
 pub use hook::BeforeSave;
 pub use intervention::{BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES};
@@ -142,6 +144,21 @@ pub struct SessionUpdate {
     pub cycle: u64,
 }
 
+impl SessionUpdate {
+    /// The state a store saves for this update: the update, stamped now.
+    pub fn into_state(self) -> SessionState {
+        SessionState {
+            session_id: self.session_id,
+            memory_ref: self.memory_ref,
+            repo_scan_version: self.repo_scan_version,
+            last_execution_plan_hash: self.last_execution_plan_hash,
+            updated_at: Timestamp::now(),
+            cycle: self.cycle,
+            hash_parts: self.hash_parts,
+        }
+    }
+}
+
 /// A session store failure. Every one is FailFast: data integrity is at stake.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -178,6 +195,52 @@ pub enum SessionError {
         /// Why.
         source: io::Error,
     },
+    /// Another live worker holds the session's lease (a shared store, docs/CONTRACT.md "More
+    /// than one machine").
+    #[error(
+        "session in use: worker {owner} holds the lease on session `{key}` for {seconds_left:.1} s more; refusing to share it"
+    )]
+    LeaseHeld {
+        /// The session key.
+        key: String,
+        /// The worker holding it.
+        owner: Uuid,
+        /// How long its lease still runs.
+        seconds_left: f64,
+    },
+    /// This worker's lease was taken over (it stalled past it), or the row changed under it:
+    /// it must not write, and did not.
+    #[error(
+        "session `{key}` was taken over by another worker (this one's lease ran out) or changed under it; nothing was written: stop this worker's runtime and boot again"
+    )]
+    Fenced {
+        /// The session key.
+        key: String,
+    },
+    /// The session key is not one a shared store accepts.
+    #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
+    InvalidKey {
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// A stored row does not read back as what it must be.
+    #[error("session `{key}`: the stored {what} is not valid: {problem}; fix or remove it (it was not changed)")]
+    CorruptRow {
+        /// The session key.
+        key: String,
+        /// What was read.
+        what: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The shared database failed.
+    #[error("session `{key}`: {reason}")]
+    Database {
+        /// The session key.
+        key: String,
+        /// What failed, naming the database (never its credentials).
+        reason: String,
+    },
 }
 
 impl Failure for SessionError {
@@ -188,6 +251,11 @@ impl Failure for SessionError {
             SessionError::Root { .. } => "session-root",
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
+            SessionError::LeaseHeld { .. } => "session-in-use",
+            SessionError::Fenced { .. } => "session-fenced",
+            SessionError::InvalidKey { .. } => "session-key",
+            SessionError::CorruptRow { .. } => "session-corrupt",
+            SessionError::Database { .. } => "session-database",
         }
     }
 

@@ -26,6 +26,10 @@ pub const DEFAULT_STRATEGY: &str = "hierarchical-sql";
 /// The memory provider a manifest that names none gets: the embedded SQLite store.
 pub const DEFAULT_MEMORY: &str = "sqlite";
 
+/// The memory provider of a shared PostgreSQL database (feature `postgres`), resolved with
+/// [`StrategyResolver::resolve_in_database`].
+pub const POSTGRES_MEMORY: &str = "postgres";
+
 /// A bundle's manifest: `{ "bundle_id", "version", "strategy_provider_id"?, "memory_provider_id"? }`,
 /// strict (unknown fields refused).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -57,6 +61,11 @@ pub enum BundleError {
         /// What is wrong.
         problem: String,
     },
+    /// The memory provider `postgres` lives in a shared database, not under a session root.
+    #[error(
+        "the memory provider `postgres` needs a database: give one (`--database`, or `StrategyResolver::resolve_in_database`)"
+    )]
+    NeedsDatabase,
     /// An id the resolver has no implementation for.
     #[error("the {role} provider `{id}` has no implementation here (known: {known})")]
     UnknownProvider {
@@ -75,6 +84,7 @@ impl BundleError {
         match self {
             BundleError::Manifest { .. } => "bundle-manifest",
             BundleError::UnknownProvider { .. } => "unknown-provider",
+            BundleError::NeedsDatabase => "bundle-needs-database",
         }
     }
 }
@@ -93,6 +103,12 @@ impl BundleManifest {
             })
         })?;
         serde_json::from_slice(&bytes).map_err(|e| problem(format!("not a valid manifest: {e}")))
+    }
+
+    /// The bundle used with a shared database when none is given: `default`, version `1`, the
+    /// default strategy and the `postgres` memory provider.
+    pub fn default_shared_bundle() -> BundleManifest {
+        BundleManifest { memory_provider_id: Some(POSTGRES_MEMORY.to_owned()), ..BundleManifest::default_bundle() }
     }
 
     /// The bundle used when none is given: `default`, version `1`, the default providers.
@@ -125,12 +141,15 @@ impl StrategyResolver {
     /// The strategy ids it knows.
     pub const STRATEGIES: &'static [&'static str] = &[DEFAULT_STRATEGY];
 
-    /// The memory provider ids it knows.
-    #[cfg(feature = "sqlite")]
-    pub const MEMORY: &'static [&'static str] = &["sqlite", "in-memory"];
-    /// The memory provider ids it knows.
-    #[cfg(not(feature = "sqlite"))]
-    pub const MEMORY: &'static [&'static str] = &["in-memory"];
+    /// The memory provider ids it knows: `sqlite` and `postgres` with their features, and
+    /// `in-memory`.
+    pub const MEMORY: &'static [&'static str] = &[
+        #[cfg(feature = "sqlite")]
+        "sqlite",
+        #[cfg(feature = "postgres")]
+        POSTGRES_MEMORY,
+        "in-memory",
+    ];
 
     /// Refuses an id it has no implementation for.
     pub fn check(&self, strategy: &str, memory: &str) -> Result<(), BundleError> {
@@ -156,7 +175,29 @@ impl StrategyResolver {
         match manifest.memory_id() {
             #[cfg(feature = "sqlite")]
             "sqlite" => Ok(ResolvedStore::Sqlite(SqliteStore::open(root))),
+            #[cfg(feature = "postgres")]
+            POSTGRES_MEMORY => Err(BundleError::NeedsDatabase),
             _ => Ok(ResolvedStore::InMemory(InMemoryStore::new())),
+        }
+    }
+
+    /// The implementation of `manifest`'s providers in a shared database, for the memories of
+    /// `namespace` (a session key): its memory provider must be `postgres`.
+    #[cfg(feature = "postgres")]
+    pub fn resolve_in_database(
+        &self,
+        manifest: &BundleManifest,
+        db: &crate::pg::PgDatabase,
+        namespace: &str,
+    ) -> Result<ResolvedStore, BundleError> {
+        self.check(manifest.strategy_id(), manifest.memory_id())?;
+        match manifest.memory_id() {
+            POSTGRES_MEMORY => Ok(ResolvedStore::Postgres(super::postgres::PgStore::new(db, namespace))),
+            other => Err(BundleError::UnknownProvider {
+                role: "memory",
+                id: other.to_owned(),
+                known: POSTGRES_MEMORY.to_owned(),
+            }),
         }
     }
 }
@@ -171,6 +212,9 @@ pub enum ResolvedStore {
     Sqlite(SqliteStore),
     /// Memory only: nothing survives the process.
     InMemory(InMemoryStore),
+    /// A namespace of a shared PostgreSQL database.
+    #[cfg(feature = "postgres")]
+    Postgres(super::postgres::PgStore),
 }
 
 /// Calls the same method on whichever store was resolved.
@@ -180,6 +224,8 @@ macro_rules! delegate {
             #[cfg(feature = "sqlite")]
             ResolvedStore::Sqlite($store) => $call.await,
             ResolvedStore::InMemory($store) => $call.await,
+            #[cfg(feature = "postgres")]
+            ResolvedStore::Postgres($store) => $call.await,
         }
     };
 }

@@ -4,7 +4,8 @@
 //! [`DecisionWritePort`]). The executor never knows which implementation was chosen.
 //!
 //! Implementations: [`memory::InMemoryStore`] (for tests and examples) and, with the default
-//! `sqlite` feature, `sqlite::SqliteStore`, the embedded default. [`StoreHandlers`] are the six
+//! `sqlite` feature, `sqlite::SqliteStore`, the embedded default; with the `postgres` feature,
+//! `postgres::PgStore`, shared by many workers. [`StoreHandlers`] are the six
 //! step handlers over any implementation; [`conformance`] is the suite every implementation must
 //! pass.
 //!
@@ -20,6 +21,8 @@ pub mod bundle;
 pub mod conformance;
 mod handlers;
 pub mod memory;
+#[cfg(feature = "postgres")]
+pub mod postgres;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

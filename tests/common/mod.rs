@@ -1,6 +1,9 @@
 //! Helpers shared by the lifecycle and CLI tests.
 #![allow(dead_code)]
 
+#[cfg(feature = "postgres")]
+pub mod pg;
+
 use std::path::Path;
 
 use planlock::ValidPlan;

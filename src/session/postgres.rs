@@ -1,0 +1,278 @@
+//! [`PgSessionStore`]: a session in PostgreSQL, keyed by a session key the caller chooses, for
+//! many workers on many machines (docs/CONTRACT.md, "More than one machine").
+//!
+//! One row of `planlock_sessions` holds the session state, the record of a paused cycle, the
+//! reserved id and the bundle pin (each the JSON the file store writes, read back as strictly),
+//! a `row_version` and a lease (`lease_owner`, `lease_until`).
+//!
+//! - Opening the store takes the lease: refused ("session in use") while another worker's lease
+//!   runs; taken over once it has run out.
+//! - Every write is one `UPDATE … WHERE row_version = $seen AND lease_owner = $me`: a worker whose
+//!   lease was taken over (it stalled past it) finds no row to update, writes nothing, and gets
+//!   [`SessionError::Fenced`] (FailFast). Each write also extends the lease.
+//! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use uuid::Uuid;
+
+use super::{
+    BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate,
+};
+use crate::pg::PgDatabase;
+
+/// How long a lease runs unless configured otherwise; every write extends it.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The longest session key accepted, in bytes.
+pub const MAX_SESSION_KEY_BYTES: usize = 256;
+
+/// The columns of a session row a store reads and writes as JSON.
+#[derive(Debug, Clone, Copy)]
+enum Column {
+    State,
+    Intervention,
+    Reserved,
+    Pin,
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::State => "state",
+            Column::Intervention => "intervention",
+            Column::Reserved => "reserved",
+            Column::Pin => "pin",
+        }
+    }
+    fn what(self) -> &'static str {
+        match self {
+            Column::State => "session state",
+            Column::Intervention => "intervention record",
+            Column::Reserved => "reserved session id",
+            Column::Pin => "bundle pin",
+        }
+    }
+}
+
+/// A session held in PostgreSQL under a lease; see the [module docs](self).
+///
+/// ```no_run
+/// use planlock::pg::PgDatabase;
+/// use planlock::session::postgres::PgSessionStore;
+///
+/// let db = PgDatabase::connect("postgres://planlock@db.internal/planlock")?;
+/// let store = PgSessionStore::open(&db, "tenant-7/conversation-42")?; // takes the lease
+/// // Runtime::builder(policy_root, plan, store) … as with the file store.
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct PgSessionStore {
+    db: PgDatabase,
+    key: String,
+    owner: Uuid,
+    lease: Duration,
+    /// The `row_version` this worker last read or wrote: what its next write expects.
+    seen: Mutex<i64>,
+}
+
+impl PgSessionStore {
+    /// The session `key`, its lease taken for [`DEFAULT_LEASE`].
+    pub fn open(db: &PgDatabase, key: &str) -> Result<PgSessionStore, SessionError> {
+        PgSessionStore::open_with_lease(db, key, DEFAULT_LEASE)
+    }
+
+    /// The session `key`, its lease taken for `lease` (extended by every write). Creates the row
+    /// if there is none; a new row holds no session (Cold Start).
+    pub fn open_with_lease(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
+        check_key(key)?;
+        let store =
+            PgSessionStore { db: db.clone(), key: key.to_owned(), owner: Uuid::new_v4(), lease, seen: Mutex::new(0) };
+        let mut conn = store.connection()?;
+        let taken = conn
+            .query_opt(
+                "INSERT INTO planlock_sessions AS s (session_key, lease_owner, lease_until)
+                 VALUES ($1, $2, now() + make_interval(secs => $3))
+                 ON CONFLICT (session_key) DO UPDATE
+                   SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
+                   WHERE s.lease_owner IS NULL OR s.lease_until < now()
+                 RETURNING row_version",
+                &[&store.key, &store.owner, &lease.as_secs_f64()],
+            )
+            .map_err(|e| store.database("taking the lease", &e))?;
+        match taken {
+            Some(row) => {
+                *store.seen.lock().map_err(|_| store.poisoned())? = row.get(0);
+                Ok(store)
+            }
+            None => {
+                let holder = conn
+                    .query_opt(
+                        "SELECT lease_owner, GREATEST(EXTRACT(EPOCH FROM lease_until - now())::float8, 0)
+                         FROM planlock_sessions WHERE session_key = $1",
+                        &[&store.key],
+                    )
+                    .map_err(|e| store.database("reading the lease", &e))?;
+                let (owner, seconds_left) = holder
+                    .map(|row| (row.get::<_, Option<Uuid>>(0).unwrap_or_default(), row.get::<_, f64>(1)))
+                    .unwrap_or_default();
+                Err(SessionError::LeaseHeld { key: store.key.clone(), owner, seconds_left })
+            }
+        }
+    }
+
+    /// The session key.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// This worker's id, as the lease names it.
+    pub fn owner(&self) -> Uuid {
+        self.owner
+    }
+
+    /// Extends the lease without writing anything else; [`SessionError::Fenced`] if it was taken
+    /// over. A cycle longer than the lease should renew it.
+    pub fn renew(&self) -> Result<(), SessionError> {
+        self.write("renewing the lease", "lease_owner = lease_owner", &[])
+    }
+
+    fn connection(&self) -> Result<crate::pg::PgConnection, SessionError> {
+        self.db.connection().map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })
+    }
+
+    fn database(&self, doing: &'static str, e: &postgres::Error) -> SessionError {
+        let reason = format!("PostgreSQL at {}: {doing}: {}", self.db.target(), crate::pg::reason(e));
+        SessionError::Database { key: self.key.clone(), reason }
+    }
+
+    fn poisoned(&self) -> SessionError {
+        SessionError::Database { key: self.key.clone(), reason: "the store's lock is poisoned".into() }
+    }
+
+    /// Reads one JSON column, strictly.
+    fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
+        let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
+        let row =
+            self.connection()?.query_opt(&sql, &[&self.key]).map_err(|e| self.database("reading the session", &e))?;
+        let Some(text) = row.and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
+        serde_json::from_str(&text).map(Some).map_err(|e| SessionError::CorruptRow {
+            key: self.key.clone(),
+            what: column.what(),
+            problem: e.to_string(),
+        })
+    }
+
+    /// One compare-and-set write: `set` (SQL assignments whose parameters start at `$4`), only
+    /// if the row is still at the version this worker saw and its lease is still this worker's.
+    fn write(
+        &self,
+        doing: &'static str,
+        set: &str,
+        params: &[&(dyn postgres::types::ToSql + Sync)],
+    ) -> Result<(), SessionError> {
+        let mut seen = self.seen.lock().map_err(|_| self.poisoned())?;
+        let sql = format!(
+            "UPDATE planlock_sessions
+             SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
+                 updated_at = now()
+             WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
+             RETURNING row_version"
+        );
+        let lease = self.lease.as_secs_f64();
+        let mut all: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&self.key, &*seen, &self.owner, &lease];
+        all.extend_from_slice(params);
+        let row = self.connection()?.query_opt(&sql, &all).map_err(|e| self.database(doing, &e))?;
+        match row {
+            Some(row) => {
+                *seen = row.get(0);
+                Ok(())
+            }
+            None => Err(SessionError::Fenced { key: self.key.clone() }),
+        }
+    }
+
+    fn write_json<T: Serialize>(
+        &self,
+        doing: &'static str,
+        column: Column,
+        value: Option<&T>,
+    ) -> Result<(), SessionError> {
+        let text = value.map(serde_json::to_string).transpose().map_err(|e| SessionError::Database {
+            key: self.key.clone(),
+            reason: format!("cannot write the {}: {e}", column.what()),
+        })?;
+        self.write(doing, &format!("{} = $5", column.name()), &[&text])
+    }
+}
+
+impl Drop for PgSessionStore {
+    fn drop(&mut self) {
+        // Gives the lease back; if this fails the lease simply runs out.
+        if let Ok(mut conn) = self.db.connection() {
+            let _ = conn.execute(
+                "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL WHERE session_key = $1 AND lease_owner = $2",
+                &[&self.key, &self.owner],
+            );
+        }
+    }
+}
+
+/// A key is 1 to 256 bytes.
+fn check_key(key: &str) -> Result<(), SessionError> {
+    if key.is_empty() {
+        return Err(SessionError::InvalidKey { problem: "is empty".into() });
+    }
+    if key.len() > MAX_SESSION_KEY_BYTES {
+        return Err(SessionError::InvalidKey { problem: format!("is {} bytes long", key.len()) });
+    }
+    Ok(())
+}
+
+impl SessionStore for PgSessionStore {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.read(Column::State)
+    }
+
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        let state = update.into_state();
+        let text = serde_json::to_string(&state).map_err(|e| SessionError::Database {
+            key: self.key.clone(),
+            reason: format!("cannot write the session state: {e}"),
+        })?;
+        // The session exists now: its reserved id has done its work (one statement, so both or neither).
+        self.write("saving the session", "state = $5, reserved = NULL", &[&text])?;
+        Ok(state)
+    }
+
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.read(Column::Intervention)
+    }
+
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
+        self.write_json("saving the intervention record", Column::Intervention, Some(record))
+    }
+
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        self.write_json::<InterventionRecord>("removing the intervention record", Column::Intervention, None)
+    }
+
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.read(Column::Reserved)
+    }
+
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+        self.write_json("reserving the session id", Column::Reserved, Some(reserved))
+    }
+
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.read(Column::Pin)
+    }
+
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+        self.write_json("saving the bundle pin", Column::Pin, Some(pin))
+    }
+}

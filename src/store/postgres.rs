@@ -1,0 +1,338 @@
+//! [`PgStore`]: memories and decisions in PostgreSQL, shared by many workers (docs/CONTRACT.md,
+//! "More than one machine"). The same ports and the same conformance suite as the SQLite store;
+//! each store works in a namespace (by default a session key: what one session root's SQLite
+//! database holds).
+//!
+//! Memories are searched with `tsvector` and `ts_rank` over `summary` and `keywords` (the
+//! `simple` configuration: no stemming, any language), every word of the input joined with `|`
+//! (the words hold only letters and digits, so no operator of the input reaches the query).
+//! One active version per decision root is a partial unique index. Every write is one
+//! transaction; keyed writes are recorded in `planlock_writes` and never happen twice.
+//!
+//! Calls block, so each runs on the `blocking` crate's pool and is awaited.
+
+use postgres::Transaction;
+
+use super::{
+    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
+    StoreError, query_words,
+};
+use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
+use crate::contract::value::PositiveInt;
+use crate::hash::IdempotencyKey;
+use crate::pg::{PgConnection, PgDatabase, reason};
+
+/// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
+/// pool.
+#[derive(Debug, Clone)]
+pub struct PgStore {
+    db: PgDatabase,
+    namespace: String,
+}
+
+impl PgStore {
+    /// The store of `namespace` (a session key, a tenant: whatever the memories belong to).
+    pub fn new(db: &PgDatabase, namespace: impl Into<String>) -> PgStore {
+        PgStore { db: db.clone(), namespace: namespace.into() }
+    }
+
+    /// The namespace.
+    pub fn namespace(&self) -> &str {
+        &self.namespace
+    }
+
+    /// Runs `f` with a pooled connection on a thread where blocking is allowed.
+    async fn with<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut PgConnection, &str) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (db, namespace) = (self.db.clone(), self.namespace.clone());
+        blocking::unblock(move || {
+            let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
+            f(&mut conn, &namespace)
+        })
+        .await
+    }
+
+    /// Runs `f` in one transaction, committed when it returns `Ok`.
+    async fn transaction<T: Send + 'static>(
+        &self,
+        doing: &'static str,
+        f: impl FnOnce(&mut Transaction<'_>, &str) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        self.with(move |conn, namespace| {
+            let mut tx = conn.transaction().map_err(backend(doing))?;
+            let out = f(&mut tx, namespace)?;
+            tx.commit().map_err(backend(doing))?;
+            Ok(out)
+        })
+        .await
+    }
+}
+
+/// A PostgreSQL failure, naming the operation; a broken uniqueness rule is a conflict.
+fn backend(doing: &'static str) -> impl Fn(postgres::Error) -> StoreError {
+    move |e| match e.code() {
+        Some(code) if *code == postgres::error::SqlState::UNIQUE_VIOLATION => {
+            StoreError::Conflict(format!("{doing}: {}", reason(&e)))
+        }
+        _ => StoreError::Backend(format!("{doing}: {}", reason(&e))),
+    }
+}
+
+fn item(row: &postgres::Row) -> MemoryItem {
+    MemoryItem { id: row.get(0), summary: row.get(1), timestamp: row.get(2) }
+}
+
+impl MemoryRepositoryPort for PgStore {
+    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+        let words = query_words(query).join(" | ");
+        let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
+        self.with(move |conn, namespace| {
+            let rows = if words.is_empty() {
+                conn.query(
+                    "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 ORDER BY seq DESC LIMIT $2",
+                    &[&namespace, &limit],
+                )
+                .map_err(backend("listing memories"))?
+            } else {
+                conn.query(
+                    "SELECT id, summary, created_at FROM planlock_memories, to_tsquery('simple', $2) q
+                     WHERE namespace = $1 AND search @@ q
+                     ORDER BY ts_rank(search, q) DESC, seq DESC LIMIT $3",
+                    &[&namespace, &words, &limit],
+                )
+                .map_err(backend("searching memories"))?
+            };
+            Ok(rows.iter().map(item).collect())
+        })
+        .await
+    }
+
+    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        let key = memory.key.to_string();
+        let (session_ref, summary) = (memory.session_ref.to_owned(), memory.summary.to_owned());
+        let keywords = memory.keywords.join(" ");
+        self.transaction("storing a memory", move |tx, namespace| {
+            let id = format!("mem-{}", &key[..16]);
+            // A memory's key is its own unique column: a put again under it finds it there.
+            let inserted = tx
+                .query_opt(
+                    "INSERT INTO planlock_memories (namespace, id, idem_key, session_ref, summary, keywords, created_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (namespace, idem_key) DO NOTHING RETURNING id",
+                    &[&namespace, &id, &key, &session_ref, &summary, &keywords, &super::now()],
+                )
+                .map_err(backend("storing a memory"))?;
+            match inserted {
+                Some(row) => Ok(row.get(0)),
+                None => tx
+                    .query_one(
+                        "SELECT id FROM planlock_memories WHERE namespace = $1 AND idem_key = $2",
+                        &[&namespace, &key],
+                    )
+                    .map(|row| row.get(0))
+                    .map_err(backend("storing a memory")),
+            }
+        })
+        .await
+    }
+}
+
+/// What the write under `key` returned, if it happened.
+fn written(tx: &mut Transaction<'_>, namespace: &str, key: &str) -> Result<Option<String>, StoreError> {
+    tx.query_opt("SELECT result FROM planlock_writes WHERE namespace = $1 AND idem_key = $2", &[&namespace, &key])
+        .map(|row| row.map(|r| r.get(0)))
+        .map_err(backend("reading the idempotency keys"))
+}
+
+fn record_write(tx: &mut Transaction<'_>, namespace: &str, key: &str, result: &str) -> Result<(), StoreError> {
+    tx.execute(
+        "INSERT INTO planlock_writes (namespace, idem_key, result) VALUES ($1, $2, $3)",
+        &[&namespace, &key, &result],
+    )
+    .map(drop)
+    .map_err(backend("recording the idempotency key"))
+}
+
+/// Keyed writes of the same key from two workers at once: the transaction serializes on the key
+/// (an advisory lock on its hash), so one writes and the other finds its result.
+fn lock_key(tx: &mut Transaction<'_>, namespace: &str, key: &str) -> Result<(), StoreError> {
+    tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))", &[&namespace, &key])
+        .map(drop)
+        .map_err(backend("locking the idempotency key"))
+}
+
+const DECISION_COLUMNS: &str =
+    "id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id";
+
+fn decision_row(r: &postgres::Row) -> Decision {
+    let scope = match (r.get::<_, &str>(5), r.get::<_, Option<&str>>(6)) {
+        ("domain", Some(name)) => format!("domain:{name}"),
+        (kind, _) => kind.to_owned(),
+    };
+    let version: i64 = r.get(2);
+    Decision {
+        id: r.get(0),
+        root_id: r.get(1),
+        version: PositiveInt::new(u64::try_from(version).unwrap_or(0)).unwrap_or(PositiveInt::MIN),
+        text: r.get(3),
+        strength: r.get(4),
+        scope,
+        is_active: r.get(7),
+        previous_version_id: r.get(8),
+    }
+}
+
+impl DecisionContextProviderPort for PgStore {
+    async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+        let domain = current_domain.map(str::to_owned);
+        self.with(move |conn, namespace| {
+            let in_scope = "d.is_active AND (d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))";
+            let sql = format!(
+                "SELECT {DECISION_COLUMNS} FROM planlock_decisions d WHERE d.namespace = $1 AND {in_scope}
+                 ORDER BY CASE d.scope_kind WHEN 'global' THEN 0 WHEN 'axis' THEN 1 ELSE 2 END, d.seq"
+            );
+            let decisions: Vec<Decision> =
+                conn.query(&sql, &[&namespace, &domain]).map_err(backend("loading decisions"))?.iter().map(decision_row).collect();
+            let sql = format!(
+                "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
+                 JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
+                 WHERE de.namespace = $1 AND {in_scope} ORDER BY de.seq"
+            );
+            let anchors = conn
+                .query(&sql, &[&namespace, &domain])
+                .map_err(backend("loading anchors"))?
+                .iter()
+                .map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) })
+                .collect();
+            Ok(DecisionContext { decisions, anchors })
+        })
+        .await
+    }
+}
+
+impl DecisionWritePort for PgStore {
+    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
+        let (decision, key) = (decision.clone(), key.to_string());
+        self.transaction("storing a decision", move |tx, namespace| {
+            lock_key(tx, namespace, &key)?;
+            if let Some(id) = written(tx, namespace, &key)? {
+                return Ok(id);
+            }
+            let select = format!("SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND id = $2");
+            let stored = tx.query_opt(&select, &[&namespace, &decision.id]).map_err(backend("storing a decision"))?;
+            if let Some(stored) = stored.as_ref().map(decision_row) {
+                if super::same_decision(&stored, &decision) {
+                    record_write(tx, namespace, &key, &decision.id)?;
+                    return Ok(decision.id);
+                }
+                return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
+            }
+            let active_sql = format!(
+                "SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND root_id = $2 AND is_active FOR UPDATE"
+            );
+            let active: Vec<Decision> = tx
+                .query(&active_sql, &[&namespace, &decision.root_id])
+                .map_err(backend("storing a decision"))?
+                .iter()
+                .map(decision_row)
+                .collect();
+            super::check_version(&active, &decision)?;
+            if let Some(previous) = &decision.previous_version_id {
+                // Compare-and-set: the previous version must still be the active one.
+                let changed = tx
+                    .execute(
+                        "UPDATE planlock_decisions SET is_active = false WHERE namespace = $1 AND id = $2 AND is_active",
+                        &[&namespace, previous],
+                    )
+                    .map_err(backend("storing a decision"))?;
+                if changed != 1 {
+                    return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
+                }
+            }
+            let (kind, domain) = match Scope::of(&decision.scope) {
+                Scope::Global => ("global", None),
+                Scope::Axis => ("axis", None),
+                Scope::Domain(name) => ("domain", Some(name)),
+            };
+            let version = i64::try_from(decision.version.get()).unwrap_or(i64::MAX);
+            tx.execute(
+                "INSERT INTO planlock_decisions
+                   (namespace, id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10)",
+                &[
+                    &namespace,
+                    &decision.id,
+                    &decision.root_id,
+                    &version,
+                    &decision.text,
+                    &decision.strength,
+                    &kind,
+                    &domain,
+                    &decision.previous_version_id,
+                    &super::now(),
+                ],
+            )
+            .map_err(backend("storing a decision"))?;
+            record_write(tx, namespace, &key, &decision.id)?;
+            Ok(decision.id)
+        })
+        .await
+    }
+
+    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
+        let (evidence, key) = (evidence.clone(), key.to_string());
+        self.transaction("storing evidence", move |tx, namespace| {
+            lock_key(tx, namespace, &key)?;
+            if let Some(id) = written(tx, namespace, &key)? {
+                return Ok(id);
+            }
+            let inserted = tx
+                .execute(
+                    "INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                    &[&namespace, &evidence.id, &evidence.summary, &evidence.source],
+                )
+                .map_err(backend("storing evidence"))?;
+            if inserted == 0 {
+                let row = tx
+                    .query_one("SELECT summary, source FROM planlock_evidence WHERE namespace = $1 AND id = $2", &[&namespace, &evidence.id])
+                    .map_err(backend("storing evidence"))?;
+                if row.get::<_, &str>(0) != evidence.summary || row.get::<_, &str>(1) != evidence.source {
+                    return Err(StoreError::Conflict(format!("evidence `{}` is stored with other content", evidence.id)));
+                }
+            }
+            record_write(tx, namespace, &key, &evidence.id)?;
+            Ok(evidence.id)
+        })
+        .await
+    }
+
+    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
+        let (anchor, key) = (anchor.clone(), key.to_string());
+        self.transaction("linking", move |tx, namespace| {
+            lock_key(tx, namespace, &key)?;
+            if let Some(status) = written(tx, namespace, &key)? {
+                return Ok(status);
+            }
+            for (table, id, what) in [
+                ("planlock_decisions", &anchor.decision_id, "decision"),
+                ("planlock_evidence", &anchor.evidence_id, "evidence"),
+            ] {
+                let found = tx
+                    .query_opt(&format!("SELECT 1 FROM {table} WHERE namespace = $1 AND id = $2"), &[&namespace, id])
+                    .map_err(backend("linking"))?;
+                if found.is_none() {
+                    return Err(StoreError::NotFound(format!("{what} `{id}` to link")));
+                }
+            }
+            tx.execute(
+                "INSERT INTO planlock_decision_evidence (namespace, decision_id, evidence_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&namespace, &anchor.decision_id, &anchor.evidence_id],
+            )
+            .map_err(backend("linking"))?;
+            record_write(tx, namespace, &key, "linked")?;
+            Ok("linked".to_owned())
+        })
+        .await
+    }
+}

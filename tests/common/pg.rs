@@ -1,0 +1,145 @@
+//! A throw-away PostgreSQL server for tests: `initdb` and `pg_ctl` from the Debian `postgresql`
+//! package, in a temporary directory, as the `postgres` user when the tests run as root (initdb
+//! refuses root), listening on a Unix socket in that directory (and on 127.0.0.1 for the
+//! password tests). Stopped when dropped.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct PgServer {
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    pub port: u16,
+    as_postgres: bool,
+}
+
+/// The newest installed server's `bin` directory.
+pub fn server_bin() -> Option<PathBuf> {
+    let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, bin): &(u32, PathBuf)| bin.join("pg_ctl").exists())
+        .collect();
+    versions.sort();
+    versions.pop().map(|(_, bin)| bin)
+}
+
+fn output(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+fn id(flag: &str, user: Option<&str>) -> u32 {
+    let mut cmd = Command::new("id");
+    cmd.arg(flag);
+    if let Some(user) = user {
+        cmd.arg(user);
+    }
+    output(&mut cmd).trim().parse().unwrap()
+}
+
+impl PgServer {
+    /// Starts a new server, or `None` when no PostgreSQL server is installed.
+    pub fn start() -> Option<PgServer> {
+        let bin = server_bin()?;
+        let dir = tempfile::Builder::new().prefix("planlock-pg-").tempdir().unwrap();
+        let as_postgres = id("-u", None) == 0;
+        if as_postgres {
+            std::os::unix::fs::chown(dir.path(), Some(id("-u", Some("postgres"))), Some(id("-g", Some("postgres"))))
+                .unwrap();
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let server = PgServer { dir, bin, port, as_postgres };
+        let data = server.data();
+        server.run(
+            "initdb",
+            &[
+                "-D",
+                &data,
+                "-U",
+                "postgres",
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E",
+                "UTF8",
+                "--no-locale",
+                "--no-sync",
+            ],
+        );
+        server.pg_ctl_start();
+        Some(server)
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> String {
+        let tool = self.bin.join(tool);
+        let mut cmd = if self.as_postgres {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", "postgres", "--"]).arg(&tool);
+            cmd
+        } else {
+            Command::new(&tool)
+        };
+        cmd.args(args).current_dir(self.dir.path());
+        output(&mut cmd)
+    }
+
+    pub fn pg_ctl_start(&self) {
+        let options = format!(
+            "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories={} -c fsync=off -c max_connections=300 -c log_min_messages=fatal",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("server.log").display().to_string();
+        self.run("pg_ctl", &["-D", &self.data(), "-l", &log, "-w", "-o", &options, "start"]);
+    }
+
+    /// Stops the server (`-m fast`: clients are disconnected, everything committed is kept).
+    pub fn pg_ctl_stop(&self) {
+        self.run("pg_ctl", &["-D", &self.data(), "-w", "-m", "fast", "stop"]);
+    }
+
+    /// The connection string of database `db` over the Unix socket, as the superuser.
+    pub fn url(&self, db: &str) -> String {
+        format!("host={} port={} user=postgres dbname={db}", self.dir.path().display(), self.port)
+    }
+
+    /// A new, empty database; its connection string.
+    pub fn database(&self, name: &str) -> String {
+        let mut client = postgres::Client::connect(&self.url("postgres"), postgres::NoTls).unwrap();
+        client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+        client.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
+        self.url(name)
+    }
+
+    /// Runs SQL in database `db`.
+    pub fn sql(&self, db: &str, sql: &str) {
+        let mut client = postgres::Client::connect(&self.url(db), postgres::NoTls).unwrap();
+        client.batch_execute(sql).unwrap();
+    }
+}
+
+impl Drop for PgServer {
+    fn drop(&mut self) {
+        let data = self.data();
+        let tool = self.bin.join("pg_ctl");
+        let mut cmd = if self.as_postgres {
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", "postgres", "--"]).arg(&tool);
+            cmd
+        } else {
+            Command::new(&tool)
+        };
+        let _ = cmd.args(["-D", &data, "-w", "-m", "immediate", "stop"]).output();
+    }
+}
