@@ -143,9 +143,12 @@ impl PgDatabase {
         let mut client = connect_within(&config, timeout, &target)?;
         migrate(&mut client, &target)?;
         drop(client);
+        // No test query on each checkout (a round trip per use): a connection the server dropped
+        // fails its statement, and the pool discards it when it comes back closed.
         let pool = r2d2::Pool::builder()
             .max_size(options.max_connections.max(1))
             .min_idle(Some(0))
+            .test_on_check_out(false)
             .connection_timeout(config.get_connect_timeout().copied().unwrap_or(options.connect_timeout))
             .build_unchecked(PostgresConnectionManager::new(config, NoTls));
         Ok(PgDatabase { pool, target })

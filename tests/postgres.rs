@@ -600,6 +600,23 @@ fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServer) {
     );
 }
 
+fn the_workers_example_runs_its_queue_to_the_end(server: &PgServer) {
+    let url = server.database("example");
+    // `cargo test` builds the examples beside the test binaries.
+    let deps = std::env::current_exe().unwrap();
+    let example = deps.parent().and_then(|d| d.parent()).unwrap().join("examples/workers");
+    assert!(
+        example.exists(),
+        "{} is not built: `cargo test` builds it; alone, `cargo build --example workers --features postgres`",
+        example.display()
+    );
+    let out = Command::new(&example).args([url.as_str(), "3", "6", "4"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(said.contains("3 workers ran 6 sessions x 4 cycles"), "{said}");
+    assert!(said.contains("6 sessions stored, 24 memories; 0 worker(s) failed"), "{said}");
+}
+
 // ---------------------------------------------------------------- the harness
 
 type Test = fn(&PgServer);
@@ -623,6 +640,7 @@ const TESTS: &[(&str, Test)] = &[
         "a_stopped_worker_is_taken_over_and_refused_when_it_continues",
         a_stopped_worker_is_taken_over_and_refused_when_it_continues,
     ),
+    ("the_workers_example_runs_its_queue_to_the_end", the_workers_example_runs_its_queue_to_the_end),
     ("eight_workers_run_64_sessions_20_cycles_each_exactly", eight_workers_run_64_sessions_20_cycles_each_exactly),
     (
         "workers_killed_mid_cycle_leave_no_torn_row_and_every_session_resumes",

@@ -11,10 +11,16 @@
 //!   lease was taken over (it stalled past it) finds no row to update, writes nothing, and gets
 //!   [`SessionError::Fenced`] (FailFast). Each write also extends the lease.
 //! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
+//! - The store keeps one connection of the pool while it is open, with its statements prepared
+//!   once, so a save is one round trip (a connection the server dropped is replaced on the next
+//!   call).
 
-use std::sync::Mutex;
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
+use postgres::Statement;
+use postgres::types::ToSql;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -22,7 +28,7 @@ use uuid::Uuid;
 use super::{
     BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate,
 };
-use crate::pg::PgDatabase;
+use crate::pg::{PgConnection, PgDatabase};
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -69,14 +75,31 @@ impl Column {
 /// // Runtime::builder(policy_root, plan, store) … as with the file store.
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Debug)]
 pub struct PgSessionStore {
     db: PgDatabase,
     key: String,
     owner: Uuid,
     lease: Duration,
-    /// The `row_version` this worker last read or wrote: what its next write expects.
-    seen: Mutex<i64>,
+    /// The `row_version` this worker last read or wrote (what its next write expects), and the
+    /// store's connection: one lock, so a write's check and its new version go together.
+    inner: Mutex<Inner>,
+}
+
+struct Inner {
+    seen: i64,
+    conn: Option<PgConnection>,
+    statements: HashMap<String, Statement>,
+}
+
+impl std::fmt::Debug for PgSessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSessionStore")
+            .field("db", &self.db)
+            .field("key", &self.key)
+            .field("owner", &self.owner)
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
 }
 
 impl PgSessionStore {
@@ -89,33 +112,37 @@ impl PgSessionStore {
     /// if there is none; a new row holds no session (Cold Start).
     pub fn open_with_lease(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
         check_key(key)?;
-        let store =
-            PgSessionStore { db: db.clone(), key: key.to_owned(), owner: Uuid::new_v4(), lease, seen: Mutex::new(0) };
-        let mut conn = store.connection()?;
-        let taken = conn
-            .query_opt(
-                "INSERT INTO planlock_sessions AS s (session_key, lease_owner, lease_until)
-                 VALUES ($1, $2, now() + make_interval(secs => $3))
-                 ON CONFLICT (session_key) DO UPDATE
-                   SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
-                   WHERE s.lease_owner IS NULL OR s.lease_until < now()
-                 RETURNING row_version",
-                &[&store.key, &store.owner, &lease.as_secs_f64()],
-            )
-            .map_err(|e| store.database("taking the lease", &e))?;
+        let inner = Inner { seen: 0, conn: None, statements: HashMap::new() };
+        let store = PgSessionStore {
+            db: db.clone(),
+            key: key.to_owned(),
+            owner: Uuid::new_v4(),
+            lease,
+            inner: Mutex::new(inner),
+        };
+        let lease_secs = lease.as_secs_f64();
+        let taken = store.query_opt(
+            "taking the lease",
+            "INSERT INTO planlock_sessions AS s (session_key, lease_owner, lease_until)
+             VALUES ($1, $2, now() + make_interval(secs => $3))
+             ON CONFLICT (session_key) DO UPDATE
+               SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
+               WHERE s.lease_owner IS NULL OR s.lease_until < now()
+             RETURNING row_version",
+            &[&store.key, &store.owner, &lease_secs],
+        )?;
         match taken {
             Some(row) => {
-                *store.seen.lock().map_err(|_| store.poisoned())? = row.get(0);
+                store.lock()?.seen = row.get(0);
                 Ok(store)
             }
             None => {
-                let holder = conn
-                    .query_opt(
-                        "SELECT lease_owner, GREATEST(EXTRACT(EPOCH FROM lease_until - now())::float8, 0)
-                         FROM planlock_sessions WHERE session_key = $1",
-                        &[&store.key],
-                    )
-                    .map_err(|e| store.database("reading the lease", &e))?;
+                let holder = store.query_opt(
+                    "reading the lease",
+                    "SELECT lease_owner, GREATEST(EXTRACT(EPOCH FROM lease_until - now())::float8, 0)
+                     FROM planlock_sessions WHERE session_key = $1",
+                    &[&store.key],
+                )?;
                 let (owner, seconds_left) = holder
                     .map(|row| (row.get::<_, Option<Uuid>>(0).unwrap_or_default(), row.get::<_, f64>(1)))
                     .unwrap_or_default();
@@ -140,8 +167,10 @@ impl PgSessionStore {
         self.write("renewing the lease", "lease_owner = lease_owner", &[])
     }
 
-    fn connection(&self) -> Result<crate::pg::PgConnection, SessionError> {
-        self.db.connection().map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })
+    fn lock(&self) -> Result<MutexGuard<'_, Inner>, SessionError> {
+        let poisoned =
+            || SessionError::Database { key: self.key.clone(), reason: "the store's lock is poisoned".into() };
+        self.inner.lock().map_err(|_| poisoned())
     }
 
     fn database(&self, doing: &'static str, e: &postgres::Error) -> SessionError {
@@ -149,15 +178,52 @@ impl PgSessionStore {
         SessionError::Database { key: self.key.clone(), reason }
     }
 
-    fn poisoned(&self) -> SessionError {
-        SessionError::Database { key: self.key.clone(), reason: "the store's lock is poisoned".into() }
+    /// Runs `sql` (prepared once on the store's connection) and returns its row, if any.
+    fn query_opt(
+        &self,
+        doing: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<postgres::Row>, SessionError> {
+        let mut inner = self.lock()?;
+        self.query_locked(&mut inner, doing, sql, params)
+    }
+
+    fn query_locked(
+        &self,
+        inner: &mut Inner,
+        doing: &'static str,
+        sql: &str,
+        params: &[&(dyn ToSql + Sync)],
+    ) -> Result<Option<postgres::Row>, SessionError> {
+        // A connection the server dropped (a restart) is replaced; its statements go with it.
+        if inner.conn.as_ref().is_none_or(|c| c.is_closed()) {
+            inner.statements.clear();
+            inner.conn = None;
+            let conn = self
+                .db
+                .connection()
+                .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
+            inner.conn = Some(conn);
+        }
+        let Inner { conn: Some(conn), statements, .. } = inner else {
+            return Err(SessionError::Database { key: self.key.clone(), reason: "no connection".into() });
+        };
+        let statement = match statements.get(sql) {
+            Some(statement) => statement.clone(),
+            None => {
+                let statement = conn.prepare(sql).map_err(|e| self.database(doing, &e))?;
+                statements.insert(sql.to_owned(), statement.clone());
+                statement
+            }
+        };
+        conn.query_opt(&statement, params).map_err(|e| self.database(doing, &e))
     }
 
     /// Reads one JSON column, strictly.
     fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
         let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
-        let row =
-            self.connection()?.query_opt(&sql, &[&self.key]).map_err(|e| self.database("reading the session", &e))?;
+        let row = self.query_opt("reading the session", &sql, &[&self.key])?;
         let Some(text) = row.and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
         serde_json::from_str(&text).map(Some).map_err(|e| SessionError::CorruptRow {
             key: self.key.clone(),
@@ -168,13 +234,8 @@ impl PgSessionStore {
 
     /// One compare-and-set write: `set` (SQL assignments whose parameters start at `$4`), only
     /// if the row is still at the version this worker saw and its lease is still this worker's.
-    fn write(
-        &self,
-        doing: &'static str,
-        set: &str,
-        params: &[&(dyn postgres::types::ToSql + Sync)],
-    ) -> Result<(), SessionError> {
-        let mut seen = self.seen.lock().map_err(|_| self.poisoned())?;
+    fn write(&self, doing: &'static str, set: &str, params: &[&(dyn ToSql + Sync)]) -> Result<(), SessionError> {
+        let mut inner = self.lock()?;
         let sql = format!(
             "UPDATE planlock_sessions
              SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
@@ -182,13 +243,12 @@ impl PgSessionStore {
              WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
              RETURNING row_version"
         );
-        let lease = self.lease.as_secs_f64();
-        let mut all: Vec<&(dyn postgres::types::ToSql + Sync)> = vec![&self.key, &*seen, &self.owner, &lease];
+        let (seen, lease) = (inner.seen, self.lease.as_secs_f64());
+        let mut all: Vec<&(dyn ToSql + Sync)> = vec![&self.key, &seen, &self.owner, &lease];
         all.extend_from_slice(params);
-        let row = self.connection()?.query_opt(&sql, &all).map_err(|e| self.database(doing, &e))?;
-        match row {
+        match self.query_locked(&mut inner, doing, &sql, &all)? {
             Some(row) => {
-                *seen = row.get(0);
+                inner.seen = row.get(0);
                 Ok(())
             }
             None => Err(SessionError::Fenced { key: self.key.clone() }),
@@ -211,13 +271,14 @@ impl PgSessionStore {
 
 impl Drop for PgSessionStore {
     fn drop(&mut self) {
-        // Gives the lease back; if this fails the lease simply runs out.
-        if let Ok(mut conn) = self.db.connection() {
-            let _ = conn.execute(
-                "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL WHERE session_key = $1 AND lease_owner = $2",
-                &[&self.key, &self.owner],
-            );
-        }
+        // Gives the lease back (a no-op when it is not this worker's); if this fails the lease
+        // simply runs out.
+        let _ = self.query_opt(
+            "giving the lease back",
+            "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL
+             WHERE session_key = $1 AND lease_owner = $2 RETURNING 1",
+            &[&self.key, &self.owner],
+        );
     }
 }
 

@@ -11,6 +11,7 @@ pub struct PgServer {
     bin: PathBuf,
     pub port: u16,
     as_postgres: bool,
+    durable: bool,
 }
 
 /// The newest installed server's `bin` directory.
@@ -42,8 +43,15 @@ fn id(flag: &str, user: Option<&str>) -> u32 {
 }
 
 impl PgServer {
-    /// Starts a new server, or `None` when no PostgreSQL server is installed.
+    /// Starts a new server for tests (`fsync` off: the tests stop it cleanly), or `None` when no
+    /// PostgreSQL server is installed.
     pub fn start() -> Option<PgServer> {
+        PgServer::start_with(false)
+    }
+
+    /// Starts a new server; `durable` keeps PostgreSQL's defaults (`fsync` on), as benchmarks
+    /// compared with a durable file store need.
+    pub fn start_with(durable: bool) -> Option<PgServer> {
         let bin = server_bin()?;
         let dir = tempfile::Builder::new().prefix("planlock-pg-").tempdir().unwrap();
         let as_postgres = id("-u", None) == 0;
@@ -52,7 +60,7 @@ impl PgServer {
                 .unwrap();
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let server = PgServer { dir, bin, port, as_postgres };
+        let server = PgServer { dir, bin, port, as_postgres, durable };
         let data = server.data();
         server.run(
             "initdb",
@@ -95,8 +103,9 @@ impl PgServer {
     }
 
     pub fn pg_ctl_start(&self) {
+        let fsync = if self.durable { "on" } else { "off" };
         let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories={} -c fsync=off -c max_connections=300 -c log_min_messages=fatal",
+            "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories={} -c fsync={fsync} -c max_connections=300 -c log_min_messages=fatal",
             self.port,
             self.dir.path().display()
         );
