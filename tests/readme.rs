@@ -89,8 +89,20 @@ fn every_readme_command_runs_as_written() {
                     None => assert_eq!(step, "npm ci", "README line `{line}`"),
                 }
             }
-        } else if let Some(name) = command.strip_prefix("cargo bench --bench ") {
+        } else if let Some(bench) = command.strip_prefix("cargo bench --bench ") {
+            // `NAME` or `NAME --features A,B`: the features must be the bench's required ones.
+            let (name, features) = bench.split_once(" --features ").unwrap_or((bench, ""));
             assert!(has_bench(here, name), "the README names a bench `{name}` that Cargo.toml does not have");
+            let entry = MANIFEST
+                .split("\n[[")
+                .find(|e| e.starts_with("bench]]") && e.contains(&format!("name = \"{name}\"")))
+                .unwrap_or_default();
+            for required in entry.lines().filter_map(|l| l.strip_prefix("required-features = ")) {
+                for feature in required.trim_matches(|c| c == '[' || c == ']').split(", ").map(|f| f.trim_matches('"')) {
+                    let given = feature == "sqlite" || features.split(',').any(|f| f == feature);
+                    assert!(given, "README line `{line}`: bench `{name}` needs feature `{feature}`");
+                }
+            }
         } else {
             panic!("the README has a command this test does not know how to check: `{line}`");
         }
