@@ -98,7 +98,8 @@ fn every_readme_command_runs_as_written() {
                 .find(|e| e.starts_with("bench]]") && e.contains(&format!("name = \"{name}\"")))
                 .unwrap_or_default();
             for required in entry.lines().filter_map(|l| l.strip_prefix("required-features = ")) {
-                for feature in required.trim_matches(|c| c == '[' || c == ']').split(", ").map(|f| f.trim_matches('"')) {
+                for feature in required.trim_matches(|c| c == '[' || c == ']').split(", ").map(|f| f.trim_matches('"'))
+                {
                     let given = feature == "sqlite" || features.split(',').any(|f| f == feature);
                     assert!(given, "README line `{line}`: bench `{name}` needs feature `{feature}`");
                 }

@@ -155,6 +155,16 @@ impl<'a> Scope<'a> {
         }
     }
 
+    /// The scope as SQL stores it: a kind (`global`, `axis`, `domain`) and the domain's name.
+    #[cfg(any(feature = "sqlite", feature = "postgres"))]
+    pub(crate) fn columns(self) -> (&'static str, Option<&'a str>) {
+        match self {
+            Scope::Global => ("global", None),
+            Scope::Axis => ("axis", None),
+            Scope::Domain(name) => ("domain", Some(name)),
+        }
+    }
+
     /// Where a loaded decision of this scope sorts: global, axis, domain.
     pub(crate) fn rank(self) -> u8 {
         match self {

@@ -250,11 +250,7 @@ impl DecisionWritePort for PgStore {
                     return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
                 }
             }
-            let (kind, domain) = match Scope::of(&decision.scope) {
-                Scope::Global => ("global", None),
-                Scope::Axis => ("axis", None),
-                Scope::Domain(name) => ("domain", Some(name)),
-            };
+            let (kind, domain) = Scope::of(&decision.scope).columns();
             let version = i64::try_from(decision.version.get()).unwrap_or(i64::MAX);
             tx.execute(
                 "INSERT INTO planlock_decisions

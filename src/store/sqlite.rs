@@ -384,11 +384,7 @@ impl DecisionWritePort for SqliteStore {
                         return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
                     }
                 }
-                let (kind, domain) = match Scope::of(&decision.scope) {
-                    Scope::Global => ("global", None),
-                    Scope::Axis => ("axis", None),
-                    Scope::Domain(name) => ("domain", Some(name)),
-                };
+                let (kind, domain) = Scope::of(&decision.scope).columns();
                 tx.execute(
                     "INSERT INTO decisions (id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9)",

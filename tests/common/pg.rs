@@ -89,7 +89,8 @@ impl PgServer {
         self.dir.path()
     }
 
-    fn run(&self, tool: &str, args: &[&str]) -> String {
+    /// A server tool, run as the `postgres` user when the tests run as root.
+    fn command(&self, tool: &str) -> Command {
         let tool = self.bin.join(tool);
         let mut cmd = if self.as_postgres {
             let mut cmd = Command::new("runuser");
@@ -98,8 +99,12 @@ impl PgServer {
         } else {
             Command::new(&tool)
         };
-        cmd.args(args).current_dir(self.dir.path());
-        output(&mut cmd)
+        cmd.current_dir(self.dir.path());
+        cmd
+    }
+
+    fn run(&self, tool: &str, args: &[&str]) -> String {
+        output(self.command(tool).args(args))
     }
 
     pub fn pg_ctl_start(&self) {
@@ -141,14 +146,6 @@ impl PgServer {
 impl Drop for PgServer {
     fn drop(&mut self) {
         let data = self.data();
-        let tool = self.bin.join("pg_ctl");
-        let mut cmd = if self.as_postgres {
-            let mut cmd = Command::new("runuser");
-            cmd.args(["-u", "postgres", "--"]).arg(&tool);
-            cmd
-        } else {
-            Command::new(&tool)
-        };
-        let _ = cmd.args(["-D", &data, "-w", "-m", "immediate", "stop"]).output();
+        let _ = self.command("pg_ctl").args(["-D", &data, "-w", "-m", "immediate", "stop"]).output();
     }
 }
