@@ -590,6 +590,20 @@ fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServer) {
     // A write that fails is FailFast, and the session stays at cycle 2.
     let (code, json) = run(&["--fail", "PersistMemory"]);
     assert_eq!((code, json["outcome"].as_str()), (Some(3), Some("FailFast")), "{json}");
+    // `status` and `abandon` find the session by its key too.
+    let status = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["status", "--format", "json", "--session", "tenant-7/conv-42", "--database", &url])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&status.stdout).unwrap_or(Value::Null);
+    assert_eq!((status.status.code(), json["session"]["cycle"].as_u64()), (Some(0), Some(2)), "{json}");
+    assert_eq!(json["intervention"], Value::Null);
+    let abandon = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["abandon", "--session", "tenant-7/conv-42", "--database", &url])
+        .output()
+        .unwrap();
+    assert_eq!(abandon.status.code(), Some(1), "nothing is paused");
+    assert!(String::from_utf8_lossy(&abandon.stderr).contains("session `tenant-7/conv-42`"));
     let db = PgDatabase::connect(&url).unwrap();
     let store = PgSessionStore::open(&db, "tenant-7/conv-42").unwrap();
     assert_eq!(store.load().unwrap().unwrap().cycle, 2);

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use planlock::demo::{Demo, ReviewGate};
+use planlock::demo::{Demo, DemoSessionStore, ReviewGate};
 use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::pg::{PgDatabase, PgError};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
@@ -86,9 +86,8 @@ enum Command {
     /// Abandon the paused cycle: its record is removed, the session file stays as it was, and
     /// the next `run` runs the same cycle number again. Exits 0, or 1 when nothing is paused.
     Abandon {
-        /// The session root.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        place: SessionPlace,
     },
     /// Look at the memories in the session root's SQLite store.
     Memory {
@@ -110,9 +109,8 @@ enum Command {
     },
     /// Show the session (id, completed cycles, plan hash) and any paused cycle.
     Status {
-        /// The session root.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        place: SessionPlace,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -177,12 +175,12 @@ fn main() -> ExitCode {
         Command::Resume { cycle, approve, step, reason } => {
             run(&mut out, cycle, Some(Override::new(approve, step, reason)))
         }
-        Command::Abandon { root } => abandon(&mut out, &root),
+        Command::Abandon { place } => abandon(&mut out, &place),
         Command::Memory { command: MemoryCommand::Search { root, top_k, format, text } } => {
             memory_search(&mut out, &root, top_k, format, &text)
         }
         Command::Decisions { root, domain, format } => decisions(&mut out, &root, domain.as_deref(), format),
-        Command::Status { root, format } => status(&mut out, &root, format),
+        Command::Status { place, format } => status(&mut out, &place, format),
     };
     let mut stdout = std::io::stdout().lock();
     match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
@@ -406,11 +404,11 @@ impl RunReport<'_> {
     }
 }
 
-/// What `run` and `resume` share: where the session is, which policy and bundle, the plan.
+/// Where a session lives: under a root, or in a shared database under a key.
 #[derive(clap::Args)]
-struct CycleArgs {
-    /// The session root (`ops/runtime/session_state.json` lives under it). Created if missing;
-    /// nothing is written under it until a cycle completes. Not with `--database`.
+struct SessionPlace {
+    /// The session root (`ops/runtime/session_state.json` lives under it). `run` creates it if
+    /// missing; nothing is written under it until a cycle completes. Not with `--database`.
     #[arg(long, required_unless_present = "database", conflicts_with = "database")]
     root: Option<PathBuf>,
     /// A shared PostgreSQL database for the session, its records and its memories, instead of
@@ -421,6 +419,61 @@ struct CycleArgs {
     /// The session's key in the database (a tenant or conversation id, 1 to 256 bytes).
     #[arg(long, requires = "database", value_name = "KEY")]
     session: Option<String>,
+}
+
+/// A session store opened where a [`SessionPlace`] says.
+enum OpenedStore {
+    Files(FileSessionStore),
+    Database(PgDatabase, PgSessionStore),
+}
+
+impl OpenedStore {
+    /// Opens the store (a database session's lease taken); the exit code and message when it
+    /// cannot be: 2 for a bad URL or key, 3 otherwise.
+    fn open(place: &SessionPlace) -> Result<OpenedStore, (u8, String)> {
+        match (&place.database, &place.session, &place.root) {
+            (Some(url), Some(key), _) => {
+                if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
+                    let message =
+                        format!("--session must be 1 to {MAX_SESSION_KEY_BYTES} bytes long (it is {})", key.len());
+                    return Err((EXIT_USAGE, message));
+                }
+                let db = PgDatabase::connect(url).map_err(|e| match e {
+                    PgError::Url { .. } => (EXIT_USAGE, e.to_string()),
+                    _ => (EXIT_FAIL_FAST, e.to_string()),
+                })?;
+                let store = PgSessionStore::open(&db, key).map_err(|e| (EXIT_FAIL_FAST, e.to_string()))?;
+                Ok(OpenedStore::Database(db, store))
+            }
+            (_, _, Some(root)) => {
+                FileSessionStore::open(root).map(OpenedStore::Files).map_err(|e| (EXIT_FAIL_FAST, e.to_string()))
+            }
+            _ => Err((EXIT_USAGE, "give --root, or --database and --session".into())),
+        }
+    }
+
+    fn store(&self) -> &dyn SessionStore {
+        match self {
+            OpenedStore::Files(store) => store,
+            OpenedStore::Database(_, store) => store,
+        }
+    }
+
+    /// What the messages call it.
+    fn name(place: &SessionPlace) -> String {
+        match (&place.session, &place.root) {
+            (Some(key), _) => format!("session `{key}`"),
+            (_, Some(root)) => root.display().to_string(),
+            _ => String::new(),
+        }
+    }
+}
+
+/// What `run` and `resume` share: where the session is, which policy and bundle, the plan.
+#[derive(clap::Args)]
+struct CycleArgs {
+    #[command(flatten)]
+    place: SessionPlace,
     /// The directory holding the policy profiles.
     #[arg(long)]
     policy_root: PathBuf,
@@ -481,59 +534,51 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
     // database, or the shared database's namespace of the session.
     let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {
         Ok(Some(manifest)) => manifest,
-        Ok(None) if c.database.is_some() => BundleManifest::default_shared_bundle(),
+        Ok(None) if c.place.database.is_some() => BundleManifest::default_shared_bundle(),
         Ok(None) => BundleManifest::default_bundle(),
         Err(e) => return fail_fast(out, e.to_string()),
     };
-    if let (Some(url), Some(key)) = (&c.database, &c.session) {
-        if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
-            let message = format!("--session must be 1 to {MAX_SESSION_KEY_BYTES} bytes long (it is {})", key.len());
-            RunReport::failed("error", message).write(out, c.format);
-            return EXIT_USAGE;
-        }
-        let db = match PgDatabase::connect(url) {
-            Ok(db) => db,
-            Err(e @ PgError::Url { .. }) => {
-                RunReport::failed("error", e.to_string()).write(out, c.format);
-                return EXIT_USAGE;
-            }
-            Err(e) => return fail_fast(out, e.to_string()),
-        };
-        let store = match PgSessionStore::open(&db, key) {
-            Ok(store) => demo.session_store(store),
-            Err(e) => return fail_fast(out, e.to_string()),
-        };
-        return match StrategyResolver.resolve_in_database(&manifest, &db, key) {
-            Ok(resolved) => {
-                let storage = StoreHandlers::new(resolved);
-                run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage })
-            }
-            Err(e) => fail_fast(out, e.to_string()),
-        };
-    }
-    let Some(root) = c.root.clone() else {
-        RunReport::failed("error", "give --root, or --database and --session".into()).write(out, c.format);
-        return EXIT_USAGE;
-    };
     // `run` may create the root itself; nothing under it is created at boot.
     if over.is_none()
-        && let Err(e) = std::fs::create_dir_all(&root)
+        && let Some(root) = &c.place.root
+        && let Err(e) = std::fs::create_dir_all(root)
     {
         let message = format!("cannot create the session root {}: {e}", root.display());
         RunReport::failed("error", message).write(out, c.format);
         return EXIT_USAGE;
     }
-    let store = match FileSessionStore::open(&root) {
-        Ok(s) => demo.session_store(s),
+    let (resolved, store) = match OpenedStore::open(&c.place) {
+        Ok(OpenedStore::Database(db, store)) => {
+            let key = store.key().to_owned();
+            (
+                StrategyResolver.resolve_in_database(&manifest, &db, &key),
+                CycleStore::Database(demo.session_store(store)),
+            )
+        }
+        Ok(OpenedStore::Files(store)) => {
+            let root = c.place.root.clone().unwrap_or_default();
+            (StrategyResolver.resolve(&manifest, &root), CycleStore::Files(demo.session_store(store)))
+        }
+        Err((code, message)) => {
+            let outcome = if code == EXIT_USAGE { "error" } else { "FailFast" };
+            RunReport::failed(outcome, message).write(out, c.format);
+            return code;
+        }
+    };
+    let storage = match resolved {
+        Ok(resolved) => StoreHandlers::new(resolved),
         Err(e) => return fail_fast(out, e.to_string()),
     };
-    match StrategyResolver.resolve(&manifest, &root) {
-        Ok(resolved) => {
-            let storage = StoreHandlers::new(resolved);
-            run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage })
-        }
-        Err(e) => fail_fast(out, e.to_string()),
+    match store {
+        CycleStore::Files(store) => run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage }),
+        CycleStore::Database(store) => run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage }),
     }
+}
+
+/// The two session stores `run` may boot on (the runtime is generic over its store).
+enum CycleStore {
+    Files(DemoSessionStore<FileSessionStore>),
+    Database(DemoSessionStore<PgSessionStore>),
 }
 
 /// What a cycle runs on: the plan, the session store, the bundle and the storage it resolved.
@@ -648,14 +693,15 @@ fn run_on<S: SessionStore + 'static>(
 }
 
 /// Removes the paused cycle's record; the session file stays as it was.
-fn abandon(out: &mut String, root: &Path) -> u8 {
-    let store = match FileSessionStore::open(root) {
-        Ok(store) => store,
-        Err(e) => {
-            say(format_args!("{e}"));
-            return EXIT_FAIL_FAST;
+fn abandon(out: &mut String, place: &SessionPlace) -> u8 {
+    let opened = match OpenedStore::open(place) {
+        Ok(opened) => opened,
+        Err((code, message)) => {
+            say(format_args!("{message}"));
+            return code;
         }
     };
+    let store = opened.store();
     let abandoned = store.load_intervention().and_then(|record| match record {
         Some(record) => store.remove_intervention().map(|()| Some(record)),
         None => Ok(None),
@@ -671,7 +717,7 @@ fn abandon(out: &mut String, root: &Path) -> u8 {
             EXIT_VALID
         }
         Ok(None) => {
-            say(format_args!("no cycle is paused under {}; there is nothing to abandon", root.display()));
+            say(format_args!("no cycle is paused in {}; there is nothing to abandon", OpenedStore::name(place)));
             EXIT_CYCLE_FAIL
         }
         Err(e) => {
@@ -733,14 +779,15 @@ fn decisions(out: &mut String, root: &Path, domain: Option<&str>, format: Format
 }
 
 /// Prints the session and any paused cycle.
-fn status(out: &mut String, root: &Path, format: Format) -> u8 {
-    let store = match FileSessionStore::open(root) {
-        Ok(store) => store,
-        Err(e) => {
-            say(format_args!("{e}"));
-            return EXIT_FAIL_FAST;
+fn status(out: &mut String, place: &SessionPlace, format: Format) -> u8 {
+    let opened = match OpenedStore::open(place) {
+        Ok(opened) => opened,
+        Err((code, message)) => {
+            say(format_args!("{message}"));
+            return code;
         }
     };
+    let store = opened.store();
     let loaded = store.load().and_then(|s| Ok((s, store.load_intervention()?, store.load_pin()?)));
     let (session, pending, pin) = match loaded {
         Ok(all) => all,

@@ -87,7 +87,8 @@ pub struct PgSessionStore {
 
 struct Inner {
     seen: i64,
-    conn: Option<PgConnection>,
+    /// Boxed: a pooled client is large, and the store is moved into a runtime.
+    conn: Option<Box<PgConnection>>,
     statements: HashMap<String, Statement>,
 }
 
@@ -204,7 +205,7 @@ impl PgSessionStore {
                 .db
                 .connection()
                 .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
-            inner.conn = Some(conn);
+            inner.conn = Some(Box::new(conn));
         }
         let Inner { conn: Some(conn), statements, .. } = inner else {
             return Err(SessionError::Database { key: self.key.clone(), reason: "no connection".into() });
