@@ -27,7 +27,7 @@ pub const DEFAULT_STRATEGY: &str = "hierarchical-sql";
 pub const DEFAULT_MEMORY: &str = "sqlite";
 
 /// The memory provider of a shared PostgreSQL database (feature `postgres`), resolved with
-/// [`StrategyResolver::resolve_in_database`].
+/// `StrategyResolver::resolve_in_database`.
 pub const POSTGRES_MEMORY: &str = "postgres";
 
 /// A bundle's manifest: `{ "bundle_id", "version", "strategy_provider_id"?, "memory_provider_id"? }`,
