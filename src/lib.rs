@@ -62,8 +62,6 @@
 // Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts.
 mod fsread;
 mod json;
-#[cfg(feature = "postgres")]
-pub mod pg;
 // Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
 // document, problem codes.
 mod contract;
@@ -77,6 +75,9 @@ pub use hash::{profile, yaml};
 // Layer 4: running a plan.
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
+// The shared PostgreSQL database, for the stores of many workers (feature `postgres`).
+#[cfg(feature = "postgres")]
+pub mod pg;
 // Layer 5: sessions on disk, and storage behind ports. Layer 6: the runtime that owns a session.
 pub mod handlers;
 pub mod runtime;

@@ -3,7 +3,8 @@
 //! migrations; the session store (`session::postgres`) and the storage ports
 //! (`store::postgres`) use it.
 //!
-//! Layer 0: it knows SQL and connections, nothing of the contract.
+//! Layer 4 (beside the executor, below the stores that use it): it knows SQL and connections,
+//! and of the contract only how a failure is classified.
 //!
 //! - The client is `postgres`, the synchronous face of `tokio-postgres` (same project): the
 //!   session store's calls are synchronous and the storage ports run blocking work on the
@@ -21,6 +22,8 @@ use postgres::config::Host;
 use postgres::{Client, Config, NoTls};
 use r2d2_postgres::PostgresConnectionManager;
 use r2d2_postgres::r2d2;
+
+use crate::contract::registry::{Failure, FailureKind};
 
 /// How long connecting may take unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -79,15 +82,19 @@ pub enum PgError {
     },
 }
 
-impl PgError {
-    /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+impl Failure for PgError {
+    fn code(&self) -> &'static str {
         match self {
             PgError::Url { .. } => "pg-url",
             PgError::Connect { .. } => "pg-connect",
             PgError::SchemaTooNew { .. } => "pg-schema-too-new",
             PgError::Query { .. } => "pg-query",
         }
+    }
+
+    /// FailFast: without its database a runtime cannot know its sessions' state.
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
     }
 }
 

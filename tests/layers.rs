@@ -11,12 +11,12 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("json", 0),
     ("fsread", 0),
-    ("pg", 0),
     ("contract", 1),
     ("validate", 2),
     ("builder", 3),
     ("hash", 3),
     ("exec", 4),
+    ("pg", 4),
     ("session", 5),
     ("store", 5),
     ("handlers", 5),

@@ -303,6 +303,19 @@ fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(server: &PgSer
     assert!(matches!(err, PgError::SchemaTooNew { found: 2, known: 1, .. }), "{err}");
     assert_eq!(err.code(), "pg-schema-too-new");
     assert!(err.to_string().contains("upgrade planlock"), "{err}");
+    assert_eq!(err.kind(), FailureKind::FailFast);
+    // The CLI refuses it too: FailFast, exit 3, nothing written.
+    let fx = fixture();
+    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["run", "--database", &url, "--session", "k", "--policy-root"])
+        .arg(&fx.policy)
+        .arg(&fx.plan_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("newer than this library's 1"));
+    let sessions: i64 = client.query_one("SELECT count(*) FROM planlock_sessions", &[]).unwrap().get(0);
+    assert_eq!(sessions, 0);
 }
 
 fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
