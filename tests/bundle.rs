@@ -61,7 +61,8 @@ fn manifests_are_strict_and_default_their_providers() {
     let unknown = manifest(dir.path(), r#"{"bundle_id": "b", "version": "1", "memory_provider_id": "redis"}"#).unwrap();
     let err = StrategyResolver.resolve(&unknown, dir.path()).unwrap_err();
     assert_eq!(err.code(), "unknown-provider");
-    assert!(err.to_string().contains("`redis`") && err.to_string().contains("sqlite, in-memory"), "{err}");
+    let known = StrategyResolver::MEMORY.join(", ");
+    assert!(err.to_string().contains("`redis`") && err.to_string().contains(&known), "{err}");
 }
 
 #[test]
@@ -107,4 +108,17 @@ fn an_older_pin_without_ids_is_upgraded_with_the_manifests() {
     drop(rt);
     let err = boot(pol.path(), root.path(), BundleManifest::default_bundle()).unwrap_err();
     assert_eq!(err.code(), "session-corrupt", "{err}");
+}
+
+/// The memory provider `postgres` lives in a shared database: resolved under a session root it
+/// says so instead of silently falling back to another store.
+#[cfg(feature = "postgres")]
+#[test]
+fn the_postgres_memory_provider_needs_a_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = BundleManifest::default_shared_bundle();
+    assert_eq!(shared.memory_id(), "postgres");
+    let err = StrategyResolver.resolve(&shared, dir.path()).unwrap_err();
+    assert_eq!(err.code(), "bundle-needs-database");
+    assert!(err.to_string().contains("--database"), "{err}");
 }
