@@ -452,6 +452,15 @@ impl OpenedStore {
         }
     }
 
+    /// [`open`](Self::open) for the commands that report on stderr: the message said there,
+    /// `Err` with the exit code.
+    fn open_or_say(place: &SessionPlace) -> Result<OpenedStore, u8> {
+        OpenedStore::open(place).map_err(|(code, message)| {
+            say(format_args!("{message}"));
+            code
+        })
+    }
+
     fn store(&self) -> &dyn SessionStore {
         match self {
             OpenedStore::Files(store) => store,
@@ -694,12 +703,9 @@ fn run_on<S: SessionStore + 'static>(
 
 /// Removes the paused cycle's record; the session file stays as it was.
 fn abandon(out: &mut String, place: &SessionPlace) -> u8 {
-    let opened = match OpenedStore::open(place) {
+    let opened = match OpenedStore::open_or_say(place) {
         Ok(opened) => opened,
-        Err((code, message)) => {
-            say(format_args!("{message}"));
-            return code;
-        }
+        Err(code) => return code,
     };
     let store = opened.store();
     let abandoned = store.load_intervention().and_then(|record| match record {
@@ -780,12 +786,9 @@ fn decisions(out: &mut String, root: &Path, domain: Option<&str>, format: Format
 
 /// Prints the session and any paused cycle.
 fn status(out: &mut String, place: &SessionPlace, format: Format) -> u8 {
-    let opened = match OpenedStore::open(place) {
+    let opened = match OpenedStore::open_or_say(place) {
         Ok(opened) => opened,
-        Err((code, message)) => {
-            say(format_args!("{message}"));
-            return code;
-        }
+        Err(code) => return code,
     };
     let store = opened.store();
     let loaded = store.load().and_then(|s| Ok((s, store.load_intervention()?, store.load_pin()?)));
