@@ -27,7 +27,6 @@ use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::{Digest, ValidPlan};
 
 #[path = "../tests/common/mod.rs"]
-#[allow(unused_imports)]
 mod common;
 #[path = "common/paired.rs"]
 mod paired;
