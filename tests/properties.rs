@@ -218,7 +218,6 @@ fn at_mut<'a>(v: &'a mut Value, path: &[String]) -> &'a mut Value {
 fn apply(doc: &mut Value, e: &Edit) {
     let mut locs = Vec::new();
     locations(doc, Vec::new(), &mut locs);
-    let steps_len = doc["steps"].as_array().map_or(0, Vec::len).max(1);
     match e {
         Edit::Replace(i, v) => *at_mut(doc, &locs[i % locs.len()]) = v.clone(),
         Edit::Remove(i) => {
@@ -241,8 +240,10 @@ fn apply(doc: &mut Value, e: &Edit) {
             }
         }
         Edit::SwapSteps(a, b) => {
-            if let Some(s) = doc["steps"].as_array_mut() {
-                s.swap(a % steps_len, b % steps_len);
+            // An earlier edit may have removed steps: index the array as it is now.
+            if let Some(s) = doc["steps"].as_array_mut().filter(|s| !s.is_empty()) {
+                let len = s.len();
+                s.swap(a % len, b % len);
             }
         }
         Edit::ObjectToArray(i) => {
@@ -256,8 +257,8 @@ fn apply(doc: &mut Value, e: &Edit) {
             }
         }
         Edit::DuplicateStep(i) => {
-            if let Some(s) = doc["steps"].as_array_mut() {
-                let c = s[i % steps_len].clone();
+            if let Some(s) = doc["steps"].as_array_mut().filter(|s| !s.is_empty()) {
+                let c = s[i % s.len()].clone();
                 s.push(c);
             }
         }
