@@ -616,6 +616,21 @@ fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServer) {
         .output()
         .unwrap();
     assert_eq!(abandon.status.code(), Some(1), "nothing is paused");
+    // The session's memories and decisions, read from the database as the Retrieve steps would.
+    let planlock = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(args)
+            .env("PLANLOCK_DATABASE_URL", &url)
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
+    };
+    let (code, json) =
+        planlock(&["memory", "search", "--session", "tenant-7/conv-42", "--format", "json", "key rotation"]);
+    assert_eq!((code, json["items"].as_array().map(Vec::len)), (Some(0), Some(2)), "{json}");
+    let (code, json) =
+        planlock(&["decisions", "--session", "tenant-7/conv-42", "--domain", "security", "--format", "json"]);
+    assert_eq!((code, &json["decisions"][0]["id"]), (Some(0), &json!("d-1")), "{json}");
     assert!(String::from_utf8_lossy(&abandon.stderr).contains("session `tenant-7/conv-42`"));
     let db = PgDatabase::connect(&url).unwrap();
     let store = PgSessionStore::open(&db, "tenant-7/conv-42").unwrap();

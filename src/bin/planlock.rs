@@ -20,6 +20,7 @@ use planlock::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
 use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::bundle::{BundleManifest, ResolvedStore, StrategyResolver};
+use planlock::store::postgres::PgStore;
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{DecisionContextProviderPort, MemoryRepositoryPort, StoreHandlers};
 use planlock::{
@@ -97,9 +98,8 @@ enum Command {
     /// List the active decisions in the session root's SQLite store that a cycle would retrieve,
     /// with their evidence links: global and axis, and those of `--domain`.
     Decisions {
-        /// The session root.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        place: SessionPlace,
         /// Also the decisions of this domain (`domain:<name>`).
         #[arg(long)]
         domain: Option<String>,
@@ -121,9 +121,8 @@ enum Command {
 enum MemoryCommand {
     /// Search the memories as `RetrieveMemory` does: by the words of the text, best first.
     Search {
-        /// The session root.
-        #[arg(long)]
-        root: PathBuf,
+        #[command(flatten)]
+        place: SessionPlace,
         /// At most this many memories.
         #[arg(long, default_value_t = 10)]
         top_k: u64,
@@ -176,10 +175,10 @@ fn main() -> ExitCode {
             run(&mut out, cycle, Some(Override::new(approve, step, reason)))
         }
         Command::Abandon { place } => abandon(&mut out, &place),
-        Command::Memory { command: MemoryCommand::Search { root, top_k, format, text } } => {
-            memory_search(&mut out, &root, top_k, format, &text)
+        Command::Memory { command: MemoryCommand::Search { place, top_k, format, text } } => {
+            memory_search(&mut out, &place, top_k, format, &text)
         }
-        Command::Decisions { root, domain, format } => decisions(&mut out, &root, domain.as_deref(), format),
+        Command::Decisions { place, domain, format } => decisions(&mut out, &place, domain.as_deref(), format),
         Command::Status { place, format } => status(&mut out, &place, format),
     };
     let mut stdout = std::io::stdout().lock();
@@ -421,6 +420,35 @@ struct SessionPlace {
     session: Option<String>,
 }
 
+/// The shared database, for the session `key`: 2 for a bad URL or key, 3 when it cannot be used.
+fn connect(url: &str, key: &str) -> Result<PgDatabase, (u8, String)> {
+    if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
+        let message = format!("--session must be 1 to {MAX_SESSION_KEY_BYTES} bytes long (it is {})", key.len());
+        return Err((EXIT_USAGE, message));
+    }
+    PgDatabase::connect(url).map_err(|e| match e {
+        PgError::Url { .. } => (EXIT_USAGE, e.to_string()),
+        _ => (EXIT_FAIL_FAST, e.to_string()),
+    })
+}
+
+/// The memories and decisions of a session: its root's SQLite store, or its namespace of the
+/// shared database (read without taking the session's lease, so a running worker is not
+/// disturbed). Reports on stderr; `Err` is the exit code.
+fn memories_of(place: &SessionPlace) -> Result<ResolvedStore, u8> {
+    let opened = match (&place.database, &place.session, &place.root) {
+        (Some(url), Some(key), _) => {
+            connect(url, key).map(|db| ResolvedStore::Postgres(PgStore::new(&db, key.as_str())))
+        }
+        (_, _, Some(root)) => Ok(ResolvedStore::Sqlite(SqliteStore::open(root))),
+        _ => Err((EXIT_USAGE, "give --root, or --database and --session".into())),
+    };
+    opened.map_err(|(code, message)| {
+        say(format_args!("{message}"));
+        code
+    })
+}
+
 /// A session store opened where a [`SessionPlace`] says.
 enum OpenedStore {
     Files(FileSessionStore),
@@ -433,15 +461,7 @@ impl OpenedStore {
     fn open(place: &SessionPlace) -> Result<OpenedStore, (u8, String)> {
         match (&place.database, &place.session, &place.root) {
             (Some(url), Some(key), _) => {
-                if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
-                    let message =
-                        format!("--session must be 1 to {MAX_SESSION_KEY_BYTES} bytes long (it is {})", key.len());
-                    return Err((EXIT_USAGE, message));
-                }
-                let db = PgDatabase::connect(url).map_err(|e| match e {
-                    PgError::Url { .. } => (EXIT_USAGE, e.to_string()),
-                    _ => (EXIT_FAIL_FAST, e.to_string()),
-                })?;
+                let db = connect(url, key)?;
                 let store = PgSessionStore::open(&db, key).map_err(|e| (EXIT_FAIL_FAST, e.to_string()))?;
                 Ok(OpenedStore::Database(db, store))
             }
@@ -734,8 +754,11 @@ fn abandon(out: &mut String, place: &SessionPlace) -> u8 {
 }
 
 /// Prints what `RetrieveMemory` would find for `text`.
-fn memory_search(out: &mut String, root: &Path, top_k: u64, format: Format, text: &str) -> u8 {
-    let store = SqliteStore::open(root);
+fn memory_search(out: &mut String, place: &SessionPlace, top_k: u64, format: Format, text: &str) -> u8 {
+    let store = match memories_of(place) {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
     match pollster::block_on(store.search(text, top_k)) {
         Ok(items) => {
             match format {
@@ -757,8 +780,11 @@ fn memory_search(out: &mut String, root: &Path, top_k: u64, format: Format, text
 }
 
 /// Prints what `RetrieveDecisionContext` would load.
-fn decisions(out: &mut String, root: &Path, domain: Option<&str>, format: Format) -> u8 {
-    let store = SqliteStore::open(root);
+fn decisions(out: &mut String, place: &SessionPlace, domain: Option<&str>, format: Format) -> u8 {
+    let store = match memories_of(place) {
+        Ok(store) => store,
+        Err(code) => return code,
+    };
     match pollster::block_on(store.load("", domain)) {
         Ok(context) => {
             match format {
