@@ -324,3 +324,21 @@ async fn a_server_error_fails_the_cycle_as_cyclefail_with_the_servers_message() 
     assert_eq!(planlock::Failure::kind(&err), FailureKind::CycleFail);
     assert!(err.to_string().contains("HTTP 503: overloaded"), "{err}");
 }
+
+#[tokio::test]
+async fn where_the_plan_sets_no_limit_the_clients_request_timeout_bounds_the_call() {
+    assert_eq!(planlock::handlers::openai::DEFAULT_REQUEST_TIMEOUT, Duration::from_secs(300));
+    let slow = ResponseTemplate::new(200).set_body_json(completion("late")).set_delay(Duration::from_secs(5));
+    let server = server_answering(slow).await;
+    let model =
+        OpenAiModel::new(ModelConfig::new(format!("{}/v1", server.uri()), "m").timeout(Duration::from_millis(300)));
+    let started = Instant::now();
+    // SummarizeMemory has no deadline in the plan; LLMCall without llmMs neither.
+    let p = SummarizeMemoryPayload { response: "text".into() };
+    let test = TestContext::new("summary", p.clone());
+    let err = Handler::<SummarizeMemory>::call(&model, &test.context(), &p).await.unwrap_err();
+    assert_eq!(model_error(&err).code(), "model-timeout", "{err}");
+    let err = call(&model, &llm_payload(json!({})), None).await.unwrap_err();
+    assert_eq!(model_error(&err).code(), "model-timeout", "{err}");
+    assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
+}

@@ -144,3 +144,16 @@ fn a_runaway_template_runs_out_of_fuel_instead_of_running_for_long() {
     assert!(pollster::block_on(TemplatePrompts::new().fuel(10).call(&test.context(), &small)).is_err());
     assert!(pollster::block_on(TemplatePrompts::new().call(&test.context(), &small)).is_ok());
 }
+
+#[test]
+fn a_template_cannot_eat_memory_by_doubling_a_string() {
+    // 40 doublings would be 2 TiB; fuel counts the bytes built, so it stops long before.
+    let p = payload(
+        "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
+        AnyObject::new(),
+    );
+    let err = render(&TestContext::new("prompt", p.clone()), &p).unwrap_err();
+    assert!(err.message().contains("fuel"), "{err}");
+    let p = payload("{{ 'x' * 100000000000 }}", AnyObject::new());
+    assert!(render(&TestContext::new("prompt", p.clone()), &p).unwrap_err().message().contains("fuel"));
+}

@@ -41,6 +41,11 @@ pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
 /// How long a connection may take to open unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long a whole request may take where the plan sets no limit (`SummarizeMemory` always,
+/// `LLMCall` without `llmMs`): a client's safety net, so that a server that accepts and never
+/// answers cannot hold a cycle forever. The plan's `llmMs`, when present, is the limit instead.
+pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
+
 /// The largest response body read, in bytes.
 pub const MAX_RESPONSE_BYTES: u64 = 8 << 20;
 
@@ -64,7 +69,7 @@ pub struct ModelConfig {
     api_key: Option<Arc<str>>,
     api_key_env: String,
     connect_timeout: Duration,
-    timeout: Option<Duration>,
+    timeout: Duration,
     json_summaries: bool,
     on_pool: bool,
 }
@@ -96,7 +101,7 @@ impl ModelConfig {
             api_key: None,
             api_key_env: DEFAULT_API_KEY_ENV.to_owned(),
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            timeout: None,
+            timeout: DEFAULT_REQUEST_TIMEOUT,
             json_summaries: true,
             on_pool: true,
         }
@@ -122,9 +127,10 @@ impl ModelConfig {
     }
 
     /// A limit on each whole request where the plan sets none: `SummarizeMemory` always,
-    /// `LLMCall` when the plan has no `llmMs` (which, when present, is the limit). None by default.
+    /// `LLMCall` when the plan has no `llmMs` (which, when present, is the limit). Default
+    /// [`DEFAULT_REQUEST_TIMEOUT`].
     pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
+        self.timeout = timeout;
         self
     }
 
@@ -305,12 +311,7 @@ impl OpenAiModel {
     }
 
     /// Sends one chat completion and returns the first choice's text.
-    async fn complete(
-        &self,
-        model: &str,
-        body: Map<String, Value>,
-        limit: Option<Duration>,
-    ) -> Result<Answer, ModelError> {
+    async fn complete(&self, model: &str, body: Map<String, Value>, limit: Duration) -> Result<Answer, ModelError> {
         let span = tracing::Span::current();
         span.record("gen_ai.request.model", model);
         let (agent, url, key) = (self.agent.clone(), self.config.endpoint(), self.config.api_key.clone());
@@ -367,14 +368,13 @@ fn send(
     url: &str,
     key: Option<&str>,
     body: &Value,
-    limit: Option<Duration>,
+    limit: Duration,
 ) -> Result<Answer, ModelError> {
-    let mut request = agent.post(url).config().timeout_global(limit).build();
+    let mut request = agent.post(url).config().timeout_global(Some(limit)).build();
     if let Some(key) = key {
         request = request.header("Authorization", format!("Bearer {key}"));
     }
-    let timeout =
-        |url: &str| ModelError::Timeout { url: url.to_owned(), limit_ms: limit.unwrap_or_default().as_millis() };
+    let timeout = |url: &str| ModelError::Timeout { url: url.to_owned(), limit_ms: limit.as_millis() };
     let mut response = match request.send_json(body) {
         Ok(r) => r,
         Err(ureq::Error::Timeout(_)) => return Err(timeout(url)),
@@ -433,7 +433,8 @@ impl Handler<LLMCall> for OpenAiModel {
         config.remove("model");
         let body = request_body(&model, &p.prompt, &prompt.prompt, &config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));
-        let answer = self.complete(&model, body, llm_ms.or(self.config.timeout)).await.map_err(|e| self.failed(e))?;
+        let answer =
+            self.complete(&model, body, llm_ms.unwrap_or(self.config.timeout)).await.map_err(|e| self.failed(e))?;
         Ok(LlmCallResult { response: answer.text })
     }
 }
