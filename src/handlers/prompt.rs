@@ -119,15 +119,14 @@ impl Handler<crate::contract::steps::PromptAssemble> for TemplatePrompts {
 /// The `ledger` a template sees; see the module docs.
 fn earlier_results(cx: &StepContext<'_>) -> serde_json::Value {
     let ledger = cx.ledger();
-    let context = ledger.get::<ContextSelect>().map(|r| &r.selected_context);
-    let memories = ledger.get::<RetrieveMemory>().map(|r| &r.items);
     let decisions = ledger.get::<RetrieveDecisionContext>();
+    // The contract's types serialize as the plan's JSON; an absent step is `[]` (`null` for repo).
     json!({
-        "context": context.map_or_else(Vec::new, |c| c.iter().map(|v| v.0.clone()).collect()),
-        "memories": memories.map_or(Ok(json!([])), serde_json::to_value).unwrap_or_default(),
-        "decisions": decisions.map_or(Ok(json!([])), |d| serde_json::to_value(&d.decisions)).unwrap_or_default(),
-        "anchors": decisions.map_or(Ok(json!([])), |d| serde_json::to_value(&d.anchors)).unwrap_or_default(),
-        "repo": ledger.get::<RepoScan>().map_or(Ok(serde_json::Value::Null), serde_json::to_value).unwrap_or_default(),
+        "context": ledger.get::<ContextSelect>().map_or(&[][..], |r| &r.selected_context[..]),
+        "memories": ledger.get::<RetrieveMemory>().map_or(&[][..], |r| &r.items[..]),
+        "decisions": decisions.map_or(&[][..], |d| &d.decisions[..]),
+        "anchors": decisions.map_or(&[][..], |d| &d.anchors[..]),
+        "repo": ledger.get::<RepoScan>(),
     })
 }
 
