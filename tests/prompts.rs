@@ -146,14 +146,84 @@ fn a_runaway_template_runs_out_of_fuel_instead_of_running_for_long() {
 }
 
 #[test]
-fn a_template_cannot_eat_memory_by_doubling_a_string() {
-    // 40 doublings would be 2 TiB; fuel counts the bytes built, so it stops long before.
+fn a_template_cannot_eat_memory_by_doubling_a_value() {
+    // Binding a value to a name is what let a few statements double it without end: refused.
     let p = payload(
         "{% set ns = namespace(s='ab') %}{% for i in range(40) %}{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s | length }}",
         AnyObject::new(),
     );
     let err = render(&TestContext::new("prompt", p.clone()), &p).unwrap_err();
-    assert!(err.message().contains("fuel"), "{err}");
+    assert!(err.message().starts_with("template refused at line 1, column 1: `{% set %}` is not allowed"), "{err}");
+    // Within one expression, fuel counts the bytes built.
     let p = payload("{{ 'x' * 100000000000 }}", AnyObject::new());
     assert!(render(&TestContext::new("prompt", p.clone()), &p).unwrap_err().message().contains("fuel"));
+}
+
+#[test]
+fn statements_that_bind_or_load_are_refused_by_name() {
+    for statement in ["set x = 1", "with x = 1", "macro m()", "call m()", "include 'x'", "import 'x' as y", "extends 'x'", "block b", "autoescape true", "do x"] {
+        let p = payload(&format!("ok {{% {statement} %}}"), AnyObject::new());
+        let err = render(&TestContext::new("prompt", p.clone()), &p).unwrap_err();
+        let name = statement.split(' ').next().unwrap();
+        assert!(err.message().contains(&format!("`{{% {name} %}}` is not allowed")), "{err}");
+        assert!(err.message().contains("line 1, column 4"), "{err}");
+    }
+}
+
+#[test]
+fn tojson_and_pprint_write_as_before_and_stop_at_their_bound() {
+    let p = payload(
+        "{{ data | tojson }}|{{ data | tojson(indent=2) }}|{{ data | tojson(true) }}|{{ data | pprint }}",
+        AnyObject::new().with("data", json!({"k": [1, "a"]})),
+    );
+    let out = render(&TestContext::new("prompt", p.clone()), &p).unwrap();
+    let pretty = "{\n  \"k\": [\n    1,\n    \"a\"\n  ]\n}";
+    assert_eq!(out, format!("{{\"k\": [1, \"a\"]}}|{pretty}|{pretty}|{{\n    'k': [\n        1,\n        'a',\n    ],\n}}"));
+    // A prompt is text: JSON in it is not HTML-escaped either.
+    let p = payload("{{ s | tojson }}", AnyObject::new().with("s", "<a href='x'>&</a>"));
+    assert_eq!(render(&TestContext::new("prompt", p.clone()), &p).unwrap(), r#""<a href='x'>&</a>""#);
+    let big = "y".repeat(planlock::handlers::prompt::MAX_SERIALIZED_BYTES);
+    let p = payload("{{ big | tojson }}", AnyObject::new().with("big", big.as_str()));
+    let err = render(&TestContext::new("prompt", p.clone()), &p).unwrap_err();
+    assert!(err.message().contains("MAX_SERIALIZED_BYTES"), "{err}");
+}
+
+#[test]
+fn a_render_stops_at_the_steps_deadline() {
+    let p = payload("{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}", AnyObject::new());
+    let test = TestContext::new("prompt", p.clone()).deadline(std::time::Instant::now());
+    // Fuel would stop it too, later: a budget far above what the deadline allows shows which came first.
+    let err = pollster::block_on(TemplatePrompts::new().fuel(u64::MAX / 128).call(&test.context(), &p)).unwrap_err();
+    assert!(err.message().contains("deadline"), "{err}");
+}
+
+#[test]
+fn the_deepest_template_allowed_renders_on_a_small_thread_stack() {
+    use planlock::handlers::template_check::{MAX_BLOCK_DEPTH, MAX_EXPRESSION_TOKENS};
+    // Tokio's worker threads have 2 MiB of stack: the bounds must fit there, in a debug build too.
+    let half = MAX_EXPRESSION_TOKENS / 2 - 2;
+    let templates = [
+        format!("{{{{ 'a'{} }}}}", "|lower".repeat(half)),
+        format!("{{{{ {}1 }}}}", "-".repeat(MAX_EXPRESSION_TOKENS - 2)),
+        format!("{{{{ x{} }}}}", ".y".repeat(half)),
+        format!("{}x{}", "{% if t %}".repeat(MAX_BLOCK_DEPTH), "{% endif %}".repeat(MAX_BLOCK_DEPTH)),
+        format!("{{% if f %}}{}{{% else %}}z{{% endif %}}", "{% elif f %}".repeat(MAX_BLOCK_DEPTH - 1)),
+    ];
+    std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            let mut y = json!("leaf");
+            for _ in 0..half {
+                y = json!({ "y": y });
+            }
+            for t in templates {
+                let vars = AnyObject::new().with("t", true).with("f", false).with("x", json!({ "y": y["y"].clone() }));
+                let p = payload(&t, vars);
+                let out = render(&TestContext::new("prompt", p.clone()), &p);
+                assert!(out.is_ok() || !out.as_ref().unwrap_err().message().is_empty(), "{t}");
+            }
+        })
+        .unwrap()
+        .join()
+        .expect("no stack overflow");
 }

@@ -79,11 +79,12 @@ pub enum StepFailure {
     #[error("{0}")]
     Handler(#[from] HandlerError),
     /// The step did not finish within its deadline.
-    #[error("timed out after {limit_ms} ms (metadata.timeouts.{key})")]
+    #[error("timed out after {limit_ms} ms ({key})")]
     TimedOut {
         /// The deadline.
         limit_ms: u64,
-        /// `llmMs` or `ioMs`.
+        /// Where the deadline comes from: `metadata.timeouts.llmMs`, `metadata.timeouts.ioMs`,
+        /// or the step type's default ([`DEFAULT_PROMPT_DEADLINE`]).
         key: &'static str,
     },
     /// The handler panicked; the message is what the panic said.
@@ -577,6 +578,10 @@ impl<L: HandlerSet> Executor<L> {
             {
                 return Ok(self.pause(plan, cycle, step, block, warnings, started));
             }
+            // The handler's deadline counts from its call: from the step's start when no
+            // pre-validator ran before it (saving a clock read), else from now.
+            let call_start = if validators.pre.is_empty() { started } else { Instant::now() };
+            let limit = deadline(step.step_type(), metadata);
             let cx = StepContext {
                 step,
                 steps,
@@ -585,15 +590,13 @@ impl<L: HandlerSet> Executor<L> {
                 session_id: cycle.session.session_id,
                 plan_hash: &cycle.session.plan_hash,
                 cycle: cycle.session.cycle,
+                deadline: limit.map(|(d, _)| call_start + d),
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
-            // The handler's deadline counts from its call: from the step's start when no
-            // pre-validator ran before it (saving a clock read), else from now.
-            let call_start = if validators.pre.is_empty() { started } else { Instant::now() };
             let outcome = if span.is_disabled() {
-                self.call(&cx, metadata, call_start).await
+                self.call(&cx, metadata, call_start, limit).await
             } else {
-                self.call(&cx, metadata, call_start).instrument(span.clone()).await
+                self.call(&cx, metadata, call_start, limit).instrument(span.clone()).await
             };
             let (result, returned_at) = match outcome {
                 Ok(result) => result,
@@ -651,12 +654,12 @@ impl<L: HandlerSet> Executor<L> {
         cx: &StepContext<'_>,
         metadata: &PlanMetadata,
         start: Instant,
+        limit: Option<(Duration, &'static str)>,
     ) -> Result<(StepResult, Option<Instant>), StepFailure> {
         let step = cx.step;
         if self.record_content {
             tracing::Span::current().record("planlock.payload", tracing::field::display(json_of(&step.payload)));
         }
-        let limit = deadline(step.step_type(), metadata);
         let deadline = limit.map(|(d, _)| (start, d));
         let (result, returned_at) = match guarded_call(self.handlers.set().dispatch(cx, &step.payload), deadline).await
         {
@@ -755,12 +758,20 @@ fn json_of<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// The step's deadline from the metadata, by its class; none when the metadata sets none.
+/// `PromptAssemble`'s deadline: the plan sets none for a computation, but a template is input
+/// from outside (CONTRACT §11), so its render stops here at the latest.
+pub const DEFAULT_PROMPT_DEADLINE: Duration = Duration::from_secs(10);
+
+/// The step's deadline and where it comes from: the metadata's by the step's class, else the
+/// step type's default; none when neither sets one.
 fn deadline(ty: StepType, metadata: &PlanMetadata) -> Option<(Duration, &'static str)> {
+    if ty == StepType::PromptAssemble {
+        return Some((DEFAULT_PROMPT_DEADLINE, "the default PromptAssemble deadline"));
+    }
     let timeouts = metadata.timeouts.as_ref()?;
     let (limit, key) = match ty.class() {
-        StepClass::Llm => (timeouts.llm_ms, "llmMs"),
-        StepClass::Io => (timeouts.io_ms, "ioMs"),
+        StepClass::Llm => (timeouts.llm_ms, "metadata.timeouts.llmMs"),
+        StepClass::Io => (timeouts.io_ms, "metadata.timeouts.ioMs"),
         StepClass::Compute => return None,
     };
     limit.map(|ms| (Duration::from_millis(ms.get()), key))

@@ -13,6 +13,7 @@ use std::fmt;
 use std::future::{Future, ready};
 use std::marker::PhantomData;
 use std::sync::Arc;
+use std::time::Instant;
 
 use uuid::Uuid;
 
@@ -78,6 +79,7 @@ pub struct StepContext<'a> {
     pub(crate) session_id: Uuid,
     pub(crate) plan_hash: &'a Digest,
     pub(crate) cycle: u64,
+    pub(crate) deadline: Option<Instant>,
 }
 
 impl<'a> StepContext<'a> {
@@ -120,6 +122,13 @@ impl<'a> StepContext<'a> {
     pub fn idempotency_key(&self) -> IdempotencyKey {
         IdempotencyKey::derive(self.session_id, self.plan_hash, self.cycle, &self.step.id)
     }
+    /// When the step's deadline passes, if it has one (`metadata.timeouts`, or the default of
+    /// its step type; docs/CONTRACT.md, "Execution"). The executor fails a result that comes
+    /// later; a handler that does blocking work (a query, a render) gives it this limit, so
+    /// that no work outlives its step.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
 }
 
 /// What a [`StepContext`] borrows, owned: for calling one handler by itself, as a unit test does,
@@ -157,6 +166,7 @@ pub struct TestContext {
     session_id: Uuid,
     plan_hash: Digest,
     cycle: u64,
+    deadline: Option<Instant>,
 }
 
 impl TestContext {
@@ -171,6 +181,7 @@ impl TestContext {
             session_id: Uuid::nil(),
             plan_hash: Digest::of(b""),
             cycle: 1,
+            deadline: None,
         }
     }
 
@@ -193,6 +204,12 @@ impl TestContext {
         self
     }
 
+    /// Sets the step's deadline (none by default).
+    pub fn deadline(mut self, at: Instant) -> Self {
+        self.deadline = Some(at);
+        self
+    }
+
     /// The context to hand to the handler.
     pub fn context(&self) -> StepContext<'_> {
         StepContext {
@@ -203,6 +220,7 @@ impl TestContext {
             session_id: self.session_id,
             plan_hash: &self.plan_hash,
             cycle: self.cycle,
+            deadline: self.deadline,
         }
     }
 }

@@ -12,6 +12,8 @@
 pub mod openai;
 #[cfg(feature = "prompts")]
 pub mod prompt;
+#[cfg(feature = "prompts")]
+pub mod template_check;
 
 #[cfg(feature = "openai")]
 pub use openai::{ModelConfig, OpenAiModel};
