@@ -21,6 +21,7 @@ struct Ended {
 }
 
 /// Runs `planlock run --format json` on `plan`, killing it after `limit`.
+#[expect(clippy::zombie_processes, reason = "reaped by wait4, which also gives its peak RSS")]
 fn run_plan(plan: &Value, limit: Duration) -> Ended {
     let (policy_dir, root, dir) =
         (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
@@ -151,6 +152,9 @@ fn what_one_expression_can_build_is_bounded_by_size_fuel_and_output() {
 
 #[test]
 fn a_plain_template_still_renders() {
-    let ended = run_plan(&plan("Answer {{ question }} ({{ ledger.memories | length }} memories)", json!({})), Duration::from_secs(60));
+    let ended = run_plan(
+        &plan("Answer {{ question }} ({{ ledger.memories | length }} memories)", json!({})),
+        Duration::from_secs(60),
+    );
     assert_eq!(ended.code, Some(0), "{}", ended.stdout);
 }

@@ -161,7 +161,18 @@ fn a_template_cannot_eat_memory_by_doubling_a_value() {
 
 #[test]
 fn statements_that_bind_or_load_are_refused_by_name() {
-    for statement in ["set x = 1", "with x = 1", "macro m()", "call m()", "include 'x'", "import 'x' as y", "extends 'x'", "block b", "autoescape true", "do x"] {
+    for statement in [
+        "set x = 1",
+        "with x = 1",
+        "macro m()",
+        "call m()",
+        "include 'x'",
+        "import 'x' as y",
+        "extends 'x'",
+        "block b",
+        "autoescape true",
+        "do x",
+    ] {
         let p = payload(&format!("ok {{% {statement} %}}"), AnyObject::new());
         let err = render(&TestContext::new("prompt", p.clone()), &p).unwrap_err();
         let name = statement.split(' ').next().unwrap();
@@ -178,7 +189,10 @@ fn tojson_and_pprint_write_as_before_and_stop_at_their_bound() {
     );
     let out = render(&TestContext::new("prompt", p.clone()), &p).unwrap();
     let pretty = "{\n  \"k\": [\n    1,\n    \"a\"\n  ]\n}";
-    assert_eq!(out, format!("{{\"k\": [1, \"a\"]}}|{pretty}|{pretty}|{{\n    'k': [\n        1,\n        'a',\n    ],\n}}"));
+    assert_eq!(
+        out,
+        format!("{{\"k\": [1, \"a\"]}}|{pretty}|{pretty}|{{\n    'k': [\n        1,\n        'a',\n    ],\n}}")
+    );
     // A prompt is text: JSON in it is not HTML-escaped either.
     let p = payload("{{ s | tojson }}", AnyObject::new().with("s", "<a href='x'>&</a>"));
     assert_eq!(render(&TestContext::new("prompt", p.clone()), &p).unwrap(), r#""<a href='x'>&</a>""#);
@@ -190,7 +204,10 @@ fn tojson_and_pprint_write_as_before_and_stop_at_their_bound() {
 
 #[test]
 fn a_render_stops_at_the_steps_deadline() {
-    let p = payload("{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}", AnyObject::new());
+    let p = payload(
+        "{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}",
+        AnyObject::new(),
+    );
     let test = TestContext::new("prompt", p.clone()).deadline(std::time::Instant::now());
     // Fuel would stop it too, later: a budget far above what the deadline allows shows which came first.
     let err = pollster::block_on(TemplatePrompts::new().fuel(u64::MAX / 128).call(&test.context(), &p)).unwrap_err();

@@ -633,11 +633,11 @@ fn run_on<S: SessionStore + 'static>(
             // The CLI runs its cycle with `run_cycle_blocking`: no async executor to keep free.
             let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env).on_thread_pool(false);
             let model = OpenAiModel::new(config);
+            let about = serde_json::json!({ "kind": "openai", "model": name, "url": model.config().shown_url() });
             let handlers = demo
                 .with_store(&storage)
                 .on::<LLMCall>(demo.gate(model.clone()))
                 .on::<SummarizeMemory>(demo.gate(model));
-            let about = serde_json::json!({ "kind": "openai", "model": name, "url": url });
             (handlers.boxed(), about)
         }
         _ => (demo.with_store(&storage).boxed(), serde_json::json!({ "kind": "demo" })),

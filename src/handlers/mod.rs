@@ -12,6 +12,8 @@
 pub mod openai;
 #[cfg(feature = "prompts")]
 pub mod prompt;
+#[cfg(feature = "openai")]
+pub mod secret;
 #[cfg(feature = "prompts")]
 pub mod template_check;
 

@@ -11,7 +11,11 @@
 //!   not empty. `SummarizeMemory` summarizes this cycle's `LLMCall` response (the payload's
 //!   `response` when the ledger has none, as when the handler is called alone).
 //! - The API key is read from an environment variable when the handler is made, sent only as
-//!   the `Authorization` header, and never logged, printed or put in an error.
+//!   the `Authorization` header, and never logged, printed or put in an error. A server may echo
+//!   it back: every text built from a response (its error message, the answer, the model name,
+//!   a header) has the key and the URL's password replaced ([`Secrets`]) before anything reads
+//!   it, and the URL is shown without its userinfo. Redirects are not followed (they could carry
+//!   the key elsewhere); a 3xx is `model-redirect`, naming where it pointed.
 //! - `LLMCall`'s deadline is `metadata.timeouts.llmMs`: the executor enforces it, and the HTTP
 //!   request is given the same limit so that nothing keeps running after it.
 //! - HTTP 4xx and 5xx, malformed bodies, bodies that are not UTF-8, refused connections and
@@ -34,6 +38,7 @@ use serde_json::{Map, Value, json};
 use crate::contract::schema::{LlmCallPayload, LlmCallResult, SummarizeMemoryPayload, SummarizeMemoryResult};
 use crate::contract::steps::{LLMCall, PromptAssemble, SummarizeMemory};
 use crate::exec::handler::{Handler, HandlerError, StepContext};
+use crate::handlers::secret::{Secrets, without_userinfo};
 
 /// The environment variable the API key is read from unless another is named.
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -77,7 +82,7 @@ pub struct ModelConfig {
 impl fmt::Debug for ModelConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ModelConfig")
-            .field("base_url", &self.base_url)
+            .field("base_url", &self.shown_url())
             .field("model", &self.model)
             .field("api_key", &self.api_key.as_ref().map(|_| "(set, not shown)"))
             .field("api_key_env", &self.api_key_env)
@@ -161,6 +166,18 @@ impl ModelConfig {
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url.trim_end_matches('/'))
     }
+
+    /// The base URL as it may be shown: without its userinfo (`user:password@`).
+    ///
+    /// ```
+    /// use planlock::handlers::ModelConfig;
+    /// let config = ModelConfig::new("http://ada:secret@127.0.0.1:8080/v1", "m");
+    /// assert_eq!(config.shown_url(), "http://127.0.0.1:8080/v1");
+    /// assert!(!format!("{config:?}").contains("secret"));
+    /// ```
+    pub fn shown_url(&self) -> String {
+        without_userinfo(&self.base_url)
+    }
 }
 
 /// Why a model call failed: the source of the handler's error.
@@ -180,12 +197,23 @@ pub enum ModelError {
         step: &'static str,
     },
     /// The server could not be reached.
-    #[error("cannot reach the model server at {url}: {source}")]
+    #[error("cannot reach the model server at {url}: {reason}")]
     Connect {
-        /// The endpoint.
+        /// The endpoint, without userinfo.
         url: String,
-        /// What the client said.
-        source: ureq::Error,
+        /// What the client said, secrets replaced.
+        reason: String,
+    },
+    /// The server answered with a redirect, which planlock does not follow.
+    #[error(
+        "the model server answered HTTP {status}, a redirect to {location:?}; planlock does not follow redirects \
+         (they could carry the API key elsewhere): configure the final URL"
+    )]
+    Redirect {
+        /// The HTTP status (301, 302, 303, 307, 308).
+        status: u16,
+        /// The `Location` header, without userinfo and secrets replaced (empty when absent).
+        location: String,
     },
     /// No answer within the limit.
     #[error("the model server at {url} did not answer within {limit_ms} ms")]
@@ -228,6 +256,7 @@ impl ModelError {
             ModelError::Config { .. } => "model-config",
             ModelError::MissingInput { .. } => "model-missing-input",
             ModelError::Connect { .. } => "model-connect",
+            ModelError::Redirect { .. } => "model-redirect",
             ModelError::Timeout { .. } => "model-timeout",
             ModelError::Status { .. } => "model-http-status",
             ModelError::NotUtf8 { .. } => "model-not-utf8",
@@ -250,6 +279,8 @@ impl ModelError {
 pub struct OpenAiModel {
     config: Arc<ModelConfig>,
     agent: ureq::Agent,
+    /// The key and the URL's password, replaced in every text from a response.
+    secrets: Secrets,
 }
 
 /// What the server said, as much as planlock reads of it; other fields are ignored.
@@ -298,11 +329,16 @@ impl OpenAiModel {
         }
         let agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
+            .max_redirects(0)
             .timeout_connect(Some(config.connect_timeout))
             .user_agent(concat!("planlock/", env!("CARGO_PKG_VERSION")))
             .build()
             .new_agent();
-        OpenAiModel { config: Arc::new(config), agent }
+        let mut secrets = Secrets::new().with_password_of(&config.base_url);
+        if let Some(key) = &config.api_key {
+            secrets = secrets.with(key);
+        }
+        OpenAiModel { config: Arc::new(config), agent, secrets }
     }
 
     /// The configuration.
@@ -314,12 +350,13 @@ impl OpenAiModel {
     async fn complete(&self, model: &str, body: Map<String, Value>, limit: Duration) -> Result<Answer, ModelError> {
         let span = tracing::Span::current();
         span.record("gen_ai.request.model", model);
-        let (agent, url, key) = (self.agent.clone(), self.config.endpoint(), self.config.api_key.clone());
+        let (agent, key, secrets) = (self.agent.clone(), self.config.api_key.clone(), self.secrets.clone());
+        let to = Endpoint { url: self.config.endpoint(), shown: without_userinfo(&self.config.endpoint()) };
         let body = Value::Object(body);
         let answer = if self.config.on_pool {
-            blocking::unblock(move || send(&agent, &url, key.as_deref(), &body, limit)).await?
+            blocking::unblock(move || send(&agent, &to, key.as_deref(), &secrets, &body, limit)).await?
         } else {
-            send(&agent, &url, key.as_deref(), &body, limit)?
+            send(&agent, &to, key.as_deref(), &secrets, &body, limit)?
         };
         if let Some(model) = &answer.model {
             span.record("gen_ai.response.model", model.as_str());
@@ -336,7 +373,7 @@ impl OpenAiModel {
     }
 
     fn failed(&self, e: ModelError) -> HandlerError {
-        HandlerError::with_source(format!("the model call to {} failed", self.config.endpoint()), e)
+        HandlerError::with_source(format!("the model call to {} failed", without_userinfo(&self.config.endpoint())), e)
     }
 }
 
@@ -363,47 +400,75 @@ fn request_body(
     Ok(body)
 }
 
+/// Where a request goes, and how that place may be shown.
+struct Endpoint {
+    url: String,
+    shown: String,
+}
+
 fn send(
     agent: &ureq::Agent,
-    url: &str,
+    to: &Endpoint,
     key: Option<&str>,
+    secrets: &Secrets,
     body: &Value,
     limit: Duration,
 ) -> Result<Answer, ModelError> {
-    let mut request = agent.post(url).config().timeout_global(Some(limit)).build();
+    let mut request = agent.post(&to.url).config().timeout_global(Some(limit)).build();
     if let Some(key) = key {
         request = request.header("Authorization", format!("Bearer {key}"));
     }
-    let timeout = |url: &str| ModelError::Timeout { url: url.to_owned(), limit_ms: limit.as_millis() };
+    let timeout = || ModelError::Timeout { url: to.shown.clone(), limit_ms: limit.as_millis() };
     let mut response = match request.send_json(body) {
         Ok(r) => r,
-        Err(ureq::Error::Timeout(_)) => return Err(timeout(url)),
-        Err(source) => return Err(ModelError::Connect { url: url.to_owned(), source }),
+        Err(ureq::Error::Timeout(_)) => return Err(timeout()),
+        Err(e) => {
+            return Err(ModelError::Connect { url: to.shown.clone(), reason: secrets.scrub(&e.to_string()).into() });
+        }
     };
     let status = response.status().as_u16();
-    let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    // Every text below comes from the server: secrets are replaced before anything reads it.
+    let header = |name: &str| {
+        let value = response.headers().get(name).and_then(|v| v.to_str().ok())?;
+        Some(secrets.scrub(&without_userinfo(value)).into_owned())
+    };
+    let retry_after = header("retry-after");
+    if (300..400).contains(&status) {
+        return Err(ModelError::Redirect { status, location: start_of(&header("location").unwrap_or_default()) });
+    }
     let bytes = match response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec() {
         Ok(b) => b,
-        Err(ureq::Error::Timeout(_)) => return Err(timeout(url)),
-        Err(e) => return Err(ModelError::Malformed { reason: format!("cannot read it: {e}"), start: String::new() }),
+        Err(ureq::Error::Timeout(_)) => return Err(timeout()),
+        Err(e) => {
+            let reason = format!("cannot read it: {}", secrets.scrub(&e.to_string()));
+            return Err(ModelError::Malformed { reason, start: String::new() });
+        }
     };
     let text = String::from_utf8(bytes).map_err(|e| ModelError::NotUtf8 { offset: e.utf8_error().valid_up_to() })?;
+    let text = secrets.scrub(&text);
     if status >= 400 {
-        return Err(ModelError::Status { status, message: server_message(&text), retry_after });
+        return Err(ModelError::Status { status, message: secrets.scrub(&server_message(&text)).into(), retry_after });
     }
-    let completion: ChatCompletion = serde_json::from_str(&text)
-        .map_err(|e| ModelError::Malformed { reason: e.to_string(), start: start_of(&text) })?;
+    let malformed =
+        |reason: String| ModelError::Malformed { reason: secrets.scrub(&reason).into(), start: start_of(&text) };
+    let completion: ChatCompletion = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
     let Some(choice) = completion.choices.into_iter().next() else {
-        return Err(ModelError::Malformed { reason: "`choices` is empty".into(), start: start_of(&text) });
+        return Err(malformed("`choices` is empty".into()));
     };
-    let Some(text) = choice.message.content else {
+    let Some(content) = choice.message.content else {
         let why = choice.finish_reason.unwrap_or_else(|| "none given".into());
         return Err(ModelError::Malformed {
-            reason: format!("the first choice has no text (finish_reason: {why})"),
+            reason: format!("the first choice has no text (finish_reason: {})", secrets.scrub(&why)),
             start: String::new(),
         });
     };
-    Ok(Answer { text, model: completion.model, usage: completion.usage })
+    // JSON escapes (`\u0073k-…`) hide a secret from the scrub of the raw text: scrub the decoded
+    // strings too.
+    Ok(Answer {
+        text: secrets.scrub(&content).into_owned(),
+        model: completion.model.map(|m| secrets.scrub(&m).into_owned()),
+        usage: completion.usage,
+    })
 }
 
 /// The server's message: OpenAI's `{"error": {"message"}}`, Ollama's `{"error": "..."}`, or the
@@ -412,7 +477,7 @@ fn server_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
     let error = parsed.as_ref().and_then(|v| v.get("error"));
     match error.and_then(|e| e.get("message").or(Some(e))).and_then(Value::as_str) {
-        Some(message) => message.to_owned(),
+        Some(message) => start_of(message),
         None if body.trim().is_empty() => "(empty body)".to_owned(),
         None => start_of(body),
     }

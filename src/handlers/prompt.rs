@@ -202,7 +202,7 @@ struct BoundedOutput {
 impl io::Write for BoundedOutput {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.writes = self.writes.wrapping_add(1);
-        let late = self.writes % 64 == 0 && self.deadline.is_some_and(|d| Instant::now() >= d);
+        let late = self.writes.is_multiple_of(64) && self.deadline.is_some_and(|d| Instant::now() >= d);
         let exceeded = if late {
             Some(Exceeded::Deadline)
         } else if self.text.len() + buf.len() > MAX_PROMPT_BYTES {
