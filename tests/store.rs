@@ -46,10 +46,11 @@ fn the_database_is_created_by_the_first_write_never_by_a_read() {
     assert_eq!(pollster::block_on(again.search("first", 5)).unwrap().len(), 1);
 }
 
+/// A file the store cannot use: not a database at all (SQLite's error), or refused by the store.
 fn backend_error<T: std::fmt::Debug>(r: Result<T, StoreError>) -> String {
     match r {
-        Err(e @ StoreError::Backend(_)) => e.to_string(),
-        other => panic!("expected a backend error, got {other:?}"),
+        Err(e @ (StoreError::Backend(_) | StoreError::Refused(_))) => e.to_string(),
+        other => panic!("expected a backend error or a refusal, got {other:?}"),
     }
 }
 
@@ -73,7 +74,7 @@ fn a_file_that_is_not_the_database_is_refused_naming_it() {
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
     let message = backend_error(pollster::block_on(SqliteStore::open(other.path()).search("x", 5)));
-    assert!(message.contains("schema version is not one this library knows"), "{message}");
+    assert!(message.contains("schema version is not one this library knows (found 99"), "{message}");
 }
 
 #[test]

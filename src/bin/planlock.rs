@@ -440,7 +440,8 @@ fn memories_of(place: &SessionPlace) -> Result<ResolvedStore, u8> {
         (Some(url), Some(key), _) => {
             connect(url, key).map(|db| ResolvedStore::Postgres(PgStore::new(&db, key.as_str())))
         }
-        (_, _, Some(root)) => Ok(ResolvedStore::Sqlite(SqliteStore::open(root))),
+        // A read: the file is opened read-only, and nothing is created.
+        (_, _, Some(root)) => Ok(ResolvedStore::Sqlite(SqliteStore::open(root).read_only())),
         _ => Err((EXIT_USAGE, "give --root, or --database and --session".into())),
     };
     opened.map_err(|(code, message)| {

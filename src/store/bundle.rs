@@ -76,6 +76,10 @@ pub enum BundleError {
         /// The ids that are known.
         known: String,
     },
+    /// The store the bundle names cannot be used: a link at its path, another program's
+    /// database. Nothing was changed.
+    #[error("the memory store cannot be used: {0}")]
+    Store(#[source] super::StoreError),
 }
 
 impl BundleError {
@@ -85,6 +89,7 @@ impl BundleError {
             BundleError::Manifest { .. } => "bundle-manifest",
             BundleError::UnknownProvider { .. } => "unknown-provider",
             BundleError::NeedsDatabase => "bundle-needs-database",
+            BundleError::Store(e) => e.code(),
         }
     }
 }
@@ -174,7 +179,11 @@ impl StrategyResolver {
         let _ = root;
         match manifest.memory_id() {
             #[cfg(feature = "sqlite")]
-            "sqlite" => Ok(ResolvedStore::Sqlite(SqliteStore::open(root))),
+            "sqlite" => {
+                let store = SqliteStore::open(root);
+                store.verify().map_err(BundleError::Store)?;
+                Ok(ResolvedStore::Sqlite(store))
+            }
             #[cfg(feature = "postgres")]
             POSTGRES_MEMORY => Err(BundleError::NeedsDatabase),
             _ => Ok(ResolvedStore::InMemory(InMemoryStore::new())),

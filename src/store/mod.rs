@@ -63,9 +63,13 @@ pub enum StoreError {
     /// A write that names something that is not stored (a link to a missing decision).
     #[error("not found: {0}")]
     NotFound(String),
-    /// The store itself failed: I/O, a corrupt or foreign database file, a lock held too long.
+    /// The store itself failed: I/O, a corrupt database file, a lock held too long.
     #[error("{0}")]
     Backend(String),
+    /// The store will not open what is at its path: a symbolic link, another program's
+    /// database, or a write through a read-only store. Nothing was changed.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl StoreError {
@@ -75,6 +79,7 @@ impl StoreError {
             StoreError::Conflict(_) => "store-conflict",
             StoreError::NotFound(_) => "store-not-found",
             StoreError::Backend(_) => "store-backend",
+            StoreError::Refused(_) => "store-refused",
         }
     }
 }

@@ -4,6 +4,13 @@
 //! foreign keys on, every write in one immediate transaction. Memories are searched with FTS5 and
 //! BM25, every word of the input quoted, so no text reaches the query syntax.
 //!
+//! The store opens only its own file (CONTRACT §11): the database and the folders between the
+//! root and it are never followed through a symbolic link, and a file that is not planlock's
+//! database (another program's, by its tables or `application_id`) is refused before anything is
+//! written to it ([`StoreError::Refused`]). A [read-only](SqliteStore::read_only) store, as the
+//! CLI's `memory search` and `decisions` use, opens the file read-only: no WAL switch, no
+//! schema, no file created.
+//!
 //! SQLite calls block, so each runs on a thread where blocking is allowed (the `blocking`
 //! crate's pool) and is awaited: an async executor is never stalled, and a step's deadline still
 //! fires while the call runs (the call itself then finishes on its thread; a write retried under
@@ -31,6 +38,13 @@ pub const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes (`PRAGMA user_version`).
 const SCHEMA_VERSION: i64 = 1;
+
+/// planlock's `PRAGMA application_id` ("PLCK"), set when the schema is created. A database made
+/// before it was set has 0 and is recognized by its tables.
+const APPLICATION_ID: i64 = 0x504c_434b;
+
+/// The tables a planlock database has.
+const TABLES: [&str; 5] = ["memories", "decisions", "evidence", "decision_evidence", "writes"];
 
 const SCHEMA: &str = "
 CREATE TABLE memories (
@@ -72,6 +86,9 @@ CREATE TABLE writes (idem_key TEXT PRIMARY KEY, result TEXT NOT NULL);
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     path: PathBuf,
+    /// The folders between the session root and the file, checked not to be links.
+    folders: Vec<PathBuf>,
+    read_only: bool,
     busy_timeout: Duration,
     max_bytes: Option<u64>,
     conn: Arc<Mutex<Option<Connection>>>,
@@ -81,12 +98,46 @@ impl SqliteStore {
     /// The store of the session root `root`: `root/ops/store/planlock.sqlite3`. Opens nothing and
     /// creates nothing until it is used.
     pub fn open(root: impl AsRef<Path>) -> SqliteStore {
-        SqliteStore::at(root.as_ref().join(DATABASE_FILE))
+        let root = root.as_ref();
+        let mut store = SqliteStore::at(root.join(DATABASE_FILE));
+        store.folders = Path::new(DATABASE_FILE)
+            .ancestors()
+            .skip(1)
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| root.join(p))
+            .collect();
+        store.folders.reverse();
+        store
     }
 
-    /// The store in the database file `path`.
+    /// The store in the database file `path` (the file itself is not followed through a link;
+    /// its folder is the caller's choice).
     pub fn at(path: impl Into<PathBuf>) -> SqliteStore {
-        SqliteStore { path: path.into(), busy_timeout: BUSY_TIMEOUT, max_bytes: None, conn: Arc::new(Mutex::new(None)) }
+        SqliteStore {
+            path: path.into(),
+            folders: Vec::new(),
+            read_only: false,
+            busy_timeout: BUSY_TIMEOUT,
+            max_bytes: None,
+            conn: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// Opens the database read-only: reads find what is stored (nothing when there is no file,
+    /// or an empty one), and every write is refused. Nothing is created or changed.
+    ///
+    /// ```
+    /// use planlock::store::sqlite::SqliteStore;
+    /// use planlock::store::MemoryRepositoryPort;
+    /// let root = tempfile::tempdir()?;
+    /// let store = SqliteStore::open(root.path()).read_only();
+    /// assert!(pollster::block_on(store.search("keys", 5))?.is_empty());
+    /// assert!(!root.path().join("ops").exists());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read_only(mut self) -> SqliteStore {
+        self.read_only = true;
+        self
     }
 
     /// Caps the database at about `bytes` (`PRAGMA max_page_count`): a write that would grow it
@@ -108,6 +159,18 @@ impl SqliteStore {
         &self.path
     }
 
+    /// Checks, without writing anything, that the store can use what is at its path: no link
+    /// on the way, and a file (if there is one) that is planlock's database. A runtime calls it
+    /// before the first cycle, so that such a file is refused up front (FailFast) instead of by
+    /// the first step that touches it.
+    pub fn verify(&self) -> Result<(), StoreError> {
+        let place = Place { file: self.path.clone(), folders: self.folders.clone(), read_only: true };
+        if !place.check(false)? {
+            return Ok(());
+        }
+        connect(&place, self.busy_timeout).map(drop)
+    }
+
     /// Runs `f` on the connection, on a thread where blocking is allowed. `None` when the
     /// database does not exist and `create` is false (a read before the first write).
     async fn with<T: Send + 'static>(
@@ -115,14 +178,22 @@ impl SqliteStore {
         create: bool,
         f: impl FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<Option<T>, StoreError> {
-        let (path, conn, busy, max_bytes) = (self.path.clone(), self.conn.clone(), self.busy_timeout, self.max_bytes);
+        if create && self.read_only {
+            let path = self.path.display();
+            return Err(StoreError::Refused(format!("database {path}: this store is read-only; nothing was written")));
+        }
+        let (place, conn) = (
+            Place { file: self.path.clone(), folders: self.folders.clone(), read_only: self.read_only },
+            self.conn.clone(),
+        );
+        let (busy, max_bytes) = (self.busy_timeout, self.max_bytes);
         blocking::unblock(move || {
             let mut guard = conn.lock().map_err(|_| StoreError::Backend("the database lock is poisoned".into()))?;
             if guard.is_none() {
-                if !create && !path.exists() {
+                if !place.check(create)? {
                     return Ok(None);
                 }
-                let conn = connect(&path, create, busy)?;
+                let Some(conn) = connect(&place, busy)? else { return Ok(None) };
                 if let Some(bytes) = max_bytes {
                     let page: i64 = conn.query_row("PRAGMA page_size", [], |r| r.get(0)).map_err(backend("sizing"))?;
                     let pages = i64::try_from(bytes).unwrap_or(i64::MAX) / page.max(1);
@@ -140,24 +211,66 @@ impl SqliteStore {
     }
 }
 
-/// Opens (and, for `create`, creates) the database, sets it up and checks its schema. Two
+/// Where the database is, and how it may be opened.
+struct Place {
+    file: PathBuf,
+    folders: Vec<PathBuf>,
+    read_only: bool,
+}
+
+impl Place {
+    fn refused(&self, path: &Path, why: &str) -> StoreError {
+        let file = self.file.display();
+        StoreError::Refused(if path == self.file {
+            format!("database {file} {why}; nothing was changed")
+        } else {
+            format!("database {file}: its folder {} {why}; nothing was changed", path.display())
+        })
+    }
+
+    /// Checks the folders and the file are not links, creating missing folders when `create`;
+    /// false when there is nothing to read (no file, or an empty one, before the first write).
+    fn check(&self, create: bool) -> Result<bool, StoreError> {
+        let fail = |e: &dyn std::fmt::Display| StoreError::Backend(format!("database {}: {e}", self.file.display()));
+        // The session root itself is the caller's choice; what lies below it is the store's.
+        if create && let Some(root) = self.folders.first().and_then(|f| f.parent()) {
+            std::fs::create_dir_all(root).map_err(|e| fail(&e))?;
+        }
+        for folder in &self.folders {
+            match std::fs::symlink_metadata(folder) {
+                Ok(m) if m.file_type().is_symlink() => return Err(self.refused(folder, "is a symbolic link")),
+                Ok(m) if m.is_dir() => {}
+                Ok(_) => return Err(self.refused(folder, "is not a directory")),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound && create => {
+                    std::fs::create_dir(folder).map_err(|e| fail(&e))?;
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+                Err(e) => return Err(fail(&e)),
+            }
+        }
+        match std::fs::symlink_metadata(&self.file) {
+            Ok(m) if m.file_type().is_symlink() => Err(self.refused(&self.file, "is a symbolic link")),
+            Ok(m) if !m.is_file() => Err(self.refused(&self.file, "is not a regular file")),
+            Ok(m) => Ok(create || m.len() > 0),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(create),
+            Err(e) => Err(fail(&e)),
+        }
+    }
+}
+
+/// Opens (and, when writable, creates) the database, sets it up and checks its schema. Two
 /// processes opening a new database at once can find it locked while the other one switches it to
 /// WAL or creates the schema (SQLite does not wait on a busy handler for those): that is retried
 /// until the busy timeout has passed.
-fn connect(path: &Path, create: bool, busy_timeout: Duration) -> Result<Connection, StoreError> {
-    let fail = |e: &dyn std::fmt::Display| StoreError::Backend(format!("database {}: {e}", path.display()));
-    if create && let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir).map_err(|e| fail(&e))?;
-    }
+/// `None` for a read-only store whose file holds no schema yet (a first write cut short).
+fn connect(place: &Place, busy_timeout: Duration) -> Result<Option<Connection>, StoreError> {
+    let fail = |e: &dyn std::fmt::Display| StoreError::Backend(format!("database {}: {e}", place.file.display()));
     let started = std::time::Instant::now();
     loop {
-        match try_connect(path, create, busy_timeout) {
-            Ok(Some(conn)) => return Ok(conn),
-            Ok(None) => {
-                return Err(fail(&format!(
-                    "its schema version is not one this library knows ({SCHEMA_VERSION}); refusing to use it"
-                )));
-            }
+        match try_connect(place, busy_timeout) {
+            Ok(Opened::Connection(conn)) => return Ok(Some(conn)),
+            Ok(Opened::Nothing) => return Ok(None),
+            Ok(Opened::Refused(why)) => return Err(place.refused(&place.file, &why)),
             Err(e) if is_busy(&e) && started.elapsed() < busy_timeout => {
                 std::thread::sleep(Duration::from_millis(5));
             }
@@ -172,34 +285,115 @@ fn is_busy(e: &rusqlite::Error) -> bool {
         if matches!(f.code, rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked))
 }
 
-/// One attempt of [`connect`]; `None` for a database of a schema version this library does not
-/// know.
-fn try_connect(path: &Path, create: bool, busy_timeout: Duration) -> rusqlite::Result<Option<Connection>> {
-    let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    if create {
-        flags |= OpenFlags::SQLITE_OPEN_CREATE;
-    }
-    let mut conn = Connection::open_with_flags(path, flags)?;
-    conn.busy_timeout(busy_timeout)?;
-    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+/// What a database file is, read before anything is written to it.
+enum Identity {
+    /// planlock's, of this schema version.
+    Planlock,
+    /// No schema at all: a new (or empty) file, planlock's to set up.
+    Empty,
+    /// Something else; why.
+    Foreign(String),
+}
+
+fn identify(conn: &Connection) -> rusqlite::Result<Identity> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    match version {
-        SCHEMA_VERSION => {}
-        0 => {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            // Another process may have created it meanwhile.
-            let version: i64 = tx.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-            if version == 0 {
-                tx.execute_batch(SCHEMA)?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
-            } else if version != SCHEMA_VERSION {
-                return Ok(None);
-            }
-            tx.commit()?;
+    let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
+    let tables: Vec<String> = conn
+        .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    Ok(match (version, app) {
+        (0, 0) if tables.is_empty() => Identity::Empty,
+        (SCHEMA_VERSION, APPLICATION_ID | 0) if TABLES.iter().all(|t| tables.iter().any(|n| n == t)) => {
+            Identity::Planlock
         }
-        _ => return Ok(None),
+        (v, APPLICATION_ID | 0) if v > SCHEMA_VERSION => Identity::Foreign(format!(
+            "refused: its schema version is not one this library knows (found {v}, this library knows \
+             {SCHEMA_VERSION}); use a newer planlock"
+        )),
+        _ => Identity::Foreign(format!(
+            "is not planlock's database (application_id {app}, user_version {version}, {} tables); \
+             give planlock its own file",
+            tables.len()
+        )),
+    })
+}
+
+/// Opens `file` to read without creating anything next to it. A reader of a WAL database
+/// creates its `-wal` and `-shm` files when they are missing (the last writer removed them when
+/// it closed): then nothing is being written, and the file is opened `immutable` instead. When
+/// they exist, a writer may be at work, and the file is opened read-only as usual.
+fn open_for_reading(file: &Path) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_NOFOLLOW | OpenFlags::SQLITE_OPEN_READ_ONLY;
+    let mut wal = file.as_os_str().to_owned();
+    wal.push("-wal");
+    match file.to_str() {
+        Some(path) if !Path::new(&wal).exists() => Connection::open_with_flags(
+            format!("file:{}?immutable=1", uri_escaped(path)),
+            flags | OpenFlags::SQLITE_OPEN_URI,
+        ),
+        _ => Connection::open_with_flags(file, flags),
     }
-    Ok(Some(conn))
+}
+
+/// `path` as the path of a `file:` URI: `%`, `?`, `#` and bytes outside printable ASCII escaped.
+fn uri_escaped(path: &str) -> String {
+    let mut out = String::with_capacity(path.len());
+    for b in path.bytes() {
+        match b {
+            b'%' | b'?' | b'#' => out.push_str(&format!("%{b:02X}")),
+            0x21..=0x7e => out.push(char::from(b)),
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// What one attempt of [`connect`] found.
+enum Opened {
+    Connection(Connection),
+    /// Read-only, and no schema yet.
+    Nothing,
+    /// A file the store refuses, and why.
+    Refused(String),
+}
+
+fn try_connect(place: &Place, busy_timeout: Duration) -> rusqlite::Result<Opened> {
+    // The file was checked not to be a link; NOFOLLOW closes the window between check and open.
+    let mut conn = if place.read_only {
+        open_for_reading(&place.file)?
+    } else {
+        let flags = OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW
+            | OpenFlags::SQLITE_OPEN_READ_WRITE
+            | OpenFlags::SQLITE_OPEN_CREATE;
+        Connection::open_with_flags(&place.file, flags)?
+    };
+    conn.busy_timeout(busy_timeout)?;
+    // Who the file belongs to is read before anything is written to it.
+    match identify(&conn)? {
+        Identity::Foreign(why) => return Ok(Opened::Refused(why)),
+        Identity::Empty if place.read_only => return Ok(Opened::Nothing),
+        Identity::Planlock if place.read_only => {
+            conn.execute_batch("PRAGMA query_only = ON;")?;
+            return Ok(Opened::Connection(conn));
+        }
+        Identity::Planlock | Identity::Empty => {}
+    }
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA foreign_keys = ON;")?;
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // Another process may have created it meanwhile.
+    match identify(&tx)? {
+        Identity::Planlock => {}
+        Identity::Empty => {
+            tx.execute_batch(SCHEMA)?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+            tx.pragma_update(None, "application_id", APPLICATION_ID)?;
+        }
+        Identity::Foreign(why) => return Ok(Opened::Refused(why)),
+    }
+    tx.commit()?;
+    Ok(Opened::Connection(conn))
 }
 
 /// A SQLite failure, naming the operation; a broken uniqueness rule is a conflict.

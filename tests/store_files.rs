@@ -1,0 +1,170 @@
+//! The SQLite store opens only its own file, and reads never write (CONTRACT §11): a link at the
+//! database or its folder, another program's database and an empty file are each met by `run`,
+//! `memory search`, `decisions` and `status`; the target's SHA-256 is compared before and after,
+//! and no file appears anywhere.
+#![cfg(all(feature = "cli", unix))]
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use sha2::{Digest as _, Sha256};
+
+use common::{plan_with, policy};
+
+/// Every file under `dir` (links not followed) with the SHA-256 of its bytes.
+fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
+    let mut all = BTreeMap::new();
+    let Ok(entries) = std::fs::read_dir(dir) else { return all };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        if meta.is_dir() {
+            all.extend(snapshot(&path));
+        } else if meta.is_file() {
+            let digest = Sha256::digest(std::fs::read(&path).unwrap());
+            all.insert(path, digest.iter().map(|b| format!("{b:02x}")).collect());
+        } else {
+            all.insert(path, "(link or special)".into());
+        }
+    }
+    all
+}
+
+struct Case {
+    root: tempfile::TempDir,
+    policy: tempfile::TempDir,
+    plan: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+fn case() -> Case {
+    let (root, pol, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
+    Case { root, policy: pol, plan, _dir: dir }
+}
+
+impl Case {
+    fn planlock(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_planlock"));
+        cmd.args(args).arg("--root").arg(self.root.path());
+        if args[0] == "run" {
+            cmd.arg("--policy-root").arg(self.policy.path()).arg(&self.plan);
+        }
+        cmd.output().unwrap()
+    }
+
+    fn store_dir(&self) -> PathBuf {
+        self.root.path().join("ops/store")
+    }
+}
+
+const READS: [&[&str]; 3] = [&["memory", "search", "rotation"], &["decisions"], &["status"]];
+
+/// Another program's SQLite database, with a table and `user_version` 1 as many programs set.
+fn foreign_database(path: &Path) {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.execute_batch("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO accounts (name) VALUES ('ada'); PRAGMA user_version = 1;").unwrap();
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn a_link_at_the_database_path_is_refused_and_its_target_untouched() {
+    let c = case();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let target = elsewhere.path().join("app.db");
+    foreign_database(&target);
+    std::fs::create_dir_all(c.store_dir()).unwrap();
+    std::os::unix::fs::symlink(&target, c.store_dir().join("planlock.sqlite3")).unwrap();
+    let before = snapshot(elsewhere.path());
+    for args in [&["run"][..], READS[0], READS[1]] {
+        let out = c.planlock(args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("planlock.sqlite3 is a symbolic link"), "{args:?}: {}", text(&out));
+        assert_eq!(snapshot(elsewhere.path()), before, "{args:?}: the target or its folder changed");
+    }
+}
+
+#[test]
+fn a_link_at_the_store_folder_is_refused_and_nothing_is_created_outside() {
+    let c = case();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(c.root.path().join("ops")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), c.store_dir()).unwrap();
+    for args in [&["run"][..], READS[0], READS[1]] {
+        let out = c.planlock(args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("its folder") && text(&out).contains("is a symbolic link"), "{}", text(&out));
+        assert!(snapshot(outside.path()).is_empty(), "{args:?}: a file was created outside the root");
+    }
+}
+
+#[test]
+fn another_programs_database_is_refused_untouched() {
+    let c = case();
+    std::fs::create_dir_all(c.store_dir()).unwrap();
+    foreign_database(&c.store_dir().join("planlock.sqlite3"));
+    let before = snapshot(c.root.path());
+    for args in [&["run"][..], READS[0], READS[1]] {
+        let out = c.planlock(args);
+        assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains("is not planlock's database"), "{args:?}: {}", text(&out));
+        assert_eq!(snapshot(c.root.path()), before, "{args:?}");
+    }
+}
+
+#[test]
+fn reads_of_an_empty_file_or_no_file_find_nothing_and_write_nothing() {
+    let c = case();
+    for args in READS {
+        let out = c.planlock(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        assert!(!c.root.path().join("ops").exists(), "{args:?} created the store");
+    }
+    std::fs::create_dir_all(c.store_dir()).unwrap();
+    std::fs::write(c.store_dir().join("planlock.sqlite3"), b"").unwrap();
+    let before = snapshot(c.root.path());
+    for (args, says) in READS.iter().zip(["no memory matches", "no active decision in scope", ""]) {
+        let out = c.planlock(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
+        assert_eq!(snapshot(c.root.path()), before, "{args:?} wrote into the root");
+    }
+    // A write still sets the empty file up as planlock's database.
+    assert_eq!(c.planlock(&["run"]).status.code(), Some(0));
+}
+
+#[test]
+fn reading_a_real_store_changes_no_byte_under_the_root() {
+    let c = case();
+    assert_eq!(c.planlock(&["run"]).status.code(), Some(0));
+    let before = snapshot(c.root.path());
+    assert!(before.keys().any(|p| p.ends_with("planlock.sqlite3")));
+    for args in READS {
+        let out = c.planlock(args);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
+        assert_eq!(snapshot(c.root.path()), before, "{args:?} wrote under the root (a WAL or SHM file?)");
+    }
+    let out = c.planlock(READS[0]);
+    assert!(text(&out).contains("key rotation"), "the read found the memory: {}", text(&out));
+}
+
+#[test]
+fn a_read_only_store_refuses_every_write() {
+    use planlock::store::MemoryRepositoryPort;
+    use planlock::store::sqlite::SqliteStore;
+    let root = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(root.path()).read_only();
+    let key = planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &planlock::Digest::of(b"p"), 1, "remember");
+    let memory = planlock::store::NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] };
+    let err = pollster::block_on(store.put(memory)).unwrap_err();
+    assert_eq!(err.code(), "store-refused", "{err}");
+    assert!(!root.path().join("ops").exists());
+}
