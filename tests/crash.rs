@@ -9,9 +9,11 @@
 //!
 //! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+
+mod common;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, mpsc};
 use std::time::{Duration, Instant, SystemTime};
@@ -180,23 +182,7 @@ fn seq_of(memory_ref: &Option<String>) -> u64 {
 }
 
 fn spawn(mode: &str, root: &Path) -> (Child, mpsc::Receiver<String>) {
-    let mut child = Command::new(std::env::current_exe().unwrap())
-        .env("PLANLOCK_CHILD", mode)
-        .env("PLANLOCK_ROOT", root)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    (child, rx)
+    common::spawn_self(mode, root, &[])
 }
 
 /// A small xorshift generator: the kill moments need no quality, only spread.

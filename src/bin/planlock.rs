@@ -316,9 +316,15 @@ fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> u8 {
     }
 }
 
+/// Why a record of a paused cycle is a leftover, as `run`, `resume` and `status` say it.
+const LEFTOVER_WHY: &str = "its cycle had completed (a resume was stopped after saving the session, before removing the \
+     record); nothing was run again";
+
 /// What `run` and `resume` report, in text or as one JSON object.
 struct RunReport<'a> {
     boot: Option<&'static str>,
+    /// The record of a finished resume that boot removed (a crash had left it).
+    removed_leftover: Option<InterventionRecord>,
     /// `{"kind": "demo"}` or `{"kind": "openai", "model", "url"}`; null when the run stopped
     /// before choosing.
     model: serde_json::Value,
@@ -335,6 +341,7 @@ impl RunReport<'_> {
     fn failed(outcome: &str, error: String) -> RunReport<'_> {
         RunReport {
             boot: None,
+            removed_leftover: None,
             model: serde_json::Value::Null,
             outcome,
             hash: None,
@@ -352,7 +359,11 @@ impl RunReport<'_> {
                 out,
                 "{}",
                 serde_json::json!({
-                    "boot": self.boot, "model": self.model, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
+                    "boot": self.boot,
+                    "bootCleanup": self.removed_leftover.as_ref().map(|r| serde_json::json!({
+                        "removedRecord": { "cycle": r.cycle, "stepId": r.step_id, "why": LEFTOVER_WHY }
+                    })),
+                    "model": self.model, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
                     "steps": self.steps, "error": self.error, "problems": self.problems,
                     "intervention": self.intervention,
                 })
@@ -360,6 +371,9 @@ impl RunReport<'_> {
             Format::Text => {
                 if let Some(b) = self.boot {
                     line!(out, "boot: {b}");
+                }
+                if let Some(r) = &self.removed_leftover {
+                    line!(out, "boot removed the record of cycle {} (step `{}`): {LEFTOVER_WHY}", r.cycle, r.step_id);
                 }
                 match (self.model["kind"].as_str(), self.model["model"].as_str(), self.model["url"].as_str()) {
                     (Some("openai"), Some(name), Some(url)) => line!(out, "model: {name} at {url}"),
@@ -675,8 +689,10 @@ fn run_on<S: SessionStore + 'static>(
             .collect();
         serde_json::Value::Array(steps)
     };
+    let removed_leftover = runtime.removed_leftover().cloned();
     let report = |outcome, steps, error| RunReport {
         boot: Some(boot),
+        removed_leftover: removed_leftover.clone(),
         model: model.clone(),
         outcome,
         hash: Some(runtime.plan_hash().to_string()),
@@ -819,16 +835,27 @@ fn status(out: &mut String, place: &SessionPlace, format: Format) -> u8 {
     };
     let store = opened.store();
     let loaded = store.load().and_then(|s| Ok((s, store.load_intervention()?, store.load_pin()?)));
-    let (session, pending, pin) = match loaded {
+    let (session, mut pending, pin) = match loaded {
         Ok(all) => all,
         Err(e) => {
             say(format_args!("{e}"));
             return EXIT_FAIL_FAST;
         }
     };
+    // A read writes nothing: a leftover record is reported, and the next boot removes it.
+    let leftover = match (&pending, &session) {
+        (Some(record), Some(s)) if record.is_leftover_of(s) => pending.take(),
+        _ => None,
+    };
     match format {
         Format::Json => {
-            line!(out, "{}", serde_json::json!({ "session": session, "intervention": pending, "pin": pin }))
+            let leftover =
+                leftover.map(|r| serde_json::json!({ "cycle": r.cycle, "stepId": r.step_id, "why": LEFTOVER_WHY }));
+            line!(
+                out,
+                "{}",
+                serde_json::json!({ "session": session, "intervention": pending, "pin": pin, "leftoverRecord": leftover })
+            )
         }
         Format::Text => {
             match &session {
@@ -850,6 +877,9 @@ fn status(out: &mut String, place: &SessionPlace, format: Format) -> u8 {
                     p.memory_provider_id.as_deref().unwrap_or("(older format)"),
                     p.pinned_at
                 ),
+            }
+            if let Some(r) = &leftover {
+                line!(out, "leftover record of cycle {} (removed at the next run or resume): {LEFTOVER_WHY}", r.cycle);
             }
             match &pending {
                 None => line!(out, "paused cycle: none"),

@@ -387,7 +387,16 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             Boot::ColdStart => None,
         };
         let completed = previous.as_ref().map_or(0, |s| s.cycle);
-        let pending = store.load_intervention()?;
+        let mut pending = store.load_intervention()?;
+        // A resume that saved the session but was stopped before removing the record left it
+        // behind: the session proves the cycle finished, so the record goes, and nothing re-runs.
+        let leftover = match (&pending, &previous) {
+            (Some(record), Some(state)) if record.is_leftover_of(state) => {
+                store.remove_intervention()?;
+                pending.take()
+            }
+            _ => None,
+        };
         if let Some(record) = &pending {
             let mismatch = |what: String| BootError::InterventionMismatch { file: INTERVENTION_FILE, what };
             if record.plan_hash != hash {
@@ -398,6 +407,19 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             }
             if previous.is_some() && record.session_id != session_id {
                 return Err(mismatch(format!("belongs to session {}, not {session_id}", record.session_id)));
+            }
+            // A paused first cycle: its id is the one reserved for the new session, if any.
+            if let (None, Some(reserved)) = (&previous, store.load_reserved()?)
+                && reserved.plan_hash == hash
+                && reserved.session_id != record.session_id
+            {
+                return Err(mismatch(format!(
+                    "belongs to session {}, but the first cycle reserved session {}",
+                    record.session_id, reserved.session_id
+                )));
+            }
+            if record.session_id.get_version_num() != 4 {
+                return Err(mismatch(format!("names session {}, which is not a v4 UUID", record.session_id)));
             }
             if record.cycle != completed + 1 {
                 return Err(mismatch(format!(
@@ -428,6 +450,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             boot,
             session_id,
             session: previous,
+            leftover,
             reserved: false,
             pin,
             cell,
@@ -479,6 +502,8 @@ pub struct Runtime<S, L> {
     boot: Boot,
     session_id: Uuid,
     session: Option<SessionState>,
+    /// The record of a finished resume that boot found and removed.
+    leftover: Option<InterventionRecord>,
     /// A new session's id is reserved on the store (once) before its first cycle runs.
     reserved: bool,
     /// A bundle pin to save with the next completed cycle (a new or upgraded one).
@@ -517,6 +542,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             State::Paused(_) => Status::Paused,
             State::Halted(_) => Status::Halted,
         }
+    }
+
+    /// The record of a finished resume that boot removed: a crash had stopped the resume after
+    /// it saved the session and before it removed the record
+    /// ([`InterventionRecord::is_leftover_of`]). Nothing of its cycle runs again.
+    pub fn removed_leftover(&self) -> Option<&InterventionRecord> {
+        self.leftover.as_ref()
     }
 
     /// The paused cycle's record, while one is paused.

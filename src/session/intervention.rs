@@ -6,7 +6,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::Timestamp;
+use super::{SessionState, Timestamp};
 use crate::contract::plan::ValidatorSignature;
 use crate::contract::registry::StepType;
 use crate::hash::Digest;
@@ -71,6 +71,31 @@ pub struct InterventionRecord {
 
 crate::contract::object::map_only_serde!(InterventionRecord);
 crate::contract::object::map_only_serde!(CompletedStep);
+
+impl InterventionRecord {
+    /// Whether this record is the leftover of a resume that finished: the session it belongs to
+    /// has already completed its cycle under the same plan hash. A resume saves the session and
+    /// then removes the record; a crash between the two leaves both, and the record then proves
+    /// nothing is pending (CONTRACT §11: cleaned up, not reported as damage).
+    ///
+    /// ```
+    /// # use planlock::session::*;
+    /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+    /// let record: InterventionRecord = serde_json::from_str(json)?;
+    /// let session = SessionUpdate {
+    ///     session_id: record.session_id, memory_ref: None, repo_scan_version: None,
+    ///     last_execution_plan_hash: record.plan_hash, hash_parts: None, cycle: 1,
+    /// }.into_state();
+    /// assert!(record.is_leftover_of(&session));
+    /// assert!(!record.is_leftover_of(&SessionState { cycle: 0, ..session }));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn is_leftover_of(&self, session: &SessionState) -> bool {
+        self.session_id == session.session_id
+            && self.plan_hash == session.last_execution_plan_hash
+            && self.cycle <= session.cycle
+    }
+}
 
 /// A step type as its wire name.
 mod wire_type {

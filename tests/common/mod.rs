@@ -50,3 +50,31 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RecordedFields {
         }
     }
 }
+
+/// Runs this test binary again as a child (`PLANLOCK_CHILD=mode`, `PLANLOCK_ROOT=root`, and
+/// `envs`), stdout piped line by line into the receiver, stderr dropped.
+pub fn spawn_self(
+    mode: &str,
+    root: &Path,
+    envs: &[(&str, &str)],
+) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .env("PLANLOCK_CHILD", mode)
+        .env("PLANLOCK_ROOT", root)
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, rx)
+}

@@ -1,0 +1,241 @@
+//! A crash at each point of the resume and abandon sequences never wedges the session
+//! (CONTRACT §11): a child process stops at a named point (before the pin save, inside it with
+//! the new pin written but not renamed, before the session save, after it, after the record's
+//! removal; for abandon, before and after the removal) and is killed with SIGKILL. A new process
+//! then boots and goes on — resuming with the same approval if the cycle is still paused, running
+//! the next cycle otherwise — with no manual step, and the SQLite store holds one memory per
+//! completed cycle.
+//!
+//! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
+
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::time::Duration;
+
+use planlock::demo::{Demo, ReviewGate};
+use planlock::runtime::{RunOutcome, Runtime};
+use planlock::session::{
+    BundlePinV1, FileSessionStore, InterventionRecord, RealFs, ReservedSession, SaveFs, SessionError, SessionState,
+    SessionStore, SessionUpdate,
+};
+use planlock::store::StoreHandlers;
+use planlock::store::bundle::BundleManifest;
+use planlock::store::sqlite::SqliteStore;
+use planlock::{Override, ValidPlan};
+
+mod common;
+
+/// Says where it is and waits to be killed.
+fn stop_at(point: &str) {
+    println!("at {point}");
+    std::io::stdout().flush().unwrap();
+    std::thread::sleep(Duration::from_secs(120));
+    panic!("not killed at {point}");
+}
+
+/// A session store that stops at `point` (see the module docs); every call goes to `inner`.
+struct StopAt<S> {
+    inner: S,
+    point: String,
+}
+
+impl<S: SessionStore> StopAt<S> {
+    fn at(&self, point: &str) {
+        if self.point == point {
+            stop_at(point);
+        }
+    }
+}
+
+impl<S: SessionStore> SessionStore for StopAt<S> {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.inner.load()
+    }
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        self.at("before-save");
+        let saved = self.inner.save(update)?;
+        self.at("after-save");
+        Ok(saved)
+    }
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.inner.load_intervention()
+    }
+    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
+        self.inner.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        self.at("before-removal");
+        self.inner.remove_intervention()?;
+        self.at("after-removal");
+        Ok(())
+    }
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.inner.load_reserved()
+    }
+    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+        self.inner.save_reserved(reserved)
+    }
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.inner.load_pin()
+    }
+    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+        self.at("before-pin");
+        self.inner.save_pin(pin)
+    }
+}
+
+/// The real file system, stopping inside the pin's save: written and flushed, not yet renamed.
+struct StopInPinSave(bool);
+
+impl SaveFs for StopInPinSave {
+    fn rename(&self, temp: tempfile::NamedTempFile, to: &Path) -> std::io::Result<()> {
+        if self.0 && to.ends_with("bundle_pin.json") {
+            stop_at("during-pin");
+        }
+        RealFs.rename(temp, to)
+    }
+    fn sync_file(&self, file: &File) -> std::io::Result<()> {
+        RealFs.sync_file(file)
+    }
+}
+
+/// One process: boots on `root` and does `action` (`run`, `resume`, `abandon`, or `go-on`:
+/// resume if paused, else run), stopping at `point` if it names one.
+fn child(root: &Path, action: &str, point: &str) {
+    let data = root.parent().unwrap();
+    let plan = ValidPlan::from_str(include_str!("../examples/plans/reviewed_plan.json")).unwrap();
+    let files = FileSessionStore::with_fs(root, StopInPinSave(point == "during-pin")).unwrap();
+    let store = StopAt { inner: files, point: point.to_owned() };
+    let storage = StoreHandlers::new(SqliteStore::open(root));
+    let runtime = Runtime::builder(data.join("policy"), plan, store)
+        .handlers(Demo::new().repo_base(data).with_store(&storage))
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
+        .bundle(BundleManifest::default_bundle())
+        .boot();
+    let mut runtime = match runtime {
+        Ok(r) => r,
+        Err(e) => {
+            println!("boot failed: {e}");
+            return;
+        }
+    };
+    if let Some(r) = runtime.removed_leftover() {
+        println!("removed leftover of cycle {}", r.cycle);
+    }
+    let approve = || Some(Override::new(ReviewGate::ID, "remember", "reviewed"));
+    let paused = runtime.pending().is_some();
+    let outcome = match action {
+        "run" => runtime.run_cycle_blocking(),
+        "resume" => runtime.resume_blocking(approve()),
+        "abandon" => runtime.abandon().map(RunOutcome::Paused),
+        "go-on" if paused => runtime.resume_blocking(approve()),
+        "go-on" => runtime.run_cycle_blocking(),
+        other => panic!("unknown action {other}"),
+    };
+    match outcome {
+        Ok(RunOutcome::Completed(_)) => println!("completed {}", runtime.cycle()),
+        Ok(RunOutcome::Paused(r)) => println!("paused {}", r.cycle),
+        Err(e) => println!("failed: {e}"),
+    }
+}
+
+/// Runs one child to its end and returns its lines.
+fn lines_of(root: &Path, action: &str) -> Vec<String> {
+    let (mut child, lines) = common::spawn_self("cycle", root, &[("PLANLOCK_ACTION", action), ("PLANLOCK_POINT", "")]);
+    let all = std::iter::from_fn(|| lines.recv_timeout(Duration::from_secs(60)).ok()).collect();
+    child.wait().unwrap();
+    all
+}
+
+/// Runs one child to its end and returns its last line.
+fn finish(root: &Path, action: &str) -> String {
+    lines_of(root, action).pop().unwrap_or_default()
+}
+
+/// Kills a child doing `action` at `point`.
+fn kill_at(root: &Path, action: &str, point: &str) {
+    let (mut child, lines) =
+        common::spawn_self("cycle", root, &[("PLANLOCK_ACTION", action), ("PLANLOCK_POINT", point)]);
+    let line = lines.recv_timeout(Duration::from_secs(60)).unwrap_or_default();
+    assert_eq!(line, format!("at {point}"), "{action} reached {point}");
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+}
+
+fn memories(root: &Path) -> i64 {
+    let db = root.join(planlock::store::sqlite::DATABASE_FILE);
+    let conn = rusqlite::Connection::open(db).unwrap();
+    conn.query_row("SELECT count(*) FROM memories", [], |r| r.get(0)).unwrap()
+}
+
+fn completed(root: &Path) -> i64 {
+    let store = FileSessionStore::open(root).unwrap();
+    store.load().unwrap().map_or(0, |s| s.cycle as i64)
+}
+
+/// A fresh session whose first cycle is paused for review.
+fn paused_session(data: &Path) -> std::path::PathBuf {
+    let dir = data.join("policy/profiles/default");
+    std::fs::create_dir_all(&dir).unwrap();
+    for f in ["modes.yaml", "triggers.yaml", "bundles.yaml"] {
+        std::fs::write(dir.join(f), "{}\n").unwrap();
+    }
+    let root = data.join("session");
+    std::fs::create_dir(&root).unwrap();
+    assert_eq!(finish(&root, "run"), "paused 1");
+    root
+}
+
+fn every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on() {
+    let cases = [
+        ("resume", "before-pin"),
+        ("resume", "during-pin"),
+        ("resume", "before-save"),
+        ("resume", "after-save"),
+        ("resume", "after-removal"),
+        ("abandon", "before-removal"),
+        ("abandon", "after-removal"),
+    ];
+    for (action, point) in cases {
+        let data = tempfile::tempdir().unwrap();
+        let root = paused_session(data.path());
+        kill_at(&root, action, point);
+        // The next process goes on, whatever the kill left: no abandon, no file removed by hand.
+        if point == "after-save" {
+            // The record outlived its finished cycle: the next boot removes it and says so.
+            let lines = lines_of(&root, "go-on");
+            assert_eq!(lines, ["removed leftover of cycle 1", "paused 2"], "{action} killed {point}");
+            assert_eq!(finish(&root, "go-on"), "completed 2");
+            assert_eq!(memories(&root), 2, "nothing of cycle 1 ran again");
+            println!("crash: {action} killed {point}: boot removed the leftover record; the session went on");
+            continue;
+        }
+        for _ in 0..2 {
+            if completed(&root) == 1 {
+                break;
+            }
+            let last = finish(&root, "go-on");
+            assert!(last.starts_with("completed") || last.starts_with("paused"), "{action} killed {point}: {last}");
+        }
+        assert_eq!(completed(&root), 1, "{action} killed {point}: cycle 1 completed once");
+        // And the session keeps going: cycle 2 pauses for review and resumes.
+        assert_eq!(finish(&root, "go-on"), "paused 2", "{action} killed {point}");
+        assert_eq!(finish(&root, "go-on"), "completed 2", "{action} killed {point}");
+        assert_eq!(memories(&root), completed(&root), "{action} killed {point}: one memory per completed cycle");
+        println!("crash: {action} killed {point}: the session went on (2 cycles, 2 memories)");
+    }
+}
+
+fn main() {
+    if std::env::var("PLANLOCK_CHILD").is_ok() {
+        let root = std::env::var("PLANLOCK_ROOT").expect("PLANLOCK_ROOT");
+        let action = std::env::var("PLANLOCK_ACTION").expect("PLANLOCK_ACTION");
+        let point = std::env::var("PLANLOCK_POINT").unwrap_or_default();
+        child(Path::new(&root), &action, &point);
+        return;
+    }
+    println!("test every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on ...");
+    every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on();
+    println!("crash_points: 1 passed, 0 failed");
+}
