@@ -97,7 +97,7 @@ pub use executor::{
 };
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
-pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
+pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_QUOTED_CHARS, MAX_SAFE_INTEGER, printable};
 pub use ledger::Ledger;
 pub use plan::{
     Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,

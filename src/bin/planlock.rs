@@ -80,8 +80,9 @@ enum Command {
         /// The blocked step's id (it must be the pending one).
         #[arg(long)]
         step: String,
-        /// Why the Block may pass; recorded in the cycle report.
-        #[arg(long)]
+        /// Why the Block may pass; recorded in the cycle report (not blank, at most 2,000
+        /// characters).
+        #[arg(long, value_parser = parse_reason)]
         reason: String,
     },
     /// Abandon the paused cycle: its record is removed, the session file stays as it was, and
@@ -132,6 +133,10 @@ enum MemoryCommand {
         /// The text to search for (its words; no query syntax).
         text: String,
     },
+}
+
+fn parse_reason(s: &str) -> Result<String, String> {
+    planlock::validator::check_justification(s).map(|()| s.to_owned())
 }
 
 fn parse_step_type(s: &str) -> Result<StepType, String> {
@@ -195,7 +200,16 @@ fn main() -> ExitCode {
 
 /// A message on stderr; if stderr itself cannot be written, there is nowhere left to report it.
 fn say(message: std::fmt::Arguments<'_>) {
-    let _ = writeln!(std::io::stderr().lock(), "planlock: {message}");
+    let _ = writeln!(std::io::stderr().lock(), "planlock: {}", terminal_safe(&message.to_string()));
+}
+
+/// A message as a terminal may show it: a control character an input carried into it (an escape
+/// sequence in a provider id, a file's text) is written escaped, never sent to the terminal.
+fn terminal_safe(message: &str) -> String {
+    message
+        .chars()
+        .flat_map(|c| if c.is_control() && c != '\n' { c.escape_debug().collect() } else { vec![c] })
+        .collect()
 }
 
 /// Appends one line to the report (writing to a `String` cannot fail).
@@ -398,7 +412,7 @@ impl RunReport<'_> {
                     None => line!(out, "outcome: {}", self.outcome),
                 }
                 if let Some(e) = &self.error {
-                    line!(out, "error: {e}");
+                    line!(out, "error: {}", terminal_safe(e));
                 }
                 for p in &self.problems {
                     line!(out, "  {p}");

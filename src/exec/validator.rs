@@ -141,4 +141,35 @@ impl Override {
     ) -> Override {
         Override { validator_id: validator_id.into(), step_id: step_id.into(), justification: justification.into() }
     }
+
+    /// Checks the justification a person gave: not blank, at most [`MAX_JUSTIFICATION_CHARS`]
+    /// characters, no control character but a line break. A resume refuses an override whose
+    /// justification fails this (`override-justification`), as the CLI's `--reason` does.
+    ///
+    /// ```
+    /// use planlock::Override;
+    /// assert!(Override::new("review", "remember", "checked: no personal data").check_justification().is_ok());
+    /// assert!(Override::new("review", "remember", "  ").check_justification().is_err());
+    /// ```
+    pub fn check_justification(&self) -> Result<(), String> {
+        check_justification(&self.justification)
+    }
+}
+
+/// The longest justification an override may carry, in characters.
+pub const MAX_JUSTIFICATION_CHARS: usize = 2000;
+
+/// The rule of [`Override::check_justification`], for a justification not yet in an override.
+pub fn check_justification(text: &str) -> Result<(), String> {
+    if text.trim().is_empty() {
+        return Err("a justification is required: say why the Block may pass".into());
+    }
+    let chars = text.chars().count();
+    if chars > MAX_JUSTIFICATION_CHARS {
+        return Err(format!("a justification has at most {MAX_JUSTIFICATION_CHARS} characters; this one has {chars}"));
+    }
+    match text.chars().find(|c| c.is_control() && *c != '\n') {
+        Some(c) => Err(format!("a justification must not contain control characters (found U+{:04X})", u32::from(c))),
+        None => Ok(()),
+    }
 }

@@ -23,12 +23,13 @@ use crate::exec::ledger::Ledger;
 use crate::exec::validator::{Override, Registered, Validator};
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
+use crate::json::printable;
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PinVersion, ReservedSession,
-    SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+    BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PIN_FILE, PinVersion,
+    ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::validate::ValidPlan;
+use crate::validate::{ValidPlan, check_result};
 
 /// How the runtime started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -170,8 +171,11 @@ pub enum RuntimeError {
     /// There is no paused cycle to resume or abandon.
     #[error("no cycle is paused; there is nothing to resume or abandon")]
     NotPaused,
+    /// The override's justification is blank, too long or has control characters; nothing ran.
+    #[error("the override cannot be used: {0}; nothing ran")]
+    Justification(String),
     /// The record of the paused cycle does not fit the plan (a step or result it names).
-    #[error("the paused cycle's record cannot be restored: {0}")]
+    #[error("the paused cycle's record ({INTERVENTION_FILE}) cannot be restored: {0}; it was not changed")]
     CorruptRecord(String),
     /// An earlier FailFast failure halted this runtime.
     #[error("the runtime is halted by an earlier FailFast failure: {original}")]
@@ -202,6 +206,7 @@ impl Failure for RuntimeError {
             RuntimeError::PolicyChanged { .. } => "plan-hash-mismatch",
             RuntimeError::Paused { .. } => "cycle-paused",
             RuntimeError::NotPaused => "not-paused",
+            RuntimeError::Justification(_) => "override-justification",
             RuntimeError::CorruptRecord(_) => "intervention-corrupt",
             RuntimeError::Halted { .. } => "halted",
         }
@@ -210,7 +215,9 @@ impl Failure for RuntimeError {
     fn kind(&self) -> FailureKind {
         match self {
             RuntimeError::Exec(e) => e.kind(),
-            RuntimeError::Paused { .. } | RuntimeError::NotPaused => FailureKind::CycleFail,
+            RuntimeError::Paused { .. } | RuntimeError::NotPaused | RuntimeError::Justification(_) => {
+                FailureKind::CycleFail
+            }
             RuntimeError::Session(_)
             | RuntimeError::Profile(_)
             | RuntimeError::PolicyChanged { .. }
@@ -649,6 +656,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
+        if let Some(o) = &over {
+            o.check_justification().map_err(RuntimeError::Justification)?;
+        }
         if let Some(o) = &over
             && (o.validator_id != record.validator.id || o.step_id != record.step_id)
         {
@@ -811,17 +821,34 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             .iter()
             .position(|s| s.id == record.step_id && s.step_type() == record.step_type)
             .ok_or_else(|| RuntimeError::CorruptRecord(format!("the plan has no step `{}`", record.step_id)))?;
+        // The record is input (CONTRACT §11): it must name exactly the steps before the blocked
+        // one, in order, each with a result that passes the checks a handler's result passes.
+        let corrupt = |what: String| RuntimeError::CorruptRecord(printable(&what).into_owned());
+        if record.completed.len() != next {
+            return Err(corrupt(format!(
+                "it lists {} completed steps, but {} steps come before `{}` in the plan",
+                record.completed.len(),
+                next,
+                record.step_id
+            )));
+        }
         let mut ledger = Ledger::default();
-        for done in &record.completed {
-            let earlier = steps[..next].iter().any(|s| s.id == done.id && s.step_type() == done.step_type);
-            if !earlier {
-                return Err(RuntimeError::CorruptRecord(format!(
-                    "step `{}` ({}) is not a step before `{}` in the plan",
-                    done.id, done.step_type, record.step_id
+        for (step, done) in steps[..next].iter().zip(&record.completed) {
+            if done.id != step.id || done.step_type != step.step_type() {
+                return Err(corrupt(format!(
+                    "it lists step `{}` ({}) where the plan has `{}` ({})",
+                    done.id,
+                    done.step_type,
+                    step.id,
+                    step.step_type()
                 )));
             }
             let result = StepResult::from_value(done.step_type, &done.result)
-                .map_err(|e| RuntimeError::CorruptRecord(format!("the result of step `{}`: {e}", done.id)))?;
+                .map_err(|e| corrupt(format!("the result of step `{}`: {e}", done.id)))?;
+            let problems = check_result(&step.payload, &result, self.plan.metadata());
+            if let Some(problem) = problems.first() {
+                return Err(corrupt(format!("the result of step `{}` breaks its contract: {problem}", done.id)));
+            }
             ledger.record(result);
         }
         Ok(RestoredCycle { session: self.cycle_session(record.cycle), next, ledger, over })
@@ -846,14 +873,19 @@ fn pin_for<S: SessionStore>(store: &S, manifest: &BundleManifest) -> Result<Opti
         Some(pin) => match (&pin.strategy_provider_id, &pin.memory_provider_id) {
             (Some(s), Some(m)) if s == strategy && m == memory => Ok(None),
             (Some(s), Some(m)) => Err(BootError::PinMismatch {
-                bundle: manifest.bundle_id.clone(),
-                pinned_strategy: s.clone(),
-                pinned_memory: m.clone(),
-                strategy: strategy.to_owned(),
-                memory: memory.to_owned(),
+                bundle: printable(&manifest.bundle_id).into_owned(),
+                pinned_strategy: printable(s).into_owned(),
+                pinned_memory: printable(m).into_owned(),
+                strategy: printable(strategy).into_owned(),
+                memory: printable(memory).into_owned(),
             }),
             // The older format: upgraded with the manifest's current ids, keeping when it pinned.
-            _ => Ok(Some(fresh(pin.pinned_at))),
+            (None, None) => Ok(Some(fresh(pin.pinned_at))),
+            // One id without the other is no format planlock wrote.
+            (Some(_), None) | (None, Some(_)) => Err(BootError::Session(SessionError::Corrupt {
+                file: PIN_FILE.into(),
+                problem: "naming one provider but not the other (the older format names neither)".into(),
+            })),
         },
     }
 }

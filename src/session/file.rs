@@ -145,7 +145,11 @@ impl FileSessionStore {
         cap: u64,
         what: &str,
     ) -> Result<Option<T>, SessionError> {
-        let corrupt = |problem: String| SessionError::Corrupt { file: path.to_owned(), problem };
+        // What serde says quotes the file's text: escaped before it is shown.
+        let corrupt = |problem: String| SessionError::Corrupt {
+            file: path.to_owned(),
+            problem: crate::json::printable(&problem).into_owned(),
+        };
         let bytes = match fsread::read_regular(path, cap) {
             Ok(bytes) => bytes,
             Err(ReadError::NotFound) => return Ok(None),

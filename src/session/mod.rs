@@ -21,7 +21,7 @@
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::OffsetDateTime;
@@ -44,6 +44,20 @@ pub use pin::{BundlePinV1, PIN_FILE, PinVersion};
 
 /// The session file, relative to the store's root.
 pub const SESSION_FILE: &str = "ops/runtime/session_state.json";
+
+/// What a durable record is called in messages, by its file (or database row) name.
+fn record_kind(file: &Path) -> &'static str {
+    let is = |f: &'static str| file.file_name() == Path::new(f).file_name();
+    if is(INTERVENTION_FILE) {
+        "intervention record"
+    } else if is(PIN_FILE) {
+        "bundle pin"
+    } else if is(RESERVED_FILE) {
+        "session reservation"
+    } else {
+        "session file"
+    }
+}
 
 /// The largest session file read, in bytes (64 KiB).
 pub const MAX_SESSION_FILE_BYTES: u64 = 64 * 1024;
@@ -177,8 +191,8 @@ pub enum SessionError {
         /// Why.
         source: io::Error,
     },
-    /// The session file is there but is not a session file.
-    #[error("session file {} is {problem}; fix or remove it (it was not changed)", file.display())]
+    /// The record is there but is not what it should be.
+    #[error("{} {} is {problem}; fix or remove it (it was not changed)", record_kind(file), file.display())]
     Corrupt {
         /// The file.
         file: PathBuf,
@@ -186,7 +200,7 @@ pub enum SessionError {
         problem: String,
     },
     /// Reading or writing failed.
-    #[error("session file {}: {op} failed: {source}", file.display())]
+    #[error("{} {}: {op} failed: {source}", record_kind(file), file.display())]
     Io {
         /// The file or directory.
         file: PathBuf,

@@ -18,17 +18,28 @@ pub struct BundlePinV1 {
     pub version: PinVersion,
     /// The bundle's id.
     pub bundle_id: String,
-    /// The strategy provider the session is pinned to (absent in the older format).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The strategy provider the session is pinned to (absent in the older format; `null` is
+    /// refused, not taken for absent).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub strategy_provider_id: Option<String>,
-    /// The memory provider the session is pinned to (absent in the older format).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    /// The memory provider the session is pinned to (absent in the older format; `null` is
+    /// refused).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub memory_provider_id: Option<String>,
     /// When the session was pinned.
     pub pinned_at: Timestamp,
 }
 
 crate::contract::object::map_only_serde!(BundlePinV1);
+
+/// A member that, when present, is a non-empty string: only its absence means the older format.
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    let id = String::deserialize(d)?;
+    if id.is_empty() {
+        return Err(serde::de::Error::custom("a provider id must not be empty"));
+    }
+    Ok(Some(id))
+}
 
 /// The pin format's version: the number 1 and nothing else.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]

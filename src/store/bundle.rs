@@ -107,7 +107,8 @@ impl BundleManifest {
                 ReadError::Io(op, e) => format!("{op} failed: {e}"),
             })
         })?;
-        serde_json::from_slice(&bytes).map_err(|e| problem(format!("not a valid manifest: {e}")))
+        serde_json::from_slice(&bytes)
+            .map_err(|e| problem(crate::json::printable(&format!("not a valid manifest: {e}")).into_owned()))
     }
 
     /// The bundle used with a shared database when none is given: `default`, version `1`, the
@@ -160,7 +161,7 @@ impl StrategyResolver {
     pub fn check(&self, strategy: &str, memory: &str) -> Result<(), BundleError> {
         let unknown = |role, id: &str, known: &[&str]| BundleError::UnknownProvider {
             role,
-            id: id.to_owned(),
+            id: crate::json::printable(id).into_owned(),
             known: known.join(", "),
         };
         if !Self::STRATEGIES.contains(&strategy) {
@@ -204,7 +205,7 @@ impl StrategyResolver {
             POSTGRES_MEMORY => Ok(ResolvedStore::Postgres(super::postgres::PgStore::new(db, namespace))),
             other => Err(BundleError::UnknownProvider {
                 role: "memory",
-                id: other.to_owned(),
+                id: crate::json::printable(other).into_owned(),
                 known: POSTGRES_MEMORY.to_owned(),
             }),
         }
