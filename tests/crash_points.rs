@@ -49,6 +49,9 @@ impl<S: SessionStore> StopAt<S> {
 }
 
 impl<S: SessionStore> SessionStore for StopAt<S> {
+    fn claim(&self) -> Result<(), SessionError> {
+        self.inner.claim()
+    }
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
         self.inner.load()
     }

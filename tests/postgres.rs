@@ -328,6 +328,29 @@ fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
     assert!(n.into_inner() >= 2);
 }
 
+fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgServer) {
+    use planlock::store::{MemoryRepositoryPort, NewMemory};
+    let url = server.database("deadline");
+    let db = PgDatabase::connect(&url).unwrap();
+    let store = PgStore::new(&db, "big");
+    let key = planlock::store::conformance::key(1);
+    pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    // 300,000 memories that all match, so ranking them takes the server well over a millisecond.
+    server.sql(
+        "deadline",
+        "INSERT INTO planlock_memories (namespace, id, idem_key, session_ref, summary, keywords, created_at)
+         SELECT 'big', 'm-' || n, 'k-' || n, 's', 'rotate the key ' || n, 'key', '2026-01-01T00:00:00Z'
+         FROM generate_series(1, 300000) n",
+    );
+    let words = "rotate key the";
+    let started = std::time::Instant::now();
+    let err = pollster::block_on(store.search_within(words, 10, Some(std::time::Instant::now()))).unwrap_err();
+    assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "cancelled, not run to its end");
+    assert_eq!(pollster::block_on(store.search_within(words, 10, None)).unwrap().len(), 10);
+    say(format_args!("postgres: a search past its deadline was cancelled in {:?}", started.elapsed()));
+}
+
 fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server: &PgServer) {
     let db = PgDatabase::connect(&server.database("lease")).unwrap();
     let lease = Duration::from_millis(1_500);
@@ -669,6 +692,7 @@ const TESTS: &[(&str, Test)] = &[
         migrations_are_idempotent_concurrent_and_refuse_a_newer_schema,
     ),
     ("the_storage_ports_pass_the_conformance_suite", the_storage_ports_pass_the_conformance_suite),
+    ("a_search_past_its_deadline_is_cancelled_by_the_server", a_search_past_its_deadline_is_cancelled_by_the_server),
     (
         "the_lease_refuses_a_second_worker_and_fences_a_stalled_one",
         the_lease_refuses_a_second_worker_and_fences_a_stalled_one,

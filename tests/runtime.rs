@@ -108,6 +108,67 @@ fn a_session_store_cannot_be_shared_by_two_runtimes() {
     assert_eq!(err.code(), "session-in-use");
 }
 
+/// A caller's own store that forwards every call to one shared store: the exclusive claim is
+/// forwarded too, so it cannot be used to share a session.
+#[derive(Debug)]
+struct Forward(Arc<FileSessionStore>);
+
+impl SessionStore for Forward {
+    fn claim(&self) -> Result<(), planlock::session::SessionError> {
+        self.0.claim()
+    }
+    fn load(&self) -> Result<Option<planlock::session::SessionState>, planlock::session::SessionError> {
+        self.0.load()
+    }
+    fn save(
+        &self,
+        update: planlock::session::SessionUpdate,
+    ) -> Result<planlock::session::SessionState, planlock::session::SessionError> {
+        self.0.save(update)
+    }
+    fn load_intervention(
+        &self,
+    ) -> Result<Option<planlock::session::InterventionRecord>, planlock::session::SessionError> {
+        self.0.load_intervention()
+    }
+    fn save_intervention(
+        &self,
+        record: &planlock::session::InterventionRecord,
+    ) -> Result<(), planlock::session::SessionError> {
+        self.0.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), planlock::session::SessionError> {
+        self.0.remove_intervention()
+    }
+    fn load_reserved(&self) -> Result<Option<planlock::session::ReservedSession>, planlock::session::SessionError> {
+        self.0.load_reserved()
+    }
+    fn save_reserved(&self, r: &planlock::session::ReservedSession) -> Result<(), planlock::session::SessionError> {
+        self.0.save_reserved(r)
+    }
+    fn load_pin(&self) -> Result<Option<planlock::session::BundlePinV1>, planlock::session::SessionError> {
+        self.0.load_pin()
+    }
+    fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), planlock::session::SessionError> {
+        self.0.save_pin(pin)
+    }
+}
+
+#[test]
+fn a_forwarding_wrapper_cannot_boot_two_runtimes_on_one_session() {
+    let d = dirs();
+    let shared = Arc::new(FileSessionStore::open(d.root.path()).unwrap());
+    let boot_on = |store: Forward| {
+        Runtime::builder(d.policy.path(), plan_with(|_| {}), store).handlers(Demo::new().handlers().boxed()).boot()
+    };
+    let mut first = boot_on(Forward(shared.clone())).unwrap();
+    let err = boot_on(Forward(shared.clone())).unwrap_err();
+    assert_eq!(err.code(), "session-in-use", "{err}");
+    assert!(err.to_string().contains("already claimed"), "{err}");
+    // The first runtime is unaffected.
+    assert!(matches!(first.run_cycle_blocking().unwrap(), RunOutcome::Completed(_)));
+}
+
 #[test]
 fn an_override_is_tied_to_its_intervention() {
     let d = dirs();
@@ -237,6 +298,11 @@ fn a_paused_cycle_survives_a_restart_and_resumes_to_completion() {
     };
     // The steps before the blocked one were restored, not run again.
     assert_eq!(done.ledger.len(), 9);
+    // The report keeps the Block that paused the cycle, as a resume in the same process does.
+    let paused_by: Vec<_> =
+        done.report.interventions.iter().map(|i| (i.step_id.as_str(), i.validator_id.as_str())).collect();
+    assert_eq!(paused_by, [("remember", ReviewGate::ID)]);
+    assert_eq!(done.report.overrides.len(), 1);
     assert!(done.report.steps.iter().all(|s| s.index >= 7), "only the blocked step and those after it ran");
     assert_eq!(runtime.cycle(), 1);
     assert!(file(&d, INTERVENTION_FILE).is_none());

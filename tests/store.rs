@@ -169,3 +169,49 @@ fn a_full_disk_fails_the_write_and_leaves_nothing_half_written() {
     assert_eq!(pollster::block_on(store.search("memory", 10_000)).unwrap().len() as u64, stored);
     assert!(stored > 0);
 }
+
+/// A store holding `n` memories that all match `rotate key`, loaded in bulk.
+fn bulk(n: u64) -> (tempfile::TempDir, SqliteStore) {
+    let root = tempfile::tempdir().unwrap();
+    let store = SqliteStore::open(root.path());
+    let key = conformance::key(0);
+    pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    let mut conn = rusqlite::Connection::open(store.path()).unwrap();
+    let tx = conn.transaction().unwrap();
+    for i in 1..n {
+        tx.execute(
+            "INSERT INTO memories (id, idem_key, session_ref, summary, keywords, created_at) VALUES (?1, ?2, 's', ?3, 'key', 't')",
+            rusqlite::params![format!("m-{i}"), format!("k-{i}"), format!("rotate the key {i}")],
+        )
+        .unwrap();
+    }
+    tx.commit().unwrap();
+    (root, store)
+}
+
+#[test]
+fn a_search_past_its_deadline_is_interrupted_on_its_thread() {
+    let (_root, store) = bulk(5_000);
+    let err = pollster::block_on(store.search_within("rotate key", 10, Some(std::time::Instant::now()))).unwrap_err();
+    assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
+    // The connection is usable again, with no handler left behind.
+    assert_eq!(pollster::block_on(store.search_within("rotate key", 10, None)).unwrap().len(), 10);
+    let later = std::time::Instant::now() + Duration::from_secs(60);
+    assert_eq!(pollster::block_on(store.search_within("rotate key", 10, Some(later))).unwrap().len(), 10);
+}
+
+#[test]
+fn a_query_of_20000_words_searches_its_first_distinct_ones() {
+    let (_root, store) = bulk(200);
+    let text: Vec<String> = (0..20_000).map(|n| format!("w{}", n % 1000)).collect();
+    let joined = text.join(" ");
+    let words = planlock::store::query_words(&joined);
+    assert_eq!(words.len(), planlock::store::MAX_QUERY_WORDS);
+    assert_eq!(words[..3], ["w0", "w1", "w2"]);
+    // Words past the cap are not searched: `rotate` after 1,000 distinct others finds nothing…
+    let found = pollster::block_on(store.search(&format!("{} rotate", text.join(" ")), 5)).unwrap();
+    assert!(found.is_empty(), "{found:?}");
+    // …and the same word first does.
+    let found = pollster::block_on(store.search(&format!("rotate {}", text.join(" ")), 5)).unwrap();
+    assert_eq!(found.len(), 5);
+}

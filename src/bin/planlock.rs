@@ -369,19 +369,20 @@ impl RunReport<'_> {
 
     fn write(self, out: &mut String, format: Format) {
         match format {
-            Format::Json => line!(
-                out,
-                "{}",
-                serde_json::json!({
-                    "boot": self.boot,
-                    "bootCleanup": self.removed_leftover.as_ref().map(|r| serde_json::json!({
-                        "removedRecord": { "cycle": r.cycle, "stepId": r.step_id, "why": LEFTOVER_WHY }
-                    })),
-                    "model": self.model, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
+            Format::Json => {
+                let mut report = serde_json::json!({
+                    "boot": self.boot, "model": self.model, "outcome": self.outcome, "hash": self.hash, "cycle": self.cycle,
                     "steps": self.steps, "error": self.error, "problems": self.problems,
                     "intervention": self.intervention,
-                })
-            ),
+                });
+                // Only when boot cleaned up: the report's members stay as they were otherwise.
+                if let Some(r) = &self.removed_leftover {
+                    report["bootCleanup"] = serde_json::json!({
+                        "removedRecord": { "cycle": r.cycle, "stepId": r.step_id, "why": LEFTOVER_WHY }
+                    });
+                }
+                line!(out, "{report}")
+            }
             Format::Text => {
                 if let Some(b) = self.boot {
                     line!(out, "boot: {b}");

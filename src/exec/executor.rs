@@ -272,6 +272,9 @@ pub(crate) struct RestoredCycle {
     pub(crate) next: usize,
     pub(crate) ledger: Ledger,
     pub(crate) over: Option<Override>,
+    /// The Block that paused the cycle: the resumed cycle's report keeps it, as a cycle resumed
+    /// in the same process does.
+    pub(crate) paused_by: Intervention,
 }
 
 /// A validator's Block as [`Executor::judge`] found it.
@@ -477,8 +480,9 @@ impl<L: HandlerSet> Executor<L> {
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let resolved = self.preflight(plan)?;
-        let RestoredCycle { session, next, ledger, over } = restored;
-        let cycle = Cycle { session, next, ledger, report: CycleReport::default(), over };
+        let RestoredCycle { session, next, ledger, over, paused_by } = restored;
+        let report = CycleReport { interventions: vec![paused_by], ..CycleReport::default() };
+        let cycle = Cycle { session, next, ledger, report, over };
         self.run_steps(plan, &resolved, cycle).await
     }
 

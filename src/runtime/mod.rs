@@ -16,7 +16,8 @@ use crate::contract::registry::{Failure, FailureKind, StepType};
 use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::contract::steps::{PersistMemory, PersistSession, RepoScan, StepResult};
 use crate::exec::executor::{
-    Completed, CycleOutcome, CycleSession, ExecError, Executor, PausedCycle, Phase, RestoredCycle, StepFailure,
+    Completed, CycleOutcome, CycleSession, ExecError, Executor, Intervention, PausedCycle, Phase, RestoredCycle,
+    StepFailure,
 };
 use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
@@ -366,6 +367,8 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
         }
+        // One runtime per session, whatever wraps the store (CONTRACT §11).
+        store.claim()?;
         let profile = PolicyProfile::load(&policy_root, &plan.metadata().policy_profile)?;
         let hash = plan_hash(&profile, &plan);
         let parts = HashParts::of(&profile, &plan);
@@ -851,7 +854,18 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             }
             ledger.record(result);
         }
-        Ok(RestoredCycle { session: self.cycle_session(record.cycle), next, ledger, over })
+        let paused_by = Intervention {
+            step_index: next,
+            step_id: record.step_id.clone(),
+            step_type: record.step_type,
+            validator_id: record.validator.id.clone(),
+            phase: match record.phase {
+                BlockPhase::Pre => Phase::Before,
+                BlockPhase::Post => Phase::After,
+            },
+            reason: record.reason.clone(),
+        };
+        Ok(RestoredCycle { session: self.cycle_session(record.cycle), next, ledger, over, paused_by })
     }
 }
 

@@ -71,6 +71,8 @@ pub struct FileSessionStore {
     intervention: PathBuf,
     // Held for the store's life: the advisory lock on the root directory.
     _lock: File,
+    /// Whether a runtime has claimed this store.
+    claimed: std::sync::atomic::AtomicBool,
     fs: Box<dyn SaveFs>,
 }
 
@@ -102,7 +104,14 @@ impl FileSessionStore {
         }
         let file = root.join(SESSION_FILE);
         let intervention = root.join(INTERVENTION_FILE);
-        Ok(FileSessionStore { root, file, intervention, _lock: lock, fs: Box::new(fs) })
+        Ok(FileSessionStore {
+            root,
+            file,
+            intervention,
+            _lock: lock,
+            claimed: std::sync::atomic::AtomicBool::new(false),
+            fs: Box::new(fs),
+        })
     }
 
     /// The session file's path.
@@ -202,6 +211,12 @@ impl FileSessionStore {
 }
 
 impl SessionStore for FileSessionStore {
+    fn claim(&self) -> Result<(), SessionError> {
+        if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionError::Claimed { place: self.root.display().to_string() });
+        }
+        Ok(())
+    }
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
         self.read_strict(&self.file, MAX_SESSION_FILE_BYTES, "session state")
     }

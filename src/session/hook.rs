@@ -62,6 +62,9 @@ where
     S: SessionStore,
     F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
 {
+    fn claim(&self) -> Result<(), SessionError> {
+        self.inner.claim()
+    }
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
         self.inner.load()
     }

@@ -183,6 +183,12 @@ pub enum SessionError {
         /// The store's root.
         root: PathBuf,
     },
+    /// A runtime already claimed this opened store; a second one may not use it.
+    #[error("session in use: a runtime already claimed the store of {place}; open the session once per runtime")]
+    Claimed {
+        /// The session's root or key.
+        place: String,
+    },
     /// The root directory is missing or not a directory.
     #[error("session root {} is not usable: {source}", root.display())]
     Root {
@@ -261,7 +267,7 @@ impl Failure for SessionError {
     /// A stable machine-readable code.
     fn code(&self) -> &'static str {
         match self {
-            SessionError::InUse { .. } => "session-in-use",
+            SessionError::InUse { .. } | SessionError::Claimed { .. } => "session-in-use",
             SessionError::Root { .. } => "session-root",
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
@@ -280,8 +286,14 @@ impl Failure for SessionError {
 
 /// Where sessions live: the session state and the record of a paused cycle. The runtime
 /// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
-/// takes its store by value, so no one else can write to it while it runs.
+/// takes its store by value and [claims](Self::claim) it at boot, so no one else can write to it
+/// while it runs, even through a wrapper that forwards to a shared store.
 pub trait SessionStore: Send + Sync {
+    /// Claims the session for the one runtime that will use it. Granted once per opened store: a
+    /// second claim (a second runtime booting on the same store, directly or through a wrapper
+    /// that forwards every call) is refused with `session-in-use`. A store that wraps another
+    /// forwards this call, so exclusive use cannot be lost by wrapping.
+    fn claim(&self) -> Result<(), SessionError>;
     /// The saved session, or `None` (Cold Start). Creates nothing.
     fn load(&self) -> Result<Option<SessionState>, SessionError>;
     /// Saves atomically and durably, filling `updatedAt`; returns what was saved.

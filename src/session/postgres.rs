@@ -80,6 +80,8 @@ pub struct PgSessionStore {
     key: String,
     owner: Uuid,
     lease: Duration,
+    /// Whether a runtime has claimed this store.
+    claimed: std::sync::atomic::AtomicBool,
     /// The `row_version` this worker last read or wrote (what its next write expects), and the
     /// store's connection: one lock, so a write's check and its new version go together.
     inner: Mutex<Inner>,
@@ -119,6 +121,7 @@ impl PgSessionStore {
             key: key.to_owned(),
             owner: Uuid::new_v4(),
             lease,
+            claimed: std::sync::atomic::AtomicBool::new(false),
             inner: Mutex::new(inner),
         };
         let lease_secs = lease.as_secs_f64();
@@ -295,6 +298,12 @@ fn check_key(key: &str) -> Result<(), SessionError> {
 }
 
 impl SessionStore for PgSessionStore {
+    fn claim(&self) -> Result<(), SessionError> {
+        if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            return Err(SessionError::Claimed { place: format!("session key {}", crate::json::printable(&self.key)) });
+        }
+        Ok(())
+    }
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
         self.read(Column::State)
     }

@@ -244,6 +244,14 @@ impl MemoryRepositoryPort for ResolvedStore {
     async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
         delegate!(self, s => s.search(query, top_k))
     }
+    async fn search_within(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
+        delegate!(self, s => s.search_within(query, top_k, deadline))
+    }
     async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
         delegate!(self, s => s.put(memory))
     }

@@ -82,8 +82,13 @@ fn failed(doing: &'static str) -> impl FnOnce(StoreError) -> HandlerError {
 impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<RetrieveMemory>
     for StoreHandlers<P>
 {
-    async fn call(&self, _: &StepContext<'_>, p: &RetrieveMemoryPayload) -> Result<RetrieveMemoryResult, HandlerError> {
-        let items = self.ports.search(&p.input, p.top_k.get()).await.map_err(failed("searching memories failed"))?;
+    async fn call(
+        &self,
+        cx: &StepContext<'_>,
+        p: &RetrieveMemoryPayload,
+    ) -> Result<RetrieveMemoryResult, HandlerError> {
+        let search = self.ports.search_within(&p.input, p.top_k.get(), cx.deadline());
+        let items = search.await.map_err(failed("searching memories failed"))?;
         Ok(RetrieveMemoryResult { items })
     }
 }

@@ -91,6 +91,20 @@ pub trait MemoryRepositoryPort: Send + Sync + 'static {
     /// recent); a query with no words returns the most recent `top_k`. The query is text, never
     /// a query language.
     fn search(&self, query: &str, top_k: u64) -> impl Future<Output = Result<Vec<MemoryItem>, StoreError>> + Send;
+    /// [`search`](Self::search), stopped when `deadline` passes (the step's, from
+    /// `StepContext::deadline`), so that no query outlives its step: the `RetrieveMemory` handler
+    /// calls this one. The default ignores the deadline (the executor still fails a step that
+    /// runs past it); a store whose queries can be interrupted overrides it, as the SQLite
+    /// (progress handler) and PostgreSQL (`statement_timeout`) stores do.
+    fn search_within(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> impl Future<Output = Result<Vec<MemoryItem>, StoreError>> + Send {
+        let _ = deadline;
+        self.search(query, top_k)
+    }
     /// Stores a memory; returns its id. Put again under the same key, it returns the first id and
     /// stores nothing.
     fn put(&self, memory: NewMemory<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
@@ -130,10 +144,35 @@ pub trait DecisionWritePort: Send + Sync + 'static {
     fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
+/// The most distinct words of a search query that are searched for; later ones are ignored.
+pub const MAX_QUERY_WORDS: usize = 32;
+
+/// The longest word searched for, in bytes; a longer one is no word and is ignored.
+pub const MAX_QUERY_WORD_BYTES: usize = 64;
+
 /// The words of a search query, as plain text: split on anything that is not a letter or digit,
-/// so no character of the input can reach a query language.
+/// so no character of the input can reach a query language; each word once, in the order of
+/// its first use, at most [`MAX_QUERY_WORDS`] of them, none longer than
+/// [`MAX_QUERY_WORD_BYTES`]. So a query's cost is bounded whatever its text (CONTRACT §11).
+///
+/// ```
+/// use planlock::store::{query_words, MAX_QUERY_WORDS};
+/// assert_eq!(query_words("rotate the key; rotate it!"), ["rotate", "the", "key", "it"]);
+/// let long = (0..10_000).map(|n| format!("w{}", n % 1000)).collect::<Vec<_>>().join(" ");
+/// assert_eq!(query_words(&long).len(), MAX_QUERY_WORDS);
+/// ```
 pub fn query_words(query: &str) -> Vec<&str> {
-    query.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()).collect()
+    let mut words: Vec<&str> = Vec::new();
+    for word in query.split(|c: char| !c.is_alphanumeric()) {
+        if word.is_empty() || word.len() > MAX_QUERY_WORD_BYTES || words.contains(&word) {
+            continue;
+        }
+        words.push(word);
+        if words.len() == MAX_QUERY_WORDS {
+            break;
+        }
+    }
+    words
 }
 
 /// Now, as an RFC 3339 UTC timestamp (a memory's `timestamp`).

@@ -86,25 +86,42 @@ fn item(row: &postgres::Row) -> MemoryItem {
 
 impl MemoryRepositoryPort for PgStore {
     async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+        self.search_within(query, top_k, None).await
+    }
+
+    async fn search_within(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
         let words = query_words(query).join(" | ");
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
-        self.with(move |conn, namespace| {
+        self.transaction("searching memories", move |tx, namespace| {
+            // The server stops the query at the deadline, so it does not go on after its step failed.
+            if let Some(deadline) = deadline {
+                let left = deadline.saturating_duration_since(std::time::Instant::now()).as_millis().max(1);
+                tx.batch_execute(&format!("SET LOCAL statement_timeout = {left}")).map_err(backend("searching memories"))?;
+            }
             let rows = if words.is_empty() {
-                conn.query(
+                tx.query(
                     "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 ORDER BY seq DESC LIMIT $2",
                     &[&namespace, &limit],
                 )
-                .map_err(backend("listing memories"))?
             } else {
-                conn.query(
+                tx.query(
                     "SELECT id, summary, created_at FROM planlock_memories, to_tsquery('simple', $2) q
                      WHERE namespace = $1 AND search @@ q
                      ORDER BY ts_rank(search, q) DESC, seq DESC LIMIT $3",
                     &[&namespace, &words, &limit],
                 )
-                .map_err(backend("searching memories"))?
             };
-            Ok(rows.iter().map(item).collect())
+            match rows {
+                Err(e) if e.code() == Some(&postgres::error::SqlState::QUERY_CANCELED) => {
+                    Err(StoreError::Backend("the search was stopped at the step's deadline".into()))
+                }
+                rows => Ok(rows.map_err(backend("searching memories"))?.iter().map(item).collect()),
+            }
         })
         .await
     }

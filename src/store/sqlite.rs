@@ -406,6 +406,24 @@ fn backend(doing: &'static str) -> impl Fn(rusqlite::Error) -> StoreError {
     }
 }
 
+/// The memories an FTS5 `expression` matches, ranked by BM25, ties by rowid (recency) inside
+/// FTS5; the most recent without one.
+fn search_rows(conn: &Connection, expression: Option<&str>, limit: i64) -> rusqlite::Result<Vec<MemoryItem>> {
+    let item = |r: &rusqlite::Row<'_>| Ok(MemoryItem { id: r.get(0)?, summary: r.get(1)?, timestamp: r.get(2)? });
+    match expression {
+        Some(expression) => {
+            let sql = "SELECT m.id, m.summary, m.created_at FROM
+                (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank, rowid DESC LIMIT ?2) f
+                JOIN memories m ON m.rowid = f.rowid";
+            conn.prepare_cached(sql)?.query_map(params![expression, limit], item)?.collect()
+        }
+        None => {
+            let sql = "SELECT id, summary, created_at FROM memories ORDER BY rowid DESC LIMIT ?1";
+            conn.prepare_cached(sql)?.query_map(params![limit], item)?.collect()
+        }
+    }
+}
+
 /// The FTS5 query for `text`: every word quoted, any of them (the words hold only letters and
 /// digits, so no quote or operator of the input survives).
 fn match_expression(text: &str) -> Option<String> {
@@ -413,33 +431,40 @@ fn match_expression(text: &str) -> Option<String> {
     (!words.is_empty()).then(|| words.iter().map(|w| format!("\"{w}\"")).collect::<Vec<_>>().join(" OR "))
 }
 
+/// A search stopped at its deadline: SQLite's progress handler, called every this many virtual
+/// machine instructions, reads the clock.
+const PROGRESS_STEPS: std::ffi::c_int = 1000;
+
 impl MemoryRepositoryPort for SqliteStore {
     async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+        self.search_within(query, top_k, None).await
+    }
+
+    async fn search_within(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
         let expression = match_expression(query);
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
         let found = self
             .with(false, move |conn| {
-                let item = |r: &rusqlite::Row<'_>| Ok(MemoryItem { id: r.get(0)?, summary: r.get(1)?, timestamp: r.get(2)? });
-                let rows = match &expression {
-                    // Ranked by BM25, ties by rowid (recency) inside FTS5; joined for the columns.
-                    Some(expression) => {
-                        let sql = "SELECT m.id, m.summary, m.created_at FROM
-                            (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank, rowid DESC LIMIT ?2) f
-                            JOIN memories m ON m.rowid = f.rowid";
-                        let mut stmt = conn.prepare_cached(sql).map_err(backend("searching memories"))?;
-                        stmt.query_map(params![expression, limit], item)
-                            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                            .map_err(backend("searching memories"))?
+                // Interrupted at the deadline, so the query does not go on after its step failed.
+                if let Some(deadline) = deadline {
+                    let late = move || std::time::Instant::now() >= deadline;
+                    conn.progress_handler(PROGRESS_STEPS, Some(late)).map_err(backend("searching memories"))?;
+                }
+                let rows = search_rows(conn, expression.as_deref(), limit);
+                if deadline.is_some() {
+                    conn.progress_handler(0, None::<fn() -> bool>).map_err(backend("searching memories"))?;
+                }
+                match rows {
+                    Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
+                        Err(StoreError::Backend("the search was stopped at the step's deadline".into()))
                     }
-                    None => {
-                        let sql = "SELECT id, summary, created_at FROM memories ORDER BY rowid DESC LIMIT ?1";
-                        let mut stmt = conn.prepare_cached(sql).map_err(backend("listing memories"))?;
-                        stmt.query_map(params![limit], item)
-                            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                            .map_err(backend("listing memories"))?
-                    }
-                };
-                Ok(rows)
+                    rows => rows.map_err(backend("searching memories")),
+                }
             })
             .await?;
         Ok(found.unwrap_or_default())
