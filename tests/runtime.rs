@@ -446,3 +446,21 @@ fn abandon_then_run_starts_the_same_cycle_number_again() {
     let RunOutcome::Paused(again) = runtime.run_cycle_blocking().unwrap() else { panic!() };
     assert_eq!(again.cycle, 1, "the abandoned cycle's number runs again");
 }
+
+#[test]
+fn a_boot_error_has_the_class_its_doc_states() {
+    use planlock::Failure;
+    let d = dirs();
+    // No handlers at all: the plan's steps have none (`missing-handler`), which endangers no data.
+    let err = Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
+        .boot()
+        .unwrap_err();
+    assert_eq!((err.code(), err.kind()), ("missing-handler", FailureKind::CycleFail), "{err}");
+    // A changed policy under a saved session is FailFast.
+    let mut runtime = boot(&d, plan_with(|_| {}));
+    assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Completed(_)));
+    drop(runtime);
+    policy(d.policy.path(), "formal");
+    let err = boot_with(&d, plan_with(|_| {}), &Demo::new()).unwrap_err();
+    assert_eq!((err.code(), err.kind()), ("plan-hash-mismatch", FailureKind::FailFast), "{err}");
+}

@@ -42,7 +42,9 @@ pub enum Boot {
     Resume(SessionState),
 }
 
-/// A boot failure. Every one is FailFast: the runtime must not start.
+/// A boot failure: the runtime does not start. Its class is [`Failure::kind`]: FailFast, except
+/// a plan rejected as CycleFail and a step with no handler (`missing-handler`), which endanger no
+/// data (another plan may run).
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum BootError {
@@ -125,7 +127,8 @@ impl Failure for BootError {
         }
     }
 
-    /// The failure class: FailFast, except a plan rejected with class CycleFail.
+    /// The failure class: FailFast, except a plan rejected with class CycleFail and a missing
+    /// handler (the executor's `missing-handler`, CycleFail).
     fn kind(&self) -> crate::contract::registry::FailureKind {
         match self {
             BootError::Plan(r) => r.class(),
