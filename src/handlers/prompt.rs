@@ -21,7 +21,7 @@
 //!
 //! | bound | limit |
 //! |---|---|
-//! | the template's text: size, tokens per tag, block depth, allowed statements | [`template_check`](super::template_check) |
+//! | the template's text: size, tokens per tag, block depth, allowed statements | [`template_check`] |
 //! | instructions, and the bytes and list slots the render builds | fuel, [`DEFAULT_FUEL`] ([`TemplatePrompts::fuel`]) |
 //! | the rendered prompt | [`MAX_PROMPT_BYTES`] |
 //! | one value serialized by `tojson` or `pprint` | [`MAX_SERIALIZED_BYTES`] |
