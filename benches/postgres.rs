@@ -60,7 +60,8 @@ fn cycle(
         Backend::Postgres => {
             let Ok(store) = PgSessionStore::open(db, &key) else { return false };
             let manifest = BundleManifest::default_shared_bundle();
-            let storage = StoreHandlers::new(StrategyResolver.resolve_in_database(&manifest, db, &key).unwrap());
+            let storage =
+                StoreHandlers::new(StrategyResolver::default().resolve_in_database(&manifest, db, &key).unwrap());
             let runtime = Runtime::builder(policy, plan.clone(), store)
                 .handlers(Demo::new().with_store(&storage))
                 .bundle(manifest)
@@ -70,7 +71,7 @@ fn cycle(
         Backend::Files => {
             let Ok(store) = FileSessionStore::open(&roots[n]) else { return false };
             let manifest = BundleManifest::default_bundle();
-            let storage = StoreHandlers::new(StrategyResolver.resolve(&manifest, &roots[n]).unwrap());
+            let storage = StoreHandlers::new(StrategyResolver::default().resolve(&manifest, &roots[n]).unwrap());
             let runtime = Runtime::builder(policy, plan.clone(), store)
                 .handlers(Demo::new().with_store(&storage))
                 .bundle(manifest)

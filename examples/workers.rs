@@ -128,7 +128,7 @@ fn worker(url: &str) -> Result<(), Error> {
                 continue;
             }
         };
-        let storage = StoreHandlers::new(StrategyResolver.resolve_in_database(&manifest, &db, &key)?);
+        let storage = StoreHandlers::new(StrategyResolver::default().resolve_in_database(&manifest, &db, &key)?);
         let mut runtime = Runtime::builder(examples.join("policy"), plan.clone(), store)
             .handlers(Demo::new().with_store(&storage))
             .bundle(manifest.clone())

@@ -24,7 +24,7 @@ fn boot(
     root: &Path,
     manifest: BundleManifest,
 ) -> Result<Runtime<FileSessionStore, planlock::handler::Boxed>, BootError> {
-    let storage = StoreHandlers::new(StrategyResolver.resolve(&manifest, root).map_err(BootError::from)?);
+    let storage = StoreHandlers::new(StrategyResolver::default().resolve(&manifest, root).map_err(BootError::from)?);
     Runtime::builder(pol, plan_with(|_| {}), FileSessionStore::open(root).unwrap())
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(manifest)
@@ -59,9 +59,9 @@ fn manifests_are_strict_and_default_their_providers() {
     let missing = BundleManifest::load(&dir.path().join("nowhere")).unwrap_err();
     assert!(missing.to_string().contains("not found"), "{missing}");
     let unknown = manifest(dir.path(), r#"{"bundle_id": "b", "version": "1", "memory_provider_id": "redis"}"#).unwrap();
-    let err = StrategyResolver.resolve(&unknown, dir.path()).unwrap_err();
+    let err = StrategyResolver::default().resolve(&unknown, dir.path()).unwrap_err();
     assert_eq!(err.code(), "unknown-provider");
-    let known = StrategyResolver::MEMORY.join(", ");
+    let known = StrategyResolver::default().memory_ids().collect::<Vec<_>>().join(", ");
     assert!(err.to_string().contains("`redis`") && err.to_string().contains(&known), "{err}");
 }
 
@@ -118,7 +118,116 @@ fn the_postgres_memory_provider_needs_a_database() {
     let dir = tempfile::tempdir().unwrap();
     let shared = BundleManifest::default_shared_bundle();
     assert_eq!(shared.memory_id(), "postgres");
-    let err = StrategyResolver.resolve(&shared, dir.path()).unwrap_err();
+    let err = StrategyResolver::default().resolve(&shared, dir.path()).unwrap_err();
     assert_eq!(err.code(), "bundle-needs-database");
     assert!(err.to_string().contains("--database"), "{err}");
+}
+
+/// A strategy from outside planlock: decisions kept in memory, and every load counted.
+#[derive(Clone, Default)]
+struct Counting {
+    store: planlock::store::memory::InMemoryStore,
+    loads: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl planlock::store::DecisionContextProviderPort for Counting {
+    async fn load(
+        &self,
+        input: &str,
+        domain: Option<&str>,
+    ) -> Result<planlock::store::DecisionContext, planlock::store::StoreError> {
+        self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.store.load(input, domain).await
+    }
+}
+
+impl planlock::store::DecisionWritePort for Counting {
+    async fn persist_decision(
+        &self,
+        d: &planlock::schema::Decision,
+        k: &planlock::IdempotencyKey,
+    ) -> Result<String, planlock::store::StoreError> {
+        self.store.persist_decision(d, k).await
+    }
+    async fn persist_evidence(
+        &self,
+        e: &planlock::schema::Evidence,
+        k: &planlock::IdempotencyKey,
+    ) -> Result<String, planlock::store::StoreError> {
+        self.store.persist_evidence(e, k).await
+    }
+    async fn link(
+        &self,
+        a: &planlock::schema::Anchor,
+        k: &planlock::IdempotencyKey,
+    ) -> Result<String, planlock::store::StoreError> {
+        self.store.link(a, k).await
+    }
+}
+
+#[test]
+fn a_provider_from_outside_runs_through_a_bundle_and_is_pinned() {
+    use planlock::store::provider::ProviderPlace;
+    let (pol, root, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let counting = Counting::default();
+    let seen_bundle = std::sync::Arc::new(std::sync::Mutex::new(None));
+    let (provider, seen) = (counting.clone(), seen_bundle.clone());
+    let resolver = StrategyResolver::default().strategy("counting", move |cx| {
+        assert!(matches!(cx.place, ProviderPlace::Root(_)));
+        *seen.lock().unwrap() = cx.bundle_dir.map(Path::to_owned);
+        Ok(provider.clone())
+    });
+    let m =
+        manifest(b.path(), r#"{"bundle_id": "outside", "version": "1", "strategy_provider_id": "counting"}"#).unwrap();
+    let storage = StoreHandlers::new(resolver.resolve(&m, root.path()).unwrap());
+    let mut rt = Runtime::builder(pol.path(), plan_with(|_| {}), FileSessionStore::open(root.path()).unwrap())
+        .handlers(Demo::new().with_store(&storage).boxed())
+        .bundle(m.clone())
+        .resolver(resolver.clone())
+        .boot()
+        .unwrap();
+    rt.run_cycle_blocking().unwrap();
+    assert_eq!(counting.loads.load(std::sync::atomic::Ordering::SeqCst), 1, "RetrieveDecisionContext used it");
+    assert_eq!(seen_bundle.lock().unwrap().as_deref(), Some(b.path()), "the factory got the bundle's folder");
+    drop(rt);
+    assert_eq!(pin(root.path()).unwrap().strategy_provider_id.as_deref(), Some("counting"));
+    // Without the registration, the same bundle is refused at boot, naming the registered ids.
+    let err = Runtime::builder(pol.path(), plan_with(|_| {}), FileSessionStore::open(root.path()).unwrap())
+        .handlers(Demo::new().handlers().boxed())
+        .bundle(m.clone())
+        .boot()
+        .unwrap_err();
+    assert_eq!((err.code(), err.kind()), ("unknown-provider", FailureKind::FailFast), "{err}");
+    assert!(err.to_string().contains("`counting`") && err.to_string().contains("hierarchical-sql"), "{err}");
+}
+
+#[test]
+fn a_factory_that_fails_is_fail_fast_with_its_error_as_source() {
+    let root = tempfile::tempdir().unwrap();
+    let resolver = StrategyResolver::default()
+        .memory("flaky", |_| -> Result<planlock::store::memory::InMemoryStore, _> {
+            Err("the vault is sealed".into())
+        });
+    let m: BundleManifest =
+        serde_json::from_str(r#"{"bundle_id": "b", "version": "1", "memory_provider_id": "flaky"}"#).unwrap();
+    let err = resolver.resolve(&m, root.path()).unwrap_err();
+    assert_eq!(err.code(), "provider-factory");
+    assert!(err.to_string().contains("`flaky` could not be opened"), "{err}");
+    let source = std::error::Error::source(&err).expect("the factory's error as source");
+    assert_eq!(source.to_string(), "the vault is sealed");
+}
+
+#[test]
+fn the_custom_strategy_example_runs() {
+    // `cargo test` builds the examples beside the test binaries.
+    let deps = std::env::current_exe().unwrap();
+    let example = deps.parent().and_then(|d| d.parent()).unwrap().join("examples/custom_strategy");
+    assert!(example.exists(), "{} is not built: `cargo test` builds it", example.display());
+    let out = std::process::Command::new(&example).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(said.contains("process 2: cycle 2 completed through `recent-first`"), "{said}");
+    assert!(said.contains("\"strategy_provider_id\": \"recent-first\""), "{said}");
+    assert!(said.contains("`vector-magic` is not registered (registered: hierarchical-sql, recent-first)"), "{said}");
 }

@@ -80,8 +80,9 @@ type WorkerRuntime = Runtime<PgSessionStore, planlock::handler::Boxed>;
 
 fn boot(db: &PgDatabase, env: &WorkerEnv, key: &str, store: PgSessionStore) -> Result<WorkerRuntime, String> {
     let manifest = BundleManifest::default_shared_bundle();
-    let resolved =
-        StrategyResolver.resolve_in_database(&manifest, db, key).map_err(|e| format!("{} FailFast -", e.code()))?;
+    let resolved = StrategyResolver::default()
+        .resolve_in_database(&manifest, db, key)
+        .map_err(|e| format!("{} FailFast -", e.code()))?;
     Runtime::builder(&env.policy, env.plan.clone(), store)
         .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
         .bundle(manifest)

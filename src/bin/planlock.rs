@@ -19,8 +19,9 @@ use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
 use planlock::steps::{LLMCall, SummarizeMemory};
-use planlock::store::bundle::{BundleManifest, ResolvedStore, StrategyResolver};
+use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::postgres::PgStore;
+use planlock::store::provider::ResolvedStore;
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{DecisionContextProviderPort, MemoryRepositoryPort, StoreHandlers};
 use planlock::{
@@ -466,11 +467,9 @@ fn connect(url: &str, key: &str) -> Result<PgDatabase, (u8, String)> {
 /// disturbed). Reports on stderr; `Err` is the exit code.
 fn memories_of(place: &SessionPlace) -> Result<ResolvedStore, u8> {
     let opened = match (&place.database, &place.session, &place.root) {
-        (Some(url), Some(key), _) => {
-            connect(url, key).map(|db| ResolvedStore::Postgres(PgStore::new(&db, key.as_str())))
-        }
+        (Some(url), Some(key), _) => connect(url, key).map(|db| ResolvedStore::single(PgStore::new(&db, key.as_str()))),
         // A read: the file is opened read-only, and nothing is created.
-        (_, _, Some(root)) => Ok(ResolvedStore::Sqlite(SqliteStore::open(root).read_only())),
+        (_, _, Some(root)) => Ok(ResolvedStore::single(SqliteStore::open(root).read_only())),
         _ => Err((EXIT_USAGE, "give --root, or --database and --session".into())),
     };
     opened.map_err(|(code, message)| {
@@ -610,13 +609,13 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
         Ok(OpenedStore::Database(db, store)) => {
             let key = store.key().to_owned();
             (
-                StrategyResolver.resolve_in_database(&manifest, &db, &key),
+                StrategyResolver::default().resolve_in_database(&manifest, &db, &key),
                 CycleStore::Database(demo.session_store(store)),
             )
         }
         Ok(OpenedStore::Files(store)) => {
             let root = c.place.root.clone().unwrap_or_default();
-            (StrategyResolver.resolve(&manifest, &root), CycleStore::Files(demo.session_store(store)))
+            (StrategyResolver::default().resolve(&manifest, &root), CycleStore::Files(demo.session_store(store)))
         }
         Err((code, message)) => {
             let outcome = if code == EXIT_USAGE { "error" } else { "FailFast" };

@@ -326,13 +326,14 @@ pub struct RuntimeBuilder<S, L = Nil> {
     validators: Vec<Registered>,
     record_content: bool,
     bundle: Option<BundleManifest>,
+    resolver: Option<StrategyResolver>,
 }
 
 impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
     pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
-        let RuntimeBuilder { policy_root, plan, store, validators, record_content, bundle, .. } = self;
-        RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle }
+        let RuntimeBuilder { policy_root, plan, store, validators, record_content, bundle, resolver, .. } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle, resolver }
     }
 
     /// Registers a validator by id, version and configuration (see
@@ -362,11 +363,18 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         self
     }
 
+    /// The resolver whose registered ids the bundle's are checked against: the one the storage
+    /// was resolved with, when it registers providers of its own (the built-ins by default).
+    pub fn resolver(mut self, resolver: StrategyResolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
     /// Boots: checks the handlers and validators against the plan, loads the policy profile,
     /// computes the plan hash, loads the session and any paused cycle, and compares. Cold Start
     /// creates nothing.
     pub fn boot(self) -> Result<Runtime<S, L>, BootError> {
-        let RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle } = self;
+        let RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle, resolver } = self;
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
         }
@@ -443,7 +451,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             session_id = record.session_id;
         }
         let pin = match &bundle {
-            Some(manifest) => pin_for(&store, manifest)?,
+            Some(manifest) => pin_for(&store, manifest, &resolver.unwrap_or_default())?,
             None => None,
         };
         let cell = Arc::new(Mutex::new(Staging { previous: previous.clone(), parts: parts.clone(), staged: None }));
@@ -538,6 +546,7 @@ impl<S: SessionStore> Runtime<S, Nil> {
             validators: Vec::new(),
             record_content: false,
             bundle: None,
+            resolver: None,
         }
     }
 }
@@ -875,9 +884,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
 /// The pin a session on `store` needs for `manifest`: `None` when the stored one already names
 /// its ids, a new pin for a new session, an upgraded one for a pin without ids; a pin naming other
 /// ids, or an id without an implementation, is refused.
-fn pin_for<S: SessionStore>(store: &S, manifest: &BundleManifest) -> Result<Option<BundlePinV1>, BootError> {
+fn pin_for<S: SessionStore>(
+    store: &S,
+    manifest: &BundleManifest,
+    resolver: &StrategyResolver,
+) -> Result<Option<BundlePinV1>, BootError> {
     let (strategy, memory) = (manifest.strategy_id(), manifest.memory_id());
-    StrategyResolver.check(strategy, memory)?;
+    resolver.check(strategy, memory)?;
     let fresh = |pinned_at| BundlePinV1 {
         version: PinVersion,
         bundle_id: manifest.bundle_id.clone(),

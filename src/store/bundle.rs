@@ -3,19 +3,17 @@
 //! ids to implementations of the ports; a session pins the ids (`BundlePinV1`, saved by the
 //! runtime with its first completed cycle) and never silently switches.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde::Deserialize;
 
 use super::memory::InMemoryStore;
+use super::provider::{DynMemoryProvider, DynStrategyProvider, ProviderContext, ProviderPlace, ResolvedStore};
 #[cfg(feature = "sqlite")]
 use super::sqlite::SqliteStore;
-use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
-};
-use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::fsread::{self, ReadError};
-use crate::hash::IdempotencyKey;
 
 /// The manifest file in a bundle directory.
 pub const MANIFEST_FILE: &str = "manifest.json";
@@ -45,6 +43,9 @@ pub struct BundleManifest {
     /// The memory provider; [`DEFAULT_MEMORY`] when absent.
     #[serde(default, deserialize_with = "crate::contract::object::present")]
     pub memory_provider_id: Option<String>,
+    /// The folder the manifest was loaded from, given to the providers' factories.
+    #[serde(skip)]
+    dir: Option<PathBuf>,
 }
 
 crate::contract::object::map_only_serde!(@deserialize BundleManifest);
@@ -66,8 +67,10 @@ pub enum BundleError {
         "the memory provider `postgres` needs a database: give one (`--database`, or `StrategyResolver::resolve_in_database`)"
     )]
     NeedsDatabase,
-    /// An id the resolver has no implementation for.
-    #[error("the {role} provider `{id}` has no implementation here (known: {known})")]
+    /// An id nobody registered with the resolver.
+    #[error(
+        "the {role} provider `{id}` is not registered (registered: {known}); register it with StrategyResolver::{role}"
+    )]
     UnknownProvider {
         /// `strategy` or `memory`.
         role: &'static str,
@@ -80,6 +83,16 @@ pub enum BundleError {
     /// database. Nothing was changed.
     #[error("the memory store cannot be used: {0}")]
     Store(#[source] super::StoreError),
+    /// A registered provider's factory could not open its store.
+    #[error("the {role} provider `{id}` could not be opened: {source}")]
+    Factory {
+        /// `strategy` or `memory`.
+        role: &'static str,
+        /// The id.
+        id: String,
+        /// What the factory said.
+        source: FactoryError,
+    },
 }
 
 impl BundleError {
@@ -90,6 +103,11 @@ impl BundleError {
             BundleError::UnknownProvider { .. } => "unknown-provider",
             BundleError::NeedsDatabase => "bundle-needs-database",
             BundleError::Store(e) => e.code(),
+            // A factory that refused for a reason of ours says so through its source.
+            BundleError::Factory { source, .. } => match source.downcast_ref::<BundleError>() {
+                Some(inner) => inner.code(),
+                None => "provider-factory",
+            },
         }
     }
 }
@@ -107,8 +125,9 @@ impl BundleManifest {
                 ReadError::Io(op, e) => format!("{op} failed: {e}"),
             })
         })?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| problem(crate::json::printable(&format!("not a valid manifest: {e}")).into_owned()))
+        let manifest: BundleManifest = serde_json::from_slice(&bytes)
+            .map_err(|e| problem(crate::json::printable(&format!("not a valid manifest: {e}")).into_owned()))?;
+        Ok(BundleManifest { dir: Some(dir.to_owned()), ..manifest })
     }
 
     /// The bundle used with a shared database when none is given: `default`, version `1`, the
@@ -124,7 +143,13 @@ impl BundleManifest {
             version: "1".into(),
             strategy_provider_id: None,
             memory_provider_id: None,
+            dir: None,
         }
+    }
+
+    /// The folder the manifest was loaded from (none for a built-in default).
+    pub fn dir(&self) -> Option<&Path> {
+        self.dir.as_deref()
     }
 
     /// The strategy provider's id, the default filled in.
@@ -138,139 +163,185 @@ impl BundleManifest {
     }
 }
 
-/// Maps provider ids to implementations of the ports: the strategy `hierarchical-sql`, and the
-/// memory providers `sqlite` (with the `sqlite` feature) and `in-memory`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct StrategyResolver;
+/// Builds a provider from what it needs to open its store.
+type Factory<P> = Arc<dyn Fn(&ProviderContext<'_>) -> Result<P, FactoryError> + Send + Sync>;
+
+/// Why a provider's factory could not open its store.
+pub type FactoryError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Maps provider ids to the factories that open them (D-021 §5: "the implementation matching the
+/// id"). The built-in providers are registered by default — the strategy `hierarchical-sql`, the
+/// memory providers `sqlite` (feature `sqlite`), `postgres` (feature `postgres`) and `in-memory`
+/// — and a caller registers its own without changing planlock; the runtime never names one.
+///
+/// ```
+/// use planlock::store::bundle::{BundleManifest, StrategyResolver};
+/// use planlock::store::memory::InMemoryStore;
+///
+/// // A team's own strategy, registered by id; a bundle's manifest names it.
+/// let resolver = StrategyResolver::default().strategy("team-decisions", |_cx| Ok(InMemoryStore::new()));
+/// assert!(resolver.strategy_ids().any(|id| id == "team-decisions"));
+/// let manifest: BundleManifest = serde_json::from_str(
+///     r#"{"bundle_id": "team", "version": "1", "strategy_provider_id": "team-decisions", "memory_provider_id": "in-memory"}"#,
+/// )?;
+/// let root = tempfile::tempdir()?;
+/// let _store = resolver.resolve(&manifest, root.path())?;
+/// // An id nobody registered is refused, naming the ones that are.
+/// let err = StrategyResolver::default().check("team-decisions", "sqlite").unwrap_err();
+/// assert!(err.to_string().contains("`team-decisions`") && err.to_string().contains("hierarchical-sql"));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct StrategyResolver {
+    strategies: BTreeMap<String, Factory<Arc<dyn DynStrategyProvider>>>,
+    memories: BTreeMap<String, Factory<Arc<dyn DynMemoryProvider>>>,
+}
+
+impl std::fmt::Debug for StrategyResolver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StrategyResolver")
+            .field("strategies", &self.strategies.keys().collect::<Vec<_>>())
+            .field("memories", &self.memories.keys().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+impl Default for StrategyResolver {
+    /// The built-in providers.
+    fn default() -> Self {
+        let mut resolver = StrategyResolver::empty().memory("in-memory", |_| Ok(InMemoryStore::new()));
+        resolver.strategies.insert(DEFAULT_STRATEGY.to_owned(), Arc::new(builtin_store));
+        #[cfg(feature = "sqlite")]
+        let resolver = resolver.memory("sqlite", |cx| match cx.place {
+            ProviderPlace::Root(root) => Ok(verified_sqlite(root)?),
+            #[cfg(feature = "postgres")]
+            ProviderPlace::Database { .. } => {
+                Err("it keeps its file under a session root; with a database, use the memory provider `postgres`"
+                    .into())
+            }
+        });
+        #[cfg(feature = "postgres")]
+        let resolver = resolver.memory(POSTGRES_MEMORY, |cx| match cx.place {
+            ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
+            ProviderPlace::Database { db, key } => Ok(super::postgres::PgStore::new(db, key)),
+        });
+        resolver
+    }
+}
+
+/// The store of the built-in strategy: the session root's SQLite database (an in-memory store
+/// without the `sqlite` feature), or the session's namespace of the shared database.
+fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider>, FactoryError> {
+    match cx.place {
+        #[cfg(feature = "sqlite")]
+        ProviderPlace::Root(root) => Ok(Arc::new(verified_sqlite(root)?)),
+        #[cfg(not(feature = "sqlite"))]
+        ProviderPlace::Root(_) => Ok(Arc::new(InMemoryStore::new())),
+        #[cfg(feature = "postgres")]
+        ProviderPlace::Database { db, key } => Ok(Arc::new(super::postgres::PgStore::new(db, key))),
+    }
+}
+
+/// The session root's SQLite store, checked before use (no link, planlock's own file).
+#[cfg(feature = "sqlite")]
+fn verified_sqlite(root: &Path) -> Result<SqliteStore, BundleError> {
+    let store = SqliteStore::open(root);
+    store.verify().map_err(BundleError::Store)?;
+    Ok(store)
+}
 
 impl StrategyResolver {
-    /// The strategy ids it knows.
-    pub const STRATEGIES: &'static [&'static str] = &[DEFAULT_STRATEGY];
+    /// A resolver with no provider registered.
+    pub fn empty() -> StrategyResolver {
+        StrategyResolver { strategies: BTreeMap::new(), memories: BTreeMap::new() }
+    }
 
-    /// The memory provider ids it knows: `sqlite` and `postgres` with their features, and
-    /// `in-memory`.
-    pub const MEMORY: &'static [&'static str] = &[
-        #[cfg(feature = "sqlite")]
-        "sqlite",
-        #[cfg(feature = "postgres")]
-        POSTGRES_MEMORY,
-        "in-memory",
-    ];
+    /// Registers the strategy provider `id` (replacing one of that id): `factory` opens its
+    /// store, which answers `RetrieveDecisionContext` and keeps the decisions, evidence and links
+    /// the Persist steps write.
+    pub fn strategy<P, F>(mut self, id: impl Into<String>, factory: F) -> StrategyResolver
+    where
+        P: DynStrategyProvider + Sized,
+        F: Fn(&ProviderContext<'_>) -> Result<P, FactoryError> + Send + Sync + 'static,
+    {
+        let factory: Factory<Arc<dyn DynStrategyProvider>> = Arc::new(move |cx| {
+            let provider: Arc<dyn DynStrategyProvider> = Arc::new(factory(cx)?);
+            Ok(provider)
+        });
+        self.strategies.insert(id.into(), factory);
+        self
+    }
 
-    /// Refuses an id it has no implementation for.
+    /// Registers the memory provider `id` (replacing one of that id): `factory` opens its store,
+    /// which answers `RetrieveMemory` and keeps what `PersistMemory` writes.
+    pub fn memory<P, F>(mut self, id: impl Into<String>, factory: F) -> StrategyResolver
+    where
+        P: DynMemoryProvider + Sized,
+        F: Fn(&ProviderContext<'_>) -> Result<P, FactoryError> + Send + Sync + 'static,
+    {
+        let factory: Factory<Arc<dyn DynMemoryProvider>> = Arc::new(move |cx| {
+            let provider: Arc<dyn DynMemoryProvider> = Arc::new(factory(cx)?);
+            Ok(provider)
+        });
+        self.memories.insert(id.into(), factory);
+        self
+    }
+
+    /// The registered strategy ids, in order.
+    pub fn strategy_ids(&self) -> impl Iterator<Item = &str> {
+        self.strategies.keys().map(String::as_str)
+    }
+
+    /// The registered memory provider ids, in order.
+    pub fn memory_ids(&self) -> impl Iterator<Item = &str> {
+        self.memories.keys().map(String::as_str)
+    }
+
+    /// Refuses an id nobody registered, naming it and the registered ones (FailFast).
     pub fn check(&self, strategy: &str, memory: &str) -> Result<(), BundleError> {
-        let unknown = |role, id: &str, known: &[&str]| BundleError::UnknownProvider {
+        let unknown = |role, id: &str, known: Vec<&str>| BundleError::UnknownProvider {
             role,
             id: crate::json::printable(id).into_owned(),
             known: known.join(", "),
         };
-        if !Self::STRATEGIES.contains(&strategy) {
-            return Err(unknown("strategy", strategy, Self::STRATEGIES));
+        if !self.strategies.contains_key(strategy) {
+            return Err(unknown("strategy", strategy, self.strategy_ids().collect()));
         }
-        if !Self::MEMORY.contains(&memory) {
-            return Err(unknown("memory", memory, Self::MEMORY));
+        if !self.memories.contains_key(memory) {
+            return Err(unknown("memory", memory, self.memory_ids().collect()));
         }
         Ok(())
     }
 
-    /// The implementation of `manifest`'s providers for the session root `root`.
-    pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
-        self.check(manifest.strategy_id(), manifest.memory_id())?;
-        #[cfg(not(feature = "sqlite"))]
-        let _ = root;
-        match manifest.memory_id() {
-            #[cfg(feature = "sqlite")]
-            "sqlite" => {
-                let store = SqliteStore::open(root);
-                store.verify().map_err(BundleError::Store)?;
-                Ok(ResolvedStore::Sqlite(store))
-            }
-            #[cfg(feature = "postgres")]
-            POSTGRES_MEMORY => Err(BundleError::NeedsDatabase),
-            _ => Ok(ResolvedStore::InMemory(InMemoryStore::new())),
-        }
+    /// Opens `manifest`'s providers in `cx`: each factory's failure is FailFast, with its error
+    /// as the source.
+    pub fn open(&self, manifest: &BundleManifest, cx: &ProviderContext<'_>) -> Result<ResolvedStore, BundleError> {
+        let (strategy, memory) = (manifest.strategy_id(), manifest.memory_id());
+        self.check(strategy, memory)?;
+        let failed = |role, id: &str| {
+            let id = crate::json::printable(id).into_owned();
+            move |source| BundleError::Factory { role, id, source }
+        };
+        let memory = self.memories[memory](cx).map_err(failed("memory", memory))?;
+        let strategy = self.strategies[strategy](cx).map_err(failed("strategy", strategy))?;
+        Ok(ResolvedStore::new(memory, strategy))
     }
 
-    /// The implementation of `manifest`'s providers in a shared database, for the memories of
-    /// `namespace` (a session key): its memory provider must be `postgres`.
+    /// `manifest`'s providers for the session root `root` (the bundle's folder as the manifest
+    /// was loaded from).
+    pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
+        self.open(manifest, &ProviderContext { place: ProviderPlace::Root(root), bundle_dir: manifest.dir() })
+    }
+
+    /// `manifest`'s providers in a shared database, for the session `key`.
     #[cfg(feature = "postgres")]
     pub fn resolve_in_database(
         &self,
         manifest: &BundleManifest,
         db: &crate::pg::PgDatabase,
-        namespace: &str,
+        key: &str,
     ) -> Result<ResolvedStore, BundleError> {
-        self.check(manifest.strategy_id(), manifest.memory_id())?;
-        match manifest.memory_id() {
-            POSTGRES_MEMORY => Ok(ResolvedStore::Postgres(super::postgres::PgStore::new(db, namespace))),
-            other => Err(BundleError::UnknownProvider {
-                role: "memory",
-                id: crate::json::printable(other).into_owned(),
-                known: POSTGRES_MEMORY.to_owned(),
-            }),
-        }
-    }
-}
-
-/// The implementation a resolver chose; the handlers use it through the ports and never see
-/// which one it is.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum ResolvedStore {
-    /// The embedded SQLite store of the session root.
-    #[cfg(feature = "sqlite")]
-    Sqlite(SqliteStore),
-    /// Memory only: nothing survives the process.
-    InMemory(InMemoryStore),
-    /// A namespace of a shared PostgreSQL database.
-    #[cfg(feature = "postgres")]
-    Postgres(super::postgres::PgStore),
-}
-
-/// Calls the same method on whichever store was resolved.
-macro_rules! delegate {
-    ($self:ident, $store:ident => $call:expr) => {
-        match $self {
-            #[cfg(feature = "sqlite")]
-            ResolvedStore::Sqlite($store) => $call.await,
-            ResolvedStore::InMemory($store) => $call.await,
-            #[cfg(feature = "postgres")]
-            ResolvedStore::Postgres($store) => $call.await,
-        }
-    };
-}
-
-impl MemoryRepositoryPort for ResolvedStore {
-    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        delegate!(self, s => s.search(query, top_k))
-    }
-    async fn search_within(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> Result<Vec<MemoryItem>, StoreError> {
-        delegate!(self, s => s.search_within(query, top_k, deadline))
-    }
-    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        delegate!(self, s => s.put(memory))
-    }
-}
-
-impl DecisionContextProviderPort for ResolvedStore {
-    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        delegate!(self, s => s.load(input, current_domain))
-    }
-}
-
-impl DecisionWritePort for ResolvedStore {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        delegate!(self, s => s.persist_decision(decision, key))
-    }
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        delegate!(self, s => s.persist_evidence(evidence, key))
-    }
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        delegate!(self, s => s.link(anchor, key))
+        let place = ProviderPlace::Database { db, key };
+        self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir() })
     }
 }

@@ -23,6 +23,7 @@ mod handlers;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+pub mod provider;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
 

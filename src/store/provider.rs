@@ -1,0 +1,204 @@
+//! Providers chosen at run time (D-021 §2, §5; CONTRACT §12): a [`ResolvedStore`] holds the
+//! memory provider and the strategy provider a bundle named, behind object-safe forms of the
+//! ports, so that the runtime and the handlers use them without knowing which they are, and a
+//! caller's own provider runs exactly as a built-in one does.
+//!
+//! The ports return `impl Future` (no allocation per call for a concrete store); the dynamic
+//! forms here box each call's future once, which is what choosing an implementation by id costs.
+
+use std::future::Future;
+use std::path::Path;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::{
+    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
+};
+use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
+use crate::hash::IdempotencyKey;
+
+/// A boxed future of a provider's call.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Where a provider opens its store, as the session's place says.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub enum ProviderPlace<'a> {
+    /// Files under a session root (`ops/store/…`).
+    Root(&'a Path),
+    /// A namespace (the session key) of a shared PostgreSQL database.
+    #[cfg(feature = "postgres")]
+    Database {
+        /// The database.
+        db: &'a crate::pg::PgDatabase,
+        /// The session key.
+        key: &'a str,
+    },
+}
+
+/// What a provider's factory gets to open its store: the session's place, and the bundle's
+/// folder for the provider's own configuration files (none for the default bundle).
+#[derive(Debug, Clone, Copy)]
+pub struct ProviderContext<'a> {
+    /// Where the session lives.
+    pub place: ProviderPlace<'a>,
+    /// The bundle directory that holds `manifest.json`.
+    pub bundle_dir: Option<&'a Path>,
+}
+
+/// The object-safe form of [`MemoryRepositoryPort`]; every implementation of the port is one.
+pub trait DynMemoryProvider: Send + Sync + 'static {
+    /// [`MemoryRepositoryPort::search_within`].
+    fn search_within<'a>(
+        &'a self,
+        query: &'a str,
+        top_k: u64,
+        deadline: Option<Instant>,
+    ) -> BoxFuture<'a, Result<Vec<MemoryItem>, StoreError>>;
+    /// [`MemoryRepositoryPort::put`].
+    fn put<'a>(&'a self, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>>;
+}
+
+impl<T: MemoryRepositoryPort> DynMemoryProvider for T {
+    fn search_within<'a>(
+        &'a self,
+        query: &'a str,
+        top_k: u64,
+        deadline: Option<Instant>,
+    ) -> BoxFuture<'a, Result<Vec<MemoryItem>, StoreError>> {
+        Box::pin(MemoryRepositoryPort::search_within(self, query, top_k, deadline))
+    }
+    fn put<'a>(&'a self, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(MemoryRepositoryPort::put(self, memory))
+    }
+}
+
+/// The object-safe form of a strategy provider: [`DecisionContextProviderPort`] and the
+/// decision writes it reads back ([`DecisionWritePort`]); every implementation of both is one.
+pub trait DynStrategyProvider: Send + Sync + 'static {
+    /// [`DecisionContextProviderPort::load`].
+    fn load<'a>(
+        &'a self,
+        input: &'a str,
+        current_domain: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<DecisionContext, StoreError>>;
+    /// [`DecisionWritePort::persist_decision`].
+    fn persist_decision<'a>(
+        &'a self,
+        decision: &'a Decision,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<String, StoreError>>;
+    /// [`DecisionWritePort::persist_evidence`].
+    fn persist_evidence<'a>(
+        &'a self,
+        evidence: &'a Evidence,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<String, StoreError>>;
+    /// [`DecisionWritePort::link`].
+    fn link<'a>(&'a self, anchor: &'a Anchor, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<String, StoreError>>;
+}
+
+impl<T: DecisionContextProviderPort + DecisionWritePort> DynStrategyProvider for T {
+    fn load<'a>(
+        &'a self,
+        input: &'a str,
+        current_domain: Option<&'a str>,
+    ) -> BoxFuture<'a, Result<DecisionContext, StoreError>> {
+        Box::pin(DecisionContextProviderPort::load(self, input, current_domain))
+    }
+    fn persist_decision<'a>(
+        &'a self,
+        decision: &'a Decision,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(DecisionWritePort::persist_decision(self, decision, key))
+    }
+    fn persist_evidence<'a>(
+        &'a self,
+        evidence: &'a Evidence,
+        key: &'a IdempotencyKey,
+    ) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(DecisionWritePort::persist_evidence(self, evidence, key))
+    }
+    fn link<'a>(&'a self, anchor: &'a Anchor, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(DecisionWritePort::link(self, anchor, key))
+    }
+}
+
+/// The providers a resolver chose: memories through one, decisions through the other. It
+/// implements the three ports, so the storage handlers take it like any store
+/// (`StoreHandlers::new(resolved)`), and never see which providers they are.
+///
+/// ```
+/// use planlock::store::provider::ResolvedStore;
+/// use planlock::store::memory::InMemoryStore;
+/// use planlock::store::{MemoryRepositoryPort, StoreHandlers};
+/// // One store that implements every port serves as both providers.
+/// let resolved = ResolvedStore::single(InMemoryStore::new());
+/// assert!(pollster::block_on(resolved.search("keys", 5))?.is_empty());
+/// let _handlers = StoreHandlers::new(resolved);
+/// # Ok::<(), planlock::store::StoreError>(())
+/// ```
+#[derive(Clone)]
+pub struct ResolvedStore {
+    memory: Arc<dyn DynMemoryProvider>,
+    strategy: Arc<dyn DynStrategyProvider>,
+}
+
+impl std::fmt::Debug for ResolvedStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ResolvedStore").finish_non_exhaustive()
+    }
+}
+
+impl ResolvedStore {
+    /// Memories through `memory`, decisions through `strategy`.
+    pub fn new(memory: Arc<dyn DynMemoryProvider>, strategy: Arc<dyn DynStrategyProvider>) -> ResolvedStore {
+        ResolvedStore { memory, strategy }
+    }
+
+    /// One store for both roles.
+    pub fn single<S>(store: S) -> ResolvedStore
+    where
+        S: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort,
+    {
+        let store = Arc::new(store);
+        ResolvedStore { memory: store.clone(), strategy: store }
+    }
+}
+
+impl MemoryRepositoryPort for ResolvedStore {
+    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+        self.memory.search_within(query, top_k, None).await
+    }
+    async fn search_within(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
+        self.memory.search_within(query, top_k, deadline).await
+    }
+    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        self.memory.put(memory).await
+    }
+}
+
+impl DecisionContextProviderPort for ResolvedStore {
+    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+        self.strategy.load(input, current_domain).await
+    }
+}
+
+impl DecisionWritePort for ResolvedStore {
+    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
+        self.strategy.persist_decision(decision, key).await
+    }
+    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
+        self.strategy.persist_evidence(evidence, key).await
+    }
+    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
+        self.strategy.link(anchor, key).await
+    }
+}
