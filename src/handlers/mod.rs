@@ -9,6 +9,8 @@
 //! Imports `contract` and `exec` (layers 1 and 4).
 
 #[cfg(feature = "openai")]
+mod http;
+#[cfg(feature = "openai")]
 pub mod openai;
 #[cfg(feature = "prompts")]
 pub mod prompt;

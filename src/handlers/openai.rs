@@ -38,7 +38,9 @@ use serde_json::{Map, Value, json};
 use crate::contract::schema::{LlmCallPayload, LlmCallResult, SummarizeMemoryPayload, SummarizeMemoryResult};
 use crate::contract::steps::{LLMCall, PromptAssemble, SummarizeMemory};
 use crate::exec::handler::{Handler, HandlerError, StepContext};
-use crate::handlers::secret::{Secrets, without_userinfo};
+use crate::handlers::http::{Client, start_of};
+pub use crate::handlers::http::{MAX_RESPONSE_BYTES, ModelError};
+use crate::handlers::secret::without_userinfo;
 
 /// The environment variable the API key is read from unless another is named.
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
@@ -50,9 +52,6 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// `LLMCall` without `llmMs`): a client's safety net, so that a server that accepts and never
 /// answers cannot hold a cycle forever. The plan's `llmMs`, when present, is the limit instead.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
-
-/// The largest response body read, in bytes.
-pub const MAX_RESPONSE_BYTES: u64 = 8 << 20;
 
 /// The system message `SummarizeMemory` sends.
 pub const SUMMARY_INSTRUCTION: &str = "Summarize the assistant's answer below for a memory store. Reply with one JSON \
@@ -180,91 +179,6 @@ impl ModelConfig {
     }
 }
 
-/// Why a model call failed: the source of the handler's error.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum ModelError {
-    /// The payload's `config` sets what planlock sets.
-    #[error("`config.{field}` is set by planlock, not by the plan; remove it from the LLMCall payload's config")]
-    Config {
-        /// The refused member.
-        field: &'static str,
-    },
-    /// A handler needs an earlier result the ledger does not have.
-    #[error("the ledger has no {step} result; the plan must run {step} before this step")]
-    MissingInput {
-        /// The step type whose result is missing.
-        step: &'static str,
-    },
-    /// The server could not be reached.
-    #[error("cannot reach the model server at {url}: {reason}")]
-    Connect {
-        /// The endpoint, without userinfo.
-        url: String,
-        /// What the client said, secrets replaced.
-        reason: String,
-    },
-    /// The server answered with a redirect, which planlock does not follow.
-    #[error(
-        "the model server answered HTTP {status}, a redirect to {location:?}; planlock does not follow redirects \
-         (they could carry the API key elsewhere): configure the final URL"
-    )]
-    Redirect {
-        /// The HTTP status (301, 302, 303, 307, 308).
-        status: u16,
-        /// The `Location` header, without userinfo and secrets replaced (empty when absent).
-        location: String,
-    },
-    /// No answer within the limit.
-    #[error("the model server at {url} did not answer within {limit_ms} ms")]
-    Timeout {
-        /// The endpoint.
-        url: String,
-        /// The limit, in milliseconds.
-        limit_ms: u128,
-    },
-    /// The server answered with an HTTP error.
-    #[error("the model server answered HTTP {status}: {message}{}", retry_after.as_ref().map(|s| format!(" (retry after {s} s)")).unwrap_or_default())]
-    Status {
-        /// The HTTP status.
-        status: u16,
-        /// The server's own message (its `error.message`, or the body's start).
-        message: String,
-        /// The `Retry-After` header, when sent.
-        retry_after: Option<String>,
-    },
-    /// The body is not UTF-8.
-    #[error("the model server sent a body that is not UTF-8 (invalid byte at offset {offset})")]
-    NotUtf8 {
-        /// Where the first invalid byte is.
-        offset: usize,
-    },
-    /// The body is not the JSON the handler expects.
-    #[error("the model server sent a body that is not a chat completion ({reason}); it began: {start:?}")]
-    Malformed {
-        /// What is wrong.
-        reason: String,
-        /// The body's first 200 characters.
-        start: String,
-    },
-}
-
-impl ModelError {
-    /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        match self {
-            ModelError::Config { .. } => "model-config",
-            ModelError::MissingInput { .. } => "model-missing-input",
-            ModelError::Connect { .. } => "model-connect",
-            ModelError::Redirect { .. } => "model-redirect",
-            ModelError::Timeout { .. } => "model-timeout",
-            ModelError::Status { .. } => "model-http-status",
-            ModelError::NotUtf8 { .. } => "model-not-utf8",
-            ModelError::Malformed { .. } => "model-malformed-body",
-        }
-    }
-}
-
 /// `LLMCall` and `SummarizeMemory` on an OpenAI-compatible server; clone it to register it for
 /// both.
 ///
@@ -278,9 +192,7 @@ impl ModelError {
 #[derive(Debug, Clone)]
 pub struct OpenAiModel {
     config: Arc<ModelConfig>,
-    agent: ureq::Agent,
-    /// The key and the URL's password, replaced in every text from a response.
-    secrets: Secrets,
+    client: Client,
 }
 
 /// What the server said, as much as planlock reads of it; other fields are ignored.
@@ -327,18 +239,8 @@ impl OpenAiModel {
         if config.api_key.is_none() {
             config.api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty()).map(Arc::from);
         }
-        let agent = ureq::Agent::config_builder()
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(config.connect_timeout))
-            .user_agent(concat!("planlock/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .new_agent();
-        let mut secrets = Secrets::new().with_password_of(&config.base_url);
-        if let Some(key) = &config.api_key {
-            secrets = secrets.with(key);
-        }
-        OpenAiModel { config: Arc::new(config), agent, secrets }
+        let client = Client::new(&config.base_url, "chat/completions", config.api_key.clone(), config.connect_timeout);
+        OpenAiModel { config: Arc::new(config), client }
     }
 
     /// The configuration.
@@ -350,13 +252,12 @@ impl OpenAiModel {
     async fn complete(&self, model: &str, body: Map<String, Value>, limit: Duration) -> Result<Answer, ModelError> {
         let span = tracing::Span::current();
         span.record("gen_ai.request.model", model);
-        let (agent, key, secrets) = (self.agent.clone(), self.config.api_key.clone(), self.secrets.clone());
-        let to = Endpoint { url: self.config.endpoint(), shown: without_userinfo(&self.config.endpoint()) };
+        let client = self.client.clone();
         let body = Value::Object(body);
         let answer = if self.config.on_pool {
-            blocking::unblock(move || send(&agent, &to, key.as_deref(), &secrets, &body, limit)).await?
+            blocking::unblock(move || chat(&client, &body, limit)).await?
         } else {
-            send(&agent, &to, key.as_deref(), &secrets, &body, limit)?
+            chat(&self.client, &body, limit)?
         };
         if let Some(model) = &answer.model {
             span.record("gen_ai.response.model", model.as_str());
@@ -373,7 +274,7 @@ impl OpenAiModel {
     }
 
     fn failed(&self, e: ModelError) -> HandlerError {
-        HandlerError::with_source(format!("the model call to {} failed", without_userinfo(&self.config.endpoint())), e)
+        HandlerError::with_source(format!("the model call to {} failed", self.client.shown()), e)
     }
 }
 
@@ -400,91 +301,26 @@ fn request_body(
     Ok(body)
 }
 
-/// Where a request goes, and how that place may be shown.
-struct Endpoint {
-    url: String,
-    shown: String,
-}
-
-fn send(
-    agent: &ureq::Agent,
-    to: &Endpoint,
-    key: Option<&str>,
-    secrets: &Secrets,
-    body: &Value,
-    limit: Duration,
-) -> Result<Answer, ModelError> {
-    let mut request = agent.post(&to.url).config().timeout_global(Some(limit)).build();
-    if let Some(key) = key {
-        request = request.header("Authorization", format!("Bearer {key}"));
-    }
-    let timeout = || ModelError::Timeout { url: to.shown.clone(), limit_ms: limit.as_millis() };
-    let mut response = match request.send_json(body) {
-        Ok(r) => r,
-        Err(ureq::Error::Timeout(_)) => return Err(timeout()),
-        Err(e) => {
-            return Err(ModelError::Connect { url: to.shown.clone(), reason: secrets.scrub(&e.to_string()).into() });
-        }
-    };
-    let status = response.status().as_u16();
-    // Every text below comes from the server: secrets are replaced before anything reads it.
-    let header = |name: &str| {
-        let value = response.headers().get(name).and_then(|v| v.to_str().ok())?;
-        Some(secrets.scrub(&without_userinfo(value)).into_owned())
-    };
-    let retry_after = header("retry-after");
-    if (300..400).contains(&status) {
-        return Err(ModelError::Redirect { status, location: start_of(&header("location").unwrap_or_default()) });
-    }
-    let bytes = match response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec() {
-        Ok(b) => b,
-        Err(ureq::Error::Timeout(_)) => return Err(timeout()),
-        Err(e) => {
-            let reason = format!("cannot read it: {}", secrets.scrub(&e.to_string()));
-            return Err(ModelError::Malformed { reason, start: String::new() });
-        }
-    };
-    let text = String::from_utf8(bytes).map_err(|e| ModelError::NotUtf8 { offset: e.utf8_error().valid_up_to() })?;
-    let text = secrets.scrub(&text);
-    if status >= 400 {
-        return Err(ModelError::Status { status, message: secrets.scrub(&server_message(&text)).into(), retry_after });
-    }
-    let malformed =
-        |reason: String| ModelError::Malformed { reason: secrets.scrub(&reason).into(), start: start_of(&text) };
-    let completion: ChatCompletion = serde_json::from_str(&text).map_err(|e| malformed(e.to_string()))?;
+/// One chat completion: the first choice's text, the model that answered, the usage.
+fn chat(client: &Client, body: &Value, limit: Duration) -> Result<Answer, ModelError> {
+    let text = client.post(body, limit)?;
+    let completion: ChatCompletion =
+        serde_json::from_str(&text).map_err(|e| client.malformed(&e.to_string(), &text))?;
     let Some(choice) = completion.choices.into_iter().next() else {
-        return Err(malformed("`choices` is empty".into()));
+        return Err(client.malformed("`choices` is empty", &text));
     };
     let Some(content) = choice.message.content else {
         let why = choice.finish_reason.unwrap_or_else(|| "none given".into());
-        return Err(ModelError::Malformed {
-            reason: format!("the first choice has no text (finish_reason: {})", secrets.scrub(&why)),
-            start: String::new(),
-        });
+        return Err(client.malformed(&format!("the first choice has no text (finish_reason: {why})"), ""));
     };
     // JSON escapes (`\u0073k-…`) hide a secret from the scrub of the raw text: scrub the decoded
     // strings too.
+    let secrets = client.secrets();
     Ok(Answer {
         text: secrets.scrub(&content).into_owned(),
         model: completion.model.map(|m| secrets.scrub(&m).into_owned()),
         usage: completion.usage,
     })
-}
-
-/// The server's message: OpenAI's `{"error": {"message"}}`, Ollama's `{"error": "..."}`, or the
-/// body's start.
-fn server_message(body: &str) -> String {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let error = parsed.as_ref().and_then(|v| v.get("error"));
-    match error.and_then(|e| e.get("message").or(Some(e))).and_then(Value::as_str) {
-        Some(message) => start_of(message),
-        None if body.trim().is_empty() => "(empty body)".to_owned(),
-        None => start_of(body),
-    }
-}
-
-fn start_of(text: &str) -> String {
-    text.chars().take(200).collect()
 }
 
 impl Handler<LLMCall> for OpenAiModel {

@@ -1,0 +1,215 @@
+//! One request to an OpenAI-compatible server, shared by the chat model ([`super::openai`]) and
+//! the embedder ([`super::embed`]): the key sent only as a bearer token, the request bounded by
+//! its limit, no redirect followed, the body capped, and every text of the answer scrubbed of the
+//! secrets before anything reads it (docs/CONTRACT.md, "Real handlers", "Hostile inputs").
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::handlers::secret::{Secrets, without_userinfo};
+
+/// The largest response body read, in bytes.
+pub const MAX_RESPONSE_BYTES: u64 = 8 << 20;
+
+/// Why a model call failed: the source of the handler's error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ModelError {
+    /// The payload's `config` sets what planlock sets.
+    #[error("`config.{field}` is set by planlock, not by the plan; remove it from the LLMCall payload's config")]
+    Config {
+        /// The refused member.
+        field: &'static str,
+    },
+    /// A handler needs an earlier result the ledger does not have.
+    #[error("the ledger has no {step} result; the plan must run {step} before this step")]
+    MissingInput {
+        /// The step type whose result is missing.
+        step: &'static str,
+    },
+    /// The server could not be reached.
+    #[error("cannot reach the model server at {url}: {reason}")]
+    Connect {
+        /// The endpoint, without userinfo.
+        url: String,
+        /// What the client said, secrets replaced.
+        reason: String,
+    },
+    /// The server answered with a redirect, which planlock does not follow.
+    #[error(
+        "the model server answered HTTP {status}, a redirect to {location:?}; planlock does not follow redirects \
+         (they could carry the API key elsewhere): configure the final URL"
+    )]
+    Redirect {
+        /// The HTTP status (301, 302, 303, 307, 308).
+        status: u16,
+        /// The `Location` header, without userinfo and secrets replaced (empty when absent).
+        location: String,
+    },
+    /// No answer within the limit.
+    #[error("the model server at {url} did not answer within {limit_ms} ms")]
+    Timeout {
+        /// The endpoint.
+        url: String,
+        /// The limit, in milliseconds.
+        limit_ms: u128,
+    },
+    /// The server answered with an HTTP error.
+    #[error("the model server answered HTTP {status}: {message}{}", retry_after.as_ref().map(|s| format!(" (retry after {s} s)")).unwrap_or_default())]
+    Status {
+        /// The HTTP status.
+        status: u16,
+        /// The server's own message (its `error.message`, or the body's start).
+        message: String,
+        /// The `Retry-After` header, when sent.
+        retry_after: Option<String>,
+    },
+    /// The body is not UTF-8.
+    #[error("the model server sent a body that is not UTF-8 (invalid byte at offset {offset})")]
+    NotUtf8 {
+        /// Where the first invalid byte is.
+        offset: usize,
+    },
+    /// The body is not the JSON the handler expects.
+    #[error("the model server sent a body that is not a chat completion ({reason}); it began: {start:?}")]
+    Malformed {
+        /// What is wrong.
+        reason: String,
+        /// The body's first 200 characters.
+        start: String,
+    },
+}
+
+impl ModelError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ModelError::Config { .. } => "model-config",
+            ModelError::MissingInput { .. } => "model-missing-input",
+            ModelError::Connect { .. } => "model-connect",
+            ModelError::Redirect { .. } => "model-redirect",
+            ModelError::Timeout { .. } => "model-timeout",
+            ModelError::Status { .. } => "model-http-status",
+            ModelError::NotUtf8 { .. } => "model-not-utf8",
+            ModelError::Malformed { .. } => "model-malformed-body",
+        }
+    }
+}
+
+/// A client of one endpoint of one server.
+#[derive(Clone)]
+pub(crate) struct Client {
+    agent: ureq::Agent,
+    url: String,
+    shown: String,
+    key: Option<Arc<str>>,
+    /// The key and the URL's password, replaced in every text from a response.
+    secrets: Secrets,
+}
+
+impl std::fmt::Debug for Client {
+    // The URL as shown and nothing else: the key and the password stay out of every print.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client").field("endpoint", &self.shown).finish_non_exhaustive()
+    }
+}
+
+impl Client {
+    /// A client of `base_url` + `/` + `path`, sending `key` as a bearer token.
+    pub(crate) fn new(base_url: &str, path: &str, key: Option<Arc<str>>, connect_timeout: Duration) -> Client {
+        let agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .max_redirects(0)
+            .timeout_connect(Some(connect_timeout))
+            .user_agent(concat!("planlock/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .new_agent();
+        let mut secrets = Secrets::new().with_password_of(base_url);
+        if let Some(key) = &key {
+            secrets = secrets.with(key);
+        }
+        let url = format!("{}/{path}", base_url.trim_end_matches('/'));
+        Client { agent, shown: without_userinfo(&url), url, key, secrets }
+    }
+
+    /// The endpoint as it may be shown (no userinfo).
+    pub(crate) fn shown(&self) -> &str {
+        &self.shown
+    }
+
+    /// The secrets replaced in what the server says.
+    pub(crate) fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
+    /// Posts `body` and returns the answer's body, scrubbed, within `limit`; an HTTP error, a
+    /// redirect, a body that is too large or not UTF-8 is an error.
+    pub(crate) fn post(&self, body: &Value, limit: Duration) -> Result<String, ModelError> {
+        let (secrets, shown) = (&self.secrets, &self.shown);
+        let mut request = self.agent.post(&self.url).config().timeout_global(Some(limit)).build();
+        if let Some(key) = &self.key {
+            request = request.header("Authorization", format!("Bearer {key}"));
+        }
+        let timeout = || ModelError::Timeout { url: shown.clone(), limit_ms: limit.as_millis() };
+        let mut response = match request.send_json(body) {
+            Ok(r) => r,
+            Err(ureq::Error::Timeout(_)) => return Err(timeout()),
+            Err(e) => {
+                return Err(ModelError::Connect { url: shown.clone(), reason: secrets.scrub(&e.to_string()).into() });
+            }
+        };
+        let status = response.status().as_u16();
+        // Every text below comes from the server: secrets are replaced before anything reads it.
+        let header = |name: &str| {
+            let value = response.headers().get(name).and_then(|v| v.to_str().ok())?;
+            Some(secrets.scrub(&without_userinfo(value)).into_owned())
+        };
+        let retry_after = header("retry-after");
+        if (300..400).contains(&status) {
+            return Err(ModelError::Redirect { status, location: start_of(&header("location").unwrap_or_default()) });
+        }
+        let bytes = match response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec() {
+            Ok(b) => b,
+            Err(ureq::Error::Timeout(_)) => return Err(timeout()),
+            Err(e) => {
+                let reason = format!("cannot read it: {}", secrets.scrub(&e.to_string()));
+                return Err(ModelError::Malformed { reason, start: String::new() });
+            }
+        };
+        let text =
+            String::from_utf8(bytes).map_err(|e| ModelError::NotUtf8 { offset: e.utf8_error().valid_up_to() })?;
+        let text = secrets.scrub(&text).into_owned();
+        if status >= 400 {
+            return Err(ModelError::Status {
+                status,
+                message: secrets.scrub(&server_message(&text)).into(),
+                retry_after,
+            });
+        }
+        Ok(text)
+    }
+
+    /// A body that is not what the caller expects: what is wrong (scrubbed) and its start.
+    pub(crate) fn malformed(&self, reason: &str, body: &str) -> ModelError {
+        ModelError::Malformed { reason: self.secrets.scrub(reason).into(), start: start_of(body) }
+    }
+}
+
+/// The server's message: OpenAI's `{"error": {"message"}}`, Ollama's `{"error": "..."}`, or the
+/// body's start.
+fn server_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    let error = parsed.as_ref().and_then(|v| v.get("error"));
+    match error.and_then(|e| e.get("message").or(Some(e))).and_then(Value::as_str) {
+        Some(message) => start_of(message),
+        None if body.trim().is_empty() => "(empty body)".to_owned(),
+        None => start_of(body),
+    }
+}
+
+/// The first 200 characters of a text, as an error quotes it.
+pub(crate) fn start_of(text: &str) -> String {
+    text.chars().take(200).collect()
+}
