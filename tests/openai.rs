@@ -103,6 +103,8 @@ async fn without_config_model_the_configured_model_is_used_and_an_empty_prompt_s
     let body: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
     assert_eq!(body["model"], "configured-model");
     assert_eq!(body["messages"].as_array().map(Vec::len), Some(1));
+    // Without `max_tokens` in the plan, every request is still bounded.
+    assert_eq!(body["max_tokens"], planlock::handlers::openai::DEFAULT_MAX_TOKENS);
 }
 
 #[tokio::test]
@@ -233,7 +235,9 @@ async fn summarize_memory_sends_the_cycles_response_and_reads_strict_json() {
         }
     );
     let body: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
-    assert_eq!(body["response_format"], json!({"type": "json_object"}));
+    assert_eq!(body["response_format"]["type"], "json_object");
+    assert_eq!(body["response_format"]["schema"]["required"], json!(["summary", "keywords"]));
+    assert_eq!(body["max_tokens"], planlock::handlers::openai::SUMMARY_MAX_TOKENS);
     assert_eq!(body["messages"][1]["content"], "Rotate the key in the vault every 90 days.");
 
     // Strict: an extra field, a missing one or prose is refused with what the model said.

@@ -53,6 +53,14 @@ pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// answers cannot hold a cycle forever. The plan's `llmMs`, when present, is the limit instead.
 pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 
+/// The `max_tokens` an `LLMCall` request gets when the plan's `config` sets none: every request
+/// is bounded, since a small model otherwise writes until its context is full (and a client
+/// that gives up does not stop the server's generation).
+pub const DEFAULT_MAX_TOKENS: u64 = 512;
+
+/// The `max_tokens` of a `SummarizeMemory` request: a summary and a few keywords.
+pub const SUMMARY_MAX_TOKENS: u64 = 160;
+
 /// The system message `SummarizeMemory` sends.
 pub const SUMMARY_INSTRUCTION: &str = "Summarize the assistant's answer below for a memory store. Reply with one JSON \
      object and nothing else: {\"summary\": \"<one or two sentences>\", \"keywords\": [\"<3 to 8 lowercase keywords>\"]}";
@@ -332,6 +340,7 @@ impl Handler<LLMCall> for OpenAiModel {
         let model = p.config.get("model").and_then(Value::as_str).unwrap_or(&self.config.model).to_owned();
         let mut config = p.config.0.clone();
         config.remove("model");
+        config.entry("max_tokens").or_insert(json!(DEFAULT_MAX_TOKENS));
         let body = request_body(&model, &p.prompt, &prompt.prompt, &config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));
         let answer =
@@ -348,8 +357,20 @@ impl Handler<SummarizeMemory> for OpenAiModel {
     ) -> Result<SummarizeMemoryResult, HandlerError> {
         let response = cx.ledger().get::<LLMCall>().map_or(p.response.as_str(), |r| r.response.as_str());
         let mut config = Map::new();
+        config.insert("max_tokens".into(), json!(SUMMARY_MAX_TOKENS));
         if self.config.json_summaries {
-            config.insert("response_format".into(), json!({ "type": "json_object" }));
+            // The schema makes servers that constrain their output to it (llama.cpp) answer in
+            // exactly this shape; others take `json_object` and the instruction.
+            let schema = json!({
+                "type": "object",
+                "properties": {
+                    "summary": { "type": "string" },
+                    "keywords": { "type": "array", "items": { "type": "string" } }
+                },
+                "required": ["summary", "keywords"],
+                "additionalProperties": false
+            });
+            config.insert("response_format".into(), json!({ "type": "json_object", "schema": schema }));
         }
         let body =
             request_body(&self.config.model, SUMMARY_INSTRUCTION, response, &config).map_err(|e| self.failed(e))?;
