@@ -327,6 +327,14 @@ fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
     });
     // Namespaces do not see each other.
     assert!(n.into_inner() >= 2);
+    // The semantic providers are SQLite-only here (no pgvector): the combination is refused.
+    let semantic =
+        BundleManifest::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic")))
+            .unwrap();
+    let resolver =
+        StrategyResolver::default().embedder(std::sync::Arc::new(planlock::store::embed::DemoEmbedder::new()));
+    let err = resolver.resolve_in_database(&semantic, &db, "ns-semantic").unwrap_err();
+    assert!(err.to_string().contains("SQLite-only"), "{err}");
 }
 
 fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgServer) {
@@ -403,6 +411,8 @@ fn pin() -> planlock::session::BundlePinV1 {
         bundle_id: "b".into(),
         strategy_provider_id: Some("hierarchical-sql".into()),
         memory_provider_id: Some("postgres".into()),
+        embedder_model: None,
+        embedder_dimension: None,
         pinned_at: planlock::session::Timestamp::now(),
     }
 }

@@ -13,13 +13,14 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, DemoSessionStore, ReviewGate};
-use planlock::handlers::{ModelConfig, OpenAiModel};
+use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
 use planlock::pg::{PgDatabase, PgError};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
 use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
+use planlock::store::embed::{DemoEmbedder, Embedder};
 use planlock::store::postgres::PgStore;
 use planlock::store::provider::ResolvedStore;
 use planlock::store::sqlite::SqliteStore;
@@ -128,6 +129,8 @@ enum MemoryCommand {
         /// At most this many memories.
         #[arg(long, default_value_t = 10)]
         top_k: u64,
+        #[command(flatten)]
+        embed: EmbedArgs,
         /// Output format.
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
@@ -181,8 +184,8 @@ fn main() -> ExitCode {
             run(&mut out, cycle, Some(Override::new(approve, step, reason)))
         }
         Command::Abandon { place } => abandon(&mut out, &place),
-        Command::Memory { command: MemoryCommand::Search { place, top_k, format, text } } => {
-            memory_search(&mut out, &place, top_k, format, &text)
+        Command::Memory { command: MemoryCommand::Search { place, top_k, embed, format, text } } => {
+            memory_search(&mut out, &place, top_k, &embed, format, &text)
         }
         Command::Decisions { place, domain, format } => decisions(&mut out, &place, domain.as_deref(), format),
         Command::Status { place, format } => status(&mut out, &place, format),
@@ -331,6 +334,15 @@ fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> u8 {
     }
 }
 
+/// The embedder as the text output names it.
+fn describe_embedder(e: &serde_json::Value) -> String {
+    match (e["kind"].as_str(), e["model"].as_str(), e["url"].as_str(), &e["dimension"]) {
+        (Some("openai"), Some(model), Some(url), dimension) => format!("{model} at {url} ({dimension} dimensions)"),
+        _ => "the offline demo embedder, words hashed, not a model (pass --embed-url and --embed-model for a real one)"
+            .to_owned(),
+    }
+}
+
 /// Why a record of a paused cycle is a leftover, as `run`, `resume` and `status` say it.
 const LEFTOVER_WHY: &str = "its cycle had completed (a resume was stopped after saving the session, before removing the \
      record); nothing was run again";
@@ -340,6 +352,8 @@ struct RunReport<'a> {
     boot: Option<&'static str>,
     /// The record of a finished resume that boot removed (a crash had left it).
     removed_leftover: Option<InterventionRecord>,
+    /// The embedder, when the bundle's providers rank with one.
+    embedder: Option<serde_json::Value>,
     /// `{"kind": "demo"}` or `{"kind": "openai", "model", "url"}`; null when the run stopped
     /// before choosing.
     model: serde_json::Value,
@@ -357,6 +371,7 @@ impl RunReport<'_> {
         RunReport {
             boot: None,
             removed_leftover: None,
+            embedder: None,
             model: serde_json::Value::Null,
             outcome,
             hash: None,
@@ -376,6 +391,10 @@ impl RunReport<'_> {
                     "steps": self.steps, "error": self.error, "problems": self.problems,
                     "intervention": self.intervention,
                 });
+                // Only when the bundle ranks by meaning: the members stay as they were otherwise.
+                if let Some(e) = &self.embedder {
+                    report["embedder"] = e.clone();
+                }
                 // Only when boot cleaned up: the report's members stay as they were otherwise.
                 if let Some(r) = &self.removed_leftover {
                     report["bootCleanup"] = serde_json::json!({
@@ -397,6 +416,9 @@ impl RunReport<'_> {
                         line!(out, "model: the offline demo model (pass --llm-url and --llm-model for a real one)")
                     }
                     _ => {}
+                }
+                if let Some(e) = &self.embedder {
+                    line!(out, "embedder: {}", describe_embedder(e));
                 }
                 if let Some(steps) = self.steps.as_array() {
                     for s in steps {
@@ -450,6 +472,47 @@ struct SessionPlace {
     session: Option<String>,
 }
 
+/// The embedding server for bundles whose providers rank by meaning (`sqlite-semantic`,
+/// `semantic-sql`); without it the offline demo embedder, said plainly.
+#[derive(clap::Args, Clone)]
+struct EmbedArgs {
+    /// The base URL of an OpenAI-compatible embeddings server (`http://127.0.0.1:8000/v1`).
+    /// Needs `--embed-model`. The session is pinned to the model and its dimension.
+    #[arg(long, requires = "embed_model", value_name = "URL")]
+    embed_url: Option<String>,
+    /// The embedding model to ask.
+    #[arg(long, requires = "embed_url", value_name = "NAME")]
+    embed_model: Option<String>,
+    /// The environment variable holding the embedding server's key (never printed).
+    #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
+    embed_api_key_env: String,
+}
+
+impl EmbedArgs {
+    /// The resolver with the embedder these flags name (the demo's without them), and how the
+    /// output names it; the message when the server cannot be reached.
+    fn resolver(&self) -> Result<(StrategyResolver, serde_json::Value), String> {
+        let resolver = StrategyResolver::default();
+        match (&self.embed_url, &self.embed_model) {
+            (Some(url), Some(model)) => {
+                // E5 models embed queries and passages differently; servers that do not know the
+                // member ignore it.
+                let config =
+                    EmbedConfig::new(url, model).api_key_env(&self.embed_api_key_env).purpose_member("input_type");
+                let embedder = OpenAiEmbedder::connect(config).map_err(|e| e.to_string())?;
+                let about = serde_json::json!({
+                    "kind": "openai", "model": model, "url": embedder.config().shown_url(), "dimension": embedder.dimension(),
+                });
+                Ok((resolver.embedder(std::sync::Arc::new(embedder)), about))
+            }
+            _ => {
+                let about = serde_json::json!({ "kind": "demo", "model": DemoEmbedder::MODEL, "dimension": DemoEmbedder::DIMENSION });
+                Ok((resolver.embedder(std::sync::Arc::new(DemoEmbedder::new())), about))
+            }
+        }
+    }
+}
+
 /// The shared database, for the session `key`: 2 for a bad URL or key, 3 when it cannot be used.
 fn connect(url: &str, key: &str) -> Result<PgDatabase, (u8, String)> {
     if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
@@ -460,6 +523,44 @@ fn connect(url: &str, key: &str) -> Result<PgDatabase, (u8, String)> {
         PgError::Url { .. } => (EXIT_USAGE, e.to_string()),
         _ => (EXIT_FAIL_FAST, e.to_string()),
     })
+}
+
+/// The memories of a session root whose pin names the provider `sqlite-semantic`: searched as
+/// `RetrieveMemory` searches them, by meaning with the pinned embedder (the one the flags name,
+/// or the demo's), read-only. `None` for any other root.
+fn semantic_memories_of(place: &SessionPlace, embed: &EmbedArgs) -> Result<Option<ResolvedStore>, String> {
+    use planlock::store::sqlite::semantic::{MEMORY_PROVIDER, SemanticMemory};
+    let Some(root) = &place.root else { return Ok(None) };
+    let pin = match FileSessionStore::open(root).and_then(|s| s.load_pin()) {
+        Ok(Some(pin)) if pin.memory_provider_id.as_deref() == Some(MEMORY_PROVIDER) => pin,
+        Ok(_) => return Ok(None),
+        Err(e) => return Err(e.to_string()),
+    };
+    let (resolver, _) = embed.resolver()?;
+    let manifest: BundleManifest = serde_json::from_value(serde_json::json!({
+        "bundle_id": pin.bundle_id, "version": "pinned", "memory_provider_id": MEMORY_PROVIDER,
+    }))
+    .map_err(|e| e.to_string())?;
+    let (model, dimension) = resolver.embedder_of(&manifest).unwrap_or(("", 0));
+    if pin.embedder_model.as_deref() != Some(model) || pin.embedder_dimension != Some(dimension as u64) {
+        return Err(format!(
+            "the session's memories were embedded with `{}` ({} dimensions), not `{model}` ({dimension}); pass its --embed-url and --embed-model",
+            pin.embedder_model.as_deref().map(planlock::printable).unwrap_or_default(),
+            pin.embedder_dimension.unwrap_or(0)
+        ));
+    }
+    let embedder: std::sync::Arc<dyn Embedder> = match (&embed.embed_url, &embed.embed_model) {
+        (Some(url), Some(name)) => std::sync::Arc::new(OpenAiEmbedder::with_dimension(
+            EmbedConfig::new(url, name).api_key_env(&embed.embed_api_key_env).purpose_member("input_type"),
+            dimension,
+        )),
+        _ => std::sync::Arc::new(DemoEmbedder::new()),
+    };
+    let memory = SemanticMemory::new(SqliteStore::open(root).read_only(), embedder);
+    Ok(Some(ResolvedStore::new(
+        std::sync::Arc::new(memory),
+        std::sync::Arc::new(planlock::store::memory::InMemoryStore::new()),
+    )))
 }
 
 /// The memories and decisions of a session: its root's SQLite store, or its namespace of the
@@ -558,6 +659,8 @@ struct CycleArgs {
     /// Unset or empty: no key is sent, as local servers expect.
     #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
     llm_api_key_env: String,
+    #[command(flatten)]
+    embed: EmbedArgs,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -605,17 +708,20 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
         RunReport::failed("error", message).write(out, c.format);
         return EXIT_USAGE;
     }
+    let (resolver, embedder) = match c.embed.resolver() {
+        Ok(r) => r,
+        Err(message) => return fail_fast(out, message),
+    };
+    // Named in the output only when the bundle's providers rank with it.
+    let embedder = resolver.embedder_of(&manifest).map(|_| embedder);
     let (resolved, store) = match OpenedStore::open(&c.place) {
         Ok(OpenedStore::Database(db, store)) => {
             let key = store.key().to_owned();
-            (
-                StrategyResolver::default().resolve_in_database(&manifest, &db, &key),
-                CycleStore::Database(demo.session_store(store)),
-            )
+            (resolver.resolve_in_database(&manifest, &db, &key), CycleStore::Database(demo.session_store(store)))
         }
         Ok(OpenedStore::Files(store)) => {
             let root = c.place.root.clone().unwrap_or_default();
-            (StrategyResolver::default().resolve(&manifest, &root), CycleStore::Files(demo.session_store(store)))
+            (resolver.resolve(&manifest, &root), CycleStore::Files(demo.session_store(store)))
         }
         Err((code, message)) => {
             let outcome = if code == EXIT_USAGE { "error" } else { "FailFast" };
@@ -628,8 +734,12 @@ fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> u8 {
         Err(e) => return fail_fast(out, e.to_string()),
     };
     match store {
-        CycleStore::Files(store) => run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage }),
-        CycleStore::Database(store) => run_on(out, &c, over, &demo, Prepared { plan, store, manifest, storage }),
+        CycleStore::Files(store) => {
+            run_on(out, &c, over, &demo, Prepared { plan, store, manifest, resolver, embedder, storage })
+        }
+        CycleStore::Database(store) => {
+            run_on(out, &c, over, &demo, Prepared { plan, store, manifest, resolver, embedder, storage })
+        }
     }
 }
 
@@ -644,6 +754,9 @@ struct Prepared<S> {
     plan: ValidPlan,
     store: S,
     manifest: BundleManifest,
+    resolver: StrategyResolver,
+    /// How the output names the embedder, when the bundle's providers use one.
+    embedder: Option<serde_json::Value>,
     storage: StoreHandlers<ResolvedStore>,
 }
 
@@ -654,7 +767,7 @@ fn run_on<S: SessionStore + 'static>(
     c: &CycleArgs,
     over: Option<Override>,
     demo: &Demo,
-    Prepared { plan, store, manifest, storage }: Prepared<S>,
+    Prepared { plan, store, manifest, resolver, embedder, storage }: Prepared<S>,
 ) -> u8 {
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
     let (handlers, model) = match (&c.llm_url, &c.llm_model) {
@@ -674,6 +787,7 @@ fn run_on<S: SessionStore + 'static>(
     let runtime = Runtime::builder(&c.policy_root, plan, store)
         .handlers(handlers)
         .bundle(manifest)
+        .resolver(resolver)
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .boot();
     let mut runtime = match runtime {
@@ -707,6 +821,7 @@ fn run_on<S: SessionStore + 'static>(
     let report = |outcome, steps, error| RunReport {
         boot: Some(boot),
         removed_leftover: removed_leftover.clone(),
+        embedder: embedder.clone(),
         model: model.clone(),
         outcome,
         hash: Some(runtime.plan_hash().to_string()),
@@ -785,10 +900,24 @@ fn abandon(out: &mut String, place: &SessionPlace) -> u8 {
 }
 
 /// Prints what `RetrieveMemory` would find for `text`.
-fn memory_search(out: &mut String, place: &SessionPlace, top_k: u64, format: Format, text: &str) -> u8 {
-    let store = match memories_of(place) {
-        Ok(store) => store,
-        Err(code) => return code,
+fn memory_search(
+    out: &mut String,
+    place: &SessionPlace,
+    top_k: u64,
+    embed: &EmbedArgs,
+    format: Format,
+    text: &str,
+) -> u8 {
+    let store = match semantic_memories_of(place, embed) {
+        Ok(Some(store)) => store,
+        Ok(None) => match memories_of(place) {
+            Ok(store) => store,
+            Err(code) => return code,
+        },
+        Err(message) => {
+            say(format_args!("{message}"));
+            return EXIT_FAIL_FAST;
+        }
     };
     match pollster::block_on(store.search(text, top_k)) {
         Ok(items) => {

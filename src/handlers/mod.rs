@@ -5,9 +5,13 @@
 //!   `template` with minijinja, from `vars` and the cycle's earlier results.
 //! - `OpenAiModel` (feature `openai`): `LLMCall` and `SummarizeMemory` on any
 //!   OpenAI-compatible chat-completions server.
+//! - `OpenAiEmbedder` (feature `openai`): the `Embedder` port on any OpenAI-compatible
+//!   embeddings endpoint.
 //!
 //! Imports `contract` and `exec` (layers 1 and 4).
 
+#[cfg(feature = "openai")]
+pub mod embed;
 #[cfg(feature = "openai")]
 mod http;
 #[cfg(feature = "openai")]
@@ -19,6 +23,8 @@ pub mod secret;
 #[cfg(feature = "prompts")]
 pub mod template_check;
 
+#[cfg(feature = "openai")]
+pub use embed::{EmbedConfig, OpenAiEmbedder};
 #[cfg(feature = "openai")]
 pub use openai::{ModelConfig, OpenAiModel};
 #[cfg(feature = "prompts")]

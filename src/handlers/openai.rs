@@ -13,7 +13,7 @@
 //! - The API key is read from an environment variable when the handler is made, sent only as
 //!   the `Authorization` header, and never logged, printed or put in an error. A server may echo
 //!   it back: every text built from a response (its error message, the answer, the model name,
-//!   a header) has the key and the URL's password replaced ([`Secrets`]) before anything reads
+//!   a header) has the key and the URL's password replaced ([`Secrets`](crate::handlers::secret::Secrets)) before anything reads
 //!   it, and the URL is shown without its userinfo. Redirects are not followed (they could carry
 //!   the key elsewhere); a 3xx is `model-redirect`, naming where it pointed.
 //! - `LLMCall`'s deadline is `metadata.timeouts.llmMs`: the executor enforces it, and the HTTP
@@ -59,7 +59,7 @@ pub const DEFAULT_REQUEST_TIMEOUT: Duration = Duration::from_secs(300);
 pub const DEFAULT_MAX_TOKENS: u64 = 512;
 
 /// The `max_tokens` of a `SummarizeMemory` request: a summary and a few keywords.
-pub const SUMMARY_MAX_TOKENS: u64 = 160;
+pub const SUMMARY_MAX_TOKENS: u64 = 256;
 
 /// The system message `SummarizeMemory` sends.
 pub const SUMMARY_INSTRUCTION: &str = "Summarize the assistant's answer below for a memory store. Reply with one JSON \
@@ -364,8 +364,12 @@ impl Handler<SummarizeMemory> for OpenAiModel {
             let schema = json!({
                 "type": "object",
                 "properties": {
-                    "summary": { "type": "string" },
-                    "keywords": { "type": "array", "items": { "type": "string" } }
+                    "summary": { "type": "string", "minLength": 1, "maxLength": 240 },
+                    "keywords": {
+                        "type": "array",
+                        "items": { "type": "string", "minLength": 1, "maxLength": 24 },
+                        "maxItems": 8
+                    }
                 },
                 "required": ["summary", "keywords"],
                 "additionalProperties": false
@@ -375,8 +379,12 @@ impl Handler<SummarizeMemory> for OpenAiModel {
         let body =
             request_body(&self.config.model, SUMMARY_INSTRUCTION, response, &config).map_err(|e| self.failed(e))?;
         let answer = self.complete(&self.config.model, body, self.config.timeout).await.map_err(|e| self.failed(e))?;
-        // Strict: exactly `summary` and `keywords`, as the contract's result type reads them.
-        serde_json::from_str::<SummarizeMemoryResult>(answer.text.trim()).map_err(|e| {
+        // Strict: exactly `summary` and `keywords`, as the contract's result type reads them. A
+        // line break or tab a model writes raw inside a string is read as a space (JSON allows
+        // neither there, and neither changes what the summary says).
+        let text: String =
+            answer.text.trim().chars().map(|c| if matches!(c, '\n' | '\r' | '\t') { ' ' } else { c }).collect();
+        serde_json::from_str::<SummarizeMemoryResult>(&text).map_err(|e| {
             self.failed(ModelError::Malformed {
                 reason: format!("the summary is not {{\"summary\", \"keywords\"}} JSON: {e}"),
                 start: start_of(&answer.text),

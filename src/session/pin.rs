@@ -26,11 +26,26 @@ pub struct BundlePinV1 {
     /// refused).
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
     pub memory_provider_id: Option<String>,
+    /// The embedder's model, when a provider ranks by meaning (absent otherwise, and in older
+    /// pins; `null` is refused).
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "present")]
+    pub embedder_model: Option<String>,
+    /// The embedder's dimension, with its model.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "positive")]
+    pub embedder_dimension: Option<u64>,
     /// When the session was pinned.
     pub pinned_at: Timestamp,
 }
 
 crate::contract::object::map_only_serde!(BundlePinV1);
+
+/// A member that, when present, is a number above zero.
+fn positive<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+    match u64::deserialize(d)? {
+        0 => Err(serde::de::Error::custom("an embedder dimension must be above zero")),
+        n => Ok(Some(n)),
+    }
+}
 
 /// A member that, when present, is a non-empty string: only its absence means the older format.
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {

@@ -3,12 +3,13 @@
 //! ids to implementations of the ports; a session pins the ids (`BundlePinV1`, saved by the
 //! runtime with its first completed cycle) and never silently switches.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use serde::Deserialize;
 
+use super::embed::Embedder;
 use super::memory::InMemoryStore;
 use super::provider::{DynMemoryProvider, DynStrategyProvider, ProviderContext, ProviderPlace, ResolvedStore};
 #[cfg(feature = "sqlite")]
@@ -195,6 +196,9 @@ pub type FactoryError = Box<dyn std::error::Error + Send + Sync>;
 pub struct StrategyResolver {
     strategies: BTreeMap<String, Factory<Arc<dyn DynStrategyProvider>>>,
     memories: BTreeMap<String, Factory<Arc<dyn DynMemoryProvider>>>,
+    /// The ids of the providers that rank with the embedder (and so pin it).
+    embedding: BTreeSet<String>,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl std::fmt::Debug for StrategyResolver {
@@ -202,6 +206,7 @@ impl std::fmt::Debug for StrategyResolver {
         f.debug_struct("StrategyResolver")
             .field("strategies", &self.strategies.keys().collect::<Vec<_>>())
             .field("memories", &self.memories.keys().collect::<Vec<_>>())
+            .field("embedder", &self.embedder.as_ref().map(|e| e.model()))
             .finish()
     }
 }
@@ -211,6 +216,8 @@ impl Default for StrategyResolver {
     fn default() -> Self {
         let mut resolver = StrategyResolver::empty().memory("in-memory", |_| Ok(InMemoryStore::new()));
         resolver.strategies.insert(DEFAULT_STRATEGY.to_owned(), Arc::new(builtin_store));
+        #[cfg(feature = "sqlite")]
+        let resolver = semantic_providers(resolver);
         #[cfg(feature = "sqlite")]
         let resolver = resolver.memory("sqlite", |cx| match cx.place {
             ProviderPlace::Root(root) => Ok(verified_sqlite(root)?),
@@ -227,6 +234,31 @@ impl Default for StrategyResolver {
         });
         resolver
     }
+}
+
+/// `sqlite-semantic` and `semantic-sql`: SQLite-only (pgvector is not among what planlock can
+/// rely on), and only with an embedder.
+#[cfg(feature = "sqlite")]
+fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
+    use super::sqlite::semantic::{MEMORY_PROVIDER, STRATEGY, SemanticDecisions, SemanticMemory};
+    fn parts(cx: &ProviderContext<'_>) -> Result<(SqliteStore, Arc<dyn Embedder>), FactoryError> {
+        let embedder = cx.embedder.cloned().ok_or(
+            "it ranks by meaning and needs an embedder: give one with StrategyResolver::embedder \
+             (CLI: --embed-url and --embed-model, else the demo embedder)",
+        )?;
+        match cx.place {
+            ProviderPlace::Root(root) => Ok((verified_sqlite(root)?, embedder)),
+            #[cfg(feature = "postgres")]
+            ProviderPlace::Database { .. } => Err("it is SQLite-only: with a shared PostgreSQL database, \
+                 use `hierarchical-sql` and `postgres` (pgvector is not available here)"
+                .into()),
+        }
+    }
+    resolver
+        .memory(MEMORY_PROVIDER, |cx| parts(cx).map(|(store, e)| SemanticMemory::new(store, e)))
+        .strategy(STRATEGY, |cx| parts(cx).map(|(store, e)| SemanticDecisions::new(store, e)))
+        .uses_embedder(MEMORY_PROVIDER)
+        .uses_embedder(STRATEGY)
 }
 
 /// The store of the built-in strategy: the session root's SQLite database (an in-memory store
@@ -253,7 +285,37 @@ fn verified_sqlite(root: &Path) -> Result<SqliteStore, BundleError> {
 impl StrategyResolver {
     /// A resolver with no provider registered.
     pub fn empty() -> StrategyResolver {
-        StrategyResolver { strategies: BTreeMap::new(), memories: BTreeMap::new() }
+        StrategyResolver {
+            strategies: BTreeMap::new(),
+            memories: BTreeMap::new(),
+            embedding: BTreeSet::new(),
+            embedder: None,
+        }
+    }
+
+    /// The embedder the providers that rank by meaning get (through
+    /// [`ProviderContext::embedder`]); a session using one of them is pinned to its model and
+    /// dimension.
+    pub fn embedder(mut self, embedder: Arc<dyn Embedder>) -> StrategyResolver {
+        self.embedder = Some(embedder);
+        self
+    }
+
+    /// Marks the provider `id` as one that ranks with the embedder, so that a session using it
+    /// is pinned to the embedder's model and dimension.
+    pub fn uses_embedder(mut self, id: impl Into<String>) -> StrategyResolver {
+        self.embedding.insert(id.into());
+        self
+    }
+
+    /// The embedder `manifest`'s providers rank with, as pinned: `(model, dimension)`; none when
+    /// neither uses one.
+    pub fn embedder_of(&self, manifest: &BundleManifest) -> Option<(&str, usize)> {
+        let uses = [manifest.strategy_id(), manifest.memory_id()].iter().any(|id| self.embedding.contains(*id));
+        match &self.embedder {
+            Some(e) if uses => Some((e.model(), e.dimension())),
+            _ => None,
+        }
     }
 
     /// Registers the strategy provider `id` (replacing one of that id): `factory` opens its
@@ -330,7 +392,8 @@ impl StrategyResolver {
     /// `manifest`'s providers for the session root `root` (the bundle's folder as the manifest
     /// was loaded from).
     pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
-        self.open(manifest, &ProviderContext { place: ProviderPlace::Root(root), bundle_dir: manifest.dir() })
+        let place = ProviderPlace::Root(root);
+        self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref() })
     }
 
     /// `manifest`'s providers in a shared database, for the session `key`.
@@ -342,6 +405,6 @@ impl StrategyResolver {
         key: &str,
     ) -> Result<ResolvedStore, BundleError> {
         let place = ProviderPlace::Database { db, key };
-        self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir() })
+        self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref() })
     }
 }

@@ -19,6 +19,7 @@ use crate::hash::IdempotencyKey;
 
 pub mod bundle;
 pub mod conformance;
+pub mod embed;
 mod handlers;
 pub mod memory;
 #[cfg(feature = "postgres")]

@@ -12,6 +12,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::embed::Embedder;
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
 };
@@ -37,14 +38,27 @@ pub enum ProviderPlace<'a> {
     },
 }
 
-/// What a provider's factory gets to open its store: the session's place, and the bundle's
-/// folder for the provider's own configuration files (none for the default bundle).
-#[derive(Debug, Clone, Copy)]
+/// What a provider's factory gets to open its store: the session's place, the bundle's folder
+/// for the provider's own configuration files (none for the default bundle), and the embedder
+/// the resolver was given, for providers that rank by meaning.
+#[derive(Clone, Copy)]
 pub struct ProviderContext<'a> {
     /// Where the session lives.
     pub place: ProviderPlace<'a>,
     /// The bundle directory that holds `manifest.json`.
     pub bundle_dir: Option<&'a Path>,
+    /// The embedder ([`StrategyResolver::embedder`](super::bundle::StrategyResolver::embedder)).
+    pub embedder: Option<&'a Arc<dyn Embedder>>,
+}
+
+impl std::fmt::Debug for ProviderContext<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderContext")
+            .field("place", &self.place)
+            .field("bundle_dir", &self.bundle_dir)
+            .field("embedder", &self.embedder.map(|e| e.model()))
+            .finish()
+    }
 }
 
 /// The object-safe form of [`MemoryRepositoryPort`]; every implementation of the port is one.

@@ -30,6 +30,8 @@ use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
 
+pub mod semantic;
+
 /// The database file, relative to the session root.
 pub const DATABASE_FILE: &str = "ops/store/planlock.sqlite3";
 
@@ -448,29 +450,65 @@ impl MemoryRepositoryPort for SqliteStore {
     ) -> Result<Vec<MemoryItem>, StoreError> {
         let expression = match_expression(query);
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
-        let found = self
-            .with(false, move |conn| {
-                // Interrupted at the deadline, so the query does not go on after its step failed.
-                if let Some(deadline) = deadline {
-                    let late = move || std::time::Instant::now() >= deadline;
-                    conn.progress_handler(PROGRESS_STEPS, Some(late)).map_err(backend("searching memories"))?;
-                }
-                let rows = search_rows(conn, expression.as_deref(), limit);
-                if deadline.is_some() {
-                    conn.progress_handler(0, None::<fn() -> bool>).map_err(backend("searching memories"))?;
-                }
-                match rows {
-                    Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
-                        Err(StoreError::Backend("the search was stopped at the step's deadline".into()))
-                    }
-                    rows => rows.map_err(backend("searching memories")),
-                }
-            })
-            .await?;
+        let found = self.read_within(deadline, move |conn| search_rows(conn, expression.as_deref(), limit)).await?;
         Ok(found.unwrap_or_default())
     }
 
     async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        self.put_with(memory, |_, _| Ok(())).await
+    }
+}
+
+impl SqliteStore {
+    /// Runs the read `f` on the connection, interrupted when `deadline` passes (SQLite's progress
+    /// handler reads the clock), so that no query goes on after its step failed; `None` when
+    /// there is no database yet.
+    pub(crate) async fn read_within<T: Send + 'static>(
+        &self,
+        deadline: Option<std::time::Instant>,
+        f: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<Option<T>, StoreError> {
+        self.with(false, move |conn| {
+            if let Some(deadline) = deadline {
+                let late = move || std::time::Instant::now() >= deadline;
+                conn.progress_handler(PROGRESS_STEPS, Some(late)).map_err(backend("searching memories"))?;
+            }
+            let rows = f(conn);
+            if deadline.is_some() {
+                conn.progress_handler(0, None::<fn() -> bool>).map_err(backend("searching memories"))?;
+            }
+            match rows {
+                Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
+                    Err(StoreError::Backend("the search was stopped at the step's deadline".into()))
+                }
+                rows => rows.map_err(backend("searching memories")),
+            }
+        })
+        .await
+    }
+
+    /// Runs `f` in one immediate write transaction, committed when it returns `Ok`.
+    pub(crate) async fn write(
+        &self,
+        f: impl FnOnce(&rusqlite::Transaction<'_>) -> Result<(), StoreError> + Send + 'static,
+    ) -> Result<(), StoreError> {
+        self.with(true, move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend("writing"))?;
+            f(&tx)?;
+            tx.commit().map_err(backend("writing"))
+        })
+        .await
+        .map(drop)
+    }
+
+    /// Stores a memory as [`MemoryRepositoryPort::put`] does, and runs `also` in the same
+    /// transaction with the new memory's rowid (not when the key was already stored): what a
+    /// provider keeps beside a memory is written with it or not at all.
+    pub(crate) async fn put_with(
+        &self,
+        memory: NewMemory<'_>,
+        also: impl FnOnce(&rusqlite::Transaction<'_>, i64) -> Result<(), StoreError> + Send + 'static,
+    ) -> Result<String, StoreError> {
         let key = memory.key.to_string();
         let (session_ref, summary) = (memory.session_ref.to_owned(), memory.summary.to_owned());
         let keywords = memory.keywords.join(" ");
@@ -491,6 +529,7 @@ impl MemoryRepositoryPort for SqliteStore {
                     params![id, key, session_ref, summary, keywords, super::now()],
                 )
                 .map_err(backend("storing a memory"))?;
+                also(&tx, tx.last_insert_rowid())?;
                 tx.commit().map_err(backend("storing a memory"))?;
                 Ok(id)
             })

@@ -1,0 +1,181 @@
+//! Texts to vectors (docs/CONTRACT.md, "Retrieval by meaning"): the [`Embedder`] port that the
+//! semantic providers rank with, its vectors' arithmetic, and [`DemoEmbedder`], a deterministic
+//! stand-in for the offline demo. `OpenAiEmbedder` (`handlers::embed`, feature `openai`) is the
+//! real one, on any OpenAI-compatible `/v1/embeddings` endpoint.
+//!
+//! An embedder is part of what a session is pinned to: its [`model`](Embedder::model) and
+//! [`dimension`](Embedder::dimension) are recorded with the providers, since vectors of another
+//! model mean something else (CONTRACT §12).
+
+use std::future::Future;
+use std::pin::Pin;
+
+/// A boxed future of an embedder's call.
+pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedError>> + Send + 'a>>;
+
+/// What a text is embedded for. Some models (E5) embed a search query and a stored passage
+/// differently; others ignore it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purpose {
+    /// A search query.
+    Query,
+    /// A text that is stored and searched for.
+    Passage,
+}
+
+/// Why texts could not be embedded.
+#[derive(Debug, thiserror::Error)]
+#[error("embedding with `{model}` failed: {message}")]
+pub struct EmbedError {
+    /// The embedder's model.
+    pub model: String,
+    /// What went wrong.
+    pub message: String,
+    /// The cause, when there is one (a `ModelError` for a server).
+    #[source]
+    pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
+}
+
+impl EmbedError {
+    /// A stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        "embed-failed"
+    }
+}
+
+/// Turns texts into vectors of one dimension, one per text, in order.
+pub trait Embedder: Send + Sync + 'static {
+    /// The model's id, as pinned.
+    fn model(&self) -> &str;
+    /// The vectors' dimension, as pinned.
+    fn dimension(&self) -> usize;
+    /// One vector per text, each of [`dimension`](Self::dimension) numbers.
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a>;
+}
+
+/// Checks that `vectors` are one per text, of `dimension` finite numbers each: a server's answer
+/// is input like any other (CONTRACT §11).
+pub fn check_vectors(model: &str, dimension: usize, texts: usize, vectors: &[Vec<f32>]) -> Result<(), EmbedError> {
+    let fail = |message: String| EmbedError { model: model.to_owned(), message, source: None };
+    if vectors.len() != texts {
+        return Err(fail(format!("{} vectors for {texts} texts", vectors.len())));
+    }
+    for (i, v) in vectors.iter().enumerate() {
+        if v.len() != dimension {
+            return Err(fail(format!("vector {i} has {} numbers, not the dimension {dimension}", v.len())));
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(fail(format!("vector {i} has a number that is not finite")));
+        }
+    }
+    Ok(())
+}
+
+/// `v` scaled to length 1 (a zero vector stays zero), so a dot product is the cosine.
+pub fn normalized(mut v: Vec<f32>) -> Vec<f32> {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+    v
+}
+
+/// The dot product of two vectors of one length.
+#[inline]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    // Four lanes of partial sums: the compiler vectorizes this, and the order is fixed, so the
+    // result is the same on every run.
+    let mut lanes = [0.0f32; 4];
+    let (ca, cb) = (a.chunks_exact(4), b.chunks_exact(4));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for i in 0..4 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = ra.iter().zip(rb).map(|(x, y)| x * y).sum();
+    (lanes[0] + lanes[1]) + (lanes[2] + lanes[3]) + tail
+}
+
+/// The offline demo's embedder: no model, a deterministic hash of each word (and of its
+/// three-letter pieces, so that `rotate` and `rotation` share some) into a normalized vector. It
+/// finds texts that share words or their stems, not meaning; every output that names the
+/// embedder says it is the demo's.
+///
+/// ```
+/// use planlock::store::embed::{DemoEmbedder, Embedder, Purpose, dot};
+/// let e = DemoEmbedder::new();
+/// let texts = ["rotate the api key".to_owned(), "key rotation runbook".to_owned(), "lunch menu".to_owned()];
+/// let v = pollster::block_on(e.embed(&texts, Purpose::Passage))?;
+/// assert!(dot(&v[0], &v[1]) > dot(&v[0], &v[2]));
+/// # Ok::<(), planlock::store::embed::EmbedError>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DemoEmbedder;
+
+impl DemoEmbedder {
+    /// The model id it is pinned as.
+    pub const MODEL: &'static str = "planlock-demo-embedder";
+    /// Its dimension.
+    pub const DIMENSION: usize = 384;
+
+    /// The demo embedder.
+    pub fn new() -> DemoEmbedder {
+        DemoEmbedder
+    }
+
+    fn vector(text: &str) -> Vec<f32> {
+        let mut v = vec![0.0f32; Self::DIMENSION];
+        let mut add = |piece: &[u8], weight: f32| {
+            // FNV-1a: fixed, fast, and good enough to spread pieces over the dimensions.
+            let h =
+                piece.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x100_0000_01b3));
+            let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
+            v[(h % Self::DIMENSION as u64) as usize] += sign * weight;
+        };
+        for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+            let word = word.to_lowercase();
+            add(word.as_bytes(), 1.0);
+            for piece in word.as_bytes().windows(3) {
+                add(piece, 0.5);
+            }
+        }
+        normalized(v)
+    }
+}
+
+impl Embedder for DemoEmbedder {
+    fn model(&self) -> &str {
+        Self::MODEL
+    }
+    fn dimension(&self) -> usize {
+        Self::DIMENSION
+    }
+    fn embed<'a>(&'a self, texts: &'a [String], _purpose: Purpose) -> EmbedFuture<'a> {
+        let vectors = texts.iter().map(|t| Self::vector(t)).collect();
+        Box::pin(std::future::ready(Ok(vectors)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_is_the_plain_sum_for_every_length() {
+        for n in [0, 1, 3, 4, 5, 384, 385] {
+            let a: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+            let b: Vec<f32> = (0..n).map(|i| 1.0 - i as f32 * 0.25).collect();
+            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!((dot(&a, &b) - plain).abs() <= 1e-3 * plain.abs().max(1.0), "{n}");
+        }
+    }
+
+    #[test]
+    fn vectors_from_a_server_are_checked() {
+        assert!(check_vectors("m", 2, 1, &[vec![1.0, 0.0]]).is_ok());
+        assert!(check_vectors("m", 2, 2, &[vec![1.0, 0.0]]).unwrap_err().message.contains("1 vectors for 2"));
+        assert!(check_vectors("m", 2, 1, &[vec![1.0]]).unwrap_err().message.contains("dimension 2"));
+        assert!(check_vectors("m", 1, 1, &[vec![f32::NAN]]).unwrap_err().message.contains("not finite"));
+    }
+}

@@ -1,0 +1,465 @@
+//! Retrieval by meaning in the embedded SQLite store (docs/CONTRACT.md, "Retrieval by meaning";
+//! CONTRACT §12): the memory provider `sqlite-semantic` ([`SemanticMemory`]) and the strategy
+//! `semantic-sql` ([`SemanticDecisions`]). Both keep one vector per memory or decision beside it
+//! in the session root's database and rank hybrid: the vector ranking (cosine) is fused with the
+//! word ranking (BM25) by reciprocal rank fusion, so an exact identifier still wins.
+//!
+//! - Vectors: `memory_vectors(memory_rowid, vector)` and `decision_vectors(decision_id, vector)`,
+//!   little-endian `f32`, normalized; `vector_meta` names the model and dimension they belong to,
+//!   and a store of another model's vectors is refused (they would mean something else).
+//! - Search: an exact scan over the vectors held in memory, contiguous (loaded once per process,
+//!   then only the rows added since, so another process's writes are seen). Measured against the
+//!   `sqlite-vec` alternative in the note of issue 19: a scan of 100,000 × 384 takes a few
+//!   milliseconds, which an index does not need to beat at this size.
+//! - Fusion: the best [`CANDIDATES`] of each ranking; a memory's score is the sum over the
+//!   rankings it is in of `1 / (RRF_K + rank)` (rank from 1); ties go to the more recent.
+//! - A memory is written with its vector in one transaction. A decision's vector is written
+//!   after it; one missing (written by `hierarchical-sql`, or a crash between) is embedded when
+//!   the decision is loaded, and not written by that read.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{SqliteStore, backend, match_expression};
+use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
+use crate::hash::IdempotencyKey;
+use crate::store::embed::{Embedder, Purpose, dot};
+use crate::store::{
+    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
+    query_words,
+};
+
+/// The memory provider's id.
+pub const MEMORY_PROVIDER: &str = "sqlite-semantic";
+
+/// The strategy's id.
+pub const STRATEGY: &str = "semantic-sql";
+
+/// How many of each ranking's best are fused.
+pub const CANDIDATES: usize = 50;
+
+/// The constant of reciprocal rank fusion (the usual 60).
+pub const RRF_K: f32 = 60.0;
+
+const VECTOR_TABLES: &str = "
+CREATE TABLE IF NOT EXISTS vector_meta (id INTEGER PRIMARY KEY CHECK (id = 1), model TEXT NOT NULL, dimension INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS memory_vectors (memory_rowid INTEGER PRIMARY KEY, vector BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS decision_vectors (decision_id TEXT PRIMARY KEY, vector BLOB NOT NULL);
+";
+
+fn blob(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn unblob(b: &[u8], dimension: usize) -> Option<Vec<f32>> {
+    (b.len() == dimension * 4)
+        .then(|| b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
+}
+
+/// Creates the vector tables in a write, and refuses vectors of another model.
+fn ensure_vectors(tx: &rusqlite::Transaction<'_>, model: &str, dimension: usize) -> Result<(), StoreError> {
+    tx.execute_batch(VECTOR_TABLES).map_err(backend("creating the vector tables"))?;
+    let stored: Option<(String, i64)> = tx
+        .query_row("SELECT model, dimension FROM vector_meta WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()
+        .map_err(backend("reading the vector model"))?;
+    match stored {
+        None => tx
+            .execute(
+                "INSERT INTO vector_meta (id, model, dimension) VALUES (1, ?1, ?2)",
+                params![model, dimension as i64],
+            )
+            .map(drop)
+            .map_err(backend("recording the vector model")),
+        Some((m, d)) if m == model && d == dimension as i64 => Ok(()),
+        Some((m, d)) => Err(mismatch(&m, d, model, dimension)),
+    }
+}
+
+fn mismatch(stored: &str, stored_dim: i64, model: &str, dimension: usize) -> StoreError {
+    StoreError::Conflict(format!(
+        "the store holds vectors of `{}` ({stored_dim} dimensions), but the embedder is `{}` ({dimension}); \
+         vectors of another model mean something else",
+        crate::json::printable(stored),
+        crate::json::printable(model)
+    ))
+}
+
+/// Whether the vector tables exist (a read creates nothing).
+fn has_vectors(conn: &Connection) -> rusqlite::Result<bool> {
+    conn.query_row("SELECT count(*) FROM sqlite_master WHERE name = 'vector_meta'", [], |r| r.get::<_, i64>(0))
+        .map(|n| n > 0)
+}
+
+/// The vectors of the memories, in memory and contiguous, with the rowid each belongs to.
+#[derive(Debug, Default)]
+struct Index {
+    rowids: Vec<i64>,
+    vectors: Vec<f32>,
+    last: i64,
+}
+
+impl Index {
+    /// Loads the rows added since the last load.
+    fn refresh(
+        &mut self,
+        conn: &Connection,
+        model: &str,
+        dimension: usize,
+    ) -> rusqlite::Result<Result<(), StoreError>> {
+        if !has_vectors(conn)? {
+            return Ok(Ok(()));
+        }
+        let meta: Option<(String, i64)> = conn
+            .query_row("SELECT model, dimension FROM vector_meta WHERE id = 1", [], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        if let Some((m, d)) = meta
+            && (m != model || d != dimension as i64)
+        {
+            return Ok(Err(mismatch(&m, d, model, dimension)));
+        }
+        let mut stmt = conn.prepare_cached(
+            "SELECT memory_rowid, vector FROM memory_vectors WHERE memory_rowid > ?1 ORDER BY memory_rowid",
+        )?;
+        let mut rows = stmt.query(params![self.last])?;
+        while let Some(row) = rows.next()? {
+            let (rowid, bytes): (i64, Vec<u8>) = (row.get(0)?, row.get(1)?);
+            // A row of another length is no vector of this model: left out of the scan.
+            if let Some(v) = unblob(&bytes, dimension) {
+                self.rowids.push(rowid);
+                self.vectors.extend_from_slice(&v);
+            }
+            self.last = rowid;
+        }
+        Ok(Ok(()))
+    }
+
+    /// The best `n` rowids by cosine with `query`, best first.
+    fn nearest(&self, query: &[f32], n: usize) -> Vec<i64> {
+        best(n, self.rowids.iter().zip(self.vectors.chunks_exact(query.len().max(1))).map(|(r, v)| (dot(query, v), *r)))
+    }
+}
+
+/// The best `n` of `(score, rowid)`, best first; equal scores go to the higher rowid (the more
+/// recent).
+fn best(n: usize, scored: impl Iterator<Item = (f32, i64)>) -> Vec<i64> {
+    #[derive(PartialEq)]
+    struct Worst(f32, i64);
+    impl Eq for Worst {}
+    impl PartialOrd for Worst {
+        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Worst {
+        // The heap's top is the worst kept: the lowest score, then the lowest rowid.
+        fn cmp(&self, other: &Self) -> Ordering {
+            other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
+        }
+    }
+    let mut heap = BinaryHeap::with_capacity(n + 1);
+    for (score, rowid) in scored {
+        heap.push(Worst(score, rowid));
+        if heap.len() > n {
+            heap.pop();
+        }
+    }
+    heap.into_sorted_vec().into_iter().map(|w| w.1).collect()
+}
+
+/// Reciprocal rank fusion of rankings (each best first) of the same kind of key: the best `n`,
+/// ties to the key that `tie` orders first.
+fn fuse<K: Copy + Eq + std::hash::Hash>(rankings: &[&[K]], n: usize, tie: impl Fn(&K, &K) -> Ordering) -> Vec<K> {
+    let mut scores: HashMap<K, f32> = HashMap::new();
+    for ranking in rankings {
+        for (rank, key) in ranking.iter().enumerate() {
+            *scores.entry(*key).or_default() += 1.0 / (RRF_K + rank as f32 + 1.0);
+        }
+    }
+    let mut fused: Vec<(K, f32)> = scores.into_iter().collect();
+    fused.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| tie(&a.0, &b.0)));
+    fused.into_iter().take(n).map(|(k, _)| k).collect()
+}
+
+/// One vector for one text.
+async fn embed_one(embedder: &dyn Embedder, text: String, purpose: Purpose) -> Result<Vec<f32>, StoreError> {
+    let texts = [text];
+    let mut vectors = embedder.embed(&texts, purpose).await.map_err(|e| StoreError::Backend(e.to_string()))?;
+    vectors.pop().ok_or_else(|| StoreError::Backend(format!("the embedder `{}` returned no vector", embedder.model())))
+}
+
+/// The memory provider `sqlite-semantic`: memories in the session root's SQLite store, each
+/// with its vector, searched by meaning and words together (see the module docs).
+#[derive(Clone)]
+pub struct SemanticMemory {
+    store: SqliteStore,
+    embedder: Arc<dyn Embedder>,
+    index: Arc<Mutex<Index>>,
+}
+
+impl std::fmt::Debug for SemanticMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticMemory").field("store", &self.store).field("model", &self.embedder.model()).finish()
+    }
+}
+
+impl SemanticMemory {
+    /// The provider over `store`, embedding with `embedder`.
+    pub fn new(store: SqliteStore, embedder: Arc<dyn Embedder>) -> SemanticMemory {
+        SemanticMemory { store, embedder, index: Arc::default() }
+    }
+}
+
+impl MemoryRepositoryPort for SemanticMemory {
+    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+        self.search_within(query, top_k, None).await
+    }
+
+    async fn search_within(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
+        let words = query_words(query);
+        if words.is_empty() {
+            // No words: the most recent, as every memory provider does.
+            return self.store.search_within(query, top_k, deadline).await;
+        }
+        // The query as the word ranking reads it: its bounded words, nothing else.
+        let vector = embed_one(&*self.embedder, words.join(" "), Purpose::Query).await?;
+        let (index, expression) = (self.index.clone(), match_expression(query));
+        let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
+        let n = usize::try_from(top_k).unwrap_or(usize::MAX);
+        let found = self
+            .store
+            .read_within(deadline, move |conn| {
+                let mut index = index.lock().map_err(|_| rusqlite::Error::InvalidQuery)?;
+                if let Err(e) = index.refresh(conn, &model, dimension)? {
+                    return Ok(Err(e));
+                }
+                let by_meaning = index.nearest(&vector, CANDIDATES);
+                drop(index);
+                let by_words: Vec<i64> = match &expression {
+                    Some(expression) => conn
+                        .prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank, rowid DESC LIMIT ?2")?
+                        .query_map(params![expression, CANDIDATES as i64], |r| r.get(0))?
+                        .collect::<Result<_, _>>()?,
+                    None => Vec::new(),
+                };
+                let fused = fuse(&[&by_meaning, &by_words], n, |a, b| b.cmp(a));
+                let mut stmt = conn.prepare_cached("SELECT id, summary, created_at FROM memories WHERE rowid = ?1")?;
+                let mut items = Vec::with_capacity(fused.len());
+                for rowid in fused {
+                    let item = stmt.query_row(params![rowid], |r| {
+                        Ok(MemoryItem { id: r.get(0)?, summary: r.get(1)?, timestamp: r.get(2)? })
+                    });
+                    items.push(item?);
+                }
+                Ok(Ok(items))
+            })
+            .await?;
+        match found {
+            None => Ok(Vec::new()),
+            Some(result) => result,
+        }
+    }
+
+    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        let text = std::iter::once(memory.summary)
+            .chain(memory.keywords.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let vector = embed_one(&*self.embedder, text, Purpose::Passage).await?;
+        let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
+        self.store
+            .put_with(memory, move |tx, rowid| {
+                ensure_vectors(tx, &model, dimension)?;
+                tx.execute(
+                    "INSERT INTO memory_vectors (memory_rowid, vector) VALUES (?1, ?2)",
+                    params![rowid, blob(&vector)],
+                )
+                .map(drop)
+                .map_err(backend("storing a memory's vector"))
+            })
+            .await
+    }
+}
+
+/// The strategy `semantic-sql`: the decisions `hierarchical-sql` would load (the same scopes, the
+/// active versions), ordered by meaning and words together instead of by scope (see the module
+/// docs); their anchors as before.
+#[derive(Clone)]
+pub struct SemanticDecisions {
+    store: SqliteStore,
+    embedder: Arc<dyn Embedder>,
+}
+
+impl std::fmt::Debug for SemanticDecisions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SemanticDecisions").field("store", &self.store).field("model", &self.embedder.model()).finish()
+    }
+}
+
+impl SemanticDecisions {
+    /// The strategy over `store`, embedding with `embedder`.
+    pub fn new(store: SqliteStore, embedder: Arc<dyn Embedder>) -> SemanticDecisions {
+        SemanticDecisions { store, embedder }
+    }
+}
+
+/// BM25 (k1 = 1.2, b = 0.75) of each text for `words`, the texts themselves the corpus.
+fn bm25(texts: &[Vec<String>], words: &[String]) -> Vec<f32> {
+    let n = texts.len() as f32;
+    let average = texts.iter().map(Vec::len).sum::<usize>() as f32 / n.max(1.0);
+    let idf = |w: &String| {
+        let having = texts.iter().filter(|t| t.contains(w)).count() as f32;
+        ((n - having + 0.5) / (having + 0.5) + 1.0).ln()
+    };
+    let weights: Vec<f32> = words.iter().map(idf).collect();
+    texts
+        .iter()
+        .map(|t| {
+            let length = t.len() as f32;
+            words
+                .iter()
+                .zip(&weights)
+                .map(|(w, idf)| {
+                    let f = t.iter().filter(|x| *x == w).count() as f32;
+                    idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * length / average.max(1.0)))
+                })
+                .sum()
+        })
+        .collect()
+}
+
+fn lower_words(text: &str) -> Vec<String> {
+    query_words(text).iter().map(|w| w.to_lowercase()).collect()
+}
+
+impl DecisionContextProviderPort for SemanticDecisions {
+    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+        let mut context = self.store.load(input, current_domain).await?;
+        let words = lower_words(input);
+        if words.is_empty() || context.decisions.len() < 2 {
+            return Ok(context);
+        }
+        let ids: Vec<String> = context.decisions.iter().map(|d| d.id.clone()).collect();
+        let dimension = self.embedder.dimension();
+        let stored = self
+            .store
+            .read_within(None, move |conn| {
+                let mut out = vec![None; ids.len()];
+                if !has_vectors(conn)? {
+                    return Ok(out);
+                }
+                let mut stmt = conn.prepare_cached("SELECT vector FROM decision_vectors WHERE decision_id = ?1")?;
+                for (slot, id) in out.iter_mut().zip(&ids) {
+                    let bytes: Option<Vec<u8>> = stmt.query_row(params![id], |r| r.get(0)).optional()?;
+                    *slot = bytes.and_then(|b| unblob(&b, dimension));
+                }
+                Ok(out)
+            })
+            .await?
+            .unwrap_or_default();
+        // Decisions without a stored vector are embedded now (nothing is written by a read).
+        let missing: Vec<String> = context
+            .decisions
+            .iter()
+            .zip(stored.iter().chain(std::iter::repeat(&None)))
+            .filter(|(_, v)| v.is_none())
+            .map(|(d, _)| d.text.clone())
+            .collect();
+        let mut fresh = if missing.is_empty() {
+            Vec::new().into_iter()
+        } else {
+            self.embedder
+                .embed(&missing, Purpose::Passage)
+                .await
+                .map_err(|e| StoreError::Backend(e.to_string()))?
+                .into_iter()
+        };
+        let vectors: Vec<Vec<f32>> = stored
+            .into_iter()
+            .chain(std::iter::repeat(None))
+            .take(context.decisions.len())
+            .map(|v| v.or_else(|| fresh.next()).unwrap_or_default())
+            .collect();
+        let query = embed_one(&*self.embedder, words.join(" "), Purpose::Query).await?;
+        let positions: Vec<usize> = (0..context.decisions.len()).collect();
+        let by_meaning = {
+            let mut p = positions.clone();
+            p.sort_by(|a, b| dot(&query, &vectors[*b]).total_cmp(&dot(&query, &vectors[*a])).then(a.cmp(b)));
+            p
+        };
+        let scores = bm25(&context.decisions.iter().map(|d| lower_words(&d.text)).collect::<Vec<_>>(), &words);
+        let by_words: Vec<usize> = {
+            let mut p: Vec<usize> = positions.iter().copied().filter(|i| scores[*i] > 0.0).collect();
+            p.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
+            p
+        };
+        // Ties keep the hierarchical order (global, axis, domain).
+        let order = fuse(&[&by_meaning, &by_words], positions.len(), |a, b| a.cmp(b));
+        let mut decisions: Vec<Option<Decision>> = context.decisions.into_iter().map(Some).collect();
+        context.decisions = order.into_iter().filter_map(|i| decisions[i].take()).collect();
+        Ok(context)
+    }
+}
+
+impl DecisionWritePort for SemanticDecisions {
+    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
+        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage).await?;
+        let id = self.store.persist_decision(decision, key).await?;
+        let (model, dimension, decision_id) = (self.embedder.model().to_owned(), self.embedder.dimension(), id.clone());
+        self.store
+            .write(move |tx| {
+                ensure_vectors(tx, &model, dimension)?;
+                tx.execute(
+                    "INSERT OR REPLACE INTO decision_vectors (decision_id, vector) VALUES (?1, ?2)",
+                    params![decision_id, blob(&vector)],
+                )
+                .map(drop)
+                .map_err(backend("storing a decision's vector"))
+            })
+            .await?;
+        Ok(id)
+    }
+    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
+        self.store.persist_evidence(evidence, key).await
+    }
+    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
+        self.store.link(anchor, key).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn best_keeps_the_top_scores_and_breaks_ties_by_recency() {
+        let scored = [(0.5, 1), (0.9, 2), (0.5, 3), (0.1, 4), (0.9, 5)];
+        assert_eq!(best(3, scored.into_iter()), [5, 2, 3]);
+        assert_eq!(best(10, std::iter::empty()), Vec::<i64>::new());
+    }
+
+    #[test]
+    fn fusion_rewards_being_high_in_both_rankings() {
+        // 7 is first by words only, 3 second in both: both rankings agreeing wins.
+        let fused = fuse(&[&[1, 3, 5][..], &[7, 3, 9][..]], 3, |a: &i64, b| b.cmp(a));
+        assert_eq!(fused[0], 3);
+        // An exact identifier found only by words still makes the top.
+        assert!(fused.contains(&7));
+    }
+
+    #[test]
+    fn bm25_prefers_the_text_with_the_rare_word() {
+        let texts = vec![vec!["rotate".into(), "keys".into()], vec!["deploy".into(), "keys".into()]];
+        let s = bm25(&texts, &["rotate".into()]);
+        assert!(s[0] > 0.0 && s[1] == 0.0);
+    }
+}

