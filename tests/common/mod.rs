@@ -1,6 +1,8 @@
 //! Helpers shared by the lifecycle and CLI tests.
 #![allow(dead_code)]
 
+#[cfg(feature = "openai")]
+pub mod models;
 #[cfg(feature = "postgres")]
 pub mod pg;
 

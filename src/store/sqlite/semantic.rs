@@ -12,7 +12,10 @@
 //!   `sqlite-vec` alternative in the note of issue 19: a scan of 100,000 × 384 takes a few
 //!   milliseconds, which an index does not need to beat at this size.
 //! - Fusion: the best [`CANDIDATES`] of each ranking; a memory's score is the sum over the
-//!   rankings it is in of `1 / (RRF_K + rank)` (rank from 1); ties go to the more recent.
+//!   rankings it is in of `1 / (RRF_K + rank)` (rank from 1); ties go to the more recent. The word
+//!   ranking leaves out words in more than a tenth of the memories (at least [`COMMON_AT`]): they
+//!   weigh almost nothing in BM25, and ranking every memory they are in would cost more than the
+//!   whole vector scan.
 //! - A memory is written with its vector in one transaction. A decision's vector is written
 //!   after it; one missing (written by `hierarchical-sql`, or a crash between) is embedded when
 //!   the decision is loaded, and not written by that read.
@@ -24,7 +27,7 @@ use std::time::Instant;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{SqliteStore, backend, match_expression};
+use super::{SqliteStore, backend};
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::hash::IdempotencyKey;
 use crate::store::embed::{Embedder, Purpose, dot};
@@ -41,6 +44,10 @@ pub const STRATEGY: &str = "semantic-sql";
 
 /// How many of each ranking's best are fused.
 pub const CANDIDATES: usize = 50;
+
+/// A word in at least this many memories (or a tenth of them, if more) is common: left out of
+/// the word ranking.
+pub const COMMON_AT: i64 = 1000;
 
 /// The constant of reciprocal rank fusion (the usual 60).
 pub const RRF_K: f32 = 60.0;
@@ -185,6 +192,34 @@ fn fuse<K: Copy + Eq + std::hash::Hash>(rankings: &[&[K]], n: usize, tie: impl F
     fused.into_iter().take(n).map(|(k, _)| k).collect()
 }
 
+/// The word ranking's candidates: the best [`CANDIDATES`] by BM25, from the query's words that
+/// are not in more than a tenth of the memories (at least [`COMMON_AT`]). Such a word weighs
+/// almost nothing in BM25 (its inverse document frequency is near zero), but ranking every
+/// memory it is in costs a read of each; left out, the word ranking costs what the rarer words
+/// cost. The vector ranking still reads the whole query.
+fn word_ranking(conn: &Connection, words: &[String]) -> rusqlite::Result<Vec<i64>> {
+    let total: i64 = conn.query_row("SELECT coalesce(max(rowid), 0) FROM memories", [], |r| r.get(0))?;
+    let common = (total / 10).max(COMMON_AT);
+    let mut count = conn
+        .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)")?;
+    let mut kept = Vec::new();
+    for word in words {
+        let quoted = format!("\"{word}\"");
+        let n: i64 = count.query_row(params![quoted, common + 1], |r| r.get(0))?;
+        if n <= common {
+            kept.push(quoted);
+        }
+    }
+    if kept.is_empty() {
+        return Ok(Vec::new());
+    }
+    conn.prepare_cached(
+        "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank, rowid DESC LIMIT ?2",
+    )?
+    .query_map(params![kept.join(" OR "), CANDIDATES as i64], |r| r.get(0))?
+    .collect()
+}
+
 /// One vector for one text.
 async fn embed_one(embedder: &dyn Embedder, text: String, purpose: Purpose) -> Result<Vec<f32>, StoreError> {
     let texts = [text];
@@ -232,7 +267,8 @@ impl MemoryRepositoryPort for SemanticMemory {
         }
         // The query as the word ranking reads it: its bounded words, nothing else.
         let vector = embed_one(&*self.embedder, words.join(" "), Purpose::Query).await?;
-        let (index, expression) = (self.index.clone(), match_expression(query));
+        let index = self.index.clone();
+        let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
         let n = usize::try_from(top_k).unwrap_or(usize::MAX);
         let found = self
@@ -244,13 +280,7 @@ impl MemoryRepositoryPort for SemanticMemory {
                 }
                 let by_meaning = index.nearest(&vector, CANDIDATES);
                 drop(index);
-                let by_words: Vec<i64> = match &expression {
-                    Some(expression) => conn
-                        .prepare_cached("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 ORDER BY rank, rowid DESC LIMIT ?2")?
-                        .query_map(params![expression, CANDIDATES as i64], |r| r.get(0))?
-                        .collect::<Result<_, _>>()?,
-                    None => Vec::new(),
-                };
+                let by_words = word_ranking(conn, &words)?;
                 let fused = fuse(&[&by_meaning, &by_words], n, |a, b| b.cmp(a));
                 let mut stmt = conn.prepare_cached("SELECT id, summary, created_at FROM memories WHERE rowid = ?1")?;
                 let mut items = Vec::with_capacity(fused.len());
