@@ -333,7 +333,10 @@ fn run_with_a_model_server_uses_it_and_says_which_model_answered() {
     assert_eq!(out.status.code(), Some(0), "{json}");
     assert_eq!(
         (json["cycle"].as_u64(), &json["model"]),
-        (Some(2), &json!({"kind": "openai", "model": "small-1", "url": url}))
+        (
+            Some(2),
+            &json!({"kind": "openai", "model": "small-1", "url": url, "usage": {"inputTokens": 6, "outputTokens": 4}})
+        )
     );
 
     // A server error: CycleFail, exit 1, the server's message shown.

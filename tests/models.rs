@@ -58,6 +58,9 @@ fn a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes(m: &Models) {
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["model"]["kind"], "openai", "{report}");
+    // The tokens the server reported, in the report as on the spans.
+    assert!(report["model"]["usage"]["inputTokens"].as_u64() > Some(0), "{report}");
+    assert!(report["model"]["usage"]["outputTokens"].as_u64() > Some(0), "{report}");
     assert!(report["steps"].as_array().unwrap().iter().all(|s| s["status"] == "completed"), "{report}");
     println!("models: a whole cycle on SmolLM2 (LLMCall and SummarizeMemory) in {:.1?}", started.elapsed());
 

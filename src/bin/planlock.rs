@@ -411,7 +411,15 @@ impl RunReport<'_> {
                     line!(out, "boot removed the record of cycle {} (step `{}`): {LEFTOVER_WHY}", r.cycle, r.step_id);
                 }
                 match (self.model["kind"].as_str(), self.model["model"].as_str(), self.model["url"].as_str()) {
-                    (Some("openai"), Some(name), Some(url)) => line!(out, "model: {name} at {url}"),
+                    (Some("openai"), Some(name), Some(url)) => match self.model["usage"].as_object() {
+                        Some(u) => line!(
+                            out,
+                            "model: {name} at {url} ({} input and {} output tokens)",
+                            u["inputTokens"],
+                            u["outputTokens"]
+                        ),
+                        None => line!(out, "model: {name} at {url}"),
+                    },
                     (Some("demo"), ..) => {
                         line!(out, "model: the offline demo model (pass --llm-url and --llm-model for a real one)")
                     }
@@ -770,12 +778,14 @@ fn run_on<S: SessionStore + 'static>(
     Prepared { plan, store, manifest, resolver, embedder, storage }: Prepared<S>,
 ) -> u8 {
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
-    let (handlers, model) = match (&c.llm_url, &c.llm_model) {
+    let mut real = None;
+    let (handlers, mut model) = match (&c.llm_url, &c.llm_model) {
         (Some(url), Some(name)) => {
             // The CLI runs its cycle with `run_cycle_blocking`: no async executor to keep free.
             let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env).on_thread_pool(false);
             let model = OpenAiModel::new(config);
             let about = serde_json::json!({ "kind": "openai", "model": name, "url": model.config().shown_url() });
+            real = Some(model.clone());
             let handlers = demo
                 .with_store(&storage)
                 .on::<LLMCall>(demo.gate(model.clone()))
@@ -807,6 +817,11 @@ fn run_on<S: SessionStore + 'static>(
         None => runtime.run_cycle_blocking(),
         Some(over) => runtime.resume_blocking(Some(over)),
     };
+    // The tokens the server reported for this cycle (the `chat` spans' `gen_ai.usage.*`).
+    if let Some(real) = &real {
+        model["usage"] =
+            serde_json::json!({ "inputTokens": real.usage().input(), "outputTokens": real.usage().output() });
+    }
     let steps_of = |statuses: &dyn Fn(usize) -> &'static str| {
         let steps: Vec<_> = runtime
             .plan()

@@ -201,6 +201,26 @@ impl ModelConfig {
 pub struct OpenAiModel {
     config: Arc<ModelConfig>,
     client: Client,
+    /// The tokens the server reported, over every call of this handler and its clones.
+    usage: Arc<TokenCounts>,
+}
+
+/// Tokens a server reported using, summed over calls.
+#[derive(Debug, Default)]
+pub struct TokenCounts {
+    input: std::sync::atomic::AtomicU64,
+    output: std::sync::atomic::AtomicU64,
+}
+
+impl TokenCounts {
+    /// The prompt tokens (`usage.prompt_tokens`), summed.
+    pub fn input(&self) -> u64 {
+        self.input.load(std::sync::atomic::Ordering::Relaxed)
+    }
+    /// The completion tokens (`usage.completion_tokens`), summed.
+    pub fn output(&self) -> u64 {
+        self.output.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// What the server said, as much as planlock reads of it; other fields are ignored.
@@ -248,7 +268,13 @@ impl OpenAiModel {
             config.api_key = std::env::var(&config.api_key_env).ok().filter(|k| !k.is_empty()).map(Arc::from);
         }
         let client = Client::new(&config.base_url, "chat/completions", config.api_key.clone(), config.connect_timeout);
-        OpenAiModel { config: Arc::new(config), client }
+        OpenAiModel { config: Arc::new(config), client, usage: Arc::default() }
+    }
+
+    /// The tokens the server reported using, over every call of this handler and its clones
+    /// (the same figures as the `chat` spans' `gen_ai.usage.*`).
+    pub fn usage(&self) -> &TokenCounts {
+        &self.usage
     }
 
     /// The configuration.
@@ -273,9 +299,11 @@ impl OpenAiModel {
         if let Some(usage) = &answer.usage {
             if let Some(n) = usage.prompt_tokens {
                 span.record("gen_ai.usage.input_tokens", n);
+                self.usage.input.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
             }
             if let Some(n) = usage.completion_tokens {
                 span.record("gen_ai.usage.output_tokens", n);
+                self.usage.output.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
             }
         }
         Ok(answer)

@@ -168,8 +168,15 @@ fn best(n: usize, scored: impl Iterator<Item = (f32, i64)>) -> Vec<i64> {
             other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
         }
     }
+    if n == 0 {
+        return Vec::new();
+    }
     let mut heap = BinaryHeap::with_capacity(n + 1);
     for (score, rowid) in scored {
+        // Most rows are no better than the worst kept: one comparison, no heap work.
+        if heap.len() == n && heap.peek().is_some_and(|worst: &Worst| Worst(score, rowid) >= *worst) {
+            continue;
+        }
         heap.push(Worst(score, rowid));
         if heap.len() > n {
             heap.pop();
@@ -200,12 +207,29 @@ fn fuse<K: Copy + Eq + std::hash::Hash>(rankings: &[&[K]], n: usize, tie: impl F
 fn word_ranking(conn: &Connection, words: &[String]) -> rusqlite::Result<Vec<i64>> {
     let total: i64 = conn.query_row("SELECT coalesce(max(rowid), 0) FROM memories", [], |r| r.get(0))?;
     let common = (total / 10).max(COMMON_AT);
-    let mut count = conn
-        .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)")?;
+    // How many memories a word is in: from FTS5's own vocabulary (a lookup) through a
+    // connection-local table; a read-only connection may not make one, and counts instead, up to
+    // the threshold.
+    let vocabulary = conn
+        .execute_batch(
+            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab USING fts5vocab(main, 'memories_fts', 'row')",
+        )
+        .is_ok();
     let mut kept = Vec::new();
     for word in words {
         let quoted = format!("\"{word}\"");
-        let n: i64 = count.query_row(params![quoted, common + 1], |r| r.get(0))?;
+        let n: i64 = if vocabulary {
+            // The index holds words as its tokenizer folds them (lowercase).
+            conn.prepare_cached("SELECT doc FROM temp.memories_vocab WHERE term = ?1")?
+                .query_row(params![word.to_lowercase()], |r| r.get(0))
+                .optional()?
+                .unwrap_or(0)
+        } else {
+            conn.prepare_cached(
+                "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
+            )?
+            .query_row(params![quoted, common + 1], |r| r.get(0))?
+        };
         if n <= common {
             kept.push(quoted);
         }
