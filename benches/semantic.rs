@@ -13,8 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use planlock::embed::{EmbedFuture, Embedder, Purpose, dot, normalized};
 use planlock::hash::{Digest, IdempotencyKey};
-use planlock::store::embed::{EmbedFuture, Embedder, Purpose, dot, normalized};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::sqlite::semantic::SemanticMemory;
 use planlock::store::{MemoryRepositoryPort, NewMemory};

@@ -75,6 +75,7 @@ pub use hash::{profile, yaml};
 // Layer 4: running a plan.
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
+pub mod embed;
 // The shared PostgreSQL database, for the stores of many workers (feature `postgres`).
 #[cfg(feature = "postgres")]
 pub mod pg;

@@ -17,6 +17,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("hash", 3),
     ("exec", 4),
     ("pg", 4),
+    ("embed", 4),
     ("session", 5),
     ("store", 5),
     ("handlers", 5),

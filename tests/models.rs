@@ -12,10 +12,10 @@ use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
+use planlock::embed::Embedder;
 use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
 use planlock::schema::PersistSessionResult;
 use planlock::steps::*;
-use planlock::store::embed::Embedder;
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::sqlite::semantic::SemanticMemory;
 use planlock::store::{MemoryRepositoryPort, NewMemory};

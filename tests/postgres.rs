@@ -331,8 +331,7 @@ fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
     let semantic =
         BundleManifest::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic")))
             .unwrap();
-    let resolver =
-        StrategyResolver::default().embedder(std::sync::Arc::new(planlock::store::embed::DemoEmbedder::new()));
+    let resolver = StrategyResolver::default().embedder(std::sync::Arc::new(planlock::embed::DemoEmbedder::new()));
     let err = resolver.resolve_in_database(&semantic, &db, "ns-semantic").unwrap_err();
     assert!(err.to_string().contains("SQLite-only"), "{err}");
 }

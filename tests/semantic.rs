@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use planlock::demo::Demo;
+use planlock::embed::{DemoEmbedder, EmbedError, EmbedFuture, Embedder, Purpose};
 use planlock::runtime::Runtime;
 use planlock::session::FileSessionStore;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
-use planlock::store::embed::{DemoEmbedder, EmbedError, EmbedFuture, Embedder, Purpose};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::sqlite::semantic::{SemanticDecisions, SemanticMemory};
 use planlock::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreHandlers};

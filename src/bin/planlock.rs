@@ -13,6 +13,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use planlock::demo::{Demo, DemoSessionStore, ReviewGate};
+use planlock::embed::{DemoEmbedder, Embedder};
 use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
 use planlock::pg::{PgDatabase, PgError};
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
@@ -20,7 +21,6 @@ use planlock::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
 use planlock::session::{FileSessionStore, InterventionRecord, SessionStore};
 use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
-use planlock::store::embed::{DemoEmbedder, Embedder};
 use planlock::store::postgres::PgStore;
 use planlock::store::provider::ResolvedStore;
 use planlock::store::sqlite::SqliteStore;

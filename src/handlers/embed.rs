@@ -16,10 +16,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::embed::{EmbedError, EmbedFuture, Embedder, Purpose, check_vectors, normalized};
 use crate::handlers::http::{Client, ModelError};
 use crate::handlers::openai::{DEFAULT_API_KEY_ENV, DEFAULT_CONNECT_TIMEOUT};
 use crate::handlers::secret::without_userinfo;
-use crate::store::embed::{EmbedError, EmbedFuture, Embedder, Purpose, check_vectors, normalized};
 
 /// How long an embedding request may take unless configured otherwise.
 pub const DEFAULT_EMBED_TIMEOUT: Duration = Duration::from_secs(30);

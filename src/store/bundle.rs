@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 
-use super::embed::Embedder;
 use super::memory::InMemoryStore;
 use super::provider::{DynMemoryProvider, DynStrategyProvider, ProviderContext, ProviderPlace, ResolvedStore};
 #[cfg(feature = "sqlite")]
 use super::sqlite::SqliteStore;
+use crate::embed::Embedder;
 use crate::fsread::{self, ReadError};
 
 /// The manifest file in a bundle directory.

@@ -19,7 +19,6 @@ use crate::hash::IdempotencyKey;
 
 pub mod bundle;
 pub mod conformance;
-pub mod embed;
 mod handlers;
 pub mod memory;
 #[cfg(feature = "postgres")]

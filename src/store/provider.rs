@@ -12,11 +12,11 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::embed::Embedder;
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
+use crate::embed::Embedder;
 use crate::hash::IdempotencyKey;
 
 /// A boxed future of a provider's call.

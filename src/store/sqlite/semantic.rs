@@ -29,8 +29,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::{SqliteStore, backend};
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
+use crate::embed::{Embedder, Purpose, dot};
 use crate::hash::IdempotencyKey;
-use crate::store::embed::{Embedder, Purpose, dot};
 use crate::store::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
     query_words,

@@ -1,5 +1,5 @@
-//! Texts to vectors (docs/CONTRACT.md, "Retrieval by meaning"): the [`Embedder`] port that the
-//! semantic providers rank with, its vectors' arithmetic, and [`DemoEmbedder`], a deterministic
+//! Layer 4: texts to vectors (docs/CONTRACT.md, "Retrieval by meaning"): the [`Embedder`] port
+//! that the semantic providers (`store`) rank with and `handlers::OpenAiEmbedder` implements, its vectors' arithmetic, and [`DemoEmbedder`], a deterministic
 //! stand-in for the offline demo. `OpenAiEmbedder` (`handlers::embed`, feature `openai`) is the
 //! real one, on any OpenAI-compatible `/v1/embeddings` endpoint.
 //!
@@ -103,12 +103,12 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// embedder says it is the demo's.
 ///
 /// ```
-/// use planlock::store::embed::{DemoEmbedder, Embedder, Purpose, dot};
+/// use planlock::embed::{DemoEmbedder, Embedder, Purpose, dot};
 /// let e = DemoEmbedder::new();
 /// let texts = ["rotate the api key".to_owned(), "key rotation runbook".to_owned(), "lunch menu".to_owned()];
 /// let v = pollster::block_on(e.embed(&texts, Purpose::Passage))?;
 /// assert!(dot(&v[0], &v[1]) > dot(&v[0], &v[2]));
-/// # Ok::<(), planlock::store::embed::EmbedError>(())
+/// # Ok::<(), planlock::embed::EmbedError>(())
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DemoEmbedder;
