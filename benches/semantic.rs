@@ -103,7 +103,10 @@ fn bench(c: &mut Criterion) {
     let query = vectors(1, 99).pop().unwrap();
     let embedder = Arc::new(Fixed(query.clone()));
     let (semantic, flat) = loaded(&dir, embedder.clone());
+    // A word in 1% of the memories (`42`, in `topic 42`) and two in all of them; and a query of
+    // rare words (an identifier, as a note's number).
     let text = "note about topic 42";
+    let rare = "note 4711";
     // The first search loads the vectors; the bench measures searches after it, as a worker's.
     assert_eq!(pollster::block_on(semantic.search(text, 10)).unwrap().len(), 10);
 
@@ -122,6 +125,9 @@ fn bench(c: &mut Criterion) {
             }),
             ("sqlite_semantic_search", &mut || {
                 drop(black_box(pollster::block_on(semantic.search(black_box(text), 10)).unwrap()))
+            }),
+            ("sqlite_semantic_search_rare_words", &mut || {
+                drop(black_box(pollster::block_on(semantic.search(black_box(rare), 10)).unwrap()))
             }),
         ],
     );
