@@ -207,29 +207,15 @@ fn fuse<K: Copy + Eq + std::hash::Hash>(rankings: &[&[K]], n: usize, tie: impl F
 fn word_ranking(conn: &Connection, words: &[String]) -> rusqlite::Result<Vec<i64>> {
     let total: i64 = conn.query_row("SELECT coalesce(max(rowid), 0) FROM memories", [], |r| r.get(0))?;
     let common = (total / 10).max(COMMON_AT);
-    // How many memories a word is in: from FTS5's own vocabulary (a lookup) through a
-    // connection-local table; a read-only connection may not make one, and counts instead, up to
-    // the threshold.
-    let vocabulary = conn
-        .execute_batch(
-            "CREATE VIRTUAL TABLE IF NOT EXISTS temp.memories_vocab USING fts5vocab(main, 'memories_fts', 'row')",
-        )
-        .is_ok();
+    // How many memories a word is in, counted up to the threshold: a bounded read of its
+    // postings. (FTS5's vocabulary table counts a common word's documents by reading all of
+    // them: 2.2 ms for a word in 100,000 memories, against 0.5 ms here.)
+    let mut count = conn
+        .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)")?;
     let mut kept = Vec::new();
     for word in words {
         let quoted = format!("\"{word}\"");
-        let n: i64 = if vocabulary {
-            // The index holds words as its tokenizer folds them (lowercase).
-            conn.prepare_cached("SELECT doc FROM temp.memories_vocab WHERE term = ?1")?
-                .query_row(params![word.to_lowercase()], |r| r.get(0))
-                .optional()?
-                .unwrap_or(0)
-        } else {
-            conn.prepare_cached(
-                "SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)",
-            )?
-            .query_row(params![quoted, common + 1], |r| r.get(0))?
-        };
+        let n: i64 = count.query_row(params![quoted, common + 1], |r| r.get(0))?;
         if n <= common {
             kept.push(quoted);
         }
