@@ -36,7 +36,7 @@ impl Embedder for Fixed {
     fn dimension(&self) -> usize {
         DIMENSION
     }
-    fn embed<'a>(&'a self, texts: &'a [String], _: Purpose) -> EmbedFuture<'a> {
+    fn embed<'a>(&'a self, texts: &'a [String], _: Purpose, _: Option<std::time::Instant>) -> EmbedFuture<'a> {
         Box::pin(std::future::ready(Ok(texts.iter().map(|_| self.0.clone()).collect())))
     }
 }

@@ -9,6 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Instant;
 
 /// A boxed future of an embedder's call.
 pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedError>> + Send + 'a>>;
@@ -49,8 +50,9 @@ pub trait Embedder: Send + Sync + 'static {
     fn model(&self) -> &str;
     /// The vectors' dimension, as pinned.
     fn dimension(&self) -> usize;
-    /// One vector per text, each of [`dimension`](Self::dimension) numbers.
-    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a>;
+    /// One vector per text, each of [`dimension`](Self::dimension) numbers; a request still
+    /// running when `deadline` passes (the step's) is given up, so that no work outlives its step.
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose, deadline: Option<Instant>) -> EmbedFuture<'a>;
 }
 
 /// Checks that `vectors` are one per text, of `dimension` finite numbers each: a server's answer
@@ -106,7 +108,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// use planlock::embed::{DemoEmbedder, Embedder, Purpose, dot};
 /// let e = DemoEmbedder::new();
 /// let texts = ["rotate the api key".to_owned(), "key rotation runbook".to_owned(), "lunch menu".to_owned()];
-/// let v = pollster::block_on(e.embed(&texts, Purpose::Passage))?;
+/// let v = pollster::block_on(e.embed(&texts, Purpose::Passage, None))?;
 /// assert!(dot(&v[0], &v[1]) > dot(&v[0], &v[2]));
 /// # Ok::<(), planlock::embed::EmbedError>(())
 /// ```
@@ -151,7 +153,7 @@ impl Embedder for DemoEmbedder {
     fn dimension(&self) -> usize {
         Self::DIMENSION
     }
-    fn embed<'a>(&'a self, texts: &'a [String], _purpose: Purpose) -> EmbedFuture<'a> {
+    fn embed<'a>(&'a self, texts: &'a [String], _purpose: Purpose, _deadline: Option<Instant>) -> EmbedFuture<'a> {
         let vectors = texts.iter().map(|t| Self::vector(t)).collect();
         Box::pin(std::future::ready(Ok(vectors)))
     }

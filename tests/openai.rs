@@ -346,3 +346,59 @@ async fn where_the_plan_sets_no_limit_the_clients_request_timeout_bounds_the_cal
     assert_eq!(model_error(&err).code(), "model-timeout", "{err}");
     assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
 }
+
+/// An embeddings answer for `n` texts of `dimension` numbers, its items in reverse order.
+fn embeddings(n: usize, dimension: usize) -> Value {
+    let data: Vec<Value> = (0..n)
+        .rev()
+        .map(|i| json!({ "object": "embedding", "index": i, "embedding": vec![i as f32 + 1.0; dimension] }))
+        .collect();
+    json!({ "object": "list", "data": data, "model": "e5" })
+}
+
+#[tokio::test]
+async fn the_embedder_sends_the_purpose_reads_by_index_and_checks_what_it_gets() {
+    use planlock::embed::{Embedder, Purpose};
+    use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(embeddings(1, 4)))
+        .up_to_n_times(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("POST"))
+        .and(path("/v1/embeddings"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(embeddings(2, 4)))
+        .mount(&server)
+        .await;
+    let config = EmbedConfig::new(format!("{}/v1", server.uri()), "e5").api_key(KEY).purpose_member("input_type");
+    let embedder = tokio::task::spawn_blocking(move || OpenAiEmbedder::connect(config)).await.unwrap().unwrap();
+    assert_eq!(embedder.dimension(), 4, "learned from the probe");
+    let texts = vec!["a".to_owned(), "b".to_owned()];
+    let vectors = embedder.embed(&texts, Purpose::Passage, None).await.unwrap();
+    // Read by index (the server sent them reversed), and normalized.
+    assert!((vectors[0][0] - 0.5).abs() < 1e-6 && (vectors[1][0] - 0.5).abs() < 1e-6, "{vectors:?}");
+    let body: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[1].body).unwrap();
+    assert_eq!((body["input_type"].as_str(), body["input"].as_array().map(Vec::len)), (Some("passage"), Some(2)));
+    // A vector of another dimension is refused, and the key is in no error.
+    let err = embedder.embed(&texts[..1].to_vec(), Purpose::Query, None).await.unwrap_err();
+    assert!(err.to_string().contains("2 vectors for 1 texts"), "{err}");
+    assert!(!format!("{err:?}{embedder:?}").contains(KEY));
+}
+
+#[tokio::test]
+async fn an_embedding_request_stops_at_the_steps_deadline() {
+    use planlock::embed::{Embedder, Purpose};
+    use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
+    let slow = ResponseTemplate::new(200).set_body_json(embeddings(1, 4)).set_delay(Duration::from_secs(5));
+    let server = MockServer::start().await;
+    Mock::given(method("POST")).and(path("/v1/embeddings")).respond_with(slow).mount(&server).await;
+    let embedder = OpenAiEmbedder::with_dimension(EmbedConfig::new(format!("{}/v1", server.uri()), "e5"), 4);
+    let started = Instant::now();
+    let deadline = Some(Instant::now() + Duration::from_millis(200));
+    let err = embedder.embed(&["q".to_owned()], Purpose::Query, deadline).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(3), "given up at the deadline, not after the server's 5 s");
+    let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<ModelError>()).expect("a ModelError");
+    assert_eq!(source.code(), "model-timeout");
+}

@@ -76,12 +76,12 @@ impl Embedder for Other {
     fn dimension(&self) -> usize {
         DemoEmbedder::DIMENSION
     }
-    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a> {
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose, _: Option<std::time::Instant>) -> EmbedFuture<'a> {
         if self.fail {
             let e = EmbedError { model: self.model.into(), message: "the server is down".into(), source: None };
             return Box::pin(std::future::ready(Err(e)));
         }
-        Embedder::embed(&DemoEmbedder, texts, purpose)
+        Embedder::embed(&DemoEmbedder, texts, purpose, None)
     }
 }
 

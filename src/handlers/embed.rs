@@ -11,7 +11,7 @@
 //!   a session pins it before its first cycle.
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -137,7 +137,7 @@ impl OpenAiEmbedder {
     /// The embedder, its dimension learned from one request now (a short probe text).
     pub fn connect(config: EmbedConfig) -> Result<OpenAiEmbedder, EmbedError> {
         let mut embedder = OpenAiEmbedder::with_dimension(config, 0);
-        let probe = embedder.request(&["dimension probe".to_owned()], Purpose::Query)?;
+        let probe = embedder.request(&["dimension probe".to_owned()], Purpose::Query, None)?;
         match probe.first().map(Vec::len) {
             Some(n) if n > 0 => embedder.dimension = n,
             _ => return Err(embedder.failed("the server's answer to a probe has no vector".into(), None)),
@@ -167,8 +167,14 @@ impl OpenAiEmbedder {
         }
     }
 
-    /// One request per [`MAX_BATCH`] texts, blocking.
-    fn request(&self, texts: &[String], purpose: Purpose) -> Result<Vec<Vec<f32>>, EmbedError> {
+    /// One request per [`MAX_BATCH`] texts, blocking, each within the configured limit and what
+    /// is left before `deadline`.
+    fn request(
+        &self,
+        texts: &[String],
+        purpose: Purpose,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<Vec<f32>>, EmbedError> {
         let mut out = Vec::with_capacity(texts.len());
         for batch in texts.chunks(MAX_BATCH) {
             let mut body = self.config.extra.clone();
@@ -182,9 +188,11 @@ impl OpenAiEmbedder {
                 };
                 body.insert(member.clone(), json!(purpose));
             }
+            let left = deadline.map_or(self.config.timeout, |d| d.saturating_duration_since(Instant::now()));
+            let limit = self.config.timeout.min(left).max(Duration::from_millis(1));
             let text = self
                 .client
-                .post(&Value::Object(body), self.config.timeout)
+                .post(&Value::Object(body), limit)
                 .map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), Some(e)))?;
             let answer: Embeddings = serde_json::from_str(&text).map_err(|e| {
                 let e = self.client.malformed(&format!("not an embeddings answer: {e}"), &text);
@@ -214,9 +222,9 @@ impl Embedder for OpenAiEmbedder {
     fn dimension(&self) -> usize {
         self.dimension
     }
-    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose) -> EmbedFuture<'a> {
+    fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose, deadline: Option<Instant>) -> EmbedFuture<'a> {
         let (this, texts) = (self.clone(), texts.to_vec());
         // A blocking client on the `blocking` crate's pool: an async executor is never stalled.
-        Box::pin(blocking::unblock(move || this.request(&texts, purpose)))
+        Box::pin(blocking::unblock(move || this.request(&texts, purpose, deadline)))
     }
 }

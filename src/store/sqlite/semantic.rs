@@ -231,9 +231,15 @@ fn word_ranking(conn: &Connection, words: &[String]) -> rusqlite::Result<Vec<i64
 }
 
 /// One vector for one text.
-async fn embed_one(embedder: &dyn Embedder, text: String, purpose: Purpose) -> Result<Vec<f32>, StoreError> {
+async fn embed_one(
+    embedder: &dyn Embedder,
+    text: String,
+    purpose: Purpose,
+    deadline: Option<Instant>,
+) -> Result<Vec<f32>, StoreError> {
     let texts = [text];
-    let mut vectors = embedder.embed(&texts, purpose).await.map_err(|e| StoreError::Backend(e.to_string()))?;
+    let mut vectors =
+        embedder.embed(&texts, purpose, deadline).await.map_err(|e| StoreError::Backend(e.to_string()))?;
     vectors.pop().ok_or_else(|| StoreError::Backend(format!("the embedder `{}` returned no vector", embedder.model())))
 }
 
@@ -276,7 +282,7 @@ impl MemoryRepositoryPort for SemanticMemory {
             return self.store.search_within(query, top_k, deadline).await;
         }
         // The query as the word ranking reads it: its bounded words, nothing else.
-        let vector = embed_one(&*self.embedder, words.join(" "), Purpose::Query).await?;
+        let vector = embed_one(&*self.embedder, words.join(" "), Purpose::Query, deadline).await?;
         let index = self.index.clone();
         let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
@@ -314,7 +320,7 @@ impl MemoryRepositoryPort for SemanticMemory {
             .chain(memory.keywords.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ");
-        let vector = embed_one(&*self.embedder, text, Purpose::Passage).await?;
+        let vector = embed_one(&*self.embedder, text, Purpose::Passage, None).await?;
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
         self.store
             .put_with(memory, move |tx, rowid| {
@@ -418,7 +424,7 @@ impl DecisionContextProviderPort for SemanticDecisions {
             Vec::new().into_iter()
         } else {
             self.embedder
-                .embed(&missing, Purpose::Passage)
+                .embed(&missing, Purpose::Passage, None)
                 .await
                 .map_err(|e| StoreError::Backend(e.to_string()))?
                 .into_iter()
@@ -429,7 +435,7 @@ impl DecisionContextProviderPort for SemanticDecisions {
             .take(context.decisions.len())
             .map(|v| v.or_else(|| fresh.next()).unwrap_or_default())
             .collect();
-        let query = embed_one(&*self.embedder, words.join(" "), Purpose::Query).await?;
+        let query = embed_one(&*self.embedder, words.join(" "), Purpose::Query, None).await?;
         let positions: Vec<usize> = (0..context.decisions.len()).collect();
         let by_meaning = {
             let mut p = positions.clone();
@@ -452,7 +458,7 @@ impl DecisionContextProviderPort for SemanticDecisions {
 
 impl DecisionWritePort for SemanticDecisions {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage).await?;
+        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage, None).await?;
         let id = self.store.persist_decision(decision, key).await?;
         let (model, dimension, decision_id) = (self.embedder.model().to_owned(), self.embedder.dimension(), id.clone());
         self.store
