@@ -382,7 +382,7 @@ async fn the_embedder_sends_the_purpose_reads_by_index_and_checks_what_it_gets()
     let body: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[1].body).unwrap();
     assert_eq!((body["input_type"].as_str(), body["input"].as_array().map(Vec::len)), (Some("passage"), Some(2)));
     // A vector of another dimension is refused, and the key is in no error.
-    let err = embedder.embed(&texts[..1].to_vec(), Purpose::Query, None).await.unwrap_err();
+    let err = embedder.embed(&texts[..1], Purpose::Query, None).await.unwrap_err();
     assert!(err.to_string().contains("2 vectors for 1 texts"), "{err}");
     assert!(!format!("{err:?}{embedder:?}").contains(KEY));
 }
