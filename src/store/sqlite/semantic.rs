@@ -250,6 +250,9 @@ pub struct SemanticMemory {
     store: SqliteStore,
     embedder: Arc<dyn Embedder>,
     index: Arc<Mutex<Index>>,
+    /// Whether this process has made sure of the vector tables and their model: once is enough
+    /// (tables are never dropped, and `vector_meta` never changes).
+    tables_ready: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl std::fmt::Debug for SemanticMemory {
@@ -261,7 +264,7 @@ impl std::fmt::Debug for SemanticMemory {
 impl SemanticMemory {
     /// The provider over `store`, embedding with `embedder`.
     pub fn new(store: SqliteStore, embedder: Arc<dyn Embedder>) -> SemanticMemory {
-        SemanticMemory { store, embedder, index: Arc::default() }
+        SemanticMemory { store, embedder, index: Arc::default(), tables_ready: Arc::default() }
     }
 }
 
@@ -322,17 +325,22 @@ impl MemoryRepositoryPort for SemanticMemory {
             .join(" ");
         let vector = embed_one(&*self.embedder, text, Purpose::Passage, None).await?;
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
-        self.store
+        let ready = self.tables_ready.clone();
+        let stored = self
+            .store
             .put_with(memory, move |tx, rowid| {
-                ensure_vectors(tx, &model, dimension)?;
-                tx.execute(
-                    "INSERT INTO memory_vectors (memory_rowid, vector) VALUES (?1, ?2)",
-                    params![rowid, blob(&vector)],
-                )
-                .map(drop)
-                .map_err(backend("storing a memory's vector"))
+                if !ready.load(std::sync::atomic::Ordering::Acquire) {
+                    ensure_vectors(tx, &model, dimension)?;
+                }
+                tx.prepare_cached("INSERT INTO memory_vectors (memory_rowid, vector) VALUES (?1, ?2)")
+                    .and_then(|mut insert| insert.execute(params![rowid, blob(&vector)]))
+                    .map(drop)
+                    .map_err(backend("storing a memory's vector"))
             })
-            .await
+            .await?;
+        // Committed: the tables and their model are there for every later put of this process.
+        self.tables_ready.store(true, std::sync::atomic::Ordering::Release);
+        Ok(stored)
     }
 }
 
