@@ -169,3 +169,20 @@ fn the_embedder_is_pinned_and_another_one_is_refused_at_boot() {
     let err = StrategyResolver::default().resolve(&manifest, root.path()).unwrap_err();
     assert!(err.to_string().contains("needs an embedder"), "{err}");
 }
+
+#[test]
+fn the_vectors_held_for_the_scan_are_bounded() {
+    let root = tempfile::tempdir().unwrap();
+    let writer = semantic(root.path(), Arc::new(DemoEmbedder::new()));
+    for n in 1..=3 {
+        put(&writer, n, "a memory").unwrap();
+    }
+    // Room for two vectors of 384 numbers, and the store holds three.
+    let reader = semantic(root.path(), Arc::new(DemoEmbedder::new())).max_index_bytes(2 * 384 * 4);
+    let err = pollster::block_on(reader.search("memory", 5)).unwrap_err();
+    assert!(err.to_string().contains("MAX_INDEX_BYTES"), "{err}");
+    assert_eq!(
+        pollster::block_on(semantic(root.path(), Arc::new(DemoEmbedder::new())).search("memory", 5)).unwrap().len(),
+        3
+    );
+}

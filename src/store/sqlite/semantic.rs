@@ -102,12 +102,24 @@ fn has_vectors(conn: &Connection) -> rusqlite::Result<bool> {
         .map(|n| n > 0)
 }
 
+/// The most bytes of vectors a process holds for the scan by default: about 700,000 memories of
+/// 384 dimensions. A store holding more (a file under the root may be anything) is refused, not
+/// read into memory without end.
+pub const MAX_INDEX_BYTES: usize = 1 << 30;
+
 /// The vectors of the memories, in memory and contiguous, with the rowid each belongs to.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Index {
     rowids: Vec<i64>,
     vectors: Vec<f32>,
     last: i64,
+    limit_bytes: usize,
+}
+
+impl Default for Index {
+    fn default() -> Self {
+        Index { rowids: Vec::new(), vectors: Vec::new(), last: 0, limit_bytes: MAX_INDEX_BYTES }
+    }
 }
 
 impl Index {
@@ -134,9 +146,17 @@ impl Index {
         )?;
         let mut rows = stmt.query(params![self.last])?;
         while let Some(row) = rows.next()? {
-            let (rowid, bytes): (i64, Vec<u8>) = (row.get(0)?, row.get(1)?);
-            // A row of another length is no vector of this model: left out of the scan.
-            if let Some(v) = unblob(&bytes, dimension) {
+            let rowid: i64 = row.get(0)?;
+            // Read in place: a row of another length is no vector of this model (and is not
+            // copied, whatever its size); it is left out of the scan.
+            if let Some(v) = row.get_ref(1)?.as_blob().ok().and_then(|b| unblob(b, dimension)) {
+                if (self.vectors.len() + v.len()) * 4 > self.limit_bytes {
+                    return Ok(Err(StoreError::Backend(format!(
+                        "the store holds more vectors than the in-memory scan takes ({} bytes, MAX_INDEX_BYTES or \
+                         SemanticMemory::max_index_bytes); search fewer memories per store",
+                        self.limit_bytes
+                    ))));
+                }
                 self.rowids.push(rowid);
                 self.vectors.extend_from_slice(&v);
             }
@@ -265,6 +285,13 @@ impl SemanticMemory {
     /// The provider over `store`, embedding with `embedder`.
     pub fn new(store: SqliteStore, embedder: Arc<dyn Embedder>) -> SemanticMemory {
         SemanticMemory { store, embedder, index: Arc::default(), tables_ready: Arc::default() }
+    }
+
+    /// Holds at most `bytes` of vectors for the scan (default [`MAX_INDEX_BYTES`]); a search of
+    /// a store that holds more fails, naming the bound.
+    pub fn max_index_bytes(self, bytes: usize) -> SemanticMemory {
+        let index = Index { limit_bytes: bytes, ..Index::default() };
+        SemanticMemory { index: Arc::new(Mutex::new(index)), ..self }
     }
 }
 
