@@ -132,21 +132,52 @@ fn a_dict_nested_200_levels_twice_over_is_refused_before_tojson() {
 }
 
 #[test]
+fn loops_cannot_nest_a_value_deeper_at_every_level() {
+    // Thirty loops each putting the value before into a pair: 2^30 to print. Refused by the
+    // literal rule; the same through the functions and filters that could build the pair are gone.
+    let nested = |open: &dyn Fn(usize) -> String| {
+        let mut t = String::new();
+        for i in 1..=30 {
+            t.push_str(&open(i));
+        }
+        t.push_str("{{ (x30 ~ '') | length }}");
+        t.push_str(&"{% endfor %}".repeat(30));
+        t
+    };
+    let literal = nested(&|i| format!("{{% for x{i} in [[x{0}, x{0}]] %}}", i - 1));
+    assert_prompt_fails("literal", &plan(&literal, json!({ "x0": [1] })), "only constants");
+    let dict = nested(&|i| format!("{{% for x{i} in dict(a=x{0}, b=x{0})|items %}}", i - 1));
+    assert_prompt_fails("dict()", &plan(&dict, json!({ "x0": [1] })), "unknown function");
+    let batch = nested(&|i| format!("{{% for x{i} in ['a']|batch(3, fill_with=x{}) %}}", i - 1));
+    assert_prompt_fails("batch", &plan(&batch, json!({ "x0": [1] })), "unknown filter");
+    let recursive = "{% for x in t recursive %}{{ loop([x]) }}{% endfor %}";
+    assert_prompt_fails("recursive", &plan(recursive, json!({ "t": [1] })), "recursive");
+}
+
+#[test]
 fn what_one_expression_can_build_is_bounded_by_size_fuel_and_output() {
     let big = "x".repeat(400_000);
+    // The plan holds two 400 kB strings in one list: the values a template repeats come from it.
+    let pair = json!({ "pair": [big, big] });
+    let one = json!({ "big": big });
     let many = |sep: &str| vec!["big"; 120].join(sep);
     let cases = [
-        (format!("{{{{ [{}] | tojson }}}}", many(", ")), "MAX_SERIALIZED_BYTES"),
-        (format!("{{{{ [{}] | pprint }}}}", many(", ")), "MAX_SERIALIZED_BYTES"),
-        (format!("{{{{ [{}] }}}}", many(", ")), "MAX_PROMPT_BYTES"),
-        (format!("{{{{ ({}) | length }}}}", many(" ~ ")), "fuel"),
-        ("{{ big | replace('x', big) | length }}".to_owned(), "fuel"),
-        ("{{ (big * 1000) | length }}".to_owned(), "fuel"),
-        ("{{ range(100000) | list | tojson }}".to_owned(), "MAX_SERIALIZED_BYTES"),
-        ("{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}".to_owned(), "fuel"),
+        ("{{ pair | tojson }}".to_owned(), &pair, "MAX_SERIALIZED_BYTES"),
+        ("{{ pair | pprint }}".to_owned(), &pair, "MAX_SERIALIZED_BYTES"),
+        ("{{ pair }}{{ pair }}".to_owned(), &pair, "MAX_PROMPT_BYTES"),
+        ("{{ (pair + pair + pair) | join }}".to_owned(), &pair, "MAX_PROMPT_BYTES"),
+        (format!("{{{{ ({}) | length }}}}", many(" ~ ")), &one, "fuel"),
+        ("{{ big | replace('x', big) | length }}".to_owned(), &one, "fuel"),
+        ("{{ (big * 1000) | length }}".to_owned(), &one, "fuel"),
+        ("{{ range(100000) | list | tojson }}".to_owned(), &one, "MAX_SERIALIZED_BYTES"),
+        (
+            "{% for i in range(100000) %}{% for j in range(100000) %}{{ j }}{% endfor %}{% endfor %}".to_owned(),
+            &one,
+            "fuel",
+        ),
     ];
-    for (t, bound) in cases {
-        assert_prompt_fails(&t[..t.len().min(60)], &plan(&t, json!({ "big": big })), bound);
+    for (t, vars, bound) in cases {
+        assert_prompt_fails(&t[..t.len().min(60)], &plan(&t, vars.clone()), bound);
     }
 }
 

@@ -126,6 +126,15 @@ impl TemplatePrompts {
         env.set_debug(true);
         // A prompt is text, not HTML: nothing is escaped.
         env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+        // What can put a value into a new container (so that loops could nest it deeper and
+        // deeper, each level holding the one before twice) is left out: the functions that build
+        // maps and objects from names, and the filters that pad with a given value.
+        for global in ["dict", "namespace", "debug", "cycler", "joiner"] {
+            env.remove_global(global);
+        }
+        for filter in ["batch", "slice"] {
+            env.remove_filter(filter);
+        }
         // minijinja's own serialize first and charge after; these stop at the bound instead.
         env.add_filter("tojson", bounded_tojson);
         env.add_filter("pprint", bounded_pprint);

@@ -13,7 +13,8 @@
 //! | template size | [`MAX_TEMPLATE_BYTES`] | compiling and keeping the template |
 //! | tokens in one `{{ … }}` or `{% … %}` | [`MAX_EXPRESSION_TOKENS`] | the depth of an expression's syntax tree, so compiling it cannot overflow the stack |
 //! | open blocks, `elif` included | [`MAX_BLOCK_DEPTH`] | the depth of the statement tree, likewise |
-//! | statements | [`ALLOWED_STATEMENTS`] only | a prompt selects and formats what `vars` and the ledger hold; with nothing to bind (`set`, `with`, `macro`, …), every value a render builds comes from one bounded expression, so it is at most linear in the input |
+//! | statements | [`ALLOWED_STATEMENTS`] only, no `recursive` loop | a prompt selects and formats what `vars` and the ledger hold; with nothing to bind (`set`, `with`, `macro`, …), every value a render builds comes from one bounded expression, so it is at most linear in the input |
+//! | container literals | constants only: `[1, 'a']`, not `[x, x]` | a loop variable put twice into a literal inside nested loops would double at every level (the render also leaves out `dict`, `namespace`, `cycler`, `batch`, `slice`) |
 //!
 //! What the text cannot show is bounded while rendering (see [`super::prompt`]): fuel, the size
 //! of each serialized value and of the output, and the step's deadline.
@@ -111,6 +112,13 @@ pub fn check(template: &str) -> Result<(), Refusal> {
                     ALLOWED_STATEMENTS.join(", ")
                 ));
             }
+            if keyword == "for" && tag.recursive {
+                return refuse(
+                    "a recursive loop (`{% for … recursive %}`) is not allowed in a prompt template: each \
+                     level could rebuild what the one before built; flatten the data in `vars`"
+                        .to_owned(),
+                );
+            }
             match keyword {
                 "if" | "for" | "filter" => blocks.push(1),
                 "elif" => {
@@ -135,53 +143,142 @@ pub fn check(template: &str) -> Result<(), Refusal> {
                 ));
             }
         }
+        if tag.named_literal {
+            return refuse(
+                "a list, map or tuple written in a template may hold only constants (strings, numbers, \
+                 true/false/none), not names: pass the value in `vars`"
+                    .to_owned(),
+            );
+        }
     }
     Ok(())
 }
 
-/// One `{{ … }}` or `{% … %}`: its tokens, its first name, and where the text after it starts.
+/// One `{{ … }}` or `{% … %}`: its tokens, its first name, whether it names `recursive`, whether
+/// a container literal in it holds a name, and where the text after it starts.
 struct Tag {
     tokens: usize,
     keyword: std::ops::Range<usize>,
+    recursive: bool,
+    named_literal: bool,
     end: usize,
 }
 
-/// Counts the tokens from `from` to the closing delimiter, skipping string literals. `None` when
-/// the tag never closes (minijinja reports that as a syntax error).
+/// What an open bracket is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Group {
+    /// `[…]` after an operator: a list.
+    List,
+    /// `{…}`: a map.
+    Map,
+    /// `(…)` after an operator: grouping, or a tuple if it has a comma.
+    Paren,
+    /// `x[…]` or `f(…)`: a subscript or a call.
+    Access,
+}
+
+/// An open bracket: what it is, whether a name or a comma stood in it.
+struct Open {
+    group: Group,
+    name: bool,
+    comma: bool,
+}
+
+/// Words that are values or operators, not names.
+const NOT_NAMES: &[&str] =
+    &["true", "false", "none", "True", "False", "None", "and", "or", "not", "in", "is", "if", "else"];
+
+/// Counts the tokens from `from` to the closing delimiter, skipping string literals, and notes
+/// container literals that hold a name (`[x, x]`, `{'a': x}`, `(x, x)`). `None` when the tag never
+/// closes (minijinja reports that as a syntax error).
 fn scan_tag(bytes: &[u8], from: usize, close: &[u8]) -> Option<Tag> {
     let mut i = from;
     // Whitespace control (`{%-`, `{{+`) is part of the delimiter.
     if matches!(bytes.get(i), Some(b'-' | b'+')) {
         i += 1;
     }
-    let mut tokens = 0usize;
-    let mut keyword = 0..0;
+    let mut tag = Tag { tokens: 0, keyword: 0..0, recursive: false, named_literal: false, end: 0 };
+    let mut open: Vec<Open> = Vec::new();
+    // Whether the token before is a value (a name, a literal, a closing bracket): then `[` is a
+    // subscript and `(` a call.
+    let mut after_value = false;
+    let close_literal = |o: Open, tag: &mut Tag, open: &mut Vec<Open>| {
+        let literal = match o.group {
+            Group::List | Group::Map => true,
+            Group::Paren => o.comma,
+            Group::Access => false,
+        };
+        tag.named_literal |= literal && o.name;
+        if let Some(parent) = open.last_mut() {
+            parent.name |= o.name;
+        }
+    };
     loop {
         let &b = bytes.get(i)?;
+        let in_map = open.last().is_some_and(|o| o.group == Group::Map);
         if b.is_ascii_whitespace() {
             i += 1;
-        } else if bytes[i..].starts_with(close) {
-            return Some(Tag { tokens, keyword, end: i + 2 });
-        } else if matches!(b, b'-' | b'+') && bytes[i + 1..].starts_with(close) {
-            return Some(Tag { tokens, keyword, end: i + 3 });
+            continue;
+        } else if !in_map && bytes[i..].starts_with(close) {
+            tag.end = i + 2;
+        } else if !in_map && matches!(b, b'-' | b'+') && bytes[i + 1..].starts_with(close) {
+            tag.end = i + 3;
         } else if b == b'\'' || b == b'"' {
             i = skip_string(bytes, i)?;
-            tokens += 1;
+            after_value = true;
         } else if b.is_ascii_alphanumeric() || b == b'_' {
             let start = i;
             while bytes.get(i).is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_') {
                 i += 1;
             }
-            if tokens == 0 {
-                keyword = start..i;
+            let word = std::str::from_utf8(&bytes[start..i]).unwrap_or("");
+            if tag.tokens == 0 {
+                tag.keyword = start..i;
             }
-            tokens += 1;
+            tag.recursive |= word == "recursive";
+            let name = !b.is_ascii_digit() && !NOT_NAMES.contains(&word) && tag.tokens > 0;
+            if let Some(o) = open.last_mut() {
+                o.name |= name;
+            }
+            after_value =
+                !NOT_NAMES.contains(&word) || matches!(word, "true" | "false" | "none" | "True" | "False" | "None");
         } else {
+            let group = match b {
+                b'[' if after_value => Some(Group::Access),
+                b'[' => Some(Group::List),
+                b'{' => Some(Group::Map),
+                b'(' if after_value => Some(Group::Access),
+                b'(' => Some(Group::Paren),
+                _ => None,
+            };
+            if let Some(group) = group {
+                open.push(Open { group, name: false, comma: false });
+                after_value = false;
+            } else if matches!(b, b']' | b'}' | b')') {
+                if let Some(o) = open.pop() {
+                    close_literal(o, &mut tag, &mut open);
+                }
+                after_value = true;
+            } else {
+                if b == b','
+                    && let Some(o) = open.last_mut()
+                {
+                    o.comma = true;
+                }
+                after_value = false;
+            }
             // An operator or punctuation; a non-ASCII character is one token per byte, which only
             // overcounts (minijinja refuses it anyway).
             i += 1;
-            tokens += 1;
         }
+        if tag.end > 0 {
+            // Brackets the tag leaves open count as closed here.
+            while let Some(o) = open.pop() {
+                close_literal(o, &mut tag, &mut open);
+            }
+            return Some(tag);
+        }
+        tag.tokens += 1;
     }
 }
 
@@ -233,6 +330,32 @@ mod tests {
         assert!(check(&format!("{{# {{% set {long} %}} #}}")).is_ok());
         assert!(check(&format!("{{% raw %}}{{% set x = 1 %}}{{{{ {long} }}}}{{% endraw %}}")).is_ok());
         assert!(check("{{ 'it\\'s' }} {%- if a -%}{{- b -}}{%- endif +%}").is_ok());
+    }
+
+    #[test]
+    fn container_literals_hold_constants_only() {
+        for ok in [
+            "{{ [1, 'a', true, none] }}",
+            "{{ {'a': [1, 2]} }}",
+            "{% for x in ['a', 'b'] %}{{ x }}{% endfor %}",
+            "{{ x[0] }}{{ x['k'] }}{{ f(a, b) }}{{ (a + b) * 2 }}{{ 'abc'[1] }}{{ (x)[0] }}",
+            "{% for k, v in m|items %}{{ k }}{% endfor %}",
+            "{{ {'a': {'b': 1}} }}",
+        ] {
+            assert!(check(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "{{ [x] }}",
+            "{{ [1, x.y] }}",
+            "{{ {'a': x} }}",
+            "{{ (x, x) }}",
+            "{% for y in [x, x] %}{% endfor %}",
+            "{{ [[x]] }}",
+            "{{ [f(x)] }}",
+        ] {
+            assert!(check(bad).unwrap_err().what.contains("only constants"), "{bad}");
+        }
+        assert!(check("{% for x in t recursive %}{{ loop(x) }}{% endfor %}").unwrap_err().what.contains("recursive"));
     }
 
     #[test]
