@@ -8,7 +8,8 @@
 //!   little-endian `f32`, normalized; `vector_meta` names the model and dimension they belong to,
 //!   and a store of another model's vectors is refused (they would mean something else).
 //! - Search: an exact scan over the vectors held in memory, contiguous (loaded once per process,
-//!   then only the rows added since, so another process's writes are seen). Measured against the
+//!   then only the rows added since, so another process's writes are seen), on a thread of its
+//!   own while the word ranking runs on the connection's. Measured against the
 //!   `sqlite-vec` alternative in the note of issue 19: a scan of 100,000 × 384 takes a few
 //!   milliseconds, which an index does not need to beat at this size.
 //! - Fusion: the best [`CANDIDATES`] of each ranking; a memory's score is the sum over the
@@ -324,9 +325,20 @@ impl MemoryRepositoryPort for SemanticMemory {
                 if let Err(e) = index.refresh(conn, &model, dimension)? {
                     return Ok(Err(e));
                 }
-                let by_meaning = index.nearest(&vector, CANDIDATES);
-                drop(index);
-                let by_words = word_ranking(conn, &words)?;
+                // The scan and the word ranking run at once: the scan on a thread of its own, the
+                // ranking on this one, which holds the connection. (Where no thread can be had,
+                // one after the other.)
+                let index = &*index;
+                let (by_meaning, by_words) = std::thread::scope(|scope| {
+                    let scan = std::thread::Builder::new().spawn_scoped(scope, || index.nearest(&vector, CANDIDATES));
+                    let by_words = word_ranking(conn, &words);
+                    let by_meaning = match scan {
+                        Ok(handle) => handle.join().unwrap_or_else(|_| index.nearest(&vector, CANDIDATES)),
+                        Err(_) => index.nearest(&vector, CANDIDATES),
+                    };
+                    (by_meaning, by_words)
+                });
+                let by_words = by_words?;
                 let fused = fuse(&[&by_meaning, &by_words], n, |a, b| b.cmp(a));
                 let mut stmt = conn.prepare_cached("SELECT id, summary, created_at FROM memories WHERE rowid = ?1")?;
                 let mut items = Vec::with_capacity(fused.len());
