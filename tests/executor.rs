@@ -5,12 +5,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use planlock::Failure;
-use planlock::executor::Phase;
+use planlock::executor::{Phase, TokenUsage};
 use planlock::schema::*;
 use planlock::steps::*;
 use planlock::{
     CycleOutcome, ExecError, Executor, FailureKind, Handler, HandlerError, Handlers, Override, PositiveInt, Step,
-    StepContext, StepFailure, StepResult, StepType, StepView, Timeouts, ValidPlan, Validator, Verdict,
+    StepContext, StepFailure, StepResult, StepStatus, StepType, StepView, Timeouts, ValidPlan, Validator, Verdict,
 };
 use serde_json::{Value, json};
 
@@ -98,6 +98,10 @@ where
         }
         if fail {
             return Err(HandlerError::new(format!("{} handler failed on purpose", T::TYPE)));
+        }
+        if T::TYPE == StepType::LLMCall {
+            // As a model handler does: the nth attempt costs n tokens in, 1 out.
+            cx.record_usage(TokenUsage { input: attempt as u64, output: 1 });
         }
         Ok(T::Result::sample(attempt))
     }
@@ -372,6 +376,16 @@ fn block_pauses_and_resume_reruns_the_step_from_its_start() {
     assert_eq!(post.calls.lock().unwrap().first(), Some(&(StepType::LLMCall, Phase::After)));
     assert_eq!(done.ledger.get::<LLMCall>().unwrap().response, "response #2", "a fresh result, not the blocked one");
     assert_eq!(done.report.interventions.len(), 1);
+    // The blocked attempt's tokens are on its Blocked record; the cycle's sum has both attempts.
+    let llm: Vec<_> = done.report.steps.iter().filter(|s| s.step_type == StepType::LLMCall).collect();
+    assert_eq!(
+        llm.iter().map(|s| (s.status, s.usage)).collect::<Vec<_>>(),
+        [
+            (StepStatus::Blocked, Some(TokenUsage { input: 1, output: 1 })),
+            (StepStatus::Completed, Some(TokenUsage { input: 2, output: 1 }))
+        ]
+    );
+    assert_eq!(done.report.usage(), Some(TokenUsage { input: 3, output: 2 }));
     assert_eq!(probe.calls()[6].2, key_before, "the idempotency key is stable across the re-run");
     assert_ne!(probe.calls()[4].2, key_before, "and differs between steps");
 }

@@ -118,6 +118,11 @@ fn usage_tokens_are_on_the_chat_span(m: &Models) {
         "{fields:?}"
     );
     assert!(!tokens("gen_ai.usage.output_tokens").is_empty(), "{fields:?}");
+    // The report carries the same figures, per model step and summed.
+    let spans = |name: &str| tokens(name).iter().sum::<u64>();
+    let usage = done.report.usage().expect("the server reports usage");
+    assert_eq!((usage.input, usage.output), (spans("gen_ai.usage.input_tokens"), spans("gen_ai.usage.output_tokens")));
+    assert_eq!(done.report.steps.iter().filter(|s| s.usage.is_some()).count(), 2, "LLMCall and SummarizeMemory");
     println!("models: usage recorded on the chat spans (cycle {:.1?})", started.elapsed());
 }
 

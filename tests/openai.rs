@@ -10,12 +10,15 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use planlock::demo::Demo;
+use planlock::executor::TokenUsage;
 use planlock::handler::TestContext;
 use planlock::handlers::openai::ModelError;
 use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::schema::*;
 use planlock::steps::*;
-use planlock::{AnyObject, Executor, FailureKind, Handler, HandlerError, PlanMetadata, PositiveInt, Timeouts};
+use planlock::{
+    AnyObject, Executor, FailureKind, Handler, HandlerError, PlanMetadata, PositiveInt, StepType, Timeouts,
+};
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -309,6 +312,30 @@ async fn a_whole_cycle_runs_on_the_model_and_records_usage_on_the_chat_span() {
     ] {
         assert!(fields.contains(&(name.to_owned(), value.to_owned())), "{name} = {value} not in {fields:?}");
     }
+    // And in the report: on each model step's record, summed for the cycle.
+    let usage = |t: StepType| done.report.steps.iter().find(|s| s.step_type == t).and_then(|s| s.usage);
+    assert_eq!(usage(StepType::LLMCall), Some(TokenUsage { input: 12, output: 7 }));
+    assert_eq!(usage(StepType::SummarizeMemory), Some(TokenUsage { input: 12, output: 7 }));
+    assert_eq!(usage(StepType::PromptAssemble), None, "no model, no usage");
+    assert_eq!(done.report.usage(), Some(TokenUsage { input: 24, output: 14 }));
+}
+
+#[tokio::test]
+async fn a_handler_calling_twice_records_the_sum_and_a_test_context_shows_it() {
+    let server = server_answering(ResponseTemplate::new(200).set_body_json(completion("ok"))).await;
+    let (openai, p) = (model(&server), llm_payload(json!({})));
+    let test = context(&p, None);
+    Handler::<LLMCall>::call(&openai, &test.context(), &p).await.unwrap();
+    Handler::<LLMCall>::call(&openai, &test.context(), &p).await.unwrap();
+    assert_eq!(test.take_usage(), Some(TokenUsage { input: 24, output: 14 }));
+    assert_eq!(test.take_usage(), None, "taken");
+    // A server that reports no usage records none.
+    let quiet = server_answering(ResponseTemplate::new(200).set_body_json(json!({
+        "choices": [{ "message": { "role": "assistant", "content": "ok" } }]
+    })))
+    .await;
+    Handler::<LLMCall>::call(&model(&quiet), &test.context(), &p).await.unwrap();
+    assert_eq!(test.take_usage(), None);
 }
 
 #[tokio::test]

@@ -28,13 +28,15 @@ use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
 use crate::contract::problem::Problem;
 use crate::contract::registry::{Failure, FailureKind, StepClass, StepType};
 use crate::contract::steps::{StepPayload, StepResult};
-use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext};
+use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil, StepContext, UsageSlot};
 use crate::exec::ledger::Ledger;
 use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
 use crate::hash::{Digest, plan_digest};
 use crate::validate::{ValidPlan, check_result};
 
-pub use crate::exec::report::{CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, Warning};
+pub use crate::exec::report::{
+    CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, TokenUsage, Warning,
+};
 
 /// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime
 /// makes one for a real session (from what it booted and computed itself); a cycle run by an
@@ -580,12 +582,14 @@ impl<L: HandlerSet> Executor<L> {
                 && let Some(block) =
                     self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)?
             {
-                return Ok(self.pause(plan, cycle, step, block, warnings, started));
+                let record = blocked(index, step, warnings, started, None);
+                return Ok(self.pause(plan, cycle, step, block, record));
             }
             // The handler's deadline counts from its call: from the step's start when no
             // pre-validator ran before it (saving a clock read), else from now.
             let call_start = if validators.pre.is_empty() { started } else { Instant::now() };
             let limit = deadline(step.step_type(), metadata);
+            let usage = UsageSlot::default();
             let cx = StepContext {
                 step,
                 steps,
@@ -595,6 +599,7 @@ impl<L: HandlerSet> Executor<L> {
                 plan_hash: &cycle.session.plan_hash,
                 cycle: cycle.session.cycle,
                 deadline: limit.map(|(d, _)| call_start + d),
+                usage: &usage,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {
@@ -622,8 +627,10 @@ impl<L: HandlerSet> Executor<L> {
                 && let Some(block) =
                     self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)?
             {
-                // Nothing of the blocked attempt is kept: its result is dropped here.
-                return Ok(self.pause(plan, cycle, step, block, warnings, started));
+                // Nothing of the blocked attempt is kept but the tokens it cost: its result is
+                // dropped here.
+                let record = blocked(index, step, warnings, started, usage.take());
+                return Ok(self.pause(plan, cycle, step, block, record));
             }
             cycle.ledger.record(result);
             // The deadline check read the clock when the handler returned; with no
@@ -642,6 +649,7 @@ impl<L: HandlerSet> Executor<L> {
                 status: StepStatus::Completed,
                 duration,
                 warnings,
+                usage: usage.take(),
             });
             cycle.next += 1;
             // An override is for the re-run of the step it was given for, and no other.
@@ -727,23 +735,16 @@ impl<L: HandlerSet> Executor<L> {
         Ok(None)
     }
 
-    /// Pauses `cycle` at `step`, which `block` stopped.
+    /// Pauses `cycle` at `step`, which `block` stopped; `record` is the step's, from [`blocked`].
     fn pause(
         &self,
         plan: &ValidPlan,
         mut cycle: Cycle,
         step: &StepDefinition,
         block: Block,
-        warnings: Vec<Warning>,
-        started: Instant,
+        record: StepRecord,
     ) -> CycleOutcome {
-        cycle.report.steps.push(StepRecord {
-            index: cycle.next,
-            step_type: step.step_type(),
-            status: StepStatus::Blocked,
-            duration: started.elapsed(),
-            warnings,
-        });
+        cycle.report.steps.push(record);
         let intervention = Intervention {
             step_index: cycle.next,
             step_id: step.id.clone(),
@@ -832,6 +833,25 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         (Some(s), _) => (*s).to_owned(),
         (_, Some(s)) => s.clone(),
         _ => "a panic with a non-string payload".to_owned(),
+    }
+}
+
+/// The record of step `index`, blocked after `started`: its warnings, and the tokens its
+/// attempt cost if a post-validator blocked it.
+fn blocked(
+    index: usize,
+    step: &StepDefinition,
+    warnings: Vec<Warning>,
+    started: Instant,
+    usage: Option<TokenUsage>,
+) -> StepRecord {
+    StepRecord {
+        index,
+        step_type: step.step_type(),
+        status: StepStatus::Blocked,
+        duration: started.elapsed(),
+        warnings,
+        usage,
     }
 }
 

@@ -21,6 +21,7 @@ use crate::contract::plan::{PlanMetadata, StepDefinition};
 use crate::contract::registry::StepType;
 use crate::contract::steps::{Step, StepPayload, StepResult};
 use crate::exec::ledger::Ledger;
+use crate::exec::report::TokenUsage;
 use crate::hash::{Digest, IdempotencyKey};
 
 /// A handler failed. How the failure propagates is decided by the registry, never by the
@@ -80,6 +81,22 @@ pub struct StepContext<'a> {
     pub(crate) plan_hash: &'a Digest,
     pub(crate) cycle: u64,
     pub(crate) deadline: Option<Instant>,
+    pub(crate) usage: &'a UsageSlot,
+}
+
+/// Where a step's handler leaves the tokens its model reported, for the step's record.
+#[derive(Debug, Default)]
+pub(crate) struct UsageSlot(std::sync::Mutex<Option<TokenUsage>>);
+
+impl UsageSlot {
+    fn add(&self, usage: TokenUsage) {
+        let mut slot = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        *slot = Some(slot.map_or(usage, |before| before + usage));
+    }
+    /// What was recorded, leaving the slot empty.
+    pub(crate) fn take(&self) -> Option<TokenUsage> {
+        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
 }
 
 impl<'a> StepContext<'a> {
@@ -129,6 +146,13 @@ impl<'a> StepContext<'a> {
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
+    /// Records tokens a model reported using for this step: they appear in the step's
+    /// [`StepRecord::usage`](crate::executor::StepRecord::usage) and in
+    /// [`CycleReport::usage`](crate::CycleReport::usage). A handler that calls a model twice
+    /// records twice; the figures add up.
+    pub fn record_usage(&self, usage: TokenUsage) {
+        self.usage.add(usage);
+    }
 }
 
 /// What a [`StepContext`] borrows, owned: for calling one handler by itself, as a unit test does,
@@ -167,6 +191,7 @@ pub struct TestContext {
     plan_hash: Digest,
     cycle: u64,
     deadline: Option<Instant>,
+    usage: Arc<UsageSlot>,
 }
 
 impl TestContext {
@@ -182,6 +207,7 @@ impl TestContext {
             plan_hash: Digest::of(b""),
             cycle: 1,
             deadline: None,
+            usage: Arc::default(),
         }
     }
 
@@ -210,6 +236,12 @@ impl TestContext {
         self
     }
 
+    /// The tokens handlers recorded through this context's
+    /// [`StepContext::record_usage`], summed, leaving none recorded.
+    pub fn take_usage(&self) -> Option<TokenUsage> {
+        self.usage.take()
+    }
+
     /// The context to hand to the handler.
     pub fn context(&self) -> StepContext<'_> {
         StepContext {
@@ -221,6 +253,7 @@ impl TestContext {
             plan_hash: &self.plan_hash,
             cycle: self.cycle,
             deadline: self.deadline,
+            usage: &self.usage,
         }
     }
 }

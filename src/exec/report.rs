@@ -49,6 +49,34 @@ pub struct StepRecord {
     pub duration: Duration,
     /// The validators' warnings.
     pub warnings: Vec<Warning>,
+    /// The tokens a model reported using for this step, when its handler recorded them
+    /// ([`StepContext::record_usage`](crate::StepContext::record_usage)).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub usage: Option<TokenUsage>,
+}
+
+/// Tokens a model server reported using (its `usage.prompt_tokens` and
+/// `usage.completion_tokens`).
+///
+/// ```
+/// use planlock::executor::TokenUsage;
+///
+/// let a = TokenUsage { input: 12, output: 3 };
+/// assert_eq!(a + TokenUsage { input: 1, output: 1 }, TokenUsage { input: 13, output: 4 });
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct TokenUsage {
+    /// Tokens read: the prompt.
+    pub input: u64,
+    /// Tokens written: the answer.
+    pub output: u64,
+}
+
+impl std::ops::Add for TokenUsage {
+    type Output = TokenUsage;
+    fn add(self, other: TokenUsage) -> TokenUsage {
+        TokenUsage { input: self.input.saturating_add(other.input), output: self.output.saturating_add(other.output) }
+    }
 }
 
 /// A validator's Block that paused the cycle.
@@ -97,5 +125,11 @@ impl CycleReport {
     /// Every warning, with the index of its step.
     pub fn warnings(&self) -> impl Iterator<Item = (usize, &Warning)> {
         self.steps.iter().flat_map(|s| s.warnings.iter().map(move |w| (s.index, w)))
+    }
+
+    /// The tokens the cycle's model calls reported, summed over its steps; `None` when no step
+    /// recorded any (a demo model, a server that does not report usage).
+    pub fn usage(&self) -> Option<TokenUsage> {
+        self.steps.iter().filter_map(|s| s.usage).reduce(|a, b| a + b)
     }
 }

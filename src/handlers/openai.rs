@@ -22,7 +22,9 @@
 //!   timeouts are handler errors whose source is a [`ModelError`] with a stable code and the
 //!   server's own message. The step's failure kind comes from the registry, as for any handler.
 //! - Token usage is recorded on the step's `chat` span as `gen_ai.usage.input_tokens` and
-//!   `gen_ai.usage.output_tokens`, with `gen_ai.request.model` and `gen_ai.response.model`.
+//!   `gen_ai.usage.output_tokens`, with `gen_ai.request.model` and `gen_ai.response.model`, and
+//!   in the cycle report ([`StepRecord::usage`](crate::executor::StepRecord::usage),
+//!   [`CycleReport::usage`](crate::CycleReport::usage)).
 //!
 //! The HTTP client is [`ureq`] with rustls (no system OpenSSL); requests run on the `blocking`
 //! crate's thread pool, so an async executor's threads are never blocked
@@ -38,6 +40,7 @@ use serde_json::{Map, Value, json};
 use crate::contract::schema::{LlmCallPayload, LlmCallResult, SummarizeMemoryPayload, SummarizeMemoryResult};
 use crate::contract::steps::{LLMCall, PromptAssemble, SummarizeMemory};
 use crate::exec::handler::{Handler, HandlerError, StepContext};
+use crate::exec::report::TokenUsage;
 use crate::handlers::http::{Client, start_of};
 pub use crate::handlers::http::{MAX_RESPONSE_BYTES, ModelError};
 use crate::handlers::secret::without_userinfo;
@@ -283,7 +286,13 @@ impl OpenAiModel {
     }
 
     /// Sends one chat completion and returns the first choice's text.
-    async fn complete(&self, model: &str, body: Map<String, Value>, limit: Duration) -> Result<Answer, ModelError> {
+    async fn complete(
+        &self,
+        cx: &StepContext<'_>,
+        model: &str,
+        body: Map<String, Value>,
+        limit: Duration,
+    ) -> Result<Answer, ModelError> {
         let span = tracing::Span::current();
         span.record("gen_ai.request.model", model);
         let client = self.client.clone();
@@ -297,6 +306,9 @@ impl OpenAiModel {
             span.record("gen_ai.response.model", model.as_str());
         }
         if let Some(usage) = &answer.usage {
+            let reported =
+                TokenUsage { input: usage.prompt_tokens.unwrap_or(0), output: usage.completion_tokens.unwrap_or(0) };
+            cx.record_usage(reported);
             if let Some(n) = usage.prompt_tokens {
                 span.record("gen_ai.usage.input_tokens", n);
                 self.usage.input.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
@@ -372,7 +384,7 @@ impl Handler<LLMCall> for OpenAiModel {
         let body = request_body(&model, &p.prompt, &prompt.prompt, &config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));
         let answer =
-            self.complete(&model, body, llm_ms.unwrap_or(self.config.timeout)).await.map_err(|e| self.failed(e))?;
+            self.complete(cx, &model, body, llm_ms.unwrap_or(self.config.timeout)).await.map_err(|e| self.failed(e))?;
         Ok(LlmCallResult { response: answer.text })
     }
 }
@@ -406,7 +418,8 @@ impl Handler<SummarizeMemory> for OpenAiModel {
         }
         let body =
             request_body(&self.config.model, SUMMARY_INSTRUCTION, response, &config).map_err(|e| self.failed(e))?;
-        let answer = self.complete(&self.config.model, body, self.config.timeout).await.map_err(|e| self.failed(e))?;
+        let answer =
+            self.complete(cx, &self.config.model, body, self.config.timeout).await.map_err(|e| self.failed(e))?;
         // Strict: exactly `summary` and `keywords`, as the contract's result type reads them. A
         // line break or tab a model writes raw inside a string is read as a space (JSON allows
         // neither there, and neither changes what the summary says).
