@@ -16,7 +16,8 @@
 //!   rankings it is in of `1 / (RRF_K + rank)` (rank from 1); ties go to the more recent. The word
 //!   ranking leaves out words in more than a tenth of the memories (at least [`COMMON_AT`]): they
 //!   weigh almost nothing in BM25, and ranking every memory they are in would cost more than the
-//!   whole vector scan.
+//!   whole vector scan. A word found common is remembered (memories are never deleted, so it
+//!   stays common until the store outgrows its count), sparing the count on the next query.
 //! - A memory is written with its vector in one transaction. A decision's vector is written
 //!   after it; one missing (written by `hierarchical-sql`, or a crash between) is embedded when
 //!   the decision is loaded, and not written by that read.
@@ -49,6 +50,9 @@ pub const CANDIDATES: usize = 50;
 /// A word in at least this many memories (or a tenth of them, if more) is common: left out of
 /// the word ranking.
 pub const COMMON_AT: i64 = 1000;
+
+/// How many common words a provider remembers (see [`CommonWords`]); past it, it starts over.
+const MAX_COMMON_WORDS: usize = 4096;
 
 /// The constant of reciprocal rank fusion (the usual 60).
 pub const RRF_K: f32 = 60.0;
@@ -220,12 +224,32 @@ fn fuse<K: Copy + Eq + std::hash::Hash>(rankings: &[&[K]], n: usize, tie: impl F
     fused.into_iter().take(n).map(|(k, _)| k).collect()
 }
 
+/// Words found common, each with how many memories it was counted in (at least). Memories are
+/// never deleted, so a word's count only grows: while what was counted still passes the
+/// threshold of the store's present size, the word is common without a recount (counting a
+/// common word reads 1,000 or more of its postings: half a millisecond each time).
+#[derive(Debug, Default)]
+struct CommonWords(HashMap<String, i64>);
+
+impl CommonWords {
+    /// Whether `word` is known to be in more than `common` memories.
+    fn known(&self, word: &str, common: i64) -> bool {
+        self.0.get(word).is_some_and(|counted| *counted > common)
+    }
+    fn remember(&mut self, word: &str, counted: i64) {
+        if self.0.len() >= MAX_COMMON_WORDS {
+            self.0.clear();
+        }
+        self.0.insert(word.to_owned(), counted);
+    }
+}
+
 /// The word ranking's candidates: the best [`CANDIDATES`] by BM25, from the query's words that
 /// are not in more than a tenth of the memories (at least [`COMMON_AT`]). Such a word weighs
 /// almost nothing in BM25 (its inverse document frequency is near zero), but ranking every
 /// memory it is in costs a read of each; left out, the word ranking costs what the rarer words
 /// cost. The vector ranking still reads the whole query.
-fn word_ranking(conn: &Connection, words: &[String]) -> rusqlite::Result<Vec<i64>> {
+fn word_ranking(conn: &Connection, words: &[String], known: &mut CommonWords) -> rusqlite::Result<Vec<i64>> {
     let total: i64 = conn.query_row("SELECT coalesce(max(rowid), 0) FROM memories", [], |r| r.get(0))?;
     let common = (total / 10).max(COMMON_AT);
     // How many memories a word is in, counted up to the threshold: a bounded read of its
@@ -235,10 +259,15 @@ fn word_ranking(conn: &Connection, words: &[String]) -> rusqlite::Result<Vec<i64
         .prepare_cached("SELECT count(*) FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?1 LIMIT ?2)")?;
     let mut kept = Vec::new();
     for word in words {
+        if known.known(word, common) {
+            continue;
+        }
         let quoted = format!("\"{word}\"");
         let n: i64 = count.query_row(params![quoted, common + 1], |r| r.get(0))?;
         if n <= common {
             kept.push(quoted);
+        } else {
+            known.remember(word, n);
         }
     }
     if kept.is_empty() {
@@ -271,6 +300,7 @@ pub struct SemanticMemory {
     store: SqliteStore,
     embedder: Arc<dyn Embedder>,
     index: Arc<Mutex<Index>>,
+    common: Arc<Mutex<CommonWords>>,
     /// Whether this process has made sure of the vector tables and their model: once is enough
     /// (tables are never dropped, and `vector_meta` never changes).
     tables_ready: Arc<std::sync::atomic::AtomicBool>,
@@ -285,7 +315,7 @@ impl std::fmt::Debug for SemanticMemory {
 impl SemanticMemory {
     /// The provider over `store`, embedding with `embedder`.
     pub fn new(store: SqliteStore, embedder: Arc<dyn Embedder>) -> SemanticMemory {
-        SemanticMemory { store, embedder, index: Arc::default(), tables_ready: Arc::default() }
+        SemanticMemory { store, embedder, index: Arc::default(), common: Arc::default(), tables_ready: Arc::default() }
     }
 
     /// Holds at most `bytes` of vectors for the scan (default [`MAX_INDEX_BYTES`]); a search of
@@ -314,7 +344,7 @@ impl MemoryRepositoryPort for SemanticMemory {
         }
         // The query as the word ranking reads it: its bounded words, nothing else.
         let vector = embed_one(&*self.embedder, words.join(" "), Purpose::Query, deadline).await?;
-        let index = self.index.clone();
+        let (index, common) = (self.index.clone(), self.common.clone());
         let words: Vec<String> = words.iter().map(|w| (*w).to_owned()).collect();
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
         let n = usize::try_from(top_k).unwrap_or(usize::MAX);
@@ -331,7 +361,8 @@ impl MemoryRepositoryPort for SemanticMemory {
                 let index = &*index;
                 let (by_meaning, by_words) = std::thread::scope(|scope| {
                     let scan = std::thread::Builder::new().spawn_scoped(scope, || index.nearest(&vector, CANDIDATES));
-                    let by_words = word_ranking(conn, &words);
+                    let mut common = common.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+                    let by_words = word_ranking(conn, &words, &mut common);
                     let by_meaning = match scan {
                         Ok(handle) => handle.join().unwrap_or_else(|_| index.nearest(&vector, CANDIDATES)),
                         Err(_) => index.nearest(&vector, CANDIDATES),
@@ -554,5 +585,36 @@ mod tests {
         let texts = vec![vec!["rotate".into(), "keys".into()], vec!["deploy".into(), "keys".into()]];
         let s = bm25(&texts, &["rotate".into()]);
         assert!(s[0] > 0.0 && s[1] == 0.0);
+    }
+
+    #[test]
+    fn a_word_remembered_common_is_counted_again_once_the_store_outgrows_it() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE memories (summary TEXT, keywords TEXT);
+             CREATE VIRTUAL TABLE memories_fts USING fts5(summary, keywords, content = 'memories', content_rowid = 'rowid');
+             CREATE TRIGGER i AFTER INSERT ON memories BEGIN
+                 INSERT INTO memories_fts (rowid, summary, keywords) VALUES (new.rowid, new.summary, new.keywords);
+             END;",
+        )
+        .unwrap();
+        let add = |n: usize, text: &str| {
+            conn.execute_batch("BEGIN").unwrap();
+            for _ in 0..n {
+                conn.execute("INSERT INTO memories VALUES (?1, '')", [text]).unwrap();
+            }
+            conn.execute_batch("COMMIT").unwrap();
+        };
+        let words = ["alpha".to_owned()];
+        add(1100, "alpha");
+        let mut known = CommonWords::default();
+        assert!(word_ranking(&conn, &words, &mut known).unwrap().is_empty(), "in 1,100 of 1,100: common");
+        assert!(known.known("alpha", 1000), "and remembered");
+        // Still common at 1,100 of 10,999 (the threshold is 1,099): no recount, same answer.
+        add(9899, "beta");
+        assert!(word_ranking(&conn, &words, &mut known).unwrap().is_empty());
+        // At 1,100 of 11,100 it is no longer common: counted again and ranked.
+        add(101, "beta");
+        assert_eq!(word_ranking(&conn, &words, &mut known).unwrap().len(), CANDIDATES);
     }
 }
