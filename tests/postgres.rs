@@ -27,7 +27,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use planlock::demo::Demo;
-use planlock::pg::{PgDatabase, PgError};
+use planlock::pg::{PgDatabase, PgError, PgOptions};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::postgres::PgSessionStore;
 use planlock::session::{SessionError, SessionStore};
@@ -696,7 +696,33 @@ fn the_workers_example_runs_its_queue_to_the_end(server: &PgServer) {
 
 type Test = fn(&PgServer);
 
+/// A worker keeps many sessions open at once (each under its lease) on a pool of two
+/// connections: a session holds a connection only while it reads or writes.
+fn many_open_sessions_share_a_small_pool(server: &PgServer) {
+    let url = server.database("small_pool");
+    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2 };
+    let db = PgDatabase::connect_with(&url, options).unwrap();
+    let fx = fixture();
+    let mut runtimes: Vec<WorkerRuntime> = keys("pool", 12)
+        .iter()
+        .map(|key| {
+            let store = PgSessionStore::open(&db, key).unwrap_or_else(|e| panic!("{key}: {e}"));
+            boot(&db, &worker_env_for(&url, &fx, 30_000), key, store).unwrap()
+        })
+        .collect();
+    for round in 1..=2 {
+        for runtime in &mut runtimes {
+            assert_eq!(run(runtime), Ok(round));
+        }
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let held: i64 =
+        client.query_one("SELECT count(*) FROM planlock_sessions WHERE lease_owner IS NOT NULL", &[]).unwrap().get(0);
+    assert_eq!(held, 12, "every session is still leased to this worker");
+}
+
 const TESTS: &[(&str, Test)] = &[
+    ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),
     (
         "migrations_are_idempotent_concurrent_and_refuse_a_newer_schema",
         migrations_are_idempotent_concurrent_and_refuse_a_newer_schema,

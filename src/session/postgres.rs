@@ -15,11 +15,9 @@
 //!   once, so a save is one round trip (a connection the server dropped is replaced on the next
 //!   call).
 
-use std::collections::HashMap;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use postgres::Statement;
 use postgres::types::ToSql;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -28,7 +26,7 @@ use uuid::Uuid;
 use super::{
     BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate,
 };
-use crate::pg::{PgConnection, PgDatabase};
+use crate::pg::PgDatabase;
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -82,16 +80,13 @@ pub struct PgSessionStore {
     lease: Duration,
     /// Whether a runtime has claimed this store.
     claimed: std::sync::atomic::AtomicBool,
-    /// The `row_version` this worker last read or wrote (what its next write expects), and the
-    /// store's connection: one lock, so a write's check and its new version go together.
+    /// The `row_version` this worker last read or wrote (what its next write expects): under a
+    /// lock held through the write, so a write's check and its new version go together.
     inner: Mutex<Inner>,
 }
 
 struct Inner {
     seen: i64,
-    /// Boxed: a pooled client is large, and the store is moved into a runtime.
-    conn: Option<Box<PgConnection>>,
-    statements: HashMap<String, Statement>,
 }
 
 impl std::fmt::Debug for PgSessionStore {
@@ -115,7 +110,7 @@ impl PgSessionStore {
     /// if there is none; a new row holds no session (Cold Start).
     pub fn open_with_lease(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
         check_key(key)?;
-        let inner = Inner { seen: 0, conn: None, statements: HashMap::new() };
+        let inner = Inner { seen: 0 };
         let store = PgSessionStore {
             db: db.clone(),
             key: key.to_owned(),
@@ -193,35 +188,21 @@ impl PgSessionStore {
         self.query_locked(&mut inner, doing, sql, params)
     }
 
+    /// Runs `sql` on a connection from the pool, given back right after: a session holds no
+    /// connection between its operations, so a worker drives as many sessions as it likes on a
+    /// few connections (its pool's size bounds the operations at once, not the sessions).
     fn query_locked(
         &self,
-        inner: &mut Inner,
+        _inner: &mut Inner,
         doing: &'static str,
         sql: &str,
         params: &[&(dyn ToSql + Sync)],
     ) -> Result<Option<postgres::Row>, SessionError> {
-        // A connection the server dropped (a restart) is replaced; its statements go with it.
-        if inner.conn.as_ref().is_none_or(|c| c.is_closed()) {
-            inner.statements.clear();
-            inner.conn = None;
-            let conn = self
-                .db
-                .connection()
-                .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
-            inner.conn = Some(Box::new(conn));
-        }
-        let Inner { conn: Some(conn), statements, .. } = inner else {
-            return Err(SessionError::Database { key: self.key.clone(), reason: "no connection".into() });
-        };
-        let statement = match statements.get(sql) {
-            Some(statement) => statement.clone(),
-            None => {
-                let statement = conn.prepare(sql).map_err(|e| self.database(doing, &e))?;
-                statements.insert(sql.to_owned(), statement.clone());
-                statement
-            }
-        };
-        conn.query_opt(&statement, params).map_err(|e| self.database(doing, &e))
+        let mut conn = self
+            .db
+            .connection()
+            .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
+        conn.query_opt(sql, params).map_err(|e| self.database(doing, &e))
     }
 
     /// Reads one JSON column, strictly.
