@@ -127,6 +127,20 @@ impl fmt::Debug for PgDatabase {
     }
 }
 
+/// Runs `f`, a call of the synchronous `postgres` client, where that client can run: on this
+/// thread, or, when this thread drives a tokio runtime (the client blocks on a runtime of its
+/// own, and tokio refuses to nest one), on a thread of its own for the call. So planlock's
+/// synchronous store calls work from async code on any executor.
+pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    if tokio::runtime::Handle::try_current().is_err() {
+        return f();
+    }
+    std::thread::scope(|scope| match scope.spawn(f).join() {
+        Ok(value) => value,
+        Err(panic) => std::panic::resume_unwind(panic),
+    })
+}
+
 impl PgDatabase {
     /// Connects to `url` (`postgres://user:password@host:port/db` or `host=… dbname=…`),
     /// applies the migrations this library has and the database lacks, and keeps a pool.

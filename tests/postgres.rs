@@ -721,7 +721,26 @@ fn many_open_sessions_share_a_small_pool(server: &PgServer) {
     assert_eq!(held, 12, "every session is still leased to this worker");
 }
 
+/// A session in the database runs from async code on tokio, as in a server built on it: the
+/// synchronous client is never called on the runtime's own thread (it would panic there).
+fn cycles_run_inside_a_tokio_runtime(server: &PgServer) {
+    let url = server.database("on_tokio");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = fixture();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let cycles = rt.block_on(async {
+        let store = PgSessionStore::open(&db, "tokio-1").unwrap();
+        let mut runtime = boot(&db, &worker_env_for(&url, &fx, 30_000), "tokio-1", store).unwrap();
+        for _ in 0..2 {
+            assert!(matches!(runtime.run_cycle().await, Ok(RunOutcome::Completed(_))));
+        }
+        runtime.cycle()
+    });
+    assert_eq!(cycles, 2);
+}
+
 const TESTS: &[(&str, Test)] = &[
+    ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
     ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),
     (
         "migrations_are_idempotent_concurrent_and_refuse_a_newer_schema",

@@ -18,7 +18,7 @@
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
-use postgres::types::ToSql;
+use postgres::types::{ToSql, Type};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -85,6 +85,9 @@ pub struct PgSessionStore {
     inner: Mutex<Inner>,
 }
 
+/// A statement parameter with its type.
+type Param<'a> = (&'a (dyn ToSql + Sync), Type);
+
 struct Inner {
     seen: i64,
 }
@@ -128,7 +131,7 @@ impl PgSessionStore {
                SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
                WHERE s.lease_owner IS NULL OR s.lease_until < now()
              RETURNING row_version",
-            &[&store.key, &store.owner, &lease_secs],
+            &[(&store.key, Type::TEXT), (&store.owner, Type::UUID), (&lease_secs, Type::FLOAT8)],
         )?;
         match taken {
             Some(row) => {
@@ -140,7 +143,7 @@ impl PgSessionStore {
                     "reading the lease",
                     "SELECT lease_owner, GREATEST(EXTRACT(EPOCH FROM lease_until - now())::float8, 0)
                      FROM planlock_sessions WHERE session_key = $1",
-                    &[&store.key],
+                    &[(&store.key, Type::TEXT)],
                 )?;
                 let (owner, seconds_left) = holder
                     .map(|row| (row.get::<_, Option<Uuid>>(0).unwrap_or_default(), row.get::<_, f64>(1)))
@@ -177,12 +180,12 @@ impl PgSessionStore {
         SessionError::Database { key: self.key.clone(), reason }
     }
 
-    /// Runs `sql` (prepared once on the store's connection) and returns its row, if any.
+    /// Runs `sql` and returns its row, if any.
     fn query_opt(
         &self,
         doing: &'static str,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: &[Param<'_>],
     ) -> Result<Option<postgres::Row>, SessionError> {
         let mut inner = self.lock()?;
         self.query_locked(&mut inner, doing, sql, params)
@@ -190,25 +193,29 @@ impl PgSessionStore {
 
     /// Runs `sql` on a connection from the pool, given back right after: a session holds no
     /// connection between its operations, so a worker drives as many sessions as it likes on a
-    /// few connections (its pool's size bounds the operations at once, not the sessions).
+    /// few connections (its pool's size bounds the operations at once, not the sessions). The
+    /// parameters' types are given, so the statement is parsed, bound and run in one round trip
+    /// and one implicit transaction (a prepared statement would take a second of each).
     fn query_locked(
         &self,
         _inner: &mut Inner,
         doing: &'static str,
         sql: &str,
-        params: &[&(dyn ToSql + Sync)],
+        params: &[Param<'_>],
     ) -> Result<Option<postgres::Row>, SessionError> {
-        let mut conn = self
-            .db
-            .connection()
-            .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
-        conn.query_opt(sql, params).map_err(|e| self.database(doing, &e))
+        crate::pg::off_runtime(|| {
+            let mut conn = self
+                .db
+                .connection()
+                .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
+            conn.query_typed_opt(sql, params).map_err(|e| self.database(doing, &e))
+        })
     }
 
     /// Reads one JSON column, strictly.
     fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
         let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
-        let row = self.query_opt("reading the session", &sql, &[&self.key])?;
+        let row = self.query_opt("reading the session", &sql, &[(&self.key, Type::TEXT)])?;
         let Some(text) = row.and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
         serde_json::from_str(&text).map(Some).map_err(|e| SessionError::CorruptRow {
             key: self.key.clone(),
@@ -219,7 +226,7 @@ impl PgSessionStore {
 
     /// One compare-and-set write: `set` (SQL assignments whose parameters start at `$4`), only
     /// if the row is still at the version this worker saw and its lease is still this worker's.
-    fn write(&self, doing: &'static str, set: &str, params: &[&(dyn ToSql + Sync)]) -> Result<(), SessionError> {
+    fn write(&self, doing: &'static str, set: &str, params: &[Param<'_>]) -> Result<(), SessionError> {
         let mut inner = self.lock()?;
         let sql = format!(
             "UPDATE planlock_sessions
@@ -229,7 +236,8 @@ impl PgSessionStore {
              RETURNING row_version"
         );
         let (seen, lease) = (inner.seen, self.lease.as_secs_f64());
-        let mut all: Vec<&(dyn ToSql + Sync)> = vec![&self.key, &seen, &self.owner, &lease];
+        let mut all: Vec<Param<'_>> =
+            vec![(&self.key, Type::TEXT), (&seen, Type::INT8), (&self.owner, Type::UUID), (&lease, Type::FLOAT8)];
         all.extend_from_slice(params);
         match self.query_locked(&mut inner, doing, &sql, &all)? {
             Some(row) => {
@@ -250,7 +258,7 @@ impl PgSessionStore {
             key: self.key.clone(),
             reason: format!("cannot write the {}: {e}", column.what()),
         })?;
-        self.write(doing, &format!("{} = $5", column.name()), &[&text])
+        self.write(doing, &format!("{} = $5", column.name()), &[(&text, Type::TEXT)])
     }
 }
 
@@ -262,7 +270,7 @@ impl Drop for PgSessionStore {
             "giving the lease back",
             "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL
              WHERE session_key = $1 AND lease_owner = $2 RETURNING 1",
-            &[&self.key, &self.owner],
+            &[(&self.key, Type::TEXT), (&self.owner, Type::UUID)],
         );
     }
 }
@@ -296,7 +304,7 @@ impl SessionStore for PgSessionStore {
             reason: format!("cannot write the session state: {e}"),
         })?;
         // The session exists now: its reserved id has done its work (one statement, so both or neither).
-        self.write("saving the session", "state = $5, reserved = NULL", &[&text])?;
+        self.write("saving the session", "state = $5, reserved = NULL", &[(&text, Type::TEXT)])?;
         Ok(state)
     }
 
