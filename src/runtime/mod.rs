@@ -664,7 +664,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let session = self.cycle_session(self.cycle() + 1);
         self.unstage();
         let outcome = self.executor.run_with(&self.plan, session).await;
-        self.settle(outcome, session.cycle)
+        self.settle(outcome, session.cycle).await
     }
 
     /// [`run_cycle`](Self::run_cycle) from synchronous code.
@@ -711,7 +711,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.unstage();
         let outcome = self.executor.resume_restored(&self.plan, restored).await;
         let cycle = record.cycle;
-        let settled = self.settle(outcome, cycle);
+        let settled = self.settle(outcome, cycle).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
             && e.kind() == FailureKind::CycleFail
@@ -760,9 +760,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Turns what the executor returned into the runtime's outcome: saves the session of a
     /// completed cycle (and removes a resumed cycle's record), saves the record of a paused one,
     /// halts on FailFast.
-    fn settle(&mut self, outcome: Result<CycleOutcome, ExecError>, cycle: u64) -> Result<RunOutcome, RuntimeError> {
+    async fn settle(
+        &mut self,
+        outcome: Result<CycleOutcome, ExecError>,
+        cycle: u64,
+    ) -> Result<RunOutcome, RuntimeError> {
         match outcome {
-            Ok(CycleOutcome::Completed(done)) => self.commit(done),
+            Ok(CycleOutcome::Completed(done)) => self.commit(done).await,
             Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(&paused, cycle),
             Err(e) => Err(self.fail(e.into())),
         }
@@ -770,7 +774,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
 
     /// Saves the staged session of a completed cycle (its bundle pin first, when one is due, so a
     /// session never exists without its pin), then removes any paused cycle's record.
-    fn commit(&mut self, done: Completed) -> Result<RunOutcome, RuntimeError> {
+    async fn commit(&mut self, done: Completed) -> Result<RunOutcome, RuntimeError> {
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin) {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
@@ -780,7 +784,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         let staged = self.cell.lock().ok().and_then(|mut cell| cell.staged.take());
         let saved = match staged {
-            Some(update) => self.store.save(update),
+            Some(update) => self.store.save_async(update).await,
             None => {
                 let cause = HandlerError::new("the cycle completed without staging a session update");
                 return Err(self.fail(persist_failure(&self.plan, cause).into()));

@@ -72,6 +72,12 @@ where
         (self.check)(&update)?;
         self.inner.save(update)
     }
+    fn save_async(&self, update: SessionUpdate) -> super::SaveFuture<'_> {
+        if let Err(e) = (self.check)(&update) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        self.inner.save_async(update)
+    }
     fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
         self.inner.load_intervention()
     }

@@ -284,6 +284,10 @@ impl Failure for SessionError {
     }
 }
 
+/// What [`SessionStore::save_async`] returns.
+pub type SaveFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<SessionState, SessionError>> + Send + 'a>>;
+
 /// Where sessions live: the session state and the record of a paused cycle. The runtime
 /// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
 /// takes its store by value and [claims](Self::claim) it at boot, so no one else can write to it
@@ -298,6 +302,12 @@ pub trait SessionStore: Send + Sync {
     fn load(&self) -> Result<Option<SessionState>, SessionError>;
     /// Saves atomically and durably, filling `updatedAt`; returns what was saved.
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError>;
+    /// [`save`](Self::save) for an async caller (the runtime's cycle): a store whose save waits
+    /// on a server hands it to a thread pool here, so the caller's executor thread drives other
+    /// sessions meanwhile. By default, `save` in place.
+    fn save_async(&self, update: SessionUpdate) -> SaveFuture<'_> {
+        Box::pin(std::future::ready(self.save(update)))
+    }
     /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError>;
     /// Saves the record of a paused cycle, atomically and durably, replacing any other.

@@ -15,7 +15,7 @@
 //!   once, so a save is one round trip (a connection the server dropped is replaced on the next
 //!   call).
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use postgres::types::{ToSql, Type};
@@ -24,7 +24,8 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate,
+    BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionState, SessionStore,
+    SessionUpdate,
 };
 use crate::pg::PgDatabase;
 
@@ -74,6 +75,13 @@ impl Column {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct PgSessionStore {
+    /// Shared with a save in flight on the thread pool ([`SessionStore::save_async`]).
+    shared: Arc<Shared>,
+}
+
+/// The store's state; [`PgSessionStore`] dereferences to it.
+#[doc(hidden)]
+pub struct Shared {
     db: PgDatabase,
     key: String,
     owner: Uuid,
@@ -115,12 +123,14 @@ impl PgSessionStore {
         check_key(key)?;
         let inner = Inner { seen: 0 };
         let store = PgSessionStore {
-            db: db.clone(),
-            key: key.to_owned(),
-            owner: Uuid::new_v4(),
-            lease,
-            claimed: std::sync::atomic::AtomicBool::new(false),
-            inner: Mutex::new(inner),
+            shared: Arc::new(Shared {
+                db: db.clone(),
+                key: key.to_owned(),
+                owner: Uuid::new_v4(),
+                lease,
+                claimed: std::sync::atomic::AtomicBool::new(false),
+                inner: Mutex::new(inner),
+            }),
         };
         let lease_secs = lease.as_secs_f64();
         let taken = store.query_opt(
@@ -167,6 +177,19 @@ impl PgSessionStore {
     /// over. A cycle longer than the lease should renew it.
     pub fn renew(&self) -> Result<(), SessionError> {
         self.write("renewing the lease", "lease_owner = lease_owner", &[])
+    }
+}
+
+impl Shared {
+    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+        let state = update.into_state();
+        let text = serde_json::to_string(&state).map_err(|e| SessionError::Database {
+            key: self.key.clone(),
+            reason: format!("cannot write the session state: {e}"),
+        })?;
+        // The session exists now: its reserved id has done its work (one statement, so both or neither).
+        self.write("saving the session", "state = $5, reserved = NULL", &[(&text, Type::TEXT)])?;
+        Ok(state)
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, Inner>, SessionError> {
@@ -262,6 +285,13 @@ impl PgSessionStore {
     }
 }
 
+impl std::ops::Deref for PgSessionStore {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
 impl Drop for PgSessionStore {
     fn drop(&mut self) {
         // Gives the lease back (a no-op when it is not this worker's); if this fails the lease
@@ -298,14 +328,14 @@ impl SessionStore for PgSessionStore {
     }
 
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        let state = update.into_state();
-        let text = serde_json::to_string(&state).map_err(|e| SessionError::Database {
-            key: self.key.clone(),
-            reason: format!("cannot write the session state: {e}"),
-        })?;
-        // The session exists now: its reserved id has done its work (one statement, so both or neither).
-        self.write("saving the session", "state = $5, reserved = NULL", &[(&text, Type::TEXT)])?;
-        Ok(state)
+        self.shared.save(update)
+    }
+
+    /// The save on the blocking thread pool: an async caller's thread is not held while the
+    /// server makes the commit durable.
+    fn save_async(&self, update: SessionUpdate) -> SaveFuture<'_> {
+        let shared = self.shared.clone();
+        Box::pin(blocking::unblock(move || shared.save(update)))
     }
 
     fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {

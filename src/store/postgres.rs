@@ -203,7 +203,8 @@ fn decision_row(r: &postgres::Row) -> Decision {
 impl DecisionContextProviderPort for PgStore {
     async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
         let domain = current_domain.map(str::to_owned);
-        self.with(move |conn, namespace| {
+        // One transaction for both reads: one commit, and anchors that match the decisions read.
+        self.transaction("loading decisions", move |conn, namespace| {
             let in_scope = "d.is_active AND (d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))";
             let sql = format!(
                 "SELECT {DECISION_COLUMNS} FROM planlock_decisions d WHERE d.namespace = $1 AND {in_scope}
