@@ -1,0 +1,378 @@
+//! A fleet of worker processes under load (issue 20), planlock beside LangGraph in one run.
+//!
+//! For each configuration (backend, model latency, S sessions, W worker processes):
+//! - a throw-away PostgreSQL server (fsync on, as the tests start it) or files + SQLite roots;
+//! - a local OpenAI-compatible mock model (wiremock, in this process) answering after the
+//!   latency; the real `OpenAiModel` calls it over HTTP (LLMCall and SummarizeMemory);
+//! - W copies of this binary as workers: each claims its share of the S sessions from a queue
+//!   table in one transaction (files: by index), boots a runtime per session and keeps it, then
+//!   drives all of them at once for the window, each session cycle after cycle.
+//!
+//! Printed per configuration, one line per figure: cycles/s, planlock's overhead per cycle (cycle
+//! wall time minus the model's latency × its two calls) p50/p99, CPU seconds per cycle (workers,
+//! PostgreSQL's processes and the model server), peak RSS per worker and per in-flight session
+//! (growth over the worker's RSS before it booted its sessions), PostgreSQL commits per cycle
+//! (`pg_stat_database.xact_commit` over the window). The floor: bare compare-and-set session
+//! saves/s with W clients, in the same run. The peer: `benches/peers/langgraph_fleet.py`, the same
+//! 12-step work as a LangGraph graph with `langgraph-checkpoint-postgres` and LangGraph's
+//! PostgreSQL store on the same server, the same mock model, S sessions as threads driven by
+//! asyncio in W processes, in a virtual environment this bench creates and reuses.
+//!
+//! Run: `cargo bench --bench fleet --all-features` (about 15 minutes; `target/fleet/` gets
+//! `results.json` and `fleet.svg`). Smoke (one configuration, no peer; what `.ci/run` does):
+//! `cargo test --all-features --bench fleet -- --quick`.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+#[path = "fleet/peer.rs"]
+mod peer;
+#[path = "fleet/plot.rs"]
+mod plot;
+#[path = "fleet/proc.rs"]
+mod proc;
+#[path = "fleet/worker.rs"]
+mod worker;
+
+/// When the bench started, for its progress lines.
+static START: std::sync::LazyLock<Instant> = std::sync::LazyLock::new(Instant::now);
+
+/// What the workers store their sessions in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Postgres,
+    Files,
+}
+
+impl Backend {
+    fn name(self) -> &'static str {
+        match self {
+            Backend::Postgres => "postgres",
+            Backend::Files => "files",
+        }
+    }
+}
+
+/// One configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct Config {
+    pub backend: Backend,
+    pub latency_ms: u64,
+    pub sessions: usize,
+    pub workers: usize,
+}
+
+/// What one system did in one configuration.
+#[derive(Debug, Clone, Default)]
+pub struct Figures {
+    /// Cycles completed within the window: the rate.
+    pub cycles: u64,
+    /// Cycles started within the window, all completed (the workers let them finish): what
+    /// CPU time and commits are divided by.
+    pub all_cycles: u64,
+    pub window_s: f64,
+    pub overhead_p50_ms: f64,
+    pub overhead_p99_ms: f64,
+    pub cpu_s: f64,
+    pub cpu_parts: Vec<(&'static str, f64)>,
+    pub peak_rss_kib: u64,
+    pub per_session_kib: f64,
+    pub commits: Option<u64>,
+    pub errors: u64,
+}
+
+impl Figures {
+    fn per_second(&self) -> f64 {
+        self.cycles as f64 / self.window_s
+    }
+}
+
+/// The configurations of a full run: every latency × S × W on PostgreSQL and on files, and
+/// S = 256 too at 500 ms with 2 workers, for the plot.
+fn configs(quick: bool) -> Vec<Config> {
+    if quick {
+        return vec![Config { backend: Backend::Postgres, latency_ms: 500, sessions: 64, workers: 2 }];
+    }
+    let mut all = Vec::new();
+    for latency_ms in [0, 500] {
+        for sessions in [64, 256, 1000] {
+            for workers in [1, 2, 4] {
+                if sessions == 256 && (latency_ms == 0 || workers != 2) {
+                    continue;
+                }
+                for backend in [Backend::Postgres, Backend::Files] {
+                    all.push(Config { backend, latency_ms, sessions, workers });
+                }
+            }
+        }
+    }
+    all
+}
+
+/// The `p`th percentile of sorted values.
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// The workers of one configuration, started; each says READY once it has booted its sessions.
+struct Started {
+    children: Vec<(Child, ChildStdin, std::sync::mpsc::Receiver<String>)>,
+}
+
+impl Started {
+    fn spawn(commands: Vec<Command>) -> Started {
+        let children = commands
+            .into_iter()
+            .map(|mut cmd| {
+                let mut child = cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).spawn().expect("a worker process");
+                let stdin = child.stdin.take().unwrap();
+                let stdout = child.stdout.take().unwrap();
+                let (tx, rx) = std::sync::mpsc::channel();
+                std::thread::spawn(move || {
+                    for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                        if tx.send(line).is_err() {
+                            break;
+                        }
+                    }
+                });
+                (child, stdin, rx)
+            })
+            .collect();
+        Started { children }
+    }
+
+    /// Waits for every READY; `false` if a worker ended first.
+    fn ready(&mut self) -> bool {
+        self.children.iter().all(|(_, _, rx)| {
+            loop {
+                match rx.recv_timeout(Duration::from_secs(600)) {
+                    Ok(line) if line == "READY" => break true,
+                    Ok(line) => eprintln!("  worker: {line}"),
+                    Err(_) => break false,
+                }
+            }
+        })
+    }
+
+    /// Starts every worker's window.
+    fn go(&mut self) {
+        for (_, stdin, _) in &mut self.children {
+            let _ = writeln!(stdin, "GO");
+            let _ = stdin.flush();
+        }
+    }
+
+    /// Each worker's RESULT, and its process's CPU seconds for the window as it measured them.
+    fn results(self) -> Vec<Value> {
+        let mut out = Vec::new();
+        for (mut child, _, rx) in self.children {
+            while let Ok(line) = rx.recv_timeout(Duration::from_secs(300)) {
+                if let Some(json) = line.strip_prefix("RESULT ") {
+                    out.push(serde_json::from_str(json).expect("a worker's RESULT line"));
+                    break;
+                }
+                eprintln!("  worker: {line}");
+            }
+            let _ = child.wait();
+        }
+        out
+    }
+}
+
+/// Runs one configuration with the workers `commands` build, and reads the figures.
+fn measure(
+    config: Config,
+    window: Duration,
+    pg: Option<&proc::PgWatch>,
+    model: &proc::ModelServer,
+    commands: Vec<Command>,
+) -> Option<Figures> {
+    let mut started = Started::spawn(commands);
+    let progress = |what: &str| eprintln!("  [{:>5.1} s] {what}", START.elapsed().as_secs_f64());
+    progress("workers booting their sessions");
+    if !started.ready() {
+        eprintln!("  a worker failed to boot its sessions");
+        return None;
+    }
+    // Idle backends report their statistics up to 10 s late: wait for the boot's to land. The
+    // workers' backends end with them, and report then.
+    progress("booted; waiting for PostgreSQL's statistics to settle");
+    let commits_before = pg.map(|pg| pg.settled_commits(Duration::from_millis(10_500), Duration::from_secs(1)));
+    progress("window");
+    let (pg_cpu_before, model_cpu_before) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
+    started.go();
+    let results = started.results();
+    let (pg_cpu_after, model_cpu_after) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
+    progress("results in");
+    let commits = pg
+        .zip(commits_before)
+        .map(|(pg, before)| pg.settled_commits(Duration::ZERO, Duration::from_secs(2)).saturating_sub(before));
+    let model_calls = 2.0 * config.latency_ms as f64;
+    let mut overheads: Vec<f64> = results
+        .iter()
+        .flat_map(|r| r["walls_ms"].as_array().cloned().unwrap_or_default())
+        .filter_map(|w| w.as_f64())
+        .map(|wall| wall - model_calls)
+        .collect();
+    overheads.sort_by(f64::total_cmp);
+    let worker_cpu: f64 = results.iter().map(|r| r["cpu_s"].as_f64().unwrap_or(0.0)).sum();
+    let pg_cpu = pg_cpu_after.zip(pg_cpu_before).map_or(0.0, |(a, b)| a - b);
+    let model_cpu = model_cpu_after - model_cpu_before;
+    let sessions: f64 = results.iter().map(|r| r["sessions"].as_f64().unwrap_or(0.0)).sum();
+    let growth: f64 = results
+        .iter()
+        .map(|r| (r["peak_kib"].as_f64().unwrap_or(0.0) - r["base_kib"].as_f64().unwrap_or(0.0)).max(0.0))
+        .sum();
+    Some(Figures {
+        cycles: results.iter().map(|r| r["cycles"].as_u64().unwrap_or(0)).sum(),
+        all_cycles: results.iter().map(|r| r["all_cycles"].as_u64().unwrap_or(0)).sum(),
+        window_s: window.as_secs_f64(),
+        overhead_p50_ms: percentile(&overheads, 0.50),
+        overhead_p99_ms: percentile(&overheads, 0.99),
+        cpu_s: worker_cpu + pg_cpu + model_cpu,
+        cpu_parts: vec![("workers", worker_cpu), ("PostgreSQL", pg_cpu), ("model server", model_cpu)],
+        peak_rss_kib: results.iter().map(|r| r["peak_kib"].as_u64().unwrap_or(0)).max().unwrap_or(0),
+        per_session_kib: if sessions > 0.0 { growth / sessions } else { f64::NAN },
+        commits,
+        errors: results.iter().map(|r| r["errors"].as_u64().unwrap_or(0)).sum(),
+    })
+}
+
+fn print(system: &str, config: Config, f: &Figures, floor: Option<f64>) {
+    let backend = match config.backend {
+        Backend::Postgres => "PostgreSQL",
+        Backend::Files => "files + SQLite",
+    };
+    println!(
+        "== {system}, {backend}, model latency {} ms, S = {}, W = {} ==",
+        config.latency_ms, config.sessions, config.workers
+    );
+    let rate = f.per_second();
+    let versus = if config.latency_ms > 0 {
+        let ideal = config.sessions as f64 / (2.0 * config.latency_ms as f64 / 1000.0);
+        format!("({:.2}x the ideal S / (2 calls x latency) = {ideal:.0})", rate / ideal)
+    } else if let Some(floor) = floor {
+        format!("({:.3}x the bare compare-and-set saves/s floor, {floor:.0}, same W)", rate / floor)
+    } else {
+        String::new()
+    };
+    let cycles = f.all_cycles.max(1) as f64;
+    println!("  cycles/s                          {rate:>10.1}  {versus}");
+    println!("  overhead per cycle p50 / p99      {:>10.2} / {:.2} ms", f.overhead_p50_ms, f.overhead_p99_ms);
+    let parts: Vec<String> = f.cpu_parts.iter().map(|(n, s)| format!("{n} {:.3}", s / cycles * 1e3)).collect();
+    println!("  CPU seconds per cycle             {:>10.3} ms  ({})", f.cpu_s / cycles * 1e3, parts.join(", "));
+    println!("  peak RSS per worker               {:>10.1} MiB", f.peak_rss_kib as f64 / 1024.0);
+    println!("  peak RSS per in-flight session    {:>10.1} KiB", f.per_session_kib);
+    match f.commits {
+        Some(c) => println!("  PostgreSQL commits per cycle      {:>10.2}", c as f64 / cycles),
+        None => println!("  PostgreSQL commits per cycle             n/a"),
+    }
+    if f.errors > 0 {
+        println!("  failed cycles                     {:>10}", f.errors);
+    }
+}
+
+fn record(system: &str, config: Config, f: &Figures) -> Value {
+    json!({
+        "system": system, "backend": config.backend.name(), "latencyMs": config.latency_ms,
+        "sessions": config.sessions, "workers": config.workers, "cyclesPerSecond": f.per_second(),
+        "overheadP50Ms": f.overhead_p50_ms, "overheadP99Ms": f.overhead_p99_ms,
+        "cpuMsPerCycle": f.cpu_s / f.all_cycles.max(1) as f64 * 1e3, "peakRssKib": f.peak_rss_kib,
+        "perSessionKib": f.per_session_kib,
+        "commitsPerCycle": f.commits.map(|c| c as f64 / f.all_cycles.max(1) as f64), "errors": f.errors,
+    })
+}
+
+fn main() {
+    if let Ok(role) = std::env::var("PLANLOCK_FLEET_WORKER") {
+        return worker::main(&role);
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    if !quick && !args.iter().any(|a| a == "--bench") {
+        return;
+    }
+    let window = if quick { Duration::from_secs(3) } else { Duration::from_secs(6) };
+    let Some(server) = common::pg::PgServer::start_with(true) else {
+        assert!(std::env::var("CI").is_err(), "no PostgreSQL server; .ci/run installs it");
+        eprintln!("no PostgreSQL server is installed (Debian's `postgresql`); nothing to measure");
+        return;
+    };
+    let url = server.database("fleet");
+    let pg = proc::PgWatch::new(&server, &url);
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("policy");
+    common::policy(&policy, "friendly");
+    let plan = worker::plan_file(dir.path(), &policy);
+    // The smoke run leaves the peer out unless FLEET_PEER is set (its install takes a minute).
+    let with_peer = !quick || std::env::var_os("FLEET_PEER").is_some();
+    let peer = if with_peer { peer::Peer::install(&url, &policy) } else { None };
+    let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fleet");
+    std::fs::create_dir_all(&out).unwrap();
+    let mut records = Vec::new();
+    let mut floors = std::collections::HashMap::new();
+    let mut models: Vec<(u64, proc::ModelServer)> = Vec::new();
+    let began = Instant::now();
+    println!("fleet: {} configurations, {} s windows, {} cores", configs(quick).len(), window.as_secs(), cores());
+    for (n, config) in configs(quick).into_iter().enumerate() {
+        if !models.iter().any(|(l, _)| *l == config.latency_ms) {
+            models.push((config.latency_ms, proc::ModelServer::start(config.latency_ms)));
+        }
+        let model = &models.iter().find(|(l, _)| *l == config.latency_ms).unwrap().1;
+        let floor = (config.backend == Backend::Postgres && config.latency_ms == 0)
+            .then(|| *floors.entry(config.workers).or_insert_with(|| proc::cas_floor(&url, config.workers, window)));
+        let tag = format!("c{n}");
+        let place = match config.backend {
+            Backend::Postgres => {
+                worker::fill_queue(&url, &tag, config.sessions);
+                url.clone()
+            }
+            Backend::Files => dir.path().join(&tag).display().to_string(),
+        };
+        let commands = (0..config.workers)
+            .map(|w| worker::command(config, w, &tag, &place, &model.url, &policy, &plan, window))
+            .collect();
+        let watch = (config.backend == Backend::Postgres).then_some(&pg);
+        if let Some(f) = measure(config, window, watch, model, commands) {
+            print("planlock", config, &f, floor);
+            records.push(record("planlock", config, &f));
+        }
+        if let (Some(peer), Backend::Postgres) = (&peer, config.backend) {
+            let commands =
+                (0..config.workers).map(|w| peer.command(config, w, &tag, &url, &model.url, window)).collect();
+            if let Some(f) = measure(config, window, Some(&pg), model, commands) {
+                print("LangGraph", config, &f, floor);
+                records.push(record("LangGraph", config, &f));
+            }
+        }
+        if config.backend == Backend::Files {
+            let _ = std::fs::remove_dir_all(dir.path().join(&tag));
+        }
+    }
+    for (w, floor) in &floors {
+        records.push(json!({ "system": "floor: bare compare-and-set saves", "workers": w, "perSecond": floor }));
+    }
+    std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&records).unwrap()).unwrap();
+    if !quick {
+        std::fs::write(out.join("fleet.svg"), plot::svg(&records)).unwrap();
+    }
+    println!("fleet: done in {:.0} s; {}", began.elapsed().as_secs_f64(), out.display());
+}
+
+fn cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+/// Where the worker finds what the parent prepared.
+pub fn bench_binary() -> PathBuf {
+    std::env::current_exe().unwrap()
+}

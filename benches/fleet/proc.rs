@@ -1,0 +1,166 @@
+//! What the fleet bench watches from outside the workers: PostgreSQL's processes and commits,
+//! the mock model server, and the bare compare-and-set floor.
+
+use std::time::{Duration, Instant};
+
+use planlock::pg::PgDatabase;
+use planlock::session::postgres::PgSessionStore;
+use planlock::session::{SessionStore, SessionUpdate};
+use serde_json::json;
+use wiremock::matchers::{body_partial_json, method};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// The server's processes and its database's commit counter.
+pub struct PgWatch {
+    postmaster: i32,
+    url: String,
+}
+
+/// Clock ticks per second, as `/proc/*/stat` counts CPU time.
+fn ticks() -> f64 {
+    // SAFETY: sysconf has no preconditions.
+    (unsafe { libc::sysconf(libc::_SC_CLK_TCK) }) as f64
+}
+
+/// `(ppid, utime + stime, cutime + cstime)` of a process, in ticks.
+fn stat(pid: i32) -> Option<(i32, u64, u64)> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name (in parentheses, which may hold spaces): state, ppid, …
+    let fields: Vec<&str> = text[text.rfind(')')? + 2..].split(' ').collect();
+    let n = |i: usize| fields.get(i).and_then(|f| f.parse::<u64>().ok());
+    Some((fields.get(1)?.parse().ok()?, n(11)? + n(12)?, n(13)? + n(14)?))
+}
+
+impl PgWatch {
+    pub fn new(server: &super::common::pg::PgServer, url: &str) -> PgWatch {
+        let pid = std::fs::read_to_string(server.dir().join("data/postmaster.pid")).unwrap();
+        PgWatch { postmaster: pid.lines().next().unwrap().trim().parse().unwrap(), url: url.to_owned() }
+    }
+
+    /// CPU seconds of the postmaster, its live children, and its children that have ended.
+    pub fn cpu_s(&self) -> f64 {
+        let mut total = 0;
+        if let Some((_, own, ended)) = stat(self.postmaster) {
+            total += own + ended;
+        }
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else { continue };
+            if let Some((ppid, own, _)) = stat(pid)
+                && ppid == self.postmaster
+            {
+                total += own;
+            }
+        }
+        total as f64 / ticks()
+    }
+
+    /// The counter now: one simple query, one transaction.
+    fn commits(&self, client: &mut postgres::Client) -> u64 {
+        let sql = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()";
+        let rows = client.simple_query(sql).unwrap();
+        rows.iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
+    /// The database's commits once every backend has reported, less this call's own looks:
+    /// waits at least `at_least`, then until the count has held still for `quiet` (but for the
+    /// looks' own commits: one per look). A backend idle since before the call reports within
+    /// 10 s of going idle; one that ended, at once.
+    pub fn settled_commits(&self, at_least: Duration, quiet: Duration) -> u64 {
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let began = Instant::now();
+        let (mut last, mut looks, mut quiet_since) = (self.commits(&mut client), 1u64, Instant::now());
+        while began.elapsed() < at_least || quiet_since.elapsed() < quiet {
+            std::thread::sleep(Duration::from_millis(500));
+            let now = self.commits(&mut client);
+            looks += 1;
+            if now > last + 2 {
+                quiet_since = Instant::now();
+            }
+            last = now;
+        }
+        drop(client);
+        last.saturating_sub(looks)
+    }
+}
+
+/// The OpenAI-compatible mock model: wiremock answering after `latency_ms`; a request with a
+/// `response_format` gets the summary JSON, any other a text answer.
+pub struct ModelServer {
+    _rt: tokio::runtime::Runtime,
+    _server: MockServer,
+    pub url: String,
+}
+
+impl ModelServer {
+    pub fn start(latency_ms: u64) -> ModelServer {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+        let server = rt.block_on(MockServer::builder().disable_request_recording().start());
+        let delay = Duration::from_millis(latency_ms);
+        let answer = |text: &str| {
+            json!({
+                "id": "c", "object": "chat.completion", "model": "fleet-mock",
+                "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" }],
+                "usage": { "prompt_tokens": 40, "completion_tokens": 12, "total_tokens": 52 }
+            })
+        };
+        let summary = json!({ "summary": "rotate the key every 90 days", "keywords": ["rotation", "keys"] });
+        rt.block_on(async {
+            Mock::given(method("POST"))
+                .and(body_partial_json(json!({ "response_format": { "type": "json_object" } })))
+                .respond_with(ResponseTemplate::new(200).set_body_json(answer(&summary.to_string())).set_delay(delay))
+                .with_priority(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .respond_with(
+                    ResponseTemplate::new(200).set_body_json(answer("Rotate the key in the vault.")).set_delay(delay),
+                )
+                .with_priority(2)
+                .mount(&server)
+                .await;
+        });
+        let url = format!("{}/v1", server.uri());
+        ModelServer { _rt: rt, _server: server, url }
+    }
+
+    /// CPU seconds of this process (the server's threads, and the bench's, which sleeps).
+    pub fn cpu_s(&self) -> f64 {
+        super::worker::usage().0
+    }
+}
+
+/// The floor: bare compare-and-set session saves per second with `clients` threads, each on a
+/// session of its own, for `window`.
+pub fn cas_floor(url: &str, clients: usize, window: Duration) -> f64 {
+    let db = PgDatabase::connect(url).unwrap();
+    let stop = Instant::now() + window;
+    let threads: Vec<_> = (0..clients)
+        .map(|c| {
+            let db = db.clone();
+            std::thread::spawn(move || {
+                let store = PgSessionStore::open(&db, &format!("floor/{clients}-{c}")).unwrap();
+                let update = SessionUpdate {
+                    session_id: uuid::Uuid::new_v4(),
+                    memory_ref: Some("memory".into()),
+                    repo_scan_version: None,
+                    last_execution_plan_hash: planlock::Digest::of(b"plan"),
+                    hash_parts: None,
+                    cycle: 1,
+                };
+                let mut saves = 0u64;
+                while Instant::now() < stop {
+                    store.save(update.clone()).unwrap();
+                    saves += 1;
+                }
+                saves
+            })
+        })
+        .collect();
+    let saves: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    saves as f64 / window.as_secs_f64()
+}
