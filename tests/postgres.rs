@@ -30,7 +30,7 @@ use planlock::demo::Demo;
 use planlock::pg::{PgDatabase, PgError, PgOptions};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::postgres::PgSessionStore;
-use planlock::session::{SessionError, SessionStore};
+use planlock::session::{BeforeSave, SessionError, SessionStore, SessionUpdate};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::postgres::PgStore;
@@ -185,6 +185,30 @@ fn worker(mode: &str) {
                     say(format_args!("FAIL {key} {line}"));
                     std::process::exit(3)
                 }
+            }
+        }
+        // Two cycles; the second dies (abort) at its save, after all of its store writes.
+        "die-before-save" => {
+            let key = &env.keys[0];
+            let store = PgSessionStore::open_with_lease(&db, key, env.lease).unwrap();
+            let store = BeforeSave::new(store, |update: &SessionUpdate| {
+                if update.cycle == 2 {
+                    say(format_args!("SAVING 2"));
+                    std::process::abort();
+                }
+                Ok(())
+            });
+            let manifest = BundleManifest::default_shared_bundle();
+            let resolved = StrategyResolver::default().resolve_in_database(&manifest, &db, key).unwrap();
+            let mut runtime = Runtime::builder(&env.policy, env.plan.clone(), store)
+                .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
+                .bundle(manifest)
+                .boot()
+                .unwrap();
+            for _ in 0..2 {
+                let outcome = runtime.run_cycle_blocking();
+                assert!(matches!(outcome, Ok(RunOutcome::Completed(_))), "{outcome:?}");
+                say(format_args!("DONE {key} {}", runtime.cycle()));
             }
         }
         other => panic!("unknown worker mode {other}"),
@@ -739,7 +763,62 @@ fn cycles_run_inside_a_tokio_runtime(server: &PgServer) {
     assert_eq!(cycles, 2);
 }
 
+/// Rows a session's cycles wrote: memories, and keyed writes (decision, evidence, link).
+fn written_rows(url: &str, key: &str) -> (i64, i64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let mut count = |table: &str| -> i64 {
+        client.query_one(&format!("SELECT count(*) FROM {table} WHERE namespace = $1"), &[&key]).unwrap().get(0)
+    };
+    (count("planlock_memories"), count("planlock_writes"))
+}
+
+/// A cycle's store writes and its session save are one transaction (CONTRACT §13): a worker
+/// killed at the save leaves none of that cycle's writes; a cycle that fails after some writes
+/// leaves none either, and holds no transaction open.
+fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &PgServer) {
+    let url = server.database("one_transaction");
+    let fx = fixture();
+    let key = "atomic-1".to_owned();
+    let mut child = spawn_worker("die-before-save", &url, &fx, std::slice::from_ref(&key), 500);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the worker died at its second save");
+    let one_cycle = written_rows(&url, &key);
+    assert_eq!(one_cycle.0, 1, "the memory of cycle 1 only: cycle 2's went with its save");
+    assert!(one_cycle.1 >= 1, "cycle 1's keyed writes are there: {one_cycle:?}");
+    // The next worker takes the session over (the dead one's lease runs out) and redoes cycle 2.
+    std::thread::sleep(Duration::from_millis(700));
+    let db = PgDatabase::connect(&url).unwrap();
+    let env = worker_env_for(&url, &fx, 30_000);
+    let mut runtime = boot(&db, &env, &key, PgSessionStore::open(&db, &key).unwrap()).unwrap();
+    assert_eq!(run(&mut runtime), Ok(2));
+    assert_eq!(written_rows(&url, &key), (2, 2 * one_cycle.1), "cycle 2 written once, by its re-run");
+
+    // A cycle failing at its last store write: the writes before it are rolled back at once.
+    let manifest = BundleManifest::default_shared_bundle();
+    let resolved = StrategyResolver::default().resolve_in_database(&manifest, &db, "atomic-2").unwrap();
+    let mut failing = Runtime::builder(&env.policy, env.plan.clone(), PgSessionStore::open(&db, "atomic-2").unwrap())
+        .handlers(
+            Demo::new().failing([StepType::LinkDecisionEvidence]).with_store(&StoreHandlers::new(resolved)).boxed(),
+        )
+        .bundle(manifest)
+        .boot()
+        .unwrap();
+    assert!(failing.run_cycle_blocking().is_err());
+    assert_eq!(written_rows(&url, "atomic-2"), (0, 0));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let open: i64 = client
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 0, "no transaction is left open by the failed cycle");
+    drop(failing);
+}
+
 const TESTS: &[(&str, Test)] = &[
+    (
+        "a_cycles_writes_are_durable_with_its_save_or_not_at_all",
+        a_cycles_writes_are_durable_with_its_save_or_not_at_all,
+    ),
     ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
     ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),
     (

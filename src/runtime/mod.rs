@@ -765,11 +765,16 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         outcome: Result<CycleOutcome, ExecError>,
         cycle: u64,
     ) -> Result<RunOutcome, RuntimeError> {
-        match outcome {
+        let settled = match outcome {
             Ok(CycleOutcome::Completed(done)) => self.commit(done).await,
             Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(&paused, cycle),
             Err(e) => Err(self.fail(e.into())),
+        };
+        if settled.is_err() {
+            // No save: a store holding the cycle's writes open for it drops them.
+            self.store.discard_cycle();
         }
+        settled
     }
 
     /// Saves the staged session of a completed cycle (its bundle pin first, when one is due, so a

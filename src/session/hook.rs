@@ -72,6 +72,9 @@ where
         (self.check)(&update)?;
         self.inner.save(update)
     }
+    fn discard_cycle(&self) {
+        self.inner.discard_cycle()
+    }
     fn save_async(&self, update: SessionUpdate) -> super::SaveFuture<'_> {
         if let Err(e) = (self.check)(&update) {
             return Box::pin(std::future::ready(Err(e)));

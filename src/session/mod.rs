@@ -308,6 +308,9 @@ pub trait SessionStore: Send + Sync {
     fn save_async(&self, update: SessionUpdate) -> SaveFuture<'_> {
         Box::pin(std::future::ready(self.save(update)))
     }
+    /// The cycle in progress ended without a save (it failed or paused): a store that holds the
+    /// cycle's writes open for its save (PostgreSQL's) rolls them back. By default, nothing.
+    fn discard_cycle(&self) {}
     /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError>;
     /// Saves the record of a paused cycle, atomically and durably, replacing any other.

@@ -27,7 +27,7 @@ use super::{
     BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionState, SessionStore,
     SessionUpdate,
 };
-use crate::pg::PgDatabase;
+use crate::pg::{CycleSlot, PgDatabase};
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -93,6 +93,18 @@ pub struct Shared {
     inner: Mutex<Inner>,
 }
 
+/// How a write of the session store meets the cycle's open transaction (see
+/// [`PgStore`](crate::store::postgres::PgStore)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InCycle {
+    /// On a connection of its own, committed alone.
+    Alone,
+    /// In the cycle's transaction if one is open, left open (the bundle pin, before the save).
+    Join,
+    /// In the cycle's transaction if one is open, which it then commits (the session save).
+    Commit,
+}
+
 /// A statement parameter with its type.
 type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
@@ -146,6 +158,7 @@ impl PgSessionStore {
         match taken {
             Some(row) => {
                 store.lock()?.seen = row.get(0);
+                store.db.register_cycles(&store.key);
                 Ok(store)
             }
             None => {
@@ -176,7 +189,7 @@ impl PgSessionStore {
     /// Extends the lease without writing anything else; [`SessionError::Fenced`] if it was taken
     /// over. A cycle longer than the lease should renew it.
     pub fn renew(&self) -> Result<(), SessionError> {
-        self.write("renewing the lease", "lease_owner = lease_owner", &[])
+        self.write("renewing the lease", "lease_owner = lease_owner", &[], InCycle::Alone)
     }
 }
 
@@ -188,7 +201,7 @@ impl Shared {
             reason: format!("cannot write the session state: {e}"),
         })?;
         // The session exists now: its reserved id has done its work (one statement, so both or neither).
-        self.write("saving the session", "state = $5, reserved = NULL", &[(&text, Type::TEXT)])?;
+        self.write("saving the session", "state = $5, reserved = NULL", &[(&text, Type::TEXT)], InCycle::Commit)?;
         Ok(state)
     }
 
@@ -211,7 +224,7 @@ impl Shared {
         params: &[Param<'_>],
     ) -> Result<Option<postgres::Row>, SessionError> {
         let mut inner = self.lock()?;
-        self.query_locked(&mut inner, doing, sql, params)
+        self.query_locked(&mut inner, doing, sql, params, InCycle::Alone)
     }
 
     /// Runs `sql` on a connection from the pool, given back right after: a session holds no
@@ -225,13 +238,42 @@ impl Shared {
         doing: &'static str,
         sql: &str,
         params: &[Param<'_>],
+        in_cycle: InCycle,
     ) -> Result<Option<postgres::Row>, SessionError> {
         crate::pg::off_runtime(|| {
-            let mut conn = self
-                .db
-                .connection()
-                .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
-            conn.query_typed_opt(sql, params).map_err(|e| self.database(doing, &e))
+            let open = match in_cycle {
+                InCycle::Alone => None,
+                InCycle::Join | InCycle::Commit => match self.db.take_cycle(&self.key) {
+                    CycleSlot::Open(conn) => Some(conn),
+                    CycleSlot::Idle | CycleSlot::Unregistered => None,
+                },
+            };
+            let Some(mut conn) = open else {
+                let mut conn = self
+                    .db
+                    .connection()
+                    .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
+                return conn.query_typed_opt(sql, params).map_err(|e| self.database(doing, &e));
+            };
+            // The cycle's writes are in this transaction: the compare-and-set decides for them
+            // too. Not this worker's row any more (fenced), or a failure: none of them happen.
+            let row = match conn.query_typed_opt(sql, params) {
+                Ok(Some(row)) => row,
+                Ok(None) => {
+                    let _ = conn.batch_execute("ROLLBACK");
+                    return Ok(None);
+                }
+                Err(e) => {
+                    let _ = conn.batch_execute("ROLLBACK");
+                    return Err(self.database(doing, &e));
+                }
+            };
+            if in_cycle == InCycle::Commit {
+                conn.batch_execute("COMMIT").map_err(|e| self.database(doing, &e))?;
+            } else {
+                self.db.put_cycle(&self.key, conn);
+            }
+            Ok(Some(row))
         })
     }
 
@@ -249,7 +291,13 @@ impl Shared {
 
     /// One compare-and-set write: `set` (SQL assignments whose parameters start at `$4`), only
     /// if the row is still at the version this worker saw and its lease is still this worker's.
-    fn write(&self, doing: &'static str, set: &str, params: &[Param<'_>]) -> Result<(), SessionError> {
+    fn write(
+        &self,
+        doing: &'static str,
+        set: &str,
+        params: &[Param<'_>],
+        in_cycle: InCycle,
+    ) -> Result<(), SessionError> {
         let mut inner = self.lock()?;
         let sql = format!(
             "UPDATE planlock_sessions
@@ -262,7 +310,7 @@ impl Shared {
         let mut all: Vec<Param<'_>> =
             vec![(&self.key, Type::TEXT), (&seen, Type::INT8), (&self.owner, Type::UUID), (&lease, Type::FLOAT8)];
         all.extend_from_slice(params);
-        match self.query_locked(&mut inner, doing, &sql, &all)? {
+        match self.query_locked(&mut inner, doing, &sql, &all, in_cycle)? {
             Some(row) => {
                 inner.seen = row.get(0);
                 Ok(())
@@ -276,12 +324,13 @@ impl Shared {
         doing: &'static str,
         column: Column,
         value: Option<&T>,
+        in_cycle: InCycle,
     ) -> Result<(), SessionError> {
         let text = value.map(serde_json::to_string).transpose().map_err(|e| SessionError::Database {
             key: self.key.clone(),
             reason: format!("cannot write the {}: {e}", column.what()),
         })?;
-        self.write(doing, &format!("{} = $5", column.name()), &[(&text, Type::TEXT)])
+        self.write(doing, &format!("{} = $5", column.name()), &[(&text, Type::TEXT)], in_cycle)
     }
 }
 
@@ -294,6 +343,8 @@ impl std::ops::Deref for PgSessionStore {
 
 impl Drop for PgSessionStore {
     fn drop(&mut self) {
+        let shared = self.shared.clone();
+        crate::pg::off_runtime(move || shared.db.unregister_cycles(&shared.key));
         // Gives the lease back (a no-op when it is not this worker's); if this fails the lease
         // simply runs out.
         let _ = self.query_opt(
@@ -333,6 +384,11 @@ impl SessionStore for PgSessionStore {
 
     /// The save on the blocking thread pool: an async caller's thread is not held while the
     /// server makes the commit durable.
+    fn discard_cycle(&self) {
+        let shared = self.shared.clone();
+        crate::pg::off_runtime(move || shared.db.discard_cycle(&shared.key));
+    }
+
     fn save_async(&self, update: SessionUpdate) -> SaveFuture<'_> {
         let shared = self.shared.clone();
         Box::pin(blocking::unblock(move || shared.save(update)))
@@ -343,11 +399,18 @@ impl SessionStore for PgSessionStore {
     }
 
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.write_json("saving the intervention record", Column::Intervention, Some(record))
+        // A paused cycle's writes are redone when it resumes, perhaps by another worker.
+        self.db.discard_cycle(&self.key);
+        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Alone)
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.write_json::<InterventionRecord>("removing the intervention record", Column::Intervention, None)
+        self.write_json::<InterventionRecord>(
+            "removing the intervention record",
+            Column::Intervention,
+            None,
+            InCycle::Alone,
+        )
     }
 
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
@@ -355,7 +418,7 @@ impl SessionStore for PgSessionStore {
     }
 
     fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
-        self.write_json("reserving the session id", Column::Reserved, Some(reserved))
+        self.write_json("reserving the session id", Column::Reserved, Some(reserved), InCycle::Alone)
     }
 
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
@@ -363,6 +426,6 @@ impl SessionStore for PgSessionStore {
     }
 
     fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
-        self.write_json("saving the bundle pin", Column::Pin, Some(pin))
+        self.write_json("saving the bundle pin", Column::Pin, Some(pin), InCycle::Join)
     }
 }

@@ -7,11 +7,15 @@
 //! `simple` configuration: no stemming, any language), every word of the input joined with `|`
 //! (the words hold only letters and digits, so no operator of the input reaches the query).
 //! One active version per decision root is a partial unique index. Every write is one
-//! transaction; keyed writes are recorded in `planlock_writes` and never happen twice.
+//! transaction; keyed writes are recorded in `planlock_writes` and never happen twice. While a
+//! [`PgSessionStore`](crate::session::postgres::PgSessionStore) of the namespace is open on the
+//! same [`PgDatabase`], a cycle's writes are one transaction instead, left open from the first
+//! write and committed by the session save, so the cycle's writes and its session are durable
+//! together or not at all (CONTRACT §13); a cycle that ends without a save rolls them back.
 //!
 //! Calls block, so each runs on the `blocking` crate's pool and is awaited.
 
-use postgres::Transaction;
+use postgres::Client;
 
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
@@ -20,7 +24,7 @@ use super::{
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
-use crate::pg::{PgConnection, PgDatabase, reason};
+use crate::pg::{CycleSlot, PgConnection, PgDatabase, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
 /// pool.
@@ -58,15 +62,65 @@ impl PgStore {
     async fn transaction<T: Send + 'static>(
         &self,
         doing: &'static str,
-        f: impl FnOnce(&mut Transaction<'_>, &str) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&mut Client, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.with(move |conn, namespace| {
-            let mut tx = conn.transaction().map_err(backend(doing))?;
-            let out = f(&mut tx, namespace)?;
-            tx.commit().map_err(backend(doing))?;
-            Ok(out)
+        self.with(move |conn, namespace| alone(conn, doing, |c| f(c, namespace))).await
+    }
+
+    /// Runs the write `f` in the cycle's transaction when the namespace's session store is open
+    /// on this database (left open for the session save), else in one of its own.
+    async fn write<T: Send + 'static>(
+        &self,
+        doing: &'static str,
+        f: impl FnOnce(&mut Client, &str) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (db, namespace) = (self.db.clone(), self.namespace.clone());
+        blocking::unblock(move || {
+            let mut conn = match db.take_cycle(&namespace) {
+                CycleSlot::Open(conn) => conn,
+                CycleSlot::Idle => {
+                    let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
+                    conn.batch_execute("BEGIN").map_err(backend(doing))?;
+                    Box::new(conn)
+                }
+                CycleSlot::Unregistered => {
+                    let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
+                    return alone(&mut conn, doing, |c| f(c, &namespace));
+                }
+            };
+            match f(&mut conn, &namespace) {
+                Ok(out) => {
+                    db.put_cycle(&namespace, conn);
+                    Ok(out)
+                }
+                Err(e) => {
+                    // A failed statement aborts the transaction: the cycle's writes go with it,
+                    // and the cycle fails.
+                    let _ = conn.batch_execute("ROLLBACK");
+                    Err(e)
+                }
+            }
         })
         .await
+    }
+}
+
+/// `f` between `BEGIN` and `COMMIT`, rolled back when it fails.
+fn alone<T>(
+    conn: &mut Client,
+    doing: &'static str,
+    f: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    conn.batch_execute("BEGIN").map_err(backend(doing))?;
+    match f(conn) {
+        Ok(out) => {
+            conn.batch_execute("COMMIT").map_err(backend(doing))?;
+            Ok(out)
+        }
+        Err(e) => {
+            let _ = conn.batch_execute("ROLLBACK");
+            Err(e)
+        }
     }
 }
 
@@ -130,7 +184,7 @@ impl MemoryRepositoryPort for PgStore {
         let key = memory.key.to_string();
         let (session_ref, summary) = (memory.session_ref.to_owned(), memory.summary.to_owned());
         let keywords = memory.keywords.join(" ");
-        self.transaction("storing a memory", move |tx, namespace| {
+        self.write("storing a memory", move |tx, namespace| {
             let id = format!("mem-{}", &key[..16]);
             // A memory's key is its own unique column: a put again under it finds it there.
             let inserted = tx
@@ -156,13 +210,13 @@ impl MemoryRepositoryPort for PgStore {
 }
 
 /// What the write under `key` returned, if it happened.
-fn written(tx: &mut Transaction<'_>, namespace: &str, key: &str) -> Result<Option<String>, StoreError> {
+fn written(tx: &mut Client, namespace: &str, key: &str) -> Result<Option<String>, StoreError> {
     tx.query_opt("SELECT result FROM planlock_writes WHERE namespace = $1 AND idem_key = $2", &[&namespace, &key])
         .map(|row| row.map(|r| r.get(0)))
         .map_err(backend("reading the idempotency keys"))
 }
 
-fn record_write(tx: &mut Transaction<'_>, namespace: &str, key: &str, result: &str) -> Result<(), StoreError> {
+fn record_write(tx: &mut Client, namespace: &str, key: &str, result: &str) -> Result<(), StoreError> {
     tx.execute(
         "INSERT INTO planlock_writes (namespace, idem_key, result) VALUES ($1, $2, $3)",
         &[&namespace, &key, &result],
@@ -173,7 +227,7 @@ fn record_write(tx: &mut Transaction<'_>, namespace: &str, key: &str, result: &s
 
 /// Keyed writes of the same key from two workers at once: the transaction serializes on the key
 /// (an advisory lock on its hash), so one writes and the other finds its result.
-fn lock_key(tx: &mut Transaction<'_>, namespace: &str, key: &str) -> Result<(), StoreError> {
+fn lock_key(tx: &mut Client, namespace: &str, key: &str) -> Result<(), StoreError> {
     tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))", &[&namespace, &key])
         .map(drop)
         .map_err(backend("locking the idempotency key"))
@@ -232,7 +286,7 @@ impl DecisionContextProviderPort for PgStore {
 impl DecisionWritePort for PgStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
         let (decision, key) = (decision.clone(), key.to_string());
-        self.transaction("storing a decision", move |tx, namespace| {
+        self.write("storing a decision", move |tx, namespace| {
             lock_key(tx, namespace, &key)?;
             if let Some(id) = written(tx, namespace, &key)? {
                 return Ok(id);
@@ -296,7 +350,7 @@ impl DecisionWritePort for PgStore {
 
     async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
         let (evidence, key) = (evidence.clone(), key.to_string());
-        self.transaction("storing evidence", move |tx, namespace| {
+        self.write("storing evidence", move |tx, namespace| {
             lock_key(tx, namespace, &key)?;
             if let Some(id) = written(tx, namespace, &key)? {
                 return Ok(id);
@@ -323,7 +377,7 @@ impl DecisionWritePort for PgStore {
 
     async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
         let (anchor, key) = (anchor.clone(), key.to_string());
-        self.transaction("linking", move |tx, namespace| {
+        self.write("linking", move |tx, namespace| {
             lock_key(tx, namespace, &key)?;
             if let Some(status) = written(tx, namespace, &key)? {
                 return Ok(status);
