@@ -83,22 +83,28 @@ fn number(name: &str) -> usize {
 
 /// This process's resident set now, in KiB (`VmRSS`).
 pub fn rss_kib() -> u64 {
+    status_kib("VmRSS:")
+}
+
+/// A figure of this process's `/proc/self/status`, in KiB.
+fn status_kib(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
     status
         .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .find_map(|l| l.strip_prefix(field))
         .and_then(|v| v.trim().trim_end_matches(" kB").trim().parse().ok())
         .unwrap_or(0)
 }
 
-/// This process's CPU seconds and peak resident set (KiB) so far.
+/// This process's CPU seconds, and its peak resident set (KiB) so far: `VmHWM`, the peak of this
+/// program's own memory (`ru_maxrss` would count the parent's, copied at the fork).
 pub fn usage() -> (f64, u64) {
     // SAFETY: `getrusage` writes only into the struct it is given.
     let mut u = unsafe { std::mem::zeroed::<libc::rusage>() };
     // SAFETY: as above; RUSAGE_SELF is always valid.
     unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
     let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    (seconds(u.ru_utime) + seconds(u.ru_stime), u.ru_maxrss as u64)
+    (seconds(u.ru_utime) + seconds(u.ru_stime), status_kib("VmHWM:"))
 }
 
 /// The worker's entry point.

@@ -124,12 +124,16 @@ def build(store, http, model_url, policy):
     return graph
 
 
-def rss_kib():
+def status_kib(field):
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
+            if line.startswith(field):
                 return int(line.split()[1])
     return 0
+
+
+def rss_kib():
+    return status_kib("VmRSS:")
 
 
 async def main():
@@ -174,7 +178,7 @@ async def main():
             usage = resource.getrusage(resource.RUSAGE_SELF)
             result = {"cycles": sum(1 for w in walls if w[1]), "all_cycles": len(walls),
                       "walls_ms": [w[0] for w in walls], "cpu_s": usage.ru_utime + usage.ru_stime - cpu_before,
-                      "peak_kib": usage.ru_maxrss, "base_kib": base, "sessions": len(keys), "errors": errors[0]}
+                      "peak_kib": status_kib("VmHWM:"), "base_kib": base, "sessions": len(keys), "errors": errors[0]}
             print("RESULT " + json.dumps(result), flush=True)
             os._exit(0)
 
