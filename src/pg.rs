@@ -25,6 +25,8 @@ use r2d2_postgres::r2d2;
 
 use crate::contract::registry::{Failure, FailureKind};
 
+pub(crate) mod cycle;
+
 /// How long connecting may take unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -119,35 +121,7 @@ impl Default for PgOptions {
 pub struct PgDatabase {
     pool: r2d2::Pool<PostgresConnectionManager<NoTls>>,
     target: String,
-    cycles: std::sync::Arc<CycleTransactions>,
-}
-
-/// The open transactions of cycles in progress, one per session key whose
-/// [`PgSessionStore`](crate::session::postgres::PgSessionStore) is open on this pool: a cycle's
-/// store writes ([`PgStore`](crate::store::postgres::PgStore)) join it, and the session save
-/// commits them with the session (CONTRACT §13: one transaction where they share a database).
-#[derive(Default)]
-struct CycleTransactions(std::sync::Mutex<std::collections::HashMap<String, Option<Box<PgConnection>>>>);
-
-/// The cycle transaction of a session key, taken out of the registry.
-pub(crate) enum CycleSlot {
-    /// No session store of this key is open here: a write commits alone.
-    Unregistered,
-    /// Its session store is open; no write of the cycle yet.
-    Idle,
-    /// The cycle's open transaction (boxed: a pooled client is large).
-    Open(Box<PgConnection>),
-}
-
-impl CycleTransactions {
-    fn map(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, Option<Box<PgConnection>>>> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
-/// Ends an open transaction without its writes; a connection that cannot is closed by the pool.
-fn roll_back(mut conn: Box<PgConnection>) {
-    let _ = conn.batch_execute("ROLLBACK");
+    cycles: std::sync::Arc<cycle::CycleTransactions>,
 }
 
 impl fmt::Debug for PgDatabase {
@@ -201,7 +175,8 @@ impl PgDatabase {
             .test_on_check_out(false)
             .connection_timeout(config.get_connect_timeout().copied().unwrap_or(options.connect_timeout))
             .build_unchecked(PostgresConnectionManager::new(config, NoTls));
-        Ok(PgDatabase { pool, target, cycles: std::sync::Arc::default() })
+        let cycles = std::sync::Arc::new(cycle::CycleTransactions::new(options.max_connections.max(1) as usize));
+        Ok(PgDatabase { pool, target, cycles })
     }
 
     /// Where the database is: host, port, database and user (never the password).
@@ -209,45 +184,9 @@ impl PgDatabase {
         &self.target
     }
 
-    /// Holds the cycles of session `key` open for its session save (its store was opened).
-    pub(crate) fn register_cycles(&self, key: &str) {
-        self.cycles.map().insert(key.to_owned(), None);
-    }
-
-    /// Stops holding the cycles of `key`, rolling back one in progress (its store was dropped).
-    pub(crate) fn unregister_cycles(&self, key: &str) {
-        if let Some(Some(conn)) = self.cycles.map().remove(key) {
-            roll_back(conn);
-        }
-    }
-
-    /// The cycle transaction of `key`, taken out: the caller puts it back
-    /// ([`put_cycle`](Self::put_cycle)), commits it, or rolls it back.
-    pub(crate) fn take_cycle(&self, key: &str) -> CycleSlot {
-        match self.cycles.map().get_mut(key) {
-            None => CycleSlot::Unregistered,
-            Some(slot) => slot.take().map_or(CycleSlot::Idle, CycleSlot::Open),
-        }
-    }
-
-    /// Puts the open transaction of `key` back for the cycle's next write; rolled back if the
-    /// store was dropped meanwhile.
-    pub(crate) fn put_cycle(&self, key: &str, conn: Box<PgConnection>) {
-        let mut map = self.cycles.map();
-        match map.get_mut(key) {
-            Some(slot) => *slot = Some(conn),
-            None => {
-                drop(map);
-                roll_back(conn);
-            }
-        }
-    }
-
-    /// Rolls back the open transaction of `key`, if there is one: its cycle ended without a save.
-    pub(crate) fn discard_cycle(&self, key: &str) {
-        if let CycleSlot::Open(conn) = self.take_cycle(key) {
-            roll_back(conn);
-        }
+    /// The registry of the cycles held open on this pool ([`cycle`]).
+    pub(crate) fn cycles(&self) -> &std::sync::Arc<cycle::CycleTransactions> {
+        &self.cycles
     }
 
     /// A connection from the pool.

@@ -745,22 +745,41 @@ fn many_open_sessions_share_a_small_pool(server: &PgServer) {
     assert_eq!(held, 12, "every session is still leased to this worker");
 }
 
-/// A session in the database runs from async code on tokio, as in a server built on it: the
-/// synchronous client is never called on the runtime's own thread (it would panic there).
+/// Sessions in the database run from async code on tokio, as in a server built on it: the
+/// synchronous client is never called on the runtime's own thread (it would panic there). Twelve
+/// sessions run at once on one thread and a pool of two connections, through their first cycles
+/// (which make synchronous calls on that thread) and the next: the cycles held open never take
+/// the last connection, so nothing waits on a thread that is itself waiting.
 fn cycles_run_inside_a_tokio_runtime(server: &PgServer) {
     let url = server.database("on_tokio");
-    let db = PgDatabase::connect(&url).unwrap();
+    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2 };
+    let db = PgDatabase::connect_with(&url, options).unwrap();
     let fx = fixture();
+    let env = worker_env_for(&url, &fx, 30_000);
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let cycles = rt.block_on(async {
-        let store = PgSessionStore::open(&db, "tokio-1").unwrap();
-        let mut runtime = boot(&db, &worker_env_for(&url, &fx, 30_000), "tokio-1", store).unwrap();
-        for _ in 0..2 {
-            assert!(matches!(runtime.run_cycle().await, Ok(RunOutcome::Completed(_))));
+    let local = tokio::task::LocalSet::new();
+    let tasks: Vec<_> = keys("tokio", 12)
+        .into_iter()
+        .map(|key| {
+            let store = PgSessionStore::open(&db, &key).unwrap();
+            let mut runtime = boot(&db, &env, &key, store).unwrap();
+            local.spawn_local(async move {
+                for _ in 0..2 {
+                    let outcome = runtime.run_cycle().await;
+                    assert!(matches!(outcome, Ok(RunOutcome::Completed(_))), "{key}: {outcome:?}");
+                }
+                runtime.cycle()
+            })
+        })
+        .collect();
+    let cycles = local.block_on(&rt, async {
+        let mut cycles = Vec::new();
+        for task in tasks {
+            cycles.push(task.await.unwrap());
         }
-        runtime.cycle()
+        cycles
     });
-    assert_eq!(cycles, 2);
+    assert_eq!(cycles, vec![2; 12]);
 }
 
 /// Rows a session's cycles wrote: memories, and keyed writes (decision, evidence, link).

@@ -227,7 +227,14 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
                         let in_window = Instant::now() <= end;
                         walls.borrow_mut().push((started.elapsed().as_secs_f64() * 1e3, in_window));
                     }
-                    Ok(RunOutcome::Paused(_)) | Err(_) => {
+                    Ok(RunOutcome::Paused(_)) => {
+                        *errors.borrow_mut() += 1;
+                        break;
+                    }
+                    Err(e) => {
+                        if *errors.borrow() == 0 {
+                            eprintln!("worker {}: a cycle failed: {e}", std::process::id());
+                        }
                         *errors.borrow_mut() += 1;
                         break;
                     }

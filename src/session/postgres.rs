@@ -27,7 +27,8 @@ use super::{
     BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionState, SessionStore,
     SessionUpdate,
 };
-use crate::pg::{CycleSlot, PgDatabase};
+use crate::pg::PgDatabase;
+use crate::pg::cycle::CycleSlot;
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -158,7 +159,7 @@ impl PgSessionStore {
         match taken {
             Some(row) => {
                 store.lock()?.seen = row.get(0);
-                store.db.register_cycles(&store.key);
+                store.db.cycles().register(&store.key);
                 Ok(store)
             }
             None => {
@@ -243,12 +244,12 @@ impl Shared {
         crate::pg::off_runtime(|| {
             let open = match in_cycle {
                 InCycle::Alone => None,
-                InCycle::Join | InCycle::Commit => match self.db.take_cycle(&self.key) {
-                    CycleSlot::Open(conn) => Some(conn),
-                    CycleSlot::Idle | CycleSlot::Unregistered => None,
+                InCycle::Join | InCycle::Commit => match self.db.cycles().take(&self.key) {
+                    CycleSlot::Open(cycle) => Some(cycle),
+                    CycleSlot::Idle { .. } | CycleSlot::Unregistered => None,
                 },
             };
-            let Some(mut conn) = open else {
+            let Some(mut cycle) = open else {
                 let mut conn = self
                     .db
                     .connection()
@@ -256,22 +257,15 @@ impl Shared {
                 return conn.query_typed_opt(sql, params).map_err(|e| self.database(doing, &e));
             };
             // The cycle's writes are in this transaction: the compare-and-set decides for them
-            // too. Not this worker's row any more (fenced), or a failure: none of them happen.
-            let row = match conn.query_typed_opt(sql, params) {
-                Ok(Some(row)) => row,
-                Ok(None) => {
-                    let _ = conn.batch_execute("ROLLBACK");
-                    return Ok(None);
-                }
-                Err(e) => {
-                    let _ = conn.batch_execute("ROLLBACK");
-                    return Err(self.database(doing, &e));
-                }
+            // too. Not this worker's row any more (fenced), or a failure: dropped, the cycle is
+            // rolled back and none of its writes happen.
+            let Some(row) = cycle.conn().query_typed_opt(sql, params).map_err(|e| self.database(doing, &e))? else {
+                return Ok(None);
             };
             if in_cycle == InCycle::Commit {
-                conn.batch_execute("COMMIT").map_err(|e| self.database(doing, &e))?;
+                cycle.commit().map_err(|e| self.database(doing, &e))?;
             } else {
-                self.db.put_cycle(&self.key, conn);
+                self.db.cycles().put(&self.key, cycle);
             }
             Ok(Some(row))
         })
@@ -344,7 +338,7 @@ impl std::ops::Deref for PgSessionStore {
 impl Drop for PgSessionStore {
     fn drop(&mut self) {
         let shared = self.shared.clone();
-        crate::pg::off_runtime(move || shared.db.unregister_cycles(&shared.key));
+        crate::pg::off_runtime(move || shared.db.cycles().unregister(&shared.key));
         // Gives the lease back (a no-op when it is not this worker's); if this fails the lease
         // simply runs out.
         let _ = self.query_opt(
@@ -386,7 +380,7 @@ impl SessionStore for PgSessionStore {
     /// server makes the commit durable.
     fn discard_cycle(&self) {
         let shared = self.shared.clone();
-        crate::pg::off_runtime(move || shared.db.discard_cycle(&shared.key));
+        crate::pg::off_runtime(move || shared.db.cycles().discard(&shared.key));
     }
 
     fn save_async(&self, update: SessionUpdate) -> SaveFuture<'_> {
@@ -400,7 +394,7 @@ impl SessionStore for PgSessionStore {
 
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
         // A paused cycle's writes are redone when it resumes, perhaps by another worker.
-        self.db.discard_cycle(&self.key);
+        self.db.cycles().discard(&self.key);
         self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Alone)
     }
 

@@ -24,7 +24,8 @@ use super::{
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
-use crate::pg::{CycleSlot, PgConnection, PgDatabase, reason};
+use crate::pg::cycle::CycleSlot;
+use crate::pg::{PgConnection, PgDatabase, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
 /// pool.
@@ -76,32 +77,47 @@ impl PgStore {
     ) -> Result<T, StoreError> {
         let (db, namespace) = (self.db.clone(), self.namespace.clone());
         blocking::unblock(move || {
-            let mut conn = match db.take_cycle(&namespace) {
-                CycleSlot::Open(conn) => conn,
-                CycleSlot::Idle => {
-                    let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
-                    conn.batch_execute("BEGIN").map_err(backend(doing))?;
-                    Box::new(conn)
-                }
+            let cycles = db.cycles();
+            let mut cycle = match cycles.take(&namespace) {
+                CycleSlot::Open(cycle) => cycle,
+                CycleSlot::Idle { generation } => cycles
+                    .begin(generation, || {
+                        db.connection().map_err(|e| StoreError::Backend(e.to_string())).map_err(Opening::Store)
+                    })
+                    .map_err(|e| e.into_store(doing))?,
                 CycleSlot::Unregistered => {
                     let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
                     return alone(&mut conn, doing, |c| f(c, &namespace));
                 }
             };
-            match f(&mut conn, &namespace) {
-                Ok(out) => {
-                    db.put_cycle(&namespace, conn);
-                    Ok(out)
-                }
-                Err(e) => {
-                    // A failed statement aborts the transaction: the cycle's writes go with it,
-                    // and the cycle fails.
-                    let _ = conn.batch_execute("ROLLBACK");
-                    Err(e)
-                }
-            }
+            // A failed statement aborts the transaction: dropped, the cycle's writes are rolled
+            // back with it, and the cycle fails.
+            let out = f(cycle.conn(), &namespace)?;
+            cycles.put(&namespace, cycle);
+            Ok(out)
         })
         .await
+    }
+}
+
+/// Why a cycle's transaction could not be opened.
+enum Opening {
+    Store(StoreError),
+    Begin(postgres::Error),
+}
+
+impl From<postgres::Error> for Opening {
+    fn from(e: postgres::Error) -> Opening {
+        Opening::Begin(e)
+    }
+}
+
+impl Opening {
+    fn into_store(self, doing: &'static str) -> StoreError {
+        match self {
+            Opening::Store(e) => e,
+            Opening::Begin(e) => backend(doing)(e),
+        }
     }
 }
 

@@ -1,0 +1,185 @@
+//! The open transactions of cycles in progress (CONTRACT §13: a cycle's store writes and its
+//! session save are durable together where they share a database).
+//!
+//! While a [`PgSessionStore`](crate::session::postgres::PgSessionStore) of a key is open on a
+//! [`PgDatabase`](super::PgDatabase), the [`PgStore`](crate::store::postgres::PgStore) writes of
+//! that namespace on the same pool join one transaction per cycle, opened by the first of them;
+//! the session save's compare-and-set commits it. Two rules keep that safe under load:
+//! - At most one connection fewer than the pool holds is in an open cycle at once (a write that
+//!   would open one more waits, on its own thread, for one to end), so an operation outside the
+//!   cycles always finds a connection, even a synchronous one on an executor thread that the
+//!   open cycles need to go on.
+//! - Each key's cycles have a generation, advanced when a cycle is discarded: a write that
+//!   finishes after its cycle was given up (its step's deadline passed) is rolled back instead of
+//!   being left for the next cycle's save.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+use super::PgConnection;
+
+/// The registry of one pool.
+#[derive(Debug)]
+pub(crate) struct CycleTransactions {
+    state: Mutex<State>,
+    freed: Condvar,
+    /// How many cycles may hold a connection at once; 0: none are held (writes commit alone).
+    max_open: usize,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    slots: HashMap<String, Slot>,
+    open: usize,
+}
+
+#[derive(Debug, Default)]
+struct Slot {
+    cycle: Option<Box<OpenCycle>>,
+    generation: u64,
+}
+
+/// A session key's cycle, taken out of the registry.
+pub(crate) enum CycleSlot {
+    /// No session store of this key is open on this pool: a write commits alone.
+    Unregistered,
+    /// Its session store is open and no write of the cycle has happened yet: the first opens the
+    /// cycle's transaction ([`CycleTransactions::begin`]).
+    Idle { generation: u64 },
+    /// The cycle's open transaction: put back after a write, or committed by the save.
+    Open(Box<OpenCycle>),
+}
+
+/// An open cycle transaction. Dropped unfinished, it is rolled back, so its connection goes
+/// back to the pool outside any transaction; either way its place among the open ones is freed.
+pub(crate) struct OpenCycle {
+    conn: PgConnection,
+    generation: u64,
+    finished: bool,
+    registry: Arc<CycleTransactions>,
+}
+
+impl std::fmt::Debug for OpenCycle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenCycle").field("generation", &self.generation).finish_non_exhaustive()
+    }
+}
+
+impl OpenCycle {
+    /// The transaction's connection.
+    pub(crate) fn conn(&mut self) -> &mut PgConnection {
+        &mut self.conn
+    }
+
+    /// Commits it.
+    pub(crate) fn commit(mut self: Box<Self>) -> Result<(), postgres::Error> {
+        self.finished = true;
+        self.conn.batch_execute("COMMIT")
+    }
+}
+
+impl Drop for OpenCycle {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.conn.batch_execute("ROLLBACK");
+        }
+        let mut state = self.registry.state();
+        state.open = state.open.saturating_sub(1);
+        drop(state);
+        self.registry.freed.notify_one();
+    }
+}
+
+impl CycleTransactions {
+    /// The registry of a pool of `pool_size` connections.
+    pub(crate) fn new(pool_size: usize) -> CycleTransactions {
+        // One connection stays outside the cycles; a pool of one holds no cycle open.
+        let max_open = pool_size.saturating_sub(1);
+        CycleTransactions { state: Mutex::default(), freed: Condvar::new(), max_open }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    /// Holds the cycles of `key` open for its session save (its store was opened).
+    pub(crate) fn register(&self, key: &str) {
+        if self.max_open > 0 {
+            self.state().slots.insert(key.to_owned(), Slot::default());
+        }
+    }
+
+    /// Stops holding the cycles of `key`, rolling back one in progress (its store was dropped).
+    pub(crate) fn unregister(&self, key: &str) {
+        let slot = self.state().slots.remove(key);
+        drop(slot);
+    }
+
+    /// The cycle of `key`, taken out: the caller puts it back ([`put`](Self::put)), commits
+    /// it, or drops it (rolled back).
+    pub(crate) fn take(&self, key: &str) -> CycleSlot {
+        let mut state = self.state();
+        match state.slots.get_mut(key) {
+            None => CycleSlot::Unregistered,
+            Some(slot) => match slot.cycle.take() {
+                Some(cycle) => CycleSlot::Open(cycle),
+                None => CycleSlot::Idle { generation: slot.generation },
+            },
+        }
+    }
+
+    /// Opens the cycle transaction of generation `generation`, once fewer than the most allowed
+    /// are open, on a connection `connect` takes from the pool then (not before: a connection
+    /// held while waiting would be one the others cannot have).
+    pub(crate) fn begin<E: From<postgres::Error>>(
+        self: &Arc<Self>,
+        generation: u64,
+        connect: impl FnOnce() -> Result<PgConnection, E>,
+    ) -> Result<Box<OpenCycle>, E> {
+        let mut state = self.state();
+        while state.open >= self.max_open {
+            state = self.freed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
+        }
+        state.open += 1;
+        drop(state);
+        let conn = match connect() {
+            Ok(conn) => conn,
+            Err(e) => {
+                self.state().open -= 1;
+                self.freed.notify_one();
+                return Err(e);
+            }
+        };
+        // Counted from here: if BEGIN fails, dropping it frees the place.
+        let mut cycle = Box::new(OpenCycle { conn, generation, finished: false, registry: self.clone() });
+        cycle.conn.batch_execute("BEGIN")?;
+        Ok(cycle)
+    }
+
+    /// Puts the cycle of `key` back for its next write; rolled back if the key's store was
+    /// dropped or its cycle discarded meanwhile.
+    pub(crate) fn put(&self, key: &str, cycle: Box<OpenCycle>) {
+        let mut state = self.state();
+        let stale = match state.slots.get_mut(key) {
+            Some(slot) if slot.generation == cycle.generation => {
+                slot.cycle = Some(cycle);
+                None
+            }
+            _ => Some(cycle),
+        };
+        drop(state);
+        drop(stale);
+    }
+
+    /// Rolls back the cycle of `key`, if one is open, and gives up its generation: its cycle ended
+    /// without a save.
+    pub(crate) fn discard(&self, key: &str) {
+        let mut state = self.state();
+        let cycle = state.slots.get_mut(key).and_then(|slot| {
+            slot.generation += 1;
+            slot.cycle.take()
+        });
+        drop(state);
+        drop(cycle);
+    }
+}
