@@ -301,7 +301,7 @@ fn main() {
     if !quick && !args.iter().any(|a| a == "--bench") {
         return;
     }
-    let window = if quick { Duration::from_secs(3) } else { Duration::from_secs(6) };
+    let window = if quick { Duration::from_secs(3) } else { Duration::from_secs(10) };
     let Some(server) = common::pg::PgServer::start_with(true) else {
         assert!(std::env::var("CI").is_err(), "no PostgreSQL server; .ci/run installs it");
         eprintln!("no PostgreSQL server is installed (Debian's `postgresql`); nothing to measure");

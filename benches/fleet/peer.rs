@@ -77,7 +77,8 @@ impl Peer {
             .env("FLEET_SESSIONS", config.sessions.to_string())
             .env("FLEET_MODEL_URL", model_url)
             .env("FLEET_POLICY", &self.policy)
-            .env("FLEET_WINDOW_MS", window.as_millis().to_string());
+            .env("FLEET_WINDOW_MS", window.as_millis().to_string())
+            .env("FLEET_LATENCY_MS", config.latency_ms.to_string());
         cmd
     }
 }

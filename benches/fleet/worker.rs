@@ -69,7 +69,8 @@ pub fn command(
         .env("FLEET_MODEL_URL", model_url)
         .env("FLEET_POLICY", policy)
         .env("FLEET_PLAN", plan)
-        .env("FLEET_WINDOW_MS", window.as_millis().to_string());
+        .env("FLEET_WINDOW_MS", window.as_millis().to_string())
+        .env("FLEET_LATENCY_MS", config.latency_ms.to_string());
     cmd
 }
 
@@ -217,9 +218,14 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
     let walls = Rc::new(RefCell::new(Vec::new()));
     let errors = Rc::new(RefCell::new(0u64));
     let mut tasks = Vec::new();
-    for mut runtime in runtimes {
+    // Sessions do not arrive together: each starts at its own point of one cycle's model time.
+    let period = Duration::from_millis(2 * number("FLEET_LATENCY_MS") as u64);
+    let n = runtimes.len().max(1) as u32;
+    for (i, mut runtime) in runtimes.into_iter().enumerate() {
         let (walls, errors) = (walls.clone(), errors.clone());
+        let offset = period * i as u32 / n;
         tasks.push(local.spawn_local(async move {
+            tokio::time::sleep(offset).await;
             while Instant::now() < end {
                 let started = Instant::now();
                 match runtime.run_cycle().await {

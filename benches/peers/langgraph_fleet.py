@@ -161,8 +161,13 @@ async def main():
             end = time.monotonic() + window
             walls, errors = [], [0]
 
-            async def session(key):
-                # Cycles start until the window ends; the one in flight then finishes (as planlock's).
+            period = 2 * int(os.environ["FLEET_LATENCY_MS"]) / 1000.0
+
+            async def session(i, key):
+                # Sessions do not arrive together: each starts at its own point of one cycle's
+                # model time. Cycles start until the window ends; the one in flight then finishes
+                # (as planlock's).
+                await asyncio.sleep(period * i / max(1, len(keys)))
                 config = {"configurable": {"thread_id": key}}
                 while time.monotonic() < end:
                     started = time.monotonic()
@@ -174,7 +179,7 @@ async def main():
                         return
                     walls.append(((time.monotonic() - started) * 1e3, time.monotonic() <= end))
 
-            await asyncio.gather(*(session(k) for k in keys))
+            await asyncio.gather(*(session(i, k) for i, k in enumerate(keys)))
             usage = resource.getrusage(resource.RUSAGE_SELF)
             result = {"cycles": sum(1 for w in walls if w[1]), "all_cycles": len(walls),
                       "walls_ms": [w[0] for w in walls], "cpu_s": usage.ru_utime + usage.ru_stime - cpu_before,

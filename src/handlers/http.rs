@@ -116,10 +116,21 @@ impl std::fmt::Debug for Client {
     }
 }
 
+/// How many kept-alive connections a client keeps for its next calls.
+const MAX_IDLE_CONNECTIONS: usize = 64;
+
 impl Client {
     /// A client of `base_url` + `/` + `path`, sending `key` as a bearer token.
     pub(crate) fn new(base_url: &str, path: &str, key: Option<Arc<str>>, connect_timeout: Duration) -> Client {
+        // Buffers start small and grow as an answer needs (ureq's are 128 KiB each way, held per
+        // connection: a worker with hundreds of calls in flight held megabytes for answers of a
+        // few kilobytes); a worker's calls in flight reuse their connections (ureq keeps 3 per
+        // host, so most of them connected anew each time).
         let agent = ureq::Agent::config_builder()
+            .input_buffer_size(16 * 1024)
+            .output_buffer_size(16 * 1024)
+            .max_idle_connections(MAX_IDLE_CONNECTIONS)
+            .max_idle_connections_per_host(MAX_IDLE_CONNECTIONS)
             .http_status_as_error(false)
             .max_redirects(0)
             .timeout_connect(Some(connect_timeout))
