@@ -20,7 +20,9 @@
 //!
 //! Run: `cargo bench --bench fleet --all-features` (about 15 minutes; `target/fleet/` gets
 //! `results.json` and `fleet.svg`). Smoke (one configuration, no peer; what `.ci/run` does):
-//! `cargo test --all-features --bench fleet -- --quick`.
+//! `cargo test --all-features --bench fleet -- --quick`. One configuration:
+//! `FLEET_CONFIG=postgres:500:1000:2 cargo bench --bench fleet --all-features -- --quick`
+//! (backend:latency ms:S:W; with `FLEET_PEER=1`, LangGraph too).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -96,6 +98,13 @@ impl Figures {
 /// The configurations of a full run: every latency × S × W on PostgreSQL and on files, and
 /// S = 256 too at 500 ms with 2 workers, for the plot.
 fn configs(quick: bool) -> Vec<Config> {
+    // `FLEET_CONFIG=postgres:500:1000:2` (backend:latency:S:W) runs that one alone.
+    if let Ok(one) = std::env::var("FLEET_CONFIG") {
+        let parts: Vec<&str> = one.split(':').collect();
+        let n = |i: usize| parts.get(i).and_then(|p| p.parse().ok()).expect("FLEET_CONFIG=backend:latency:S:W");
+        let backend = if parts[0] == "files" { Backend::Files } else { Backend::Postgres };
+        return vec![Config { backend, latency_ms: n(1), sessions: n(2) as usize, workers: n(3) as usize }];
+    }
     if quick {
         return vec![Config { backend: Backend::Postgres, latency_ms: 500, sessions: 64, workers: 2 }];
     }
@@ -163,6 +172,14 @@ impl Started {
         })
     }
 
+    /// Stops every worker (after a failed boot: none may run into the next configuration).
+    fn kill(self) {
+        for (mut child, _, _) in self.children {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
     /// Starts every worker's window.
     fn go(&mut self) {
         for (_, stdin, _) in &mut self.children {
@@ -201,6 +218,7 @@ fn measure(
     progress("workers booting their sessions");
     if !started.ready() {
         eprintln!("  a worker failed to boot its sessions");
+        started.kill();
         return None;
     }
     // Idle backends report their statistics up to 10 s late: wait for the boot's to land. The

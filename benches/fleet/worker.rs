@@ -24,6 +24,14 @@ use serde_json::json;
 
 use super::{Backend, Config};
 
+/// Connections per worker: a cycle holds one from its first store write to its save, and up to
+/// all but one of them are held so at once.
+const POOL: u32 = 32;
+
+/// How many sessions make their first cycle at once before the window (sessions do not all
+/// arrive in the same instant).
+const WARM_AT_ONCE: usize = 64;
+
 const QUEUE: &str = "CREATE TABLE IF NOT EXISTS planlock_fleet_queue (
     tag text NOT NULL, session_key text NOT NULL, worker integer, PRIMARY KEY (tag, session_key))";
 
@@ -122,7 +130,7 @@ pub fn main(backend: &str) {
     match backend {
         Backend::Postgres => {
             let db =
-                PgDatabase::connect_with(&place, PgOptions { max_connections: 8, ..PgOptions::default() }).unwrap();
+                PgDatabase::connect_with(&place, PgOptions { max_connections: POOL, ..PgOptions::default() }).unwrap();
             let mut client = postgres::Client::connect(&place, postgres::NoTls).unwrap();
             let share = sessions.div_ceil(workers) as i64;
             // The worker's share, claimed in one transaction; it keeps them for the whole run.
@@ -191,27 +199,39 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
     let sessions = runtimes.len();
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let local = tokio::task::LocalSet::new();
-    // A first cycle for every session before the window: the sessions exist, the pools hold
-    // their connections, and the window measures the steady state.
-    let warm = runtimes.into_iter().map(|mut runtime| {
-        local.spawn_local(async move {
-            let ok = matches!(runtime.run_cycle().await, Ok(RunOutcome::Completed(_)));
-            (runtime, ok)
-        })
-    });
-    let warm: Vec<_> = warm.collect();
-    let runtimes: Vec<Runtime<S, Boxed>> = local.block_on(&rt, async {
-        let mut out = Vec::new();
-        for task in warm {
-            let (runtime, ok) = task.await.unwrap();
-            assert!(ok, "a session's first cycle failed");
-            out.push(runtime);
-        }
-        out
-    });
+    // A first cycle for every session before the window, WARM_AT_ONCE at a time: the sessions
+    // exist, the pools hold their connections, and the window measures the steady state.
+    let mut runtimes = runtimes;
+    let mut warmed = Vec::with_capacity(runtimes.len());
+    while !runtimes.is_empty() {
+        let batch: Vec<Runtime<S, Boxed>> = runtimes.drain(..WARM_AT_ONCE.min(runtimes.len())).collect();
+        let tasks: Vec<_> = batch
+            .into_iter()
+            .map(|mut runtime| {
+                local.spawn_local(async move {
+                    let outcome = runtime.run_cycle().await;
+                    if let Err(e) = &outcome {
+                        eprintln!("worker {}: a first cycle failed: {e}", std::process::id());
+                    }
+                    (runtime, matches!(outcome, Ok(RunOutcome::Completed(_))))
+                })
+            })
+            .collect();
+        local.block_on(&rt, async {
+            for task in tasks {
+                let (runtime, ok) = task.await.unwrap();
+                assert!(ok, "a session's first cycle failed");
+                warmed.push(runtime);
+            }
+        });
+    }
+    let runtimes = warmed;
     println!("READY");
     let mut line = String::new();
-    std::io::stdin().read_line(&mut line).unwrap();
+    if std::io::stdin().read_line(&mut line).unwrap_or(0) == 0 {
+        // The bench gave up on this configuration.
+        std::process::exit(0);
+    }
     let (cpu_before, _) = usage();
     let end = Instant::now() + window;
     // (wall ms, ended within the window) of every completed cycle.
