@@ -464,3 +464,79 @@ fn a_boot_error_has_the_class_its_doc_states() {
     let err = boot_with(&d, plan_with(|_| {}), &Demo::new()).unwrap_err();
     assert_eq!((err.code(), err.kind()), ("plan-hash-mismatch", FailureKind::FailFast), "{err}");
 }
+
+/// A store that refuses its synchronous save and counts the cycles it was told to discard: the
+/// runtime saves a cycle through `save_async` (which a database store hands to a thread pool), and
+/// tells the store when a cycle ends without a save.
+#[derive(Debug)]
+struct AsyncOnly {
+    inner: FileSessionStore,
+    discarded: Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl SessionStore for AsyncOnly {
+    fn claim(&self) -> Result<(), planlock::session::SessionError> {
+        self.inner.claim()
+    }
+    fn load(&self) -> Result<Option<planlock::session::SessionState>, planlock::session::SessionError> {
+        self.inner.load()
+    }
+    fn save(
+        &self,
+        _: planlock::session::SessionUpdate,
+    ) -> Result<planlock::session::SessionState, planlock::session::SessionError> {
+        panic!("a cycle's save goes through save_async")
+    }
+    fn save_async(&self, update: planlock::session::SessionUpdate) -> planlock::session::SaveFuture<'_> {
+        Box::pin(std::future::ready(self.inner.save(update)))
+    }
+    fn discard_cycle(&self) {
+        self.discarded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    }
+    fn load_intervention(
+        &self,
+    ) -> Result<Option<planlock::session::InterventionRecord>, planlock::session::SessionError> {
+        self.inner.load_intervention()
+    }
+    fn save_intervention(
+        &self,
+        record: &planlock::session::InterventionRecord,
+    ) -> Result<(), planlock::session::SessionError> {
+        self.inner.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), planlock::session::SessionError> {
+        self.inner.remove_intervention()
+    }
+    fn load_reserved(&self) -> Result<Option<planlock::session::ReservedSession>, planlock::session::SessionError> {
+        self.inner.load_reserved()
+    }
+    fn save_reserved(&self, r: &planlock::session::ReservedSession) -> Result<(), planlock::session::SessionError> {
+        self.inner.save_reserved(r)
+    }
+    fn load_pin(&self) -> Result<Option<planlock::session::BundlePinV1>, planlock::session::SessionError> {
+        self.inner.load_pin()
+    }
+    fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), planlock::session::SessionError> {
+        self.inner.save_pin(pin)
+    }
+}
+
+#[test]
+fn a_cycle_is_saved_through_save_async_and_one_without_a_save_is_discarded() {
+    let d = dirs();
+    let discarded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let boot_on = |demo: Demo| {
+        let store = AsyncOnly { inner: FileSessionStore::open(d.root.path()).unwrap(), discarded: discarded.clone() };
+        Runtime::builder(d.policy.path(), plan_with(|_| {}), store).handlers(demo.handlers().boxed()).boot().unwrap()
+    };
+    let mut runtime = boot_on(Demo::new());
+    assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Completed(_)));
+    assert_eq!(runtime.cycle(), 1);
+    assert_eq!(discarded.load(std::sync::atomic::Ordering::SeqCst), 0);
+    drop(runtime);
+    // A cycle failing after its store writes: no save, and the store is told.
+    let mut failing = boot_on(Demo::new().failing([StepType::LinkDecisionEvidence]));
+    assert!(failing.run_cycle_blocking().is_err());
+    assert_eq!(failing.cycle(), 1, "nothing saved");
+    assert_eq!(discarded.load(std::sync::atomic::Ordering::SeqCst), 1);
+}
