@@ -6,15 +6,18 @@
 //!
 //! `PlanBuilder<S, M>` remembers the last step added (`S`: [`Start`] or a step marker from
 //! [`steps`](crate::contract::steps)) and whether `metadata.topK` is set (`M`: [`NoTopK`] or [`TopK`]).
-//! Each step method exists in every state, bounded by one trait, [`CanAdd<T>`]: the step comes
-//! later than the last one in the canonical order ([`ComesAfter`]) and no mandatory step before
-//! it is missing ([`AddedBefore`], asked of the first missing one). A wrong call is one error
-//! that names the rule and the step, for example
+//! Each step method exists in every state, bounded on the method (so a wrong call is a
+//! failed bound, E0277, whose message the rule traits write): the step comes later than the last
+//! one in the canonical order ([`ComesAfter`]) and no mandatory step before it is missing
+//! ([`AddedBefore`], asked of the first missing one). A generic helper states the same with one
+//! bound, [`CanAdd<T>`]. A wrong call is one error whose first line names the step and the fix,
+//! for example
 //!
 //! ```text
-//! error[E0599]: the method `llm_call` exists for struct `PlanBuilder<ContextSelect>`, but its trait bounds were not satisfied
-//!   = note: the following trait bounds were not satisfied:
-//!           `PromptAssemble: AddedBefore<LLMCall>`
+//! error[E0277]: `PromptAssemble` is mandatory and missing: add it before `LLMCall`
+//!    |
+//! 10 |         .llm_call("llm", llm());
+//!    |          ^^^^^^^^ `PromptAssemble` must come before `LLMCall` in the canonical order
 //! ```
 //!
 //! and the calls after it are not reported again. [`PlanBuilder::build`] names the first
@@ -40,15 +43,12 @@ use crate::validate::ValidPlan;
 mod state;
 
 #[doc(hidden)]
-pub use state::Transition;
+pub use state::Then;
 use state::sealed;
 pub use state::{
     AddedBefore, BuilderState, CanAdd, ComesAfter, Complete, NoTopK, NothingMissing, Start, TopK, TopKSet, TopKState,
     TopKUnset,
 };
-
-/// The builder after adding `T` to a plan in state `S` with topK state `M`.
-type Then<S, T, M> = PlanBuilder<<T as Transition<S>>::Next, M>;
 
 /// A plan under construction; see the [module docs](self) for how the types check it.
 ///
@@ -210,11 +210,12 @@ impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
 
 /// Generates the states, the transition impls and the step methods from the registry rows.
 ///
-/// Walking the rows in order, for each step type `T`: `T: ComesAfter<P>` for `Start` and every
-/// earlier `P`; for a mandatory `T`, `T: AddedBefore<P>` for `T` and every earlier `P`, and
-/// `FirstMissing = T` for the states waiting since the previous mandatory step; the method that
-/// adds `T` (and `maybe_` for an optional `T`), bounded by `S: CanAdd<T>`. The rule impls are
-/// `do_not_recommend`, so an error names the rule, not a list of the impls that do exist.
+/// Walking the rows in order, for each step type `T`: `T: ComesAfter<P>` for every earlier `P`
+/// (every step comes after `Start`, in `state.rs`); for a mandatory `T`, `T: AddedBefore<P>` for
+/// `T` and every earlier `P`, and `FirstMissing = T` for the states waiting since the previous
+/// mandatory step; the method that adds `T` (and `maybe_` for an optional `T`), returning
+/// `PlanBuilder<N, M>` where `S: Then<T, Next = N>` (see [`Then`] for why not `CanAdd`). The rule
+/// impls are `do_not_recommend`, so an error names the rule, not a list of the impls that do exist.
 macro_rules! builder_table {
     ($($variant:ident $wire:literal $method:ident $mand:ident $(($maybe:ident))? $kind:ident $class:ident $payload:ident $result:ident;)*) => {
         builder_table!(@row prev[] waiting[Start] methods[] $($variant $wire $method [$($maybe)?] $mand $payload;)*);
@@ -223,13 +224,12 @@ macro_rules! builder_table {
     (@row prev[$($prev:ident)*] waiting[$($waiting:ident)*] methods[$($methods:tt)*]
         $variant:ident $wire:literal $method:ident [$($maybe:ident)?] $mand:ident $payload:ident; $($rest:tt)*) => {
         impl sealed::Sealed for $variant {}
-        #[doc(hidden)]
-        #[diagnostic::do_not_recommend]
-        impl ComesAfter<Start> for $variant {}
         $(
             #[doc(hidden)]
             #[diagnostic::do_not_recommend]
-            impl ComesAfter<$prev> for $variant {}
+            impl ComesAfter<$prev> for $variant {
+                type Missing = <$prev as BuilderState>::FirstMissing;
+            }
         )*
         builder_table!(@$mand $variant prev[$($prev)*] waiting[$($waiting)*] methods[
             $($methods)*
@@ -260,11 +260,15 @@ macro_rules! builder_table {
         $(
             #[doc(hidden)]
             #[diagnostic::do_not_recommend]
-            impl AddedBefore<$prev> for $variant {}
+            impl AddedBefore<$prev> for $variant {
+                type Next = $prev;
+            }
         )*
         #[doc(hidden)]
         #[diagnostic::do_not_recommend]
-        impl AddedBefore<$variant> for $variant {}
+        impl AddedBefore<$variant> for $variant {
+            type Next = $variant;
+        }
         builder_table!(@row prev[$($prev)* $variant] waiting[$variant] methods[$($methods)*] $($rest)*);
     };
     (@optional $variant:ident prev[$($prev:ident)*] waiting[$($waiting:ident)*] methods[$($methods:tt)*] $($rest:tt)*) => {
@@ -274,11 +278,11 @@ macro_rules! builder_table {
     // Written out below: its payload's topK comes from the metadata.
     (@method RetrieveMemory $($rest:tt)*) => {};
     (@method $variant:ident $wire:literal $method:ident [$($maybe:ident)?] $payload:ident) => {
-        #[doc = concat!("Adds the `", $wire, "` step; compiles only where the canonical order allows it (see [`CanAdd`]).")]
+        #[doc = concat!("Adds the `", $wire, "` step; compiles only where the canonical order allows it (a generic helper's bound is [`CanAdd`]).")]
         #[inline]
-        pub fn $method(self, id: impl Into<String>, payload: $payload) -> Then<S, $variant, M>
+        pub fn $method<N>(self, id: impl Into<String>, payload: $payload) -> PlanBuilder<N, M>
         where
-            S: CanAdd<$variant>,
+            S: Then<$variant, Next = N>,
         {
             self.push(id.into(), StepPayload::$variant(payload))
         }
@@ -287,9 +291,9 @@ macro_rules! builder_table {
     (@maybe $variant:ident $wire:literal $maybe:ident $payload:ident) => {
             #[doc = concat!("Adds the `", $wire, "` step when `payload` is `Some`; either way the plan goes on as if it had been added, so later steps keep their place in the order.")]
             #[inline]
-            pub fn $maybe(self, id: impl Into<String>, payload: Option<$payload>) -> Then<S, $variant, M>
+            pub fn $maybe<N>(self, id: impl Into<String>, payload: Option<$payload>) -> PlanBuilder<N, M>
             where
-                S: CanAdd<$variant>,
+                S: Then<$variant, Next = N>,
             {
                 match payload {
                     Some(payload) => self.push(id.into(), StepPayload::$variant(payload)),
@@ -305,9 +309,9 @@ impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
     /// Adds the `RetrieveMemory` step with this query. Its payload `topK` is the plan's
     /// `metadata.topK`, so the two cannot disagree; compiles only after [`top_k`](Self::top_k).
     #[inline]
-    pub fn retrieve_memory(self, id: impl Into<String>, input: impl Into<String>) -> Then<S, RetrieveMemory, M>
+    pub fn retrieve_memory<N>(self, id: impl Into<String>, input: impl Into<String>) -> PlanBuilder<N, M>
     where
-        S: CanAdd<RetrieveMemory>,
+        S: Then<RetrieveMemory, Next = N>,
         M: TopKSet,
     {
         self.retrieve_memory_with(id.into(), input.into())
@@ -316,9 +320,9 @@ impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
     /// Adds the `RetrieveMemory` step when `input` is `Some`; either way the plan goes on as if
     /// it had been added, so later steps keep their place in the order.
     #[inline]
-    pub fn maybe_retrieve_memory(self, id: impl Into<String>, input: Option<String>) -> Then<S, RetrieveMemory, M>
+    pub fn maybe_retrieve_memory<N>(self, id: impl Into<String>, input: Option<String>) -> PlanBuilder<N, M>
     where
-        S: CanAdd<RetrieveMemory>,
+        S: Then<RetrieveMemory, Next = N>,
         M: TopKSet,
     {
         match input {

@@ -32,7 +32,7 @@ impl TopKState for TopK {}
 
 /// Implemented by [`NoTopK`] only: `topK` can be set once.
 #[diagnostic::on_unimplemented(
-    message = "`topK` is already set for this plan",
+    message = "`topK` is already set for this plan: remove the second `.top_k(..)` call",
     label = "`.top_k(n)` was called before",
     note = "`metadata.topK` is set once; remove the second `.top_k(..)` call"
 )]
@@ -96,41 +96,60 @@ impl sealed::Sealed for Complete {}
 ///
 /// When it does not hold, the compiler names the rule that fails: `T: ComesAfter<S>` (out of
 /// order, or already in the plan) or `M: AddedBefore<T>` (the mandatory step `M` is missing).
-pub trait CanAdd<T: Step>: BuilderState {}
+pub trait CanAdd<T: Step>: BuilderState + Then<T, Next = T> {}
 
 #[doc(hidden)]
 impl<S: BuilderState, T: Step> CanAdd<T> for S
 where
-    T: ComesAfter<S>,
-    S::FirstMissing: AddedBefore<T>,
+    T: ComesAfter<S, Missing = S::FirstMissing>,
+    S::FirstMissing: AddedBefore<T, Next = T>,
 {
 }
 
 /// `Self` comes later than `S` in the canonical order (so it is not in the plan yet either).
 #[diagnostic::on_unimplemented(
-    message = "cannot add `{Self}` after `{S}`",
-    label = "`{Self}` is already in the plan or comes earlier in the canonical order",
-    note = "steps follow the canonical order RepoScan, ContextSelect, RetrieveMemory, RetrieveDecisionContext, PromptAssemble, LLMCall, SummarizeMemory, PersistMemory, PersistDecision, PersistEvidence, LinkDecisionEvidence, PersistSession; each step type appears at most once"
+    message = "`{Self}` cannot come after `{S}` in the canonical order: move it earlier, or remove it if the plan has one",
+    label = "`{Self}` comes before `{S}` in the canonical order, or is already in the plan",
+    note = "steps follow the canonical order RepoScan, ContextSelect, RetrieveMemory, RetrieveDecisionContext, PromptAssemble, LLMCall, SummarizeMemory, PersistMemory, PersistDecision, PersistEvidence, LinkDecisionEvidence, PersistSession; each step type appears at most once",
+    note = "a generic helper that adds `{Self}` in state `S` needs the bound `S: CanAdd<{Self}>`"
 )]
-pub trait ComesAfter<S>: Step {}
+pub trait ComesAfter<S>: Step {
+    /// `S::FirstMissing`, asked through this rule so that the mandatory-step rule is asked only
+    /// once this one holds (one error per call, also in a generic helper).
+    #[doc(hidden)]
+    type Missing;
+}
+
+/// Every step comes after none.
+#[doc(hidden)]
+#[diagnostic::do_not_recommend]
+impl<T: Step> ComesAfter<Start> for T {
+    type Missing = <Start as BuilderState>::FirstMissing;
+}
 
 /// The mandatory step `Self` (the first one missing) does not have to come before `T`: `T` is
 /// `Self` or comes earlier. [`Complete`] allows every step.
 #[diagnostic::on_unimplemented(
-    message = "this plan has no `{Self}` step yet",
-    label = "`{Self}` is mandatory and comes before `{T}`",
+    message = "`{Self}` is mandatory and missing: add it before `{T}`",
+    label = "`{Self}` must come before `{T}` in the canonical order",
     note = "every plan has the mandatory steps ContextSelect, PromptAssemble, LLMCall and PersistSession, in this order"
 )]
-pub trait AddedBefore<T>: sealed::Sealed {}
+pub trait AddedBefore<T>: sealed::Sealed {
+    /// `T`: the state after adding it (see [`Then`]).
+    #[doc(hidden)]
+    type Next;
+}
 
 #[doc(hidden)]
 #[diagnostic::do_not_recommend]
-impl<T: Step> AddedBefore<T> for Complete {}
+impl<T: Step> AddedBefore<T> for Complete {
+    type Next = T;
+}
 
 /// `build()` needs this of the plan's first missing mandatory step: only [`Complete`] has it.
 #[diagnostic::on_unimplemented(
-    message = "this plan has no `{Self}` step yet",
-    label = "`{Self}` is mandatory: add it before `.build()`",
+    message = "`{Self}` is mandatory and missing: add it before `.build()`",
+    label = "this plan has no `{Self}` step yet",
     note = "every plan has the mandatory steps ContextSelect, PromptAssemble, LLMCall and PersistSession, in this order"
 )]
 pub trait NothingMissing: sealed::Sealed {}
@@ -139,14 +158,29 @@ pub trait NothingMissing: sealed::Sealed {}
 #[diagnostic::do_not_recommend]
 impl NothingMissing for Complete {}
 
-/// The state after adding `Self` to a plan in state `S`. Method return types go through it so
-/// that a call the rules refuse yields one error and no follow-up errors on later calls.
+/// The state after adding `T` to a plan in state `Self`: `T`, read through both rule traits in
+/// turn (the order rule gives the mandatory step to ask, that rule gives `T`), so it is known only
+/// where the rules allow the step. A step method's result goes through it (and
+/// its only bound is this one): a refused call is one error, from the rule that fails, and leaves
+/// the next state unknown, so the calls after it are not reported again. A generic helper's
+/// `S: CanAdd<T>` brings `S: Then<T, Next = T>` with it.
 #[doc(hidden)]
-pub trait Transition<S> {
+#[diagnostic::on_unimplemented(
+    message = "`{T}` is already in the plan: remove this second `{T}` step",
+    label = "a plan has at most one `{T}` step",
+    note = "steps follow the canonical order RepoScan, ContextSelect, RetrieveMemory, RetrieveDecisionContext, PromptAssemble, LLMCall, SummarizeMemory, PersistMemory, PersistDecision, PersistEvidence, LinkDecisionEvidence, PersistSession; each step type appears at most once"
+)]
+// The compiler shows this message only when the failing rule is about the step itself
+// (`T: ComesAfter<T>`: a step added twice in a row); otherwise it shows the rule's own.
+pub trait Then<T> {
     type Next;
 }
 
 #[doc(hidden)]
-impl<S: CanAdd<T>, T: Step> Transition<S> for T {
-    type Next = T;
+impl<S: BuilderState, T: Step> Then<T> for S
+where
+    T: ComesAfter<S>,
+    <T as ComesAfter<S>>::Missing: AddedBefore<T>,
+{
+    type Next = <<T as ComesAfter<S>>::Missing as AddedBefore<T>>::Next;
 }
