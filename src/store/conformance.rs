@@ -101,6 +101,13 @@ pub fn decisions<P: DecisionContextProviderPort + DecisionWritePort>(store: &P) 
     let mut changed = v1.clone();
     changed.text = "another text".into();
     conflict(block(store.persist_decision(&changed, &key(12))), "the same id with other content");
+    // Key 11's write found its content stored and wrote nothing, but it is recorded all the same:
+    // a retry under key 11 answers what the first try answered, whatever it carries now.
+    assert_eq!(
+        block(store.persist_decision(&changed, &key(11))).unwrap(),
+        "d1",
+        "a key whose write found identical content stored is recorded like any other"
+    );
     conflict(block(store.persist_decision(&decision("d1b", "d", 1, "global", None), &key(13))), "a second root start");
     conflict(
         block(store.persist_decision(&decision("x1", "x", 2, "axis", None), &key(14))),

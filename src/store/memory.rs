@@ -104,6 +104,7 @@ impl DecisionWritePort for InMemoryStore {
         }
         if let Some(stored) = inner.decisions.iter().find(|d| d.id == decision.id) {
             if same_decision(stored, decision) {
+                inner.writes.insert(*key, decision.id.clone());
                 return Ok(decision.id.clone());
             }
             return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
