@@ -346,3 +346,29 @@ fn run_works_from_any_working_directory_and_creates_its_root() {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
     assert!(root.join("ops/runtime/session_state.json").exists());
 }
+
+#[test]
+fn json_errors_carry_the_failures_stable_code() {
+    // validate: the plan cannot be read.
+    let out = planlock().args(["validate", "--format", "json", "/no/such/plan.json"]).output().unwrap();
+    assert_eq!(json_of(&out)["errorCode"], "cannot-read");
+    // A valid plan's report has no error and no code.
+    let s = setup();
+    let out = planlock().args(["validate", "--format", "json"]).arg(&s.plan).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert!(json_of(&out).get("errorCode").is_none());
+
+    // run: the plan is rejected (each problem has its own code besides).
+    std::fs::write(&s.plan, DEMO_PLAN.replace("\"LLMCall\"", "\"LLMCal\"")).unwrap();
+    let report = json_of(&run_cmd(&s, &[]).output().unwrap());
+    assert_eq!(report["errorCode"], "plan-rejected", "{report}");
+
+    // run: a step fails: the executor's code; a completed cycle has none.
+    std::fs::write(&s.plan, DEMO_PLAN).unwrap();
+    let report = json_of(&run_cmd(&s, &["--fail", "LLMCall"]).output().unwrap());
+    assert_eq!(report["outcome"], "CycleFail", "{report}");
+    assert_eq!(report["errorCode"], "step-failed", "{report}");
+    let report = json_of(&run_cmd(&s, &[]).output().unwrap());
+    assert_eq!(report["outcome"], "completed", "{report}");
+    assert!(report.get("errorCode").is_none(), "{report}");
+}

@@ -5,6 +5,8 @@
 //! Layer 6: the runtime owns a session: it imports the executor, the session store, hashing and
 //! validation, and nothing imports it but the demo handlers and the binary.
 
+pub mod place;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 

@@ -62,18 +62,9 @@ where
     S: SessionStore,
     F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
 {
-    fn claim(&self) -> Result<(), SessionError> {
-        self.inner.claim()
-    }
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        self.inner.load()
-    }
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
         (self.check)(&update)?;
         self.inner.save(update)
-    }
-    fn discard_cycle(&self) {
-        self.inner.discard_cycle()
     }
     fn save_async(&self, update: SessionUpdate) -> super::SaveFuture<'_> {
         if let Err(e) = (self.check)(&update) {
@@ -81,25 +72,7 @@ where
         }
         self.inner.save_async(update)
     }
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
-        self.inner.load_intervention()
-    }
-    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.inner.save_intervention(record)
-    }
-    fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.inner.remove_intervention()
-    }
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
-        self.inner.load_reserved()
-    }
-    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
-        self.inner.save_reserved(reserved)
-    }
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
-        self.inner.load_pin()
-    }
-    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
-        self.inner.save_pin(pin)
-    }
+    super::forward_session_store!(this => this.inner;
+        claim, load, discard_cycle, load_intervention, save_intervention, remove_intervention,
+        load_reserved, save_reserved, load_pin, save_pin);
 }

@@ -330,6 +330,60 @@ pub trait SessionStore: Send + Sync {
     fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError>;
 }
 
+/// The [`SessionStore`] methods of a store that wraps another, each only forwarding to the
+/// inner store `$inner` (an expression of `$this`, the wrapper): a wrapper lists the ones it
+/// does not change, and a method added to the trait is written here once.
+macro_rules! forward_session_store {
+    ($this:ident => $inner:expr; $($method:ident),* $(,)?) => {
+        $($crate::session::forward_session_store!(@ $method $this $inner);)*
+    };
+    (@ claim $this:ident $inner:expr) => {
+        fn claim(&self) -> Result<(), SessionError> { let $this = self; $inner.claim() }
+    };
+    (@ load $this:ident $inner:expr) => {
+        fn load(&self) -> Result<Option<SessionState>, SessionError> { let $this = self; $inner.load() }
+    };
+    (@ save $this:ident $inner:expr) => {
+        fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> { let $this = self; $inner.save(update) }
+    };
+    (@ save_async $this:ident $inner:expr) => {
+        fn save_async(&self, update: SessionUpdate) -> $crate::session::SaveFuture<'_> { let $this = self; $inner.save_async(update) }
+    };
+    (@ discard_cycle $this:ident $inner:expr) => {
+        fn discard_cycle(&self) { let $this = self; $inner.discard_cycle() }
+    };
+    (@ load_intervention $this:ident $inner:expr) => {
+        fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> { let $this = self; $inner.load_intervention() }
+    };
+    (@ save_intervention $this:ident $inner:expr) => {
+        fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> { let $this = self; $inner.save_intervention(record) }
+    };
+    (@ remove_intervention $this:ident $inner:expr) => {
+        fn remove_intervention(&self) -> Result<(), SessionError> { let $this = self; $inner.remove_intervention() }
+    };
+    (@ load_reserved $this:ident $inner:expr) => {
+        fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> { let $this = self; $inner.load_reserved() }
+    };
+    (@ save_reserved $this:ident $inner:expr) => {
+        fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> { let $this = self; $inner.save_reserved(reserved) }
+    };
+    (@ load_pin $this:ident $inner:expr) => {
+        fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> { let $this = self; $inner.load_pin() }
+    };
+    (@ save_pin $this:ident $inner:expr) => {
+        fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> { let $this = self; $inner.save_pin(pin) }
+    };
+}
+pub(crate) use forward_session_store;
+
+/// A boxed store is a store, so one program can boot a runtime on whichever store a
+/// configuration names (`Box<dyn SessionStore>`, as [`Place::open`](crate::runtime::place::Place::open) gives).
+impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
+    forward_session_store!(this => (**this);
+        claim, load, save, save_async, discard_cycle, load_intervention, save_intervention,
+        remove_intervention, load_reserved, save_reserved, load_pin, save_pin);
+}
+
 /// The id of a new session, reserved before its first cycle (`ops/runtime/new_session.json`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase", remote = "Self")]

@@ -1,0 +1,116 @@
+//! One module per command, and what several share: reading a plan.
+//!
+//! A command writes its report to `out` and returns its exit code, or returns a [`CliError`]
+//! (nothing more on stdout; `main` writes the message on stderr).
+
+mod abandon;
+mod decisions;
+mod hash;
+mod memory;
+mod run;
+mod schema;
+mod status;
+mod validate;
+
+use std::io::Read;
+use std::path::Path;
+
+use planlock::{Failure, FailureKind, PlanReadError, Problem, Rejection, ValidPlan};
+
+use crate::args::{Command, MemoryCommand};
+use crate::error::{CliError, class_exit};
+
+/// Runs `command`, its report appended to `out`.
+pub fn dispatch(command: Command, out: &mut String) -> Result<u8, CliError> {
+    match command {
+        Command::Validate { format, file } => validate::validate(out, format, &file),
+        Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
+        Command::Schema => schema::schema(out),
+        Command::Run { cycle } => run::run(out, cycle, None),
+        Command::Resume { cycle, approve, step, reason } => {
+            run::run(out, cycle, Some(planlock::Override::new(approve, step, reason)))
+        }
+        Command::Abandon { place } => abandon::abandon(out, &place),
+        Command::Memory { command: MemoryCommand::Search { place, top_k, embed, format, text } } => {
+            memory::search(out, &place, top_k, &embed, format, &text)
+        }
+        Command::Decisions { place, domain, format } => decisions::decisions(out, &place, domain.as_deref(), format),
+        Command::Status { place, format } => status::status(out, &place, format),
+    }
+}
+
+/// Reads and validates the plan at `file` (`-` for standard input). The read is capped by
+/// [`ValidPlan::from_reader`]; an I/O failure is the outer error, a rejection the inner one.
+fn read_plan(file: &Path) -> Result<Result<ValidPlan, Rejection>, CliError> {
+    let cannot_read =
+        |e: &dyn std::fmt::Display| CliError::usage("cannot-read", format!("cannot read {}: {e}", file.display()));
+    let reader: Box<dyn Read> = if file.as_os_str() == "-" {
+        Box::new(std::io::stdin().lock())
+    } else {
+        Box::new(std::fs::File::open(file).map_err(|e| cannot_read(&e))?)
+    };
+    match ValidPlan::from_reader(reader) {
+        Ok(plan) => Ok(Ok(plan)),
+        Err(PlanReadError::Rejected(rejection)) => Ok(Err(rejection)),
+        Err(PlanReadError::Io(e)) => Err(cannot_read(&e)),
+        Err(other) => Err(cannot_read(&other)),
+    }
+}
+
+/// Why a plan could not be had: the error, and the problems of a rejection.
+struct PlanFailure {
+    error: CliError,
+    class: Option<FailureKind>,
+    problems: Vec<Problem>,
+}
+
+/// Reads and validates a plan.
+fn load_plan(file: &Path) -> Result<ValidPlan, PlanFailure> {
+    match read_plan(file) {
+        Err(error) => Err(PlanFailure { error, class: None, problems: vec![] }),
+        Ok(Err(rejection)) => Err(PlanFailure {
+            error: CliError {
+                exit: class_exit(rejection.class()),
+                code: rejection.code(),
+                message: format!("{}: {rejection}", file.display()),
+            },
+            class: Some(rejection.class()),
+            problems: rejection.into_problems(),
+        }),
+        Ok(Ok(plan)) => Ok(plan),
+    }
+}
+
+impl crate::args::EmbedArgs {
+    /// The resolver with the embedder these flags name (the demo's without them), and how the
+    /// output names it; FailFast when the server cannot be reached.
+    fn resolver(&self) -> Result<(planlock::store::bundle::StrategyResolver, crate::report::EmbedderInfo), CliError> {
+        use std::sync::Arc;
+
+        use planlock::embed::{DemoEmbedder, Embedder as _};
+        use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
+
+        use crate::report::EmbedderInfo;
+        let resolver = planlock::store::bundle::StrategyResolver::default();
+        match (&self.embed_url, &self.embed_model) {
+            (Some(url), Some(model)) => {
+                // E5 models embed queries and passages differently; servers that do not know the
+                // member ignore it.
+                let config =
+                    EmbedConfig::new(url, model).api_key_env(&self.embed_api_key_env).purpose_member("input_type");
+                let embedder =
+                    OpenAiEmbedder::connect(config).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+                let about = EmbedderInfo::Openai {
+                    model: model.clone(),
+                    url: embedder.config().shown_url(),
+                    dimension: embedder.dimension(),
+                };
+                Ok((resolver.embedder(Arc::new(embedder)), about))
+            }
+            _ => {
+                let about = EmbedderInfo::Demo { model: DemoEmbedder::MODEL, dimension: DemoEmbedder::DIMENSION };
+                Ok((resolver.embedder(Arc::new(DemoEmbedder::new())), about))
+            }
+        }
+    }
+}

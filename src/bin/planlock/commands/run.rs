@@ -1,0 +1,181 @@
+//! `planlock run` and `planlock resume`: boot a session with the demo handlers (a real model when
+//! asked for) and run its next cycle, or resume its paused one.
+
+use std::path::PathBuf;
+
+use planlock::demo::{Demo, ReviewGate};
+use planlock::handlers::{ModelConfig, OpenAiModel};
+use planlock::runtime::{Boot, RunOutcome, Runtime, Status};
+use planlock::steps::{LLMCall, SummarizeMemory};
+use planlock::store::StoreHandlers;
+use planlock::store::bundle::BundleManifest;
+use planlock::{Failure, FailureKind, Override};
+
+use crate::args::CycleArgs;
+use crate::error::{CliError, EXIT_INTERVENTION, EXIT_USAGE, EXIT_VALID, class_exit};
+use crate::report::{Leftover, ModelInfo, RunReport, StepStatus, Usage};
+
+/// Boots the session with the demo handlers and runs its next cycle, or resumes its paused one
+/// with `over`. Every outcome, failures included, is the report.
+pub fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> Result<u8, CliError> {
+    let (report, exit) = match cycle(&c, over) {
+        Ok(done) => done,
+        Err(Stopped { error, outcome, problems }) => {
+            let mut report = RunReport::failed(outcome, error.code, error.message);
+            report.problems = problems;
+            (report, error.exit)
+        }
+    };
+    report.write(out, c.format);
+    Ok(exit)
+}
+
+/// A run that stopped before its cycle: the error, the outcome it reports (the failure's class,
+/// or `error` for usage and I/O), and a rejected plan's problems.
+struct Stopped {
+    error: CliError,
+    outcome: &'static str,
+    problems: Vec<planlock::Problem>,
+}
+
+impl From<CliError> for Stopped {
+    fn from(error: CliError) -> Stopped {
+        let outcome = if error.exit == EXIT_USAGE { "error" } else { FailureKind::FailFast.as_str() };
+        Stopped { error, outcome, problems: vec![] }
+    }
+}
+
+fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopped> {
+    let plan = super::load_plan(&c.plan).map_err(|failure| Stopped {
+        outcome: failure.class.map_or("error", FailureKind::as_str),
+        error: failure.error,
+        problems: failure.problems,
+    })?;
+    // Relative `repoPath`s mean the directory that holds the plan, wherever planlock runs.
+    let plan_dir = match c.plan.parent() {
+        Some(dir) if c.plan.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let demo = Demo::new().failing(c.fail.clone()).repo_base(plan_dir);
+    let place = c.place.place();
+    // Memories and decisions live where the bundle says: by default the session root's SQLite
+    // database, or the shared database's namespace of the session.
+    let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {
+        Ok(Some(manifest)) => manifest,
+        Ok(None) => place.default_bundle(),
+        Err(e) => return Err(CliError::fail_fast(e.code(), e.to_string()).into()),
+    };
+    // `run` may create the root itself; nothing under it is created at boot.
+    if over.is_none()
+        && let Some(root) = &c.place.root
+        && let Err(e) = std::fs::create_dir_all(root)
+    {
+        let message = format!("cannot create the session root {}: {e}", root.display());
+        return Err(CliError::usage("cannot-create-root", message).into());
+    }
+    let (resolver, embedder) = c.embed.resolver()?;
+    // Named in the output only when the bundle's providers rank with it.
+    let embedder = resolver.embedder_of(&manifest).map(|_| embedder);
+    let opened = place.open().map_err(|e| CliError::of_place(&e))?;
+    let storage = opened.resolve(&resolver, &manifest).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+    let storage = StoreHandlers::new(storage);
+    let store = demo.session_store(opened.into_session_store());
+
+    // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
+    let mut real = None;
+    let (handlers, mut model) = match (&c.llm_url, &c.llm_model) {
+        (Some(url), Some(name)) => {
+            // The CLI runs its cycle with `run_cycle_blocking`: no async executor to keep free.
+            let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env).on_thread_pool(false);
+            let model = OpenAiModel::new(config);
+            let about = ModelInfo::Openai { model: name.clone(), url: model.config().shown_url(), usage: None };
+            real = Some(model.clone());
+            let handlers = demo
+                .with_store(&storage)
+                .on::<LLMCall>(demo.gate(model.clone()))
+                .on::<SummarizeMemory>(demo.gate(model));
+            (handlers.boxed(), about)
+        }
+        _ => (demo.with_store(&storage).boxed(), ModelInfo::Demo),
+    };
+    let runtime = Runtime::builder(&c.policy_root, plan, store)
+        .handlers(handlers)
+        .bundle(manifest)
+        .resolver(resolver)
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
+        .boot();
+    let mut runtime =
+        runtime.map_err(|e| Stopped { outcome: e.kind().as_str(), error: CliError::of(&e), problems: vec![] })?;
+    let boot = match (runtime.boot_kind(), runtime.status()) {
+        (_, Status::Paused) => "paused",
+        (Boot::ColdStart, _) => "cold",
+        (Boot::Resume(_), _) => "resume",
+    };
+    let cycle = runtime.cycle() + 1;
+    let outcome = match over {
+        None => runtime.run_cycle_blocking(),
+        Some(over) => runtime.resume_blocking(Some(over)),
+    };
+    // The tokens the server reported for this cycle (the `chat` spans' `gen_ai.usage.*`).
+    if let (Some(real), ModelInfo::Openai { usage, .. }) = (&real, &mut model) {
+        *usage = Some(Usage { input_tokens: real.usage().input(), output_tokens: real.usage().output() });
+    }
+    let steps_of = |statuses: &dyn Fn(usize) -> &'static str| -> Vec<StepStatus> {
+        let steps = runtime.plan().steps().iter().enumerate();
+        steps
+            .map(|(i, s)| StepStatus { id: s.id.clone(), step_type: s.step_type().wire_name(), status: statuses(i) })
+            .collect()
+    };
+    let mut report = RunReport {
+        boot: Some(boot),
+        model: Some(model),
+        embedder,
+        outcome: "completed",
+        hash: Some(runtime.plan_hash().to_string()),
+        cycle: Some(cycle),
+        steps: vec![],
+        error: None,
+        error_code: None,
+        problems: vec![],
+        intervention: None,
+        removed_leftover: runtime.removed_leftover().map(Leftover::of),
+    };
+    let exit = match outcome {
+        Ok(RunOutcome::Completed(_)) => {
+            report.steps = steps_of(&|_| "completed");
+            EXIT_VALID
+        }
+        Ok(RunOutcome::Paused(record)) => {
+            let at = runtime.plan().steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
+            let status = move |i: usize| match i.cmp(&at) {
+                std::cmp::Ordering::Less => "completed",
+                std::cmp::Ordering::Equal => "blocked",
+                std::cmp::Ordering::Greater => "not-run",
+            };
+            report.steps = steps_of(&status);
+            report.outcome = "InterventionRequired";
+            report.error = Some(record.reason.clone());
+            report.intervention = Some(record);
+            EXIT_INTERVENTION
+        }
+        Err(e) => {
+            let failed_at = match &e {
+                planlock::runtime::RuntimeError::Exec(planlock::ExecError::StepFailed { step_id, .. }) => {
+                    runtime.plan().steps().iter().position(|s| &s.id == step_id)
+                }
+                _ => None,
+            };
+            let status = move |i: usize| match failed_at {
+                Some(at) if i < at => "completed",
+                Some(at) if i == at => "failed",
+                _ => "not-run",
+            };
+            report.steps = steps_of(&status);
+            report.outcome = e.kind().as_str();
+            report.error = Some(e.to_string());
+            report.error_code = Some(e.code());
+            class_exit(e.kind())
+        }
+    };
+    Ok((report, exit))
+}

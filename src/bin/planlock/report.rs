@@ -1,0 +1,208 @@
+//! What `run` and `resume` report, as typed structs: serialized as one JSON object, or written as
+//! text lines.
+
+use std::fmt::Write as _;
+
+use planlock::Problem;
+use planlock::session::InterventionRecord;
+use serde::Serialize;
+
+use crate::args::Format;
+use crate::error::terminal_safe;
+
+/// Appends one line to a report (writing to a `String` cannot fail).
+macro_rules! line {
+    ($out:expr, $($arg:tt)*) => {{
+        let _ = writeln!($out, $($arg)*);
+    }};
+}
+pub(crate) use line;
+
+/// Why a record of a paused cycle is a leftover, as `run`, `resume` and `status` say it.
+pub const LEFTOVER_WHY: &str = "its cycle had completed (a resume was stopped after saving the session, before removing the \
+     record); nothing was run again";
+
+/// A leftover record of a paused cycle: a resume that completed its cycle and was stopped before
+/// removing the record.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Leftover {
+    cycle: u64,
+    step_id: String,
+    why: &'static str,
+}
+
+impl Leftover {
+    /// The leftover `record`.
+    pub fn of(record: &InterventionRecord) -> Leftover {
+        Leftover { cycle: record.cycle, step_id: record.step_id.clone(), why: LEFTOVER_WHY }
+    }
+}
+
+/// The model a cycle asked.
+#[derive(Serialize, Clone)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum ModelInfo {
+    /// The offline demo model.
+    Demo,
+    /// An OpenAI-compatible server.
+    #[serde(rename_all = "camelCase")]
+    Openai {
+        model: String,
+        /// The URL without credentials.
+        url: String,
+        /// The tokens the server reported for this cycle.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        usage: Option<Usage>,
+    },
+}
+
+/// Tokens a server reported.
+#[derive(Serialize, Clone, Copy)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// The embedder of a bundle whose providers rank by meaning.
+#[derive(Serialize, Clone)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum EmbedderInfo {
+    /// The offline demo embedder: words hashed, not a model.
+    Demo { model: &'static str, dimension: usize },
+    /// An OpenAI-compatible embeddings server.
+    Openai { model: String, url: String, dimension: usize },
+}
+
+/// One step of the plan and what became of it in this cycle.
+#[derive(Serialize)]
+pub struct StepStatus {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub step_type: &'static str,
+    /// `completed`, `blocked`, `failed` or `not-run`.
+    pub status: &'static str,
+}
+
+/// Boot's cleanup, when it removed a leftover record.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct BootCleanup<'a> {
+    removed_record: &'a Leftover,
+}
+
+/// What `run` and `resume` report.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunReport {
+    /// `cold`, `resume` or `paused`; null when boot failed.
+    pub boot: Option<&'static str>,
+    /// Null when the run stopped before choosing.
+    pub model: Option<ModelInfo>,
+    /// Only when the bundle ranks by meaning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub embedder: Option<EmbedderInfo>,
+    /// `completed`, `InterventionRequired`, `CycleFail`, `FailFast` or `error`.
+    pub outcome: &'static str,
+    pub hash: Option<String>,
+    pub cycle: Option<u64>,
+    pub steps: Vec<StepStatus>,
+    pub error: Option<String>,
+    /// The failure's stable code, beside `error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<&'static str>,
+    pub problems: Vec<Problem>,
+    pub intervention: Option<InterventionRecord>,
+    /// The record of a finished resume that boot removed (a crash had left it).
+    #[serde(skip)]
+    pub removed_leftover: Option<Leftover>,
+}
+
+impl RunReport {
+    /// The report of a run that stopped before its cycle: `outcome` is the failure's class, or
+    /// `error` for usage and I/O.
+    pub fn failed(outcome: &'static str, code: &'static str, error: String) -> RunReport {
+        RunReport {
+            boot: None,
+            model: None,
+            embedder: None,
+            outcome,
+            hash: None,
+            cycle: None,
+            steps: vec![],
+            error: Some(error),
+            error_code: Some(code),
+            problems: vec![],
+            intervention: None,
+            removed_leftover: None,
+        }
+    }
+
+    /// Writes the report.
+    pub fn write(&self, out: &mut String, format: Format) {
+        match format {
+            Format::Json => {
+                let mut report = serde_json::to_value(self).unwrap_or_default();
+                // Only when boot cleaned up: the report's members stay as they were otherwise.
+                if let Some(leftover) = &self.removed_leftover {
+                    report["bootCleanup"] =
+                        serde_json::to_value(BootCleanup { removed_record: leftover }).unwrap_or_default();
+                }
+                line!(out, "{report}")
+            }
+            Format::Text => self.write_text(out),
+        }
+    }
+
+    fn write_text(&self, out: &mut String) {
+        if let Some(b) = self.boot {
+            line!(out, "boot: {b}");
+        }
+        if let Some(r) = &self.removed_leftover {
+            line!(out, "boot removed the record of cycle {} (step `{}`): {LEFTOVER_WHY}", r.cycle, r.step_id);
+        }
+        match &self.model {
+            Some(ModelInfo::Openai { model, url, usage: Some(u) }) => {
+                line!(out, "model: {model} at {url} ({} input and {} output tokens)", u.input_tokens, u.output_tokens)
+            }
+            Some(ModelInfo::Openai { model, url, usage: None }) => line!(out, "model: {model} at {url}"),
+            Some(ModelInfo::Demo) => {
+                line!(out, "model: the offline demo model (pass --llm-url and --llm-model for a real one)")
+            }
+            None => {}
+        }
+        match &self.embedder {
+            Some(EmbedderInfo::Openai { model, url, dimension }) => {
+                line!(out, "embedder: {model} at {url} ({dimension} dimensions)")
+            }
+            Some(EmbedderInfo::Demo { .. }) => line!(
+                out,
+                "embedder: the offline demo embedder, words hashed, not a model (pass --embed-url and --embed-model for a real one)"
+            ),
+            None => {}
+        }
+        for s in &self.steps {
+            line!(out, "  {:<10} {:<24} {}", s.id, s.step_type, s.status);
+        }
+        match self.cycle {
+            Some(cycle) => line!(out, "outcome: {} (cycle {cycle})", self.outcome),
+            None => line!(out, "outcome: {}", self.outcome),
+        }
+        if let Some(e) = &self.error {
+            line!(out, "error: {}", terminal_safe(e));
+        }
+        for p in &self.problems {
+            line!(out, "  {p}");
+        }
+        if let Some(i) = &self.intervention {
+            line!(out, "paused: validator `{}` blocked step `{}`: {}", i.validator.id, i.step_id, i.reason);
+            line!(
+                out,
+                "to go on: planlock resume --approve {} --step {} --reason TEXT (same --root, --policy-root and plan), or planlock abandon",
+                i.validator.id,
+                i.step_id
+            );
+        }
+    }
+}

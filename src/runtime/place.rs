@@ -1,0 +1,208 @@
+//! Where a session lives, and opening it there: its session store, and the stores its bundle's
+//! providers use. What a program does before [`Runtime::builder`](super::Runtime::builder), written
+//! once for the CLI and for any program that embeds planlock.
+//!
+//! Layer 6 (with the runtime): imports sessions, stores and the PostgreSQL pool.
+
+use std::fmt;
+use std::path::PathBuf;
+
+use crate::contract::registry::{Failure, FailureKind};
+#[cfg(feature = "postgres")]
+use crate::pg::{PgDatabase, PgError};
+#[cfg(feature = "postgres")]
+use crate::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
+use crate::session::{FileSessionStore, SessionError, SessionStore};
+use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
+use crate::store::provider::ResolvedStore;
+
+/// Where a session lives: files under a root, or a namespace (the session key) of a shared
+/// PostgreSQL database.
+///
+/// ```
+/// use planlock::runtime::place::Place;
+/// let dir = tempfile::tempdir()?;
+/// let place = Place::Root(dir.path().to_owned());
+/// let opened = place.open()?;
+/// assert!(opened.session_store().load()?.is_none(), "a new place holds no session");
+/// assert_eq!(place.default_bundle().bundle_id, "default");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Place {
+    /// Files under this root (`ops/runtime/…` for the session, `ops/store/…` for the stores).
+    Root(PathBuf),
+    /// The session `key` (1 to 256 bytes) of the database at `url`.
+    #[cfg(feature = "postgres")]
+    Database {
+        /// `postgres://user:password@host/db`; the password is never shown.
+        url: String,
+        /// The session's key: a tenant or conversation id.
+        key: String,
+    },
+}
+
+/// Why a [`Place`] could not be opened.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlaceError {
+    /// The session key is empty or too long.
+    #[error("the session key must be 1 to {max} bytes long (it is {len})")]
+    Key {
+        /// Its length in bytes.
+        len: usize,
+        /// The longest allowed.
+        max: usize,
+    },
+    /// The database could not be reached or used.
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    Database(#[from] PgError),
+    /// The session store could not be opened (a root that is not a directory, a lease held by
+    /// another worker).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+impl PlaceError {
+    /// Whether the caller's input was wrong (a bad key or URL), not the place: a command line
+    /// reports it as a usage error.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            PlaceError::Key { .. } => true,
+            #[cfg(feature = "postgres")]
+            PlaceError::Database(PgError::Url { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Failure for PlaceError {
+    /// `"invalid-session-key"`, or the source's code.
+    fn code(&self) -> &'static str {
+        match self {
+            PlaceError::Key { .. } => "invalid-session-key",
+            #[cfg(feature = "postgres")]
+            PlaceError::Database(e) => e.code(),
+            PlaceError::Session(e) => e.code(),
+        }
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
+
+impl fmt::Display for Place {
+    /// What messages call it: the root's path, or "session `KEY`" (never the URL).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Place::Root(root) => write!(f, "{}", root.display()),
+            #[cfg(feature = "postgres")]
+            Place::Database { key, .. } => write!(f, "session `{}`", crate::json::printable(key)),
+        }
+    }
+}
+
+impl Place {
+    /// The bundle a session here uses when none is named: providers `hierarchical-sql` and
+    /// `sqlite` under a root, their PostgreSQL counterparts in a database.
+    pub fn default_bundle(&self) -> BundleManifest {
+        match self {
+            Place::Root(_) => BundleManifest::default_bundle(),
+            #[cfg(feature = "postgres")]
+            Place::Database { .. } => BundleManifest::default_shared_bundle(),
+        }
+    }
+
+    /// Opens the session store here (a database session's lease is taken). Creates nothing
+    /// under a root; a root must exist.
+    pub fn open(&self) -> Result<OpenedPlace, PlaceError> {
+        match self {
+            Place::Root(root) => {
+                let store = FileSessionStore::open(root)?;
+                Ok(OpenedPlace { store: Box::new(store), at: Opened::Root(root.clone()) })
+            }
+            #[cfg(feature = "postgres")]
+            Place::Database { url, key } => {
+                let db = connect(url, key)?;
+                let store = PgSessionStore::open(&db, key)?;
+                Ok(OpenedPlace { store: Box::new(store), at: Opened::Database(db, key.clone()) })
+            }
+        }
+    }
+
+    /// The memories and decisions here, for reading: a root's SQLite store opened read-only
+    /// (nothing created), or the database namespace of the session, read without taking its
+    /// lease so that a running worker is not disturbed.
+    #[cfg(feature = "sqlite")]
+    pub fn read_stores(&self) -> Result<ResolvedStore, PlaceError> {
+        match self {
+            Place::Root(root) => Ok(ResolvedStore::single(crate::store::sqlite::SqliteStore::open(root).read_only())),
+            #[cfg(feature = "postgres")]
+            Place::Database { url, key } => {
+                let db = connect(url, key)?;
+                Ok(ResolvedStore::single(crate::store::postgres::PgStore::new(&db, key.as_str())))
+            }
+        }
+    }
+}
+
+/// The database at `url`, for the session `key`.
+#[cfg(feature = "postgres")]
+fn connect(url: &str, key: &str) -> Result<PgDatabase, PlaceError> {
+    if key.is_empty() || key.len() > MAX_SESSION_KEY_BYTES {
+        return Err(PlaceError::Key { len: key.len(), max: MAX_SESSION_KEY_BYTES });
+    }
+    Ok(PgDatabase::connect(url)?)
+}
+
+/// What a session was opened on.
+enum Opened {
+    Root(PathBuf),
+    #[cfg(feature = "postgres")]
+    Database(PgDatabase, String),
+}
+
+/// A [`Place`] opened: its session store, and where its bundle's providers open theirs.
+pub struct OpenedPlace {
+    store: Box<dyn SessionStore>,
+    at: Opened,
+}
+
+impl fmt::Debug for OpenedPlace {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let at = match &self.at {
+            Opened::Root(root) => root.display().to_string(),
+            #[cfg(feature = "postgres")]
+            Opened::Database(_, key) => format!("session `{}`", crate::json::printable(key)),
+        };
+        f.debug_struct("OpenedPlace").field("at", &at).finish_non_exhaustive()
+    }
+}
+
+impl OpenedPlace {
+    /// The session store.
+    pub fn session_store(&self) -> &dyn SessionStore {
+        self.store.as_ref()
+    }
+
+    /// The stores of `manifest`'s providers, opened here by `resolver`.
+    pub fn resolve(
+        &self,
+        resolver: &StrategyResolver,
+        manifest: &BundleManifest,
+    ) -> Result<ResolvedStore, BundleError> {
+        match &self.at {
+            Opened::Root(root) => resolver.resolve(manifest, root),
+            #[cfg(feature = "postgres")]
+            Opened::Database(db, key) => resolver.resolve_in_database(manifest, db, key),
+        }
+    }
+
+    /// The session store, to boot a runtime on.
+    pub fn into_session_store(self) -> Box<dyn SessionStore> {
+        self.store
+    }
+}
