@@ -20,8 +20,9 @@
 //!   [`handlers`], and [`plan_json_schema`] for producers in other languages.
 //!
 //! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
-//! `PromptAssemble`), `openai` (the model client: ureq with rustls), `cli` (the `planlock`
-//! binary; brings `openai` and `prompts`).
+//! `PromptAssemble`), `openai` (the model client: ureq with rustls), `postgres` (the
+//! shared database stores and sessions), `cli` (the `planlock` binary; brings `openai`, `prompts`
+//! and `postgres`).
 //!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in

@@ -17,7 +17,7 @@ use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::schema::*;
 use planlock::steps::*;
 use planlock::{
-    AnyObject, Executor, FailureKind, Handler, HandlerError, PlanMetadata, PositiveInt, StepType, Timeouts,
+    AnyObject, Executor, Failure, FailureKind, Handler, HandlerError, PlanMetadata, PositiveInt, StepType, Timeouts,
 };
 use serde_json::{Value, json};
 use wiremock::matchers::{header, method, path};
@@ -153,6 +153,8 @@ async fn a_slow_server_past_llm_ms_is_a_timeout_and_the_request_is_given_up() {
     let started = Instant::now();
     let err = call(&model(&server), &llm_payload(json!({})), Some(300)).await.unwrap_err();
     assert_eq!(model_error(&err).code(), "model-timeout");
+    // A timeout is what the next cycle may not meet: CycleFail; a config that cannot work is FailFast.
+    assert_eq!(model_error(&err).kind(), FailureKind::CycleFail);
     assert!(err.to_string().contains("did not answer within 300 ms"), "{err}");
     // The request itself stopped at the deadline (the thread is not left waiting 5 s).
     assert!(started.elapsed() < Duration::from_secs(4), "{:?}", started.elapsed());
@@ -194,6 +196,7 @@ async fn config_may_not_set_messages_or_stream_and_nothing_is_sent() {
     for config in [json!({"stream": true}), json!({"messages": []})] {
         let err = call(&model(&server), &llm_payload(config), None).await.unwrap_err();
         assert_eq!(model_error(&err).code(), "model-config");
+        assert_eq!(model_error(&err).kind(), FailureKind::FailFast);
         assert!(err.to_string().contains("remove it from the LLMCall payload's config"), "{err}");
     }
 }

@@ -47,6 +47,20 @@ fn the_database_is_created_by_the_first_write_never_by_a_read() {
 }
 
 /// A file the store cannot use: not a database at all (SQLite's error), or refused by the store.
+#[test]
+fn a_store_error_has_a_class_like_every_other_failure() {
+    // What a write or read found may go differently next cycle; a store that failed or refused will not.
+    let classes = [
+        (StoreError::Conflict("key".into()), "store-conflict", FailureKind::CycleFail),
+        (StoreError::NotFound("id".into()), "store-not-found", FailureKind::CycleFail),
+        (StoreError::Backend("disk".into()), "store-backend", FailureKind::FailFast),
+        (StoreError::Refused("file".into()), "store-refused", FailureKind::FailFast),
+    ];
+    for (err, code, kind) in classes {
+        assert_eq!((err.code(), err.kind()), (code, kind), "{err}");
+    }
+}
+
 fn backend_error<T: std::fmt::Debug>(r: Result<T, StoreError>) -> String {
     match r {
         Err(e @ (StoreError::Backend(_) | StoreError::Refused(_))) => e.to_string(),

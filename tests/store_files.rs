@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use planlock::Failure as _;
 use sha2::{Digest as _, Sha256};
 
 use common::{plan_with, policy};

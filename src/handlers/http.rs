@@ -82,9 +82,9 @@ pub enum ModelError {
     },
 }
 
-impl ModelError {
+impl crate::contract::registry::Failure for ModelError {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             ModelError::Config { .. } => "model-config",
             ModelError::MissingInput { .. } => "model-missing-input",
@@ -94,6 +94,19 @@ impl ModelError {
             ModelError::Status { .. } => "model-http-status",
             ModelError::NotUtf8 { .. } => "model-not-utf8",
             ModelError::Malformed { .. } => "model-malformed-body",
+        }
+    }
+
+    /// FailFast for a configuration that cannot work (a bad URL, a missing input, a redirect);
+    /// CycleFail for what the next cycle may not meet (a timeout, a refused connection, an error
+    /// status, a bad body).
+    fn kind(&self) -> crate::contract::registry::FailureKind {
+        use crate::contract::registry::FailureKind;
+        match self {
+            ModelError::Config { .. } | ModelError::MissingInput { .. } | ModelError::Redirect { .. } => {
+                FailureKind::FailFast
+            }
+            _ => FailureKind::CycleFail,
         }
     }
 }

@@ -96,9 +96,9 @@ pub enum BundleError {
     },
 }
 
-impl BundleError {
+impl crate::contract::registry::Failure for BundleError {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             BundleError::Manifest { .. } => "bundle-manifest",
             BundleError::UnknownProvider { .. } => "unknown-provider",
@@ -110,6 +110,11 @@ impl BundleError {
                 None => "provider-factory",
             },
         }
+    }
+
+    /// FailFast: a session cannot run on a bundle that does not open.
+    fn kind(&self) -> crate::contract::registry::FailureKind {
+        crate::contract::registry::FailureKind::FailFast
     }
 }
 

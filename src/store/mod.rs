@@ -73,14 +73,24 @@ pub enum StoreError {
     Refused(String),
 }
 
-impl StoreError {
+impl crate::contract::registry::Failure for StoreError {
     /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
+    fn code(&self) -> &'static str {
         match self {
             StoreError::Conflict(_) => "store-conflict",
             StoreError::NotFound(_) => "store-not-found",
             StoreError::Backend(_) => "store-backend",
             StoreError::Refused(_) => "store-refused",
+        }
+    }
+
+    /// CycleFail for what this write or read found (a conflict, something missing): another
+    /// cycle may go differently; FailFast when the store itself failed or refused.
+    fn kind(&self) -> crate::contract::registry::FailureKind {
+        use crate::contract::registry::FailureKind;
+        match self {
+            StoreError::Conflict(_) | StoreError::NotFound(_) => FailureKind::CycleFail,
+            StoreError::Backend(_) | StoreError::Refused(_) => FailureKind::FailFast,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use std::fmt::Write as _;
 
+use planlock::Failure as _;
 use planlock::schema::{Anchor, Decision};
 use planlock::store::DecisionContextProviderPort;
 use serde::Serialize;

@@ -4,6 +4,7 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use planlock::Failure as _;
 use planlock::embed::{DemoEmbedder, Embedder};
 use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
 use planlock::schema::MemoryItem;
