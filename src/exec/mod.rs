@@ -4,7 +4,10 @@
 //!
 //! Imports the contract, validation and hashing layers; nothing above.
 
+mod cycle;
 pub mod executor;
+mod failure;
+mod guard;
 pub mod handler;
 pub mod ledger;
 pub(crate) mod report;

@@ -1,0 +1,161 @@
+//! A cycle's state as the executor keeps it: the session it runs in, the cycle in progress, and
+//! how it ends (completed, paused for a person, restored from a record to resume).
+//!
+//! Layer 4, with the executor.
+
+use uuid::Uuid;
+
+use crate::exec::failure::ExecError;
+use crate::exec::ledger::Ledger;
+use crate::exec::report::{CycleReport, Intervention, Phase};
+use crate::exec::validator::Override;
+use crate::hash::{Digest, plan_digest};
+use crate::validate::ValidPlan;
+
+/// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime
+/// makes one for a real session (from what it booted and computed itself); a cycle run by an
+/// [`Executor`](crate::Executor) alone gets a throw-away one ([`Executor::run`](crate::Executor::run)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CycleSession {
+    pub(crate) session_id: Uuid,
+    pub(crate) plan_hash: Digest,
+    pub(crate) cycle: u64,
+}
+
+impl CycleSession {
+    /// A throw-away session for cycles of `plan` outside any runtime: a new id, the digest of the
+    /// plan alone as its hash, cycle 1. (A session's real identity and hash are the runtime's,
+    /// and never leave it.) Compute it once and run many cycles with
+    /// [`Executor::run_with`](crate::Executor::run_with), when hashing the plan per cycle would cost too much.
+    pub fn for_plan(plan: &ValidPlan) -> CycleSession {
+        CycleSession { session_id: Uuid::new_v4(), plan_hash: plan_digest(plan.plan()), cycle: 1 }
+    }
+
+    /// The session id (a UUID v4 created at cold start).
+    pub fn session_id(&self) -> Uuid {
+        self.session_id
+    }
+
+    /// The plan hash the cycle runs under (docs/CONTRACT.md, "Plan hash").
+    pub fn plan_hash(&self) -> Digest {
+        self.plan_hash
+    }
+
+    /// The cycle's number: the session's completed cycles + 1.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+}
+
+/// A cycle that ran to the end.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completed {
+    /// What happened.
+    pub report: CycleReport,
+    /// Every step's result.
+    pub ledger: Ledger,
+}
+
+/// How a cycle ended, when it did not fail.
+#[derive(Debug)]
+#[must_use = "a paused cycle must be resumed or abandoned"]
+#[allow(clippy::large_enum_variant, reason = "one per cycle, moved a few times; boxing buys nothing")]
+pub enum CycleOutcome {
+    /// Every step ran.
+    Completed(Completed),
+    /// A validator blocked a step; the cycle waits for the caller.
+    InterventionRequired(PausedCycle),
+}
+
+impl CycleOutcome {
+    /// The completed cycle, if it completed.
+    pub fn completed(self) -> Option<Completed> {
+        match self {
+            CycleOutcome::Completed(c) => Some(c),
+            CycleOutcome::InterventionRequired(_) => None,
+        }
+    }
+}
+
+/// A cycle in progress: its session, the next step to run, what it has recorded so far, and the
+/// override it may still use. A paused cycle keeps it whole, so a resume goes on from here.
+#[derive(Debug)]
+pub(crate) struct Cycle {
+    pub(crate) session: CycleSession,
+    pub(crate) next: usize,
+    pub(crate) ledger: Ledger,
+    pub(crate) report: CycleReport,
+    pub(crate) over: Option<Override>,
+}
+
+impl Cycle {
+    pub(crate) fn new(session: CycleSession) -> Cycle {
+        Cycle { session, next: 0, ledger: Ledger::default(), report: CycleReport::default(), over: None }
+    }
+}
+
+/// A paused cycle as the runtime restores it from its durable record: the step to re-run, the
+/// results of the steps before it, and the override for the re-run.
+#[derive(Debug)]
+pub(crate) struct RestoredCycle {
+    pub(crate) session: CycleSession,
+    pub(crate) next: usize,
+    pub(crate) ledger: Ledger,
+    pub(crate) over: Option<Override>,
+    /// The Block that paused the cycle: the resumed cycle's report keeps it, as a cycle resumed
+    /// in the same process does.
+    pub(crate) paused_by: Intervention,
+}
+
+/// A validator's Block as [`Executor::judge`] found it.
+pub(crate) struct Block {
+    pub(crate) validator_id: String,
+    pub(crate) phase: Phase,
+    pub(crate) reason: String,
+}
+
+/// A cycle paused by a validator's Block (docs/CONTRACT.md, "Execution"). It can only
+/// be resumed ([`Executor::resume`](crate::Executor::resume)) or abandoned ([`PausedCycle::abandon`]).
+#[derive(Debug)]
+#[must_use = "a paused cycle must be resumed or abandoned"]
+pub struct PausedCycle {
+    pub(crate) cycle: Cycle,
+    pub(crate) plan_digest: Digest,
+    pub(crate) intervention: Intervention,
+}
+
+impl PausedCycle {
+    /// The Block that paused the cycle.
+    pub fn intervention(&self) -> &Intervention {
+        &self.intervention
+    }
+
+    /// The results of the steps completed before the blocked one.
+    pub fn ledger(&self) -> &Ledger {
+        &self.cycle.ledger
+    }
+
+    /// Gives up the cycle; returns what happened.
+    pub fn abandon(self) -> CycleReport {
+        self.cycle.report
+    }
+
+    /// The report so far.
+    pub fn report(&self) -> &CycleReport {
+        &self.cycle.report
+    }
+
+    /// Refuses an override that does not name this pause's validator and step.
+    pub fn check_override(&self, over: &Override) -> Result<(), ExecError> {
+        let pending = &self.intervention;
+        if over.validator_id == pending.validator_id && over.step_id == pending.step_id {
+            return Ok(());
+        }
+        Err(ExecError::OverrideRefused {
+            validator_id: over.validator_id.clone(),
+            step_id: over.step_id.clone(),
+            pending_validator: pending.validator_id.clone(),
+            pending_step: pending.step_id.clone(),
+        })
+    }
+}

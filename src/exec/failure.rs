@@ -1,0 +1,154 @@
+//! Why a step or a cycle failed ([`StepFailure`], [`ExecError`]), each with its stable code and
+//! the class the registry gives it.
+//!
+//! Layer 4, with the executor.
+
+use crate::contract::problem::Problem;
+use crate::contract::registry::{Failure, FailureKind, StepType};
+use crate::exec::handler::HandlerError;
+
+/// Why a step failed.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum StepFailure {
+    /// The handler returned an error.
+    #[error("{0}")]
+    Handler(#[from] HandlerError),
+    /// The step did not finish within its deadline.
+    #[error("timed out after {limit_ms} ms ({key})")]
+    TimedOut {
+        /// The deadline.
+        limit_ms: u64,
+        /// Where the deadline comes from: `metadata.timeouts.llmMs`, `metadata.timeouts.ioMs`,
+        /// or the step type's default ([`DEFAULT_PROMPT_DEADLINE`](crate::exec::executor::DEFAULT_PROMPT_DEADLINE)).
+        key: &'static str,
+    },
+    /// The handler panicked; the message is what the panic said.
+    #[error("the handler panicked: {0}")]
+    Panicked(String),
+    /// The handler's result breaks the step's result contract.
+    #[error("the result breaks the contract: {}", join(.0))]
+    ResultContract(Vec<Problem>),
+}
+
+fn join(problems: &[Problem]) -> String {
+    problems.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ")
+}
+
+/// An execution failure, with its failure class.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum ExecError {
+    /// A step failed; `kind` comes from the registry.
+    #[error("step `{step_id}` ({step_type}) failed [{kind}]: {cause}")]
+    StepFailed {
+        /// The step's id.
+        step_id: String,
+        /// The step's type.
+        step_type: StepType,
+        /// How the failure propagates.
+        kind: FailureKind,
+        /// What went wrong.
+        cause: StepFailure,
+    },
+    /// The plan has a step no handler is registered for; nothing ran.
+    #[error(
+        "no handler is registered for step `{step_id}` ({step_type}); register one with `Handlers::on::<{step_type}>(..)`; no step ran"
+    )]
+    MissingHandler {
+        /// The step's id.
+        step_id: String,
+        /// The step's type.
+        step_type: StepType,
+    },
+    /// The plan names a validator the runtime does not have; nothing ran.
+    #[error("the plan's `{list}` names validator `{id}`, which this runtime does not have; no step ran")]
+    UnknownValidator {
+        /// The validator id.
+        id: String,
+        /// `validators` or `postValidators`.
+        list: &'static str,
+    },
+    /// The plan pins a validator to another version or configuration than the runtime's.
+    #[error(
+        "validator `{id}`: the plan pins {field} `{plan}` but the runtime has `{runtime}`; the run would not be reproducible; no step ran"
+    )]
+    ValidatorMismatch {
+        /// The validator id.
+        id: String,
+        /// `version` or `config_hash`.
+        field: &'static str,
+        /// The plan's value.
+        plan: String,
+        /// The runtime's value.
+        runtime: String,
+    },
+    /// A resume found a different plan or plan hash than the paused cycle's.
+    #[error("resume refused: {what} differs from the paused cycle's; a paused cycle resumes only under its own plan")]
+    PlanChanged {
+        /// What differs.
+        what: &'static str,
+    },
+    /// A validator panicked: a gate that cannot decide is never passed.
+    #[error("validator `{validator_id}` panicked at step `{step_id}`: {message}; the cycle stops (FailFast)")]
+    ValidatorPanicked {
+        /// The validator.
+        validator_id: String,
+        /// The step it was judging.
+        step_id: String,
+        /// What the panic said.
+        message: String,
+    },
+    /// An override that names no pending intervention.
+    #[error(
+        "override refused: it names validator `{validator_id}` at step `{step_id}`, but the pending intervention is validator `{pending_validator}` at step `{pending_step}`"
+    )]
+    OverrideRefused {
+        /// The override's validator.
+        validator_id: String,
+        /// The override's step.
+        step_id: String,
+        /// The pending intervention's validator.
+        pending_validator: String,
+        /// The pending intervention's step.
+        pending_step: String,
+    },
+    /// An earlier FailFast failure halted this executor.
+    #[error("the runtime is halted by an earlier FailFast failure: {original}")]
+    Halted {
+        /// The failure that halted it.
+        original: Box<ExecError>,
+    },
+}
+
+impl Failure for ExecError {
+    /// The failure class.
+    fn kind(&self) -> FailureKind {
+        match self {
+            ExecError::StepFailed { kind, .. } => *kind,
+            ExecError::MissingHandler { .. } | ExecError::OverrideRefused { .. } => FailureKind::CycleFail,
+            ExecError::UnknownValidator { .. }
+            | ExecError::ValidatorMismatch { .. }
+            | ExecError::PlanChanged { .. }
+            | ExecError::ValidatorPanicked { .. }
+            | ExecError::Halted { .. } => FailureKind::FailFast,
+        }
+    }
+
+    /// A stable machine-readable code.
+    fn code(&self) -> &'static str {
+        match self {
+            ExecError::StepFailed { cause: StepFailure::Handler(_), .. } => "step-failed",
+            ExecError::StepFailed { cause: StepFailure::TimedOut { .. }, .. } => "step-timed-out",
+            ExecError::StepFailed { cause: StepFailure::ResultContract(_), .. } => "result-contract",
+            ExecError::StepFailed { cause: StepFailure::Panicked(_), .. } => "step-panicked",
+            ExecError::ValidatorPanicked { .. } => "validator-panicked",
+            ExecError::OverrideRefused { .. } => "override-refused",
+            ExecError::MissingHandler { .. } => "missing-handler",
+            ExecError::UnknownValidator { .. } => "unknown-validator",
+            ExecError::ValidatorMismatch { .. } => "validator-mismatch",
+            ExecError::PlanChanged { .. } => "plan-changed",
+            ExecError::Halted { .. } => "halted",
+        }
+    }
+}

@@ -1,0 +1,169 @@
+//! [`RuntimeBuilder`] and boot: the plan hash, the session (Cold Start, Resume or FailFast), the
+//! bundle pin, a paused cycle's record, the executor.
+
+use super::*;
+
+/// Collects what a [`Runtime`] is booted with; see [`Runtime::builder`].
+#[must_use = "a runtime builder does nothing until `.boot()`"]
+pub struct RuntimeBuilder<S, L = Nil> {
+    pub(super) policy_root: PathBuf,
+    pub(super) plan: ValidPlan,
+    pub(super) store: S,
+    pub(super) handlers: Handlers<L>,
+    pub(super) validators: Vec<Registered>,
+    pub(super) record_content: bool,
+    pub(super) bundle: Option<BundleManifest>,
+    pub(super) resolver: Option<StrategyResolver>,
+}
+
+impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
+    /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
+    pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
+        let RuntimeBuilder { policy_root, plan, store, validators, record_content, bundle, resolver, .. } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle, resolver }
+    }
+
+    /// Registers a validator by id, version and configuration (see
+    /// [`Executor::with_validator`]).
+    pub fn validator(
+        mut self,
+        id: impl Into<String>,
+        version: impl Into<String>,
+        config: &Value,
+        validator: impl Validator,
+    ) -> Self {
+        Registered::new(id, version, config, validator).add_to(&mut self.validators);
+        self
+    }
+
+    /// Records payloads and results in the step spans (off by default: they may hold user data).
+    pub fn record_content(mut self, on: bool) -> Self {
+        self.record_content = on;
+        self
+    }
+
+    /// The bundle whose providers the storage handlers were resolved from: boot checks its ids
+    /// against the session's pin (a difference is FailFast, naming both), and the first completed
+    /// cycle pins them (an older pin without ids is upgraded then).
+    pub fn bundle(mut self, manifest: BundleManifest) -> Self {
+        self.bundle = Some(manifest);
+        self
+    }
+
+    /// The resolver whose registered ids the bundle's are checked against: the one the storage
+    /// was resolved with, when it registers providers of its own (the built-ins by default).
+    pub fn resolver(mut self, resolver: StrategyResolver) -> Self {
+        self.resolver = Some(resolver);
+        self
+    }
+
+    /// Boots: checks the handlers and validators against the plan, loads the policy profile,
+    /// computes the plan hash, loads the session and any paused cycle, and compares. Cold Start
+    /// creates nothing.
+    pub fn boot(self) -> Result<Runtime<S, L>, BootError> {
+        let RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle, resolver } = self;
+        if handlers.step_types().contains(&StepType::PersistSession) {
+            return Err(BootError::PersistSessionHandler);
+        }
+        // One runtime per session, whatever wraps the store (CONTRACT §11).
+        store.claim()?;
+        let profile = PolicyProfile::load(&policy_root, &plan.metadata().policy_profile)?;
+        let hash = plan_hash(&profile, &plan);
+        let parts = HashParts::of(&profile, &plan);
+        let (boot, mut session_id) = match store.load()? {
+            // A new session keeps the id reserved by a first cycle that did not complete.
+            None => match store.load_reserved()? {
+                Some(reserved) if reserved.plan_hash == hash => (Boot::ColdStart, reserved.session_id),
+                _ => (Boot::ColdStart, Uuid::new_v4()),
+            },
+            Some(state) if state.last_execution_plan_hash == hash => (Boot::Resume(state.clone()), state.session_id),
+            Some(state) => {
+                let what = match &state.hash_parts {
+                    Some(stored) => stored.difference(&parts),
+                    None => "the session file keeps no per-part digests".to_owned(),
+                };
+                return Err(BootError::HashMismatch {
+                    session_id: state.session_id,
+                    stored: state.last_execution_plan_hash,
+                    current: hash,
+                    what,
+                });
+            }
+        };
+        let previous = match &boot {
+            Boot::Resume(state) => Some(state.clone()),
+            Boot::ColdStart => None,
+        };
+        let completed = previous.as_ref().map_or(0, |s| s.cycle);
+        let mut pending = store.load_intervention()?;
+        // A resume that saved the session but was stopped before removing the record left it
+        // behind: the session proves the cycle finished, so the record goes, and nothing re-runs.
+        let leftover = match (&pending, &previous) {
+            (Some(record), Some(state)) if record.is_leftover_of(state) => {
+                store.remove_intervention()?;
+                pending.take()
+            }
+            _ => None,
+        };
+        if let Some(record) = &pending {
+            let mismatch = |what: String| BootError::InterventionMismatch { file: INTERVENTION_FILE, what };
+            if record.plan_hash != hash {
+                return Err(mismatch(format!(
+                    "paused under plan hash {}, but the plan and policy now hash to {hash}",
+                    record.plan_hash
+                )));
+            }
+            if previous.is_some() && record.session_id != session_id {
+                return Err(mismatch(format!("belongs to session {}, not {session_id}", record.session_id)));
+            }
+            // A paused first cycle: its id is the one reserved for the new session, if any.
+            if let (None, Some(reserved)) = (&previous, store.load_reserved()?)
+                && reserved.plan_hash == hash
+                && reserved.session_id != record.session_id
+            {
+                return Err(mismatch(format!(
+                    "belongs to session {}, but the first cycle reserved session {}",
+                    record.session_id, reserved.session_id
+                )));
+            }
+            if record.session_id.get_version_num() != 4 {
+                return Err(mismatch(format!("names session {}, which is not a v4 UUID", record.session_id)));
+            }
+            if record.cycle != completed + 1 {
+                return Err(mismatch(format!(
+                    "is cycle {}, but the session has completed {completed} cycles",
+                    record.cycle
+                )));
+            }
+            session_id = record.session_id;
+        }
+        let pin = match &bundle {
+            Some(manifest) => pin_for(&store, manifest, &resolver.unwrap_or_default())?,
+            None => None,
+        };
+        let cell = Arc::new(Mutex::new(Staging { previous: previous.clone(), parts: parts.clone(), staged: None }));
+        let handlers = handlers.on_named::<PersistSession, _>(SessionStager { cell: cell.clone() });
+        let executor = Executor::with_parts(handlers, validators, record_content);
+        executor.check(&plan)?;
+        let state = match pending {
+            Some(record) => State::Paused(Box::new(record)),
+            None => State::Ready,
+        };
+        Ok(Runtime {
+            store,
+            policy_root,
+            plan,
+            hash,
+            parts,
+            boot,
+            session_id,
+            session: previous,
+            leftover,
+            reserved: false,
+            pin,
+            cell,
+            executor,
+            state,
+        })
+    }
+}
