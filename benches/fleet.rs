@@ -12,7 +12,8 @@
 //! wall time minus the model's latency × its two calls) p50/p99, CPU seconds per cycle (workers,
 //! PostgreSQL's processes and the model server), peak RSS per worker and per in-flight session
 //! (growth over the worker's RSS before it booted its sessions), PostgreSQL commits per cycle
-//! (`pg_stat_database.xact_commit` over the window). The floor: bare compare-and-set session
+//! (`pg_stat_database.xact_commit` over the window) and of those the ones that wrote (transaction
+//! ids assigned over the window: the commits that wait for a WAL flush). The floor: bare compare-and-set session
 //! saves/s with W clients, in the same run. The peer: `benches/peers/langgraph_fleet.py`, the same
 //! 12-step work as a LangGraph graph with `langgraph-checkpoint-postgres` and LangGraph's
 //! PostgreSQL store on the same server, the same mock model, S sessions as threads driven by
@@ -86,6 +87,9 @@ pub struct Figures {
     pub peak_rss_kib: u64,
     pub per_session_kib: f64,
     pub commits: Option<u64>,
+    /// Transactions that wrote (transaction ids assigned) over the window: the commits that
+    /// wait for a WAL flush.
+    pub writes: Option<u64>,
     pub errors: u64,
 }
 
@@ -225,6 +229,7 @@ fn measure(
     // workers' backends end with them, and report then.
     progress("booted; waiting for PostgreSQL's statistics to settle");
     let commits_before = pg.map(|pg| pg.settled_commits(Duration::from_millis(10_500), Duration::from_secs(1)));
+    let xid_before = pg.map(proc::PgWatch::next_xid);
     progress("window");
     let (pg_cpu_before, model_cpu_before) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     started.go();
@@ -234,6 +239,7 @@ fn measure(
     let commits = pg
         .zip(commits_before)
         .map(|(pg, before)| pg.settled_commits(Duration::ZERO, Duration::from_secs(2)).saturating_sub(before));
+    let writes = pg.zip(xid_before).map(|(pg, before)| pg.next_xid().saturating_sub(before));
     let model_calls = 2.0 * config.latency_ms as f64;
     let mut overheads: Vec<f64> = results
         .iter()
@@ -261,6 +267,7 @@ fn measure(
         peak_rss_kib: results.iter().map(|r| r["peak_kib"].as_u64().unwrap_or(0)).max().unwrap_or(0),
         per_session_kib: if sessions > 0.0 { growth / sessions } else { f64::NAN },
         commits,
+        writes,
         errors: results.iter().map(|r| r["errors"].as_u64().unwrap_or(0)).sum(),
     })
 }
@@ -294,6 +301,9 @@ fn print(system: &str, config: Config, f: &Figures, floor: Option<f64>) {
         Some(c) => println!("  PostgreSQL commits per cycle      {:>10.2}", c as f64 / cycles),
         None => println!("  PostgreSQL commits per cycle             n/a"),
     }
+    if let Some(w) = f.writes {
+        println!("  of which wrote (WAL flush)        {:>10.2}", w as f64 / cycles);
+    }
     if f.errors > 0 {
         println!("  failed cycles                     {:>10}", f.errors);
     }
@@ -306,7 +316,8 @@ fn record(system: &str, config: Config, f: &Figures) -> Value {
         "overheadP50Ms": f.overhead_p50_ms, "overheadP99Ms": f.overhead_p99_ms,
         "cpuMsPerCycle": f.cpu_s / f.all_cycles.max(1) as f64 * 1e3, "peakRssKib": f.peak_rss_kib,
         "perSessionKib": f.per_session_kib,
-        "commitsPerCycle": f.commits.map(|c| c as f64 / f.all_cycles.max(1) as f64), "errors": f.errors,
+        "commitsPerCycle": f.commits.map(|c| c as f64 / f.all_cycles.max(1) as f64),
+        "writesPerCycle": f.writes.map(|w| w as f64 / f.all_cycles.max(1) as f64), "errors": f.errors,
     })
 }
 

@@ -66,6 +66,20 @@ impl PgWatch {
             .unwrap_or(0)
     }
 
+    /// The next transaction id the server will assign, read without assigning one: the
+    /// difference over a window is the number of transactions that wrote (a read-only one gets
+    /// no id, and its commit waits for no WAL flush).
+    pub fn next_xid(&self) -> u64 {
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let rows = client.simple_query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").unwrap();
+        rows.iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
     /// The database's commits once every backend has reported, less this call's own looks:
     /// waits at least `at_least`, then until the count has held still for `quiet` (but for the
     /// looks' own commits: one per look). A backend idle since before the call reports within
