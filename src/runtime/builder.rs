@@ -141,8 +141,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             Some(manifest) => pin_for(&store, manifest, &resolver.unwrap_or_default())?,
             None => None,
         };
-        let cell = Arc::new(Mutex::new(Staging { previous: previous.clone(), parts: parts.clone(), staged: None }));
-        let handlers = handlers.on_named::<PersistSession, _>(SessionStager { cell: cell.clone() });
+        let handlers = handlers.on_named::<PersistSession, _>(SessionStager);
         let executor = Executor::with_parts(handlers, validators, record_content);
         executor.check(&plan)?;
         let state = match pending {
@@ -161,7 +160,6 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             leftover,
             reserved: false,
             pin,
-            cell,
             executor,
             state,
         })

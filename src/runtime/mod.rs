@@ -15,10 +15,10 @@ pub use builder::RuntimeBuilder;
 pub use error::{BootError, RuntimeError};
 use pin::pin_for;
 pub use stager::SessionStager;
-use stager::{Staging, WithStager};
+use stager::{WithStager, session_update};
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use serde_json::Value;
 use uuid::Uuid;
@@ -137,7 +137,6 @@ pub struct Runtime<S, L> {
     reserved: bool,
     /// A bundle pin to save with the next completed cycle (a new or upgraded one).
     pin: Option<BundlePinV1>,
-    cell: Arc<Mutex<Staging>>,
     executor: Executor<WithStager<L>>,
     state: State,
 }
@@ -259,7 +258,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         self.reserve()?;
         let session = self.cycle_session(self.cycle() + 1);
-        self.unstage();
         let outcome = self.executor.run_with(&self.plan, session).await;
         self.settle(outcome, session.cycle).await
     }
@@ -305,7 +303,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(restored) => restored,
             Err(e) => return Err(self.fail(e)),
         };
-        self.unstage();
         let outcome = self.executor.resume_restored(&self.plan, restored).await;
         let cycle = record.cycle;
         let settled = self.settle(outcome, cycle).await;
@@ -347,13 +344,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         Ok(())
     }
 
-    /// Each cycle's staged session update starts empty.
-    fn unstage(&self) {
-        if let Ok(mut cell) = self.cell.lock() {
-            cell.staged = None;
-        }
-    }
-
     /// Turns what the executor returned into the runtime's outcome: saves the session of a
     /// completed cycle (and removes a resumed cycle's record), saves the record of a paused one,
     /// halts on FailFast.
@@ -363,7 +353,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         cycle: u64,
     ) -> Result<RunOutcome, RuntimeError> {
         let settled = match outcome {
-            Ok(CycleOutcome::Completed(done)) => self.commit(done).await,
+            Ok(CycleOutcome::Completed(done)) => self.commit(done, cycle).await,
             Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(&paused, cycle),
             Err(e) => Err(self.fail(e.into())),
         };
@@ -374,9 +364,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         settled
     }
 
-    /// Saves the staged session of a completed cycle (its bundle pin first, when one is due, so a
-    /// session never exists without its pin), then removes any paused cycle's record.
-    async fn commit(&mut self, done: Completed) -> Result<RunOutcome, RuntimeError> {
+    /// Saves the session update of a completed cycle, built from its ledger (its bundle pin
+    /// first, when one is due, so a session never exists without its pin), then removes any
+    /// paused cycle's record.
+    async fn commit(&mut self, done: Completed, cycle: u64) -> Result<RunOutcome, RuntimeError> {
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin) {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
@@ -384,14 +375,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             }
             self.pin = None;
         }
-        let staged = self.cell.lock().ok().and_then(|mut cell| cell.staged.take());
-        let saved = match staged {
-            Some(update) => self.store.save_async(update).await,
-            None => {
-                let cause = HandlerError::new("the cycle completed without staging a session update");
-                return Err(self.fail(persist_failure(&self.plan, cause).into()));
-            }
-        };
+        let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
+        let saved = self.store.save_async(update).await;
         let saved = match saved {
             Ok(saved) => saved,
             Err(e) => {
@@ -399,9 +384,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 return Err(self.fail(persist_failure(&self.plan, cause).into()));
             }
         };
-        if let Ok(mut cell) = self.cell.lock() {
-            cell.previous = Some(saved.clone());
-        }
         self.session = Some(saved);
         if matches!(self.state, State::Paused(_)) {
             self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
