@@ -8,7 +8,7 @@
 
 use uuid::Uuid;
 
-use super::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError};
+use super::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Storage, StoreError};
 use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::contract::value::PositiveInt;
 use crate::hash::{Digest, IdempotencyKey};
@@ -16,7 +16,7 @@ use crate::hash::{Digest, IdempotencyKey};
 /// Runs every check, each on a fresh store from `empty`.
 pub fn run<P, F>(empty: F)
 where
-    P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort,
+    P: Storage,
     F: Fn() -> P,
 {
     memories(&empty());

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError};
+use super::{NewMemory, Storage, StoreError};
 use crate::contract::schema::*;
 use crate::contract::steps::{
     LinkDecisionEvidence, PersistDecision, PersistEvidence, PersistMemory, RetrieveDecisionContext, RetrieveMemory,
@@ -51,7 +51,7 @@ type WithStore<P, L> = Entry<
     >,
 >;
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> StoreHandlers<P> {
+impl<P: Storage> StoreHandlers<P> {
     /// The handlers over `ports`.
     pub fn new(ports: P) -> StoreHandlers<P> {
         StoreHandlers { ports: Arc::new(ports) }
@@ -79,9 +79,7 @@ fn failed(doing: &'static str) -> impl FnOnce(StoreError) -> HandlerError {
     move |e| HandlerError::with_source(doing, e)
 }
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<RetrieveMemory>
-    for StoreHandlers<P>
-{
+impl<P: Storage> Handler<RetrieveMemory> for StoreHandlers<P> {
     async fn call(
         &self,
         cx: &StepContext<'_>,
@@ -93,9 +91,7 @@ impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> 
     }
 }
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<RetrieveDecisionContext>
-    for StoreHandlers<P>
-{
+impl<P: Storage> Handler<RetrieveDecisionContext> for StoreHandlers<P> {
     async fn call(
         &self,
         _: &StepContext<'_>,
@@ -110,9 +106,7 @@ impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> 
     }
 }
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<PersistMemory>
-    for StoreHandlers<P>
-{
+impl<P: Storage> Handler<PersistMemory> for StoreHandlers<P> {
     async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
         let key = cx.idempotency_key();
         let memory = NewMemory { key: &key, session_ref: &p.session_ref, summary: &p.summary, keywords: &p.keywords };
@@ -121,9 +115,7 @@ impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> 
     }
 }
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<PersistDecision>
-    for StoreHandlers<P>
-{
+impl<P: Storage> Handler<PersistDecision> for StoreHandlers<P> {
     async fn call(
         &self,
         cx: &StepContext<'_>,
@@ -135,9 +127,7 @@ impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> 
     }
 }
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<PersistEvidence>
-    for StoreHandlers<P>
-{
+impl<P: Storage> Handler<PersistEvidence> for StoreHandlers<P> {
     async fn call(
         &self,
         cx: &StepContext<'_>,
@@ -149,9 +139,7 @@ impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> 
     }
 }
 
-impl<P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Handler<LinkDecisionEvidence>
-    for StoreHandlers<P>
-{
+impl<P: Storage> Handler<LinkDecisionEvidence> for StoreHandlers<P> {
     async fn call(
         &self,
         cx: &StepContext<'_>,

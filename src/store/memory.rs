@@ -5,9 +5,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use super::write::{self, End, WriteRows};
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
-    StoreError, check_version, query_words, same_decision,
+    StoreError, query_words,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::hash::IdempotencyKey;
@@ -98,61 +99,76 @@ impl DecisionContextProviderPort for InMemoryStore {
 
 impl DecisionWritePort for InMemoryStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let mut inner = self.lock()?;
-        if let Some(id) = inner.writes.get(key) {
-            return Ok(id.clone());
-        }
-        if let Some(stored) = inner.decisions.iter().find(|d| d.id == decision.id) {
-            if same_decision(stored, decision) {
-                inner.writes.insert(*key, decision.id.clone());
-                return Ok(decision.id.clone());
-            }
-            return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
-        }
-        check_version(&inner.decisions, decision)?;
-        if let Some(previous) = &decision.previous_version_id
-            && let Some(p) = inner.decisions.iter_mut().find(|d| &d.id == previous)
-        {
-            p.is_active = false;
-        }
-        let mut stored = decision.clone();
-        stored.is_active = true;
-        inner.decisions.push(stored);
-        inner.writes.insert(*key, decision.id.clone());
-        Ok(decision.id.clone())
+        write::persist_decision(&mut *self.lock()?, decision, key)
     }
 
     async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let mut inner = self.lock()?;
-        if let Some(id) = inner.writes.get(key) {
-            return Ok(id.clone());
-        }
-        match inner.evidence.iter().find(|e| e.id == evidence.id) {
-            Some(stored) if stored == evidence => {}
-            Some(_) => {
-                return Err(StoreError::Conflict(format!("evidence `{}` is stored with other content", evidence.id)));
-            }
-            None => inner.evidence.push(evidence.clone()),
-        }
-        inner.writes.insert(*key, evidence.id.clone());
-        Ok(evidence.id.clone())
+        write::persist_evidence(&mut *self.lock()?, evidence, key)
     }
 
     async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let mut inner = self.lock()?;
-        if let Some(status) = inner.writes.get(key) {
-            return Ok(status.clone());
+        write::link(&mut *self.lock()?, anchor, key)
+    }
+}
+
+/// The rows in memory. A write that fails changes nothing before it fails: the last two calls
+/// of each write (an insert, recording the key) do not fail.
+impl WriteRows for Inner {
+    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+        Ok(self.writes.get(key).cloned())
+    }
+
+    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+        self.writes.insert(*key, result.to_owned());
+        Ok(())
+    }
+
+    fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
+        Ok(self.decisions.iter().find(|d| d.id == id).cloned())
+    }
+
+    fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
+        Ok(self.decisions.iter().filter(|d| d.root_id == root_id && d.is_active).cloned().collect())
+    }
+
+    fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
+        match self.decisions.iter_mut().find(|d| d.id == id && d.is_active) {
+            Some(d) => {
+                d.is_active = false;
+                Ok(true)
+            }
+            None => Ok(false),
         }
-        if !inner.decisions.iter().any(|d| d.id == anchor.decision_id) {
-            return Err(StoreError::NotFound(format!("decision `{}` to link", anchor.decision_id)));
+    }
+
+    fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
+        self.decisions.push(Decision { is_active: true, ..decision.clone() });
+        Ok(())
+    }
+
+    fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
+        if self.evidence.iter().any(|e| e.id == evidence.id) {
+            return Ok(false);
         }
-        if !inner.evidence.iter().any(|e| e.id == anchor.evidence_id) {
-            return Err(StoreError::NotFound(format!("evidence `{}` to link", anchor.evidence_id)));
+        self.evidence.push(evidence.clone());
+        Ok(true)
+    }
+
+    fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
+        Ok(self.evidence.iter().find(|e| e.id == id).map(|e| (e.summary.clone(), e.source.clone())))
+    }
+
+    fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
+        Ok(match end {
+            End::Decision => self.decisions.iter().any(|d| d.id == id),
+            End::Evidence => self.evidence.iter().any(|e| e.id == id),
+        })
+    }
+
+    fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
+        if !self.links.contains(anchor) {
+            self.links.push(anchor.clone());
         }
-        if !inner.links.contains(anchor) {
-            inner.links.push(anchor.clone());
-        }
-        inner.writes.insert(*key, "linked".into());
-        Ok("linked".into())
+        Ok(())
     }
 }

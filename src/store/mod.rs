@@ -26,6 +26,7 @@ pub mod postgres;
 pub mod provider;
 #[cfg(feature = "sqlite")]
 pub mod sqlite;
+mod write;
 
 pub use handlers::StoreHandlers;
 
@@ -154,6 +155,17 @@ pub trait DecisionWritePort: Send + Sync + 'static {
     /// Links a stored decision and stored evidence; returns a status (`"linked"`).
     fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
+
+/// A store behind all three ports: what [`StoreHandlers`] runs the storage steps on. Every type
+/// that implements the three implements it.
+///
+/// ```
+/// fn takes_a_store<S: planlock::store::Storage>(_: &S) {}
+/// takes_a_store(&planlock::store::memory::InMemoryStore::new());
+/// ```
+pub trait Storage: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort {}
+
+impl<T: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort> Storage for T {}
 
 /// The most distinct words of a search query that are searched for; later ones are ignored.
 pub const MAX_QUERY_WORDS: usize = 32;

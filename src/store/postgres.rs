@@ -17,6 +17,7 @@
 
 use postgres::Client;
 
+use super::write::{self, End, WriteRows};
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
     StoreError, query_words,
@@ -301,51 +302,82 @@ impl DecisionContextProviderPort for PgStore {
 
 impl DecisionWritePort for PgStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (decision, key) = (decision.clone(), key.to_string());
-        self.write("storing a decision", move |tx, namespace| {
-            lock_key(tx, namespace, &key)?;
-            if let Some(id) = written(tx, namespace, &key)? {
-                return Ok(id);
-            }
-            let select = format!("SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND id = $2");
-            let stored = tx.query_opt(&select, &[&namespace, &decision.id]).map_err(backend("storing a decision"))?;
-            if let Some(stored) = stored.as_ref().map(decision_row) {
-                if super::same_decision(&stored, &decision) {
-                    record_write(tx, namespace, &key, &decision.id)?;
-                    return Ok(decision.id);
-                }
-                return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
-            }
-            let active_sql = format!(
-                "SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND root_id = $2 AND is_active FOR UPDATE"
-            );
-            let active: Vec<Decision> = tx
-                .query(&active_sql, &[&namespace, &decision.root_id])
-                .map_err(backend("storing a decision"))?
-                .iter()
-                .map(decision_row)
-                .collect();
-            super::check_version(&active, &decision)?;
-            if let Some(previous) = &decision.previous_version_id {
-                // Compare-and-set: the previous version must still be the active one.
-                let changed = tx
-                    .execute(
-                        "UPDATE planlock_decisions SET is_active = false WHERE namespace = $1 AND id = $2 AND is_active",
-                        &[&namespace, previous],
-                    )
-                    .map_err(backend("storing a decision"))?;
-                if changed != 1 {
-                    return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
-                }
-            }
-            let (kind, domain) = Scope::of(&decision.scope).columns();
-            let version = i64::try_from(decision.version.get()).unwrap_or(i64::MAX);
-            tx.execute(
+        let (decision, key) = (decision.clone(), *key);
+        let doing = "storing a decision";
+        self.write(doing, move |tx, namespace| {
+            write::persist_decision(&mut Rows { tx, namespace, doing }, &decision, &key)
+        })
+        .await
+    }
+
+    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
+        let (evidence, key) = (evidence.clone(), *key);
+        let doing = "storing evidence";
+        self.write(doing, move |tx, namespace| {
+            write::persist_evidence(&mut Rows { tx, namespace, doing }, &evidence, &key)
+        })
+        .await
+    }
+
+    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
+        let (anchor, key) = (anchor.clone(), *key);
+        let doing = "linking";
+        self.write(doing, move |tx, namespace| write::link(&mut Rows { tx, namespace, doing }, &anchor, &key)).await
+    }
+}
+
+/// The decision rows of a namespace, in the write's transaction.
+struct Rows<'a> {
+    tx: &'a mut Client,
+    namespace: &'a str,
+    doing: &'static str,
+}
+
+impl WriteRows for Rows<'_> {
+    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+        let key = key.to_string();
+        lock_key(self.tx, self.namespace, &key)?;
+        written(self.tx, self.namespace, &key)
+    }
+
+    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+        record_write(self.tx, self.namespace, &key.to_string(), result)
+    }
+
+    fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
+        let select = format!("SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND id = $2");
+        let row = self.tx.query_opt(&select, &[&self.namespace, &id]).map_err(backend(self.doing))?;
+        Ok(row.as_ref().map(decision_row))
+    }
+
+    fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
+        let sql = format!(
+            "SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND root_id = $2 AND is_active FOR UPDATE"
+        );
+        let rows = self.tx.query(&sql, &[&self.namespace, &root_id]).map_err(backend(self.doing))?;
+        Ok(rows.iter().map(decision_row).collect())
+    }
+
+    fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
+        self.tx
+            .execute(
+                "UPDATE planlock_decisions SET is_active = false WHERE namespace = $1 AND id = $2 AND is_active",
+                &[&self.namespace, &id],
+            )
+            .map(|changed| changed == 1)
+            .map_err(backend(self.doing))
+    }
+
+    fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
+        let (kind, domain) = Scope::of(&decision.scope).columns();
+        let version = i64::try_from(decision.version.get()).unwrap_or(i64::MAX);
+        self.tx
+            .execute(
                 "INSERT INTO planlock_decisions
                    (namespace, id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10)",
                 &[
-                    &namespace,
+                    &self.namespace,
                     &decision.id,
                     &decision.root_id,
                     &version,
@@ -357,66 +389,49 @@ impl DecisionWritePort for PgStore {
                     &super::now(),
                 ],
             )
-            .map_err(backend("storing a decision"))?;
-            record_write(tx, namespace, &key, &decision.id)?;
-            Ok(decision.id)
-        })
-        .await
+            .map(drop)
+            .map_err(backend(self.doing))
     }
 
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (evidence, key) = (evidence.clone(), key.to_string());
-        self.write("storing evidence", move |tx, namespace| {
-            lock_key(tx, namespace, &key)?;
-            if let Some(id) = written(tx, namespace, &key)? {
-                return Ok(id);
-            }
-            let inserted = tx
-                .execute(
-                    "INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                    &[&namespace, &evidence.id, &evidence.summary, &evidence.source],
-                )
-                .map_err(backend("storing evidence"))?;
-            if inserted == 0 {
-                let row = tx
-                    .query_one("SELECT summary, source FROM planlock_evidence WHERE namespace = $1 AND id = $2", &[&namespace, &evidence.id])
-                    .map_err(backend("storing evidence"))?;
-                if row.get::<_, &str>(0) != evidence.summary || row.get::<_, &str>(1) != evidence.source {
-                    return Err(StoreError::Conflict(format!("evidence `{}` is stored with other content", evidence.id)));
-                }
-            }
-            record_write(tx, namespace, &key, &evidence.id)?;
-            Ok(evidence.id)
-        })
-        .await
-    }
-
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (anchor, key) = (anchor.clone(), key.to_string());
-        self.write("linking", move |tx, namespace| {
-            lock_key(tx, namespace, &key)?;
-            if let Some(status) = written(tx, namespace, &key)? {
-                return Ok(status);
-            }
-            for (table, id, what) in [
-                ("planlock_decisions", &anchor.decision_id, "decision"),
-                ("planlock_evidence", &anchor.evidence_id, "evidence"),
-            ] {
-                let found = tx
-                    .query_opt(&format!("SELECT 1 FROM {table} WHERE namespace = $1 AND id = $2"), &[&namespace, id])
-                    .map_err(backend("linking"))?;
-                if found.is_none() {
-                    return Err(StoreError::NotFound(format!("{what} `{id}` to link")));
-                }
-            }
-            tx.execute(
-                "INSERT INTO planlock_decision_evidence (namespace, decision_id, evidence_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                &[&namespace, &anchor.decision_id, &anchor.evidence_id],
+    fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
+        self.tx
+            .execute(
+                "INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
+                &[&self.namespace, &evidence.id, &evidence.summary, &evidence.source],
             )
-            .map_err(backend("linking"))?;
-            record_write(tx, namespace, &key, "linked")?;
-            Ok("linked".to_owned())
-        })
-        .await
+            .map(|inserted| inserted == 1)
+            .map_err(backend(self.doing))
+    }
+
+    fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
+        let row = self
+            .tx
+            .query_opt(
+                "SELECT summary, source FROM planlock_evidence WHERE namespace = $1 AND id = $2",
+                &[&self.namespace, &id],
+            )
+            .map_err(backend(self.doing))?;
+        Ok(row.map(|r| (r.get(0), r.get(1))))
+    }
+
+    fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
+        let table = match end {
+            End::Decision => "planlock_decisions",
+            End::Evidence => "planlock_evidence",
+        };
+        self.tx
+            .query_opt(&format!("SELECT 1 FROM {table} WHERE namespace = $1 AND id = $2"), &[&self.namespace, &id])
+            .map(|row| row.is_some())
+            .map_err(backend(self.doing))
+    }
+
+    fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
+        self.tx
+            .execute(
+                "INSERT INTO planlock_decision_evidence (namespace, decision_id, evidence_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+                &[&self.namespace, &anchor.decision_id, &anchor.evidence_id],
+            )
+            .map(drop)
+            .map_err(backend(self.doing))
     }
 }

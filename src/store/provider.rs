@@ -13,7 +13,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
+    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Storage,
+    StoreError,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::embed::Embedder;
@@ -175,7 +176,7 @@ impl ResolvedStore {
     /// One store for both roles.
     pub fn single<S>(store: S) -> ResolvedStore
     where
-        S: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort,
+        S: Storage,
     {
         let store = Arc::new(store);
         ResolvedStore { memory: store.clone(), strategy: store }

@@ -8,6 +8,7 @@ use super::{SqliteStore, backend};
 use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
+use crate::store::write::{self, End, WriteRows};
 use crate::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, Scope, StoreError};
 
 /// What the write under `key` returned, if it happened.
@@ -77,138 +78,136 @@ impl DecisionContextProviderPort for SqliteStore {
 
 impl DecisionWritePort for SqliteStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (decision, key) = (decision.clone(), key.to_string());
-        let id = self
-            .with(true, move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend("storing a decision"))?;
-                if let Some(id) = written(&tx, &key)? {
-                    return Ok(id);
-                }
-                let stored = tx
-                    .query_row(&format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE id = ?1"), params![decision.id], decision_row)
-                    .optional()
-                    .map_err(backend("storing a decision"))?;
-                if let Some(stored) = stored {
-                    if crate::store::same_decision(&stored, &decision) {
-                        record_write(&tx, &key, &decision.id)?;
-                        tx.commit().map_err(backend("storing a decision"))?;
-                        return Ok(decision.id);
-                    }
-                    return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
-                }
-                let active = tx
-                    .query_row(
-                        &format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE root_id = ?1 AND is_active = 1"),
-                        params![decision.root_id],
-                        decision_row,
-                    )
-                    .optional()
-                    .map_err(backend("storing a decision"))?;
-                crate::store::check_version(active.as_slice(), &decision)?;
-                if let Some(previous) = &decision.previous_version_id {
-                    // Compare-and-set: the previous version must still be the active one.
-                    let changed = tx
-                        .execute("UPDATE decisions SET is_active = 0 WHERE id = ?1 AND is_active = 1", params![previous])
-                        .map_err(backend("storing a decision"))?;
-                    if changed != 1 {
-                        return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
-                    }
-                }
-                let (kind, domain) = Scope::of(&decision.scope).columns();
-                tx.execute(
-                    "INSERT INTO decisions (id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9)",
-                    params![
-                        decision.id,
-                        decision.root_id,
-                        i64::try_from(decision.version.get()).unwrap_or(i64::MAX),
-                        decision.text,
-                        decision.strength,
-                        kind,
-                        domain,
-                        decision.previous_version_id,
-                        crate::store::now()
-                    ],
-                )
-                .map_err(backend("storing a decision"))?;
-                record_write(&tx, &key, &decision.id)?;
-                tx.commit().map_err(backend("storing a decision"))?;
-                Ok(decision.id)
-            })
-            .await?;
-        id.ok_or_else(|| StoreError::Backend("the database was not created".into()))
+        let (decision, key) = (decision.clone(), *key);
+        self.keyed("storing a decision", move |rows| write::persist_decision(rows, &decision, &key)).await
     }
 
     async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (evidence, key) = (evidence.clone(), key.to_string());
-        let id = self
-            .with(true, move |conn| {
-                let tx = conn
-                    .transaction_with_behavior(TransactionBehavior::Immediate)
-                    .map_err(backend("storing evidence"))?;
-                if let Some(id) = written(&tx, &key)? {
-                    return Ok(id);
-                }
-                let stored: Option<(String, String)> = tx
-                    .query_row("SELECT summary, source FROM evidence WHERE id = ?1", params![evidence.id], |r| {
-                        Ok((r.get(0)?, r.get(1)?))
-                    })
-                    .optional()
-                    .map_err(backend("storing evidence"))?;
-                match stored {
-                    Some((summary, source)) if summary == evidence.summary && source == evidence.source => {}
-                    Some(_) => {
-                        return Err(StoreError::Conflict(format!(
-                            "evidence `{}` is stored with other content",
-                            evidence.id
-                        )));
-                    }
-                    None => {
-                        tx.execute(
-                            "INSERT INTO evidence (id, summary, source) VALUES (?1, ?2, ?3)",
-                            params![evidence.id, evidence.summary, evidence.source],
-                        )
-                        .map_err(backend("storing evidence"))?;
-                    }
-                }
-                record_write(&tx, &key, &evidence.id)?;
-                tx.commit().map_err(backend("storing evidence"))?;
-                Ok(evidence.id)
-            })
-            .await?;
-        id.ok_or_else(|| StoreError::Backend("the database was not created".into()))
+        let (evidence, key) = (evidence.clone(), *key);
+        self.keyed("storing evidence", move |rows| write::persist_evidence(rows, &evidence, &key)).await
     }
 
     async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (anchor, key) = (anchor.clone(), key.to_string());
-        let status = self
+        let (anchor, key) = (anchor.clone(), *key);
+        self.keyed("linking", move |rows| write::link(rows, &anchor, &key)).await
+    }
+}
+
+impl SqliteStore {
+    /// One keyed write in one immediate transaction, committed when it returns `Ok`.
+    async fn keyed(
+        &self,
+        doing: &'static str,
+        write: impl FnOnce(&mut Rows<'_, '_>) -> Result<String, StoreError> + Send + 'static,
+    ) -> Result<String, StoreError> {
+        let done = self
             .with(true, move |conn| {
-                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend("linking"))?;
-                if let Some(status) = written(&tx, &key)? {
-                    return Ok(status);
-                }
-                let exists = |table: &str, id: &str| -> Result<bool, StoreError> {
-                    tx.query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1"), params![id], |_| Ok(()))
-                        .optional()
-                        .map(|row| row.is_some())
-                        .map_err(backend("linking"))
-                };
-                if !exists("decisions", &anchor.decision_id)? {
-                    return Err(StoreError::NotFound(format!("decision `{}` to link", anchor.decision_id)));
-                }
-                if !exists("evidence", &anchor.evidence_id)? {
-                    return Err(StoreError::NotFound(format!("evidence `{}` to link", anchor.evidence_id)));
-                }
-                tx.execute(
-                    "INSERT OR IGNORE INTO decision_evidence (decision_id, evidence_id) VALUES (?1, ?2)",
-                    params![anchor.decision_id, anchor.evidence_id],
-                )
-                .map_err(backend("linking"))?;
-                record_write(&tx, &key, "linked")?;
-                tx.commit().map_err(backend("linking"))?;
-                Ok("linked".to_owned())
+                let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate).map_err(backend(doing))?;
+                let out = write(&mut Rows { tx: &tx, doing })?;
+                tx.commit().map_err(backend(doing))?;
+                Ok(out)
             })
             .await?;
-        status.ok_or_else(|| StoreError::Backend("the database was not created".into()))
+        done.ok_or_else(|| StoreError::Backend("the database was not created".into()))
+    }
+}
+
+/// The decision rows of one transaction.
+struct Rows<'t, 'c> {
+    tx: &'t rusqlite::Transaction<'c>,
+    doing: &'static str,
+}
+
+impl WriteRows for Rows<'_, '_> {
+    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+        written(self.tx, &key.to_string())
+    }
+
+    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+        record_write(self.tx, &key.to_string(), result)
+    }
+
+    fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
+        let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE id = ?1");
+        self.tx.query_row(&sql, params![id], decision_row).optional().map_err(backend(self.doing))
+    }
+
+    fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
+        // The transaction is immediate: no other writer runs until it ends.
+        let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE root_id = ?1 AND is_active = 1");
+        let mut stmt = self.tx.prepare_cached(&sql).map_err(backend(self.doing))?;
+        stmt.query_map(params![root_id], decision_row)
+            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+            .map_err(backend(self.doing))
+    }
+
+    fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
+        self.tx
+            .execute("UPDATE decisions SET is_active = 0 WHERE id = ?1 AND is_active = 1", params![id])
+            .map(|changed| changed == 1)
+            .map_err(backend(self.doing))
+    }
+
+    fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
+        let (kind, domain) = Scope::of(&decision.scope).columns();
+        self.tx
+            .execute(
+                "INSERT INTO decisions (id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9)",
+                params![
+                    decision.id,
+                    decision.root_id,
+                    i64::try_from(decision.version.get()).unwrap_or(i64::MAX),
+                    decision.text,
+                    decision.strength,
+                    kind,
+                    domain,
+                    decision.previous_version_id,
+                    crate::store::now()
+                ],
+            )
+            .map(drop)
+            .map_err(backend(self.doing))
+    }
+
+    fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
+        self.tx
+            .execute(
+                "INSERT OR IGNORE INTO evidence (id, summary, source) VALUES (?1, ?2, ?3)",
+                params![evidence.id, evidence.summary, evidence.source],
+            )
+            .map(|inserted| inserted == 1)
+            .map_err(backend(self.doing))
+    }
+
+    fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
+        self.tx
+            .query_row("SELECT summary, source FROM evidence WHERE id = ?1", params![id], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .optional()
+            .map_err(backend(self.doing))
+    }
+
+    fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
+        let table = match end {
+            End::Decision => "decisions",
+            End::Evidence => "evidence",
+        };
+        self.tx
+            .query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1"), params![id], |_| Ok(()))
+            .optional()
+            .map(|row| row.is_some())
+            .map_err(backend(self.doing))
+    }
+
+    fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
+        self.tx
+            .execute(
+                "INSERT OR IGNORE INTO decision_evidence (decision_id, evidence_id) VALUES (?1, ?2)",
+                params![anchor.decision_id, anchor.evidence_id],
+            )
+            .map(drop)
+            .map_err(backend(self.doing))
     }
 }
