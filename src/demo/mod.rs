@@ -7,14 +7,14 @@
 //!
 //! - `RepoScan` really scans the directory: the file count, and a SHA-256 over every file's
 //!   relative path and content as `versionId`.
-//! - Memory and decisions live in an in-memory [`DemoStore`].
+//! - Memory and decisions live in an [`InMemoryStore`] behind the real storage handlers.
 //! - `PromptAssemble` renders the template with minijinja (feature `prompts`, on by default;
 //!   [`substitute`] without it); `LLMCall` echoes deterministically.
 //! - Any step type can be made to fail, to show the failure semantics.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use crate::contract::plan::ValidatorSignature;
 use crate::contract::registry::StepType;
@@ -23,31 +23,25 @@ use crate::contract::steps::*;
 use crate::exec::handler::{Handler, HandlerError, Handlers, StepContext};
 use crate::exec::validator::{StepView, Validator, Verdict};
 use crate::session::{BeforeSave, SESSION_FILE, SessionError, SessionStore, SessionUpdate};
-use crate::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, StoreHandlers};
+use crate::store::memory::InMemoryStore;
+use crate::store::{Storage, StoreHandlers};
 
 mod scan;
 pub use scan::MAX_SCAN_FILES;
 use scan::scan;
 
-/// Memory, decisions, evidence and links, in memory.
-#[derive(Debug, Default)]
-pub struct DemoStore {
-    /// Stored memories, oldest first.
-    pub memories: Vec<MemoryItem>,
-    /// Stored decisions.
-    pub decisions: Vec<Decision>,
-    /// Stored evidence.
-    pub evidence: Vec<Evidence>,
-    /// Decision–evidence links.
-    pub anchors: Vec<Anchor>,
-}
-
 /// The demo handlers; clone it to register it for every step type.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Demo {
-    store: Arc<Mutex<DemoStore>>,
+    store: StoreHandlers<InMemoryStore>,
     fail: Arc<BTreeSet<StepType>>,
     base: Option<PathBuf>,
+}
+
+impl Default for Demo {
+    fn default() -> Demo {
+        Demo { store: StoreHandlers::new(InMemoryStore::new()), fail: Arc::default(), base: None }
+    }
 }
 
 impl Demo {
@@ -68,25 +62,16 @@ impl Demo {
         self
     }
 
-    /// The store, for inspection.
-    pub fn store(&self) -> Arc<Mutex<DemoStore>> {
-        self.store.clone()
+    /// The demo's own store (clones share its data), for inspection.
+    pub fn store(&self) -> &InMemoryStore {
+        self.store.ports()
     }
 
-    /// Every demo handler, registered for its step type (all but `PersistSession`, the runtime's).
+    /// Every demo handler, registered for its step type (all but `PersistSession`, the
+    /// runtime's): the Retrieve and Persist steps are the real storage handlers over the demo's
+    /// [`InMemoryStore`], as [`with_store`](Demo::with_store) gives them over any store.
     pub fn handlers(&self) -> Handlers<impl crate::exec::handler::HandlerSet + use<>> {
-        Handlers::new()
-            .on::<RepoScan>(self.clone())
-            .on::<ContextSelect>(self.clone())
-            .on::<RetrieveMemory>(self.clone())
-            .on::<RetrieveDecisionContext>(self.clone())
-            .on::<PromptAssemble>(self.clone())
-            .on::<LLMCall>(self.clone())
-            .on::<SummarizeMemory>(self.clone())
-            .on::<PersistMemory>(self.clone())
-            .on::<PersistDecision>(self.clone())
-            .on::<PersistEvidence>(self.clone())
-            .on::<LinkDecisionEvidence>(self.clone())
+        self.with_store(&self.store)
     }
 
     /// The demo handlers for the steps that need a model or a file system (`RepoScan`,
@@ -95,7 +80,7 @@ impl Demo {
     /// covers them all.
     pub fn with_store<P>(&self, store: &StoreHandlers<P>) -> Handlers<impl crate::exec::handler::HandlerSet + use<P>>
     where
-        P: MemoryRepositoryPort + DecisionContextProviderPort + DecisionWritePort,
+        P: Storage,
     {
         Handlers::new()
             .on::<RepoScan>(self.clone())
@@ -132,11 +117,6 @@ impl Demo {
             Ok(())
         }
     }
-
-    fn in_store<T>(&self, f: impl FnOnce(&mut DemoStore) -> T) -> Result<T, HandlerError> {
-        let mut store = self.store.lock().map_err(|_| HandlerError::new("the demo store lock is poisoned"))?;
-        Ok(f(&mut store))
-    }
 }
 
 /// A handler that fails when the demo was told to fail its step type; see [`Demo::gate`].
@@ -166,13 +146,6 @@ fn fail_as_told(_: &SessionUpdate) -> Result<(), SessionError> {
     Err(SessionError::Io { file: SESSION_FILE.into(), op: "write", source })
 }
 
-/// Stores `item`, replacing any with the same id, so a re-run of a write step is harmless.
-fn upsert<T>(items: &mut Vec<T>, item: T, id: impl Fn(&T) -> &String) {
-    let key = id(&item).clone();
-    items.retain(|old| *id(old) != key);
-    items.push(item);
-}
-
 impl Handler<RepoScan> for Demo {
     async fn call(&self, cx: &StepContext<'_>, p: &RepoScanPayload) -> Result<RepoScanResult, HandlerError> {
         self.check(StepType::RepoScan)?;
@@ -197,48 +170,6 @@ impl Handler<ContextSelect> for Demo {
             .map(|s| crate::contract::value::AnyValue(serde_json::json!({ "source": s, "input": p.input })))
             .collect();
         Ok(ContextSelectResult { selected_context })
-    }
-}
-
-impl Handler<RetrieveMemory> for Demo {
-    async fn call(&self, _: &StepContext<'_>, p: &RetrieveMemoryPayload) -> Result<RetrieveMemoryResult, HandlerError> {
-        self.check(StepType::RetrieveMemory)?;
-        // topK comes from the plan, never from a default (D-007).
-        let k = usize::try_from(p.top_k.get()).unwrap_or(usize::MAX);
-        let words: BTreeSet<String> = p.input.split_whitespace().map(str::to_lowercase).collect();
-        let items = self.in_store(|s| {
-            s.memories
-                .iter()
-                .rev()
-                .filter(|m| words.is_empty() || m.summary.split_whitespace().any(|w| words.contains(&w.to_lowercase())))
-                .take(k)
-                .cloned()
-                .collect()
-        })?;
-        Ok(RetrieveMemoryResult { items })
-    }
-}
-
-impl Handler<RetrieveDecisionContext> for Demo {
-    async fn call(
-        &self,
-        _: &StepContext<'_>,
-        p: &RetrieveDecisionContextPayload,
-    ) -> Result<RetrieveDecisionContextResult, HandlerError> {
-        self.check(StepType::RetrieveDecisionContext)?;
-        let domain = p.current_domain.as_ref().map(|d| format!("domain:{d}"));
-        self.in_store(|s| {
-            let decisions: Vec<Decision> = s
-                .decisions
-                .iter()
-                .filter(|d| d.is_active)
-                .filter(|d| d.scope == "global" || d.scope == "axis" || Some(&d.scope) == domain.as_ref())
-                .cloned()
-                .collect();
-            let anchors =
-                s.anchors.iter().filter(|a| decisions.iter().any(|d| d.id == a.decision_id)).cloned().collect();
-            RetrieveDecisionContextResult { decisions, anchors }
-        })
     }
 }
 
@@ -315,74 +246,6 @@ impl Handler<SummarizeMemory> for Demo {
     }
 }
 
-impl Handler<PersistMemory> for Demo {
-    async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
-        self.check(StepType::PersistMemory)?;
-        // The idempotency key makes a re-run of this step overwrite, not duplicate.
-        let id = format!("mem-{}", &cx.idempotency_key().to_string()[..16]);
-        let item = MemoryItem {
-            id: id.clone(),
-            summary: p.summary.clone(),
-            timestamp: crate::session::Timestamp::now().to_string(),
-        };
-        self.in_store(|s| upsert(&mut s.memories, item, |m| &m.id))?;
-        Ok(PersistMemoryResult { id })
-    }
-}
-
-impl Handler<PersistDecision> for Demo {
-    async fn call(
-        &self,
-        _: &StepContext<'_>,
-        p: &PersistDecisionPayload,
-    ) -> Result<PersistDecisionResult, HandlerError> {
-        self.check(StepType::PersistDecision)?;
-        let d = p.decision.clone();
-        let id = d.id.clone();
-        self.in_store(|s| {
-            for old in s.decisions.iter_mut().filter(|o| o.root_id == d.root_id) {
-                old.is_active = false;
-            }
-            upsert(&mut s.decisions, d, |o| &o.id);
-        })?;
-        Ok(PersistDecisionResult { id })
-    }
-}
-
-impl Handler<PersistEvidence> for Demo {
-    async fn call(
-        &self,
-        _: &StepContext<'_>,
-        p: &PersistEvidencePayload,
-    ) -> Result<PersistEvidenceResult, HandlerError> {
-        self.check(StepType::PersistEvidence)?;
-        let e = p.evidence.clone();
-        let id = e.id.clone();
-        self.in_store(|s| upsert(&mut s.evidence, e, |o| &o.id))?;
-        Ok(PersistEvidenceResult { id })
-    }
-}
-
-impl Handler<LinkDecisionEvidence> for Demo {
-    async fn call(
-        &self,
-        _: &StepContext<'_>,
-        p: &LinkDecisionEvidencePayload,
-    ) -> Result<LinkDecisionEvidenceResult, HandlerError> {
-        self.check(StepType::LinkDecisionEvidence)?;
-        let anchor = Anchor { decision_id: p.decision_id.clone(), evidence_id: p.evidence_id.clone() };
-        let status = self.in_store(|s| {
-            if s.anchors.contains(&anchor) {
-                "already-linked"
-            } else {
-                s.anchors.push(anchor);
-                "linked"
-            }
-        })?;
-        Ok(LinkDecisionEvidenceResult { status: status.into() })
-    }
-}
-
 /// A demo pre-validator: blocks every write of memories, decisions, evidence and links (the
 /// FailFast steps but the session save) for a person to review, so the cycle pauses. The CLI
 /// registers it as `demo-review`, version `1`, configuration `{}`; a plan uses it by naming
@@ -417,15 +280,6 @@ impl Validator for ReviewGate {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_rerun_write_replaces_instead_of_duplicating() {
-        let mut items = vec![Evidence { id: "e".into(), summary: "old".into(), source: "s".into() }];
-        upsert(&mut items, Evidence { id: "e".into(), summary: "new".into(), source: "s".into() }, |e| &e.id);
-        upsert(&mut items, Evidence { id: "f".into(), summary: "other".into(), source: "s".into() }, |e| &e.id);
-        let summaries: Vec<_> = items.iter().map(|e| e.summary.as_str()).collect();
-        assert_eq!(summaries, ["new", "other"]);
-    }
 
     #[test]
     fn substitutes_known_names_only() {
