@@ -220,6 +220,7 @@ pub enum SessionError {
     #[error(
         "session in use: worker {owner} holds the lease on session `{key}` for {seconds_left:.1} s more; refusing to share it"
     )]
+    #[cfg(feature = "postgres")]
     LeaseHeld {
         /// The session key.
         key: String,
@@ -233,16 +234,19 @@ pub enum SessionError {
     #[error(
         "session `{key}` was taken over by another worker (this one's lease ran out) or changed under it; nothing was written: stop this worker's runtime and boot again"
     )]
+    #[cfg(feature = "postgres")]
     Fenced {
         /// The session key.
         key: String,
     },
+    #[cfg(feature = "postgres")]
     /// The session key is not one a shared store accepts.
     #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
     InvalidKey {
         /// What is wrong with it.
         problem: String,
     },
+    #[cfg(feature = "postgres")]
     /// A stored row does not read back as what it must be.
     #[error("session `{key}`: the stored {what} is not valid: {problem}; fix or remove it (it was not changed)")]
     CorruptRow {
@@ -253,6 +257,7 @@ pub enum SessionError {
         /// What is wrong with it.
         problem: String,
     },
+    #[cfg(feature = "postgres")]
     /// The shared database failed.
     #[error("session `{key}`: {reason}")]
     Database {
@@ -271,10 +276,15 @@ impl Failure for SessionError {
             SessionError::Root { .. } => "session-root",
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
+            #[cfg(feature = "postgres")]
             SessionError::LeaseHeld { .. } => "session-in-use",
+            #[cfg(feature = "postgres")]
             SessionError::Fenced { .. } => "session-fenced",
+            #[cfg(feature = "postgres")]
             SessionError::InvalidKey { .. } => "session-key",
+            #[cfg(feature = "postgres")]
             SessionError::CorruptRow { .. } => "session-corrupt",
+            #[cfg(feature = "postgres")]
             SessionError::Database { .. } => "session-database",
         }
     }
