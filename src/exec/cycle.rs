@@ -147,15 +147,20 @@ impl PausedCycle {
 
     /// Refuses an override that does not name this pause's validator and step.
     pub fn check_override(&self, over: &Override) -> Result<(), ExecError> {
-        let pending = &self.intervention;
-        if over.validator_id == pending.validator_id && over.step_id == pending.step_id {
-            return Ok(());
-        }
-        Err(ExecError::OverrideRefused {
-            validator_id: over.validator_id.clone(),
-            step_id: over.step_id.clone(),
-            pending_validator: pending.validator_id.clone(),
-            pending_step: pending.step_id.clone(),
-        })
+        override_fits(over, &self.intervention.validator_id, &self.intervention.step_id)
     }
+}
+
+/// The one rule for an override, in a process or after a restart: it must name the pending
+/// Block's validator and step (`override-refused` otherwise).
+pub(crate) fn override_fits(over: &Override, validator_id: &str, step_id: &str) -> Result<(), ExecError> {
+    if over.validator_id == validator_id && over.step_id == step_id {
+        return Ok(());
+    }
+    Err(ExecError::OverrideRefused {
+        validator_id: over.validator_id.clone(),
+        step_id: over.step_id.clone(),
+        pending_validator: validator_id.to_owned(),
+        pending_step: step_id.to_owned(),
+    })
 }

@@ -27,9 +27,9 @@ use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict}
 use crate::hash::plan_digest;
 use crate::validate::{ValidPlan, check_result};
 
-pub(crate) use crate::exec::cycle::RestoredCycle;
 use crate::exec::cycle::{Block, Cycle};
 pub use crate::exec::cycle::{Completed, CycleOutcome, CycleSession, PausedCycle};
+pub(crate) use crate::exec::cycle::{RestoredCycle, override_fits};
 pub use crate::exec::failure::{ExecError, StepFailure};
 pub use crate::exec::guard::DEFAULT_PROMPT_DEADLINE;
 use crate::exec::guard::{Called, deadline, guard, guarded_call, step_span};

@@ -29,7 +29,7 @@ use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::contract::steps::{PersistMemory, PersistSession, RepoScan, StepResult};
 use crate::exec::executor::{
     Completed, CycleOutcome, CycleSession, ExecError, Executor, Intervention, PausedCycle, Phase, RestoredCycle,
-    StepFailure,
+    StepFailure, override_fits,
 };
 use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
@@ -280,15 +280,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         if let Some(o) = &over {
             o.check_justification().map_err(RuntimeError::Justification)?;
         }
-        if let Some(o) = &over
-            && (o.validator_id != record.validator.id || o.step_id != record.step_id)
-        {
-            return Err(RuntimeError::Exec(ExecError::OverrideRefused {
-                validator_id: o.validator_id.clone(),
-                step_id: o.step_id.clone(),
-                pending_validator: record.validator.id.clone(),
-                pending_step: record.step_id.clone(),
-            }));
+        if let Some(o) = &over {
+            override_fits(o, &record.validator.id, &record.step_id)?;
         }
         let profile = match PolicyProfile::load(&self.policy_root, &self.plan.metadata().policy_profile) {
             Ok(profile) => profile,
