@@ -20,7 +20,7 @@
 //!   [`handlers`], and [`plan_json_schema`] for producers in other languages.
 //!
 //! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
-//! `PromptAssemble`), `openai` (the model client: ureq with rustls), `postgres` (the
+//! `PromptAssemble`), `openai` (the model and embedding client: reqwest with rustls, on a thread of its own), `postgres` (the
 //! shared database stores and sessions), `cli` (the `planlock` binary; brings `openai`, `prompts`
 //! and `postgres`).
 //!
@@ -54,6 +54,8 @@
 //! # Ok::<(), planlock::Rejection>(())
 //! ```
 #![forbid(unsafe_code)]
+// On docs.rs, each feature-gated item is labelled with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 // The crate is built in layers; each module imports only from its own layer and those below it

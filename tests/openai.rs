@@ -432,3 +432,44 @@ async fn an_embedding_request_stops_at_the_steps_deadline() {
     let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<ModelError>()).expect("a ModelError");
     assert_eq!(source.code(), "model-timeout");
 }
+
+/// The process's threads now, from `/proc/self/status`.
+#[cfg(target_os = "linux")]
+fn threads() -> usize {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    status.lines().find_map(|l| l.strip_prefix("Threads:")).and_then(|n| n.trim().parse().ok()).unwrap()
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn calls_waiting_on_a_model_hold_no_thread_each() {
+    // 200 calls in flight on one executor thread, each waiting 600 ms for its answer: the
+    // process gains no thread per call (a blocking client on a thread pool gained ~200).
+    const CALLS: usize = 200;
+    let server_rt = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let slow = ResponseTemplate::new(200).set_body_json(completion("late")).set_delay(Duration::from_millis(600));
+    let server = server_rt.block_on(server_answering(slow));
+    let model = model(&server);
+    let p = llm_payload(json!({}));
+    pollster::block_on(call(&model, &p, Some(10_000))).unwrap(); // the client's own thread starts
+    let before = threads();
+    let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+    let local = tokio::task::LocalSet::new();
+    let (during, answers) = local.block_on(&rt, async {
+        let calls: Vec<_> = (0..CALLS)
+            .map(|_| {
+                let (model, p) = (model.clone(), p.clone());
+                tokio::task::spawn_local(async move { call(&model, &p, Some(10_000)).await })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(300)).await; // every call is waiting now
+        let during = threads();
+        let mut answers = 0;
+        for c in calls {
+            answers += usize::from(c.await.unwrap().is_ok_and(|r| r.response == "late"));
+        }
+        (during, answers)
+    });
+    assert_eq!(answers, CALLS);
+    assert!(during < before + 16, "{before} threads before, {during} with {CALLS} calls in flight");
+}

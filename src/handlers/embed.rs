@@ -137,7 +137,7 @@ impl OpenAiEmbedder {
     /// The embedder, its dimension learned from one request now (a short probe text).
     pub fn connect(config: EmbedConfig) -> Result<OpenAiEmbedder, EmbedError> {
         let mut embedder = OpenAiEmbedder::with_dimension(config, 0);
-        let probe = embedder.request(&["dimension probe".to_owned()], Purpose::Query, None)?;
+        let probe = pollster::block_on(embedder.request(&["dimension probe".to_owned()], Purpose::Query, None))?;
         match probe.first().map(Vec::len) {
             Some(n) if n > 0 => embedder.dimension = n,
             _ => return Err(embedder.failed("the server's answer to a probe has no vector".into(), None)),
@@ -167,9 +167,9 @@ impl OpenAiEmbedder {
         }
     }
 
-    /// One request per [`MAX_BATCH`] texts, blocking, each within the configured limit and what
-    /// is left before `deadline`.
-    fn request(
+    /// One request per [`MAX_BATCH`] texts, each within the configured limit and what is left
+    /// before `deadline`.
+    async fn request(
         &self,
         texts: &[String],
         purpose: Purpose,
@@ -193,6 +193,7 @@ impl OpenAiEmbedder {
             let text = self
                 .client
                 .post(&Value::Object(body), limit)
+                .await
                 .map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), Some(e)))?;
             let answer: Embeddings = serde_json::from_str(&text).map_err(|e| {
                 let e = self.client.malformed(&format!("not an embeddings answer: {e}"), &text);
@@ -224,7 +225,7 @@ impl Embedder for OpenAiEmbedder {
     }
     fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose, deadline: Option<Instant>) -> EmbedFuture<'a> {
         let (this, texts) = (self.clone(), texts.to_vec());
-        // A blocking client on the `blocking` crate's pool: an async executor is never stalled.
-        Box::pin(blocking::unblock(move || this.request(&texts, purpose, deadline)))
+        // The request runs on the HTTP client's own thread: no executor is stalled.
+        Box::pin(async move { this.request(&texts, purpose, deadline).await })
     }
 }

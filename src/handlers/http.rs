@@ -3,9 +3,13 @@
 //! its limit, no redirect followed, the body capped, and every text of the answer scrubbed of the
 //! secrets before anything reads it (docs/CONTRACT.md, "Real handlers", "Hostile inputs").
 
-use std::sync::Arc;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
+use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 
 use crate::handlers::secret::{Secrets, without_userinfo};
@@ -114,9 +118,10 @@ impl crate::contract::registry::Failure for ModelError {
 /// A client of one endpoint of one server.
 #[derive(Clone)]
 pub(crate) struct Client {
-    agent: ureq::Agent,
+    /// The connection pool, or why it could not be made (reported by the first call).
+    http: Result<reqwest::Client, Arc<str>>,
+    /// The endpoint, without userinfo: what is requested and what is shown.
     url: String,
-    shown: String,
     key: Option<Arc<str>>,
     /// The key and the URL's password, replaced in every text from a response.
     secrets: Secrets,
@@ -125,42 +130,76 @@ pub(crate) struct Client {
 impl std::fmt::Debug for Client {
     // The URL as shown and nothing else: the key and the password stay out of every print.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Client").field("endpoint", &self.shown).finish_non_exhaustive()
+        f.debug_struct("Client").field("endpoint", &self.url).finish_non_exhaustive()
     }
 }
 
 /// How many kept-alive connections a client keeps for its next calls.
 const MAX_IDLE_CONNECTIONS: usize = 64;
 
+/// The runtime every request runs on: one background thread of planlock's own, so a call is
+/// awaited from any executor (or blocked on from plain code) and a model's wait holds no thread
+/// of the caller's: a worker drives hundreds of sessions waiting on models with none.
+fn io_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| {
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("planlock-http")
+                .enable_all()
+                .build()
+                .map_err(|e| format!("cannot start the HTTP client's thread: {e}"))
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+/// A request in flight on [`io_runtime`]; dropped (the caller gave up: a step's deadline, a
+/// cancelled cycle), it stops the request and closes its connection. The server may still
+/// finish generating: a client cannot stop that.
+struct InFlight(tokio::task::JoinHandle<Result<String, ModelError>>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+impl Future for InFlight {
+    type Output = Result<String, ModelError>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        Pin::new(&mut self.0).poll(cx).map(|joined| {
+            joined.unwrap_or_else(|e| {
+                Err(ModelError::Connect { url: String::new(), reason: format!("the request's task ended: {e}") })
+            })
+        })
+    }
+}
+
 impl Client {
     /// A client of `base_url` + `/` + `path`, sending `key` as a bearer token.
     pub(crate) fn new(base_url: &str, path: &str, key: Option<Arc<str>>, connect_timeout: Duration) -> Client {
-        // Buffers start small and grow as an answer needs (ureq's are 128 KiB each way, held per
-        // connection: a worker with hundreds of calls in flight held megabytes for answers of a
-        // few kilobytes); a worker's calls in flight reuse their connections (ureq keeps 3 per
-        // host, so most of them connected anew each time).
-        let agent = ureq::Agent::config_builder()
-            .input_buffer_size(16 * 1024)
-            .output_buffer_size(16 * 1024)
-            .max_idle_connections(MAX_IDLE_CONNECTIONS)
-            .max_idle_connections_per_host(MAX_IDLE_CONNECTIONS)
-            .http_status_as_error(false)
-            .max_redirects(0)
-            .timeout_connect(Some(connect_timeout))
+        let http = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(connect_timeout)
+            .pool_max_idle_per_host(MAX_IDLE_CONNECTIONS)
             .user_agent(concat!("planlock/", env!("CARGO_PKG_VERSION")))
             .build()
-            .new_agent();
+            .map_err(|e| Arc::from(error_chain(&e)));
         let mut secrets = Secrets::new().with_password_of(base_url);
         if let Some(key) = &key {
             secrets = secrets.with(key);
         }
-        let url = format!("{}/{path}", base_url.trim_end_matches('/'));
-        Client { agent, shown: without_userinfo(&url), url, key, secrets }
+        // A password in the URL is never sent (nor shown): the key goes as a bearer token only.
+        let url = without_userinfo(&format!("{}/{path}", base_url.trim_end_matches('/')));
+        Client { http, url, key, secrets }
     }
 
     /// The endpoint as it may be shown (no userinfo).
     pub(crate) fn shown(&self) -> &str {
-        &self.shown
+        &self.url
     }
 
     /// The secrets replaced in what the server says.
@@ -170,20 +209,31 @@ impl Client {
 
     /// Posts `body` and returns the answer's body, scrubbed, within `limit`; an HTTP error, a
     /// redirect, a body that is too large or not UTF-8 is an error.
-    pub(crate) fn post(&self, body: &Value, limit: Duration) -> Result<String, ModelError> {
-        let (secrets, shown) = (&self.secrets, &self.shown);
-        let mut request = self.agent.post(&self.url).config().timeout_global(Some(limit)).build();
-        if let Some(key) = &self.key {
-            request = request.header("Authorization", format!("Bearer {key}"));
-        }
-        let timeout = || ModelError::Timeout { url: shown.clone(), limit_ms: limit.as_millis() };
-        let mut response = match request.send_json(body) {
-            Ok(r) => r,
-            Err(ureq::Error::Timeout(_)) => return Err(timeout()),
-            Err(e) => {
-                return Err(ModelError::Connect { url: shown.clone(), reason: secrets.scrub(&e.to_string()).into() });
-            }
+    pub(crate) async fn post(&self, body: &Value, limit: Duration) -> Result<String, ModelError> {
+        let connect = |reason: String| ModelError::Connect { url: self.url.clone(), reason };
+        let runtime = io_runtime().map_err(connect)?;
+        let (this, body) = (self.clone(), body.to_string());
+        let exchange = async move {
+            let timeout = ModelError::Timeout { url: this.url.clone(), limit_ms: limit.as_millis() };
+            tokio::time::timeout(limit, this.exchange(body)).await.unwrap_or(Err(timeout))
         };
+        InFlight(runtime.spawn(exchange)).await
+    }
+
+    /// One request and its answer, on [`io_runtime`].
+    async fn exchange(&self, body: String) -> Result<String, ModelError> {
+        let (secrets, shown) = (&self.secrets, &self.url);
+        let connect = |reason: &str| ModelError::Connect { url: shown.clone(), reason: secrets.scrub(reason).into() };
+        let http = self.http.as_ref().map_err(|e| connect(e))?;
+        let mut request = http.post(&self.url).header(CONTENT_TYPE, "application/json").body(body);
+        if let Some(key) = &self.key {
+            let Ok(mut bearer) = HeaderValue::from_str(&format!("Bearer {key}")) else {
+                return Err(connect("the API key holds a character an HTTP header cannot carry"));
+            };
+            bearer.set_sensitive(true);
+            request = request.header(AUTHORIZATION, bearer);
+        }
+        let mut response = request.send().await.map_err(|e| connect(&error_chain(&e.without_url())))?;
         let status = response.status().as_u16();
         // Every text below comes from the server: secrets are replaced before anything reads it.
         let header = |name: &str| {
@@ -194,14 +244,19 @@ impl Client {
         if (300..400).contains(&status) {
             return Err(ModelError::Redirect { status, location: start_of(&header("location").unwrap_or_default()) });
         }
-        let bytes = match response.body_mut().with_config().limit(MAX_RESPONSE_BYTES).read_to_vec() {
-            Ok(b) => b,
-            Err(ureq::Error::Timeout(_)) => return Err(timeout()),
-            Err(e) => {
-                let reason = format!("cannot read it: {}", secrets.scrub(&e.to_string()));
+        let mut bytes = Vec::new();
+        loop {
+            let chunk = response.chunk().await.map_err(|e| {
+                let reason = format!("cannot read it: {}", secrets.scrub(&error_chain(&e.without_url())));
+                ModelError::Malformed { reason, start: String::new() }
+            })?;
+            let Some(chunk) = chunk else { break };
+            if (bytes.len() + chunk.len()) as u64 > MAX_RESPONSE_BYTES {
+                let reason = format!("cannot read it: the body is larger than {MAX_RESPONSE_BYTES} bytes");
                 return Err(ModelError::Malformed { reason, start: String::new() });
             }
-        };
+            bytes.extend_from_slice(&chunk);
+        }
         let text =
             String::from_utf8(bytes).map_err(|e| ModelError::NotUtf8 { offset: e.utf8_error().valid_up_to() })?;
         let text = secrets.scrub(&text).into_owned();
@@ -219,6 +274,19 @@ impl Client {
     pub(crate) fn malformed(&self, reason: &str, body: &str) -> ModelError {
         ModelError::Malformed { reason: self.secrets.scrub(reason).into(), start: start_of(body) }
     }
+}
+
+/// An error and its sources, as one line: the client's own message is terse ("error sending
+/// request"), the cause (a refused connection, a TLS failure) is in its sources.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut line = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        line.push_str(": ");
+        line.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    line
 }
 
 /// The server's message: OpenAI's `{"error": {"message"}}`, Ollama's `{"error": "..."}`, or the

@@ -26,9 +26,10 @@
 //!   in the cycle report ([`StepRecord::usage`](crate::executor::StepRecord::usage),
 //!   [`CycleReport::usage`](crate::CycleReport::usage)).
 //!
-//! The HTTP client is [`ureq`] with rustls (no system OpenSSL); requests run on the `blocking`
-//! crate's thread pool, so an async executor's threads are never blocked
-//! ([`ModelConfig::on_thread_pool`]).
+//! The HTTP client is [`reqwest`] with rustls (no system OpenSSL), running on one background
+//! thread of planlock's own: a call is awaited from any executor (or blocked on from plain
+//! code), and a model's wait holds no thread of the caller's, so one worker thread drives
+//! hundreds of sessions waiting on models.
 
 use std::fmt;
 use std::sync::Arc;
@@ -86,7 +87,6 @@ pub struct ModelConfig {
     connect_timeout: Duration,
     timeout: Duration,
     json_summaries: bool,
-    on_pool: bool,
 }
 
 impl fmt::Debug for ModelConfig {
@@ -99,7 +99,6 @@ impl fmt::Debug for ModelConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.timeout)
             .field("json_summaries", &self.json_summaries)
-            .field("on_pool", &self.on_pool)
             .finish()
     }
 }
@@ -118,7 +117,6 @@ impl ModelConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             timeout: DEFAULT_REQUEST_TIMEOUT,
             json_summaries: true,
-            on_pool: true,
         }
     }
 
@@ -153,17 +151,6 @@ impl ModelConfig {
     /// true; turn off for a server that does not know it).
     pub fn json_summaries(mut self, on: bool) -> Self {
         self.json_summaries = on;
-        self
-    }
-
-    /// Whether requests run on the `blocking` crate's thread pool (default true), so that an
-    /// async executor's threads are never blocked while a model answers. A program that runs
-    /// its cycles with `run_cycle_blocking` has no executor to keep free (its thread waits
-    /// anyway) and may turn this off to save the hop to the pool (about 30 µs a request on two
-    /// cores; `cargo bench --bench model`). Deadlines hold either way: the request's own limit
-    /// is `llmMs`.
-    pub fn on_thread_pool(mut self, on: bool) -> Self {
-        self.on_pool = on;
         self
     }
 
@@ -295,13 +282,7 @@ impl OpenAiModel {
     ) -> Result<Answer, ModelError> {
         let span = tracing::Span::current();
         span.record("gen_ai.request.model", model);
-        let client = self.client.clone();
-        let body = Value::Object(body);
-        let answer = if self.config.on_pool {
-            blocking::unblock(move || chat(&client, &body, limit)).await?
-        } else {
-            chat(&self.client, &body, limit)?
-        };
+        let answer = chat(&self.client, &Value::Object(body), limit).await?;
         if let Some(model) = &answer.model {
             span.record("gen_ai.response.model", model.as_str());
         }
@@ -350,8 +331,8 @@ fn request_body(
 }
 
 /// One chat completion: the first choice's text, the model that answered, the usage.
-fn chat(client: &Client, body: &Value, limit: Duration) -> Result<Answer, ModelError> {
-    let text = client.post(body, limit)?;
+async fn chat(client: &Client, body: &Value, limit: Duration) -> Result<Answer, ModelError> {
+    let text = client.post(body, limit).await?;
     let completion: ChatCompletion =
         serde_json::from_str(&text).map_err(|e| client.malformed(&e.to_string(), &text))?;
     let Some(choice) = completion.choices.into_iter().next() else {

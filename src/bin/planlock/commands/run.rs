@@ -85,8 +85,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
     let mut real = None;
     let (handlers, mut model) = match (&c.llm_url, &c.llm_model) {
         (Some(url), Some(name)) => {
-            // The CLI runs its cycle with `run_cycle_blocking`: no async executor to keep free.
-            let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env).on_thread_pool(false);
+            let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env);
             let model = OpenAiModel::new(config);
             let about = ModelInfo::Openai { model: name.clone(), url: model.config().shown_url(), usage: None };
             real = Some(model.clone());
