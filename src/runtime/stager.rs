@@ -3,7 +3,7 @@
 use super::*;
 
 /// The runtime's own `PersistSession` handler. The step stages; it writes nothing: the runtime
-/// builds the session update from the completed cycle ([`session_update`]) and saves it once the
+/// builds the session update from the completed cycle's ledger and saves it once the
 /// cycle has completed, so a cycle that pauses, fails or is abandoned leaves the session as it was.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SessionStager;
