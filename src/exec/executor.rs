@@ -68,9 +68,35 @@ pub use crate::exec::report::{
 #[derive(Debug)]
 pub struct Executor<L = Nil> {
     handlers: Handlers<L>,
+    options: ExecOptions,
+    halted: OnceLock<ExecError>,
+}
+
+/// How an executor runs besides its handlers: the registered validators and whether spans record
+/// content. The runtime's builder collects one and hands it over, so both builders set the same
+/// thing.
+#[derive(Debug, Default)]
+pub(crate) struct ExecOptions {
     validators: Vec<Registered>,
     record_content: bool,
-    halted: OnceLock<ExecError>,
+}
+
+impl ExecOptions {
+    /// Registers a validator (a second one with the same id replaces the first).
+    pub(crate) fn add_validator(
+        &mut self,
+        id: impl Into<String>,
+        version: impl Into<String>,
+        config: &Value,
+        validator: impl Validator,
+    ) {
+        Registered::new(id, version, config, validator).add_to(&mut self.validators);
+    }
+
+    /// Whether step spans record payloads and results.
+    pub(crate) fn set_record_content(&mut self, on: bool) {
+        self.record_content = on;
+    }
 }
 
 struct Resolved<'e> {
@@ -81,12 +107,12 @@ struct Resolved<'e> {
 impl<L: HandlerSet> Executor<L> {
     /// An executor with these handlers and no validators.
     pub fn new(handlers: Handlers<L>) -> Self {
-        Executor { handlers, validators: Vec::new(), record_content: false, halted: OnceLock::new() }
+        Executor::with_options(handlers, ExecOptions::default())
     }
 
-    /// An executor from the runtime's parts.
-    pub(crate) fn with_parts(handlers: Handlers<L>, validators: Vec<Registered>, record_content: bool) -> Self {
-        Executor { handlers, validators, record_content, halted: OnceLock::new() }
+    /// An executor with these handlers and options (the runtime's builder collected them).
+    pub(crate) fn with_options(handlers: Handlers<L>, options: ExecOptions) -> Self {
+        Executor { handlers, options, halted: OnceLock::new() }
     }
 
     /// Whether this executor can run `plan`: a handler for every step, every validator the plan
@@ -104,19 +130,19 @@ impl<L: HandlerSet> Executor<L> {
         config: &Value,
         validator: impl Validator,
     ) -> Self {
-        Registered::new(id, version, config, validator).add_to(&mut self.validators);
+        self.options.add_validator(id, version, config, validator);
         self
     }
 
     /// Records payloads and results in the step spans (off by default: they may hold user data).
     pub fn record_content(mut self, on: bool) -> Self {
-        self.record_content = on;
+        self.options.set_record_content(on);
         self
     }
 
     /// The signature a plan must carry to use the registered validator `id`.
     pub fn validator_signature(&self, id: &str) -> Option<ValidatorSignature> {
-        self.validators.iter().find(|v| v.id == id).map(Registered::signature)
+        self.options.validators.iter().find(|v| v.id == id).map(Registered::signature)
     }
 
     /// The failure that halted this executor, if one did.
@@ -226,6 +252,7 @@ impl<L: HandlerSet> Executor<L> {
         sigs.iter()
             .map(|sig| {
                 let v = self
+                    .options
                     .validators
                     .iter()
                     .find(|v| v.id == sig.id)
@@ -323,7 +350,7 @@ impl<L: HandlerSet> Executor<L> {
                     return Err(self.fail(err));
                 }
             };
-            if self.record_content {
+            if self.options.record_content {
                 span.record("planlock.result", tracing::field::display(json_of(&result)));
             }
             let verdicts =
@@ -374,7 +401,7 @@ impl<L: HandlerSet> Executor<L> {
         limit: Option<(Duration, &'static str)>,
     ) -> Result<(StepResult, Option<Instant>), StepFailure> {
         let step = cx.step;
-        if self.record_content {
+        if self.options.record_content {
             tracing::Span::current().record("planlock.payload", tracing::field::display(json_of(&step.payload)));
         }
         let deadline = limit.map(|(d, _)| (start, d));

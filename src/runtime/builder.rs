@@ -10,8 +10,7 @@ pub struct RuntimeBuilder<S, L = Nil> {
     pub(super) plan: ValidPlan,
     pub(super) store: S,
     pub(super) handlers: Handlers<L>,
-    pub(super) validators: Vec<Registered>,
-    pub(super) record_content: bool,
+    pub(super) options: ExecOptions,
     pub(super) bundle: Option<BundleManifest>,
     pub(super) resolver: Option<StrategyResolver>,
 }
@@ -19,8 +18,8 @@ pub struct RuntimeBuilder<S, L = Nil> {
 impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
     pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
-        let RuntimeBuilder { policy_root, plan, store, validators, record_content, bundle, resolver, .. } = self;
-        RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle, resolver }
+        let RuntimeBuilder { policy_root, plan, store, options, bundle, resolver, .. } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver }
     }
 
     /// Registers a validator by id, version and configuration (see
@@ -32,13 +31,13 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         config: &Value,
         validator: impl Validator,
     ) -> Self {
-        Registered::new(id, version, config, validator).add_to(&mut self.validators);
+        self.options.add_validator(id, version, config, validator);
         self
     }
 
     /// Records payloads and results in the step spans (off by default: they may hold user data).
     pub fn record_content(mut self, on: bool) -> Self {
-        self.record_content = on;
+        self.options.set_record_content(on);
         self
     }
 
@@ -61,7 +60,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// computes the plan hash, loads the session and any paused cycle, and compares. Cold Start
     /// creates nothing.
     pub fn boot(self) -> Result<Runtime<S, L>, BootError> {
-        let RuntimeBuilder { policy_root, plan, store, handlers, validators, record_content, bundle, resolver } = self;
+        let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver } = self;
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
         }
@@ -142,7 +141,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             None => None,
         };
         let handlers = handlers.on_named::<PersistSession, _>(SessionStager);
-        let executor = Executor::with_parts(handlers, validators, record_content);
+        let executor = Executor::with_options(handlers, options);
         executor.check(&plan)?;
         let state = match pending {
             Some(record) => State::Paused(Box::new(record)),

@@ -28,12 +28,12 @@ use crate::contract::registry::{Failure, FailureKind, StepType};
 use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::contract::steps::{PersistMemory, PersistSession, RepoScan, StepResult};
 use crate::exec::executor::{
-    Completed, CycleOutcome, CycleSession, ExecError, Executor, Intervention, PausedCycle, Phase, RestoredCycle,
-    StepFailure, override_fits,
+    Completed, CycleOutcome, CycleSession, ExecError, ExecOptions, Executor, Intervention, PausedCycle, Phase,
+    RestoredCycle, StepFailure, override_fits,
 };
 use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
-use crate::exec::validator::{Override, Registered, Validator};
+use crate::exec::validator::{Override, Validator};
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::json::printable;
@@ -150,8 +150,7 @@ impl<S: SessionStore> Runtime<S, Nil> {
             plan,
             store,
             handlers: Handlers::new(),
-            validators: Vec::new(),
-            record_content: false,
+            options: ExecOptions::default(),
             bundle: None,
             resolver: None,
         }
