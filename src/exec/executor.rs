@@ -81,6 +81,31 @@ pub(crate) struct ExecOptions {
     record_content: bool,
 }
 
+/// The option setters of a builder holding `options: ExecOptions` (the executor, the runtime's
+/// builder): one definition, so both say and do the same.
+macro_rules! option_setters {
+    ($validator:ident, $doc:literal) => {
+        #[doc = $doc]
+        pub fn $validator(
+            mut self,
+            id: impl Into<String>,
+            version: impl Into<String>,
+            config: &serde_json::Value,
+            validator: impl $crate::exec::validator::Validator,
+        ) -> Self {
+            self.options.add_validator(id, version, config, validator);
+            self
+        }
+
+        /// Records payloads and results in the step spans (off by default: they may hold user data).
+        pub fn record_content(mut self, on: bool) -> Self {
+            self.options.set_record_content(on);
+            self
+        }
+    };
+}
+pub(crate) use option_setters;
+
 impl ExecOptions {
     /// Registers a validator (a second one with the same id replaces the first).
     pub(crate) fn add_validator(
@@ -121,24 +146,10 @@ impl<L: HandlerSet> Executor<L> {
         self.preflight(plan).map(drop)
     }
 
-    /// Registers a validator by id, version and configuration. A plan uses it by naming the
-    /// same three facts (see [`Executor::validator_signature`]).
-    pub fn with_validator(
-        mut self,
-        id: impl Into<String>,
-        version: impl Into<String>,
-        config: &Value,
-        validator: impl Validator,
-    ) -> Self {
-        self.options.add_validator(id, version, config, validator);
-        self
-    }
-
-    /// Records payloads and results in the step spans (off by default: they may hold user data).
-    pub fn record_content(mut self, on: bool) -> Self {
-        self.options.set_record_content(on);
-        self
-    }
+    option_setters!(
+        with_validator,
+        "Registers a validator by id, version and configuration. A plan uses it by naming the same three facts (see [`Executor::validator_signature`])."
+    );
 
     /// The signature a plan must carry to use the registered validator `id`.
     pub fn validator_signature(&self, id: &str) -> Option<ValidatorSignature> {

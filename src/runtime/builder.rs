@@ -22,24 +22,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver }
     }
 
-    /// Registers a validator by id, version and configuration (see
-    /// [`Executor::with_validator`]).
-    pub fn validator(
-        mut self,
-        id: impl Into<String>,
-        version: impl Into<String>,
-        config: &Value,
-        validator: impl Validator,
-    ) -> Self {
-        self.options.add_validator(id, version, config, validator);
-        self
-    }
-
-    /// Records payloads and results in the step spans (off by default: they may hold user data).
-    pub fn record_content(mut self, on: bool) -> Self {
-        self.options.set_record_content(on);
-        self
-    }
+    crate::exec::executor::option_setters!(
+        validator,
+        "Registers a validator by id, version and configuration (see [`Executor::with_validator`])."
+    );
 
     /// The bundle whose providers the storage handlers were resolved from: boot checks its ids
     /// against the session's pin (a difference is FailFast, naming both), and the first completed

@@ -33,7 +33,7 @@ use crate::exec::executor::{
 };
 use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
-use crate::exec::validator::{Override, Validator};
+use crate::exec::validator::Override;
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::json::printable;
