@@ -169,3 +169,34 @@ fn a_read_only_store_refuses_every_write() {
     assert_eq!(err.code(), "store-refused", "{err}");
     assert!(!root.path().join("ops").exists());
 }
+
+/// Two processes (here: connections on threads, as SQLite treats them alike) opening one new
+/// database at once: one creates the schema, the other must see it whole, never half (tables
+/// without the `application_id` that marks them planlock's), and neither may refuse the file.
+#[test]
+fn connections_opening_one_new_database_at_once_all_accept_it() {
+    use planlock::store::MemoryRepositoryPort;
+    use planlock::store::sqlite::SqliteStore;
+    let dir = tempfile::tempdir().unwrap();
+    for round in 0..60 {
+        let file = dir.path().join(format!("new-{round}.sqlite3"));
+        let start = std::sync::Arc::new(std::sync::Barrier::new(4));
+        let openers: Vec<_> = (0..4)
+            .map(|n| {
+                let (file, start) = (file.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let store = SqliteStore::at(file);
+                    start.wait();
+                    let key = planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &planlock::Digest::of(b"p"), n, "m");
+                    let memory =
+                        planlock::store::NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] };
+                    pollster::block_on(store.put(memory)).map(drop)
+                })
+            })
+            .collect();
+        for opener in openers {
+            let opened = opener.join().unwrap();
+            assert!(opened.is_ok(), "round {round}: a new database was refused: {}", opened.unwrap_err());
+        }
+    }
+}

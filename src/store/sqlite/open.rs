@@ -94,6 +94,16 @@ enum Identity {
     Foreign(String),
 }
 
+/// Reads the identity in one read transaction: read statement by statement, a reader could see
+/// the header before another process's schema transaction commits and its tables after, and
+/// refuse a new planlock database as foreign.
+fn identify_now(conn: &mut Connection) -> rusqlite::Result<Identity> {
+    let snapshot = conn.transaction_with_behavior(TransactionBehavior::Deferred)?;
+    let identity = identify(&snapshot)?;
+    snapshot.commit()?;
+    Ok(identity)
+}
+
 fn identify(conn: &Connection) -> rusqlite::Result<Identity> {
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
     let app: i64 = conn.query_row("PRAGMA application_id", [], |r| r.get(0))?;
@@ -170,7 +180,7 @@ fn try_connect(place: &Place, busy_timeout: Duration) -> rusqlite::Result<Opened
     };
     conn.busy_timeout(busy_timeout)?;
     // Who the file belongs to is read before anything is written to it.
-    match identify(&conn)? {
+    match identify_now(&mut conn)? {
         Identity::Foreign(why) => return Ok(Opened::Refused(why)),
         Identity::Empty if place.read_only => return Ok(Opened::Nothing),
         Identity::Planlock if place.read_only => {
