@@ -179,9 +179,16 @@ fn each_step_type_fails_with_its_registry_kind() {
         let probe = Probe::default().fail(ty);
         let exec = Executor::new(all_handlers!(probe.clone()));
         let err = exec.run_blocking(&plan).unwrap_err();
-        let ExecError::StepFailed { step_type, kind, step_id, cause: StepFailure::Handler(_) } = &err else {
+        let ExecError::StepFailed { step_type, kind, step_id, cause: StepFailure::Handler(_), .. } = &err else {
             panic!("{ty}: {err}")
         };
+        // The failure carries what the cycle did: the steps before, completed, then this one.
+        let report = err.report().expect("a step failure carries the cycle's report");
+        let statuses: Vec<_> = report.steps.iter().map(|s| (s.index, s.status)).collect();
+        let mut expected: Vec<_> = (0..ty.position()).map(|i| (i, StepStatus::Completed)).collect();
+        expected.push((ty.position(), StepStatus::Failed));
+        assert_eq!(statuses, expected, "{ty}");
+        assert_eq!(report.status_of(ty.position()), Some(StepStatus::Failed));
         assert_eq!(*step_type, ty);
         assert_eq!(*kind, ty.failure_kind(), "{ty}");
         assert_eq!(err.kind(), ty.failure_kind());

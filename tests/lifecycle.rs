@@ -209,6 +209,11 @@ fn a_failed_save_is_fail_fast_and_halts_the_runtime() {
     let err = runtime.run_cycle_blocking().unwrap_err();
     assert_eq!(err.kind(), FailureKind::FailFast);
     assert!(err.to_string().contains("saving the session failed"), "{err}");
+    // Every step ran; the save is what failed, and the report says so at `PersistSession`.
+    let report = err.report().expect("the failure carries the cycle's report");
+    let last = report.steps.last().unwrap();
+    assert_eq!((last.step_type, last.status), (planlock::StepType::PersistSession, planlock::StepStatus::Failed));
+    assert!(report.steps[..report.steps.len() - 1].iter().all(|s| s.status == planlock::StepStatus::Completed));
     assert!(matches!(runtime.run_cycle_blocking(), Err(RuntimeError::Halted { .. })));
     assert!(!root.path().join(SESSION_FILE).exists());
 }

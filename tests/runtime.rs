@@ -408,6 +408,12 @@ fn a_panicking_validator_is_fail_fast() {
     assert_eq!((err.code(), err.kind()), ("validator-panicked", FailureKind::FailFast));
     assert!(err.to_string().contains("cannot decide"), "{err}");
     assert_eq!(runtime.status(), Status::Halted);
+    // The gate judged the first step: the failure's report names it, failed, and nothing else.
+    let report = err.report().expect("the failure carries the cycle's report");
+    let statuses: Vec<_> = report.steps.iter().map(|s| (s.index, s.status)).collect();
+    assert_eq!(statuses, [(0, planlock::StepStatus::Failed)]);
+    // A halted runtime's refusal ran no step: no report.
+    assert!(runtime.run_cycle_blocking().unwrap_err().report().is_none());
 }
 
 #[test]

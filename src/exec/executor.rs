@@ -321,12 +321,18 @@ impl<L: HandlerSet> Executor<L> {
                 ledger: &cycle.ledger,
             };
             let verdicts = validators.pre.iter().map(|v| (*v, Phase::Before, guard(|| v.validator.before(&view))));
-            if !validators.pre.is_empty()
-                && let Some(block) =
-                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)?
-            {
-                let record = blocked(index, step, warnings, started, None);
-                return Ok(self.pause(plan, cycle, step, block, record));
+            if !validators.pre.is_empty() {
+                match self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report) {
+                    Ok(None) => {}
+                    Ok(Some(block)) => {
+                        let record = attempt(index, step, StepStatus::Blocked, warnings, started, None);
+                        return Ok(self.pause(plan, cycle, step, block, record));
+                    }
+                    Err(panic) => {
+                        let record = attempt(index, step, StepStatus::Failed, warnings, started, None);
+                        return Err(self.end(cycle.report, record, |report| panic.into_error(step, report)));
+                    }
+                }
             }
             // The handler's deadline counts from its call: from the step's start when no
             // pre-validator ran before it (saving a clock read), else from now.
@@ -355,10 +361,16 @@ impl<L: HandlerSet> Executor<L> {
                 Err(cause) => {
                     span.record("planlock.outcome", "failed");
                     let kind = step.step_type().failure_kind();
-                    let err =
-                        ExecError::StepFailed { step_id: step.id.clone(), step_type: step.step_type(), kind, cause };
+                    let record = attempt(index, step, StepStatus::Failed, warnings, started, usage.take());
+                    let err = self.end(cycle.report, record, |report| ExecError::StepFailed {
+                        step_id: step.id.clone(),
+                        step_type: step.step_type(),
+                        kind,
+                        cause,
+                        report,
+                    });
                     tracing::warn!(parent: &cycle_span, error = %err, "cycle failed");
-                    return Err(self.fail(err));
+                    return Err(err);
                 }
             };
             if self.options.record_content {
@@ -366,14 +378,20 @@ impl<L: HandlerSet> Executor<L> {
             }
             let verdicts =
                 validators.post.iter().map(|v| (*v, Phase::After, guard(|| v.validator.after(&view, &result))));
-            if !validators.post.is_empty()
-                && let Some(block) =
-                    self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report)?
-            {
-                // Nothing of the blocked attempt is kept but the tokens it cost: its result is
-                // dropped here.
-                let record = blocked(index, step, warnings, started, usage.take());
-                return Ok(self.pause(plan, cycle, step, block, record));
+            if !validators.post.is_empty() {
+                match self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report) {
+                    Ok(None) => {}
+                    Ok(Some(block)) => {
+                        // Nothing of the blocked attempt is kept but the tokens it cost: its
+                        // result is dropped here.
+                        let record = attempt(index, step, StepStatus::Blocked, warnings, started, usage.take());
+                        return Ok(self.pause(plan, cycle, step, block, record));
+                    }
+                    Err(panic) => {
+                        let record = attempt(index, step, StepStatus::Failed, warnings, started, usage.take());
+                        return Err(self.end(cycle.report, record, |report| panic.into_error(step, report)));
+                    }
+                }
             }
             cycle.ledger.record(result);
             // The deadline check read the clock when the handler returned; with no
@@ -439,7 +457,7 @@ impl<L: HandlerSet> Executor<L> {
         warnings: &mut Vec<Warning>,
         over: &mut Option<Override>,
         report: &mut CycleReport,
-    ) -> Result<Option<Block>, ExecError> {
+    ) -> Result<Option<Block>, ValidatorPanic> {
         for (v, phase, verdict) in verdicts {
             let _guard = tracing::info_span!(
                 parent: span,
@@ -449,11 +467,7 @@ impl<L: HandlerSet> Executor<L> {
                 planlock.step_id = %step.id,
             )
             .entered();
-            let verdict = verdict.map_err(|message| {
-                let err =
-                    ExecError::ValidatorPanicked { validator_id: v.id.clone(), step_id: step.id.clone(), message };
-                self.fail(err)
-            })?;
+            let verdict = verdict.map_err(|message| ValidatorPanic { validator_id: v.id.clone(), message })?;
             match verdict {
                 Verdict::Allow => {}
                 Verdict::Warn(message) => {
@@ -478,7 +492,19 @@ impl<L: HandlerSet> Executor<L> {
         Ok(None)
     }
 
-    /// Pauses `cycle` at `step`, which `block` stopped; `record` is the step's, from [`blocked`].
+    /// Ends the cycle with the error `make` builds around its report, which gets the failed
+    /// step's `record` last; a FailFast error halts the executor.
+    fn end(
+        &self,
+        mut report: CycleReport,
+        record: StepRecord,
+        make: impl FnOnce(Box<CycleReport>) -> ExecError,
+    ) -> ExecError {
+        report.steps.push(record);
+        self.fail(make(Box::new(report)))
+    }
+
+    /// Pauses `cycle` at `step`, which `block` stopped; `record` is the step's, from [`attempt`].
     fn pause(
         &self,
         plan: &ValidPlan,
@@ -506,21 +532,28 @@ fn json_of<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
 }
 
-/// The record of step `index`, blocked after `started`: its warnings, and the tokens its
-/// attempt cost if a post-validator blocked it.
-fn blocked(
+/// A validator that panicked judging a step (a gate that cannot decide is never passed).
+struct ValidatorPanic {
+    validator_id: String,
+    message: String,
+}
+
+impl ValidatorPanic {
+    fn into_error(self, step: &StepDefinition, report: Box<CycleReport>) -> ExecError {
+        let ValidatorPanic { validator_id, message } = self;
+        ExecError::ValidatorPanicked { validator_id, step_id: step.id.clone(), message, report }
+    }
+}
+
+/// The record of an attempt at step `index` that did not complete (blocked or failed), started
+/// at `started`: its warnings, and the tokens it cost if its handler ran.
+fn attempt(
     index: usize,
     step: &StepDefinition,
+    status: StepStatus,
     warnings: Vec<Warning>,
     started: Instant,
     usage: Option<TokenUsage>,
 ) -> StepRecord {
-    StepRecord {
-        index,
-        step_type: step.step_type(),
-        status: StepStatus::Blocked,
-        duration: started.elapsed(),
-        warnings,
-        usage,
-    }
+    StepRecord { index, step_type: step.step_type(), status, duration: started.elapsed(), warnings, usage }
 }

@@ -6,6 +6,9 @@
 use crate::contract::problem::Problem;
 use crate::contract::registry::{Failure, FailureKind, StepType};
 use crate::exec::handler::HandlerError;
+use crate::exec::report::CycleReport;
+#[cfg(doc)]
+use crate::exec::report::StepStatus;
 
 /// Why a step failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -50,6 +53,9 @@ pub enum ExecError {
         kind: FailureKind,
         /// What went wrong.
         cause: StepFailure,
+        /// What the cycle did up to here: its completed steps, then this one
+        /// ([`StepStatus::Failed`]).
+        report: Box<CycleReport>,
     },
     /// The plan has a step no handler is registered for; nothing ran.
     #[error(
@@ -98,6 +104,9 @@ pub enum ExecError {
         step_id: String,
         /// What the panic said.
         message: String,
+        /// What the cycle did up to here: its completed steps, then the judged one
+        /// ([`StepStatus::Failed`]).
+        report: Box<CycleReport>,
     },
     /// An override that names no pending intervention.
     #[error(
@@ -119,6 +128,18 @@ pub enum ExecError {
         /// The failure that halted it.
         original: Box<ExecError>,
     },
+}
+
+impl ExecError {
+    /// What the failed cycle did before it stopped, when it stopped at a step: every step that
+    /// completed and the failed one, with their durations, warnings and tokens. `None` when no
+    /// step ran in this call (refused before the first step, or halted).
+    pub fn report(&self) -> Option<&CycleReport> {
+        match self {
+            ExecError::StepFailed { report, .. } | ExecError::ValidatorPanicked { report, .. } => Some(report),
+            _ => None,
+        }
+    }
 }
 
 impl Failure for ExecError {

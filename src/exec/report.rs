@@ -34,6 +34,9 @@ pub enum StepStatus {
     Completed,
     /// A validator blocked it; the cycle is paused.
     Blocked,
+    /// It failed: its handler returned an error, timed out, panicked or broke the result
+    /// contract, or a validator panicked judging it. The cycle ended there.
+    Failed,
 }
 
 /// One step of the cycle report.
@@ -131,5 +134,12 @@ impl CycleReport {
     /// recorded any (a demo model, a server that does not report usage).
     pub fn usage(&self) -> Option<TokenUsage> {
         self.steps.iter().filter_map(|s| s.usage).reduce(|a, b| a + b)
+    }
+
+    /// How the step at plan position `index` ended in this cycle (its last attempt); `None` for
+    /// a step this report does not name: one that never ran, or, in a resumed cycle, one that
+    /// completed before the pause (its result was restored, not run again).
+    pub fn status_of(&self, index: usize) -> Option<StepStatus> {
+        self.steps.iter().rev().find(|s| s.index == index).map(|s| s.status)
     }
 }

@@ -173,6 +173,17 @@ impl From<ProfileError> for RuntimeError {
     }
 }
 
+impl RuntimeError {
+    /// What the failed cycle did before it stopped, when it stopped at a step
+    /// ([`ExecError::report`]): the steps that completed and the failed one.
+    pub fn report(&self) -> Option<&crate::exec::executor::CycleReport> {
+        match self {
+            RuntimeError::Exec(e) => e.report(),
+            _ => None,
+        }
+    }
+}
+
 impl Failure for RuntimeError {
     fn code(&self) -> &'static str {
         match self {

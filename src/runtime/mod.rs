@@ -28,8 +28,8 @@ use crate::contract::registry::{Failure, FailureKind, StepType};
 use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
 use crate::contract::steps::{PersistMemory, PersistSession, RepoScan, StepResult};
 use crate::exec::executor::{
-    Completed, CycleOutcome, CycleSession, ExecError, ExecOptions, Executor, Intervention, PausedCycle, Phase,
-    RestoredCycle, StepFailure, override_fits,
+    Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, Intervention, PausedCycle,
+    Phase, RestoredCycle, StepFailure, StepStatus, override_fits,
 };
 use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, Nil, StepContext};
 use crate::exec::ledger::Ledger;
@@ -363,7 +363,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin) {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
-                return Err(self.fail(persist_failure(&self.plan, cause).into()));
+                return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
             }
             self.pin = None;
         }
@@ -373,7 +373,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(saved) => saved,
             Err(e) => {
                 let cause = HandlerError::with_source("saving the session failed", e);
-                return Err(self.fail(persist_failure(&self.plan, cause).into()));
+                return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
             }
         };
         self.session = Some(saved);
@@ -473,12 +473,18 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
 }
 
 /// A `PersistSession` failure of `plan`: FailFast, as the registry says of every storage write.
-fn persist_failure(plan: &ValidPlan, cause: HandlerError) -> ExecError {
+/// The cycle's `report` goes with it, its `PersistSession` step (which only staged the update)
+/// marked failed.
+fn persist_failure(plan: &ValidPlan, cause: HandlerError, mut report: CycleReport) -> ExecError {
     let step = plan.steps().iter().find(|s| s.step_type() == StepType::PersistSession);
+    if let Some(record) = report.steps.iter_mut().rev().find(|s| s.step_type == StepType::PersistSession) {
+        record.status = StepStatus::Failed;
+    }
     ExecError::StepFailed {
         step_id: step.map(|s| s.id.clone()).unwrap_or_default(),
         step_type: StepType::PersistSession,
         kind: StepType::PersistSession.failure_kind(),
         cause: StepFailure::Handler(cause),
+        report: Box::new(report),
     }
 }

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use planlock::demo::{Demo, ReviewGate};
+use planlock::executor::StepStatus as ReportStatus;
 use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::runtime::{Boot, RunOutcome, Runtime, Status};
 use planlock::steps::{LLMCall, SummarizeMemory};
@@ -158,16 +159,16 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             EXIT_INTERVENTION
         }
         Err(e) => {
-            let failed_at = match &e {
-                planlock::runtime::RuntimeError::Exec(planlock::ExecError::StepFailed { step_id, .. }) => {
-                    runtime.plan().steps().iter().position(|s| &s.id == step_id)
-                }
-                _ => None,
-            };
-            let status = move |i: usize| match failed_at {
-                Some(at) if i < at => "completed",
-                Some(at) if i == at => "failed",
-                _ => "not-run",
+            // Each step as the failed cycle's report has it; one it does not name completed
+            // before the pause this run resumed (restored, not run again), or never ran.
+            let ran = e.report();
+            let resumed_at = ran.and_then(|r| r.steps.first()).map_or(0, |first| first.index);
+            let status = |i: usize| match ran.and_then(|r| r.status_of(i)) {
+                Some(ReportStatus::Completed) => "completed",
+                Some(ReportStatus::Blocked) => "blocked",
+                Some(ReportStatus::Failed) => "failed",
+                None if i < resumed_at => "completed",
+                None => "not-run",
             };
             report.steps = steps_of(&status);
             report.outcome = e.kind().as_str();
