@@ -179,7 +179,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_policy(policy.path(), "formal")?;
     match boot(sessions.path(), policy.path(), &plan) {
         Ok(_) => println!("   (unexpected) the runtime booted"),
-        Err(e @ BootError::HashMismatch { .. }) => {
+        Err(e @ BootError::HashMismatch(_)) => {
             println!("   Refused ({}): the session was saved under another plan hash, so going on would mix", e.kind());
             println!("   two policies in one session (a \"contaminated\" session). The runtime stops instead of");
             println!("   silently starting over. What it says: {e}");

@@ -67,12 +67,13 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                     Some(stored) => stored.difference(&parts),
                     None => "the session file keeps no per-part digests".to_owned(),
                 };
-                return Err(BootError::HashMismatch {
+                return Err(BootError::HashMismatch(HashMismatch {
+                    saved: Saved::Session,
                     session_id: state.session_id,
                     stored: state.last_execution_plan_hash,
                     current: hash,
                     what,
-                });
+                }));
             }
         };
         let previous = match &boot {
@@ -91,15 +92,15 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             _ => None,
         };
         if let Some(record) = &pending {
-            let mismatch = |what: String| BootError::InterventionMismatch { file: INTERVENTION_FILE, what };
+            let mismatch = |what: String| BootError::InterventionMismatch(RecordMismatch::new(&what));
             if record.plan_hash != hash {
                 return Err(mismatch(format!(
-                    "paused under plan hash {}, but the plan and policy now hash to {hash}",
+                    "it paused under plan hash {}, but the plan and policy now hash to {hash}",
                     record.plan_hash
                 )));
             }
             if previous.is_some() && record.session_id != session_id {
-                return Err(mismatch(format!("belongs to session {}, not {session_id}", record.session_id)));
+                return Err(mismatch(format!("it belongs to session {}, not {session_id}", record.session_id)));
             }
             // A paused first cycle: its id is the one reserved for the new session, if any.
             if let (None, Some(reserved)) = (&previous, store.load_reserved()?)
@@ -107,16 +108,16 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                 && reserved.session_id != record.session_id
             {
                 return Err(mismatch(format!(
-                    "belongs to session {}, but the first cycle reserved session {}",
+                    "it belongs to session {}, but the first cycle reserved session {}",
                     record.session_id, reserved.session_id
                 )));
             }
             if record.session_id.get_version_num() != 4 {
-                return Err(mismatch(format!("names session {}, which is not a v4 UUID", record.session_id)));
+                return Err(mismatch(format!("it names session {}, which is not a v4 UUID", record.session_id)));
             }
             if record.cycle != completed + 1 {
                 return Err(mismatch(format!(
-                    "is cycle {}, but the session has completed {completed} cycles",
+                    "it is cycle {}, but the session has completed {completed} cycles",
                     record.cycle
                 )));
             }

@@ -1,7 +1,115 @@
 //! What stops a runtime: a boot failure ([`BootError`]) and a cycle's ([`RuntimeError`]), each
-//! with its stable code and class.
+//! with its stable code and class. A fact both can meet — a changed plan hash, a paused cycle's
+//! record that does not fit — is one struct ([`HashMismatch`], [`RecordMismatch`]) both nest.
+
+use std::fmt;
 
 use super::*;
+
+/// What was saved under a plan hash that no longer holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Saved {
+    /// The session's state (its file or row), found at boot.
+    Session,
+    /// The record of a paused cycle, found when it was to be resumed.
+    PausedCycle {
+        /// The paused cycle's number.
+        cycle: u64,
+    },
+}
+
+/// The plan and policy no longer hash to what a session or its paused cycle was saved under
+/// (`plan-hash-mismatch`, FailFast): resuming would mix two policies in one session.
+///
+/// ```
+/// # use planlock::runtime::{HashMismatch, Saved};
+/// # use planlock::{Digest, Failure};
+/// let e = HashMismatch {
+///     saved: Saved::Session,
+///     session_id: uuid::Uuid::nil(),
+///     stored: Digest::of(b"old"),
+///     current: Digest::of(b"new"),
+///     what: "the policy file `rules.yaml` changed".into(),
+/// };
+/// assert_eq!(e.code(), "plan-hash-mismatch");
+/// assert!(e.to_string().contains("remove the session file to start over"));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+pub struct HashMismatch {
+    /// What was saved under the old hash.
+    pub saved: Saved,
+    /// The session's id.
+    pub session_id: Uuid,
+    /// The hash it was saved under.
+    pub stored: Digest,
+    /// The hash of the plan and policy now.
+    pub current: Digest,
+    /// What changed, as far as the stored per-part digests tell.
+    pub what: String,
+}
+
+impl fmt::Display for HashMismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let HashMismatch { session_id, stored, current, what, .. } = self;
+        match self.saved {
+            Saved::Session => write!(
+                f,
+                "session {session_id} was saved under plan hash {stored}, but the plan and policy now hash to {current} ({what}); refusing to resume a contaminated session (no automatic re-initialisation: remove the session file to start over)"
+            ),
+            Saved::PausedCycle { cycle } => write!(
+                f,
+                "resume refused: cycle {cycle} of session {session_id} paused under plan hash {stored}, but the plan and policy now hash to {current} ({what}); restore the plan and policy it paused under, or abandon the cycle"
+            ),
+        }
+    }
+}
+
+impl Failure for HashMismatch {
+    fn code(&self) -> &'static str {
+        "plan-hash-mismatch"
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
+
+/// The record of a paused cycle does not fit the session, plan or cycle it would resume
+/// (`intervention-mismatch`, FailFast). The record is left as it was.
+///
+/// ```
+/// # use planlock::runtime::RecordMismatch;
+/// # use planlock::Failure;
+/// let e = RecordMismatch { what: "the plan has no step `remember`".into() };
+/// assert_eq!(e.code(), "intervention-mismatch");
+/// assert!(e.to_string().starts_with("the paused cycle's record (ops/runtime/intervention.json) does not fit"));
+/// ```
+#[derive(Debug, Clone, thiserror::Error)]
+#[error(
+    "the paused cycle's record ({INTERVENTION_FILE}) does not fit: {what}; it was not changed: abandon the cycle, or restore the plan and policy it paused under"
+)]
+pub struct RecordMismatch {
+    /// What does not fit, printable (the record is input, CONTRACT §11).
+    pub what: String,
+}
+
+impl RecordMismatch {
+    /// The mismatch `what`, with control characters escaped.
+    pub(super) fn new(what: &str) -> Self {
+        RecordMismatch { what: printable(what).into_owned() }
+    }
+}
+
+impl Failure for RecordMismatch {
+    fn code(&self) -> &'static str {
+        "intervention-mismatch"
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
 
 /// A boot failure: the runtime does not start. Its class is [`Failure::kind`]: FailFast, except
 /// a plan rejected as CycleFail and a step with no handler (`missing-handler`), which endanger no
@@ -19,29 +127,11 @@ pub enum BootError {
     #[error(transparent)]
     Session(#[from] SessionError),
     /// The saved session belongs to another plan or policy.
-    #[error(
-        "session {session_id} was saved under plan hash {stored}, but the plan and policy now hash to {current} ({what}); refusing to resume a contaminated session (no automatic re-initialisation: remove the session file to start over)"
-    )]
-    HashMismatch {
-        /// The saved session's id.
-        session_id: Uuid,
-        /// The stored hash.
-        stored: Digest,
-        /// The current hash.
-        current: Digest,
-        /// What changed, as far as the stored per-part digests tell.
-        what: String,
-    },
+    #[error(transparent)]
+    HashMismatch(HashMismatch),
     /// A paused cycle's record does not belong to this session, plan or cycle.
-    #[error(
-        "the paused cycle recorded in {file} {what}; refusing to resume it (abandon it, or restore the plan and policy it paused under)"
-    )]
-    InterventionMismatch {
-        /// The record's file.
-        file: &'static str,
-        /// What does not match.
-        what: String,
-    },
+    #[error(transparent)]
+    InterventionMismatch(RecordMismatch),
     /// The caller registered a `PersistSession` handler: the runtime saves the session itself.
     #[error(
         "a `PersistSession` handler was registered, but the runtime saves the session itself at the end of each cycle; remove it from the handlers"
@@ -89,8 +179,8 @@ impl Failure for BootError {
             BootError::Plan(r) => r.problems().first().map_or("plan-rejected", |p| p.code().as_str()),
             BootError::Profile(e) => e.code(),
             BootError::Session(e) => e.code(),
-            BootError::HashMismatch { .. } => "plan-hash-mismatch",
-            BootError::InterventionMismatch { .. } => "intervention-mismatch",
+            BootError::HashMismatch(e) => e.code(),
+            BootError::InterventionMismatch(e) => e.code(),
             BootError::PersistSessionHandler => "persist-session-handler",
             BootError::Bundle(e) => e.code(),
             BootError::PinMismatch { .. } => "pin-mismatch",
@@ -125,15 +215,8 @@ pub enum RuntimeError {
     #[error(transparent)]
     Profile(Arc<ProfileError>),
     /// The plan hash is no longer the one the cycle paused under.
-    #[error("resume refused: the plan and policy hash to {current}, not {paused} as when the cycle paused ({what})")]
-    PolicyChanged {
-        /// The hash the cycle paused under.
-        paused: Digest,
-        /// The hash now.
-        current: Digest,
-        /// What changed.
-        what: String,
-    },
+    #[error(transparent)]
+    HashMismatch(HashMismatch),
     /// A cycle is paused: only resume or abandon may follow.
     #[error("cycle {cycle} is paused at step `{step_id}` by validator `{validator_id}`: resume or abandon it first")]
     Paused {
@@ -151,8 +234,8 @@ pub enum RuntimeError {
     #[error("the override cannot be used: {0}; nothing ran")]
     Justification(String),
     /// The record of the paused cycle does not fit the plan (a step or result it names).
-    #[error("the paused cycle's record ({INTERVENTION_FILE}) cannot be restored: {0}; it was not changed")]
-    CorruptRecord(String),
+    #[error(transparent)]
+    InterventionMismatch(RecordMismatch),
     /// An earlier FailFast failure halted this runtime.
     #[error("the runtime is halted by an earlier FailFast failure: {original}")]
     Halted {
@@ -190,11 +273,11 @@ impl Failure for RuntimeError {
             RuntimeError::Exec(e) => e.code(),
             RuntimeError::Session(e) => e.code(),
             RuntimeError::Profile(e) => e.code(),
-            RuntimeError::PolicyChanged { .. } => "plan-hash-mismatch",
+            RuntimeError::HashMismatch(e) => e.code(),
             RuntimeError::Paused { .. } => "cycle-paused",
             RuntimeError::NotPaused => "not-paused",
             RuntimeError::Justification(_) => "override-justification",
-            RuntimeError::CorruptRecord(_) => "intervention-corrupt",
+            RuntimeError::InterventionMismatch(e) => e.code(),
             RuntimeError::Halted { .. } => "halted",
         }
     }
@@ -207,8 +290,8 @@ impl Failure for RuntimeError {
             }
             RuntimeError::Session(_)
             | RuntimeError::Profile(_)
-            | RuntimeError::PolicyChanged { .. }
-            | RuntimeError::CorruptRecord(_)
+            | RuntimeError::HashMismatch(_)
+            | RuntimeError::InterventionMismatch(_)
             | RuntimeError::Halted { .. } => FailureKind::FailFast,
         }
     }

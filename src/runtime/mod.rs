@@ -12,7 +12,7 @@ pub mod place;
 mod stager;
 
 pub use builder::RuntimeBuilder;
-pub use error::{BootError, RuntimeError};
+pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
 use pin::pin_for;
 pub use stager::SessionStager;
 use stager::{WithStager, session_update};
@@ -289,7 +289,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let current = plan_hash(&profile, &self.plan);
         if current != record.plan_hash {
             let what = self.parts.difference(&HashParts::of(&profile, &self.plan));
-            return Err(self.fail(RuntimeError::PolicyChanged { paused: record.plan_hash, current, what }));
+            let saved = Saved::PausedCycle { cycle: record.cycle };
+            let (session_id, stored) = (record.session_id, record.plan_hash);
+            let mismatch = HashMismatch { saved, session_id, stored, current, what };
+            return Err(self.fail(RuntimeError::HashMismatch(mismatch)));
         }
         let restored = match self.restore(&record, over) {
             Ok(restored) => restored,
@@ -389,8 +392,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let intervention = paused.intervention();
         let validator = self.executor.validator_signature(&intervention.validator_id);
         let Some(validator) = validator else {
-            let what = format!("validator `{}` is not registered", intervention.validator_id);
-            return Err(self.fail(RuntimeError::CorruptRecord(what)));
+            let what = format!("it would name validator `{}`, which is not registered", intervention.validator_id);
+            return Err(self.fail(RuntimeError::InterventionMismatch(RecordMismatch::new(&what))));
         };
         let completed = self.plan.steps()[..intervention.step_index]
             .iter()
@@ -423,13 +426,15 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// The cycle a record describes, ready to re-run its blocked step.
     fn restore(&self, record: &InterventionRecord, over: Option<Override>) -> Result<RestoredCycle, RuntimeError> {
         let steps = self.plan.steps();
-        let next = steps
-            .iter()
-            .position(|s| s.id == record.step_id && s.step_type() == record.step_type)
-            .ok_or_else(|| RuntimeError::CorruptRecord(format!("the plan has no step `{}`", record.step_id)))?;
+        let next = steps.iter().position(|s| s.id == record.step_id && s.step_type() == record.step_type).ok_or_else(
+            || {
+                let what = format!("the plan has no step `{}`", record.step_id);
+                RuntimeError::InterventionMismatch(RecordMismatch::new(&what))
+            },
+        )?;
         // The record is input (CONTRACT §11): it must name exactly the steps before the blocked
         // one, in order, each with a result that passes the checks a handler's result passes.
-        let corrupt = |what: String| RuntimeError::CorruptRecord(printable(&what).into_owned());
+        let corrupt = |what: String| RuntimeError::InterventionMismatch(RecordMismatch::new(&what));
         if record.completed.len() != next {
             return Err(corrupt(format!(
                 "it lists {} completed steps, but {} steps come before `{}` in the plan",
