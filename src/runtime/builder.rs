@@ -67,13 +67,13 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                     Some(stored) => stored.difference(&parts),
                     None => "the session file keeps no per-part digests".to_owned(),
                 };
-                return Err(BootError::HashMismatch(HashMismatch {
+                return Err(BootError::HashMismatch(Box::new(HashMismatch {
                     saved: Saved::Session,
                     session_id: state.session_id,
                     stored: state.last_execution_plan_hash,
                     current: hash,
                     what,
-                }));
+                })));
             }
         };
         let previous = match &boot {

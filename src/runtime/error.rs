@@ -128,7 +128,7 @@ pub enum BootError {
     Session(#[from] SessionError),
     /// The saved session belongs to another plan or policy.
     #[error(transparent)]
-    HashMismatch(HashMismatch),
+    HashMismatch(Box<HashMismatch>),
     /// A paused cycle's record does not belong to this session, plan or cycle.
     #[error(transparent)]
     InterventionMismatch(RecordMismatch),
@@ -216,7 +216,7 @@ pub enum RuntimeError {
     Profile(Arc<ProfileError>),
     /// The plan hash is no longer the one the cycle paused under.
     #[error(transparent)]
-    HashMismatch(HashMismatch),
+    HashMismatch(Box<HashMismatch>),
     /// A cycle is paused: only resume or abandon may follow.
     #[error("cycle {cycle} is paused at step `{step_id}` by validator `{validator_id}`: resume or abandon it first")]
     Paused {

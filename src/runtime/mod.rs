@@ -292,7 +292,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             let saved = Saved::PausedCycle { cycle: record.cycle };
             let (session_id, stored) = (record.session_id, record.plan_hash);
             let mismatch = HashMismatch { saved, session_id, stored, current, what };
-            return Err(self.fail(RuntimeError::HashMismatch(mismatch)));
+            return Err(self.fail(RuntimeError::HashMismatch(Box::new(mismatch))));
         }
         let restored = match self.restore(&record, over) {
             Ok(restored) => restored,
