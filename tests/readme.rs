@@ -90,20 +90,7 @@ fn every_readme_command_runs_as_written() {
                 }
             }
         } else if let Some(bench) = command.strip_prefix("cargo bench --bench ") {
-            // `NAME` or `NAME --features A,B`: the features must be the bench's required ones.
-            let (name, features) = bench.split_once(" --features ").unwrap_or((bench, ""));
-            assert!(has_bench(here, name), "the README names a bench `{name}` that Cargo.toml does not have");
-            let entry = MANIFEST
-                .split("\n[[")
-                .find(|e| e.starts_with("bench]]") && e.contains(&format!("name = \"{name}\"")))
-                .unwrap_or_default();
-            for required in entry.lines().filter_map(|l| l.strip_prefix("required-features = ")) {
-                for feature in required.trim_matches(|c| c == '[' || c == ']').split(", ").map(|f| f.trim_matches('"'))
-                {
-                    let given = feature == "sqlite" || features.split(',').any(|f| f == feature);
-                    assert!(given, "README line `{line}`: bench `{name}` needs feature `{feature}`");
-                }
-            }
+            check_bench(here, bench);
         } else {
             panic!("the README has a command this test does not know how to check: `{line}`");
         }
@@ -123,10 +110,29 @@ fn commands_named_in_the_readmes_prose_exist() {
                 MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\"]")
                     && MANIFEST.contains("required-features = [\"cli\", \"sqlite\"]")
             );
+        } else if let Some(bench) = span.strip_prefix("cargo bench --bench ") {
+            check_bench(here, bench);
         } else if let Some(target) = span.strip_prefix("cargo +nightly fuzz run ") {
             assert!(here.join("fuzz/fuzz_targets").join(format!("{target}.rs")).exists(), "no fuzz target {target}");
         } else {
             panic!("the README names a command this test does not know how to check: `{span}`");
+        }
+    }
+}
+
+/// `NAME` or `NAME --features A,B` after `cargo bench --bench `: the bench exists and the
+/// features given are its required ones.
+fn check_bench(here: &Path, bench: &str) {
+    let (name, features) = bench.split_once(" --features ").unwrap_or((bench, ""));
+    assert!(has_bench(here, name), "the README names a bench `{name}` that Cargo.toml does not have");
+    let entry = MANIFEST
+        .split("\n[[")
+        .find(|e| e.starts_with("bench]]") && e.contains(&format!("name = \"{name}\"")))
+        .unwrap_or_default();
+    for required in entry.lines().filter_map(|l| l.strip_prefix("required-features = ")) {
+        for feature in required.trim_matches(|c| c == '[' || c == ']').split(", ").map(|f| f.trim_matches('"')) {
+            let given = feature == "sqlite" || features.split(',').any(|f| f == feature);
+            assert!(given, "README: `cargo bench --bench {bench}` needs feature `{feature}`");
         }
     }
 }
