@@ -1,18 +1,23 @@
 //! The flat executor: order, passthrough, no wiring, failure semantics, halting, missing
-//! handlers, deadlines, validators with intervention and resume, runtimes.
+//! handlers, deadlines, validators with intervention (resumed through the runtime, the one
+//! resume path), async runtimes.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use planlock::Failure;
 use planlock::executor::{Phase, TokenUsage};
+use planlock::runtime::{RunOutcome, Runtime};
 use planlock::schema::*;
+use planlock::session::{BlockPhase, FileSessionStore};
 use planlock::steps::*;
 use planlock::{
-    CycleOutcome, ExecError, Executor, FailureKind, Handler, HandlerError, Handlers, Override, PositiveInt, Step,
-    StepContext, StepFailure, StepResult, StepStatus, StepType, StepView, Timeouts, ValidPlan, Validator, Verdict,
+    ExecError, Executor, FailureKind, Handler, HandlerError, Handlers, Override, PositiveInt, Step, StepContext,
+    StepFailure, StepResult, StepStatus, StepType, StepView, Timeouts, ValidPlan, Validator, Verdict,
 };
 use serde_json::{Value, json};
+
+mod common;
 
 const FULL: &str = include_str!("fixtures/full_plan.json");
 
@@ -111,7 +116,8 @@ async fn futures_timer_sleep(d: Duration) {
     futures_timer::Delay::new(d).await;
 }
 
-macro_rules! all_handlers {
+/// The probe on the eleven step types a runtime takes from its caller (it saves the session itself).
+macro_rules! step_handlers {
     ($probe:expr) => {{
         let p = $probe;
         Handlers::new()
@@ -125,8 +131,15 @@ macro_rules! all_handlers {
             .on::<PersistMemory>(p.clone())
             .on::<PersistDecision>(p.clone())
             .on::<PersistEvidence>(p.clone())
-            .on::<LinkDecisionEvidence>(p.clone())
-            .on::<PersistSession>(p)
+            .on::<LinkDecisionEvidence>(p)
+    }};
+}
+
+/// The probe on all twelve step types.
+macro_rules! all_handlers {
+    ($probe:expr) => {{
+        let p = $probe;
+        step_handlers!(p.clone()).on::<PersistSession>(p)
     }};
 }
 
@@ -355,44 +368,62 @@ fn warnings_are_recorded_and_the_cycle_goes_on() {
     assert_eq!(post.calls.lock().unwrap().len(), 12);
 }
 
+/// `guarded`'s handlers (but `PersistSession`, which the runtime brings), validators and plan
+/// under a runtime on a fresh policy and session root: the one way a paused cycle resumes.
+fn guarded_runtime(
+    pre: &Scripted,
+    post: &Scripted,
+    probe: &Probe,
+    dirs: &(tempfile::TempDir, tempfile::TempDir),
+) -> Runtime<FileSessionStore, impl planlock::handler::HandlerSet> {
+    let (_, plan) = guarded(pre, post, probe);
+    common::policy(dirs.0.path(), "friendly");
+    Runtime::builder(dirs.0.path(), plan, FileSessionStore::open(dirs.1.path()).unwrap())
+        .handlers(step_handlers!(probe.clone()))
+        .validator("pre-guard", "1", &json!({"strict": true}), pre.clone())
+        .validator("post-guard", "3", &json!({"limit": 2}), post.clone())
+        .boot()
+        .unwrap()
+}
+
+fn roots() -> (tempfile::TempDir, tempfile::TempDir) {
+    (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap())
+}
+
 #[test]
 fn block_pauses_and_resume_reruns_the_step_from_its_start() {
     let (pre, post, probe) = (Scripted::default(), Scripted::default(), Probe::default());
     post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Block("needs review".into())));
-    let (exec, plan) = guarded(&pre, &post, &probe);
-    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan).unwrap() else { panic!("not paused") };
-    let i = paused.intervention().clone();
+    let dirs = roots();
+    let mut runtime = guarded_runtime(&pre, &post, &probe, &dirs);
+    let RunOutcome::Paused(record) = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
     assert_eq!(
-        (i.step_id.as_str(), i.step_type, i.validator_id.as_str(), i.phase),
-        ("llm", StepType::LLMCall, "post-guard", Phase::After)
+        (record.step_id.as_str(), record.step_type, record.validator.id.as_str(), record.phase),
+        ("llm", StepType::LLMCall, "post-guard", BlockPhase::Post)
     );
-    assert_eq!(i.reason, "needs review");
+    assert_eq!(record.reason, "needs review");
     // The blocked attempt's result is not kept; earlier results are.
-    assert!(paused.ledger().get::<LLMCall>().is_none());
-    assert_eq!(paused.ledger().len(), 5);
+    let kept: Vec<_> = record.completed.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(kept, ["scan", "ctx", "memory", "decisions", "prompt"]);
     let key_before = probe.calls()[5].2.clone();
     pre.calls.lock().unwrap().clear();
     post.calls.lock().unwrap().clear();
 
     // Resume: the step runs again from its beginning (pre-validators, handler, post-validators).
-    let done = exec.resume_blocking(paused, &plan, None).unwrap().completed().unwrap();
+    let RunOutcome::Completed(done) = runtime.resume_blocking(None).unwrap() else { panic!("not completed") };
     let calls = probe.ids();
     assert_eq!(calls.iter().filter(|id| *id == "llm").count(), 2, "the handler ran again");
     assert_eq!(calls.iter().filter(|id| *id == "prompt").count(), 1, "earlier steps did not");
     assert_eq!(pre.calls.lock().unwrap().first(), Some(&(StepType::LLMCall, Phase::Before)));
     assert_eq!(post.calls.lock().unwrap().first(), Some(&(StepType::LLMCall, Phase::After)));
     assert_eq!(done.ledger.get::<LLMCall>().unwrap().response, "response #2", "a fresh result, not the blocked one");
-    assert_eq!(done.report.interventions.len(), 1);
-    // The blocked attempt's tokens are on its Blocked record; the cycle's sum has both attempts.
+    assert_eq!(done.report.interventions.len(), 1, "the Block that paused the cycle");
+    // The resumed cycle's report starts at the blocked step, with the tokens of this attempt.
     let llm: Vec<_> = done.report.steps.iter().filter(|s| s.step_type == StepType::LLMCall).collect();
     assert_eq!(
         llm.iter().map(|s| (s.status, s.usage)).collect::<Vec<_>>(),
-        [
-            (StepStatus::Blocked, Some(TokenUsage { input: 1, output: 1 })),
-            (StepStatus::Completed, Some(TokenUsage { input: 2, output: 1 }))
-        ]
+        [(StepStatus::Completed, Some(TokenUsage { input: 2, output: 1 }))]
     );
-    assert_eq!(done.report.usage(), Some(TokenUsage { input: 3, output: 2 }));
     assert_eq!(probe.calls()[6].2, key_before, "the idempotency key is stable across the re-run");
     assert_ne!(probe.calls()[4].2, key_before, "and differs between steps");
 }
@@ -404,24 +435,23 @@ fn an_override_lets_one_block_pass_once_and_is_recorded() {
     pre.before.lock().unwrap().push((StepType::PersistMemory, Verdict::Block("pii again".into())));
     pre.before.lock().unwrap().push((StepType::PersistMemory, Verdict::Block("pii a third time".into())));
     pre.before.lock().unwrap().push((StepType::PersistMemory, Verdict::Block("pii a fourth time".into())));
-    let (exec, plan) = guarded(&pre, &post, &probe);
-    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan).unwrap() else { panic!() };
-    assert_eq!(paused.intervention().phase, Phase::Before);
+    let dirs = roots();
+    let mut runtime = guarded_runtime(&pre, &post, &probe, &dirs);
+    let RunOutcome::Paused(record) = runtime.run_cycle_blocking().unwrap() else { panic!() };
+    assert_eq!(record.phase, BlockPhase::Pre);
     assert!(!probe.ids().contains(&"remember".to_owned()), "a pre-validator block stops the handler");
     // Without an override the same validator blocks again.
-    let CycleOutcome::InterventionRequired(paused) = exec.resume_blocking(paused, &plan, None).unwrap() else {
-        panic!()
-    };
-    assert_eq!(paused.intervention().reason, "pii again");
-    // An override must name the pending validator and step; any other is refused.
+    let RunOutcome::Paused(record) = runtime.resume_blocking(None).unwrap() else { panic!() };
+    assert_eq!(record.reason, "pii again");
+    // An override must name the pending validator and step; any other is refused, and nothing runs.
     for wrong in
         [Override::new("post-guard", "remember", "wrong validator"), Override::new("pre-guard", "llm", "wrong step")]
     {
-        assert_eq!(paused.check_override(&wrong).unwrap_err().code(), "override-refused");
+        assert_eq!(runtime.resume_blocking(Some(wrong)).unwrap_err().code(), "override-refused");
     }
     let over = Override::new("pre-guard", "remember", "reviewed by the on-call engineer");
-    let done = exec.resume_blocking(paused, &plan, Some(over)).unwrap().completed().unwrap();
-    assert_eq!(done.report.interventions.len(), 2);
+    let RunOutcome::Completed(done) = runtime.resume_blocking(Some(over)).unwrap() else { panic!() };
+    assert_eq!(done.report.interventions.len(), 1, "the Block that paused the cycle");
     assert_eq!(done.report.overrides.len(), 1);
     let o = &done.report.overrides[0];
     assert_eq!(
@@ -430,21 +460,6 @@ fn an_override_lets_one_block_pass_once_and_is_recorded() {
     );
     assert_eq!(o.reason, "pii a third time");
     assert_eq!(probe.ids().iter().filter(|id| *id == "remember").count(), 1);
-}
-
-#[test]
-fn resuming_under_a_changed_plan_is_fail_fast() {
-    let (pre, post, probe) = (Scripted::default(), Scripted::default(), Probe::default());
-    post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Block("review".into())));
-    let (exec, plan) = guarded(&pre, &post, &probe);
-    let CycleOutcome::InterventionRequired(paused) = exec.run_blocking(&plan).unwrap() else { panic!() };
-    let mut other = plan.clone().into_plan();
-    other.metadata.mode = "voice".into();
-    let err = exec.resume_blocking(paused, &ValidPlan::from_plan(other).unwrap(), None).unwrap_err();
-    assert_eq!(err.code(), "plan-changed", "{err}");
-    assert_eq!(err.kind(), FailureKind::FailFast);
-    assert!(exec.halted().is_some());
-    assert_eq!(probe.ids().iter().filter(|id| *id == "llm").count(), 1, "nothing ran again");
 }
 
 #[test]

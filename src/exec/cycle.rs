@@ -114,13 +114,14 @@ pub(crate) struct Block {
     pub(crate) reason: String,
 }
 
-/// A cycle paused by a validator's Block (docs/CONTRACT.md, "Execution"). It can only
-/// be resumed ([`Executor::resume`](crate::Executor::resume)) or abandoned ([`PausedCycle::abandon`]).
+/// A cycle paused by a validator's Block (docs/CONTRACT.md, "Execution"). The
+/// [`Runtime`](crate::runtime::Runtime) saves it as a durable record and resumes it from there,
+/// in this process or after a restart (the one resume path); a cycle run by the executor alone
+/// (under a throw-away session) can only be inspected or abandoned ([`PausedCycle::abandon`]).
 #[derive(Debug)]
 #[must_use = "a paused cycle must be resumed or abandoned"]
 pub struct PausedCycle {
     pub(crate) cycle: Cycle,
-    pub(crate) plan_digest: Digest,
     pub(crate) intervention: Intervention,
 }
 
@@ -143,11 +144,6 @@ impl PausedCycle {
     /// The report so far.
     pub fn report(&self) -> &CycleReport {
         &self.cycle.report
-    }
-
-    /// Refuses an override that does not name this pause's validator and step.
-    pub fn check_override(&self, over: &Override) -> Result<(), ExecError> {
-        override_fits(over, &self.intervention.validator_id, &self.intervention.step_id)
     }
 }
 

@@ -24,7 +24,6 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::contract::steps::StepResult;
 use crate::exec::handler::{HandlerSet, Handlers, Nil, StepContext, UsageSlot};
 use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
-use crate::hash::plan_digest;
 use crate::validate::{ValidPlan, check_result};
 
 use crate::exec::cycle::{Block, Cycle};
@@ -181,41 +180,6 @@ impl<L: HandlerSet> Executor<L> {
         self.run_steps(plan, &resolved, Cycle::new(session)).await
     }
 
-    /// Resumes a paused cycle of `plan`: the plan must be the paused cycle's (else FailFast). The
-    /// blocked step runs again from its start — pre-validators, handler, post-validators — with
-    /// nothing kept of the blocked attempt; the results of earlier steps stay. `over` must name
-    /// the pending intervention's validator and step (else it is refused, see
-    /// [`PausedCycle::check_override`]); it lets that Block pass in this re-run only and is
-    /// recorded in the report.
-    pub async fn resume(
-        &self,
-        paused: PausedCycle,
-        plan: &ValidPlan,
-        over: Option<Override>,
-    ) -> Result<CycleOutcome, ExecError> {
-        self.refuse_if_halted()?;
-        if let Some(o) = &over {
-            paused.check_override(o)?;
-        }
-        if plan_digest(plan.plan()) != paused.plan_digest {
-            return Err(self.fail(ExecError::PlanChanged { what: "the plan" }));
-        }
-        let resolved = self.preflight(plan)?;
-        let mut cycle = paused.cycle;
-        cycle.over = over;
-        self.run_steps(plan, &resolved, cycle).await
-    }
-
-    /// [`resume`](Self::resume) from synchronous code.
-    pub fn resume_blocking(
-        &self,
-        paused: PausedCycle,
-        plan: &ValidPlan,
-        over: Option<Override>,
-    ) -> Result<CycleOutcome, ExecError> {
-        pollster::block_on(self.resume(paused, plan, over))
-    }
-
     /// Resumes a cycle the runtime restored from its durable record.
     pub(crate) async fn resume_restored(
         &self,
@@ -326,7 +290,7 @@ impl<L: HandlerSet> Executor<L> {
                     Ok(None) => {}
                     Ok(Some(block)) => {
                         let record = attempt(index, step, StepStatus::Blocked, warnings, started, None);
-                        return Ok(self.pause(plan, cycle, step, block, record));
+                        return Ok(self.pause(cycle, step, block, record));
                     }
                     Err(panic) => {
                         let record = attempt(index, step, StepStatus::Failed, warnings, started, None);
@@ -385,7 +349,7 @@ impl<L: HandlerSet> Executor<L> {
                         // Nothing of the blocked attempt is kept but the tokens it cost: its
                         // result is dropped here.
                         let record = attempt(index, step, StepStatus::Blocked, warnings, started, usage.take());
-                        return Ok(self.pause(plan, cycle, step, block, record));
+                        return Ok(self.pause(cycle, step, block, record));
                     }
                     Err(panic) => {
                         let record = attempt(index, step, StepStatus::Failed, warnings, started, usage.take());
@@ -505,14 +469,7 @@ impl<L: HandlerSet> Executor<L> {
     }
 
     /// Pauses `cycle` at `step`, which `block` stopped; `record` is the step's, from [`attempt`].
-    fn pause(
-        &self,
-        plan: &ValidPlan,
-        mut cycle: Cycle,
-        step: &StepDefinition,
-        block: Block,
-        record: StepRecord,
-    ) -> CycleOutcome {
+    fn pause(&self, mut cycle: Cycle, step: &StepDefinition, block: Block, record: StepRecord) -> CycleOutcome {
         cycle.report.steps.push(record);
         let intervention = Intervention {
             step_index: cycle.next,
@@ -523,8 +480,7 @@ impl<L: HandlerSet> Executor<L> {
             reason: block.reason,
         };
         cycle.report.interventions.push(intervention.clone());
-        // Only a paused cycle needs the digest: the resume compares it with the plan it is given.
-        CycleOutcome::InterventionRequired(PausedCycle { cycle, plan_digest: plan_digest(plan.plan()), intervention })
+        CycleOutcome::InterventionRequired(PausedCycle { cycle, intervention })
     }
 }
 

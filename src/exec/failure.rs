@@ -89,12 +89,6 @@ pub enum ExecError {
         /// The runtime's value.
         runtime: String,
     },
-    /// A resume found a different plan or plan hash than the paused cycle's.
-    #[error("resume refused: {what} differs from the paused cycle's; a paused cycle resumes only under its own plan")]
-    PlanChanged {
-        /// What differs.
-        what: &'static str,
-    },
     /// A validator panicked: a gate that cannot decide is never passed.
     #[error("validator `{validator_id}` panicked at step `{step_id}`: {message}; the cycle stops (FailFast)")]
     ValidatorPanicked {
@@ -150,7 +144,6 @@ impl Failure for ExecError {
             ExecError::MissingHandler { .. } | ExecError::OverrideRefused { .. } => FailureKind::CycleFail,
             ExecError::UnknownValidator { .. }
             | ExecError::ValidatorMismatch { .. }
-            | ExecError::PlanChanged { .. }
             | ExecError::ValidatorPanicked { .. }
             | ExecError::Halted { .. } => FailureKind::FailFast,
         }
@@ -168,7 +161,6 @@ impl Failure for ExecError {
             ExecError::MissingHandler { .. } => "missing-handler",
             ExecError::UnknownValidator { .. } => "unknown-validator",
             ExecError::ValidatorMismatch { .. } => "validator-mismatch",
-            ExecError::PlanChanged { .. } => "plan-changed",
             ExecError::Halted { .. } => "halted",
         }
     }
