@@ -20,9 +20,10 @@
 //!   [`handlers`], and [`plan_json_schema`] for producers in other languages.
 //!
 //! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
-//! `PromptAssemble`), `openai` (the model and embedding client: reqwest with rustls, on a thread of its own), `postgres` (the
-//! shared database stores and sessions), `cli` (the `planlock` binary; brings `openai`, `prompts`
-//! and `postgres`).
+//! `PromptAssemble`), `openai` (the model and embedding client: reqwest with rustls, on a thread
+//! of its own), `postgres` (the shared database stores and sessions), `cli` (the `planlock`
+//! binary; brings `openai`, `prompts` and `postgres`), `testing` (aids for the tests of code built
+//! on planlock: `handler::TestContext` and `store::conformance`).
 //!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in

@@ -61,6 +61,8 @@ pub const MAX_RECURSION: usize = 32;
 /// template sees.
 ///
 /// ```
+/// # #[cfg(feature = "testing")]
+/// # fn main() -> Result<(), planlock::HandlerError> {
 /// use planlock::handlers::TemplatePrompts;
 /// use planlock::handler::TestContext;
 /// use planlock::{AnyObject, Handler, schema::*, steps::*};
@@ -81,7 +83,10 @@ pub const MAX_RECURSION: usize = 32;
 /// let typo = PromptAssemblePayload { template: "Hi\n  {{ questoin }}".into(), vars: AnyObject::new() };
 /// let err = pollster::block_on(TemplatePrompts::new().call(&test.context(), &typo)).unwrap_err();
 /// assert!(err.message().starts_with("template error at line 2, column 6: undefined value"), "{err}");
-/// # Ok::<(), planlock::HandlerError>(())
+/// # Ok(())
+/// # }
+/// # #[cfg(not(feature = "testing"))]
+/// # fn main() {}
 /// ```
 #[derive(Debug, Clone)]
 pub struct TemplatePrompts {

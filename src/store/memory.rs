@@ -1,5 +1,5 @@
 //! [`InMemoryStore`]: every port in memory, with the same rules as the SQLite store (the
-//! [`conformance`](super::conformance) suite holds both to them). For tests and examples; nothing
+//! `conformance` suite, feature `testing`, holds both to them). For tests and examples; nothing
 //! survives the process.
 
 use std::collections::HashMap;

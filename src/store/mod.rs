@@ -6,8 +6,8 @@
 //! Implementations: [`memory::InMemoryStore`] (for tests and examples) and, with the default
 //! `sqlite` feature, `sqlite::SqliteStore`, the embedded default; with the `postgres` feature,
 //! `postgres::PgStore`, shared by many workers. [`StoreHandlers`] are the six
-//! step handlers over any implementation; [`conformance`] is the suite every implementation must
-//! pass.
+//! step handlers over any implementation; `conformance` (feature `testing`) is the suite every
+//! implementation must pass.
 //!
 //! Layer 5 (beside the session store): imports the contract, hashing (idempotency keys) and the
 //! executor's handler traits.
@@ -18,6 +18,8 @@ use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::hash::IdempotencyKey;
 
 pub mod bundle;
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod conformance;
 mod handlers;
 pub mod memory;
