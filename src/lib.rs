@@ -75,6 +75,7 @@ pub mod validate;
 // Layer 3: the typestate builder; and what is computed from a valid plan (hashes, profiles).
 pub mod builder;
 pub mod hash;
+#[doc(no_inline)]
 pub use hash::{profile, yaml};
 // Layer 4: running a plan.
 mod exec;
@@ -91,24 +92,38 @@ pub mod store;
 // Layer 7: demo handlers for the CLI and the examples.
 pub mod demo;
 
+// The short paths of the core items. Each item is documented once, on its module's page;
+// these re-exports only link there (`doc(no_inline)`), so it has one documented path. Items
+// of private modules (problems, values, JSON limits) have only the root path.
+#[doc(no_inline)]
 pub use builder::PlanBuilder;
 pub use contract::json_schema::{PLAN_SCHEMA_ID, plan_json_schema};
 pub use contract::problem::{Problem, ProblemCode, Rejection};
 pub use contract::rules::MAX_STEP_ID_CHARS;
 pub use contract::value::{AnyObject, AnyValue, PositiveInt};
+#[doc(no_inline)]
 pub use executor::{
     Completed, CycleOutcome, CycleReport, CycleSession, ExecError, Executor, Intervention, PausedCycle, StepFailure,
     StepStatus,
 };
+#[doc(no_inline)]
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
+#[doc(no_inline)]
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
 pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_QUOTED_CHARS, MAX_SAFE_INTEGER, printable};
+#[doc(no_inline)]
 pub use ledger::Ledger;
+#[doc(no_inline)]
 pub use plan::{
     Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
 };
+#[doc(no_inline)]
 pub use profile::{PolicyProfile, ProfileError};
+#[doc(no_inline)]
 pub use registry::{Failure, FailureKind, REGISTRY, StepClass, StepSpec, StepType};
+#[doc(no_inline)]
 pub use steps::{Step, StepPayload, StepResult};
+#[doc(no_inline)]
 pub use validate::{PlanReadError, ValidPlan};
+#[doc(no_inline)]
 pub use validator::{Override, StepView, Validator, Verdict};
