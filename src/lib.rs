@@ -22,8 +22,9 @@
 //! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
 //! `PromptAssemble`), `openai` (the model and embedding client: reqwest with rustls, on a thread
 //! of its own), `postgres` (the shared database stores and sessions), `cli` (the `planlock`
-//! binary; brings `openai`, `prompts` and `postgres`), `testing` (aids for the tests of code built
-//! on planlock: `handler::TestContext` and `store::conformance`).
+//! binary; brings `openai`, `prompts`, `postgres` and `demo`), `demo` (the offline demo
+//! handlers, model and review gate of the quickstart and the examples), `testing` (aids for the
+//! tests of code built on planlock: `handler::TestContext` and `store::conformance`).
 //!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in
@@ -89,7 +90,9 @@ pub mod handlers;
 pub mod runtime;
 pub mod session;
 pub mod store;
-// Layer 7: demo handlers for the CLI and the examples.
+// Layer 7: demo handlers for the CLI and the examples (feature `demo`).
+#[cfg(feature = "demo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
 
 // The short paths of the core items. Each item is documented once, on its module's page;

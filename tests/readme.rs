@@ -107,7 +107,7 @@ fn commands_named_in_the_readmes_prose_exist() {
     for span in spans {
         if span == "cargo install --path . --features cli" {
             assert!(
-                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\"]")
+                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\", \"demo\"]")
                     && MANIFEST.contains("required-features = [\"cli\", \"sqlite\"]")
             );
         } else if let Some(bench) = span.strip_prefix("cargo bench --bench ") {
