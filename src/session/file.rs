@@ -85,12 +85,17 @@ impl fmt::Debug for FileSessionStore {
 impl FileSessionStore {
     /// Opens the store at `root` (which must exist) and locks it; creates nothing.
     pub fn open(root: impl Into<PathBuf>) -> Result<FileSessionStore, SessionError> {
-        FileSessionStore::with_fs(root, RealFs)
+        FileSessionStore::on(root.into(), Box::new(RealFs))
     }
 
-    /// [`open`](Self::open) with another [`SaveFs`], for fault injection.
+    /// [`open`](Self::open) with another [`SaveFs`], for fault injection (feature `testing`).
+    #[cfg(feature = "testing")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
     pub fn with_fs(root: impl Into<PathBuf>, fs: impl SaveFs + 'static) -> Result<FileSessionStore, SessionError> {
-        let root = root.into();
+        FileSessionStore::on(root.into(), Box::new(fs))
+    }
+
+    fn on(root: PathBuf, fs: Box<dyn SaveFs>) -> Result<FileSessionStore, SessionError> {
         let meta = fs::metadata(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
         if !meta.is_dir() {
             let source = io::Error::new(io::ErrorKind::NotADirectory, "not a directory");
@@ -110,7 +115,7 @@ impl FileSessionStore {
             intervention,
             _lock: lock,
             claimed: std::sync::atomic::AtomicBool::new(false),
-            fs: Box::new(fs),
+            fs,
         })
     }
 

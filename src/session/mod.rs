@@ -32,12 +32,19 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::{Digest, HashParts};
 
 mod file;
+#[cfg(any(feature = "demo", feature = "testing"))]
 mod hook;
 mod intervention;
 mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;
-pub use file::{FileSessionStore, RealFs, SaveFs};
+pub use file::FileSessionStore;
+// The seams for fault injection and the save-check wrapper are test and demo aids.
+#[cfg(feature = "testing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
+pub use file::{RealFs, SaveFs};
+#[cfg(any(feature = "demo", feature = "testing"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "demo", feature = "testing"))))]
 pub use hook::BeforeSave;
 pub use intervention::{BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES};
 pub use pin::{BundlePinV1, PIN_FILE, PinVersion};
