@@ -1,0 +1,133 @@
+//! PostgreSQL for many workers on many machines, against a real server this harness starts
+//! (`initdb`/`pg_ctl` from the Debian `postgresql` package, in a temporary directory, on a Unix
+//! socket), never a mock:
+//!
+//! - migrations: idempotent, concurrent, a newer schema refused;
+//! - the storage ports pass the same conformance suite as SQLite;
+//! - the lease and fencing: "session in use", take-over after expiry, a fenced worker writes
+//!   nothing; bad session keys;
+//! - 8 worker processes × 64 sessions × 20 cycles pulling keys from a queue table
+//!   (`FOR UPDATE SKIP LOCKED`): every session's cycle equals its completed cycles, no cycle
+//!   number missing or repeated, one memory per completed cycle;
+//! - a worker SIGSTOPped while holding a lease is taken over and, continued, refused;
+//! - workers SIGKILLed mid-cycle (100 times): no row torn, every session resumes;
+//! - the server stopped and restarted mid-run: failures carry their step's kind, nothing
+//!   acknowledged is lost;
+//! - bad connections: a wrong password or URL, a server that never answers (bounded by the
+//!   connect timeout), and the CLI's exit codes for them.
+//!
+//! This binary is its own harness (one server for all tests, stopped at the end); run with a
+//! `PLANLOCK_PG_WORKER` variable it is a worker process.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use planlock::demo::Demo;
+use planlock::pg::{PgDatabase, PgError, PgOptions};
+use planlock::runtime::{RunOutcome, Runtime};
+use planlock::session::postgres::PgSessionStore;
+use planlock::session::{BeforeSave, SessionError, SessionStore, SessionUpdate};
+use planlock::store::StoreHandlers;
+use planlock::store::bundle::{BundleManifest, StrategyResolver};
+use planlock::store::postgres::PgStore;
+use planlock::{Failure, FailureKind, StepType, ValidPlan};
+use serde_json::{Value, json};
+
+#[path = "../common/mod.rs"]
+mod common;
+mod fixture;
+mod fleet;
+mod outside;
+mod storage;
+mod worker;
+use common::pg::PgServer;
+use fixture::*;
+use fleet::*;
+use outside::*;
+use storage::*;
+use worker::*;
+
+// ---------------------------------------------------------------- the harness
+
+type Test = fn(&PgServer);
+
+const TESTS: &[(&str, Test)] = &[
+    (
+        "a_cycles_writes_are_durable_with_its_save_or_not_at_all",
+        a_cycles_writes_are_durable_with_its_save_or_not_at_all,
+    ),
+    ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
+    ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),
+    (
+        "migrations_are_idempotent_concurrent_and_refuse_a_newer_schema",
+        migrations_are_idempotent_concurrent_and_refuse_a_newer_schema,
+    ),
+    ("the_storage_ports_pass_the_conformance_suite", the_storage_ports_pass_the_conformance_suite),
+    ("a_search_past_its_deadline_is_cancelled_by_the_server", a_search_past_its_deadline_is_cancelled_by_the_server),
+    (
+        "the_lease_refuses_a_second_worker_and_fences_a_stalled_one",
+        the_lease_refuses_a_second_worker_and_fences_a_stalled_one,
+    ),
+    ("the_cli_runs_and_resumes_a_session_in_the_database", the_cli_runs_and_resumes_a_session_in_the_database),
+    (
+        "bad_connections_fail_clearly_and_quickly_without_the_password",
+        bad_connections_fail_clearly_and_quickly_without_the_password,
+    ),
+    (
+        "a_stopped_worker_is_taken_over_and_refused_when_it_continues",
+        a_stopped_worker_is_taken_over_and_refused_when_it_continues,
+    ),
+    ("the_workers_example_runs_its_queue_to_the_end", the_workers_example_runs_its_queue_to_the_end),
+    ("eight_workers_run_64_sessions_20_cycles_each_exactly", eight_workers_run_64_sessions_20_cycles_each_exactly),
+    (
+        "workers_killed_mid_cycle_leave_no_torn_row_and_every_session_resumes",
+        workers_killed_mid_cycle_leave_no_torn_row_and_every_session_resumes,
+    ),
+    (
+        "a_server_restart_fails_cycles_with_their_kind_and_loses_nothing",
+        a_server_restart_fails_cycles_with_their_kind_and_loses_nothing,
+    ),
+];
+
+fn main() {
+    if let Ok(mode) = std::env::var("PLANLOCK_PG_WORKER") {
+        return worker(&mode);
+    }
+    let filter: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let Some(server) = PgServer::start() else {
+        assert!(
+            std::env::var("CI").is_err(),
+            "no PostgreSQL server is installed; .ci/run installs the `postgresql` package"
+        );
+        eprintln!(
+            "\n    ==================== SKIPPED ====================\n    \
+             No PostgreSQL server (/usr/lib/postgresql/*/bin/pg_ctl): the PostgreSQL tests did not run.\n    \
+             Install Debian's `postgresql` package (`.ci/run` does) to run them.\n    \
+             =================================================\n"
+        );
+        return;
+    };
+    let mut failed = Vec::new();
+    for (name, test) in
+        TESTS.iter().filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
+    {
+        println!("test {name} ...");
+        let started = Instant::now();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&server))) {
+            Ok(()) => println!("test {name} ... ok ({:.1} s)", started.elapsed().as_secs_f64()),
+            Err(_) => {
+                println!("test {name} ... FAILED");
+                failed.push(*name);
+            }
+        }
+    }
+    drop(server);
+    if !failed.is_empty() {
+        eprintln!("failed: {failed:?}");
+        std::process::exit(101);
+    }
+}

@@ -1,0 +1,183 @@
+//! The schema, the storage ports, the pool, and a cycle's writes made durable with its save.
+
+use super::*;
+
+pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(server: &PgServer) {
+    let url = server.database("migrations");
+    let threads: Vec<_> = (0..4)
+        .map(|_| {
+            let url = url.clone();
+            std::thread::spawn(move || PgDatabase::connect(&url).map(|db| db.schema_version()))
+        })
+        .collect();
+    for t in threads {
+        assert_eq!(t.join().unwrap().unwrap().unwrap(), planlock::pg::SCHEMA_VERSION);
+    }
+    let db = PgDatabase::connect(&url).unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let applied: i64 = client.query_one("SELECT count(*) FROM planlock_schema_migrations", &[]).unwrap().get(0);
+    assert_eq!(applied, 1, "each migration once");
+    drop(db);
+    client.execute("INSERT INTO planlock_schema_migrations (version) VALUES (2)", &[]).unwrap();
+    let err = PgDatabase::connect(&url).unwrap_err();
+    assert!(matches!(err, PgError::SchemaTooNew { found: 2, known: 1, .. }), "{err}");
+    assert_eq!(err.code(), "pg-schema-too-new");
+    assert!(err.to_string().contains("upgrade planlock"), "{err}");
+    assert_eq!(err.kind(), FailureKind::FailFast);
+    // The CLI refuses it too: FailFast, exit 3, nothing written.
+    let fx = fixture();
+    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["run", "--database", &url, "--session", "k", "--policy-root"])
+        .arg(&fx.policy)
+        .arg(&fx.plan_file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("newer than this library's 1"));
+    let sessions: i64 = client.query_one("SELECT count(*) FROM planlock_sessions", &[]).unwrap().get(0);
+    assert_eq!(sessions, 0);
+}
+
+pub(super) fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
+    let db = PgDatabase::connect(&server.database("conformance")).unwrap();
+    let n = std::sync::atomic::AtomicU64::new(0);
+    planlock::store::conformance::run(|| {
+        PgStore::new(&db, format!("ns-{}", n.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
+    });
+    // Namespaces do not see each other.
+    assert!(n.into_inner() >= 2);
+    // The semantic providers are SQLite-only here (no pgvector): the combination is refused.
+    let semantic =
+        BundleManifest::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic")))
+            .unwrap();
+    let resolver = StrategyResolver::default().embedder(std::sync::Arc::new(planlock::embed::DemoEmbedder::new()));
+    let err = resolver.resolve_in_database(&semantic, &db, "ns-semantic").unwrap_err();
+    assert!(err.to_string().contains("SQLite-only"), "{err}");
+}
+
+pub(super) fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgServer) {
+    use planlock::store::{MemoryRepositoryPort, NewMemory};
+    let url = server.database("deadline");
+    let db = PgDatabase::connect(&url).unwrap();
+    let store = PgStore::new(&db, "big");
+    let key = planlock::store::conformance::key(1);
+    pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    // 300,000 memories that all match, so ranking them takes the server well over a millisecond.
+    server.sql(
+        "deadline",
+        "INSERT INTO planlock_memories (namespace, id, idem_key, session_ref, summary, keywords, created_at)
+         SELECT 'big', 'm-' || n, 'k-' || n, 's', 'rotate the key ' || n, 'key', '2026-01-01T00:00:00Z'
+         FROM generate_series(1, 300000) n",
+    );
+    let words = "rotate key the";
+    let started = std::time::Instant::now();
+    let err = pollster::block_on(store.search_within(words, 10, Some(std::time::Instant::now()))).unwrap_err();
+    assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(5), "cancelled, not run to its end");
+    assert_eq!(pollster::block_on(store.search_within(words, 10, None)).unwrap().len(), 10);
+    say(format_args!("postgres: a search past its deadline was cancelled in {:?}", started.elapsed()));
+}
+
+/// A worker keeps many sessions open at once (each under its lease) on a pool of two
+/// connections: a session holds a connection only while it reads or writes.
+pub(super) fn many_open_sessions_share_a_small_pool(server: &PgServer) {
+    let url = server.database("small_pool");
+    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2 };
+    let db = PgDatabase::connect_with(&url, options).unwrap();
+    let fx = fixture();
+    let mut runtimes: Vec<WorkerRuntime> = keys("pool", 12)
+        .iter()
+        .map(|key| {
+            let store = PgSessionStore::open(&db, key).unwrap_or_else(|e| panic!("{key}: {e}"));
+            boot(&db, &worker_env_for(&url, &fx, 30_000), key, store).unwrap()
+        })
+        .collect();
+    for round in 1..=2 {
+        for runtime in &mut runtimes {
+            assert_eq!(run(runtime), Ok(round));
+        }
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let held: i64 =
+        client.query_one("SELECT count(*) FROM planlock_sessions WHERE lease_owner IS NOT NULL", &[]).unwrap().get(0);
+    assert_eq!(held, 12, "every session is still leased to this worker");
+}
+
+/// Sessions in the database run from async code on tokio, as in a server built on it: the
+/// synchronous client is never called on the runtime's own thread (it would panic there). Twelve
+/// sessions run at once on one thread and a pool of two connections, through their first cycles
+/// (which make synchronous calls on that thread) and the next: the cycles held open never take
+/// the last connection, so nothing waits on a thread that is itself waiting.
+pub(super) fn cycles_run_inside_a_tokio_runtime(server: &PgServer) {
+    let url = server.database("on_tokio");
+    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2 };
+    let db = PgDatabase::connect_with(&url, options).unwrap();
+    let fx = fixture();
+    let env = worker_env_for(&url, &fx, 30_000);
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let local = tokio::task::LocalSet::new();
+    let tasks: Vec<_> = keys("tokio", 12)
+        .into_iter()
+        .map(|key| {
+            let store = PgSessionStore::open(&db, &key).unwrap();
+            let mut runtime = boot(&db, &env, &key, store).unwrap();
+            local.spawn_local(async move {
+                for _ in 0..2 {
+                    let outcome = runtime.run_cycle().await;
+                    assert!(matches!(outcome, Ok(RunOutcome::Completed(_))), "{key}: {outcome:?}");
+                }
+                runtime.cycle()
+            })
+        })
+        .collect();
+    let cycles = local.block_on(&rt, async {
+        let mut cycles = Vec::new();
+        for task in tasks {
+            cycles.push(task.await.unwrap());
+        }
+        cycles
+    });
+    assert_eq!(cycles, vec![2; 12]);
+}
+
+/// A cycle's store writes and its session save are one transaction (CONTRACT §13): a worker
+/// killed at the save leaves none of that cycle's writes; a cycle that fails after some writes
+/// leaves none either, and holds no transaction open.
+pub(super) fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &PgServer) {
+    let url = server.database("one_transaction");
+    let fx = fixture();
+    let key = "atomic-1".to_owned();
+    let mut child = spawn_worker("die-before-save", &url, &fx, std::slice::from_ref(&key), 500);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "the worker died at its second save");
+    let one_cycle = written_rows(&url, &key);
+    assert_eq!(one_cycle.0, 1, "the memory of cycle 1 only: cycle 2's went with its save");
+    assert!(one_cycle.1 >= 1, "cycle 1's keyed writes are there: {one_cycle:?}");
+    // The next worker takes the session over (the dead one's lease runs out) and redoes cycle 2.
+    std::thread::sleep(Duration::from_millis(700));
+    let db = PgDatabase::connect(&url).unwrap();
+    let env = worker_env_for(&url, &fx, 30_000);
+    let mut runtime = boot(&db, &env, &key, PgSessionStore::open(&db, &key).unwrap()).unwrap();
+    assert_eq!(run(&mut runtime), Ok(2));
+    assert_eq!(written_rows(&url, &key), (2, 2 * one_cycle.1), "cycle 2 written once, by its re-run");
+
+    // A cycle failing at its last store write: the writes before it are rolled back at once.
+    let manifest = BundleManifest::default_shared_bundle();
+    let resolved = StrategyResolver::default().resolve_in_database(&manifest, &db, "atomic-2").unwrap();
+    let mut failing = Runtime::builder(&env.policy, env.plan.clone(), PgSessionStore::open(&db, "atomic-2").unwrap())
+        .handlers(
+            Demo::new().failing([StepType::LinkDecisionEvidence]).with_store(&StoreHandlers::new(resolved)).boxed(),
+        )
+        .bundle(manifest)
+        .boot()
+        .unwrap();
+    assert!(failing.run_cycle_blocking().is_err());
+    assert_eq!(written_rows(&url, "atomic-2"), (0, 0));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let open: i64 = client
+        .query_one("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(open, 0, "no transaction is left open by the failed cycle");
+    drop(failing);
+}
