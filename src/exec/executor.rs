@@ -68,7 +68,9 @@ pub use crate::exec::report::{
 pub struct Executor<L = Nil> {
     handlers: Handlers<L>,
     options: ExecOptions,
-    halted: OnceLock<ExecError>,
+    /// Set by a FailFast failure, when this executor keeps its own halt (run alone). Inside a
+    /// runtime it does not: the runtime holds the one halt of its session.
+    halted: Option<OnceLock<ExecError>>,
 }
 
 /// How an executor runs besides its handlers: the registered validators and whether spans record
@@ -131,12 +133,13 @@ struct Resolved<'e> {
 impl<L: HandlerSet> Executor<L> {
     /// An executor with these handlers and no validators.
     pub fn new(handlers: Handlers<L>) -> Self {
-        Executor::with_options(handlers, ExecOptions::default())
+        Executor { handlers, options: ExecOptions::default(), halted: Some(OnceLock::new()) }
     }
 
-    /// An executor with these handlers and options (the runtime's builder collected them).
-    pub(crate) fn with_options(handlers: Handlers<L>, options: ExecOptions) -> Self {
-        Executor { handlers, options, halted: OnceLock::new() }
+    /// A runtime's executor: these handlers and options (the runtime's builder collected them),
+    /// and no halt of its own (the runtime halts).
+    pub(crate) fn in_runtime(handlers: Handlers<L>, options: ExecOptions) -> Self {
+        Executor { handlers, options, halted: None }
     }
 
     /// Whether this executor can run `plan`: a handler for every step, every validator the plan
@@ -157,7 +160,7 @@ impl<L: HandlerSet> Executor<L> {
 
     /// The failure that halted this executor, if one did.
     pub fn halted(&self) -> Option<&ExecError> {
-        self.halted.get()
+        self.halted.as_ref()?.get()
     }
 
     /// Runs one cycle of `plan` outside any session, under a throw-away session of its own (a new
@@ -195,16 +198,18 @@ impl<L: HandlerSet> Executor<L> {
     }
 
     fn refuse_if_halted(&self) -> Result<(), ExecError> {
-        match self.halted.get() {
+        match self.halted() {
             Some(original) => Err(ExecError::Halted { original: Box::new(original.clone()) }),
             None => Ok(()),
         }
     }
 
-    /// Halts the executor on a FailFast error; returns the error.
+    /// Halts the executor on a FailFast error, if it keeps its own halt; returns the error.
     fn fail(&self, err: ExecError) -> ExecError {
-        if err.kind() == FailureKind::FailFast {
-            let _ = self.halted.set(err.clone());
+        if let Some(halted) = &self.halted
+            && err.kind() == FailureKind::FailFast
+        {
+            let _ = halted.set(err.clone());
         }
         err
     }

@@ -128,7 +128,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             None => None,
         };
         let handlers = handlers.on_named::<PersistSession, _>(SessionStager);
-        let executor = Executor::with_options(handlers, options);
+        let executor = Executor::in_runtime(handlers, options);
         executor.check(&plan)?;
         let state = match pending {
             Some(record) => State::Paused(Box::new(record)),
