@@ -23,7 +23,8 @@
 //! `results.json` and `fleet.svg`). Smoke (one configuration, no peer; what `.ci/run` does):
 //! `cargo test --all-features --bench fleet -- --quick`. One configuration:
 //! `FLEET_CONFIG=postgres:500:1000:2 cargo bench --bench fleet --all-features -- --quick`
-//! (backend:latency ms:S:W; with `FLEET_PEER=1`, LangGraph too).
+//! (backend:latency ms:S:W; with `FLEET_PEER=1`, LangGraph too; with `FLEET_STATEMENTS=1`, where
+//! PostgreSQL's time went, statement by statement, from `pg_stat_statements`).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -231,6 +232,9 @@ fn measure(
     let commits_before = pg.map(|pg| pg.settled_commits(Duration::from_millis(10_500), Duration::from_secs(1)));
     let xid_before = pg.map(proc::PgWatch::next_xid);
     progress("window");
+    if let Some(pg) = pg {
+        pg.reset_statements();
+    }
     let (pg_cpu_before, model_cpu_before) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     started.go();
     let results = started.results();
@@ -240,6 +244,9 @@ fn measure(
         .zip(commits_before)
         .map(|(pg, before)| pg.settled_commits(Duration::ZERO, Duration::from_secs(2)).saturating_sub(before));
     let writes = pg.zip(xid_before).map(|(pg, before)| pg.next_xid().saturating_sub(before));
+    if let Some(pg) = pg {
+        pg.print_statements(results.iter().map(|r| r["all_cycles"].as_u64().unwrap_or(0)).sum());
+    }
     let model_calls = 2.0 * config.latency_ms as f64;
     let mut overheads: Vec<f64> = results
         .iter()
@@ -331,6 +338,10 @@ fn main() {
         return;
     }
     let window = if quick { Duration::from_secs(3) } else { Duration::from_secs(10) };
+    if std::env::var_os("FLEET_STATEMENTS").is_some() {
+        // SAFETY: no other thread runs yet.
+        unsafe { std::env::set_var("PLANLOCK_PG_OPTIONS", "-c shared_preload_libraries=pg_stat_statements") };
+    }
     let Some(server) = common::pg::PgServer::start_with(true) else {
         assert!(std::env::var("CI").is_err(), "no PostgreSQL server; .ci/run installs it");
         eprintln!("no PostgreSQL server is installed (Debian's `postgresql`); nothing to measure");

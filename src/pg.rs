@@ -9,7 +9,8 @@
 //! - The client is `postgres`, the synchronous face of `tokio-postgres` (same project): the
 //!   session store's calls are synchronous and the storage ports run blocking work on the
 //!   `blocking` crate's pool, as the SQLite store does, so planlock needs no async runtime of its
-//!   own and works under any executor. Connections are pooled by `r2d2`.
+//!   own and works under any executor. Connections are pooled by `r2d2`, each keeping its
+//!   statements prepared ([`conn`]).
 //! - Migrations are applied on first use, in one transaction under an advisory lock (two workers
 //!   starting at once apply them once), recorded in `planlock_schema_migrations`. A database whose
 //!   schema is newer than this library knows is refused: an older worker must not write to it.
@@ -20,12 +21,13 @@ use std::time::Duration;
 
 use postgres::config::Host;
 use postgres::{Client, Config, NoTls};
-use r2d2_postgres::PostgresConnectionManager;
-use r2d2_postgres::r2d2;
 
 use crate::contract::registry::{Failure, FailureKind};
 
+mod conn;
 pub(crate) mod cycle;
+
+pub(crate) use conn::{Conn, Param};
 
 /// How long connecting may take unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -40,7 +42,7 @@ const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
 const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("pg/v1.sql"))];
 
 /// A pooled connection.
-pub(crate) type PgConnection = r2d2::PooledConnection<PostgresConnectionManager<NoTls>>;
+pub(crate) type PgConnection = r2d2::PooledConnection<conn::Manager>;
 
 /// Why the database cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -119,7 +121,7 @@ impl Default for PgOptions {
 /// share the pool.
 #[derive(Clone)]
 pub struct PgDatabase {
-    pool: r2d2::Pool<PostgresConnectionManager<NoTls>>,
+    pool: r2d2::Pool<conn::Manager>,
     target: String,
     cycles: std::sync::Arc<cycle::CycleTransactions>,
 }
@@ -174,7 +176,7 @@ impl PgDatabase {
             .min_idle(Some(0))
             .test_on_check_out(false)
             .connection_timeout(config.get_connect_timeout().copied().unwrap_or(options.connect_timeout))
-            .build_unchecked(PostgresConnectionManager::new(config, NoTls));
+            .build_unchecked(conn::Manager::new(config));
         let cycles = std::sync::Arc::new(cycle::CycleTransactions::new(options.max_connections.max(1) as usize));
         Ok(PgDatabase { pool, target, cycles })
     }

@@ -80,6 +80,43 @@ impl PgWatch {
             .unwrap_or(0)
     }
 
+    /// Whether the server counts statements (`FLEET_STATEMENTS=1`: `pg_stat_statements` loaded).
+    fn counts_statements() -> bool {
+        std::env::var_os("FLEET_STATEMENTS").is_some()
+    }
+
+    /// Starts counting statements afresh, when the server counts them.
+    pub fn reset_statements(&self) {
+        if PgWatch::counts_statements() {
+            let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+            client
+                .batch_execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements; SELECT pg_stat_statements_reset()")
+                .unwrap();
+        }
+    }
+
+    /// Where PostgreSQL's time went, per cycle, when the server counts statements: the
+    /// statements by total time, each with its calls per cycle and mean time.
+    pub fn print_statements(&self, cycles: u64) {
+        if !PgWatch::counts_statements() {
+            return;
+        }
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let rows = client
+            .query(
+                "SELECT calls, total_exec_time + total_plan_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+                 FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY 2 DESC LIMIT 25",
+                &[],
+            )
+            .unwrap();
+        println!("  statements (calls per cycle, mean ms, text):");
+        for row in rows {
+            let (calls, total, text): (i64, f64, String) = (row.get(0), row.get(1), row.get(2));
+            let per_cycle = calls as f64 / cycles.max(1) as f64;
+            println!("    {per_cycle:>6.2}  {:>7.3}  {text}", total / calls.max(1) as f64);
+        }
+    }
+
     /// The database's commits once every backend has reported, less this call's own looks:
     /// waits at least `at_least`, then until the count has held still for `quiet` (but for the
     /// looks' own commits: one per look). A backend idle since before the call reports within

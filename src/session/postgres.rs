@@ -18,7 +18,7 @@
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use postgres::types::{ToSql, Type};
+use postgres::types::Type;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -27,8 +27,8 @@ use super::{
     BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionState, SessionStore,
     SessionUpdate,
 };
-use crate::pg::PgDatabase;
 use crate::pg::cycle::CycleSlot;
+use crate::pg::{Param, PgDatabase};
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -105,9 +105,6 @@ enum InCycle {
     /// In the cycle's transaction if one is open, which it then commits (the session save).
     Commit,
 }
-
-/// A statement parameter with its type.
-type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
 struct Inner {
     seen: i64,
@@ -231,8 +228,8 @@ impl Shared {
     /// Runs `sql` on a connection from the pool, given back right after: a session holds no
     /// connection between its operations, so a worker drives as many sessions as it likes on a
     /// few connections (its pool's size bounds the operations at once, not the sessions). The
-    /// parameters' types are given, so the statement is parsed, bound and run in one round trip
-    /// and one implicit transaction (a prepared statement would take a second of each).
+    /// statement is prepared once per connection (with the parameters' types given) and then
+    /// bound and run in one round trip and one implicit transaction.
     fn query_locked(
         &self,
         _inner: &mut Inner,

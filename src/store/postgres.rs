@@ -15,8 +15,6 @@
 //!
 //! Calls block, so each runs on the `blocking` crate's pool and is awaited.
 
-use postgres::Client;
-
 use super::write::{self, End, WriteRows};
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
@@ -26,7 +24,7 @@ use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
 use crate::pg::cycle::CycleSlot;
-use crate::pg::{PgConnection, PgDatabase, reason};
+use crate::pg::{Conn, PgConnection, PgDatabase, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
 /// pool.
@@ -60,13 +58,26 @@ impl PgStore {
         .await
     }
 
-    /// Runs `f` in one transaction, committed when it returns `Ok`.
+    /// Runs `f` in one transaction, committed when it returns `Ok`; with a deadline, the server
+    /// stops a statement still running then (so a query does not go on after its step failed).
     async fn transaction<T: Send + 'static>(
         &self,
         doing: &'static str,
-        f: impl FnOnce(&mut Client, &str) -> Result<T, StoreError> + Send + 'static,
+        deadline: Option<std::time::Instant>,
+        f: impl FnOnce(&mut Conn, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        self.with(move |conn, namespace| alone(conn, doing, |c| f(c, namespace))).await
+        self.with(move |conn, namespace| {
+            // Computed on the thread that runs it: the wait for a thread counts against the deadline.
+            let begin = match deadline {
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(std::time::Instant::now()).as_millis().max(1);
+                    format!("BEGIN; SET LOCAL statement_timeout = {left}")
+                }
+                None => "BEGIN".to_owned(),
+            };
+            alone(conn, &begin, doing, |c| f(c, namespace))
+        })
+        .await
     }
 
     /// Runs the write `f` in the cycle's transaction when the namespace's session store is open
@@ -74,7 +85,7 @@ impl PgStore {
     async fn write<T: Send + 'static>(
         &self,
         doing: &'static str,
-        f: impl FnOnce(&mut Client, &str) -> Result<T, StoreError> + Send + 'static,
+        f: impl FnOnce(&mut Conn, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (db, namespace) = (self.db.clone(), self.namespace.clone());
         blocking::unblock(move || {
@@ -88,7 +99,7 @@ impl PgStore {
                     .map_err(|e| e.into_store(doing))?,
                 CycleSlot::Unregistered => {
                     let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
-                    return alone(&mut conn, doing, |c| f(c, &namespace));
+                    return alone(&mut conn, "BEGIN", doing, |c| f(c, &namespace));
                 }
             };
             // A failed statement aborts the transaction: dropped, the cycle's writes are rolled
@@ -122,13 +133,15 @@ impl Opening {
     }
 }
 
-/// `f` between `BEGIN` and `COMMIT`, rolled back when it fails.
+/// `f` between `begin` (`BEGIN` and any `SET LOCAL`, one round trip) and `COMMIT`, rolled back
+/// when it fails.
 fn alone<T>(
-    conn: &mut Client,
+    conn: &mut Conn,
+    begin: &str,
     doing: &'static str,
-    f: impl FnOnce(&mut Client) -> Result<T, StoreError>,
+    f: impl FnOnce(&mut Conn) -> Result<T, StoreError>,
 ) -> Result<T, StoreError> {
-    conn.batch_execute("BEGIN").map_err(backend(doing))?;
+    conn.batch_execute(begin).map_err(backend(doing))?;
     match f(conn) {
         Ok(out) => {
             conn.batch_execute("COMMIT").map_err(backend(doing))?;
@@ -168,12 +181,7 @@ impl MemoryRepositoryPort for PgStore {
     ) -> Result<Vec<MemoryItem>, StoreError> {
         let words = query_words(query).join(" | ");
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
-        self.transaction("searching memories", move |tx, namespace| {
-            // The server stops the query at the deadline, so it does not go on after its step failed.
-            if let Some(deadline) = deadline {
-                let left = deadline.saturating_duration_since(std::time::Instant::now()).as_millis().max(1);
-                tx.batch_execute(&format!("SET LOCAL statement_timeout = {left}")).map_err(backend("searching memories"))?;
-            }
+        self.transaction("searching memories", deadline, move |tx, namespace| {
             let rows = if words.is_empty() {
                 tx.query(
                     "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 ORDER BY seq DESC LIMIT $2",
@@ -227,13 +235,13 @@ impl MemoryRepositoryPort for PgStore {
 }
 
 /// What the write under `key` returned, if it happened.
-fn written(tx: &mut Client, namespace: &str, key: &str) -> Result<Option<String>, StoreError> {
+fn written(tx: &mut Conn, namespace: &str, key: &str) -> Result<Option<String>, StoreError> {
     tx.query_opt("SELECT result FROM planlock_writes WHERE namespace = $1 AND idem_key = $2", &[&namespace, &key])
         .map(|row| row.map(|r| r.get(0)))
         .map_err(backend("reading the idempotency keys"))
 }
 
-fn record_write(tx: &mut Client, namespace: &str, key: &str, result: &str) -> Result<(), StoreError> {
+fn record_write(tx: &mut Conn, namespace: &str, key: &str, result: &str) -> Result<(), StoreError> {
     tx.execute(
         "INSERT INTO planlock_writes (namespace, idem_key, result) VALUES ($1, $2, $3)",
         &[&namespace, &key, &result],
@@ -244,7 +252,7 @@ fn record_write(tx: &mut Client, namespace: &str, key: &str, result: &str) -> Re
 
 /// Keyed writes of the same key from two workers at once: the transaction serializes on the key
 /// (an advisory lock on its hash), so one writes and the other finds its result.
-fn lock_key(tx: &mut Client, namespace: &str, key: &str) -> Result<(), StoreError> {
+fn lock_key(tx: &mut Conn, namespace: &str, key: &str) -> Result<(), StoreError> {
     tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))", &[&namespace, &key])
         .map(drop)
         .map_err(backend("locking the idempotency key"))
@@ -275,7 +283,7 @@ impl DecisionContextProviderPort for PgStore {
     async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
         let domain = current_domain.map(str::to_owned);
         // One transaction for both reads: one commit, and anchors that match the decisions read.
-        self.transaction("loading decisions", move |conn, namespace| {
+        self.transaction("loading decisions", None, move |conn, namespace| {
             let in_scope = "d.is_active AND (d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))";
             let sql = format!(
                 "SELECT {DECISION_COLUMNS} FROM planlock_decisions d WHERE d.namespace = $1 AND {in_scope}
@@ -328,7 +336,7 @@ impl DecisionWritePort for PgStore {
 
 /// The decision rows of a namespace, in the write's transaction.
 struct Rows<'a> {
-    tx: &'a mut Client,
+    tx: &'a mut Conn,
     namespace: &'a str,
     doing: &'static str,
 }

@@ -109,8 +109,11 @@ impl PgServer {
 
     pub fn pg_ctl_start(&self) {
         let fsync = if self.durable { "on" } else { "off" };
+        // `PLANLOCK_PG_OPTIONS` adds server options (e.g. `-c shared_preload_libraries=pg_stat_statements`
+        // for the fleet bench's statement report).
+        let extra = std::env::var("PLANLOCK_PG_OPTIONS").unwrap_or_default();
         let options = format!(
-            "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories={} -c fsync={fsync} -c max_connections=300 -c log_min_messages=fatal",
+            "-c listen_addresses=127.0.0.1 -p {} -c unix_socket_directories={} -c fsync={fsync} -c max_connections=300 -c log_min_messages=fatal {extra}",
             self.port,
             self.dir.path().display()
         );
