@@ -238,11 +238,14 @@ fn measure(
     let (pg_cpu_before, model_cpu_before) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     started.go();
     let results = started.results();
-    let (pg_cpu_after, model_cpu_after) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     progress("results in");
     let commits = pg
         .zip(commits_before)
         .map(|(pg, before)| pg.settled_commits(Duration::ZERO, Duration::from_secs(2)).saturating_sub(before));
+    // After the commits have settled: the workers' backends have ended by then and the
+    // postmaster has counted their CPU time (a backend that has ended but is not yet reaped is
+    // counted nowhere).
+    let (pg_cpu_after, model_cpu_after) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     let writes = pg.zip(xid_before).map(|(pg, before)| pg.next_xid().saturating_sub(before));
     if let Some(pg) = pg {
         pg.print_statements(results.iter().map(|r| r["all_cycles"].as_u64().unwrap_or(0)).sum());

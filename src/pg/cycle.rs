@@ -12,7 +12,12 @@
 //! - Each key's cycles have a generation, advanced when a cycle is discarded: a write that
 //!   finishes after its cycle was given up (its step's deadline passed) is rolled back instead of
 //!   being left for the next cycle's save.
+//!
+//! A key's slot also keeps what a cycle's first read read for a later read of the same cycle
+//! ([`keep_reads`](CycleTransactions::keep_reads)): the store's two retrieval steps then share one
+//! read-only transaction. It is forgotten when the cycle writes, saves or is discarded.
 
+use std::any::Any;
 use std::collections::HashMap;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
@@ -37,6 +42,8 @@ struct State {
 struct Slot {
     cycle: Option<Box<OpenCycle>>,
     generation: u64,
+    /// What the cycle's first read kept for a later one ([`CycleTransactions::keep_reads`]).
+    reads: Option<Box<dyn Any + Send>>,
 }
 
 /// A session key's cycle, taken out of the registry.
@@ -128,14 +135,46 @@ impl CycleTransactions {
         }
     }
 
-    /// Opens the cycle transaction of generation `generation`, once fewer than the most allowed
-    /// are open, on a connection `connect` takes from the pool then (not before: a connection
-    /// held while waiting would be one the others cannot have).
+    /// Whether a session store of `key` is open on this pool (its cycles are held).
+    pub(crate) fn is_registered(&self, key: &str) -> bool {
+        self.state().slots.contains_key(key)
+    }
+
+    /// Keeps `reads` for a later read of `key`'s cycle in progress; `false` (nothing kept) when
+    /// no session store of `key` is open on this pool.
+    pub(crate) fn keep_reads(&self, key: &str, reads: Box<dyn Any + Send>) -> bool {
+        match self.state().slots.get_mut(key) {
+            Some(slot) => {
+                slot.reads = Some(reads);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// What the cycle of `key` kept with [`keep_reads`](Self::keep_reads), taken out.
+    pub(crate) fn take_reads(&self, key: &str) -> Option<Box<dyn Any + Send>> {
+        self.state().slots.get_mut(key).and_then(|slot| slot.reads.take())
+    }
+
+    /// Forgets what the cycle of `key` kept: it is saving, so a later read is the next cycle's.
+    pub(crate) fn forget_reads(&self, key: &str) {
+        if let Some(slot) = self.state().slots.get_mut(key) {
+            slot.reads = None;
+        }
+    }
+
+    /// Opens the cycle transaction of `key`, of generation `generation`, once fewer than the
+    /// most allowed are open, on a connection `connect` takes from the pool then (not before: a
+    /// connection held while waiting would be one the others cannot have). What its reads kept
+    /// is forgotten: the cycle now writes.
     pub(crate) fn begin<E: From<postgres::Error>>(
         self: &Arc<Self>,
+        key: &str,
         generation: u64,
         connect: impl FnOnce() -> Result<PgConnection, E>,
     ) -> Result<Box<OpenCycle>, E> {
+        self.forget_reads(key);
         let mut state = self.state();
         while state.open >= self.max_open {
             state = self.freed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -177,6 +216,7 @@ impl CycleTransactions {
         let mut state = self.state();
         let cycle = state.slots.get_mut(key).and_then(|slot| {
             slot.generation += 1;
+            slot.reads = None;
             slot.cycle.take()
         });
         drop(state);

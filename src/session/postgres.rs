@@ -239,6 +239,9 @@ impl Shared {
         in_cycle: InCycle,
     ) -> Result<Option<postgres::Row>, SessionError> {
         crate::pg::off_runtime(|| {
+            if in_cycle == InCycle::Commit {
+                self.db.cycles().forget_reads(&self.key);
+            }
             let open = match in_cycle {
                 InCycle::Alone => None,
                 InCycle::Join | InCycle::Commit => match self.db.cycles().take(&self.key) {

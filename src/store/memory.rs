@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::write::{self, End, WriteRows};
 use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
-    StoreError, query_words,
+    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
+    query_words,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::hash::IdempotencyKey;
@@ -85,15 +85,7 @@ impl MemoryRepositoryPort for InMemoryStore {
 impl DecisionContextProviderPort for InMemoryStore {
     async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
         let inner = self.lock()?;
-        let in_scope = |d: &&Decision| match Scope::of(&d.scope) {
-            Scope::Global | Scope::Axis => true,
-            Scope::Domain(name) => current_domain == Some(name),
-        };
-        let mut decisions: Vec<Decision> =
-            inner.decisions.iter().filter(|d| d.is_active).filter(in_scope).cloned().collect();
-        decisions.sort_by_key(|d| Scope::of(&d.scope).rank());
-        let anchors = inner.links.iter().filter(|a| decisions.iter().any(|d| d.id == a.decision_id)).cloned().collect();
-        Ok(DecisionContext { decisions, anchors })
+        Ok(DecisionContext::in_scope(&inner.decisions, &inner.links, current_domain))
     }
 }
 

@@ -55,6 +55,28 @@ pub struct DecisionContext {
     pub anchors: Vec<Anchor>,
 }
 
+impl DecisionContext {
+    /// The context for `current_domain` out of a store's active decisions (in the order they
+    /// were stored) and links (in the order they were made): the scope rule of
+    /// [`DecisionContextProviderPort::load`], for the stores that apply it outside SQL.
+    pub(crate) fn in_scope<'a>(
+        active: impl IntoIterator<Item = &'a Decision>,
+        links: impl IntoIterator<Item = &'a Anchor>,
+        current_domain: Option<&str>,
+    ) -> DecisionContext {
+        let in_scope = |d: &&Decision| match Scope::of(&d.scope) {
+            Scope::Global | Scope::Axis => true,
+            Scope::Domain(name) => current_domain == Some(name),
+        };
+        let mut decisions: Vec<Decision> =
+            active.into_iter().filter(|d| d.is_active).filter(in_scope).cloned().collect();
+        // Stable: within a scope, the order they were stored in.
+        decisions.sort_by_key(|d| Scope::of(&d.scope).rank());
+        let anchors = links.into_iter().filter(|a| decisions.iter().any(|d| d.id == a.decision_id)).cloned().collect();
+        DecisionContext { decisions, anchors }
+    }
+}
+
 /// Why a storage operation failed. The step that called it fails with its kind from the
 /// registry (reads CycleFail, writes FailFast); this says what went wrong and where.
 #[derive(Debug, Clone, thiserror::Error)]

@@ -93,7 +93,7 @@ impl PgStore {
             let mut cycle = match cycles.take(&namespace) {
                 CycleSlot::Open(cycle) => cycle,
                 CycleSlot::Idle { generation } => cycles
-                    .begin(generation, || {
+                    .begin(&namespace, generation, || {
                         db.connection().map_err(|e| StoreError::Backend(e.to_string())).map_err(Opening::Store)
                     })
                     .map_err(|e| e.into_store(doing))?,
@@ -181,6 +181,7 @@ impl MemoryRepositoryPort for PgStore {
     ) -> Result<Vec<MemoryItem>, StoreError> {
         let words = query_words(query).join(" | ");
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
+        let cycles = self.db.cycles().clone();
         self.transaction("searching memories", deadline, move |tx, namespace| {
             let rows = if words.is_empty() {
                 tx.query(
@@ -195,12 +196,20 @@ impl MemoryRepositoryPort for PgStore {
                     &[&namespace, &words, &limit],
                 )
             };
-            match rows {
+            let items = match rows {
                 Err(e) if e.code() == Some(&postgres::error::SqlState::QUERY_CANCELED) => {
-                    Err(StoreError::Backend("the search was stopped at the step's deadline".into()))
+                    return Err(StoreError::Backend("the search was stopped at the step's deadline".into()));
                 }
-                rows => Ok(rows.map_err(backend("searching memories"))?.iter().map(item).collect()),
+                rows => rows.map_err(backend("searching memories"))?.iter().map(item).collect(),
+            };
+            // In a worker's cycle (its session store open on this database), the decision
+            // context is read in this transaction too and kept for the cycle's
+            // RetrieveDecisionContext step: one read-only commit for both retrieval steps.
+            if cycles.is_registered(namespace) {
+                let active = ActiveDecisions::read(tx, namespace)?;
+                cycles.keep_reads(namespace, Box::new(active));
             }
+            Ok(items)
         })
         .await
     }
@@ -279,30 +288,53 @@ fn decision_row(r: &postgres::Row) -> Decision {
     }
 }
 
-impl DecisionContextProviderPort for PgStore {
-    async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        let domain = current_domain.map(str::to_owned);
-        // One transaction for both reads: one commit, and anchors that match the decisions read.
-        self.transaction("loading decisions", None, move |conn, namespace| {
-            let in_scope = "d.is_active AND (d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))";
-            let sql = format!(
-                "SELECT {DECISION_COLUMNS} FROM planlock_decisions d WHERE d.namespace = $1 AND {in_scope}
-                 ORDER BY CASE d.scope_kind WHEN 'global' THEN 0 WHEN 'axis' THEN 1 ELSE 2 END, d.seq"
-            );
-            let decisions: Vec<Decision> =
-                conn.query(&sql, &[&namespace, &domain]).map_err(backend("loading decisions"))?.iter().map(decision_row).collect();
-            let sql = format!(
+/// A namespace's active decisions (in the order they were stored) and their links (in the order
+/// they were made), from which [`DecisionContext::in_scope`] takes a load's context.
+struct ActiveDecisions {
+    decisions: Vec<Decision>,
+    links: Vec<Anchor>,
+}
+
+impl ActiveDecisions {
+    /// Reads them, in the caller's transaction (so the links match the decisions).
+    fn read(conn: &mut Conn, namespace: &str) -> Result<ActiveDecisions, StoreError> {
+        let sql = format!(
+            "SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND is_active ORDER BY seq"
+        );
+        let decisions =
+            conn.query(&sql, &[&namespace]).map_err(backend("loading decisions"))?.iter().map(decision_row).collect();
+        let links = conn
+            .query(
                 "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
                  JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
-                 WHERE de.namespace = $1 AND {in_scope} ORDER BY de.seq"
-            );
-            let anchors = conn
-                .query(&sql, &[&namespace, &domain])
-                .map_err(backend("loading anchors"))?
-                .iter()
-                .map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) })
-                .collect();
-            Ok(DecisionContext { decisions, anchors })
+                 WHERE de.namespace = $1 AND d.is_active ORDER BY de.seq",
+                &[&namespace],
+            )
+            .map_err(backend("loading anchors"))?
+            .iter()
+            .map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) })
+            .collect();
+        Ok(ActiveDecisions { decisions, links })
+    }
+
+    fn in_scope(&self, current_domain: Option<&str>) -> DecisionContext {
+        DecisionContext::in_scope(&self.decisions, &self.links, current_domain)
+    }
+}
+
+impl DecisionContextProviderPort for PgStore {
+    /// In a worker's cycle, the decisions its memory search read in the same transaction (see
+    /// [`MemoryRepositoryPort::search_within`] on this type); otherwise one transaction of its
+    /// own for both reads: one commit, and anchors that match the decisions read.
+    async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+        let kept =
+            self.db.cycles().take_reads(&self.namespace).and_then(|kept| kept.downcast::<ActiveDecisions>().ok());
+        if let Some(active) = kept {
+            return Ok(active.in_scope(current_domain));
+        }
+        let domain = current_domain.map(str::to_owned);
+        self.transaction("loading decisions", None, move |conn, namespace| {
+            Ok(ActiveDecisions::read(conn, namespace)?.in_scope(domain.as_deref()))
         })
         .await
     }

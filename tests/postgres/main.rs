@@ -61,6 +61,7 @@ const TESTS: &[(&str, Test)] = &[
         a_cycles_writes_are_durable_with_its_save_or_not_at_all,
     ),
     ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
+    ("a_cycles_two_retrievals_share_one_read", a_cycles_two_retrievals_share_one_read),
     ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),
     (
         "migrations_are_idempotent_concurrent_and_refuse_a_newer_schema",

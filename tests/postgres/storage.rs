@@ -181,3 +181,54 @@ pub(super) fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &P
     assert_eq!(open, 0, "no transaction is left open by the failed cycle");
     drop(failing);
 }
+
+/// In a worker's cycle the two retrieval steps share one read-only transaction (CONTRACT §13:
+/// commits per cycle): the memory search reads the decision context too and the cycle's load
+/// takes it from there, once; a later load, or one after the cycle's save, reads afresh.
+pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
+    use planlock::store::conformance::{decision, key};
+    use planlock::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort};
+    let url = server.database("one_read");
+    let ids = |context: planlock::store::DecisionContext| -> Vec<String> {
+        context.decisions.into_iter().map(|d| d.id).collect()
+    };
+    // Another worker's pool: its writes commit at once, whatever this worker's cycle does.
+    let other = PgStore::new(&PgDatabase::connect(&url).unwrap(), "reads");
+    pollster::block_on(other.persist_decision(&decision("d1", "r1", 1, "global", None), &key(1))).unwrap();
+
+    let db = PgDatabase::connect(&url).unwrap();
+    let session = PgSessionStore::open(&db, "reads").unwrap();
+    let store = PgStore::new(&db, "reads");
+    pollster::block_on(store.search("anything", 5)).unwrap();
+    pollster::block_on(other.persist_decision(&decision("d2", "r2", 1, "global", None), &key(2))).unwrap();
+    let kept = pollster::block_on(store.load("anything", None)).unwrap();
+    assert_eq!(ids(kept), ["d1"], "the load took what the search read, in the search's transaction");
+    let fresh = pollster::block_on(store.load("anything", None)).unwrap();
+    assert_eq!(ids(fresh), ["d1", "d2"], "taken once: the next load reads");
+
+    // A domain's decision is in a kept context only for a load naming that domain.
+    pollster::block_on(other.persist_decision(&decision("d3", "r3", 1, "domain:billing", None), &key(3))).unwrap();
+    pollster::block_on(store.search("anything", 5)).unwrap();
+    assert_eq!(ids(pollster::block_on(store.load("anything", Some("billing"))).unwrap()), ["d1", "d2", "d3"]);
+    pollster::block_on(store.search("anything", 5)).unwrap();
+    assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2"]);
+
+    // The cycle's save forgets what its search kept: the next cycle's load is its own.
+    pollster::block_on(store.search("anything", 5)).unwrap();
+    pollster::block_on(other.persist_decision(&decision("d4", "r4", 1, "axis", None), &key(4))).unwrap();
+    let update = planlock::session::SessionUpdate {
+        session_id: uuid::Uuid::new_v4(),
+        memory_ref: None,
+        repo_scan_version: None,
+        last_execution_plan_hash: planlock::Digest::of(b"plan"),
+        hash_parts: None,
+        cycle: 1,
+    };
+    session.save(update).unwrap();
+    assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d4"]);
+    // Without an open session store (no worker's cycle) a search keeps nothing.
+    drop(session);
+    pollster::block_on(store.search("anything", 5)).unwrap();
+    pollster::block_on(other.persist_decision(&decision("d5", "r5", 1, "global", None), &key(5))).unwrap();
+    assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d5", "d4"]);
+}
