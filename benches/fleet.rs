@@ -24,7 +24,8 @@
 //! `cargo test --all-features --bench fleet -- --quick`. One configuration:
 //! `FLEET_CONFIG=postgres:500:1000:2 cargo bench --bench fleet --all-features -- --quick`
 //! (backend:latency ms:S:W; with `FLEET_PEER=1`, LangGraph too; with `FLEET_STATEMENTS=1`, where
-//! PostgreSQL's time went, statement by statement, from `pg_stat_statements`).
+//! PostgreSQL's time went, statement by statement, from `pg_stat_statements`; with
+//! `FLEET_WRAP=heaptrack` (or any command), each worker runs under that command).
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};

@@ -67,7 +67,14 @@ pub fn command(
     plan: &Path,
     window: Duration,
 ) -> Command {
-    let mut cmd = Command::new(super::bench_binary());
+    let mut cmd = match std::env::var("FLEET_WRAP") {
+        Ok(wrap) => {
+            let mut cmd = Command::new(wrap);
+            cmd.arg(super::bench_binary());
+            cmd
+        }
+        Err(_) => Command::new(super::bench_binary()),
+    };
     cmd.env("PLANLOCK_FLEET_WORKER", config.backend.name())
         .env("FLEET_PLACE", place)
         .env("FLEET_TAG", tag)

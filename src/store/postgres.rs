@@ -243,10 +243,12 @@ impl MemoryRepositoryPort for PgStore {
     }
 }
 
-/// What the write under `key` returned, if it happened.
+/// What the write under `key` returned, if it happened, once the key's lock is this
+/// transaction's: keyed writes of the same key from two workers at once take turns, so one
+/// writes and the other finds its result (`planlock_claim_write`, one round trip).
 fn written(tx: &mut Conn, namespace: &str, key: &str) -> Result<Option<String>, StoreError> {
-    tx.query_opt("SELECT result FROM planlock_writes WHERE namespace = $1 AND idem_key = $2", &[&namespace, &key])
-        .map(|row| row.map(|r| r.get(0)))
+    tx.query_one("SELECT planlock_claim_write($1, $2)", &[&namespace, &key])
+        .map(|row| row.get(0))
         .map_err(backend("reading the idempotency keys"))
 }
 
@@ -257,14 +259,6 @@ fn record_write(tx: &mut Conn, namespace: &str, key: &str, result: &str) -> Resu
     )
     .map(drop)
     .map_err(backend("recording the idempotency key"))
-}
-
-/// Keyed writes of the same key from two workers at once: the transaction serializes on the key
-/// (an advisory lock on its hash), so one writes and the other finds its result.
-fn lock_key(tx: &mut Conn, namespace: &str, key: &str) -> Result<(), StoreError> {
-    tx.execute("SELECT pg_advisory_xact_lock(hashtextextended($1 || '/' || $2, 0))", &[&namespace, &key])
-        .map(drop)
-        .map_err(backend("locking the idempotency key"))
 }
 
 const DECISION_COLUMNS: &str =
@@ -375,9 +369,7 @@ struct Rows<'a> {
 
 impl WriteRows for Rows<'_> {
     fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
-        let key = key.to_string();
-        lock_key(self.tx, self.namespace, &key)?;
-        written(self.tx, self.namespace, &key)
+        written(self.tx, self.namespace, &key.to_string())
     }
 
     fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {

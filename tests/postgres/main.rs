@@ -62,6 +62,7 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
     ("a_cycles_two_retrievals_share_one_read", a_cycles_two_retrievals_share_one_read),
+    ("the_same_keyed_write_from_two_workers_happens_once", the_same_keyed_write_from_two_workers_happens_once),
     ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),
     (
         "migrations_are_idempotent_concurrent_and_refuse_a_newer_schema",

@@ -16,11 +16,11 @@ pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(ser
     let db = PgDatabase::connect(&url).unwrap();
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let applied: i64 = client.query_one("SELECT count(*) FROM planlock_schema_migrations", &[]).unwrap().get(0);
-    assert_eq!(applied, 1, "each migration once");
+    assert_eq!(applied, i64::from(planlock::pg::SCHEMA_VERSION), "each migration once");
     drop(db);
-    client.execute("INSERT INTO planlock_schema_migrations (version) VALUES (2)", &[]).unwrap();
+    client.execute("INSERT INTO planlock_schema_migrations (version) VALUES (3)", &[]).unwrap();
     let err = PgDatabase::connect(&url).unwrap_err();
-    assert!(matches!(err, PgError::SchemaTooNew { found: 2, known: 1, .. }), "{err}");
+    assert!(matches!(err, PgError::SchemaTooNew { found: 3, known: 2, .. }), "{err}");
     assert_eq!(err.code(), "pg-schema-too-new");
     assert!(err.to_string().contains("upgrade planlock"), "{err}");
     assert_eq!(err.kind(), FailureKind::FailFast);
@@ -33,7 +33,7 @@ pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(ser
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("newer than this library's 1"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("newer than this library's 2"));
     let sessions: i64 = client.query_one("SELECT count(*) FROM planlock_sessions", &[]).unwrap().get(0);
     assert_eq!(sessions, 0);
 }
@@ -231,4 +231,50 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
     pollster::block_on(store.search("anything", 5)).unwrap();
     pollster::block_on(other.persist_decision(&decision("d5", "r5", 1, "global", None), &key(5))).unwrap();
     assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d5", "d4"]);
+}
+
+/// Two workers writing under the same key at once take turns on the key: one writes, the other
+/// finds its result; each write happens once.
+pub(super) fn the_same_keyed_write_from_two_workers_happens_once(server: &PgServer) {
+    use planlock::store::DecisionWritePort;
+    use planlock::store::conformance::{decision, key};
+    let url = server.database("same_key");
+    let stores: Vec<PgStore> = (0..2).map(|_| PgStore::new(&PgDatabase::connect(&url).unwrap(), "shared")).collect();
+    let rounds = 40u64;
+    let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+    let threads: Vec<_> = stores
+        .into_iter()
+        .map(|store| {
+            let barrier = barrier.clone();
+            std::thread::spawn(move || {
+                (0..rounds)
+                    .map(|n| {
+                        let evidence = planlock::schema::Evidence {
+                            id: format!("e{n}"),
+                            summary: "seen".into(),
+                            source: "test".into(),
+                        };
+                        // Errors are kept, not unwrapped: a panic here would leave the other
+                        // thread at the barrier for ever.
+                        barrier.wait();
+                        let e = pollster::block_on(store.persist_evidence(&evidence, &key(1000 + n)));
+                        barrier.wait();
+                        let d = decision(&format!("d{n}"), &format!("r{n}"), 1, "global", None);
+                        let d = pollster::block_on(store.persist_decision(&d, &key(2000 + n)));
+                        (e.map_err(|e| e.to_string()), d.map_err(|e| e.to_string()))
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .collect();
+    let results: Vec<_> = threads.into_iter().map(|t| t.join().unwrap()).collect();
+    for (n, (a, b)) in results[0].iter().zip(&results[1]).enumerate() {
+        let expected = (Ok(format!("e{n}")), Ok(format!("d{n}")));
+        assert_eq!((a, b), (&expected, &expected), "round {n}: both workers get the one write's results");
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut count = |sql: &str| -> i64 { client.query_one(sql, &[]).unwrap().get(0) };
+    assert_eq!(count("SELECT count(*) FROM planlock_writes WHERE namespace = 'shared'"), 2 * rounds as i64);
+    assert_eq!(count("SELECT count(*) FROM planlock_decisions WHERE namespace = 'shared'"), rounds as i64);
+    assert_eq!(count("SELECT count(*) FROM planlock_evidence WHERE namespace = 'shared'"), rounds as i64);
 }
