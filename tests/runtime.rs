@@ -546,3 +546,19 @@ fn a_cycle_is_saved_through_save_async_and_one_without_a_save_is_discarded() {
     assert_eq!(failing.cycle(), 1, "nothing saved");
     assert_eq!(discarded.load(std::sync::atomic::Ordering::SeqCst), 1);
 }
+
+/// A worker boots a runtime per session of one plan: each holds the plan, not a copy of it
+/// (clones of a `ValidPlan` share it), and running a cycle does not copy it either.
+#[test]
+fn runtimes_of_one_plan_share_it() {
+    let plan = plan_with(|_| {});
+    let (a, b) = (dirs(), dirs());
+    let mut first = boot(&a, plan.clone());
+    let second = boot(&b, plan.clone());
+    assert!(std::ptr::eq(first.plan().plan(), plan.plan()));
+    assert!(std::ptr::eq(second.plan().plan(), plan.plan()));
+    first.run_cycle_blocking().unwrap();
+    assert!(std::ptr::eq(first.plan().plan(), plan.plan()));
+    // Taken out, it is the caller's own again.
+    assert_eq!(plan.clone().into_plan(), *plan.plan());
+}

@@ -190,9 +190,9 @@ impl OpenAiEmbedder {
             }
             let left = deadline.map_or(self.config.timeout, |d| d.saturating_duration_since(Instant::now()));
             let limit = self.config.timeout.min(left).max(Duration::from_millis(1));
-            let text = self
-                .client
-                .post(&Value::Object(body), limit)
+            // Its own statement: the request's JSON is dropped before the answer is awaited.
+            let sent = self.client.post(&Value::Object(body), limit);
+            let text = sent
                 .await
                 .map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), Some(e)))?;
             let answer: Embeddings = serde_json::from_str(&text).map_err(|e| {

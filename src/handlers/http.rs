@@ -209,15 +209,25 @@ impl Client {
 
     /// Posts `body` and returns the answer's body, scrubbed, within `limit`; an HTTP error, a
     /// redirect, a body that is too large or not UTF-8 is an error.
-    pub(crate) async fn post(&self, body: &Value, limit: Duration) -> Result<String, ModelError> {
+    ///
+    /// The body is serialized before the call goes out and the returned future does not borrow
+    /// it: the caller drops its JSON while the answer is awaited (a worker holds hundreds of
+    /// calls in flight).
+    pub(crate) fn post(
+        &self,
+        body: &Value,
+        limit: Duration,
+    ) -> impl Future<Output = Result<String, ModelError>> + Send + 'static {
         let connect = |reason: String| ModelError::Connect { url: self.url.clone(), reason };
-        let runtime = io_runtime().map_err(connect)?;
-        let (this, body) = (self.clone(), body.to_string());
-        let exchange = async move {
-            let timeout = ModelError::Timeout { url: this.url.clone(), limit_ms: limit.as_millis() };
-            tokio::time::timeout(limit, this.exchange(body)).await.unwrap_or(Err(timeout))
-        };
-        InFlight(runtime.spawn(exchange)).await
+        let sent = io_runtime().map_err(connect).map(|runtime| {
+            let (this, body) = (self.clone(), body.to_string());
+            let exchange = async move {
+                let timeout = ModelError::Timeout { url: this.url.clone(), limit_ms: limit.as_millis() };
+                tokio::time::timeout(limit, this.exchange(body)).await.unwrap_or(Err(timeout))
+            };
+            InFlight(runtime.spawn(exchange))
+        });
+        async move { sent?.await }
     }
 
     /// One request and its answer, on [`io_runtime`].

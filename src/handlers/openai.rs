@@ -282,7 +282,10 @@ impl OpenAiModel {
     ) -> Result<Answer, ModelError> {
         let span = tracing::Span::current();
         span.record("gen_ai.request.model", model);
-        let answer = chat(&self.client, &Value::Object(body), limit).await?;
+        // The request's JSON is dropped once it is sent (its own statement: a temporary lives to
+        // the statement's end): only its bytes wait for the answer.
+        let sent = self.client.post(&Value::Object(body), limit);
+        let answer = chat(&self.client, sent).await?;
         if let Some(model) = &answer.model {
             span.record("gen_ai.response.model", model.as_str());
         }
@@ -331,8 +334,8 @@ fn request_body(
 }
 
 /// One chat completion: the first choice's text, the model that answered, the usage.
-async fn chat(client: &Client, body: &Value, limit: Duration) -> Result<Answer, ModelError> {
-    let text = client.post(body, limit).await?;
+async fn chat(client: &Client, sent: impl Future<Output = Result<String, ModelError>>) -> Result<Answer, ModelError> {
+    let text = sent.await?;
     let completion: ChatCompletion =
         serde_json::from_str(&text).map_err(|e| client.malformed(&e.to_string(), &text))?;
     let Some(choice) = completion.choices.into_iter().next() else {

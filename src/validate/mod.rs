@@ -81,10 +81,17 @@ impl Failure for PlanReadError {
 /// assert_eq!(plan.steps().len(), 4);
 /// # Ok::<(), planlock::Rejection>(())
 /// ```
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(transparent)]
+///
+/// Clones share the plan (a worker booting a runtime per session of one plan holds it once).
+#[derive(Debug, Clone, PartialEq)]
 pub struct ValidPlan {
-    plan: ExecutionPlan,
+    plan: std::sync::Arc<ExecutionPlan>,
+}
+
+impl Serialize for ValidPlan {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.plan.serialize(serializer)
+    }
 }
 
 impl ValidPlan {
@@ -201,13 +208,13 @@ impl ValidPlan {
         if !problems.is_empty() {
             return Err(Rejection::new(problems));
         }
-        if small { Ok(ValidPlan { plan }) } else { ValidPlan::sized(plan) }
+        if small { Ok(ValidPlan { plan: plan.into() }) } else { ValidPlan::sized(plan) }
     }
 
     /// Holds a plan that passed every other check to the document size limit.
     fn sized(plan: ExecutionPlan) -> Result<ValidPlan, Rejection> {
         match crate::json::size::json_len_over(&plan, MAX_PLAN_BYTES) {
-            None => Ok(ValidPlan { plan }),
+            None => Ok(ValidPlan { plan: plan.into() }),
             Some(len) => Err(Rejection::new(vec![too_large(Some(len))])),
         }
     }
@@ -219,7 +226,7 @@ impl ValidPlan {
 
     /// The plan, owned; it is no longer known to be valid.
     pub fn into_plan(self) -> ExecutionPlan {
-        self.plan
+        std::sync::Arc::unwrap_or_clone(self.plan)
     }
 
     /// The metadata.
@@ -236,7 +243,7 @@ impl ValidPlan {
     /// canonical (RFC 8785) order.
     pub fn to_json(&self) -> String {
         // Serializing the typed model cannot fail: every map key is a string.
-        serde_json::to_string(&self.plan).unwrap_or_default()
+        serde_json::to_string(&*self.plan).unwrap_or_default()
     }
 }
 
@@ -256,7 +263,7 @@ impl std::str::FromStr for ValidPlan {
 
 impl From<ValidPlan> for ExecutionPlan {
     fn from(p: ValidPlan) -> ExecutionPlan {
-        p.plan
+        p.into_plan()
     }
 }
 
