@@ -341,7 +341,12 @@ fn main() {
     if !quick && !args.iter().any(|a| a == "--bench") {
         return;
     }
-    let window = if quick { Duration::from_secs(3) } else { Duration::from_secs(10) };
+    // `FLEET_WINDOW_S` sets the window (seconds) of any run.
+    let window = match std::env::var("FLEET_WINDOW_S").ok().and_then(|s| s.parse().ok()) {
+        Some(seconds) => Duration::from_secs(seconds),
+        None if quick => Duration::from_secs(3),
+        None => Duration::from_secs(10),
+    };
     if std::env::var_os("FLEET_STATEMENTS").is_some() {
         // SAFETY: no other thread runs yet.
         unsafe { std::env::set_var("PLANLOCK_PG_OPTIONS", "-c shared_preload_libraries=pg_stat_statements") };

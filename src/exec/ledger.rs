@@ -16,7 +16,8 @@ use crate::contract::steps::{Step, StepResult};
 /// ```
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ledger {
-    results: [Option<StepResult>; 12],
+    // Boxed: a cycle's future carries its ledger from step to step, and a worker holds hundreds.
+    results: Box<[Option<StepResult>; 12]>,
 }
 
 impl Ledger {

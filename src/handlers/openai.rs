@@ -310,12 +310,13 @@ impl OpenAiModel {
     }
 }
 
-/// The request: `messages`, then the model, then `config` passed through.
+/// The request: `messages`, then the model, then `config` passed through (taken, not copied: a
+/// handler holds nothing of its request while the answer is awaited).
 fn request_body(
     model: &str,
     system: &str,
     user: &str,
-    config: &Map<String, Value>,
+    config: Map<String, Value>,
 ) -> Result<Map<String, Value>, ModelError> {
     for field in ["messages", "stream"] {
         if config.contains_key(field) {
@@ -327,7 +328,7 @@ fn request_body(
         messages.push(json!({ "role": "system", "content": system }));
     }
     messages.push(json!({ "role": "user", "content": user }));
-    let mut body = config.clone();
+    let mut body = config;
     body.insert("model".into(), Value::String(model.to_owned()));
     body.insert("messages".into(), Value::Array(messages));
     Ok(body)
@@ -365,7 +366,7 @@ impl Handler<LLMCall> for OpenAiModel {
         let mut config = p.config.0.clone();
         config.remove("model");
         config.entry("max_tokens").or_insert(json!(DEFAULT_MAX_TOKENS));
-        let body = request_body(&model, &p.prompt, &prompt.prompt, &config).map_err(|e| self.failed(e))?;
+        let body = request_body(&model, &p.prompt, &prompt.prompt, config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));
         let answer =
             self.complete(cx, &model, body, llm_ms.unwrap_or(self.config.timeout)).await.map_err(|e| self.failed(e))?;
@@ -401,7 +402,7 @@ impl Handler<SummarizeMemory> for OpenAiModel {
             config.insert("response_format".into(), json!({ "type": "json_object", "schema": schema }));
         }
         let body =
-            request_body(&self.config.model, SUMMARY_INSTRUCTION, response, &config).map_err(|e| self.failed(e))?;
+            request_body(&self.config.model, SUMMARY_INSTRUCTION, response, config).map_err(|e| self.failed(e))?;
         let answer =
             self.complete(cx, &self.config.model, body, self.config.timeout).await.map_err(|e| self.failed(e))?;
         // Strict: exactly `summary` and `keywords`, as the contract's result type reads them. A

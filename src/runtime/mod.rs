@@ -128,15 +128,16 @@ pub struct Runtime<S, L> {
     plan: ValidPlan,
     hash: Digest,
     parts: HashParts,
-    boot: Boot,
+    // Boxed, as the records below: a worker keeps hundreds of runtimes, most of them without.
+    boot: Box<Boot>,
     session_id: Uuid,
     session: Option<SessionState>,
     /// The record of a finished resume that boot found and removed.
-    leftover: Option<InterventionRecord>,
+    leftover: Option<Box<InterventionRecord>>,
     /// A new session's id is reserved on the store (once) before its first cycle runs.
     reserved: bool,
     /// A bundle pin to save with the next completed cycle (a new or upgraded one).
-    pin: Option<BundlePinV1>,
+    pin: Option<Box<BundlePinV1>>,
     executor: Executor<WithStager<L>>,
     state: State,
 }
@@ -176,7 +177,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// it saved the session and before it removed the record
     /// ([`InterventionRecord::is_leftover_of`]). Nothing of its cycle runs again.
     pub fn removed_leftover(&self) -> Option<&InterventionRecord> {
-        self.leftover.as_ref()
+        self.leftover.as_deref()
     }
 
     /// The paused cycle's record, while one is paused.
