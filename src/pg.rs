@@ -124,6 +124,10 @@ pub struct PgDatabase {
     pool: r2d2::Pool<conn::Manager>,
     target: String,
     cycles: std::sync::Arc<cycle::CycleTransactions>,
+    /// One permit per pooled connection: async callers wait here, holding no thread, instead of
+    /// in the pool on a blocking thread (a thousand waiting there would take every thread the
+    /// connections' holders need to finish).
+    permits: std::sync::Arc<tokio::sync::Semaphore>,
 }
 
 impl fmt::Debug for PgDatabase {
@@ -177,8 +181,10 @@ impl PgDatabase {
             .test_on_check_out(false)
             .connection_timeout(config.get_connect_timeout().copied().unwrap_or(options.connect_timeout))
             .build_unchecked(conn::Manager::new(config));
-        let cycles = std::sync::Arc::new(cycle::CycleTransactions::new(options.max_connections.max(1) as usize));
-        Ok(PgDatabase { pool, target, cycles })
+        let size = options.max_connections.max(1) as usize;
+        let cycles = std::sync::Arc::new(cycle::CycleTransactions::new(size));
+        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(size));
+        Ok(PgDatabase { pool, target, cycles, permits })
     }
 
     /// Where the database is: host, port, database and user (never the password).
@@ -189,6 +195,12 @@ impl PgDatabase {
     /// The registry of the cycles held open on this pool ([`cycle`]).
     pub(crate) fn cycles(&self) -> &std::sync::Arc<cycle::CycleTransactions> {
         &self.cycles
+    }
+
+    /// A permit to take a connection from the pool (first come, first served), waited for
+    /// without holding a thread; the pool has a connection for each permit given out.
+    pub(crate) async fn permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.permits.clone().acquire_owned().await.ok()
     }
 
     /// A connection from the pool.

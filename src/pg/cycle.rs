@@ -6,9 +6,12 @@
 //! that namespace on the same pool join one transaction per cycle, opened by the first of them;
 //! the session save's compare-and-set commits it. Two rules keep that safe under load:
 //! - At most one connection fewer than the pool holds is in an open cycle at once (a write that
-//!   would open one more waits, on its own thread, for one to end), so an operation outside the
-//!   cycles always finds a connection, even a synchronous one on an executor thread that the
-//!   open cycles need to go on.
+//!   would open one more waits for a place to be freed), so an operation outside the cycles
+//!   always finds a connection, even a synchronous one on an executor thread that the open
+//!   cycles need to go on. The wait is asynchronous ([`CycleTransactions::place`], a fair
+//!   semaphore): a thousand cycles waiting hold no thread, so the cycles holding places always
+//!   find a thread for their next write and their save (waiting on threads, they took them all
+//!   and the places were never given back before the steps' deadlines).
 //! - Each key's cycles have a generation, advanced when a cycle is discarded: a write that
 //!   finishes after its cycle was given up (its step's deadline passed) is rolled back instead of
 //!   being left for the next cycle's save.
@@ -19,7 +22,9 @@
 
 use std::any::Any;
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::PgConnection;
 
@@ -27,15 +32,22 @@ use super::PgConnection;
 #[derive(Debug)]
 pub(crate) struct CycleTransactions {
     state: Mutex<State>,
-    freed: Condvar,
-    /// How many cycles may hold a connection at once; 0: none are held (writes commit alone).
-    max_open: usize,
+    /// A permit per cycle that may hold a connection at once; none: no cycle is held (writes
+    /// commit alone).
+    places: Option<Arc<Semaphore>>,
 }
 
 #[derive(Debug, Default)]
 struct State {
     slots: HashMap<String, Slot>,
-    open: usize,
+}
+
+/// A place among the open cycles, waited for with [`CycleTransactions::place`], and the
+/// connection permit that goes with it ([`PgDatabase::permit`](super::PgDatabase::permit)); the
+/// cycle that opens holds both until it ends.
+pub(crate) struct Place {
+    _place: OwnedSemaphorePermit,
+    _connection: Option<OwnedSemaphorePermit>,
 }
 
 #[derive(Debug, Default)]
@@ -57,13 +69,25 @@ pub(crate) enum CycleSlot {
     Open(Box<OpenCycle>),
 }
 
+/// What a write of a key would do ([`CycleTransactions::peek`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Peek {
+    /// Commit alone: no session store of the key is open here.
+    Alone,
+    /// Open the key's cycle: it needs a place.
+    Open,
+    /// Join the key's open cycle, on its connection.
+    Join,
+}
+
 /// An open cycle transaction. Dropped unfinished, it is rolled back, so its connection goes
 /// back to the pool outside any transaction; either way its place among the open ones is freed.
 pub(crate) struct OpenCycle {
     conn: PgConnection,
     generation: u64,
     finished: bool,
-    registry: Arc<CycleTransactions>,
+    /// Given back when the cycle ends (dropped last, after the rollback).
+    _place: Place,
 }
 
 impl std::fmt::Debug for OpenCycle {
@@ -90,10 +114,6 @@ impl Drop for OpenCycle {
         if !self.finished {
             let _ = self.conn.batch_execute("ROLLBACK");
         }
-        let mut state = self.registry.state();
-        state.open = state.open.saturating_sub(1);
-        drop(state);
-        self.registry.freed.notify_one();
     }
 }
 
@@ -102,7 +122,8 @@ impl CycleTransactions {
     pub(crate) fn new(pool_size: usize) -> CycleTransactions {
         // One connection stays outside the cycles; a pool of one holds no cycle open.
         let max_open = pool_size.saturating_sub(1);
-        CycleTransactions { state: Mutex::default(), freed: Condvar::new(), max_open }
+        let places = (max_open > 0).then(|| Arc::new(Semaphore::new(max_open)));
+        CycleTransactions { state: Mutex::default(), places }
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -111,7 +132,7 @@ impl CycleTransactions {
 
     /// Holds the cycles of `key` open for its session save (its store was opened).
     pub(crate) fn register(&self, key: &str) {
-        if self.max_open > 0 {
+        if self.places.is_some() {
             self.state().slots.insert(key.to_owned(), Slot::default());
         }
     }
@@ -164,33 +185,39 @@ impl CycleTransactions {
         }
     }
 
-    /// Opens the cycle transaction of `key`, of generation `generation`, once fewer than the
-    /// most allowed are open, on a connection `connect` takes from the pool then (not before: a
-    /// connection held while waiting would be one the others cannot have). What its reads kept
-    /// is forgotten: the cycle now writes.
+    /// What a write of `key` would do now, without taking anything out.
+    pub(crate) fn peek(&self, key: &str) -> Peek {
+        match self.state().slots.get(key) {
+            None => Peek::Alone,
+            Some(slot) if slot.cycle.is_none() => Peek::Open,
+            Some(_) => Peek::Join,
+        }
+    }
+
+    /// A place for one more open cycle, once fewer than the most allowed are open (first come,
+    /// first served), with a connection permit of `db`; waiting holds no thread. `None` when
+    /// this pool holds no cycles open.
+    pub(crate) async fn place(&self, db: &super::PgDatabase) -> Option<Place> {
+        let places = self.places.clone()?;
+        let place = places.acquire_owned().await.ok()?;
+        Some(Place { _place: place, _connection: db.permit().await })
+    }
+
+    /// Opens the cycle transaction of `key`, of generation `generation`, in `place`, on a
+    /// connection `connect` takes from the pool now (not before the place: a connection held
+    /// while waiting would be one the others cannot have). What its reads kept is forgotten:
+    /// the cycle now writes.
     pub(crate) fn begin<E: From<postgres::Error>>(
-        self: &Arc<Self>,
+        &self,
         key: &str,
+        place: Place,
         generation: u64,
         connect: impl FnOnce() -> Result<PgConnection, E>,
     ) -> Result<Box<OpenCycle>, E> {
         self.forget_reads(key);
-        let mut state = self.state();
-        while state.open >= self.max_open {
-            state = self.freed.wait(state).unwrap_or_else(|poisoned| poisoned.into_inner());
-        }
-        state.open += 1;
-        drop(state);
-        let conn = match connect() {
-            Ok(conn) => conn,
-            Err(e) => {
-                self.state().open -= 1;
-                self.freed.notify_one();
-                return Err(e);
-            }
-        };
-        // Counted from here: if BEGIN fails, dropping it frees the place.
-        let mut cycle = Box::new(OpenCycle { conn, generation, finished: false, registry: self.clone() });
+        let conn = connect()?;
+        // From here, dropping it (a failed BEGIN) gives the place back.
+        let mut cycle = Box::new(OpenCycle { conn, generation, finished: false, _place: place });
         cycle.conn.batch_execute("BEGIN")?;
         Ok(cycle)
     }

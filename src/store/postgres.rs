@@ -23,7 +23,7 @@ use super::{
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
-use crate::pg::cycle::CycleSlot;
+use crate::pg::cycle::{CycleSlot, Peek};
 use crate::pg::{Conn, PgConnection, PgDatabase, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
@@ -51,9 +51,13 @@ impl PgStore {
         f: impl FnOnce(&mut PgConnection, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (db, namespace) = (self.db.clone(), self.namespace.clone());
+        // Waited for here, holding no thread (see `PgDatabase::permit`).
+        let permit = db.permit().await;
         blocking::unblock(move || {
             let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
-            f(&mut conn, &namespace)
+            let out = f(&mut conn, &namespace);
+            drop((conn, permit));
+            out
         })
         .await
     }
@@ -88,18 +92,39 @@ impl PgStore {
         f: impl FnOnce(&mut Conn, &str) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (db, namespace) = (self.db.clone(), self.namespace.clone());
+        // The first write of a cycle waits for its place here, holding no thread
+        // (`pg::cycle`); a write alone waits for a connection permit the same way.
+        let cycles = db.cycles().clone();
+        let (place, permit) = match cycles.peek(&namespace) {
+            Peek::Open => (cycles.place(&db).await, None),
+            Peek::Alone => (None, db.permit().await),
+            Peek::Join => (None, None),
+        };
         blocking::unblock(move || {
-            let cycles = db.cycles();
             let mut cycle = match cycles.take(&namespace) {
                 CycleSlot::Open(cycle) => cycle,
-                CycleSlot::Idle { generation } => cycles
-                    .begin(&namespace, generation, || {
-                        db.connection().map_err(|e| StoreError::Backend(e.to_string())).map_err(Opening::Store)
-                    })
-                    .map_err(|e| e.into_store(doing))?,
+                CycleSlot::Idle { generation } => {
+                    // Its session store was opened since the look above (no place was taken
+                    // then): the place is waited for on this thread.
+                    let place = match place {
+                        Some(place) => Some(place),
+                        None => pollster::block_on(cycles.place(&db)),
+                    };
+                    let Some(place) = place else {
+                        return Err(StoreError::Backend(format!("{doing}: the database's pool holds no cycles")));
+                    };
+                    cycles
+                        .begin(&namespace, place, generation, || {
+                            db.connection().map_err(|e| StoreError::Backend(e.to_string())).map_err(Opening::Store)
+                        })
+                        .map_err(|e| e.into_store(doing))?
+                }
+                // Not this store's session in a cycle: a transaction of its own.
                 CycleSlot::Unregistered => {
                     let mut conn = db.connection().map_err(|e| StoreError::Backend(e.to_string()))?;
-                    return alone(&mut conn, "BEGIN", doing, |c| f(c, &namespace));
+                    let out = alone(&mut conn, "BEGIN", doing, |c| f(c, &namespace));
+                    drop((conn, permit));
+                    return out;
                 }
             };
             // A failed statement aborts the transaction: dropped, the cycle's writes are rolled

@@ -61,6 +61,10 @@ const TESTS: &[(&str, Test)] = &[
         a_cycles_writes_are_durable_with_its_save_or_not_at_all,
     ),
     ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
+    (
+        "a_crowd_of_sessions_waits_for_connections_without_holding_threads",
+        a_crowd_of_sessions_waits_for_connections_without_holding_threads,
+    ),
     ("a_cycles_two_retrievals_share_one_read", a_cycles_two_retrievals_share_one_read),
     ("the_same_keyed_write_from_two_workers_happens_once", the_same_keyed_write_from_two_workers_happens_once),
     ("many_open_sessions_share_a_small_pool", many_open_sessions_share_a_small_pool),

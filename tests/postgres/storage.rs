@@ -278,3 +278,38 @@ pub(super) fn the_same_keyed_write_from_two_workers_happens_once(server: &PgServ
     assert_eq!(count("SELECT count(*) FROM planlock_decisions WHERE namespace = 'shared'"), rounds as i64);
     assert_eq!(count("SELECT count(*) FROM planlock_evidence WHERE namespace = 'shared'"), rounds as i64);
 }
+
+/// A worker drives many more sessions at once than its pool has connections, with no model to
+/// wait for, on few threads: a cycle waiting for a place among the open cycles, or a read
+/// waiting for a connection, holds no thread, so the cycles holding connections always find a
+/// thread for their next write and their save. (When the waits held threads, the waiters took
+/// every thread and the holders' steps ran past their deadlines: FailFast, sessions halted.)
+pub(super) fn a_crowd_of_sessions_waits_for_connections_without_holding_threads(server: &PgServer) {
+    let url = server.database("crowd");
+    let fx = fixture();
+    let keys = keys("crowd", 48);
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("PLANLOCK_PG_WORKER", "crowd")
+        .env("PLANLOCK_PG_URL", &url)
+        .env("PLANLOCK_PG_POLICY", &fx.policy)
+        .env("PLANLOCK_PG_PLAN", &fx.plan_file)
+        .env("PLANLOCK_PG_LEASE_MS", "60000")
+        .env("PLANLOCK_PG_KEYS", keys.join(","))
+        // The blocking pool's threads, fewer than the sessions waiting.
+        .env("BLOCKING_MAX_THREADS", "3")
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let out = lines(&mut child);
+    let mut said = Vec::new();
+    while let Ok(line) = out.recv_timeout(Duration::from_secs(120)) {
+        let done = line.starts_with("CYCLES");
+        said.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(said, vec![format!("CYCLES {}", 2 * keys.len())], "every session ran both cycles");
+}

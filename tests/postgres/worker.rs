@@ -177,6 +177,44 @@ pub(super) fn worker(mode: &str) {
                 say(format_args!("DONE {key} {}", runtime.cycle()));
             }
         }
+        // Every key's session at once on one thread and a pool of four connections, two cycles
+        // each; says how many cycles completed and what failed.
+        "crowd" => {
+            let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 4 };
+            let db = PgDatabase::connect_with(&env.url, options).unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let local = tokio::task::LocalSet::new();
+            let tasks: Vec<_> = env
+                .keys
+                .iter()
+                .map(|key| {
+                    let store = PgSessionStore::open_with_lease(&db, key, env.lease).unwrap();
+                    let mut runtime = boot(&db, &env, key, store).unwrap();
+                    local.spawn_local(async move {
+                        let mut failures = Vec::new();
+                        for _ in 0..2 {
+                            if let Err(e) = runtime.run_cycle().await {
+                                failures.push(e.to_string());
+                                break;
+                            }
+                        }
+                        (runtime.cycle(), failures)
+                    })
+                })
+                .collect();
+            let (mut cycles, mut failures) = (0, Vec::new());
+            local.block_on(&rt, async {
+                for task in tasks {
+                    let (done, failed) = task.await.unwrap();
+                    cycles += done;
+                    failures.extend(failed);
+                }
+            });
+            for failure in &failures {
+                say(format_args!("FAIL {failure}"));
+            }
+            say(format_args!("CYCLES {cycles}"));
+        }
         other => panic!("unknown worker mode {other}"),
     }
 }
