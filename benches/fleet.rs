@@ -19,7 +19,7 @@
 //! PostgreSQL store on the same server, the same mock model, S sessions as threads driven by
 //! asyncio in W processes, in a virtual environment this bench creates and reuses.
 //!
-//! Run: `cargo bench --bench fleet --all-features` (about 15 minutes; `target/fleet/` gets
+//! Run: `cargo bench --bench fleet --all-features` (about 17 minutes; `target/fleet/` gets
 //! `results.json` and `fleet.svg`). Smoke (one configuration, no peer; what `.ci/run` does):
 //! `cargo test --all-features --bench fleet -- --quick`. One configuration:
 //! `FLEET_CONFIG=postgres:500:1000:2 cargo bench --bench fleet --all-features -- --quick`

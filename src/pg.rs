@@ -10,7 +10,7 @@
 //!   session store's calls are synchronous and the storage ports run blocking work on the
 //!   `blocking` crate's pool, as the SQLite store does, so planlock needs no async runtime of its
 //!   own and works under any executor. Connections are pooled by `r2d2`, each keeping its
-//!   statements prepared ([`conn`]).
+//!   statements prepared (`src/pg/conn.rs`).
 //! - Migrations are applied on first use, in one transaction under an advisory lock (two workers
 //!   starting at once apply them once), recorded in `planlock_schema_migrations`. A database whose
 //!   schema is newer than this library knows is refused: an older worker must not write to it.

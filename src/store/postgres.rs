@@ -11,9 +11,12 @@
 //! [`PgSessionStore`](crate::session::postgres::PgSessionStore) of the namespace is open on the
 //! same [`PgDatabase`], a cycle's writes are one transaction instead, left open from the first
 //! write and committed by the session save, so the cycle's writes and its session are durable
-//! together or not at all (CONTRACT §13); a cycle that ends without a save rolls them back.
+//! together or not at all (CONTRACT §13); a cycle that ends without a save rolls them back. In
+//! that cycle the memory search reads the decision context too, for the cycle's
+//! `RetrieveDecisionContext`: the two retrievals are one read-only transaction.
 //!
-//! Calls block, so each runs on the `blocking` crate's pool and is awaited.
+//! Calls block, so each runs on the `blocking` crate's pool and is awaited; the wait for a
+//! connection (or for a place among the open cycles) comes first and holds no thread.
 
 use super::write::{self, End, WriteRows};
 use super::{
