@@ -251,8 +251,10 @@ impl MemoryRepositoryPort for PgStore {
             // In a worker's cycle (its session store open on this database), the decision
             // context is read in this transaction too and kept for the cycle's
             // RetrieveDecisionContext step: one read-only commit for both retrieval steps.
-            if cycles.is_registered(namespace) {
-                let active = ActiveDecisions::read(tx, namespace)?;
+            // A namespace with more than MAX_READ_AHEAD of them keeps nothing.
+            if cycles.is_registered(namespace)
+                && let Some(active) = ActiveDecisions::read(tx, namespace, Which::Ahead)?
+            {
                 cycles.keep_reads(namespace, Box::new(active));
             }
             Ok(items)
@@ -328,33 +330,67 @@ fn decision_row(r: &postgres::Row) -> Decision {
     }
 }
 
-/// A namespace's active decisions (in the order they were stored) and their links (in the order
-/// they were made), from which [`DecisionContext::in_scope`] takes a load's context.
+/// The most active decisions, and the most of their links, a worker's memory search reads ahead
+/// for its cycle's decision load. A namespace with more keeps nothing: the load reads for
+/// itself, for its domain only, as it would outside a cycle.
+pub const MAX_READ_AHEAD: i64 = 1_000;
+
+/// Active decisions of a namespace (in the order they were stored) and their links (in the
+/// order they were made), from which [`DecisionContext::in_scope`] takes a load's context.
 struct ActiveDecisions {
     decisions: Vec<Decision>,
     links: Vec<Anchor>,
 }
 
+/// Which active decisions to read.
+#[derive(Clone, Copy)]
+enum Which<'a> {
+    /// Every scope, for a load whose domain is not known yet: at most [`MAX_READ_AHEAD`].
+    Ahead,
+    /// Those a load for this domain (or none) can return: global, axis and the domain's.
+    For(Option<&'a str>),
+}
+
 impl ActiveDecisions {
-    /// Reads them, in the caller's transaction (so the links match the decisions).
-    fn read(conn: &mut Conn, namespace: &str) -> Result<ActiveDecisions, StoreError> {
+    /// Reads them, in the caller's transaction (so the links match the decisions); `None` when
+    /// reading ahead finds more than [`MAX_READ_AHEAD`].
+    fn read(conn: &mut Conn, namespace: &str, which: Which<'_>) -> Result<Option<ActiveDecisions>, StoreError> {
+        // The SQL narrows by scope only to read less; `DecisionContext::in_scope` is the rule.
+        let (scope, limit) = match which {
+            Which::Ahead => ("$2::text IS NULL", MAX_READ_AHEAD + 1),
+            Which::For(_) => {
+                ("(d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))", i64::MAX)
+            }
+        };
+        let domain = match which {
+            Which::Ahead => None,
+            Which::For(domain) => domain,
+        };
         let sql = format!(
-            "SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND is_active ORDER BY seq"
+            "SELECT {DECISION_COLUMNS} FROM planlock_decisions d
+             WHERE d.namespace = $1 AND d.is_active AND {scope} ORDER BY d.seq LIMIT $3"
         );
-        let decisions =
-            conn.query(&sql, &[&namespace]).map_err(backend("loading decisions"))?.iter().map(decision_row).collect();
-        let links = conn
-            .query(
-                "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
-                 JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
-                 WHERE de.namespace = $1 AND d.is_active ORDER BY de.seq",
-                &[&namespace],
-            )
+        let decisions: Vec<Decision> = conn
+            .query(&sql, &[&namespace, &domain, &limit])
+            .map_err(backend("loading decisions"))?
+            .iter()
+            .map(decision_row)
+            .collect();
+        let sql = format!(
+            "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
+             JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
+             WHERE de.namespace = $1 AND d.is_active AND {scope} ORDER BY de.seq LIMIT $3"
+        );
+        let links: Vec<Anchor> = conn
+            .query(&sql, &[&namespace, &domain, &limit])
             .map_err(backend("loading anchors"))?
             .iter()
             .map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) })
             .collect();
-        Ok(ActiveDecisions { decisions, links })
+        if i64::try_from(decisions.len().max(links.len())).unwrap_or(i64::MAX) >= limit {
+            return Ok(None);
+        }
+        Ok(Some(ActiveDecisions { decisions, links }))
     }
 
     fn in_scope(&self, current_domain: Option<&str>) -> DecisionContext {
@@ -374,7 +410,8 @@ impl DecisionContextProviderPort for PgStore {
         }
         let domain = current_domain.map(str::to_owned);
         self.transaction("loading decisions", Begin::default(), move |conn, namespace| {
-            Ok(ActiveDecisions::read(conn, namespace)?.in_scope(domain.as_deref()))
+            let active = ActiveDecisions::read(conn, namespace, Which::For(domain.as_deref()))?;
+            Ok(active.map(|active| active.in_scope(domain.as_deref())).unwrap_or_default())
         })
         .await
     }

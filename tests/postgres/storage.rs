@@ -226,6 +226,25 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
     };
     session.save(update).unwrap();
     assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d4"]);
+    // More active decisions than a search reads ahead: it keeps nothing, and the load reads
+    // for itself (here: the decision written after the search).
+    let many = planlock::store::postgres::MAX_READ_AHEAD;
+    server.sql(
+        "one_read",
+        &format!(
+            "INSERT INTO planlock_decisions (namespace, id, root_id, version, text, strength, scope_kind, is_active, created_at)
+             SELECT 'many', 'm' || n, 'mr' || n, 1, 't', 'strong', 'domain', true, '2026-01-01T00:00:00Z'
+             FROM generate_series(1, {many} + 1) n"
+        ),
+    );
+    let crowded = PgStore::new(&db, "many");
+    let many_session = PgSessionStore::open(&db, "many").unwrap();
+    pollster::block_on(crowded.search("anything", 5)).unwrap();
+    let late = PgStore::new(&PgDatabase::connect(&url).unwrap(), "many");
+    pollster::block_on(late.persist_decision(&decision("g1", "g1", 1, "global", None), &key(6))).unwrap();
+    assert_eq!(ids(pollster::block_on(crowded.load("anything", None)).unwrap()), ["g1"], "read by the load itself");
+    drop(many_session);
+
     // Without an open session store (no worker's cycle) a search keeps nothing.
     drop(session);
     pollster::block_on(store.search("anything", 5)).unwrap();
