@@ -161,15 +161,11 @@ impl CycleTransactions {
         self.state().slots.contains_key(key)
     }
 
-    /// Keeps `reads` for a later read of `key`'s cycle in progress; `false` (nothing kept) when
-    /// no session store of `key` is open on this pool.
-    pub(crate) fn keep_reads(&self, key: &str, reads: Box<dyn Any + Send>) -> bool {
-        match self.state().slots.get_mut(key) {
-            Some(slot) => {
-                slot.reads = Some(reads);
-                true
-            }
-            None => false,
+    /// Keeps `reads` for a later read of `key`'s cycle in progress (nothing is kept when no
+    /// session store of `key` is open on this pool).
+    pub(crate) fn keep_reads(&self, key: &str, reads: Box<dyn Any + Send>) {
+        if let Some(slot) = self.state().slots.get_mut(key) {
+            slot.reads = Some(reads);
         }
     }
 

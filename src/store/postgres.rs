@@ -356,15 +356,13 @@ impl ActiveDecisions {
     /// reading ahead finds more than [`MAX_READ_AHEAD`].
     fn read(conn: &mut Conn, namespace: &str, which: Which<'_>) -> Result<Option<ActiveDecisions>, StoreError> {
         // The SQL narrows by scope only to read less; `DecisionContext::in_scope` is the rule.
-        let (scope, limit) = match which {
-            Which::Ahead => ("$2::text IS NULL", MAX_READ_AHEAD + 1),
-            Which::For(_) => {
-                ("(d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))", i64::MAX)
-            }
-        };
-        let domain = match which {
-            Which::Ahead => None,
-            Which::For(domain) => domain,
+        let (scope, domain, limit) = match which {
+            Which::Ahead => ("$2::text IS NULL", None, MAX_READ_AHEAD + 1),
+            Which::For(domain) => (
+                "(d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))",
+                domain,
+                i64::MAX,
+            ),
         };
         let sql = format!(
             "SELECT {DECISION_COLUMNS} FROM planlock_decisions d
