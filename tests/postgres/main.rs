@@ -43,12 +43,14 @@ mod fixture;
 mod fleet;
 mod outside;
 mod storage;
+mod upgrade;
 mod worker;
 use common::pg::PgServer;
 use fixture::*;
 use fleet::*;
 use outside::*;
 use storage::*;
+use upgrade::*;
 use worker::*;
 
 // ---------------------------------------------------------------- the harness
@@ -79,6 +81,7 @@ const TESTS: &[(&str, Test)] = &[
         the_lease_refuses_a_second_worker_and_fences_a_stalled_one,
     ),
     ("the_cli_runs_and_resumes_a_session_in_the_database", the_cli_runs_and_resumes_a_session_in_the_database),
+    ("a_database_written_by_0_1_reads_the_same_and_resumes", a_database_written_by_0_1_reads_the_same_and_resumes),
     (
         "bad_connections_fail_clearly_and_quickly_without_the_password",
         bad_connections_fail_clearly_and_quickly_without_the_password,
