@@ -102,7 +102,8 @@ enum InCycle {
     Alone,
     /// In the cycle's transaction if one is open, left open (the bundle pin, before the save).
     Join,
-    /// In the cycle's transaction if one is open, which it then commits (the session save).
+    /// In the cycle's transaction if one is open, which it then commits (the session save, and
+    /// the record of a paused cycle with the writes of the steps before the pause).
     Commit,
 }
 
@@ -393,9 +394,9 @@ impl SessionStore for PgSessionStore {
     }
 
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        // A paused cycle's writes are redone when it resumes, perhaps by another worker.
-        self.db.cycles().discard(&self.key);
-        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Alone)
+        // The record lists the steps before the pause as completed, and a resume does not run
+        // them again: their writes become durable with it, in the cycle's transaction.
+        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Commit)
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {

@@ -83,6 +83,10 @@ const TESTS: &[(&str, Test)] = &[
     ("the_cli_runs_and_resumes_a_session_in_the_database", the_cli_runs_and_resumes_a_session_in_the_database),
     ("a_database_written_by_0_1_reads_the_same_and_resumes", a_database_written_by_0_1_reads_the_same_and_resumes),
     (
+        "a_cycle_paused_between_its_writes_keeps_the_writes_before_each_pause",
+        a_cycle_paused_between_its_writes_keeps_the_writes_before_each_pause,
+    ),
+    (
         "bad_connections_fail_clearly_and_quickly_without_the_password",
         bad_connections_fail_clearly_and_quickly_without_the_password,
     ),

@@ -123,3 +123,33 @@ pub(super) fn the_workers_example_runs_its_queue_to_the_end(server: &PgServer) {
     assert!(said.contains("3 workers ran 6 sessions x 4 cycles"), "{said}");
     assert!(said.contains("6 sessions stored, 24 memories; 0 worker(s) failed"), "{said}");
 }
+
+/// A cycle that pauses before each of its writes (the demo review gate) and is approved each
+/// time keeps every write made before a pause: the record lists those steps as completed and
+/// the resume does not run them again, so their writes must be durable with the record.
+pub(super) fn a_cycle_paused_between_its_writes_keeps_the_writes_before_each_pause(server: &PgServer) {
+    let url = server.database("pauses");
+    let fx = fixture();
+    let mut v: Value = serde_json::from_str(&fx.plan.to_json()).unwrap();
+    v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
+    std::fs::write(&fx.plan_file, ValidPlan::from_value(&v).unwrap().to_json()).unwrap();
+    let cli = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(args)
+            .args(["--format", "json", "--session", "paused-writes", "--policy-root"])
+            .arg(&fx.policy)
+            .arg(&fx.plan_file)
+            .env("PLANLOCK_DATABASE_URL", &url)
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
+    };
+    let (code, json) = cli(&["run"]);
+    assert_eq!(code, Some(4), "{json}");
+    for (step, last) in [("remember", false), ("decide", false), ("evidence", false), ("link", true)] {
+        let (code, json) = cli(&["resume", "--approve", "demo-review", "--step", step, "--reason", "reviewed"]);
+        assert_eq!(code, Some(if last { 0 } else { 4 }), "{step}: {json}");
+    }
+    // One memory, and the decision, the evidence and the link, each written once.
+    assert_eq!(written_rows(&url, "paused-writes"), (1, 3));
+}
