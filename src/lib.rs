@@ -64,9 +64,11 @@
 // (`tests/layers.rs` holds it to that and finds import cycles). The folders are the layers; the
 // public paths stay short through the re-exports.
 
-// Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts.
+// Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts;
+// text from outside as a person may be shown it.
 mod fsread;
 mod json;
+pub mod text;
 // Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
 // document, problem codes.
 mod contract;
@@ -113,7 +115,7 @@ pub use executor::{
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
 #[doc(no_inline)]
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
-pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_QUOTED_CHARS, MAX_SAFE_INTEGER, printable};
+pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 #[doc(no_inline)]
 pub use ledger::Ledger;
 #[doc(no_inline)]
@@ -126,6 +128,8 @@ pub use profile::{PolicyProfile, ProfileError};
 pub use registry::{Failure, FailureKind, REGISTRY, StepClass, StepSpec, StepType};
 #[doc(no_inline)]
 pub use steps::{Step, StepPayload, StepResult};
+#[doc(no_inline)]
+pub use text::{MAX_QUOTED_CHARS, printable};
 #[doc(no_inline)]
 pub use validate::{PlanReadError, ValidPlan};
 #[doc(no_inline)]

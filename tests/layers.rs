@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, u32)] = &[
     ("json", 0),
     ("fsread", 0),
+    ("text", 0),
     ("contract", 1),
     ("validate", 2),
     ("builder", 3),

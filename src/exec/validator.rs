@@ -150,6 +150,7 @@ impl Override {
     /// use planlock::Override;
     /// assert!(Override::new("review", "remember", "checked: no personal data").check_justification().is_ok());
     /// assert!(Override::new("review", "remember", "  ").check_justification().is_err());
+    /// assert!(Override::new("review", "remember", "\u{200b}\u{202e}").check_justification().is_err());
     /// ```
     pub fn check_justification(&self) -> Result<(), String> {
         check_justification(&self.justification)
@@ -161,8 +162,9 @@ pub const MAX_JUSTIFICATION_CHARS: usize = 2000;
 
 /// The rule of [`Override::check_justification`], for a justification not yet in an override.
 pub fn check_justification(text: &str) -> Result<(), String> {
-    if text.trim().is_empty() {
-        return Err("a justification is required: say why the Block may pass".into());
+    // Zero-width and bidi characters alone say nothing a reviewer could read.
+    if crate::text::is_blank(text) {
+        return Err("a justification is required: say why the Block may pass (invisible characters are blank)".into());
     }
     let chars = text.chars().count();
     if chars > MAX_JUSTIFICATION_CHARS {

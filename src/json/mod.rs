@@ -24,37 +24,6 @@ pub const MAX_SAFE_INTEGER: u64 = (1 << 53) - 1;
 /// Free-form values appear only as payload fields, at `/steps/N/payload/FIELD`: depth 5.
 pub(crate) const FREE_FORM_DEPTH: usize = 5;
 
-/// The most characters of an input that a message quotes.
-pub const MAX_QUOTED_CHARS: usize = 200;
-
-/// `text` as a message may quote it (CONTRACT §11): control characters escaped (`\u{1b}`, `\n`),
-/// so an input cannot move a terminal's cursor or forge a line, and at most
-/// [`MAX_QUOTED_CHARS`] characters, the rest marked `…`.
-///
-/// ```
-/// assert_eq!(planlock::printable("in\u{1b}[31mred\n"), "in\\u{1b}[31mred\\n");
-/// assert_eq!(planlock::printable(&"x".repeat(300)).chars().count(), 201);
-/// ```
-pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    let plain = text.len() <= MAX_QUOTED_CHARS && !text.chars().any(char::is_control);
-    if plain {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::new();
-    for (i, c) in text.chars().enumerate() {
-        if i == MAX_QUOTED_CHARS {
-            out.push('…');
-            break;
-        }
-        if c.is_control() {
-            out.extend(c.escape_debug());
-        } else {
-            out.push(c);
-        }
-    }
-    std::borrow::Cow::Owned(out)
-}
-
 /// The name of a JSON value's type, for messages.
 pub(crate) fn type_name(v: &Value) -> &'static str {
     match v {

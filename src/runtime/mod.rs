@@ -36,12 +36,12 @@ use crate::exec::ledger::Ledger;
 use crate::exec::validator::Override;
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
-use crate::json::printable;
 use crate::session::{
     BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PIN_FILE, PinVersion,
     ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
+use crate::text::printable;
 use crate::validate::{ValidPlan, check_result};
 
 /// How the runtime started.

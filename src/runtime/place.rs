@@ -11,8 +11,8 @@ use crate::contract::registry::{Failure, FailureKind};
 #[cfg(feature = "postgres")]
 use crate::pg::{PgDatabase, PgError};
 #[cfg(feature = "postgres")]
-use crate::session::postgres::{MAX_SESSION_KEY_BYTES, PgSessionStore};
-use crate::session::{FileSessionStore, SessionError, SessionStore};
+use crate::session::postgres::{MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
+use crate::session::{FileRecords, FileSessionStore, SessionError, SessionRecords, SessionStore};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::ResolvedStore;
 
@@ -100,7 +100,7 @@ impl fmt::Display for Place {
         match self {
             Place::Root(root) => write!(f, "{}", root.display()),
             #[cfg(feature = "postgres")]
-            Place::Database { key, .. } => write!(f, "session `{}`", crate::json::printable(key)),
+            Place::Database { key, .. } => write!(f, "session `{}`", crate::text::printable(key)),
         }
     }
 }
@@ -133,13 +133,30 @@ impl Place {
         }
     }
 
+    /// The session's records here, for reading without taking the session: no lock on a root,
+    /// no lease in a database, so a worker running a cycle is not disturbed (and a read never
+    /// answers "session in use"). A root must exist.
+    pub fn records(&self) -> Result<Box<dyn SessionRecords>, PlaceError> {
+        match self {
+            Place::Root(root) => {
+                existing(root)?;
+                Ok(Box::new(FileRecords::new(root)))
+            }
+            #[cfg(feature = "postgres")]
+            Place::Database { url, key } => Ok(Box::new(PgRecords::new(&connect(url, key)?, key)?)),
+        }
+    }
+
     /// The memories and decisions here, for reading: a root's SQLite store opened read-only
     /// (nothing created), or the database namespace of the session, read without taking its
     /// lease so that a running worker is not disturbed.
     #[cfg(feature = "sqlite")]
     pub fn read_stores(&self) -> Result<ResolvedStore, PlaceError> {
         match self {
-            Place::Root(root) => Ok(ResolvedStore::single(crate::store::sqlite::SqliteStore::open(root).read_only())),
+            Place::Root(root) => {
+                existing(root)?;
+                Ok(ResolvedStore::single(crate::store::sqlite::SqliteStore::open(root).read_only()))
+            }
             #[cfg(feature = "postgres")]
             Place::Database { url, key } => {
                 let db = connect(url, key)?;
@@ -147,6 +164,16 @@ impl Place {
             }
         }
     }
+}
+
+/// `root`, which a read needs to exist (a typo in a path is not an empty session).
+fn existing(root: &std::path::Path) -> Result<(), SessionError> {
+    let missing = |source| SessionError::Root { root: root.to_owned(), source };
+    let meta = std::fs::metadata(root).map_err(missing)?;
+    if !meta.is_dir() {
+        return Err(missing(std::io::Error::new(std::io::ErrorKind::NotADirectory, "not a directory")));
+    }
+    Ok(())
 }
 
 /// The database at `url`, for the session `key`.
@@ -176,7 +203,7 @@ impl fmt::Debug for OpenedPlace {
         let at = match &self.at {
             Opened::Root(root) => root.display().to_string(),
             #[cfg(feature = "postgres")]
-            Opened::Database(_, key) => format!("session `{}`", crate::json::printable(key)),
+            Opened::Database(_, key) => format!("session `{}`", crate::text::printable(key)),
         };
         f.debug_struct("OpenedPlace").field("at", &at).finish_non_exhaustive()
     }

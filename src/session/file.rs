@@ -6,11 +6,10 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::fsread::{self, ReadError};
-
+use super::records::{FileRecords, SessionRecords};
 use super::{
-    BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
-    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
+    BundlePinV1, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE, ReservedSession, SESSION_FILE,
+    SessionError, SessionState, SessionStore, SessionUpdate,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -69,6 +68,8 @@ pub struct FileSessionStore {
     root: PathBuf,
     file: PathBuf,
     intervention: PathBuf,
+    /// Its records, read as any reader reads them.
+    records: FileRecords,
     // Held for the store's life: the advisory lock on the root directory.
     _lock: File,
     /// Whether a runtime has claimed this store.
@@ -110,6 +111,7 @@ impl FileSessionStore {
         let file = root.join(SESSION_FILE);
         let intervention = root.join(INTERVENTION_FILE);
         Ok(FileSessionStore {
+            records: FileRecords::new(&root),
             root,
             file,
             intervention,
@@ -151,43 +153,6 @@ impl FileSessionStore {
 }
 
 impl FileSessionStore {
-    /// Reads the file at `path` strictly: a regular file within `cap` bytes, non-empty, that
-    /// parses as `T` and nothing else; `None` when there is none. Says where a bad file is wrong.
-    fn read_strict<T: serde::de::DeserializeOwned>(
-        &self,
-        path: &Path,
-        cap: u64,
-        what: &str,
-    ) -> Result<Option<T>, SessionError> {
-        // What serde says quotes the file's text: escaped before it is shown.
-        let corrupt = |problem: String| SessionError::Corrupt {
-            file: path.to_owned(),
-            problem: crate::json::printable(&problem).into_owned(),
-        };
-        let bytes = match fsread::read_regular(path, cap) {
-            Ok(bytes) => bytes,
-            Err(ReadError::NotFound) => return Ok(None),
-            Err(ReadError::NotRegular(kind)) => return Err(corrupt(kind.to_owned())),
-            Err(ReadError::TooLarge) => return Err(corrupt(format!("larger than the {cap}-byte limit"))),
-            Err(ReadError::Io(op, e)) => return Err(self.io(op, path)(e)),
-        };
-        if bytes.is_empty() {
-            return Err(corrupt("empty".to_owned()));
-        }
-        if let Ok(value) = serde_json::from_slice::<T>(&bytes) {
-            return Ok(Some(value));
-        }
-        // Parsed again, tracking where, only to say where it is wrong.
-        let mut de = serde_json::Deserializer::from_slice(&bytes);
-        let value = serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|e| {
-            let at = e.path().to_string();
-            let at = if at == "." { String::new() } else { format!(" at `{at}`") };
-            corrupt(format!("not a valid {what}{at}: {}", e.inner()))
-        })?;
-        de.end().map_err(|e| corrupt(format!("not a valid {what}: {e}")))?;
-        Ok(Some(value))
-    }
-
     /// Removes the file at `path` if it is there, durably (its directory synced).
     fn remove_durably(&self, path: &Path) -> Result<(), SessionError> {
         match fs::remove_file(path) {
@@ -223,7 +188,7 @@ impl SessionStore for FileSessionStore {
         Ok(())
     }
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        self.read_strict(&self.file, MAX_SESSION_FILE_BYTES, "session state")
+        self.records.load()
     }
 
     fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
@@ -236,7 +201,7 @@ impl SessionStore for FileSessionStore {
     }
 
     fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
-        self.read_strict(&self.intervention, MAX_INTERVENTION_FILE_BYTES, "intervention record")
+        self.records.load_intervention()
     }
 
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
@@ -248,7 +213,7 @@ impl SessionStore for FileSessionStore {
     }
 
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
-        self.read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id")
+        self.records.load_reserved()
     }
 
     fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
@@ -256,7 +221,7 @@ impl SessionStore for FileSessionStore {
     }
 
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
-        self.read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")
+        self.records.load_pin()
     }
 
     fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {

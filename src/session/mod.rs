@@ -38,7 +38,9 @@ mod intervention;
 mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;
+mod records;
 pub use file::FileSessionStore;
+pub use records::{FileRecords, SessionRecords};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

@@ -24,8 +24,8 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionState, SessionStore,
-    SessionUpdate,
+    BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionRecords, SessionState,
+    SessionStore, SessionUpdate,
 };
 use crate::pg::cycle::CycleSlot;
 use crate::pg::{Param, PgDatabase};
@@ -351,6 +351,64 @@ impl Drop for PgSessionStore {
     }
 }
 
+/// The records of a session in the database, read without its lease (a worker may hold it):
+/// what `status`, `memory search` and `decisions` read; see [`SessionRecords`].
+///
+/// ```no_run
+/// use planlock::pg::PgDatabase;
+/// use planlock::session::SessionRecords;
+/// use planlock::session::postgres::PgRecords;
+/// let db = PgDatabase::connect("postgres://planlock@db.internal/planlock")?;
+/// let paused = PgRecords::new(&db, "tenant-7/conversation-42")?.load_intervention()?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgRecords {
+    db: PgDatabase,
+    key: String,
+}
+
+impl PgRecords {
+    /// The records of session `key` (1 to 256 bytes).
+    pub fn new(db: &PgDatabase, key: &str) -> Result<PgRecords, SessionError> {
+        check_key(key)?;
+        Ok(PgRecords { db: db.clone(), key: key.to_owned() })
+    }
+
+    /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
+    fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
+        let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
+        let failed = |reason: String| SessionError::Database { key: self.key.clone(), reason };
+        let row = crate::pg::off_runtime(|| {
+            let mut conn = self.db.connection().map_err(|e| failed(e.to_string()))?;
+            conn.query_typed_opt(&sql, &[(&self.key, Type::TEXT)]).map_err(|e| {
+                failed(format!("PostgreSQL at {}: reading the session: {}", self.db.target(), crate::pg::reason(&e)))
+            })
+        })?;
+        let Some(text) = row.and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
+        serde_json::from_str(&text).map(Some).map_err(|e| SessionError::CorruptRow {
+            key: self.key.clone(),
+            what: column.what(),
+            problem: crate::text::printable(&e.to_string()).into_owned(),
+        })
+    }
+}
+
+impl SessionRecords for PgRecords {
+    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+        self.read(Column::State)
+    }
+    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.read(Column::Intervention)
+    }
+    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.read(Column::Reserved)
+    }
+    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.read(Column::Pin)
+    }
+}
+
 /// A key is 1 to 256 bytes.
 fn check_key(key: &str) -> Result<(), SessionError> {
     if key.is_empty() {
@@ -365,7 +423,7 @@ fn check_key(key: &str) -> Result<(), SessionError> {
 impl SessionStore for PgSessionStore {
     fn claim(&self) -> Result<(), SessionError> {
         if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Err(SessionError::Claimed { place: format!("session key {}", crate::json::printable(&self.key)) });
+            return Err(SessionError::Claimed { place: format!("session key {}", crate::text::printable(&self.key)) });
         }
         Ok(())
     }

@@ -132,7 +132,7 @@ impl BundleManifest {
             })
         })?;
         let manifest: BundleManifest = serde_json::from_slice(&bytes)
-            .map_err(|e| problem(crate::json::printable(&format!("not a valid manifest: {e}")).into_owned()))?;
+            .map_err(|e| problem(crate::text::printable(&format!("not a valid manifest: {e}")).into_owned()))?;
         Ok(BundleManifest { dir: Some(dir.to_owned()), ..manifest })
     }
 
@@ -313,12 +313,22 @@ impl StrategyResolver {
         self
     }
 
+    /// Whether one of `manifest`'s providers ranks with the embedder (so the session is pinned
+    /// to it, and it is worth making).
+    ///
+    /// ```
+    /// use planlock::store::bundle::{BundleManifest, StrategyResolver};
+    /// assert!(!StrategyResolver::default().ranks_by_meaning(&BundleManifest::default_bundle()));
+    /// ```
+    pub fn ranks_by_meaning(&self, manifest: &BundleManifest) -> bool {
+        [manifest.strategy_id(), manifest.memory_id()].iter().any(|id| self.embedding.contains(*id))
+    }
+
     /// The embedder `manifest`'s providers rank with, as pinned: `(model, dimension)`; none when
     /// neither uses one.
     pub fn embedder_of(&self, manifest: &BundleManifest) -> Option<(&str, usize)> {
-        let uses = [manifest.strategy_id(), manifest.memory_id()].iter().any(|id| self.embedding.contains(*id));
         match &self.embedder {
-            Some(e) if uses => Some((e.model(), e.dimension())),
+            Some(e) if self.ranks_by_meaning(manifest) => Some((e.model(), e.dimension())),
             _ => None,
         }
     }
@@ -368,7 +378,7 @@ impl StrategyResolver {
     pub fn check(&self, strategy: &str, memory: &str) -> Result<(), BundleError> {
         let unknown = |role, id: &str, known: Vec<&str>| BundleError::UnknownProvider {
             role,
-            id: crate::json::printable(id).into_owned(),
+            id: crate::text::printable(id).into_owned(),
             known: known.join(", "),
         };
         if !self.strategies.contains_key(strategy) {
@@ -386,7 +396,7 @@ impl StrategyResolver {
         let (strategy, memory) = (manifest.strategy_id(), manifest.memory_id());
         self.check(strategy, memory)?;
         let failed = |role, id: &str| {
-            let id = crate::json::printable(id).into_owned();
+            let id = crate::text::printable(id).into_owned();
             move |source| BundleError::Factory { role, id, source }
         };
         let memory = self.memories[memory](cx).map_err(failed("memory", memory))?;

@@ -96,8 +96,8 @@ fn mismatch(stored: &str, stored_dim: i64, model: &str, dimension: usize) -> Sto
     StoreError::Conflict(format!(
         "the store holds vectors of `{}` ({stored_dim} dimensions), but the embedder is `{}` ({dimension}); \
          vectors of another model mean something else",
-        crate::json::printable(stored),
-        crate::json::printable(model)
+        crate::text::printable(stored),
+        crate::text::printable(model)
     ))
 }
 
