@@ -144,10 +144,12 @@ fn a_pause_is_resumed_or_abandoned_by_later_processes() {
         (json!(1), json!("remember"))
     );
 
-    // Another run is refused while the cycle is paused; an approval for another step is refused.
+    // Another run runs nothing while the cycle is paused: it answers the pause (exit 4, as the
+    // README says); an approval for another step is refused.
     let (code, text) = planlock(&["run", "--policy-root", pol_arg, plan_arg], root.path());
-    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(code, Some(4), "{text}");
     assert!(text.contains("resume or abandon it first"), "{text}");
+    assert!(text.contains("paused: validator `demo-review` blocked step `remember`"), "{text}");
     let wrong =
         ["resume", "--policy-root", pol_arg, "--approve", "demo-review", "--step", "llm", "--reason", "ok", plan_arg];
     let (code, text) = planlock(&wrong, root.path());

@@ -136,3 +136,40 @@ fn check_bench(here: &Path, bench: &str) {
         }
     }
 }
+
+/// The rows of the README's exit-code table: the code and its example command.
+fn exit_code_rows() -> Vec<(i32, &'static str)> {
+    let table = README.split("### Exit codes and output").nth(1).expect("the README has its exit-code table");
+    table
+        .lines()
+        .skip_while(|l| !l.starts_with("| code"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|row| {
+            let cells: Vec<&str> = row.split('|').map(|c| c.trim().trim_matches('`')).collect();
+            (cells[1].parse().unwrap_or_else(|_| panic!("not a code: {row}")), cells[3])
+        })
+        .collect()
+}
+
+#[test]
+fn the_exit_code_table_holds() {
+    let rows = exit_code_rows();
+    assert_eq!(rows.iter().map(|(code, _)| *code).collect::<Vec<_>>(), [0, 1, 2, 3, 4], "one row per code");
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (code, example) in rows {
+        let fresh = tempfile::tempdir().unwrap();
+        copy_dir(&here.join("examples"), &fresh.path().join("examples"));
+        let args = example.strip_prefix("planlock ").unwrap_or_else(|| panic!("not a planlock command: {example}"));
+        for format in [&[][..], &["--format", "json"][..]] {
+            let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+                .args(format)
+                .args(args.split_whitespace())
+                .current_dir(fresh.path())
+                .output()
+                .unwrap();
+            let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            assert_eq!(out.status.code(), Some(code), "`{example}` {format:?}: {said}");
+        }
+    }
+}

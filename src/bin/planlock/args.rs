@@ -8,6 +8,10 @@ use planlock::StepType;
 #[derive(Parser)]
 #[command(name = "planlock", version, about = "Check execution plans against the planlock step contract")]
 pub struct Cli {
+    /// Output format: text for a person, or exactly one JSON object (the report, or `{"error",
+    /// "errorCode"}`) on every path.
+    #[arg(long, value_enum, default_value_t = Format::Text, global = true)]
+    pub format: Format,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -16,9 +20,6 @@ pub struct Cli {
 pub enum Command {
     /// Validate a plan document; report every problem with its code, class and JSON Pointer.
     Validate {
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
         /// The plan file, or `-` for standard input.
         file: PathBuf,
     },
@@ -82,17 +83,11 @@ pub enum Command {
         /// Also the decisions of this domain (`domain:<name>`).
         #[arg(long)]
         domain: Option<String>,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
     },
     /// Show the session (id, completed cycles, plan hash) and any paused cycle.
     Status {
         #[command(flatten)]
         place: SessionPlace,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
     },
 }
 
@@ -107,9 +102,6 @@ pub enum MemoryCommand {
         top_k: u64,
         #[command(flatten)]
         embed: EmbedArgs,
-        /// Output format.
-        #[arg(long, value_enum, default_value_t = Format::Text)]
-        format: Format,
         /// The text to search for (its words; no query syntax).
         text: String,
     },
@@ -198,9 +190,6 @@ pub struct CycleArgs {
     pub llm_api_key_env: String,
     #[command(flatten)]
     pub embed: EmbedArgs,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = Format::Text)]
-    pub format: Format,
     /// The plan file, or `-` for standard input.
     pub plan: PathBuf,
 }

@@ -1,6 +1,4 @@
-//! Exit codes, the one error type a command returns, and how a message reaches stderr.
-
-use std::io::Write as _;
+//! Exit codes, and the one error type a command returns.
 
 use planlock::{Failure, FailureKind};
 
@@ -24,8 +22,9 @@ pub fn class_exit(kind: FailureKind) -> u8 {
 }
 
 /// Why a command stopped without its report: the exit code, the failure's stable code, and the
-/// message `main` writes on stderr.
-#[derive(Debug)]
+/// message (written by [`Output::error`](crate::output::Output::error): `{"error", "errorCode"}`
+/// under `--format json`, a line on stderr otherwise).
+#[derive(Debug, Clone)]
 pub struct CliError {
     /// The process's exit code.
     pub exit: u8,
@@ -56,18 +55,4 @@ impl CliError {
         let exit = if e.is_usage() { EXIT_USAGE } else { EXIT_FAIL_FAST };
         CliError { exit, code: e.code(), message: e.to_string() }
     }
-}
-
-/// A message on stderr; if stderr itself cannot be written, there is nowhere left to report it.
-pub fn say(message: &str) {
-    let _ = writeln!(std::io::stderr().lock(), "planlock: {}", terminal_safe(message));
-}
-
-/// A message as a terminal may show it: a control character an input carried into it (an escape
-/// sequence in a provider id, a file's text) is written escaped, never sent to the terminal.
-pub fn terminal_safe(message: &str) -> String {
-    message
-        .chars()
-        .flat_map(|c| if c.is_control() && c != '\n' { c.escape_debug().collect() } else { vec![c] })
-        .collect()
 }

@@ -1,8 +1,11 @@
 //! The `planlock` command-line tool: `main` parses the arguments, runs one command, and writes
-//! its report; each command is a module of [`commands`].
+//! its report; each command is a module of [`commands`], and [`output`] is where every answer
+//! is written (text escaped, JSON exact, errors in one place).
 //!
-//! Exit codes: 0 valid / completed, 1 CycleFail, 2 usage or I/O error (writing the output
-//! included), 3 FailFast (boot failures included), 4 InterventionRequired.
+//! Exit codes (README, "Exit codes"; tested against it): 0 valid / completed / found, 1
+//! CycleFail (nothing to abandon included), 2 usage or I/O error (writing the output included),
+//! 3 FailFast (boot failures included), 4 InterventionRequired (a paused cycle waits for a
+//! person).
 //!
 //! Every command writes its whole report to a buffer and the buffer to stdout at the end, so a
 //! failed write (a full disk, a closed pipe) is one error to report, never a panic.
@@ -10,41 +13,49 @@
 mod args;
 mod commands;
 mod error;
+mod output;
 mod report;
 
-use std::io::Write as _;
 use std::process::ExitCode;
 
 use clap::Parser;
 
-use crate::args::Cli;
-use crate::error::{EXIT_USAGE, EXIT_VALID, say};
+use crate::args::{Cli, Format};
+use crate::error::{CliError, EXIT_USAGE, EXIT_VALID};
+use crate::output::{Output, asks_for_json};
 
 fn main() -> ExitCode {
-    let cli = match Cli::try_parse() {
+    let args: Vec<_> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&args) {
         Ok(cli) => cli,
-        Err(e) => {
-            // `--help` and `--version` come here too, to stdout.
-            let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { EXIT_USAGE } else { EXIT_VALID });
-        }
+        Err(e) => return ExitCode::from(usage(&e, asks_for_json(&args[1..]))),
     };
-    let mut out = String::new();
+    let mut out = Output::new(cli.format);
     let code = match commands::dispatch(cli.command, &mut out) {
         Ok(code) => code,
         Err(e) => {
-            say(&e.message);
+            out.error(&e);
             e.exit
         }
     };
-    let mut stdout = std::io::stdout().lock();
-    match stdout.write_all(out.as_bytes()).and_then(|()| stdout.flush()) {
-        Ok(()) => ExitCode::from(code),
-        // Whoever closed the pipe is not reading any more: nothing to say, and no one to say it to.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::from(EXIT_USAGE),
-        Err(e) => {
-            say(&format!("cannot write the output: {e}"));
-            ExitCode::from(EXIT_USAGE)
-        }
+    ExitCode::from(out.finish(code))
+}
+
+/// Answers a command line that did not parse (or asked for `--help` or `--version`, which go to
+/// stdout as text); its exit code.
+fn usage(e: &clap::Error, json: bool) -> u8 {
+    use clap::error::ErrorKind;
+    // The message quotes what was typed: escaped line by line, like every other line.
+    let rendered = e.render().to_string();
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+        let mut out = Output::new(Format::Text);
+        out.lines(&rendered, false);
+        return out.finish(EXIT_VALID);
     }
+    let mut out = Output::new(if json { Format::Json } else { Format::Text });
+    match json {
+        true => out.error(&CliError::usage("usage", rendered.trim_end().trim_start_matches("error: "))),
+        false => out.lines(&rendered, true),
+    }
+    out.finish(EXIT_USAGE)
 }

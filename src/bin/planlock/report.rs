@@ -1,22 +1,11 @@
 //! What `run` and `resume` report, as typed structs: serialized as one JSON object, or written as
 //! text lines.
 
-use std::fmt::Write as _;
-
 use planlock::Problem;
 use planlock::session::InterventionRecord;
 use serde::Serialize;
 
-use crate::args::Format;
-use crate::error::terminal_safe;
-
-/// Appends one line to a report (writing to a `String` cannot fail).
-macro_rules! line {
-    ($out:expr, $($arg:tt)*) => {{
-        let _ = writeln!($out, $($arg)*);
-    }};
-}
-pub(crate) use line;
+use crate::output::{Report, Text, line};
 
 /// Why a record of a paused cycle is a leftover, as `run`, `resume` and `status` say it.
 pub const LEFTOVER_WHY: &str = "its cycle had completed (a resume was stopped after saving the session, before removing the \
@@ -27,8 +16,8 @@ pub const LEFTOVER_WHY: &str = "its cycle had completed (a resume was stopped af
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Leftover {
-    cycle: u64,
-    step_id: String,
+    pub cycle: u64,
+    pub step_id: String,
     why: &'static str,
 }
 
@@ -88,8 +77,9 @@ pub struct StepStatus {
 /// Boot's cleanup, when it removed a leftover record.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
-struct BootCleanup<'a> {
-    removed_record: &'a Leftover,
+pub struct BootCleanup {
+    /// The record of a finished resume that boot removed (a crash had left it).
+    pub removed_record: Leftover,
 }
 
 /// What `run` and `resume` report.
@@ -114,9 +104,9 @@ pub struct RunReport {
     pub error_code: Option<&'static str>,
     pub problems: Vec<Problem>,
     pub intervention: Option<InterventionRecord>,
-    /// The record of a finished resume that boot removed (a crash had left it).
-    #[serde(skip)]
-    pub removed_leftover: Option<Leftover>,
+    /// Only when boot removed the record a finished resume left behind.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub boot_cleanup: Option<BootCleanup>,
 }
 
 impl RunReport {
@@ -135,31 +125,17 @@ impl RunReport {
             error_code: Some(code),
             problems: vec![],
             intervention: None,
-            removed_leftover: None,
+            boot_cleanup: None,
         }
     }
+}
 
-    /// Writes the report.
-    pub fn write(&self, out: &mut String, format: Format) {
-        match format {
-            Format::Json => {
-                let mut report = serde_json::to_value(self).unwrap_or_default();
-                // Only when boot cleaned up: the report's members stay as they were otherwise.
-                if let Some(leftover) = &self.removed_leftover {
-                    report["bootCleanup"] =
-                        serde_json::to_value(BootCleanup { removed_record: leftover }).unwrap_or_default();
-                }
-                line!(out, "{report}")
-            }
-            Format::Text => self.write_text(out),
-        }
-    }
-
-    fn write_text(&self, out: &mut String) {
+impl Report for RunReport {
+    fn text(&self, out: &mut Text) {
         if let Some(b) = self.boot {
             line!(out, "boot: {b}");
         }
-        if let Some(r) = &self.removed_leftover {
+        if let Some(BootCleanup { removed_record: r }) = &self.boot_cleanup {
             line!(out, "boot removed the record of cycle {} (step `{}`): {LEFTOVER_WHY}", r.cycle, r.step_id);
         }
         match &self.model {
@@ -190,7 +166,7 @@ impl RunReport {
             None => line!(out, "outcome: {}", self.outcome),
         }
         if let Some(e) = &self.error {
-            line!(out, "error: {}", terminal_safe(e));
+            line!(out, "error: {e}");
         }
         for p in &self.problems {
             line!(out, "  {p}");

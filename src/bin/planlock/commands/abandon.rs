@@ -1,12 +1,31 @@
 //! `planlock abandon`: remove the paused cycle's record; the session stays as it was.
 
-use std::fmt::Write as _;
+use serde::Serialize;
 
 use crate::args::SessionPlace;
 use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_VALID};
-use crate::report::line;
+use crate::output::{Output, Report, Text, line};
 
-pub fn abandon(out: &mut String, place: &SessionPlace) -> Result<u8, CliError> {
+/// The cycle abandoned.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AbandonReport {
+    abandoned_cycle: u64,
+    step_id: String,
+}
+
+impl Report for AbandonReport {
+    fn text(&self, out: &mut Text) {
+        line!(
+            out,
+            "abandoned cycle {} (paused at step `{}`); the session is as it was",
+            self.abandoned_cycle,
+            self.step_id
+        );
+    }
+}
+
+pub fn abandon(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let place = place.place();
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
     let store = opened.session_store();
@@ -16,12 +35,7 @@ pub fn abandon(out: &mut String, place: &SessionPlace) -> Result<u8, CliError> {
     });
     match abandoned.map_err(|e| CliError::of(&e))? {
         Some(record) => {
-            line!(
-                out,
-                "abandoned cycle {} (paused at step `{}`); the session is as it was",
-                record.cycle,
-                record.step_id
-            );
+            out.report(&AbandonReport { abandoned_cycle: record.cycle, step_id: record.step_id });
             Ok(EXIT_VALID)
         }
         None => Err(CliError {

@@ -1,30 +1,36 @@
 //! `planlock hash`: the plan hash (`lastExecutionPlanHash`) of a plan with its policy profile.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use planlock::{HashParts, PolicyProfile};
 use serde::Serialize;
 
 use crate::error::{CliError, EXIT_VALID};
-use crate::report::line;
+use crate::output::{Output, Report, Text, json_line, line};
 
-/// `--parts`: the hash and its per-part digests.
+/// The hash, and with `--parts` its per-part digests.
 #[derive(Serialize)]
 struct HashReport {
     hash: planlock::Digest,
-    parts: HashParts,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    parts: Option<HashParts>,
 }
 
-pub fn hash(out: &mut String, policy_root: &Path, parts: bool, file: &Path) -> Result<u8, CliError> {
+impl Report for HashReport {
+    /// The hash alone; with `--parts`, the JSON object (the per-part digests are data to read
+    /// with a tool).
+    fn text(&self, out: &mut Text) {
+        match &self.parts {
+            None => line!(out, "{}", self.hash),
+            Some(_) => line!(out, "{}", json_line(self).trim_end()),
+        }
+    }
+}
+
+pub fn hash(out: &mut Output, policy_root: &Path, parts: bool, file: &Path) -> Result<u8, CliError> {
     let plan = super::load_plan(file).map_err(|failure| failure.error)?;
     let profile = PolicyProfile::load(policy_root, &plan.metadata().policy_profile).map_err(|e| CliError::of(&e))?;
-    let digest = planlock::plan_hash(&profile, &plan);
-    if parts {
-        let report = HashReport { hash: digest, parts: HashParts::of(&profile, &plan) };
-        line!(out, "{}", serde_json::to_string(&report).unwrap_or_default());
-    } else {
-        line!(out, "{digest}");
-    }
+    let hash = planlock::plan_hash(&profile, &plan);
+    out.report(&HashReport { hash, parts: parts.then(|| HashParts::of(&profile, &plan)) });
     Ok(EXIT_VALID)
 }

@@ -1,36 +1,46 @@
 //! `planlock memory search`: what `RetrieveMemory` would find, searched with the session's pinned
-//! providers (by meaning with the pinned embedder under a `sqlite-semantic` pin).
+//! providers (by meaning with the pinned embedder under a `sqlite-semantic` pin). A read:
+//! nothing written, no lock or lease taken.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use planlock::Failure as _;
 use planlock::embed::{DemoEmbedder, Embedder};
 use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
 use planlock::schema::MemoryItem;
-use planlock::session::{FileSessionStore, SessionStore};
+use planlock::session::{FileRecords, SessionRecords};
 use planlock::store::MemoryRepositoryPort;
 use planlock::store::bundle::BundleManifest;
 use planlock::store::provider::ResolvedStore;
 use planlock::store::sqlite::SqliteStore;
 use serde::Serialize;
 
-use crate::args::{EmbedArgs, Format, SessionPlace};
+use crate::args::{EmbedArgs, SessionPlace};
 use crate::error::{CliError, EXIT_VALID};
-use crate::report::line;
+use crate::output::{Output, Report, Text, line};
 
-/// The JSON report.
+/// The report: the memories found, best first.
 #[derive(Serialize)]
-struct SearchReport<'a> {
-    items: &'a [MemoryItem],
+struct SearchReport {
+    items: Vec<MemoryItem>,
+}
+
+impl Report for SearchReport {
+    fn text(&self, out: &mut Text) {
+        if self.items.is_empty() {
+            return line!(out, "no memory matches");
+        }
+        for m in &self.items {
+            line!(out, "{}  {}  {}", m.id, m.timestamp, m.summary);
+        }
+    }
 }
 
 pub fn search(
-    out: &mut String,
+    out: &mut Output,
     place: &SessionPlace,
     top_k: u64,
     embed: &EmbedArgs,
-    format: Format,
     text: &str,
 ) -> Result<u8, CliError> {
     let store = match semantic_memories_of(place, embed)? {
@@ -39,15 +49,7 @@ pub fn search(
     };
     let items =
         pollster::block_on(store.search(text, top_k)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
-    match format {
-        Format::Json => line!(out, "{}", serde_json::to_string(&SearchReport { items: &items }).unwrap_or_default()),
-        Format::Text if items.is_empty() => line!(out, "no memory matches"),
-        Format::Text => {
-            for m in &items {
-                line!(out, "{}  {}  {}", m.id, m.timestamp, m.summary);
-            }
-        }
-    }
+    out.report(&SearchReport { items });
     Ok(EXIT_VALID)
 }
 
@@ -58,16 +60,16 @@ fn semantic_memories_of(place: &SessionPlace, embed: &EmbedArgs) -> Result<Optio
     use planlock::store::sqlite::semantic::{MEMORY_PROVIDER, SemanticMemory};
     let fail_fast = |e: &dyn std::fmt::Display| CliError::fail_fast("embedder-mismatch", e.to_string());
     let Some(root) = &place.root else { return Ok(None) };
-    let pin = match FileSessionStore::open(root).and_then(|s| s.load_pin()) {
+    let pin = match FileRecords::new(root).load_pin() {
         Ok(Some(pin)) if pin.memory_provider_id.as_deref() == Some(MEMORY_PROVIDER) => pin,
         Ok(_) => return Ok(None),
         Err(e) => return Err(CliError::of(&e)),
     };
-    let (resolver, _) = embed.resolver()?;
     let manifest: BundleManifest = serde_json::from_value(serde_json::json!({
         "bundle_id": pin.bundle_id, "version": "pinned", "memory_provider_id": MEMORY_PROVIDER,
     }))
     .map_err(|e| fail_fast(&e))?;
+    let (resolver, _) = embed.resolver(&manifest)?;
     let (model, dimension) = resolver.embedder_of(&manifest).unwrap_or(("", 0));
     if pin.embedder_model.as_deref() != Some(model) || pin.embedder_dimension != Some(dimension as u64) {
         return Err(fail_fast(&format_args!(

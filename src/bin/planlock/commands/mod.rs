@@ -1,7 +1,7 @@
 //! One module per command, and what several share: reading a plan.
 //!
 //! A command writes its report to `out` and returns its exit code, or returns a [`CliError`]
-//! (nothing more on stdout; `main` writes the message on stderr).
+//! having written nothing (`main` writes it, as JSON or on stderr).
 
 mod abandon;
 mod decisions;
@@ -19,11 +19,12 @@ use planlock::{Failure, FailureKind, PlanReadError, Problem, Rejection, ValidPla
 
 use crate::args::{Command, MemoryCommand};
 use crate::error::{CliError, class_exit};
+use crate::output::Output;
 
-/// Runs `command`, its report appended to `out`.
-pub fn dispatch(command: Command, out: &mut String) -> Result<u8, CliError> {
+/// Runs `command`, its report written to `out`.
+pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
     match command {
-        Command::Validate { format, file } => validate::validate(out, format, &file),
+        Command::Validate { file } => validate::validate(out, &file),
         Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
         Command::Schema => schema::schema(out),
         Command::Run { cycle } => run::run(out, cycle, None),
@@ -31,11 +32,11 @@ pub fn dispatch(command: Command, out: &mut String) -> Result<u8, CliError> {
             run::run(out, cycle, Some(planlock::Override::new(approve, step, reason)))
         }
         Command::Abandon { place } => abandon::abandon(out, &place),
-        Command::Memory { command: MemoryCommand::Search { place, top_k, embed, format, text } } => {
-            memory::search(out, &place, top_k, &embed, format, &text)
+        Command::Memory { command: MemoryCommand::Search { place, top_k, embed, text } } => {
+            memory::search(out, &place, top_k, &embed, &text)
         }
-        Command::Decisions { place, domain, format } => decisions::decisions(out, &place, domain.as_deref(), format),
-        Command::Status { place, format } => status::status(out, &place, format),
+        Command::Decisions { place, domain } => decisions::decisions(out, &place, domain.as_deref()),
+        Command::Status { place } => status::status(out, &place),
     }
 }
 
@@ -83,8 +84,13 @@ fn load_plan(file: &Path) -> Result<ValidPlan, PlanFailure> {
 
 impl crate::args::EmbedArgs {
     /// The resolver with the embedder these flags name (the demo's without them), and how the
-    /// output names it; FailFast when the server cannot be reached.
-    fn resolver(&self) -> Result<(planlock::store::bundle::StrategyResolver, crate::report::EmbedderInfo), CliError> {
+    /// output names it; FailFast when the server cannot be reached. A server is asked only
+    /// when `manifest`'s providers rank by meaning: a bundle that embeds nothing never
+    /// contacts it.
+    fn resolver(
+        &self,
+        manifest: &planlock::store::bundle::BundleManifest,
+    ) -> Result<(planlock::store::bundle::StrategyResolver, crate::report::EmbedderInfo), CliError> {
         use std::sync::Arc;
 
         use planlock::embed::{DemoEmbedder, Embedder as _};
@@ -93,7 +99,7 @@ impl crate::args::EmbedArgs {
         use crate::report::EmbedderInfo;
         let resolver = planlock::store::bundle::StrategyResolver::default();
         match (&self.embed_url, &self.embed_model) {
-            (Some(url), Some(model)) => {
+            (Some(url), Some(model)) if resolver.ranks_by_meaning(manifest) => {
                 // E5 models embed queries and passages differently; servers that do not know the
                 // member ignore it.
                 let config =

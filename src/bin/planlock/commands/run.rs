@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use planlock::demo::{Demo, ReviewGate};
 use planlock::executor::StepStatus as ReportStatus;
 use planlock::handlers::{ModelConfig, OpenAiModel};
-use planlock::runtime::{Boot, RunOutcome, Runtime, Status};
+use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::BundleManifest;
@@ -14,11 +14,12 @@ use planlock::{Failure, FailureKind, Override};
 
 use crate::args::CycleArgs;
 use crate::error::{CliError, EXIT_INTERVENTION, EXIT_USAGE, EXIT_VALID, class_exit};
-use crate::report::{Leftover, ModelInfo, RunReport, StepStatus, Usage};
+use crate::output::Output;
+use crate::report::{BootCleanup, Leftover, ModelInfo, RunReport, StepStatus, Usage};
 
 /// Boots the session with the demo handlers and runs its next cycle, or resumes its paused one
 /// with `over`. Every outcome, failures included, is the report.
-pub fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> Result<u8, CliError> {
+pub fn run(out: &mut Output, c: CycleArgs, over: Option<Override>) -> Result<u8, CliError> {
     let (report, exit) = match cycle(&c, over) {
         Ok(done) => done,
         Err(Stopped { error, outcome, problems }) => {
@@ -27,7 +28,7 @@ pub fn run(out: &mut String, c: CycleArgs, over: Option<Override>) -> Result<u8,
             (report, error.exit)
         }
     };
-    report.write(out, c.format);
+    out.report(&report);
     Ok(exit)
 }
 
@@ -74,7 +75,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         let message = format!("cannot create the session root {}: {e}", root.display());
         return Err(CliError::usage("cannot-create-root", message).into());
     }
-    let (resolver, embedder) = c.embed.resolver()?;
+    let (resolver, embedder) = c.embed.resolver(&manifest)?;
     // Named in the output only when the bundle's providers rank with it.
     let embedder = resolver.embedder_of(&manifest).map(|_| embedder);
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
@@ -138,7 +139,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         error_code: None,
         problems: vec![],
         intervention: None,
-        removed_leftover: runtime.removed_leftover().map(Leftover::of),
+        boot_cleanup: runtime.removed_leftover().map(|r| BootCleanup { removed_record: Leftover::of(r) }),
     };
     let exit = match outcome {
         Ok(RunOutcome::Completed(_)) => {
@@ -146,16 +147,22 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             EXIT_VALID
         }
         Ok(RunOutcome::Paused(record)) => {
-            let at = runtime.plan().steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
-            let status = move |i: usize| match i.cmp(&at) {
-                std::cmp::Ordering::Less => "completed",
-                std::cmp::Ordering::Equal => "blocked",
-                std::cmp::Ordering::Greater => "not-run",
-            };
-            report.steps = steps_of(&status);
+            report.steps = steps_of(&paused_at(runtime.plan(), &record));
             report.outcome = "InterventionRequired";
             report.error = Some(record.reason.clone());
             report.intervention = Some(record);
+            EXIT_INTERVENTION
+        }
+        // The session waits for a person: nothing ran; the pause is the answer (exit 4).
+        Err(e @ RuntimeError::Paused { .. }) => {
+            let record = runtime.pending().cloned();
+            if let Some(record) = &record {
+                report.steps = steps_of(&paused_at(runtime.plan(), record));
+            }
+            report.outcome = "InterventionRequired";
+            report.error = Some(e.to_string());
+            report.error_code = Some(e.code());
+            report.intervention = record;
             EXIT_INTERVENTION
         }
         Err(e) => {
@@ -178,4 +185,18 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         }
     };
     Ok((report, exit))
+}
+
+/// Each step's status in a cycle paused at `record`'s step: completed before it, blocked, not run
+/// after it.
+fn paused_at(
+    plan: &planlock::ValidPlan,
+    record: &planlock::session::InterventionRecord,
+) -> impl Fn(usize) -> &'static str {
+    let at = plan.steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
+    move |i: usize| match i.cmp(&at) {
+        std::cmp::Ordering::Less => "completed",
+        std::cmp::Ordering::Equal => "blocked",
+        std::cmp::Ordering::Greater => "not-run",
+    }
 }

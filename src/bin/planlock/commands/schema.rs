@@ -1,11 +1,10 @@
-//! `planlock schema`: the JSON Schema of the plan document (`schema/plan-v1.schema.json`).
-
-use std::fmt::Write as _;
+//! `planlock schema`: the JSON Schema of the plan document (`schema/plan-v1.schema.json`), the
+//! same document in either format.
 
 use crate::error::{CliError, EXIT_VALID};
-use crate::report::line;
+use crate::output::Output;
 
-pub fn schema(out: &mut String) -> Result<u8, CliError> {
-    line!(out, "{:#}", planlock::plan_json_schema());
+pub fn schema(out: &mut Output) -> Result<u8, CliError> {
+    out.document(&planlock::plan_json_schema());
     Ok(EXIT_VALID)
 }

@@ -1,68 +1,65 @@
 //! `planlock validate`: every problem of a plan, with its code, class and JSON Pointer.
 
-use std::fmt::Write as _;
 use std::path::Path;
 
 use planlock::{FailureKind, Problem};
 use serde::Serialize;
 
-use crate::args::Format;
 use crate::error::{CliError, EXIT_VALID, class_exit};
-use crate::report::line;
+use crate::output::{Output, Report, Text, line};
 
-/// The JSON report.
+/// The report: whether the plan is valid, and every problem (or why it could not be read).
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct ValidateReport<'a> {
+    /// How the text names the plan.
+    #[serde(skip)]
+    file: &'a Path,
     valid: bool,
     class: Option<&'static str>,
-    problems: &'a [Problem],
+    problems: Vec<Problem>,
     error: Option<&'a str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error_code: Option<&'static str>,
 }
 
-pub fn validate(out: &mut String, format: Format, file: &Path) -> Result<u8, CliError> {
-    let (class, problems): (Option<FailureKind>, Vec<Problem>) = match super::read_plan(file) {
-        Err(e) => {
-            return match format {
-                Format::Json => {
-                    let report = ValidateReport {
-                        valid: false,
-                        class: None,
-                        problems: &[],
-                        error: Some(&e.message),
-                        error_code: Some(e.code),
-                    };
-                    line!(out, "{}", serde_json::to_string(&report).unwrap_or_default());
-                    Ok(e.exit)
-                }
-                Format::Text => Err(e),
-            };
-        }
-        Ok(Ok(_)) => (None, Vec::new()),
-        Ok(Err(rejection)) => (Some(rejection.class()), rejection.into_problems()),
-    };
-    match format {
-        Format::Json => {
-            let report = ValidateReport {
-                valid: class.is_none(),
-                class: class.map(FailureKind::as_str),
-                problems: &problems,
-                error: None,
-                error_code: None,
-            };
-            line!(out, "{}", serde_json::to_string(&report).unwrap_or_default());
-        }
-        Format::Text => match class {
-            None => line!(out, "{}: valid", file.display()),
-            Some(class) => {
-                line!(out, "{}: rejected ({class}), {} problem(s)", file.display(), problems.len());
-                for p in &problems {
+impl Report for ValidateReport<'_> {
+    fn text(&self, out: &mut Text) {
+        match (self.error, self.class) {
+            (Some(e), _) => line!(out, "{e}"),
+            (None, None) => line!(out, "{}: valid", self.file.display()),
+            (None, Some(class)) => {
+                line!(out, "{}: rejected ({class}), {} problem(s)", self.file.display(), self.problems.len());
+                for p in &self.problems {
                     line!(out, "{p}");
                 }
             }
-        },
+        }
     }
-    Ok(class.map_or(EXIT_VALID, class_exit))
+}
+
+pub fn validate(out: &mut Output, file: &Path) -> Result<u8, CliError> {
+    let read = super::read_plan(file);
+    let (class, problems) = match &read {
+        Err(_) | Ok(Ok(_)) => (None, Vec::new()),
+        Ok(Err(rejection)) => (Some(rejection.class()), rejection.problems().to_vec()),
+    };
+    let error = read.as_ref().err();
+    // A plan that cannot be read is an error line in text; the JSON report says it in `error`.
+    if let (Some(e), false) = (error, out.is_json()) {
+        return Err(e.clone());
+    }
+    let report = ValidateReport {
+        file,
+        valid: error.is_none() && class.is_none(),
+        class: class.map(FailureKind::as_str),
+        problems,
+        error: error.map(|e| e.message.as_str()),
+        error_code: error.map(|e| e.code),
+    };
+    out.report(&report);
+    Ok(match (error, class) {
+        (Some(e), _) => e.exit,
+        (None, class) => class.map_or(EXIT_VALID, class_exit),
+    })
 }
