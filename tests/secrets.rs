@@ -35,6 +35,74 @@ fn escaped(text: &str) -> String {
     text.chars().map(|c| format!("\\u{:04x}", c as u32)).collect()
 }
 
+/// `text` percent-encoded, every byte.
+fn percent(text: &str) -> String {
+    text.bytes().map(|b| format!("%{b:02x}")).collect()
+}
+
+fn base64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+/// What a reader could decode a text into: as written, its JSON escapes decoded, its percent
+/// escapes decoded, and its base64 runs decoded (written here, not taken from the library).
+fn decodings(text: &str) -> Vec<String> {
+    let mut json = String::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("\\u") {
+        json.push_str(&rest[..at]);
+        let code = rest.get(at + 2..at + 6).and_then(|h| u32::from_str_radix(h, 16).ok());
+        match code.and_then(char::from_u32) {
+            Some(c) => {
+                json.push(c);
+                rest = &rest[at + 6..];
+            }
+            None => {
+                json.push_str("\\u");
+                rest = &rest[at + 2..];
+            }
+        }
+    }
+    json.push_str(rest);
+    let bytes = text.as_bytes();
+    let (mut percent, mut i) = (Vec::new(), 0);
+    while i < bytes.len() {
+        match (
+            bytes[i],
+            bytes.get(i + 1..i + 3).and_then(|h| u8::from_str_radix(std::str::from_utf8(h).ok()?, 16).ok()),
+        ) {
+            (b'%', Some(b)) => {
+                percent.push(b);
+                i += 3;
+            }
+            (b, _) => {
+                percent.push(b);
+                i += 1;
+            }
+        }
+    }
+    let mut views = vec![text.to_owned(), json, String::from_utf8_lossy(&percent).into_owned()];
+    use base64::Engine as _;
+    for run in text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '+' || c == '/' || c == '=')) {
+        if let Ok(bytes) = base64::engine::general_purpose::STANDARD.decode(run.trim_end_matches('=')) {
+            views.push(String::from_utf8_lossy(&bytes).into_owned());
+        } else if let Ok(bytes) = base64::engine::general_purpose::STANDARD_NO_PAD.decode(run.trim_end_matches('=')) {
+            views.push(String::from_utf8_lossy(&bytes).into_owned());
+        }
+    }
+    views
+}
+
+/// Whether `text`, decoded any way a reader could, shows twelve or more characters of `secret`
+/// in a row (all of a shorter one).
+fn shows(text: &str, secret: &str) -> bool {
+    let run = secret.len().min(12);
+    decodings(text)
+        .iter()
+        .any(|view| secret.as_bytes().windows(run).any(|w| view.contains(std::str::from_utf8(w).unwrap())))
+}
+
 /// The server's answers: each echoes the header somewhere.
 fn echoes() -> Vec<(&'static str, Echo)> {
     vec![
@@ -50,6 +118,18 @@ fn echoes() -> Vec<(&'static str, Echo)> {
             "200 JSON of the wrong type",
             Echo(|a| ResponseTemplate::new(200).set_body_string(format!("{{\"choices\": \"{}\"}}", escaped(a)))),
         ),
+        (
+            "200 percent-encoded echo",
+            Echo(|a| ResponseTemplate::new(200).set_body_string(format!("<a href=\"/?auth={}\">", percent(a)))),
+        ),
+        (
+            "401 echoing the key cut short",
+            Echo(|a| {
+                let cut = &a[..a.len() - 4];
+                ResponseTemplate::new(401).set_body_json(json!({"error": {"message": format!("bad key {cut}")}}))
+            }),
+        ),
+        ("500 base64 echo", Echo(|a| ResponseTemplate::new(500).set_body_string(format!("token {}", base64(a))))),
         (
             "307 redirect",
             Echo(|a| {
@@ -93,7 +173,7 @@ fn files_holding(dir: &Path, needle: &str) -> Vec<String> {
 fn assert_nowhere(what: &str, texts: &[&str], root: &Path) {
     for secret in [KEY, PASSWORD] {
         for text in texts {
-            assert!(!text.contains(secret), "{what}: the secret shows: {text}");
+            assert!(!shows(text, secret), "{what}: the secret shows: {text}");
         }
         assert_eq!(files_holding(root, secret), Vec::<String>::new(), "{what}: stored under the root");
     }
@@ -183,5 +263,86 @@ fn the_spans_of_a_cycle_against_an_echoing_server_hold_no_secret() {
     assert!(fields.iter().any(|(k, v)| k == "gen_ai.response.model" && v.contains("[redacted]")), "{fields:?}");
     for (name, value) in &fields {
         assert!(!value.contains(KEY) && !value.contains(PASSWORD), "{name} = {value}");
+    }
+}
+
+/// An embeddings server that fails each way the chat model can: planlock reports the cause with
+/// the chat model's code, before the cycle (the probe that learns the dimension) and in it (a
+/// search), with the key scrubbed in every spelling, and with the same class in both places.
+#[test]
+fn an_embeddings_server_failing_gives_its_cause_and_never_the_key() {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (pol, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = dir.path().join("plan.json");
+    std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
+    let bundle = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic");
+    let big = "x".repeat(9 << 20);
+    let failures: Vec<(&str, ResponseTemplate, &str, &str)> = vec![
+        (
+            "401",
+            ResponseTemplate::new(401)
+                .set_body_json(json!({"error": {"message": format!("invalid key {}", escaped(KEY))}})),
+            "model-http-status",
+            "HTTP 401",
+        ),
+        (
+            "307",
+            ResponseTemplate::new(307).insert_header("location", format!("http://evil.example/?k={}", percent(KEY))),
+            "model-redirect",
+            "redirect",
+        ),
+        (
+            "a body past the limit",
+            ResponseTemplate::new(200).set_body_string(big),
+            "model-malformed-body",
+            "larger than",
+        ),
+        (
+            "not JSON",
+            ResponseTemplate::new(200).set_body_string(format!("<p>{}</p>", base64(KEY))),
+            "model-malformed-body",
+            "not an embeddings answer",
+        ),
+    ];
+    let probe = json!({ "data": [ { "embedding": [0.6, 0.8], "index": 0 } ] });
+    for (what, failure, code, cause) in failures {
+        for (phase, probe_ok) in [("before the cycle", false), ("in the cycle", true)] {
+            let server = rt.block_on(MockServer::start());
+            if probe_ok {
+                let ok = ResponseTemplate::new(200).set_body_json(probe.clone());
+                rt.block_on(
+                    Mock::given(wiremock::matchers::method("POST")).respond_with(ok).up_to_n_times(1).mount(&server),
+                );
+            }
+            rt.block_on(Mock::given(wiremock::matchers::method("POST")).respond_with(failure.clone()).mount(&server));
+            let root = tempfile::tempdir().unwrap();
+            let url = server.uri() + "/v1";
+            let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+                .args(["run", "--format", "json", "--bundle", bundle, "--root"])
+                .arg(root.path())
+                .arg("--policy-root")
+                .arg(pol.path())
+                .args(["--embed-url", &url, "--embed-model", "e5", "--embed-api-key-env", "ECHO_KEY"])
+                .arg(&plan)
+                .env("ECHO_KEY", KEY)
+                .output()
+                .unwrap();
+            let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let what = format!("{what}, {phase}");
+            assert_nowhere(&what, &[&stdout, &stderr], root.path());
+            let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{what}: {e}: {stdout}"));
+            let error = report["error"].as_str().unwrap_or_default();
+            assert!(error.contains(cause), "{what}: the cause is named: {error}");
+            // The class of RetrieveMemory, the first step that asks the embedder (CycleFail):
+            // before the cycle as in it.
+            assert_eq!(out.status.code(), Some(1), "{what}: {report}");
+            if probe_ok {
+                assert_eq!(report["errorCode"], "step-failed", "{what}: {report}");
+                assert!(error.contains("RetrieveMemory"), "{what}: {error}");
+            } else {
+                assert_eq!(report["errorCode"], code, "{what}: {report}");
+            }
+        }
     }
 }
