@@ -11,6 +11,8 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
+use crate::contract::registry::{Failure, FailureKind};
+
 /// A boxed future of an embedder's call.
 pub type EmbedFuture<'a> = Pin<Box<dyn Future<Output = Result<Vec<Vec<f32>>, EmbedError>> + Send + 'a>>;
 
@@ -24,23 +26,61 @@ pub enum Purpose {
     Passage,
 }
 
-/// Why texts could not be embedded.
+/// The largest vector dimension accepted (8,192): a session is pinned to its embedder's
+/// dimension, and a model that answers more (a server's mistake, or an answer meant to exhaust
+/// memory) is refused when the pin is made, not after the store has filled with such vectors.
+pub const MAX_DIMENSION: usize = 8192;
+
+/// Why texts could not be embedded. A server's failure keeps its cause's stable code and class
+/// (`model-http-status`, `model-redirect`, …, as the chat model's); a bad answer is
+/// `embed-answer`.
+///
+/// ```
+/// use planlock::Failure;
+/// use planlock::embed::EmbedError;
+/// let e = EmbedError::new("e5", "the answer has 2 vectors for 3 texts");
+/// assert_eq!((e.code(), e.to_string().as_str()), ("embed-answer", "embedding with `e5` failed: the answer has 2 vectors for 3 texts"));
+/// ```
 #[derive(Debug, thiserror::Error)]
-#[error("embedding with `{model}` failed: {message}")]
+#[error("embedding with `{model}` failed: {message}{}", source.as_ref().map(|s| format!(": {s}")).unwrap_or_default())]
+#[non_exhaustive]
 pub struct EmbedError {
     /// The embedder's model.
     pub model: String,
     /// What went wrong.
     pub message: String,
-    /// The cause, when there is one (a `ModelError` for a server).
+    /// The stable code: the cause's, or `embed-answer`.
+    pub code: &'static str,
+    /// The class: the cause's, or CycleFail.
+    pub kind: FailureKind,
+    /// The cause, when there is one (a `ModelError` for a server); its text is in the message.
     #[source]
     pub source: Option<Box<dyn std::error::Error + Send + Sync>>,
 }
 
 impl EmbedError {
-    /// A stable machine-readable code.
-    pub fn code(&self) -> &'static str {
-        "embed-failed"
+    /// An answer that cannot be used (`embed-answer`, CycleFail).
+    pub fn new(model: impl Into<String>, message: impl Into<String>) -> EmbedError {
+        let (model, message) = (model.into(), message.into());
+        EmbedError { model, message, code: "embed-answer", kind: FailureKind::CycleFail, source: None }
+    }
+
+    /// A failure with a cause that has its own code and class (a server's).
+    pub fn caused_by<E>(model: impl Into<String>, message: impl Into<String>, cause: E) -> EmbedError
+    where
+        E: Failure + std::error::Error + Send + Sync + 'static,
+    {
+        let (code, kind) = (cause.code(), cause.kind());
+        EmbedError { model: model.into(), message: message.into(), code, kind, source: Some(Box::new(cause)) }
+    }
+}
+
+impl Failure for EmbedError {
+    fn code(&self) -> &'static str {
+        self.code
+    }
+    fn kind(&self) -> FailureKind {
+        self.kind
     }
 }
 
@@ -55,10 +95,14 @@ pub trait Embedder: Send + Sync + 'static {
     fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose, deadline: Option<Instant>) -> EmbedFuture<'a>;
 }
 
-/// Checks that `vectors` are one per text, of `dimension` finite numbers each: a server's answer
-/// is input like any other (CONTRACT §11).
+/// Checks that `vectors` are one per text, of `dimension` numbers each (at most
+/// [`MAX_DIMENSION`]), none of them degenerate ([`degenerate`]): a server's answer is input like
+/// any other (CONTRACT §11).
 pub fn check_vectors(model: &str, dimension: usize, texts: usize, vectors: &[Vec<f32>]) -> Result<(), EmbedError> {
-    let fail = |message: String| EmbedError { model: model.to_owned(), message, source: None };
+    let fail = |message: String| EmbedError::new(model, message);
+    if dimension > MAX_DIMENSION {
+        return Err(fail(format!("its vectors have {dimension} dimensions, more than the {MAX_DIMENSION} accepted")));
+    }
     if vectors.len() != texts {
         return Err(fail(format!("{} vectors for {texts} texts", vectors.len())));
     }
@@ -66,18 +110,49 @@ pub fn check_vectors(model: &str, dimension: usize, texts: usize, vectors: &[Vec
         if v.len() != dimension {
             return Err(fail(format!("vector {i} has {} numbers, not the dimension {dimension}", v.len())));
         }
-        if v.iter().any(|x| !x.is_finite()) {
-            return Err(fail(format!("vector {i} has a number that is not finite")));
+        if let Some(why) = degenerate(v) {
+            return Err(fail(format!("vector {i} {why}")));
         }
     }
     Ok(())
 }
 
+/// Why `v` cannot be ranked by, if it cannot: a number that is not finite (NaN would rank first
+/// for every query), or a length that is zero, below the smallest normal `f32` (denormal: its
+/// direction is lost to rounding) or past the largest (its dot products overflow).
+///
+/// ```
+/// use planlock::embed::degenerate;
+/// assert_eq!(degenerate(&[0.6, 0.8]), None);
+/// assert!(degenerate(&[f32::NAN, 1.0]).is_some() && degenerate(&[0.0, 0.0]).is_some());
+/// assert!(degenerate(&[1e-40, 0.0]).is_some() && degenerate(&[3e38, 3e38]).is_some());
+/// ```
+pub fn degenerate(v: &[f32]) -> Option<&'static str> {
+    if v.iter().any(|x| !x.is_finite()) {
+        return Some("has a number that is not finite");
+    }
+    let norm = norm(v);
+    if norm == 0.0 {
+        Some("is all zeros")
+    } else if norm < f64::from(f32::MIN_POSITIVE) {
+        Some("is too short to have a direction (denormal)")
+    } else if norm > f64::from(f32::MAX).sqrt() {
+        Some("is too long: its products overflow")
+    } else {
+        None
+    }
+}
+
+/// The length of `v`, summed in `f64` (no overflow, no loss).
+fn norm(v: &[f32]) -> f64 {
+    v.iter().map(|x| f64::from(*x) * f64::from(*x)).sum::<f64>().sqrt()
+}
+
 /// `v` scaled to length 1 (a zero vector stays zero), so a dot product is the cosine.
 pub fn normalized(mut v: Vec<f32>) -> Vec<f32> {
-    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    let norm = norm(&v);
     if norm > 0.0 {
-        v.iter_mut().for_each(|x| *x /= norm);
+        v.iter_mut().for_each(|x| *x = (f64::from(*x) / norm) as f32);
     }
     v
 }
@@ -179,5 +254,10 @@ mod tests {
         assert!(check_vectors("m", 2, 2, &[vec![1.0, 0.0]]).unwrap_err().message.contains("1 vectors for 2"));
         assert!(check_vectors("m", 2, 1, &[vec![1.0]]).unwrap_err().message.contains("dimension 2"));
         assert!(check_vectors("m", 1, 1, &[vec![f32::NAN]]).unwrap_err().message.contains("not finite"));
+        assert!(check_vectors("m", 2, 1, &[vec![0.0, 0.0]]).unwrap_err().message.contains("all zeros"));
+        assert!(check_vectors("m", 2, 1, &[vec![1e-39, 1e-39]]).unwrap_err().message.contains("denormal"));
+        assert!(check_vectors("m", 2, 1, &[vec![3e38, -3e38]]).unwrap_err().message.contains("overflow"));
+        let wide = vec![vec![1.0; MAX_DIMENSION + 1]];
+        assert!(check_vectors("m", MAX_DIMENSION + 1, 1, &wide).unwrap_err().message.contains("8192"));
     }
 }

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use planlock::Failure;
-use planlock::executor::{Phase, TokenUsage};
+use planlock::executor::{Phase, TokenUsage, WarnedBy};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::schema::*;
 use planlock::session::{BlockPhase, FileSessionStore};
@@ -356,8 +356,14 @@ fn warnings_are_recorded_and_the_cycle_goes_on() {
     post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Warn("long answer".into())));
     let (exec, plan) = guarded(&pre, &post, &probe);
     let done = exec.run_blocking(&plan).unwrap().completed().unwrap();
-    let warnings: Vec<_> =
-        done.report.warnings().map(|(i, w)| (i, w.validator_id.as_str(), w.phase, w.message.as_str())).collect();
+    let warnings: Vec<_> = done
+        .report
+        .warnings()
+        .map(|(i, w)| match &w.by {
+            WarnedBy::Validator { validator_id, phase } => (i, validator_id.as_str(), *phase, w.message.as_str()),
+            WarnedBy::Handler => panic!("no handler warns here"),
+        })
+        .collect();
     assert_eq!(
         warnings,
         [(1, "pre-guard", Phase::Before, "odd input"), (5, "post-guard", Phase::After, "long answer")]

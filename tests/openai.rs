@@ -473,3 +473,17 @@ fn calls_waiting_on_a_model_hold_no_thread_each() {
     assert_eq!(answers, CALLS);
     assert!(during < before + 16, "{before} threads before, {during} with {CALLS} calls in flight");
 }
+
+#[tokio::test]
+async fn an_embeddings_answer_where_only_some_items_have_an_index_is_refused() {
+    use planlock::embed::{Embedder, Purpose};
+    use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
+    let server = MockServer::start().await;
+    // The second item says it is the first; the first says nothing. Read in position order, the
+    // vectors would be swapped.
+    let body = json!({ "data": [ { "embedding": [1.0, 0.0] }, { "embedding": [0.0, 1.0], "index": 0 } ] });
+    Mock::given(method("POST")).respond_with(ResponseTemplate::new(200).set_body_json(body)).mount(&server).await;
+    let embedder = OpenAiEmbedder::with_dimension(EmbedConfig::new(format!("{}/v1", server.uri()), "e5"), 2);
+    let err = embedder.embed(&["a".to_owned(), "b".to_owned()], Purpose::Passage, None).await.unwrap_err();
+    assert!(err.to_string().contains("1 of the answer's 2 items have an index"), "{err}");
+}

@@ -78,7 +78,7 @@ impl Embedder for Other {
     }
     fn embed<'a>(&'a self, texts: &'a [String], purpose: Purpose, _: Option<std::time::Instant>) -> EmbedFuture<'a> {
         if self.fail {
-            let e = EmbedError { model: self.model.into(), message: "the server is down".into(), source: None };
+            let e = EmbedError::new(self.model, "the server is down");
             return Box::pin(std::future::ready(Err(e)));
         }
         Embedder::embed(&DemoEmbedder, texts, purpose, None)

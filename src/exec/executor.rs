@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
 use crate::contract::registry::{Failure, FailureKind};
 use crate::contract::steps::StepResult;
-use crate::exec::handler::{HandlerSet, Handlers, Nil, StepContext, UsageSlot};
+use crate::exec::handler::{HandlerSet, Handlers, Nil, StepContext, StepNotes};
 use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
 use crate::validate::{ValidPlan, check_result};
 
@@ -33,7 +33,7 @@ pub use crate::exec::failure::{ExecError, StepFailure};
 pub use crate::exec::guard::DEFAULT_PROMPT_DEADLINE;
 use crate::exec::guard::{Called, deadline, guard, guarded_call, step_span};
 pub use crate::exec::report::{
-    CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, TokenUsage, Warning,
+    CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, TokenUsage, WarnedBy, Warning,
 };
 
 /// The flat executor. Build it with its [`Handlers`], register validators, then run cycles. A
@@ -307,7 +307,7 @@ impl<L: HandlerSet> Executor<L> {
             // pre-validator ran before it (saving a clock read), else from now.
             let call_start = if validators.pre.is_empty() { started } else { Instant::now() };
             let limit = deadline(step.step_type(), metadata);
-            let usage = UsageSlot::default();
+            let notes = StepNotes::default();
             let cx = StepContext {
                 step,
                 steps,
@@ -317,7 +317,7 @@ impl<L: HandlerSet> Executor<L> {
                 plan_hash: &cycle.session.plan_hash,
                 cycle: cycle.session.cycle,
                 deadline: limit.map(|(d, _)| call_start + d),
-                usage: &usage,
+                notes: &notes,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {
@@ -325,12 +325,16 @@ impl<L: HandlerSet> Executor<L> {
             } else {
                 self.call(&cx, metadata, call_start, limit).instrument(span.clone()).await
             };
+            for message in notes.take_warnings() {
+                tracing::warn!(parent: &span, %message, "step warning");
+                warnings.push(Warning { by: WarnedBy::Handler, message });
+            }
             let (result, returned_at) = match outcome {
                 Ok(result) => result,
                 Err(cause) => {
                     span.record("planlock.outcome", "failed");
                     let kind = step.step_type().failure_kind();
-                    let record = attempt(index, step, StepStatus::Failed, warnings, started, usage.take());
+                    let record = attempt(index, step, StepStatus::Failed, warnings, started, notes.take_usage());
                     let err = self.end(cycle.report, record, |report| ExecError::StepFailed {
                         step_id: step.id.clone(),
                         step_type: step.step_type(),
@@ -353,11 +357,11 @@ impl<L: HandlerSet> Executor<L> {
                     Ok(Some(block)) => {
                         // Nothing of the blocked attempt is kept but the tokens it cost: its
                         // result is dropped here.
-                        let record = attempt(index, step, StepStatus::Blocked, warnings, started, usage.take());
+                        let record = attempt(index, step, StepStatus::Blocked, warnings, started, notes.take_usage());
                         return Ok(self.pause(cycle, step, block, record));
                     }
                     Err(panic) => {
-                        let record = attempt(index, step, StepStatus::Failed, warnings, started, usage.take());
+                        let record = attempt(index, step, StepStatus::Failed, warnings, started, notes.take_usage());
                         return Err(self.end(cycle.report, record, |report| panic.into_error(step, report)));
                     }
                 }
@@ -379,7 +383,7 @@ impl<L: HandlerSet> Executor<L> {
                 status: StepStatus::Completed,
                 duration,
                 warnings,
-                usage: usage.take(),
+                usage: notes.take_usage(),
             });
             cycle.next += 1;
             // An override is for the re-run of the step it was given for, and no other.
@@ -441,7 +445,7 @@ impl<L: HandlerSet> Executor<L> {
                 Verdict::Allow => {}
                 Verdict::Warn(message) => {
                     tracing::info!(validator = %v.id, %message, "validator warning");
-                    warnings.push(Warning { validator_id: v.id.clone(), phase, message });
+                    warnings.push(Warning { by: WarnedBy::Validator { validator_id: v.id.clone(), phase }, message });
                 }
                 Verdict::Block(reason) => {
                     if let Some(o) = over.take_if(|o| o.validator_id == v.id && o.step_id == step.id) {

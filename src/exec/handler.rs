@@ -86,21 +86,39 @@ pub struct StepContext<'a> {
     pub(crate) plan_hash: &'a Digest,
     pub(crate) cycle: u64,
     pub(crate) deadline: Option<Instant>,
-    pub(crate) usage: &'a UsageSlot,
+    pub(crate) notes: &'a StepNotes,
 }
 
-/// Where a step's handler leaves the tokens its model reported, for the step's record.
+/// What a step's handler leaves for the step's record: the tokens its model reported, and its
+/// warnings.
 #[derive(Debug, Default)]
-pub(crate) struct UsageSlot(std::sync::Mutex<Option<TokenUsage>>);
+pub(crate) struct StepNotes {
+    usage: std::sync::Mutex<Option<TokenUsage>>,
+    warnings: std::sync::Mutex<Vec<String>>,
+}
 
-impl UsageSlot {
+/// The most warnings one step records; past it, the handler's later ones are dropped (a warning
+/// says what was passed over, once, not once per row).
+pub const MAX_STEP_WARNINGS: usize = 16;
+
+impl StepNotes {
     fn add(&self, usage: TokenUsage) {
-        let mut slot = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
         *slot = Some(slot.map_or(usage, |before| before + usage));
     }
-    /// What was recorded, leaving the slot empty.
-    pub(crate) fn take(&self) -> Option<TokenUsage> {
-        self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    fn warn(&self, message: String) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if warnings.len() < MAX_STEP_WARNINGS {
+            warnings.push(message);
+        }
+    }
+    /// The tokens recorded, leaving none.
+    pub(crate) fn take_usage(&self) -> Option<TokenUsage> {
+        self.usage.lock().unwrap_or_else(|poisoned| poisoned.into_inner()).take()
+    }
+    /// The warnings recorded, leaving none.
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(|poisoned| poisoned.into_inner()))
     }
 }
 
@@ -156,7 +174,14 @@ impl<'a> StepContext<'a> {
     /// [`CycleReport::usage`](crate::CycleReport::usage). A handler that calls a model twice
     /// records twice; the figures add up.
     pub fn record_usage(&self, usage: TokenUsage) {
-        self.usage.add(usage);
+        self.notes.add(usage);
+    }
+    /// Records a warning on the step (a [`Warning`](crate::executor::Warning) by
+    /// [`WarnedBy::Handler`](crate::executor::WarnedBy::Handler) in its record): something the
+    /// handler passed over and went on without, such as a stored row it could not read. At most
+    /// [`MAX_STEP_WARNINGS`] per step are kept.
+    pub fn warn(&self, message: impl Into<String>) {
+        self.notes.warn(message.into());
     }
 }
 

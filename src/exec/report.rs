@@ -16,13 +16,28 @@ pub enum Phase {
     After,
 }
 
-/// A validator's Warn, recorded in the report.
+/// Who gave a [`Warning`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "camelCase")]
+pub enum WarnedBy {
+    /// A validator's Warn, before or after the step.
+    #[serde(rename_all = "camelCase")]
+    Validator {
+        /// The validator.
+        validator_id: String,
+        /// Before or after the step.
+        phase: Phase,
+    },
+    /// The step's handler ([`StepContext::warn`](crate::StepContext::warn)): what it passed over
+    /// and went on without (a stored row it could not read, say).
+    Handler,
+}
+
+/// A warning recorded in the report; the step went on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
-    /// The validator.
-    pub validator_id: String,
-    /// Before or after the step.
-    pub phase: Phase,
+    /// Who gave it.
+    pub by: WarnedBy,
     /// Its message.
     pub message: String,
 }
@@ -50,7 +65,7 @@ pub struct StepRecord {
     pub status: StepStatus,
     /// How long it took, validators included.
     pub duration: Duration,
-    /// The validators' warnings.
+    /// The validators' and the handler's warnings.
     pub warnings: Vec<Warning>,
     /// The tokens a model reported using for this step, when its handler recorded them
     /// ([`StepContext::record_usage`](crate::StepContext::record_usage)).

@@ -140,7 +140,7 @@ impl OpenAiEmbedder {
         let probe = pollster::block_on(embedder.request(&["dimension probe".to_owned()], Purpose::Query, None))?;
         match probe.first().map(Vec::len) {
             Some(n) if n > 0 => embedder.dimension = n,
-            _ => return Err(embedder.failed("the server's answer to a probe has no vector".into(), None)),
+            _ => return Err(EmbedError::new(&embedder.config.model, "the server's answer to a probe has no vector")),
         }
         Ok(embedder)
     }
@@ -159,12 +159,9 @@ impl OpenAiEmbedder {
         &self.config
     }
 
-    fn failed(&self, message: String, source: Option<ModelError>) -> EmbedError {
-        EmbedError {
-            model: self.config.model.clone(),
-            message,
-            source: source.map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>),
-        }
+    /// A server's failure: its code and class are the chat model's for the same cause.
+    fn failed(&self, message: String, cause: ModelError) -> EmbedError {
+        EmbedError::caused_by(&self.config.model, message, cause)
     }
 
     /// One request per [`MAX_BATCH`] texts, each within the configured limit and what is left
@@ -192,20 +189,25 @@ impl OpenAiEmbedder {
             let limit = self.config.timeout.min(left).max(Duration::from_millis(1));
             // Its own statement: the request's JSON is dropped before the answer is awaited.
             let sent = self.client.post(&Value::Object(body), limit);
-            let text = sent
-                .await
-                .map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), Some(e)))?;
+            let text =
+                sent.await.map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), e))?;
             let answer: Embeddings = serde_json::from_str(&text).map_err(|e| {
                 let e = self.client.malformed(&format!("not an embeddings answer: {e}"), &text);
-                self.failed("the server's answer cannot be read".into(), Some(e))
+                self.failed("the server's answer cannot be read".into(), e)
             })?;
             let mut items = answer.data;
-            // Read by index when the server gives one; a repeated or missing index is refused.
-            if items.iter().all(|i| i.index.is_some()) {
+            // Read by index when the server gives one; a repeated or missing index is refused,
+            // and so is an answer where only some items have one (which order would it be?).
+            let indexed = items.iter().filter(|i| i.index.is_some()).count();
+            if indexed == items.len() {
                 items.sort_by_key(|i| i.index);
                 if items.iter().enumerate().any(|(n, i)| i.index != Some(n)) {
-                    return Err(self.failed("the answer's indexes are not 0, 1, 2, …".into(), None));
+                    return Err(EmbedError::new(&self.config.model, "the answer's indexes are not 0, 1, 2, …"));
                 }
+            } else if indexed > 0 {
+                let message =
+                    format!("{indexed} of the answer's {} items have an index; all or none must", items.len());
+                return Err(EmbedError::new(&self.config.model, message));
             }
             let vectors: Vec<Vec<f32>> = items.into_iter().map(|i| i.embedding).collect();
             let dimension = if self.dimension == 0 { vectors.first().map_or(0, Vec::len) } else { self.dimension };

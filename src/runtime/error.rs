@@ -166,6 +166,19 @@ pub enum BootError {
         /// The given model and dimension.
         current: String,
     },
+    /// The embedder's vectors have no dimension or more than [`MAX_DIMENSION`](crate::embed::MAX_DIMENSION):
+    /// a session is not pinned to them.
+    #[error(
+        "the embedder `{model}` makes vectors of {dimension} dimensions; a session is pinned only to an embedder of 1 to {max} dimensions (embed::MAX_DIMENSION)"
+    )]
+    EmbedderDimension {
+        /// The embedder's model.
+        model: String,
+        /// Its dimension.
+        dimension: usize,
+        /// The largest accepted.
+        max: usize,
+    },
     /// The handlers or validators cannot run this plan (a step without a handler, a validator
     /// the plan names that was not registered, or another version or configuration of it).
     #[error(transparent)]
@@ -185,6 +198,7 @@ impl Failure for BootError {
             BootError::Bundle(e) => e.code(),
             BootError::PinMismatch { .. } => "pin-mismatch",
             BootError::EmbedderMismatch { .. } => "embedder-mismatch",
+            BootError::EmbedderDimension { .. } => "embedder-dimension",
             BootError::Exec(e) => e.code(),
         }
     }

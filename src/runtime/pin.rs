@@ -2,6 +2,7 @@
 //! refused when the bundle names other providers or another embedder.
 
 use super::*;
+use crate::embed::MAX_DIMENSION;
 
 /// The pin a session on `store` needs for `manifest`: `None` when the stored one already names
 /// its ids, a new pin for a new session, an upgraded one for a pin without ids; a pin naming other
@@ -14,6 +15,14 @@ pub(super) fn pin_for<S: SessionStore>(
     let (strategy, memory) = (manifest.strategy_id(), manifest.memory_id());
     resolver.check(strategy, memory)?;
     let embedder = resolver.embedder_of(manifest);
+    // Bounded before anything is pinned to it (CONTRACT §11): a store of such vectors would fill
+    // memory long before it filled a search.
+    if let Some((model, dimension)) = embedder
+        && !(1..=MAX_DIMENSION).contains(&dimension)
+    {
+        let model = printable(model).into_owned();
+        return Err(BootError::EmbedderDimension { model, dimension, max: MAX_DIMENSION });
+    }
     let fresh = |pinned_at| BundlePinV1 {
         version: PinVersion,
         bundle_id: manifest.bundle_id.clone(),

@@ -13,6 +13,7 @@ use super::memory::InMemoryStore;
 use super::provider::{DynMemoryProvider, DynStrategyProvider, ProviderContext, ProviderPlace, ResolvedStore};
 #[cfg(feature = "sqlite")]
 use super::sqlite::SqliteStore;
+use crate::contract::registry::StepType;
 use crate::embed::Embedder;
 use crate::fsread::{self, ReadError};
 
@@ -322,6 +323,34 @@ impl StrategyResolver {
     /// ```
     pub fn ranks_by_meaning(&self, manifest: &BundleManifest) -> bool {
         [manifest.strategy_id(), manifest.memory_id()].iter().any(|id| self.embedding.contains(*id))
+    }
+
+    /// The step types whose handlers ask `manifest`'s embedder: the memory steps when its memory
+    /// provider ranks by meaning, the decision steps when its strategy does, in canonical order.
+    /// A failure to make the embedder before the first cycle has the class of the first of these
+    /// in the plan, as it would have met it there.
+    ///
+    /// ```
+    /// use planlock::StepType;
+    /// use planlock::store::bundle::{BundleManifest, StrategyResolver};
+    /// let semantic: BundleManifest = serde_json::from_str(
+    ///     r#"{"bundle_id": "b", "version": "1", "memory_provider_id": "sqlite-semantic"}"#)?;
+    /// let steps = StrategyResolver::default().embedding_steps(&semantic);
+    /// assert_eq!(steps, [StepType::RetrieveMemory, StepType::PersistMemory]);
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn embedding_steps(&self, manifest: &BundleManifest) -> Vec<StepType> {
+        let memory = self.embedding.contains(manifest.memory_id());
+        let strategy = self.embedding.contains(manifest.strategy_id());
+        StepType::ALL
+            .iter()
+            .copied()
+            .filter(|t| match t {
+                StepType::RetrieveMemory | StepType::PersistMemory => memory,
+                StepType::RetrieveDecisionContext | StepType::PersistDecision => strategy,
+                _ => false,
+            })
+            .collect()
     }
 
     /// The embedder `manifest`'s providers rank with, as pinned: `(model, dimension)`; none when

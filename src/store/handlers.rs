@@ -79,30 +79,38 @@ fn failed(doing: &'static str) -> impl FnOnce(StoreError) -> HandlerError {
     move |e| HandlerError::with_source(doing, e)
 }
 
+/// One warning on the step for what a read passed over, never a failure.
+fn passed_over(cx: &StepContext<'_>, count: usize, what: &str) {
+    if count > 0 {
+        cx.warn(format!(
+            "{count} stored {what} could not be read (a deleted row, a damaged or degenerate vector) and were left out"
+        ));
+    }
+}
+
 impl<P: Storage> Handler<RetrieveMemory> for StoreHandlers<P> {
     async fn call(
         &self,
         cx: &StepContext<'_>,
         p: &RetrieveMemoryPayload,
     ) -> Result<RetrieveMemoryResult, HandlerError> {
-        let search = self.ports.search_within(&p.input, p.top_k.get(), cx.deadline());
-        let items = search.await.map_err(failed("searching memories failed"))?;
-        Ok(RetrieveMemoryResult { items })
+        let search = self.ports.search_reporting(&p.input, p.top_k.get(), cx.deadline());
+        let found = search.await.map_err(failed("searching memories failed"))?;
+        passed_over(cx, found.passed_over, "memories");
+        Ok(RetrieveMemoryResult { items: found.value })
     }
 }
 
 impl<P: Storage> Handler<RetrieveDecisionContext> for StoreHandlers<P> {
     async fn call(
         &self,
-        _: &StepContext<'_>,
+        cx: &StepContext<'_>,
         p: &RetrieveDecisionContextPayload,
     ) -> Result<RetrieveDecisionContextResult, HandlerError> {
-        let context = self
-            .ports
-            .load(&p.input, p.current_domain.as_deref())
-            .await
-            .map_err(failed("loading the decision context failed"))?;
-        Ok(RetrieveDecisionContextResult { decisions: context.decisions, anchors: context.anchors })
+        let load = self.ports.load_reporting(&p.input, p.current_domain.as_deref(), cx.deadline());
+        let found = load.await.map_err(failed("loading the decision context failed"))?;
+        passed_over(cx, found.passed_over, "decision vectors");
+        Ok(RetrieveDecisionContextResult { decisions: found.value.decisions, anchors: found.value.anchors })
     }
 }
 

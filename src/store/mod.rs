@@ -96,6 +96,23 @@ pub enum StoreError {
     /// database, or a write through a read-only store. Nothing was changed.
     #[error("{0}")]
     Refused(String),
+    /// The embedder of a provider that ranks by meaning failed: its code and class are the
+    /// embedder's (a server's: `model-http-status`, `model-redirect`, …).
+    #[error("{message}")]
+    Embedder {
+        /// The embedder's code.
+        code: &'static str,
+        /// The embedder's class.
+        kind: crate::contract::registry::FailureKind,
+        /// What it said, its cause included.
+        message: String,
+    },
+}
+
+impl From<crate::embed::EmbedError> for StoreError {
+    fn from(e: crate::embed::EmbedError) -> StoreError {
+        StoreError::Embedder { code: e.code, kind: e.kind, message: e.to_string() }
+    }
 }
 
 impl crate::contract::registry::Failure for StoreError {
@@ -106,6 +123,7 @@ impl crate::contract::registry::Failure for StoreError {
             StoreError::NotFound(_) => "store-not-found",
             StoreError::Backend(_) => "store-backend",
             StoreError::Refused(_) => "store-refused",
+            StoreError::Embedder { code, .. } => code,
         }
     }
 
@@ -116,6 +134,7 @@ impl crate::contract::registry::Failure for StoreError {
         match self {
             StoreError::Conflict(_) | StoreError::NotFound(_) => FailureKind::CycleFail,
             StoreError::Backend(_) | StoreError::Refused(_) => FailureKind::FailFast,
+            StoreError::Embedder { kind, .. } => *kind,
         }
     }
 }
@@ -141,9 +160,39 @@ pub trait MemoryRepositoryPort: Send + Sync + 'static {
         let _ = deadline;
         self.search(query, top_k)
     }
+    /// [`search_within`](Self::search_within), saying also how many stored entries the search
+    /// passed over because they could not be read (a memory row deleted under its vector, a
+    /// damaged or degenerate vector): one bad row never fails a search, and the
+    /// `RetrieveMemory` handler reports the count as a warning on its step. The default passes
+    /// over nothing.
+    fn search_reporting(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<std::time::Instant>,
+    ) -> impl Future<Output = Result<Found<Vec<MemoryItem>>, StoreError>> + Send {
+        async move { self.search_within(query, top_k, deadline).await.map(Found::all) }
+    }
     /// Stores a memory; returns its id. Put again under the same key, it returns the first id and
     /// stores nothing.
     fn put(&self, memory: NewMemory<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
+}
+
+/// What a read found, and how many stored entries it passed over because they could not be
+/// read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found<T> {
+    /// What was found.
+    pub value: T,
+    /// How many stored entries were left out as unreadable.
+    pub passed_over: usize,
+}
+
+impl<T> Found<T> {
+    /// `value`, with nothing passed over.
+    pub fn all(value: T) -> Found<T> {
+        Found { value, passed_over: 0 }
+    }
 }
 
 /// Decisions in scope for an input (D-021 `DecisionContextProviderPort`).
@@ -155,6 +204,19 @@ pub trait DecisionContextProviderPort: Send + Sync + 'static {
         input: &str,
         current_domain: Option<&str>,
     ) -> impl Future<Output = Result<DecisionContext, StoreError>> + Send;
+    /// [`load`](Self::load), stopped when `deadline` passes (the step's), and saying how many
+    /// stored entries it passed over as unreadable (see
+    /// [`MemoryRepositoryPort::search_reporting`]): what the `RetrieveDecisionContext` handler
+    /// calls. The default ignores the deadline and passes over nothing.
+    fn load_reporting(
+        &self,
+        input: &str,
+        current_domain: Option<&str>,
+        deadline: Option<std::time::Instant>,
+    ) -> impl Future<Output = Result<Found<DecisionContext>, StoreError>> + Send {
+        let _ = deadline;
+        async move { self.load(input, current_domain).await.map(Found::all) }
+    }
 }
 
 /// The decision writes: versioned decisions, evidence and their links. Each write is one

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Storage,
+    DecisionContext, DecisionContextProviderPort, DecisionWritePort, Found, MemoryRepositoryPort, NewMemory, Storage,
     StoreError,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
@@ -64,25 +64,25 @@ impl std::fmt::Debug for ProviderContext<'_> {
 
 /// The object-safe form of [`MemoryRepositoryPort`]; every implementation of the port is one.
 pub trait DynMemoryProvider: Send + Sync + 'static {
-    /// [`MemoryRepositoryPort::search_within`].
-    fn search_within<'a>(
+    /// [`MemoryRepositoryPort::search_reporting`].
+    fn search_reporting<'a>(
         &'a self,
         query: &'a str,
         top_k: u64,
         deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<Vec<MemoryItem>, StoreError>>;
+    ) -> BoxFuture<'a, Result<Found<Vec<MemoryItem>>, StoreError>>;
     /// [`MemoryRepositoryPort::put`].
     fn put<'a>(&'a self, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>>;
 }
 
 impl<T: MemoryRepositoryPort> DynMemoryProvider for T {
-    fn search_within<'a>(
+    fn search_reporting<'a>(
         &'a self,
         query: &'a str,
         top_k: u64,
         deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<Vec<MemoryItem>, StoreError>> {
-        Box::pin(MemoryRepositoryPort::search_within(self, query, top_k, deadline))
+    ) -> BoxFuture<'a, Result<Found<Vec<MemoryItem>>, StoreError>> {
+        Box::pin(MemoryRepositoryPort::search_reporting(self, query, top_k, deadline))
     }
     fn put<'a>(&'a self, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>> {
         Box::pin(MemoryRepositoryPort::put(self, memory))
@@ -92,12 +92,13 @@ impl<T: MemoryRepositoryPort> DynMemoryProvider for T {
 /// The object-safe form of a strategy provider: [`DecisionContextProviderPort`] and the
 /// decision writes it reads back ([`DecisionWritePort`]); every implementation of both is one.
 pub trait DynStrategyProvider: Send + Sync + 'static {
-    /// [`DecisionContextProviderPort::load`].
-    fn load<'a>(
+    /// [`DecisionContextProviderPort::load_reporting`].
+    fn load_reporting<'a>(
         &'a self,
         input: &'a str,
         current_domain: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<DecisionContext, StoreError>>;
+        deadline: Option<Instant>,
+    ) -> BoxFuture<'a, Result<Found<DecisionContext>, StoreError>>;
     /// [`DecisionWritePort::persist_decision`].
     fn persist_decision<'a>(
         &'a self,
@@ -115,12 +116,13 @@ pub trait DynStrategyProvider: Send + Sync + 'static {
 }
 
 impl<T: DecisionContextProviderPort + DecisionWritePort> DynStrategyProvider for T {
-    fn load<'a>(
+    fn load_reporting<'a>(
         &'a self,
         input: &'a str,
         current_domain: Option<&'a str>,
-    ) -> BoxFuture<'a, Result<DecisionContext, StoreError>> {
-        Box::pin(DecisionContextProviderPort::load(self, input, current_domain))
+        deadline: Option<Instant>,
+    ) -> BoxFuture<'a, Result<Found<DecisionContext>, StoreError>> {
+        Box::pin(DecisionContextProviderPort::load_reporting(self, input, current_domain, deadline))
     }
     fn persist_decision<'a>(
         &'a self,
@@ -185,7 +187,7 @@ impl ResolvedStore {
 
 impl MemoryRepositoryPort for ResolvedStore {
     async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        self.memory.search_within(query, top_k, None).await
+        self.search_within(query, top_k, None).await
     }
     async fn search_within(
         &self,
@@ -193,7 +195,15 @@ impl MemoryRepositoryPort for ResolvedStore {
         top_k: u64,
         deadline: Option<Instant>,
     ) -> Result<Vec<MemoryItem>, StoreError> {
-        self.memory.search_within(query, top_k, deadline).await
+        Ok(self.memory.search_reporting(query, top_k, deadline).await?.value)
+    }
+    async fn search_reporting(
+        &self,
+        query: &str,
+        top_k: u64,
+        deadline: Option<Instant>,
+    ) -> Result<Found<Vec<MemoryItem>>, StoreError> {
+        self.memory.search_reporting(query, top_k, deadline).await
     }
     async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
         self.memory.put(memory).await
@@ -202,7 +212,15 @@ impl MemoryRepositoryPort for ResolvedStore {
 
 impl DecisionContextProviderPort for ResolvedStore {
     async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        self.strategy.load(input, current_domain).await
+        Ok(self.strategy.load_reporting(input, current_domain, None).await?.value)
+    }
+    async fn load_reporting(
+        &self,
+        input: &str,
+        current_domain: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Result<Found<DecisionContext>, StoreError> {
+        self.strategy.load_reporting(input, current_domain, deadline).await
     }
 }
 

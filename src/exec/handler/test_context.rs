@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
-use super::{StepContext, UsageSlot};
+use super::{StepContext, StepNotes};
 use crate::contract::plan::{PlanMetadata, StepDefinition};
 use crate::contract::steps::{Step, StepPayload};
 use crate::exec::ledger::Ledger;
@@ -55,7 +55,7 @@ pub struct TestContext {
     plan_hash: Digest,
     cycle: u64,
     deadline: Option<Instant>,
-    usage: Arc<UsageSlot>,
+    notes: Arc<StepNotes>,
 }
 
 impl TestContext {
@@ -71,7 +71,7 @@ impl TestContext {
             plan_hash: Digest::of(b""),
             cycle: 1,
             deadline: None,
-            usage: Arc::default(),
+            notes: Arc::default(),
         }
     }
 
@@ -103,7 +103,12 @@ impl TestContext {
     /// The tokens handlers recorded through this context's
     /// [`StepContext::record_usage`], summed, leaving none recorded.
     pub fn take_usage(&self) -> Option<TokenUsage> {
-        self.usage.take()
+        self.notes.take_usage()
+    }
+
+    /// What the handler gave to [`StepContext::warn`], leaving none recorded.
+    pub fn take_warnings(&self) -> Vec<String> {
+        self.notes.take_warnings()
     }
 
     /// The context to hand to the handler.
@@ -117,7 +122,7 @@ impl TestContext {
             plan_hash: &self.plan_hash,
             cycle: self.cycle,
             deadline: self.deadline,
-            usage: &self.usage,
+            notes: &self.notes,
         }
     }
 }

@@ -9,7 +9,7 @@ use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
 use crate::store::write::{self, End, WriteRows};
-use crate::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, Scope, StoreError};
+use crate::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, Found, Scope, StoreError};
 
 /// What the write under `key` returned, if it happened.
 fn written(tx: &rusqlite::Transaction<'_>, key: &str) -> Result<Option<String>, StoreError> {
@@ -47,32 +47,38 @@ fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Decision> {
 }
 
 impl DecisionContextProviderPort for SqliteStore {
-    async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+        Ok(self.load_reporting(input, current_domain, None).await?.value)
+    }
+
+    /// The decisions in scope, the query interrupted at `deadline` (the step's).
+    async fn load_reporting(
+        &self,
+        _input: &str,
+        current_domain: Option<&str>,
+        deadline: Option<std::time::Instant>,
+    ) -> Result<Found<DecisionContext>, StoreError> {
         let domain = current_domain.map(str::to_owned);
         let context = self
-            .with(false, move |conn| {
+            .read_within(deadline, move |conn| {
                 let in_scope = "is_active = 1 AND (scope_kind IN ('global', 'axis') OR (scope_kind = 'domain' AND scope_domain = ?1))";
                 let sql = format!(
                     "SELECT {DECISION_COLUMNS} FROM decisions WHERE {in_scope}
                      ORDER BY CASE scope_kind WHEN 'global' THEN 0 WHEN 'axis' THEN 1 ELSE 2 END, rowid"
                 );
-                let mut stmt = conn.prepare_cached(&sql).map_err(backend("loading decisions"))?;
-                let decisions = stmt
-                    .query_map(params![domain], decision_row)
-                    .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                    .map_err(backend("loading decisions"))?;
+                let decisions =
+                    conn.prepare_cached(&sql)?.query_map(params![domain], decision_row)?.collect::<Result<Vec<_>, _>>()?;
                 let sql = "SELECT de.decision_id, de.evidence_id FROM decision_evidence de JOIN decisions d ON d.id = de.decision_id
                      WHERE d.is_active = 1 AND (d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = ?1))
                      ORDER BY de.rowid";
-                let mut stmt = conn.prepare_cached(sql).map_err(backend("loading anchors"))?;
-                let anchors = stmt
-                    .query_map(params![domain], |r| Ok(Anchor { decision_id: r.get(0)?, evidence_id: r.get(1)? }))
-                    .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-                    .map_err(backend("loading anchors"))?;
+                let anchors = conn
+                    .prepare_cached(sql)?
+                    .query_map(params![domain], |r| Ok(Anchor { decision_id: r.get(0)?, evidence_id: r.get(1)? }))?
+                    .collect::<Result<Vec<_>, _>>()?;
                 Ok(DecisionContext { decisions, anchors })
             })
             .await?;
-        Ok(context.unwrap_or_default())
+        Ok(Found::all(context.unwrap_or_default()))
     }
 }
 

@@ -285,17 +285,17 @@ impl SqliteStore {
         self.with(false, move |conn| {
             if let Some(deadline) = deadline {
                 let late = move || std::time::Instant::now() >= deadline;
-                conn.progress_handler(PROGRESS_STEPS, Some(late)).map_err(backend("searching memories"))?;
+                conn.progress_handler(PROGRESS_STEPS, Some(late)).map_err(backend("reading the store"))?;
             }
             let rows = f(conn);
             if deadline.is_some() {
-                conn.progress_handler(0, None::<fn() -> bool>).map_err(backend("searching memories"))?;
+                conn.progress_handler(0, None::<fn() -> bool>).map_err(backend("reading the store"))?;
             }
             match rows {
                 Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::OperationInterrupted) => {
-                    Err(StoreError::Backend("the search was stopped at the step's deadline".into()))
+                    Err(StoreError::Backend("the read was stopped at the step's deadline".into()))
                 }
-                rows => rows.map_err(backend("searching memories")),
+                rows => rows.map_err(backend("reading the store")),
             }
         })
         .await

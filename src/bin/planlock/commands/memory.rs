@@ -69,7 +69,8 @@ fn semantic_memories_of(place: &SessionPlace, embed: &EmbedArgs) -> Result<Optio
         "bundle_id": pin.bundle_id, "version": "pinned", "memory_provider_id": MEMORY_PROVIDER,
     }))
     .map_err(|e| fail_fast(&e))?;
-    let (resolver, _) = embed.resolver(&manifest)?;
+    // The search is RetrieveMemory's.
+    let (resolver, _) = embed.resolver(&manifest, |_| Some(planlock::StepType::RetrieveMemory))?;
     let (model, dimension) = resolver.embedder_of(&manifest).unwrap_or(("", 0));
     if pin.embedder_model.as_deref() != Some(model) || pin.embedder_dimension != Some(dimension as u64) {
         return Err(fail_fast(&format_args!(

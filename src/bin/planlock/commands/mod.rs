@@ -84,12 +84,15 @@ fn load_plan(file: &Path) -> Result<ValidPlan, PlanFailure> {
 
 impl crate::args::EmbedArgs {
     /// The resolver with the embedder these flags name (the demo's without them), and how the
-    /// output names it; FailFast when the server cannot be reached. A server is asked only
-    /// when `manifest`'s providers rank by meaning: a bundle that embeds nothing never
-    /// contacts it.
+    /// output names it. A server is asked only when `manifest`'s providers rank by meaning: a
+    /// bundle that embeds nothing never contacts it. A server that fails here fails with its
+    /// cause's code (`model-http-status`, `model-redirect`, …) and the class of `first`, the
+    /// first step that would have asked it: the same failure has the same class before the
+    /// cycle as in it.
     fn resolver(
         &self,
         manifest: &planlock::store::bundle::BundleManifest,
+        first: impl Fn(&[planlock::StepType]) -> Option<planlock::StepType>,
     ) -> Result<(planlock::store::bundle::StrategyResolver, crate::report::EmbedderInfo), CliError> {
         use std::sync::Arc;
 
@@ -104,8 +107,12 @@ impl crate::args::EmbedArgs {
                 // member ignore it.
                 let config =
                     EmbedConfig::new(url, model).api_key_env(&self.embed_api_key_env).purpose_member("input_type");
-                let embedder =
-                    OpenAiEmbedder::connect(config).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+                let class = first(&resolver.embedding_steps(manifest)).map(|t| t.failure_kind());
+                let embedder = OpenAiEmbedder::connect(config).map_err(|e| CliError {
+                    exit: class_exit(class.unwrap_or(FailureKind::FailFast)),
+                    code: e.code(),
+                    message: e.to_string(),
+                })?;
                 let about = EmbedderInfo::Openai {
                     model: model.clone(),
                     url: embedder.config().shown_url(),

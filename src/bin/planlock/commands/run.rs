@@ -75,7 +75,9 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         let message = format!("cannot create the session root {}: {e}", root.display());
         return Err(CliError::usage("cannot-create-root", message).into());
     }
-    let (resolver, embedder) = c.embed.resolver(&manifest)?;
+    let first_in_plan =
+        |types: &[planlock::StepType]| plan.steps().iter().map(|s| s.step_type()).find(|t| types.contains(t));
+    let (resolver, embedder) = c.embed.resolver(&manifest, first_in_plan)?;
     // Named in the output only when the bundle's providers rank with it.
     let embedder = resolver.embedder_of(&manifest).map(|_| embedder);
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
