@@ -172,6 +172,24 @@ impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
         self
     }
 
+    /// Finishes the plan; compiles only once the four mandatory steps are in (the compiler
+    /// names the first one missing).
+    ///
+    /// Returns the same [`ValidPlan`] the runtime validator produces, or the validator's
+    /// [`Rejection`] for what types cannot check (step ids, empty strings, `topK` 0, free-form
+    /// values, the document size limit).
+    pub fn build(self) -> Result<ValidPlan, Rejection>
+    where
+        S::FirstMissing: NothingMissing,
+    {
+        let Draft { plan, ids, rejected_top_k } = *self.draft;
+        ValidPlan::from_builder(plan, !ids.suspect, rejected_top_k)
+    }
+}
+
+// Without bounds of their own: a step method's one bound, `S: Then<T>`, is the rule the compiler
+// reports on, also in a generic helper that gave its state no bound.
+impl<S, M> PlanBuilder<S, M> {
     /// The same draft in another state; the caller's bounds make the new state sound.
     #[inline]
     fn advance<N, K>(self) -> PlanBuilder<N, K> {
@@ -191,20 +209,6 @@ impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
         // `build()` reports that value and this payload's stand-in is never seen.
         let top_k = self.draft.plan.metadata.top_k.unwrap_or(PositiveInt::MIN);
         self.push(id, StepPayload::RetrieveMemory(RetrieveMemoryPayload { input, top_k }))
-    }
-
-    /// Finishes the plan; compiles only once the four mandatory steps are in (the compiler
-    /// names the first one missing).
-    ///
-    /// Returns the same [`ValidPlan`] the runtime validator produces, or the validator's
-    /// [`Rejection`] for what types cannot check (step ids, empty strings, `topK` 0, free-form
-    /// values, the document size limit).
-    pub fn build(self) -> Result<ValidPlan, Rejection>
-    where
-        S::FirstMissing: NothingMissing,
-    {
-        let Draft { plan, ids, rejected_top_k } = *self.draft;
-        ValidPlan::from_builder(plan, !ids.suspect, rejected_top_k)
     }
 }
 
@@ -245,7 +249,7 @@ macro_rules! builder_table {
         )*
         /// The step methods, one per step type in canonical order, and `maybe_` for each
         /// optional one.
-        impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
+        impl<S, M> PlanBuilder<S, M> {
             $($methods)*
         }
     };
@@ -305,7 +309,7 @@ macro_rules! builder_table {
 
 crate::contract::registry::for_each_step!(builder_table);
 
-impl<S: BuilderState, M: TopKState> PlanBuilder<S, M> {
+impl<S, M> PlanBuilder<S, M> {
     /// Adds the `RetrieveMemory` step with this query. Its payload `topK` is the plan's
     /// `metadata.topK`, so the two cannot disagree; compiles only after [`top_k`](Self::top_k).
     #[inline]

@@ -108,8 +108,8 @@ where
 
 /// `Self` comes later than `S` in the canonical order (so it is not in the plan yet either).
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot come after `{S}` in the canonical order: move it earlier, or remove it if the plan has one",
-    label = "`{Self}` comes before `{S}` in the canonical order, or is already in the plan",
+    message = "`{Self}` cannot come after `{S}` in the canonical order: move it earlier, or remove it if the plan has one (in a generic helper: bound `{S}: CanAdd<{Self}>`)",
+    label = "`{Self}` comes before `{S}` in the canonical order, or is already in the plan, or `{S}` is generic and not bounded for it",
     note = "steps follow the canonical order RepoScan, ContextSelect, RetrieveMemory, RetrieveDecisionContext, PromptAssemble, LLMCall, SummarizeMemory, PersistMemory, PersistDecision, PersistEvidence, LinkDecisionEvidence, PersistSession; each step type appears at most once",
     note = "a generic helper that adds `{Self}` in state `S` needs the bound `S: CanAdd<{Self}>`"
 )]
@@ -176,8 +176,10 @@ pub trait Then<T> {
     type Next;
 }
 
+// No `S: BuilderState` here: in a generic helper whose state has no bound, the order rule is
+// the one reported (with its hint on the bound to add), not this trait's own message.
 #[doc(hidden)]
-impl<S: BuilderState, T: Step> Then<T> for S
+impl<S, T: Step> Then<T> for S
 where
     T: ComesAfter<S>,
     <T as ComesAfter<S>>::Missing: AddedBefore<T>,
