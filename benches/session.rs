@@ -167,6 +167,10 @@ fn intervention(plan: &planlock::ValidPlan, saved: &planlock::session::SessionSt
         reason: "the prompt may carry personal data".into(),
         completed,
         created_at: planlock::session::Timestamp::now(),
+        shown: Some(serde_json::json!({"payload": {"prompt": "Answer", "config": {}}, "results": {}})),
+        shown_digest: Some(planlock::Digest::of(b"shown")),
+        shown_truncated: false,
+        expires_at: None,
     }
 }
 

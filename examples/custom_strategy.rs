@@ -84,6 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 );
             }
             RunOutcome::Paused(record) => println!("process {run}: paused at {}", record.step_id),
+            RunOutcome::Abandoned(record) => println!("process {run}: cycle {} rejected", record.cycle),
         }
     }
     let pin = std::fs::read_to_string(session.path().join(planlock::session::PIN_FILE))?;

@@ -131,6 +131,9 @@ fn describe(outcome: RunOutcome, runtime: &Runtime<FileSessionStore, Boxed>) {
                 planlock::session::INTERVENTION_FILE
             );
         }
+        RunOutcome::Abandoned(record) => {
+            println!("   A reviewer rejected cycle {}: it is abandoned, the session as it was.", record.cycle);
+        }
     }
 }
 

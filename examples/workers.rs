@@ -145,6 +145,9 @@ fn worker(url: &str) -> Result<(), Error> {
             Ok(RunOutcome::Paused(record)) => {
                 eprintln!("worker {}: {key} paused: {}", std::process::id(), record.reason)
             }
+            Ok(RunOutcome::Abandoned(record)) => {
+                eprintln!("worker {}: {key}: a reviewer rejected cycle {}", std::process::id(), record.cycle)
+            }
             Err(e) => eprintln!("worker {}: {key}: {e}", std::process::id()),
         }
     }

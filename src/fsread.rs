@@ -22,6 +22,20 @@ pub(crate) enum ReadError {
 
 /// Reads the regular file at `path`, at most `cap` bytes; a symbolic link is refused.
 pub(crate) fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
+    let file = open_regular(path)?;
+    let opened = file.metadata().map_err(|e| ReadError::Io("inspect", e))?;
+    // Sized from the file, so one read fills it; the cap still bounds what is read.
+    let mut bytes = Vec::with_capacity(opened.len().min(cap) as usize + 1);
+    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| ReadError::Io("read", e))?;
+    if bytes.len() as u64 > cap {
+        return Err(ReadError::TooLarge);
+    }
+    Ok(bytes)
+}
+
+/// Opens the regular file at `path` to read; a symbolic link, a FIFO (never waited on), a
+/// directory or anything else is refused, saying what it is.
+pub(crate) fn open_regular(path: &Path) -> Result<File, ReadError> {
     let file = match open_no_follow(path) {
         Ok(file) => file,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(ReadError::NotFound),
@@ -38,13 +52,7 @@ pub(crate) fn read_regular(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> 
     if !opened.is_file() {
         return Err(ReadError::NotRegular(kind_of(&opened)));
     }
-    // Sized from the file, so one read fills it; the cap still bounds what is read.
-    let mut bytes = Vec::with_capacity(opened.len().min(cap) as usize + 1);
-    file.take(cap + 1).read_to_end(&mut bytes).map_err(|e| ReadError::Io("read", e))?;
-    if bytes.len() as u64 > cap {
-        return Err(ReadError::TooLarge);
-    }
-    Ok(bytes)
+    Ok(file)
 }
 
 #[cfg(unix)]

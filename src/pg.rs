@@ -33,13 +33,14 @@ pub(crate) use conn::{Conn, Param};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// Any number, the same everywhere: the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
 
 /// The migrations, in order. Each runs once, in the transaction that records it.
-const MIGRATIONS: &[(i32, &str)] = &[(1, include_str!("pg/v1.sql")), (2, include_str!("pg/v2.sql"))];
+const MIGRATIONS: &[(i32, &str)] =
+    &[(1, include_str!("pg/v1.sql")), (2, include_str!("pg/v2.sql")), (3, include_str!("pg/v3.sql"))];
 
 /// A pooled connection.
 pub(crate) type PgConnection = r2d2::PooledConnection<conn::Manager>;

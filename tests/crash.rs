@@ -121,6 +121,10 @@ fn record(seq: u64) -> InterventionRecord {
         reason: "r".repeat((seq % 300) as usize),
         completed: vec![],
         created_at: Timestamp::now(),
+        shown: Some(serde_json::json!({ "seq": seq })),
+        shown_digest: Some(Digest::of(&seq.to_le_bytes())),
+        shown_truncated: false,
+        expires_at: None,
     }
 }
 

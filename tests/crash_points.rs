@@ -86,6 +86,9 @@ impl<S: SessionStore> SessionStore for StopAt<S> {
         self.at("before-pin");
         self.inner.save_pin(pin)
     }
+    fn records(&self) -> &dyn planlock::session::SessionRecords {
+        self.inner.records()
+    }
 }
 
 /// The real file system, stopping inside the pin's save: written and flushed, not yet renamed.
@@ -139,6 +142,7 @@ fn child(root: &Path, action: &str, point: &str) {
     match outcome {
         Ok(RunOutcome::Completed(_)) => println!("completed {}", runtime.cycle()),
         Ok(RunOutcome::Paused(r)) => println!("paused {}", r.cycle),
+        Ok(RunOutcome::Abandoned(r)) => println!("abandoned {}", r.cycle),
         Err(e) => println!("failed: {e}"),
     }
 }

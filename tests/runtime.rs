@@ -152,6 +152,9 @@ impl SessionStore for Forward {
     fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), planlock::session::SessionError> {
         self.0.save_pin(pin)
     }
+    fn records(&self) -> &dyn planlock::session::SessionRecords {
+        self.0.records()
+    }
 }
 
 #[test]
@@ -524,6 +527,9 @@ impl SessionStore for AsyncOnly {
     }
     fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), planlock::session::SessionError> {
         self.inner.save_pin(pin)
+    }
+    fn records(&self) -> &dyn planlock::session::SessionRecords {
+        self.inner.records()
     }
 }
 

@@ -261,7 +261,7 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
                         let in_window = Instant::now() <= end;
                         walls.borrow_mut().push((started.elapsed().as_secs_f64() * 1e3, in_window));
                     }
-                    Ok(RunOutcome::Paused(_)) => {
+                    Ok(RunOutcome::Paused(_) | RunOutcome::Abandoned(_)) => {
                         *errors.borrow_mut() += 1;
                         break;
                     }

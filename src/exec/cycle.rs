@@ -8,6 +8,7 @@ use uuid::Uuid;
 use crate::exec::failure::ExecError;
 use crate::exec::ledger::Ledger;
 use crate::exec::report::{CycleReport, Intervention, Phase};
+use crate::exec::shown::Shown;
 use crate::exec::validator::Override;
 use crate::hash::{Digest, plan_digest};
 use crate::validate::ValidPlan;
@@ -107,11 +108,12 @@ pub(crate) struct RestoredCycle {
     pub(crate) paused_by: Intervention,
 }
 
-/// A validator's Block as [`Executor::judge`] found it.
+/// A validator's Block as [`Executor::judge`] found it, with what it blocked.
 pub(crate) struct Block {
     pub(crate) validator_id: String,
     pub(crate) phase: Phase,
     pub(crate) reason: String,
+    pub(crate) shown: Shown,
 }
 
 /// A cycle paused by a validator's Block (docs/CONTRACT.md, "Execution"). The
@@ -123,12 +125,19 @@ pub(crate) struct Block {
 pub struct PausedCycle {
     pub(crate) cycle: Cycle,
     pub(crate) intervention: Intervention,
+    pub(crate) shown: Shown,
 }
 
 impl PausedCycle {
     /// The Block that paused the cycle.
     pub fn intervention(&self) -> &Intervention {
         &self.intervention
+    }
+
+    /// What the reviewer is to decide on: the blocked step's input (a Block before it) or its
+    /// result (a Block after it, which the cycle does not keep), with its digest.
+    pub fn shown(&self) -> &Shown {
+        &self.shown
     }
 
     /// The results of the steps completed before the blocked one.

@@ -33,8 +33,10 @@ pub use crate::exec::failure::{ExecError, StepFailure};
 pub use crate::exec::guard::DEFAULT_PROMPT_DEADLINE;
 use crate::exec::guard::{Called, deadline, guard, guarded_call, step_span};
 pub use crate::exec::report::{
-    CycleReport, Intervention, OverrideRecord, Phase, StepRecord, StepStatus, TokenUsage, WarnedBy, Warning,
+    CycleReport, Intervention, OverrideRecord, Phase, StaleApproval, StepRecord, StepStatus, TokenUsage, WarnedBy,
+    Warning,
 };
+pub use crate::exec::shown::{MAX_SHOWN_BYTES, Shown};
 
 /// The flat executor. Build it with its [`Handlers`], register validators, then run cycles. A
 /// session's cycles are run by its [`Runtime`](crate::runtime::Runtime), which owns an executor
@@ -291,7 +293,8 @@ impl<L: HandlerSet> Executor<L> {
             };
             let verdicts = validators.pre.iter().map(|v| (*v, Phase::Before, guard(|| v.validator.before(&view))));
             if !validators.pre.is_empty() {
-                match self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report) {
+                let shown = || Shown::before(step, steps, &cycle.ledger);
+                match self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report, shown) {
                     Ok(None) => {}
                     Ok(Some(block)) => {
                         let record = attempt(index, step, StepStatus::Blocked, warnings, started, None);
@@ -352,7 +355,8 @@ impl<L: HandlerSet> Executor<L> {
             let verdicts =
                 validators.post.iter().map(|v| (*v, Phase::After, guard(|| v.validator.after(&view, &result))));
             if !validators.post.is_empty() {
-                match self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report) {
+                let shown = || Shown::after(&result);
+                match self.judge(verdicts, step, &span, &mut warnings, &mut cycle.over, &mut cycle.report, shown) {
                     Ok(None) => {}
                     Ok(Some(block)) => {
                         // Nothing of the blocked attempt is kept but the tokens it cost: its
@@ -420,8 +424,10 @@ impl<L: HandlerSet> Executor<L> {
         if problems.is_empty() { Ok((result, returned_at)) } else { Err(StepFailure::ResultContract(problems)) }
     }
 
-    /// Applies the verdicts: records warnings, honours the cycle's override once, returns the
-    /// first Block that stands.
+    /// Applies the verdicts: records warnings, honours the cycle's override once (while what
+    /// `shown` gives has the approved digest), returns the first Block that stands with what it
+    /// blocked.
+    #[allow(clippy::too_many_arguments, reason = "the judged step's whole context, private")]
     fn judge<'v>(
         &self,
         verdicts: impl Iterator<Item = (&'v Registered, Phase, Result<Verdict, String>)>,
@@ -430,6 +436,7 @@ impl<L: HandlerSet> Executor<L> {
         warnings: &mut Vec<Warning>,
         over: &mut Option<Override>,
         report: &mut CycleReport,
+        shown: impl Fn() -> Shown,
     ) -> Result<Option<Block>, ValidatorPanic> {
         for (v, phase, verdict) in verdicts {
             let _guard = tracing::info_span!(
@@ -449,16 +456,34 @@ impl<L: HandlerSet> Executor<L> {
                 }
                 Verdict::Block(reason) => {
                     if let Some(o) = over.take_if(|o| o.validator_id == v.id && o.step_id == step.id) {
-                        report.overrides.push(OverrideRecord {
-                            step_id: step.id.clone(),
-                            validator_id: o.validator_id,
-                            reason,
-                            justification: o.justification,
-                        });
-                        continue;
+                        // Bound to what was approved: it applies only to the same thing again.
+                        let met = o.shown_digest.map(|approved| (approved, shown().digest));
+                        match met {
+                            Some((approved, met)) if approved != met => {
+                                tracing::warn!(validator = %v.id, %approved, %met, "approval-stale");
+                                let validator_id = o.validator_id;
+                                report.stale.push(StaleApproval {
+                                    step_id: step.id.clone(),
+                                    validator_id,
+                                    approved,
+                                    met,
+                                });
+                            }
+                            _ => {
+                                report.overrides.push(OverrideRecord {
+                                    step_id: step.id.clone(),
+                                    validator_id: o.validator_id,
+                                    reason,
+                                    justification: o.justification,
+                                    by: o.by,
+                                    shown_digest: o.shown_digest,
+                                });
+                                continue;
+                            }
+                        }
                     }
                     tracing::warn!(validator = %v.id, %reason, "validator blocked the step");
-                    return Ok(Some(Block { validator_id: v.id.clone(), phase, reason }));
+                    return Ok(Some(Block { validator_id: v.id.clone(), phase, reason, shown: shown() }));
                 }
             }
         }
@@ -489,7 +514,7 @@ impl<L: HandlerSet> Executor<L> {
             reason: block.reason,
         };
         cycle.report.interventions.push(intervention.clone());
-        CycleOutcome::InterventionRequired(PausedCycle { cycle, intervention })
+        CycleOutcome::InterventionRequired(PausedCycle { cycle, intervention, shown: block.shown })
     }
 }
 

@@ -11,4 +11,5 @@ mod guard;
 pub mod handler;
 pub mod ledger;
 pub(crate) mod report;
+mod shown;
 pub mod validator;

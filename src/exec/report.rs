@@ -6,6 +6,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::contract::registry::StepType;
+use crate::hash::Digest;
 
 /// When a validator ran.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -125,6 +126,27 @@ pub struct OverrideRecord {
     pub reason: String,
     /// The caller's justification.
     pub justification: String,
+    /// Who decided, when known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub by: Option<String>,
+    /// The digest of what was approved, when the override was bound to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shown_digest: Option<Digest>,
+}
+
+/// An approval that did not apply (`approval-stale`): the re-run met something other than what
+/// was approved, so the validator judged it like any other (CONTRACT §14).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct StaleApproval {
+    /// The step.
+    pub step_id: String,
+    /// The validator the approval named.
+    pub validator_id: String,
+    /// The digest that was approved.
+    pub approved: Digest,
+    /// The digest of what the re-run met.
+    pub met: Digest,
 }
 
 /// What happened in a cycle: every step with its status, duration and warnings, the
@@ -137,6 +159,8 @@ pub struct CycleReport {
     pub interventions: Vec<Intervention>,
     /// Every override used.
     pub overrides: Vec<OverrideRecord>,
+    /// Every approval that did not apply because the re-run met something else.
+    pub stale: Vec<StaleApproval>,
 }
 
 impl CycleReport {

@@ -122,6 +122,11 @@ impl Registered {
 
 /// Lets the pending Block of one validator at one step pass, in that step's re-run only, when a
 /// paused cycle is resumed. One that names any other validator or step is refused.
+///
+/// Bound to what the reviewer saw ([`for_shown`](Override::for_shown)), it lets the Block pass only
+/// while the re-run meets what has that digest (before the step: its input; after it: its
+/// result); otherwise the validator's Block stands, the report says the approval was stale, and
+/// the cycle pauses again on what is there now (CONTRACT §14).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Override {
     /// The validator whose Block is overridden.
@@ -130,6 +135,12 @@ pub struct Override {
     pub step_id: String,
     /// Why; recorded in the cycle report.
     pub justification: String,
+    /// Who decided, when known; recorded in the cycle report.
+    pub by: Option<String>,
+    /// The digest of what was approved ([`Shown::digest`](crate::executor::Shown)); `None` lets
+    /// the Block pass whatever the re-run meets (a record of an older version shows nothing to
+    /// bind to).
+    pub shown_digest: Option<Digest>,
 }
 
 impl Override {
@@ -139,7 +150,26 @@ impl Override {
         step_id: impl Into<String>,
         justification: impl Into<String>,
     ) -> Override {
-        Override { validator_id: validator_id.into(), step_id: step_id.into(), justification: justification.into() }
+        Override {
+            validator_id: validator_id.into(),
+            step_id: step_id.into(),
+            justification: justification.into(),
+            by: None,
+            shown_digest: None,
+        }
+    }
+
+    /// Binds the override to what the reviewer saw: it applies only while the re-run meets what
+    /// has this digest.
+    pub fn for_shown(mut self, digest: Digest) -> Override {
+        self.shown_digest = Some(digest);
+        self
+    }
+
+    /// Names who decided.
+    pub fn by(mut self, by: impl Into<String>) -> Override {
+        self.by = Some(by.into());
+        self
     }
 
     /// Checks the justification a person gave: not blank, at most [`MAX_JUSTIFICATION_CHARS`]

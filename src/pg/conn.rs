@@ -71,6 +71,14 @@ impl Conn {
         self.client.query_opt(&statement, &values)
     }
 
+    /// [`query_typed_opt`](Self::query_typed_opt) for a statement of any number of rows.
+    pub(crate) fn query_typed(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, Error> {
+        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
+        let statement = self.statement(sql, &types)?;
+        let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
+        self.client.query(&statement, &values)
+    }
+
     /// Runs `sql`, text of one or more statements without parameters, in one round trip.
     pub(crate) fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
         self.client.batch_execute(sql)

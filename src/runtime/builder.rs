@@ -13,13 +13,14 @@ pub struct RuntimeBuilder<S, L = Nil> {
     pub(super) options: ExecOptions,
     pub(super) bundle: Option<BundleManifest>,
     pub(super) resolver: Option<StrategyResolver>,
+    pub(super) approval_ttl: Option<std::time::Duration>,
 }
 
 impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
     pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
-        let RuntimeBuilder { policy_root, plan, store, options, bundle, resolver, .. } = self;
-        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver }
+        let RuntimeBuilder { policy_root, plan, store, options, bundle, resolver, approval_ttl, .. } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl }
     }
 
     crate::exec::executor::option_setters!(
@@ -35,6 +36,14 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         self
     }
 
+    /// How long a pause waits for a person (CONTRACT §14): its record's `expiresAt` is this long
+    /// after the pause, a decision after it is refused (`approval-expired`), and an expired pause
+    /// can only be abandoned. No expiry without it.
+    pub fn approval_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.approval_ttl = Some(ttl);
+        self
+    }
+
     /// The resolver whose registered ids the bundle's are checked against: the one the storage
     /// was resolved with, when it registers providers of its own (the built-ins by default).
     pub fn resolver(mut self, resolver: StrategyResolver) -> Self {
@@ -46,7 +55,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// computes the plan hash, loads the session and any paused cycle, and compares. Cold Start
     /// creates nothing.
     pub fn boot(self) -> Result<Runtime<S, L>, BootError> {
-        let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver } = self;
+        let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl } = self;
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
         }
@@ -86,6 +95,15 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         // behind: the session proves the cycle finished, so the record goes, and nothing re-runs.
         let leftover = match (&pending, &previous) {
             (Some(record), Some(state)) if record.is_leftover_of(state) => {
+                // Its decision was consumed by the cycle the session completed: logged if the
+                // stopped process had not.
+                let pause = PauseRef::of(record);
+                let decision = store.records().load_decision()?.filter(|d| d.pause == pause);
+                if let Some(decision) = &decision {
+                    let at = Timestamp::now();
+                    let event = ApprovalEvent::Consumed { pause, cycle: record.cycle, completed: true, at };
+                    approvals::log_outcome(store.records(), event, Some(decision))?;
+                }
                 store.remove_intervention()?;
                 pending.take()
             }
@@ -148,6 +166,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             pin: pin.map(Box::new),
             executor,
             state,
+            approval_ttl,
         })
     }
 }

@@ -5,6 +5,7 @@
 use std::fmt;
 
 use super::*;
+use crate::session::DecideError;
 
 /// What was saved under a plan hash that no longer holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,8 +232,12 @@ pub enum RuntimeError {
     /// The plan hash is no longer the one the cycle paused under.
     #[error(transparent)]
     HashMismatch(Box<HashMismatch>),
-    /// A cycle is paused: only resume or abandon may follow.
-    #[error("cycle {cycle} is paused at step `{step_id}` by validator `{validator_id}`: resume or abandon it first")]
+    /// A cycle is paused and no decision on it is recorded: only a decision (resume) or an
+    /// abandon may follow; an expired one can only be abandoned.
+    #[error(
+        "cycle {cycle} is paused at step `{step_id}` by validator `{validator_id}`: {}",
+        if *expired { "the pause expired: abandon it" } else { "resume or abandon it first" }
+    )]
     Paused {
         /// The paused cycle's number.
         cycle: u64,
@@ -240,7 +245,13 @@ pub enum RuntimeError {
         step_id: String,
         /// The validator that blocked it.
         validator_id: String,
+        /// Whether the pause has expired.
+        expired: bool,
     },
+    /// A decision on the paused cycle could not be recorded (`already-decided`,
+    /// `approval-expired`, …); nothing ran.
+    #[error(transparent)]
+    Decision(Arc<DecideError>),
     /// There is no paused cycle to resume or abandon.
     #[error("no cycle is paused; there is nothing to resume or abandon")]
     NotPaused,
@@ -289,6 +300,7 @@ impl Failure for RuntimeError {
             RuntimeError::Profile(e) => e.code(),
             RuntimeError::HashMismatch(e) => e.code(),
             RuntimeError::Paused { .. } => "cycle-paused",
+            RuntimeError::Decision(e) => e.code(),
             RuntimeError::NotPaused => "not-paused",
             RuntimeError::Justification(_) => "override-justification",
             RuntimeError::InterventionMismatch(e) => e.code(),
@@ -302,6 +314,7 @@ impl Failure for RuntimeError {
             RuntimeError::Paused { .. } | RuntimeError::NotPaused | RuntimeError::Justification(_) => {
                 FailureKind::CycleFail
             }
+            RuntimeError::Decision(e) => e.kind(),
             RuntimeError::Session(_)
             | RuntimeError::Profile(_)
             | RuntimeError::HashMismatch(_)

@@ -5,6 +5,7 @@
 //! Layer 6: the runtime owns a session: it imports the executor, the session store, hashing and
 //! validation, and nothing imports it but the demo handlers and the binary.
 
+mod approvals;
 mod builder;
 mod error;
 mod pin;
@@ -37,8 +38,8 @@ use crate::exec::validator::Override;
 use crate::hash::profile::{PolicyProfile, ProfileError};
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PIN_FILE, PinVersion,
-    ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+    ApprovalEvent, BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PIN_FILE, PauseRef,
+    PinVersion, ReservedSession, ReviewDecision, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::text::printable;
@@ -76,6 +77,9 @@ pub enum RunOutcome {
     /// A validator blocked a step. The record is saved: resume or abandon, in this process or
     /// after a restart.
     Paused(InterventionRecord),
+    /// A person rejected the paused cycle: it is abandoned (the session as it was; the same
+    /// cycle number runs next).
+    Abandoned(Box<InterventionRecord>),
 }
 
 /// Where the runtime stands between calls.
@@ -140,6 +144,8 @@ pub struct Runtime<S, L> {
     pin: Option<Box<BundlePinV1>>,
     executor: Executor<WithStager<L>>,
     state: State,
+    /// How long a pause waits for a decision (`expiresAt` on new records); none: no expiry.
+    approval_ttl: Option<std::time::Duration>,
 }
 
 impl<S: SessionStore> Runtime<S, Nil> {
@@ -154,6 +160,7 @@ impl<S: SessionStore> Runtime<S, Nil> {
             options: ExecOptions::default(),
             bundle: None,
             resolver: None,
+            approval_ttl: None,
         }
     }
 }
@@ -247,19 +254,24 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     }
 
     /// Runs the next cycle of the session.
+    ///
+    /// A paused session goes on here once a person has decided (CONTRACT §14), in this process
+    /// or another: an approval resumes the paused cycle with it, a rejection abandons it
+    /// ([`RunOutcome::Abandoned`]). Without a decision, a paused session is refused
+    /// ([`RuntimeError::Paused`]).
     pub async fn run_cycle(&mut self) -> Result<RunOutcome, RuntimeError> {
         self.refuse_if_halted()?;
         if let State::Paused(record) = &self.state {
-            return Err(RuntimeError::Paused {
-                cycle: record.cycle,
-                step_id: record.step_id.clone(),
-                validator_id: record.validator.id.clone(),
-            });
+            let record = (**record).clone();
+            return match self.act_on_decision().await {
+                Some(outcome) => outcome,
+                None => Err(self.paused_error(&record)),
+            };
         }
         self.reserve()?;
         let session = self.cycle_session(self.cycle() + 1);
         let outcome = self.executor.run_with(&self.plan, session).await;
-        self.settle(outcome, session.cycle).await
+        self.settle(outcome, session.cycle, None).await
     }
 
     /// [`run_cycle`](Self::run_cycle) from synchronous code.
@@ -270,19 +282,35 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Resumes the paused cycle (docs/CONTRACT.md, "Sessions and the runtime"): recomputes the
     /// plan hash from the current policy files (a change is FailFast, naming the part), restores
     /// the results of the steps completed before the blocked one, and runs the blocked step again
-    /// from its beginning. `over` must name the pending intervention's validator and step; it
-    /// lets that Block pass in this re-run only. The record is removed once the cycle has
-    /// completed and its session save is durable.
+    /// from its beginning. `over` must name the pending intervention's validator and step; it is
+    /// recorded as the pause's decision first (an approval by `over.by`, on what the record shows
+    /// unless `over` names a digest: a pause has one decision, so one already recorded stands),
+    /// and lets that Block pass in this re-run only, while the re-run meets what was approved.
+    /// The record is removed once the cycle has completed and its session save is durable.
     pub async fn resume(&mut self, over: Option<Override>) -> Result<RunOutcome, RuntimeError> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
-        if let Some(o) = &over {
-            o.check_justification().map_err(RuntimeError::Justification)?;
-        }
-        if let Some(o) = &over {
-            override_fits(o, &record.validator.id, &record.step_id)?;
-        }
+        let decision = match &over {
+            Some(o) => {
+                o.check_justification().map_err(RuntimeError::Justification)?;
+                override_fits(o, &record.validator.id, &record.step_id)?;
+                Some(self.decide_now(&record, o)?)
+            }
+            None => None,
+        };
+        let over = decision.as_ref().map(approvals::override_of);
+        self.resume_with(record, over, decision).await
+    }
+
+    /// Runs the paused cycle of `record` on from its blocked step with `over`, acting on
+    /// `decision` (whose outcome is logged before the record is removed or replaced).
+    async fn resume_with(
+        &mut self,
+        record: InterventionRecord,
+        over: Option<Override>,
+        decision: Option<ReviewDecision>,
+    ) -> Result<RunOutcome, RuntimeError> {
         let profile = match PolicyProfile::load(&self.policy_root, &self.plan.metadata().policy_profile) {
             Ok(profile) => profile,
             Err(e) => return Err(self.fail(e.into())),
@@ -301,11 +329,19 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         let outcome = self.executor.resume_restored(&self.plan, restored).await;
         let cycle = record.cycle;
-        let settled = self.settle(outcome, cycle).await;
+        let settled = self.settle(outcome, cycle, decision.as_ref()).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
             && e.kind() == FailureKind::CycleFail
         {
+            if let Some(decision) = &decision {
+                let report = match e {
+                    RuntimeError::Exec(e) => e.report(),
+                    _ => None,
+                };
+                let event = approvals::outcome(&decision.pause, report, false);
+                self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+            }
             self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
             self.state = State::Ready;
         }
@@ -323,6 +359,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
+        let decision = self.decision_on(&record)?;
+        let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
+        self.log_outcome(event, decision.as_ref()).map_err(|e| self.fail(e))?;
         self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
         self.state = State::Ready;
         Ok(record)
@@ -347,10 +386,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         &mut self,
         outcome: Result<CycleOutcome, ExecError>,
         cycle: u64,
+        decision: Option<&ReviewDecision>,
     ) -> Result<RunOutcome, RuntimeError> {
         let settled = match outcome {
-            Ok(CycleOutcome::Completed(done)) => self.commit(done, cycle).await,
-            Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(&paused, cycle),
+            Ok(CycleOutcome::Completed(done)) => self.commit(done, cycle, decision).await,
+            Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(&paused, cycle, decision),
             Err(e) => Err(self.fail(e.into())),
         };
         if settled.is_err() {
@@ -363,7 +403,12 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Saves the session update of a completed cycle, built from its ledger (its bundle pin
     /// first, when one is due, so a session never exists without its pin), then removes any
     /// paused cycle's record.
-    async fn commit(&mut self, done: Completed, cycle: u64) -> Result<RunOutcome, RuntimeError> {
+    async fn commit(
+        &mut self,
+        done: Completed,
+        cycle: u64,
+        decision: Option<&ReviewDecision>,
+    ) -> Result<RunOutcome, RuntimeError> {
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin) {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
@@ -382,15 +427,28 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         self.session = Some(saved);
         if matches!(self.state, State::Paused(_)) {
+            // What became of the decision, logged before its record goes (a crash between is
+            // finished by the next boot, which finds the record a leftover).
+            if let Some(decision) = decision {
+                let event = approvals::outcome(&decision.pause, Some(&done.report), true);
+                self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+            }
             self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
         }
         self.state = State::Ready;
         Ok(RunOutcome::Completed(done))
     }
 
-    /// Saves the record of a paused cycle; the session file stays as it was.
-    fn pause(&mut self, paused: &PausedCycle, cycle: u64) -> Result<RunOutcome, RuntimeError> {
-        let intervention = paused.intervention();
+    /// Saves the record of a paused cycle, with what the reviewer is shown and when the pause
+    /// expires; the session file stays as it was. A decision acted on in this run is logged
+    /// first (the new record replaces the one it was about).
+    fn pause(
+        &mut self,
+        paused: &PausedCycle,
+        cycle: u64,
+        decision: Option<&ReviewDecision>,
+    ) -> Result<RunOutcome, RuntimeError> {
+        let (intervention, shown, now) = (paused.intervention(), paused.shown(), Timestamp::now());
         let validator = self.executor.validator_signature(&intervention.validator_id);
         let Some(validator) = validator else {
             let what = format!("it would name validator `{}`, which is not registered", intervention.validator_id);
@@ -417,8 +475,16 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             validator,
             reason: intervention.reason.clone(),
             completed,
-            created_at: Timestamp::now(),
+            created_at: now,
+            shown: Some(shown.value.clone()),
+            shown_digest: Some(shown.digest),
+            shown_truncated: shown.truncated,
+            expires_at: self.approval_ttl.and_then(|ttl| now.plus(ttl)),
         };
+        if let Some(decision) = decision {
+            let event = approvals::outcome(&decision.pause, Some(paused.report()), false);
+            self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+        }
         self.store.save_intervention(&record).map_err(|e| self.fail(e.into()))?;
         self.state = State::Paused(Box::new(record.clone()));
         Ok(RunOutcome::Paused(record))

@@ -6,7 +6,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::records::{FileRecords, SessionRecords};
+use super::records::{DECISION_FILE, FileRecords, SessionRecords};
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE, ReservedSession, SESSION_FILE,
     SessionError, SessionState, SessionStore, SessionUpdate,
@@ -205,11 +205,15 @@ impl SessionStore for FileSessionStore {
     }
 
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.write_durably(&self.intervention, record)
+        // A decision belongs to the pause it names: a new pause starts without one. (Removed
+        // after: a crash between leaves a decision on an ended pause, which nothing uses.)
+        self.write_durably(&self.intervention, record)?;
+        self.remove_durably(&self.root.join(DECISION_FILE))
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.remove_durably(&self.intervention)
+        self.remove_durably(&self.intervention)?;
+        self.remove_durably(&self.root.join(DECISION_FILE))
     }
 
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
@@ -226,5 +230,9 @@ impl SessionStore for FileSessionStore {
 
     fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
         self.write_durably(&self.root.join(PIN_FILE), pin)
+    }
+
+    fn records(&self) -> &dyn SessionRecords {
+        &self.records
     }
 }

@@ -74,5 +74,5 @@ where
     }
     super::forward_session_store!(this => this.inner;
         claim, load, discard_cycle, load_intervention, save_intervention, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin);
+        load_reserved, save_reserved, load_pin, save_pin, records);
 }

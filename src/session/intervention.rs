@@ -67,12 +67,33 @@ pub struct InterventionRecord {
     pub completed: Vec<CompletedStep>,
     /// When the cycle paused.
     pub created_at: Timestamp,
+    /// What the reviewer decides on (CONTRACT §14): before the step, its input as it will run
+    /// (`{ "payload", "results" }`); after it, its result. Cut past
+    /// [`MAX_SHOWN_BYTES`](crate::executor::MAX_SHOWN_BYTES) (then a string: the start of its
+    /// canonical JSON, and `shown_truncated`). Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub shown: Option<Value>,
+    /// SHA-256 of the whole of `shown`'s canonical JSON: what an approval names.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub shown_digest: Option<Digest>,
+    /// Whether `shown` is cut.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub shown_truncated: bool,
+    /// When the pause expires (the runtime's approval TTL): a decision after it is refused, and
+    /// only an abandon may follow.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub expires_at: Option<Timestamp>,
 }
 
 crate::contract::object::map_only_serde!(InterventionRecord);
 crate::contract::object::map_only_serde!(CompletedStep);
 
 impl InterventionRecord {
+    /// Whether the pause has expired at `now`.
+    pub fn expired_at(&self, now: Timestamp) -> bool {
+        self.expires_at.is_some_and(|at| now > at)
+    }
+
     /// Whether this record is the leftover of a resume that finished: the session it belongs to
     /// has already completed its cycle under the same plan hash. A resume saves the session and
     /// then removes the record; a crash between the two leaves both, and the record then proves

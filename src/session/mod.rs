@@ -31,6 +31,8 @@ use uuid::Uuid;
 use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::{Digest, HashParts};
 
+mod approval;
+mod decide;
 mod file;
 #[cfg(any(feature = "demo", feature = "testing"))]
 mod hook;
@@ -39,8 +41,12 @@ mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
+pub use approval::{
+    ApprovalEvent, MAX_DECISION_BYTES, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict,
+};
+pub use decide::{DecideError, MAX_DECIDER_CHARS, decide};
 pub use file::FileSessionStore;
-pub use records::{FileRecords, SessionRecords};
+pub use records::{APPROVAL_LOG_FILE, ApprovalLog, DECISION_FILE, FileRecords, SessionRecords};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
@@ -80,6 +86,16 @@ impl Timestamp {
     pub fn now() -> Timestamp {
         Timestamp(OffsetDateTime::now_utc())
     }
+
+    /// `duration` later; `None` past the last time a timestamp can say.
+    pub fn plus(self, duration: std::time::Duration) -> Option<Timestamp> {
+        self.0.checked_add(time::Duration::try_from(duration).ok()?).map(Timestamp)
+    }
+
+    /// How long after `earlier` this is (zero when it is not after).
+    pub fn since(self, earlier: Timestamp) -> std::time::Duration {
+        std::time::Duration::try_from(self.0 - earlier.0).unwrap_or_default()
+    }
 }
 
 impl fmt::Display for Timestamp {
@@ -115,6 +131,11 @@ fn uuid_v4<'de, D: Deserializer<'de>>(d: D) -> Result<Uuid, D::Error> {
         return Err(serde::de::Error::custom(format_args!("sessionId `{id}` is not a version 4 UUID")));
     }
     Ok(id)
+}
+
+/// An optional member that, when present, is a value (never `null`: only its absence means none).
+pub(crate) fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
+    T::deserialize(d).map(Some)
 }
 
 /// A required field whose value may be `null`.
@@ -186,6 +207,16 @@ impl SessionUpdate {
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionError {
+    /// The paused cycle already has a different decision (one decision per pause).
+    #[error(
+        "the paused cycle is already decided: {verdict} by `{by}`; a pause has one decision (the same one again changes nothing)"
+    )]
+    AlreadyDecided {
+        /// The recorded decision's verdict.
+        verdict: ReviewVerdict,
+        /// Who recorded it.
+        by: String,
+    },
     /// Another runtime holds this session.
     #[error("session in use: another runtime holds the lock on {}; refusing to share a session file", root.display())]
     InUse {
@@ -285,6 +316,7 @@ impl Failure for SessionError {
             SessionError::Root { .. } => "session-root",
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
+            SessionError::AlreadyDecided { .. } => "already-decided",
             #[cfg(feature = "postgres")]
             SessionError::LeaseHeld { .. } => "session-in-use",
             #[cfg(feature = "postgres")]
@@ -347,6 +379,9 @@ pub trait SessionStore: Send + Sync {
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError>;
     /// Saves the session's bundle pin, atomically and durably.
     fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError>;
+    /// The session's records as any process reads and decides on them ([`SessionRecords`]):
+    /// the runtime reads a person's decision and writes the approval log through it.
+    fn records(&self) -> &dyn SessionRecords;
 }
 
 /// The [`SessionStore`] methods of a store that wraps another, each only forwarding to the
@@ -392,6 +427,9 @@ macro_rules! forward_session_store {
     (@ save_pin $this:ident $inner:expr) => {
         fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> { let $this = self; $inner.save_pin(pin) }
     };
+    (@ records $this:ident $inner:expr) => {
+        fn records(&self) -> &dyn $crate::session::SessionRecords { let $this = self; $inner.records() }
+    };
 }
 pub(crate) use forward_session_store;
 
@@ -400,7 +438,7 @@ pub(crate) use forward_session_store;
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     forward_session_store!(this => (**this);
         claim, load, save, save_async, discard_cycle, load_intervention, save_intervention,
-        remove_intervention, load_reserved, save_reserved, load_pin, save_pin);
+        remove_intervention, load_reserved, save_reserved, load_pin, save_pin, records);
 }
 
 /// The id of a new session, reserved before its first cycle (`ops/runtime/new_session.json`).

@@ -24,8 +24,8 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, InterventionRecord, ReservedSession, SaveFuture, SessionError, SessionRecords, SessionState,
-    SessionStore, SessionUpdate,
+    ApprovalEvent, ApprovalLog, BundlePinV1, InterventionRecord, Recorded, ReservedSession, ReviewDecision, SaveFuture,
+    SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate,
 };
 use crate::pg::cycle::CycleSlot;
 use crate::pg::{Param, PgDatabase};
@@ -89,6 +89,8 @@ pub struct Shared {
     lease: Duration,
     /// Whether a runtime has claimed this store.
     claimed: std::sync::atomic::AtomicBool,
+    /// The session's records as any process reads and decides on them.
+    records: PgRecords,
     /// The `row_version` this worker last read or wrote (what its next write expects): under a
     /// lock held through the write, so a write's check and its new version go together.
     inner: Mutex<Inner>,
@@ -140,6 +142,7 @@ impl PgSessionStore {
                 owner: Uuid::new_v4(),
                 lease,
                 claimed: std::sync::atomic::AtomicBool::new(false),
+                records: PgRecords { db: db.clone(), key: key.to_owned() },
                 inner: Mutex::new(inner),
             }),
         };
@@ -375,24 +378,42 @@ impl PgRecords {
         Ok(PgRecords { db: db.clone(), key: key.to_owned() })
     }
 
+    /// Runs `sql` on a connection of the pool: its rows.
+    fn query(&self, doing: &'static str, sql: &str, params: &[Param<'_>]) -> Result<Vec<postgres::Row>, SessionError> {
+        let failed = |reason: String| SessionError::Database { key: self.key.clone(), reason };
+        crate::pg::off_runtime(|| {
+            let mut conn = self.db.connection().map_err(|e| failed(e.to_string()))?;
+            conn.query_typed(sql, params)
+                .map_err(|e| failed(format!("PostgreSQL at {}: {doing}: {}", self.db.target(), crate::pg::reason(&e))))
+        })
+    }
+
     /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
     fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
         let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
-        let failed = |reason: String| SessionError::Database { key: self.key.clone(), reason };
-        let row = crate::pg::off_runtime(|| {
-            let mut conn = self.db.connection().map_err(|e| failed(e.to_string()))?;
-            conn.query_typed_opt(&sql, &[(&self.key, Type::TEXT)]).map_err(|e| {
-                failed(format!("PostgreSQL at {}: reading the session: {}", self.db.target(), crate::pg::reason(&e)))
-            })
-        })?;
-        let Some(text) = row.and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
-        serde_json::from_str(&text).map(Some).map_err(|e| SessionError::CorruptRow {
+        let rows = self.query("reading the session", &sql, &[(&self.key, Type::TEXT)])?;
+        let Some(text) = rows.first().and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
+        self.parse(column.what(), &text).map(Some)
+    }
+
+    /// A stored JSON text, read strictly.
+    fn parse<T: DeserializeOwned>(&self, what: &'static str, text: &str) -> Result<T, SessionError> {
+        serde_json::from_str(text).map_err(|e| SessionError::CorruptRow {
             key: self.key.clone(),
-            what: column.what(),
+            what,
             problem: crate::text::printable(&e.to_string()).into_owned(),
         })
     }
+
+    /// Removes the decision on the session's pause, if any (its record was removed or replaced).
+    fn remove_decision(&self) -> Result<(), SessionError> {
+        let sql = "DELETE FROM planlock_review_decisions WHERE session_key = $1";
+        self.query("removing the decision", sql, &[(&self.key, Type::TEXT)]).map(drop)
+    }
 }
+
+/// The most approval log events read back for one session (its latest).
+const MAX_LOG_EVENTS: i64 = 10_000;
 
 impl SessionRecords for PgRecords {
     fn load(&self) -> Result<Option<SessionState>, SessionError> {
@@ -406,6 +427,62 @@ impl SessionRecords for PgRecords {
     }
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
         self.read(Column::Pin)
+    }
+    fn load_decision(&self) -> Result<Option<ReviewDecision>, SessionError> {
+        let sql = "SELECT decision FROM planlock_review_decisions WHERE session_key = $1";
+        let rows = self.query("reading the decision", sql, &[(&self.key, Type::TEXT)])?;
+        rows.first().map(|r| self.parse("review decision", &r.get::<_, String>(0))).transpose()
+    }
+    fn record_decision(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError> {
+        let pause = serde_json::to_string(&decision.pause).unwrap_or_default();
+        let text = serde_json::to_string(decision).unwrap_or_default();
+        for _ in 0..2 {
+            // Inserted only where none is: of two deciders, one inserts; the other meets it.
+            let inserted = self.query(
+                "recording the decision",
+                "INSERT INTO planlock_review_decisions (session_key, pause, decision) VALUES ($1, $2, $3)
+                 ON CONFLICT (session_key) DO NOTHING RETURNING 1",
+                &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (&text, Type::TEXT)],
+            )?;
+            if !inserted.is_empty() {
+                return Ok(Recorded::New);
+            }
+            match self.load_decision()? {
+                Some(existing) if existing.pause == decision.pause => {
+                    return if existing.same_as(decision) {
+                        Ok(Recorded::Again)
+                    } else {
+                        let by = crate::text::printable(&existing.by).into_owned();
+                        Err(SessionError::AlreadyDecided { verdict: existing.verdict, by })
+                    };
+                }
+                // A leftover on a pause that has ended: removed (only that one), then again.
+                Some(existing) => {
+                    let old = serde_json::to_string(&existing.pause).unwrap_or_default();
+                    self.query(
+                        "removing a leftover decision",
+                        "DELETE FROM planlock_review_decisions WHERE session_key = $1 AND pause = $2",
+                        &[(&self.key, Type::TEXT), (&old, Type::TEXT)],
+                    )?;
+                }
+                None => {}
+            }
+        }
+        Err(SessionError::AlreadyDecided { verdict: decision.verdict, by: "another decider, at the same time".into() })
+    }
+    fn log(&self, event: &ApprovalEvent) -> Result<(), SessionError> {
+        let text = serde_json::to_string(event).unwrap_or_default();
+        let sql = "INSERT INTO planlock_approval_log (session_key, event) VALUES ($1, $2)";
+        self.query("appending to the approval log", sql, &[(&self.key, Type::TEXT), (&text, Type::TEXT)]).map(drop)
+    }
+    fn approval_log(&self) -> Result<ApprovalLog, SessionError> {
+        let rows = self.query(
+            "reading the approval log",
+            "SELECT event FROM (SELECT seq, event FROM planlock_approval_log WHERE session_key = $1
+             ORDER BY seq DESC LIMIT $2) latest ORDER BY seq",
+            &[(&self.key, Type::TEXT), (&MAX_LOG_EVENTS, Type::INT8)],
+        )?;
+        Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))))
     }
 }
 
@@ -454,7 +531,9 @@ impl SessionStore for PgSessionStore {
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
         // The record lists the steps before the pause as completed, and a resume does not run
         // them again: their writes become durable with it, in the cycle's transaction.
-        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Commit)
+        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Commit)?;
+        // A decision belongs to the pause it names: a new pause starts without one.
+        self.records.remove_decision()
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {
@@ -463,7 +542,8 @@ impl SessionStore for PgSessionStore {
             Column::Intervention,
             None,
             InCycle::Alone,
-        )
+        )?;
+        self.records.remove_decision()
     }
 
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
@@ -480,5 +560,9 @@ impl SessionStore for PgSessionStore {
 
     fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
         self.write_json("saving the bundle pin", Column::Pin, Some(pin), InCycle::Join)
+    }
+
+    fn records(&self) -> &dyn SessionRecords {
+        &self.records
     }
 }

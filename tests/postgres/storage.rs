@@ -18,9 +18,11 @@ pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(ser
     let applied: i64 = client.query_one("SELECT count(*) FROM planlock_schema_migrations", &[]).unwrap().get(0);
     assert_eq!(applied, i64::from(planlock::pg::SCHEMA_VERSION), "each migration once");
     drop(db);
-    client.execute("INSERT INTO planlock_schema_migrations (version) VALUES (3)", &[]).unwrap();
+    let newer = planlock::pg::SCHEMA_VERSION + 1;
+    client.execute("INSERT INTO planlock_schema_migrations (version) VALUES ($1)", &[&newer]).unwrap();
     let err = PgDatabase::connect(&url).unwrap_err();
-    assert!(matches!(err, PgError::SchemaTooNew { found: 3, known: 2, .. }), "{err}");
+    let known = planlock::pg::SCHEMA_VERSION;
+    assert!(matches!(err, PgError::SchemaTooNew { found, known: k, .. } if found == newer && k == known), "{err}");
     assert_eq!(err.code(), "pg-schema-too-new");
     assert!(err.to_string().contains("upgrade planlock"), "{err}");
     assert_eq!(err.kind(), FailureKind::FailFast);
@@ -33,7 +35,7 @@ pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(ser
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("newer than this library's 2"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains(&format!("newer than this library's {known}")));
     let sessions: i64 = client.query_one("SELECT count(*) FROM planlock_sessions", &[]).unwrap().get(0);
     assert_eq!(sessions, 0);
 }

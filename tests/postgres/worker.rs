@@ -60,6 +60,7 @@ pub(super) fn run(runtime: &mut WorkerRuntime) -> Result<u64, String> {
     match runtime.run_cycle_blocking() {
         Ok(RunOutcome::Completed(_)) => Ok(runtime.cycle()),
         Ok(RunOutcome::Paused(_)) => Err("paused - -".into()),
+        Ok(RunOutcome::Abandoned(_)) => Err("abandoned - -".into()),
         Err(e) => {
             let step = match &e {
                 planlock::runtime::RuntimeError::Exec(planlock::ExecError::StepFailed { step_type, .. }) => {

@@ -13,7 +13,7 @@ use planlock::store::bundle::BundleManifest;
 use planlock::{Failure, FailureKind, Override};
 
 use crate::args::CycleArgs;
-use crate::error::{CliError, EXIT_INTERVENTION, EXIT_USAGE, EXIT_VALID, class_exit};
+use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_INTERVENTION, EXIT_USAGE, EXIT_VALID, class_exit};
 use crate::output::Output;
 use crate::report::{BootCleanup, Leftover, ModelInfo, RunReport, StepStatus, Usage};
 
@@ -154,6 +154,18 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             report.error = Some(record.reason.clone());
             report.intervention = Some(record);
             EXIT_INTERVENTION
+        }
+        // A reviewer rejected the paused cycle: it is abandoned, nothing ran.
+        Ok(RunOutcome::Abandoned(record)) => {
+            report.steps = steps_of(&|_| "not-run");
+            report.outcome = "abandoned";
+            report.error = Some(format!(
+                "the reviewer rejected cycle {} paused at step `{}`; it is abandoned, and the next run runs it again",
+                record.cycle, record.step_id
+            ));
+            report.error_code = Some("rejected");
+            report.intervention = Some(*record);
+            EXIT_CYCLE_FAIL
         }
         // The session waits for a person: nothing ran; the pause is the answer (exit 4).
         Err(e @ RuntimeError::Paused { .. }) => {

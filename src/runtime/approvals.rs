@@ -1,0 +1,146 @@
+//! The runtime and a person's decision (CONTRACT §14): a paused session whose decision is
+//! recorded goes on at its next [`run_cycle`](Runtime::run_cycle) (an approval resumes it, a
+//! rejection abandons it), and every decision's outcome goes to the approval log once — consumed
+//! by a cycle, stale, expired, abandoned or superseded — before the record it is about is removed
+//! or replaced, so that a crash in any window leaves work the next process finishes.
+
+use super::*;
+use crate::session::{ApprovalEvent, DecideError, PauseRef, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+
+/// Appends `event` to the approval log of `records` unless the log already says what became of
+/// its pause's decision (a crash may have stopped a process after it logged and before it removed
+/// the record: the next one does not log again); the decision is logged first if it is missing
+/// (a decider stopped between recording it and logging it).
+pub(super) fn log_outcome(
+    records: &dyn SessionRecords,
+    event: ApprovalEvent,
+    decision: Option<&ReviewDecision>,
+) -> Result<(), SessionError> {
+    let log = records.approval_log()?;
+    if log.has_outcome(event.pause()) {
+        return Ok(());
+    }
+    if let Some(decision) = decision
+        && !log.has_decision(&decision.pause)
+    {
+        records.log(&ApprovalEvent::Decided { decision: decision.clone() })?;
+    }
+    tracing::info!(event = event.name(), step_id = %event.pause().step_id, "approval log");
+    records.log(&event)
+}
+
+/// What a decision being acted on became, from the cycle report of the run that used it.
+pub(super) fn outcome(pause: &PauseRef, report: Option<&CycleReport>, completed: bool) -> ApprovalEvent {
+    let at = Timestamp::now();
+    let mine = |step: &str, validator: &str| step == pause.step_id && validator == pause.validator_id;
+    let applied = report.is_some_and(|r| r.overrides.iter().any(|o| mine(&o.step_id, &o.validator_id)));
+    let stale = report.and_then(|r| r.stale.iter().find(|s| mine(&s.step_id, &s.validator_id)));
+    match (applied, stale) {
+        (true, _) => ApprovalEvent::Consumed { pause: pause.clone(), cycle: pause.cycle, completed, at },
+        (false, Some(stale)) => ApprovalEvent::Stale { pause: pause.clone(), met: stale.met, at },
+        // The re-run did not need it: the validator let what it met pass.
+        (false, None) => ApprovalEvent::Superseded { pause: pause.clone(), at },
+    }
+}
+
+impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
+    /// The decision recorded on the paused cycle `record`, if one is (a decision on another
+    /// pause is a leftover, and not this one's).
+    pub(super) fn decision_on(&self, record: &InterventionRecord) -> Result<Option<ReviewDecision>, RuntimeError> {
+        let decision = self.store.records().load_decision().map_err(|e| RuntimeError::Session(Arc::new(e)))?;
+        Ok(decision.filter(|d| d.pause == PauseRef::of(record)))
+    }
+
+    /// [`log_outcome`] in this session's records.
+    pub(super) fn log_outcome(
+        &self,
+        event: ApprovalEvent,
+        decision: Option<&ReviewDecision>,
+    ) -> Result<(), RuntimeError> {
+        log_outcome(self.store.records(), event, decision).map_err(|e| RuntimeError::Session(Arc::new(e)))
+    }
+
+    /// Acts on the paused cycle's decision, if one is recorded: an approval resumes the cycle
+    /// with it, a rejection abandons it. `None` when there is none to act on.
+    pub(super) async fn act_on_decision(&mut self) -> Option<Result<RunOutcome, RuntimeError>> {
+        let State::Paused(record) = &self.state else { return None };
+        let record = (**record).clone();
+        let decision = match self.decision_on(&record) {
+            Ok(Some(decision)) => decision,
+            Ok(None) => return None,
+            Err(e) => return Some(Err(self.fail(e))),
+        };
+        // A decision made after the pause expired is not used (`decide` refuses one; this one
+        // came another way, or with a clock that disagrees).
+        if let Some(expired_at) = record.expires_at
+            && decision.at > expired_at
+        {
+            let event = ApprovalEvent::Expired { pause: decision.pause.clone(), at: Timestamp::now() };
+            return Some(self.log_outcome(event, Some(&decision)).and(Err(self.paused_error(&record))));
+        }
+        Some(match decision.verdict {
+            ReviewVerdict::Approve => {
+                let over = override_of(&decision);
+                self.resume_with(record, Some(over), Some(decision)).await
+            }
+            ReviewVerdict::Reject => self.abandon_for(&decision).map(|record| RunOutcome::Abandoned(Box::new(record))),
+        })
+    }
+
+    /// Records an override given to [`resume`](Runtime::resume) as a decision (an approval by
+    /// the override's `by`, on what the record shows unless it names another digest), as a
+    /// decider in another process would: a pause has one decision.
+    pub(super) fn decide_now(
+        &self,
+        record: &InterventionRecord,
+        over: &Override,
+    ) -> Result<ReviewDecision, RuntimeError> {
+        let by = over.by.clone().unwrap_or_else(|| "runtime".to_owned());
+        let mut decision = ReviewDecision::new(record, ReviewVerdict::Approve, by, over.justification.clone());
+        if over.shown_digest.is_some() {
+            decision.shown_digest = over.shown_digest;
+        }
+        match decide(self.store.records(), &decision) {
+            Ok(_) => Ok(decision),
+            Err(DecideError::Session(SessionError::AlreadyDecided { .. })) => {
+                // Decided already, the same way or not: the recorded decision is the one.
+                let recorded = self.decision_on(record)?;
+                match recorded {
+                    Some(recorded) if recorded.verdict == ReviewVerdict::Approve => Ok(recorded),
+                    _ => Err(RuntimeError::Decision(Arc::new(DecideError::Session(SessionError::AlreadyDecided {
+                        verdict: ReviewVerdict::Reject,
+                        by: decision.by,
+                    })))),
+                }
+            }
+            Err(e) => Err(RuntimeError::Decision(Arc::new(e))),
+        }
+    }
+
+    /// Abandons the paused cycle for `decision` (a rejection): logged, then the record removed.
+    fn abandon_for(&mut self, decision: &ReviewDecision) -> Result<InterventionRecord, RuntimeError> {
+        let event = ApprovalEvent::Abandoned { pause: decision.pause.clone(), at: Timestamp::now() };
+        self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+        self.abandon()
+    }
+
+    /// The refusal of a new cycle while `record` is paused.
+    pub(super) fn paused_error(&self, record: &InterventionRecord) -> RuntimeError {
+        RuntimeError::Paused {
+            cycle: record.cycle,
+            step_id: record.step_id.clone(),
+            validator_id: record.validator.id.clone(),
+            expired: record.expired_at(Timestamp::now()),
+        }
+    }
+}
+
+/// The override an approval gives the re-run: its validator and step, bound to what was shown.
+pub(super) fn override_of(decision: &ReviewDecision) -> Override {
+    let over =
+        Override::new(&decision.pause.validator_id, &decision.pause.step_id, &decision.justification).by(&decision.by);
+    match decision.shown_digest {
+        Some(digest) => over.for_shown(digest),
+        None => over,
+    }
+}

@@ -1,0 +1,236 @@
+//! A person's decision on a paused cycle, and the session's approval log (CONTRACT §14;
+//! docs/CONTRACT.md, "Approvals").
+//!
+//! - A [`ReviewDecision`] — `{ pause, verdict, by, at, justification, shownDigest }` — is bound to
+//!   one pause ([`PauseRef`]: session, cycle, step, validator and the record's creation). Any
+//!   process may write it, without the session's lock or lease
+//!   ([`SessionRecords::decide`](super::SessionRecords::decide)); a pause has at most one: a
+//!   second, different one is `already-decided`, the same one again changes nothing.
+//! - The approval log holds every decision and what became of it ([`ApprovalEvent`]), one JSON
+//!   object a line, appended and made durable before the call returns, never rewritten.
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::{InterventionRecord, Timestamp};
+use crate::hash::Digest;
+
+/// The longest approval log read back, in bytes (16 MiB); past it, the log's last 16 MiB are
+/// read (a line cut at the start is skipped).
+pub const MAX_LOG_BYTES: u64 = 16 << 20;
+
+/// The largest decision file read, in bytes.
+pub const MAX_DECISION_BYTES: u64 = 16 << 10;
+
+/// Which pause a decision is bound to: the session, the cycle, the blocked step, the validator
+/// and when its record was made (so a later pause of the same step is another pause).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PauseRef {
+    /// The session.
+    pub session_id: Uuid,
+    /// The paused cycle.
+    pub cycle: u64,
+    /// The blocked step.
+    pub step_id: String,
+    /// The validator that blocked it.
+    pub validator_id: String,
+    /// When the record of the pause was made.
+    pub created_at: Timestamp,
+}
+
+impl PauseRef {
+    /// The pause `record` describes.
+    pub fn of(record: &InterventionRecord) -> PauseRef {
+        PauseRef {
+            session_id: record.session_id,
+            cycle: record.cycle,
+            step_id: record.step_id.clone(),
+            validator_id: record.validator.id.clone(),
+            created_at: record.created_at,
+        }
+    }
+}
+
+/// Approve or reject.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReviewVerdict {
+    /// The blocked step may run (once, while it meets what was approved).
+    Approve,
+    /// The paused cycle is abandoned.
+    Reject,
+}
+
+impl ReviewVerdict {
+    /// `approve` or `reject`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ReviewVerdict::Approve => "approve",
+            ReviewVerdict::Reject => "reject",
+        }
+    }
+}
+
+impl std::fmt::Display for ReviewVerdict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A person's decision on one pause.
+///
+/// ```
+/// use planlock::session::{ReviewDecision, ReviewVerdict};
+/// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+/// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
+/// let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "no personal data");
+/// assert_eq!(decision.pause.step_id, "s");
+/// assert!(decision.same_as(&ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "no personal data")));
+/// assert!(!decision.same_as(&ReviewDecision::new(&record, ReviewVerdict::Reject, "ada", "no personal data")));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReviewDecision {
+    /// The pause it is bound to.
+    pub pause: PauseRef,
+    /// Approve or reject.
+    pub verdict: ReviewVerdict,
+    /// Who decided.
+    pub by: String,
+    /// When.
+    pub at: Timestamp,
+    /// Why.
+    pub justification: String,
+    /// The digest of what the decider was shown (the record's `shownDigest`); `None` only for a
+    /// record of an older version, which shows nothing to bind to.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub shown_digest: Option<Digest>,
+}
+
+impl ReviewDecision {
+    /// A decision on the pause of `record`, made now, on what the record shows.
+    pub fn new(
+        record: &InterventionRecord,
+        verdict: ReviewVerdict,
+        by: impl Into<String>,
+        justification: impl Into<String>,
+    ) -> ReviewDecision {
+        ReviewDecision {
+            pause: PauseRef::of(record),
+            verdict,
+            by: by.into(),
+            at: Timestamp::now(),
+            justification: justification.into(),
+            shown_digest: record.shown_digest,
+        }
+    }
+
+    /// Whether `other` says the same thing on the same pause (the time it was made aside): a
+    /// decision made again changes nothing.
+    pub fn same_as(&self, other: &ReviewDecision) -> bool {
+        self.pause == other.pause
+            && self.verdict == other.verdict
+            && self.by == other.by
+            && self.justification == other.justification
+            && self.shown_digest == other.shown_digest
+    }
+}
+
+/// What recording a decision did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Recorded {
+    /// It is the pause's decision now.
+    New,
+    /// The same decision was already recorded; nothing changed.
+    Again,
+}
+
+/// One line of the approval log: a decision, or what became of one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "camelCase", deny_unknown_fields)]
+pub enum ApprovalEvent {
+    /// A decision was recorded.
+    Decided {
+        /// The decision.
+        decision: ReviewDecision,
+    },
+    /// The approval let the blocked step pass; the resumed cycle ended (completed, or failed
+    /// after it).
+    #[serde(rename_all = "camelCase")]
+    Consumed {
+        /// The pause.
+        pause: PauseRef,
+        /// The cycle that used it.
+        cycle: u64,
+        /// Whether that cycle completed.
+        completed: bool,
+        /// When.
+        at: Timestamp,
+    },
+    /// The approval did not apply: the re-run met something other than what was approved
+    /// (`approval-stale`); the validator judged what was there.
+    #[serde(rename_all = "camelCase")]
+    Stale {
+        /// The pause.
+        pause: PauseRef,
+        /// The digest of what the re-run met.
+        met: Digest,
+        /// When.
+        at: Timestamp,
+    },
+    /// The pause had expired: the decision was not used; only an abandon may follow.
+    Expired {
+        /// The pause.
+        pause: PauseRef,
+        /// When.
+        at: Timestamp,
+    },
+    /// The paused cycle was abandoned: by a rejection, or by `abandon` while a decision waited.
+    Abandoned {
+        /// The pause.
+        pause: PauseRef,
+        /// When.
+        at: Timestamp,
+    },
+    /// The pause the decision names had ended before it could be used (it was abandoned, or
+    /// resumed, meanwhile).
+    Superseded {
+        /// The pause.
+        pause: PauseRef,
+        /// When.
+        at: Timestamp,
+    },
+}
+
+impl ApprovalEvent {
+    /// The pause the event is about.
+    pub fn pause(&self) -> &PauseRef {
+        match self {
+            ApprovalEvent::Decided { decision } => &decision.pause,
+            ApprovalEvent::Consumed { pause, .. }
+            | ApprovalEvent::Stale { pause, .. }
+            | ApprovalEvent::Expired { pause, .. }
+            | ApprovalEvent::Abandoned { pause, .. }
+            | ApprovalEvent::Superseded { pause, .. } => pause,
+        }
+    }
+
+    /// Whether it says what became of a decision (anything but [`ApprovalEvent::Decided`]).
+    pub fn is_outcome(&self) -> bool {
+        !matches!(self, ApprovalEvent::Decided { .. })
+    }
+
+    /// The event's name as the log writes it (`decided`, `consumed`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ApprovalEvent::Decided { .. } => "decided",
+            ApprovalEvent::Consumed { .. } => "consumed",
+            ApprovalEvent::Stale { .. } => "stale",
+            ApprovalEvent::Expired { .. } => "expired",
+            ApprovalEvent::Abandoned { .. } => "abandoned",
+            ApprovalEvent::Superseded { .. } => "superseded",
+        }
+    }
+}

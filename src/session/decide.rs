@@ -1,0 +1,124 @@
+//! Deciding on a paused cycle from any process (CONTRACT §14): [`decide`] checks the decision
+//! against the pause it names and records it, without the session's lock or lease (a worker may
+//! be holding it while it waits).
+
+use super::approval::{ApprovalEvent, Recorded, ReviewDecision};
+use super::records::SessionRecords;
+use super::{SessionError, Timestamp};
+use crate::contract::registry::{Failure, FailureKind};
+use crate::text::printable;
+
+/// The longest name of who decided, in characters.
+pub const MAX_DECIDER_CHARS: usize = 256;
+
+/// Why a decision was not recorded; nothing was written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecideError {
+    /// No cycle of the session is paused.
+    #[error("no cycle is paused in this session; there is nothing to decide")]
+    NotPaused,
+    /// The pause the decision names is not the one waiting (it ended, or another took its place).
+    #[error(
+        "the decision names the pause of cycle {cycle} at step `{step_id}`, which is no longer the one waiting; look again and decide on the one there now"
+    )]
+    PauseEnded {
+        /// The cycle the decision names.
+        cycle: u64,
+        /// The step it names.
+        step_id: String,
+    },
+    /// The pause expired: only an abandon may follow.
+    #[error("the pause expired at {expired_at}; a decision after it is refused: abandon the cycle")]
+    Expired {
+        /// When it expired.
+        expired_at: Timestamp,
+    },
+    /// What the decider saw is not what the record shows now.
+    #[error(
+        "the decision is on what has digest {decided}, but the pause shows what has digest {shown}; look again and decide on what it shows"
+    )]
+    DigestMismatch {
+        /// The digest the decision names.
+        decided: String,
+        /// The record's.
+        shown: String,
+    },
+    /// The justification or the decider's name cannot be used.
+    #[error("the decision cannot be used: {0}")]
+    Invalid(String),
+    /// The store failed, or the pause already has another decision (`already-decided`).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+impl Failure for DecideError {
+    fn code(&self) -> &'static str {
+        match self {
+            DecideError::NotPaused => "not-paused",
+            DecideError::PauseEnded { .. } => "pause-ended",
+            DecideError::Expired { .. } => "approval-expired",
+            DecideError::DigestMismatch { .. } => "digest-mismatch",
+            DecideError::Invalid(_) => "decision-invalid",
+            DecideError::Session(e) => e.code(),
+        }
+    }
+
+    /// CycleFail: nothing was written, the session goes on; the decider may look again.
+    fn kind(&self) -> FailureKind {
+        match self {
+            DecideError::Session(e) if !matches!(e, SessionError::AlreadyDecided { .. }) => e.kind(),
+            _ => FailureKind::CycleFail,
+        }
+    }
+}
+
+/// Records `decision` on the paused cycle of `records`: it must name the pause waiting there,
+/// before its expiry, on what its record shows (its `shownDigest`), with a justification and a
+/// decider's name a person can read. A new decision goes to the approval log too.
+///
+/// ```
+/// use planlock::Failure;
+/// use planlock::session::{FileRecords, ReviewVerdict, decide};
+/// # let root = tempfile::tempdir()?;
+/// let records = FileRecords::new(root.path());
+/// // Nothing is paused under a new root.
+/// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+/// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
+/// let decision = planlock::session::ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "checked");
+/// assert_eq!(decide(&records, &decision).unwrap_err().code(), "not-paused");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result<Recorded, DecideError> {
+    crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
+    let by = decision.by.chars().count();
+    if crate::text::is_blank(&decision.by) || by > MAX_DECIDER_CHARS {
+        let problem =
+            format!("who decided must be named, in at most {MAX_DECIDER_CHARS} characters (the name has {by})");
+        return Err(DecideError::Invalid(problem));
+    }
+    let record = records.load_intervention()?.ok_or(DecideError::NotPaused)?;
+    if super::PauseRef::of(&record) != decision.pause {
+        let step_id = printable(&decision.pause.step_id).into_owned();
+        return Err(DecideError::PauseEnded { cycle: decision.pause.cycle, step_id });
+    }
+    if let Some(expired_at) = record.expires_at
+        && decision.at > expired_at
+    {
+        return Err(DecideError::Expired { expired_at });
+    }
+    if decision.shown_digest != record.shown_digest {
+        let name = |d: Option<crate::hash::Digest>| {
+            d.map_or_else(|| "(none: a record of an older version)".into(), |d| d.to_string())
+        };
+        return Err(DecideError::DigestMismatch {
+            decided: name(decision.shown_digest),
+            shown: name(record.shown_digest),
+        });
+    }
+    let recorded = records.record_decision(decision)?;
+    if recorded == Recorded::New {
+        records.log(&ApprovalEvent::Decided { decision: decision.clone() })?;
+    }
+    Ok(recorded)
+}
