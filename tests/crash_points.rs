@@ -234,6 +234,60 @@ fn every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on() {
     }
 }
 
+/// The approval log's events, by name.
+fn log_of(root: &Path) -> Vec<&'static str> {
+    use planlock::session::SessionRecords;
+    let log = planlock::session::FileRecords::new(root).approval_log().unwrap();
+    assert_eq!(log.unreadable, 0);
+    log.events.iter().map(|e| e.name()).collect()
+}
+
+/// A person's approval of the paused cycle, recorded from outside the session's processes;
+/// `logged: false` records it as a decider killed before it wrote the log line does.
+fn approve_outside(root: &Path, logged: bool) {
+    use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+    let records = FileRecords::new(root);
+    let record = records.load_intervention().unwrap().unwrap();
+    let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed");
+    if logged {
+        decide(&records, &decision).unwrap();
+    } else {
+        records.record_decision(&decision).unwrap();
+    }
+}
+
+fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
+    // (where the run acting on the decision is killed, whether the decider logged it)
+    let cases = [
+        (None, false),
+        (None, true),
+        (Some("before-save"), true),
+        (Some("after-save"), true),
+        (Some("after-removal"), true),
+    ];
+    for (point, logged) in cases {
+        let data = tempfile::tempdir().unwrap();
+        let root = paused_session(data.path());
+        approve_outside(&root, logged);
+        if let Some(point) = point {
+            kill_at(&root, "run", point);
+        }
+        // The next process finishes the work: the approved step's effect once, the decision
+        // consumed once, one outcome in the log.
+        let lines = lines_of(&root, "run");
+        let expected: &[&str] = match point {
+            Some("after-save") => &["removed leftover of cycle 1", "paused 2"],
+            Some("after-removal") => &["paused 2"],
+            _ => &["completed 1"],
+        };
+        assert_eq!(lines, expected, "killed at {point:?}");
+        assert_eq!(completed(&root), 1, "killed at {point:?}");
+        assert_eq!(memories(&root), 1, "killed at {point:?}: the approved write happened once");
+        assert_eq!(log_of(&root), ["decided", "consumed"], "killed at {point:?}");
+        println!("crash: an approved run killed at {point:?} (decider logged: {logged}): consumed once, written once");
+    }
+}
+
 fn main() {
     if std::env::var("PLANLOCK_CHILD").is_ok() {
         let root = std::env::var("PLANLOCK_ROOT").expect("PLANLOCK_ROOT");
@@ -244,5 +298,7 @@ fn main() {
     }
     println!("test every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on ...");
     every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on();
-    println!("crash_points: 1 passed, 0 failed");
+    println!("test every_kill_point_of_an_approved_run_consumes_the_decision_once ...");
+    every_kill_point_of_an_approved_run_consumes_the_decision_once();
+    println!("crash_points: 2 passed, 0 failed");
 }

@@ -487,3 +487,26 @@ async fn an_embeddings_answer_where_only_some_items_have_an_index_is_refused() {
     let err = embedder.embed(&["a".to_owned(), "b".to_owned()], Purpose::Passage, None).await.unwrap_err();
     assert!(err.to_string().contains("1 of the answer's 2 items have an index"), "{err}");
 }
+
+#[tokio::test]
+async fn a_request_carries_a_seed_from_the_steps_idempotency_key_unless_the_plan_sets_one() {
+    let server = server_answering(ResponseTemplate::new(200).set_body_json(completion("ok"))).await;
+    let model = model(&server);
+    let p = llm_payload(json!({}));
+    let (session, hash) = (uuid::Uuid::new_v4(), planlock::Digest::of(b"plan"));
+    for cycle in [1, 1, 2] {
+        let cx = context(&p, None).session(session, hash, cycle);
+        Handler::<LLMCall>::call(&model, &cx.context(), &p).await.unwrap();
+    }
+    let seeds: Vec<Value> = server
+        .received_requests()
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["seed"].clone())
+        .collect();
+    assert!(seeds[0].as_u64().is_some_and(|s| s < 1 << 31), "{seeds:?}");
+    assert_eq!(seeds[0], seeds[1], "a re-run of the same cycle asks with the same seed");
+    assert_ne!(seeds[0], seeds[2], "the next cycle asks with another");
+    // The plan's own seed is sent as it is (the first test sends `seed: 7`).
+}

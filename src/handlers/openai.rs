@@ -334,6 +334,16 @@ fn request_body(
     Ok(body)
 }
 
+/// The `seed` a model request carries unless the plan's config sets one (CONTRACT §14): from the
+/// step's idempotency key, so a step re-run after a pause (same cycle, same key) asks with the
+/// same seed and, where the server honours seeds (or at temperature 0), meets the answer a
+/// reviewer approved, without any result being injected. 31 bits: every server's integer.
+fn seed_of(cx: &StepContext<'_>) -> u32 {
+    let key = cx.idempotency_key();
+    let b = key.digest().as_bytes();
+    u32::from_be_bytes([b[0], b[1], b[2], b[3]]) & 0x7fff_ffff
+}
+
 /// One chat completion: the first choice's text, the model that answered, the usage.
 async fn chat(client: &Client, sent: impl Future<Output = Result<String, ModelError>>) -> Result<Answer, ModelError> {
     let text = sent.await?;
@@ -366,6 +376,7 @@ impl Handler<LLMCall> for OpenAiModel {
         let mut config = p.config.0.clone();
         config.remove("model");
         config.entry("max_tokens").or_insert(json!(DEFAULT_MAX_TOKENS));
+        config.entry("seed").or_insert(json!(seed_of(cx)));
         let body = request_body(&model, &p.prompt, &prompt.prompt, config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));
         let answer =
@@ -383,6 +394,7 @@ impl Handler<SummarizeMemory> for OpenAiModel {
         let response = cx.ledger().get::<LLMCall>().map_or(p.response.as_str(), |r| r.response.as_str());
         let mut config = Map::new();
         config.insert("max_tokens".into(), json!(SUMMARY_MAX_TOKENS));
+        config.insert("seed".into(), json!(seed_of(cx)));
         if self.config.json_summaries {
             // The schema makes servers that constrain their output to it (llama.cpp) answer in
             // exactly this shape; others take `json_object` and the instruction.

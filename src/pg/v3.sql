@@ -17,3 +17,6 @@ CREATE TABLE planlock_approval_log (
     logged_at timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX planlock_approval_log_by_session ON planlock_approval_log (session_key, seq);
+
+-- The inbox lists the paused sessions among many: only those, through this index.
+CREATE INDEX planlock_sessions_paused ON planlock_sessions (session_key) WHERE intervention IS NOT NULL;

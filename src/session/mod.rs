@@ -36,6 +36,7 @@ mod decide;
 mod file;
 #[cfg(any(feature = "demo", feature = "testing"))]
 mod hook;
+pub mod inbox;
 mod intervention;
 mod pin;
 #[cfg(feature = "postgres")]

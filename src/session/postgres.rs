@@ -566,3 +566,45 @@ impl SessionStore for PgSessionStore {
         &self.records
     }
 }
+
+/// Every paused session of `db` (at most `max`): its key, and its record with the decision on
+/// it (or why they cannot be read). One statement: the sessions with a record, through a partial
+/// index, and their decisions beside them.
+#[allow(clippy::type_complexity, reason = "the inbox's listing, one private use")]
+pub(crate) fn paused_sessions(
+    db: &PgDatabase,
+    max: usize,
+) -> Result<Vec<(String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>)>, SessionError> {
+    let limit = i64::try_from(max).unwrap_or(i64::MAX);
+    let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
+    let rows = crate::pg::off_runtime(|| {
+        let mut conn = db.connection().map_err(|e| failed(e.to_string()))?;
+        conn.query_typed(
+            "SELECT s.session_key, s.intervention, d.decision FROM planlock_sessions s
+             LEFT JOIN planlock_review_decisions d USING (session_key)
+             WHERE s.intervention IS NOT NULL LIMIT $1",
+            &[(&limit, Type::INT8)],
+        )
+        .map_err(|e| {
+            failed(format!("PostgreSQL at {}: listing paused sessions: {}", db.target(), crate::pg::reason(&e)))
+        })
+    })?;
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let key: String = row.get(0);
+            let records = PgRecords { db: db.clone(), key: key.clone() };
+            let read = records.parse::<InterventionRecord>("intervention record", &row.get::<_, String>(1)).and_then(
+                |record| {
+                    let decision = row
+                        .get::<_, Option<String>>(2)
+                        .map(|text| records.parse::<ReviewDecision>("review decision", &text))
+                        .transpose()?
+                        .filter(|d| d.pause == super::PauseRef::of(&record));
+                    Ok((record, decision))
+                },
+            );
+            (key, read)
+        })
+        .collect())
+}

@@ -25,7 +25,7 @@ pub const APPROVAL_LOG_FILE: &str = "ops/runtime/approvals.jsonl";
 
 /// The approval log as read back: its events in order, and how many lines could not be read (a
 /// line a crash cut short, or one edited).
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct ApprovalLog {
     /// The events, oldest first.
     pub events: Vec<ApprovalEvent>,

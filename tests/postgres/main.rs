@@ -37,6 +37,7 @@ use planlock::store::postgres::PgStore;
 use planlock::{Failure, FailureKind, StepType, ValidPlan};
 use serde_json::{Value, json};
 
+mod approvals;
 #[path = "../common/mod.rs"]
 mod common;
 mod fixture;
@@ -45,6 +46,7 @@ mod outside;
 mod storage;
 mod upgrade;
 mod worker;
+use approvals::*;
 use common::pg::PgServer;
 use fixture::*;
 use fleet::*;
@@ -82,6 +84,18 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("the_cli_runs_and_resumes_a_session_in_the_database", the_cli_runs_and_resumes_a_session_in_the_database),
     ("a_database_written_by_0_1_reads_the_same_and_resumes", a_database_written_by_0_1_reads_the_same_and_resumes),
+    (
+        "a_worker_acts_on_a_decision_from_another_process_without_a_restart",
+        a_worker_acts_on_a_decision_from_another_process_without_a_restart,
+    ),
+    (
+        "one_decision_per_pause_when_two_decide_at_once_on_postgres",
+        one_decision_per_pause_when_two_decide_at_once_on_postgres,
+    ),
+    (
+        "an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres",
+        an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres,
+    ),
     (
         "a_cycle_paused_between_its_writes_keeps_the_writes_before_each_pause",
         a_cycle_paused_between_its_writes_keeps_the_writes_before_each_pause,

@@ -154,6 +154,23 @@ pub(super) fn worker(mode: &str) {
                 }
             }
         }
+        // Acts on the recorded decision of the reviewed plan's paused cycle, and dies at
+        // `PLANLOCK_PG_POINT`: before its session save (its writes in the open transaction), or
+        // after it (before the record's removal).
+        "approved" => {
+            let key = &env.keys[0];
+            let point = std::env::var("PLANLOCK_PG_POINT").unwrap_or_else(|_| "before-save".into());
+            let store = DieAround { inner: PgSessionStore::open_with_lease(&db, key, env.lease).unwrap(), point };
+            let fx = Fixture {
+                _dir: tempfile::tempdir().unwrap(),
+                policy: env.policy.clone(),
+                plan_file: PathBuf::new(),
+                plan: env.plan.clone(),
+            };
+            let mut runtime = super::approvals::reviewed_runtime(&db, &fx, key, store);
+            let outcome = runtime.run_cycle_blocking();
+            say(format_args!("NOT KILLED {outcome:?}"));
+        }
         // Two cycles; the second dies (abort) at its save, after all of its store writes.
         "die-before-save" => {
             let key = &env.keys[0];
@@ -217,5 +234,62 @@ pub(super) fn worker(mode: &str) {
             say(format_args!("CYCLES {cycles}"));
         }
         other => panic!("unknown worker mode {other}"),
+    }
+}
+
+/// A session store that aborts the process before or after its session save.
+struct DieAround<S> {
+    inner: S,
+    point: String,
+}
+
+impl<S: SessionStore> DieAround<S> {
+    fn at(&self, point: &str) {
+        if self.point == point {
+            say(format_args!("AT {point}"));
+            std::process::abort();
+        }
+    }
+}
+
+impl<S: SessionStore> SessionStore for DieAround<S> {
+    fn claim(&self) -> Result<(), SessionError> {
+        self.inner.claim()
+    }
+    fn load(&self) -> Result<Option<planlock::session::SessionState>, SessionError> {
+        self.inner.load()
+    }
+    fn save(&self, update: SessionUpdate) -> Result<planlock::session::SessionState, SessionError> {
+        self.at("before-save");
+        let saved = self.inner.save(update)?;
+        self.at("after-save");
+        Ok(saved)
+    }
+    fn discard_cycle(&self) {
+        self.inner.discard_cycle()
+    }
+    fn load_intervention(&self) -> Result<Option<planlock::session::InterventionRecord>, SessionError> {
+        self.inner.load_intervention()
+    }
+    fn save_intervention(&self, record: &planlock::session::InterventionRecord) -> Result<(), SessionError> {
+        self.inner.save_intervention(record)
+    }
+    fn remove_intervention(&self) -> Result<(), SessionError> {
+        self.inner.remove_intervention()
+    }
+    fn load_reserved(&self) -> Result<Option<planlock::session::ReservedSession>, SessionError> {
+        self.inner.load_reserved()
+    }
+    fn save_reserved(&self, reserved: &planlock::session::ReservedSession) -> Result<(), SessionError> {
+        self.inner.save_reserved(reserved)
+    }
+    fn load_pin(&self) -> Result<Option<planlock::session::BundlePinV1>, SessionError> {
+        self.inner.load_pin()
+    }
+    fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), SessionError> {
+        self.inner.save_pin(pin)
+    }
+    fn records(&self) -> &dyn planlock::session::SessionRecords {
+        self.inner.records()
     }
 }

@@ -59,10 +59,17 @@ pub enum Command {
         /// The blocked step's id (it must be the pending one).
         #[arg(long)]
         step: String,
-        /// Why the Block may pass; recorded in the cycle report (not blank, at most 2,000
+        /// Why the Block may pass; recorded with the decision (not blank, at most 2,000
         /// characters).
         #[arg(long, value_parser = parse_reason)]
         reason: String,
+        /// Who decides (recorded with the decision; default: the `USER` environment variable).
+        #[arg(long, value_name = "NAME")]
+        by: Option<String>,
+        /// The digest of what you approve (`inbox show` or `status` prints it); without it, what
+        /// the record shows now.
+        #[arg(long, value_name = "HEX")]
+        digest: Option<String>,
     },
     /// Abandon the paused cycle: its record is removed, the session file stays as it was, and
     /// the next `run` runs the same cycle number again. Exits 0, or 1 when nothing is paused.
@@ -84,11 +91,116 @@ pub enum Command {
         #[arg(long)]
         domain: Option<String>,
     },
-    /// Show the session (id, completed cycles, plan hash) and any paused cycle.
+    /// Show the session (id, completed cycles, plan hash) and any paused cycle, with the
+    /// decision on it if one is recorded.
     Status {
         #[command(flatten)]
         place: SessionPlace,
     },
+    /// The pauses waiting for a person across sessions: list them, show one with what is being
+    /// approved, approve or reject it (from any machine that reaches the sessions; the session
+    /// goes on at its next `run`), read a session's approval log.
+    Inbox {
+        #[command(subcommand)]
+        command: InboxCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum InboxCommand {
+    /// Every pause waiting for a person, oldest first.
+    List {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// Only this validator's pauses.
+        #[arg(long)]
+        validator: Option<String>,
+        /// Only pauses at this step type.
+        #[arg(long, value_parser = parse_step_type)]
+        step_type: Option<StepType>,
+        /// Only pauses at least this old (`90s`, `15m`, `2h`, `1d`).
+        #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+        older_than: Option<std::time::Duration>,
+        /// Only expired pauses (which can only be abandoned).
+        #[arg(long)]
+        expired: bool,
+    },
+    /// One pause: its record and what is being approved (`shown`, with its digest).
+    Show {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// The session: a root's name under `--sessions`, or a key in `--database`.
+        session: String,
+    },
+    /// Approve a pause: the blocked step runs at the session's next `run` while it meets what
+    /// was shown.
+    Approve {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        #[command(flatten)]
+        decider: DeciderArgs,
+        /// The digest of what you approve (`inbox show` prints it); without it, what the record
+        /// shows now.
+        #[arg(long, value_name = "HEX")]
+        digest: Option<String>,
+        /// The session: a root's name under `--sessions`, or a key in `--database`.
+        session: String,
+    },
+    /// Reject a pause: its cycle is abandoned at the session's next `run`.
+    Reject {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        #[command(flatten)]
+        decider: DeciderArgs,
+        /// The session: a root's name under `--sessions`, or a key in `--database`.
+        session: String,
+    },
+    /// A session's approval log: every decision and what became of it.
+    Log {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// The session: a root's name under `--sessions`, or a key in `--database`.
+        session: String,
+    },
+}
+
+/// Where the inbox's sessions are.
+#[derive(clap::Args)]
+pub struct SessionsArgs {
+    /// A directory whose subdirectories are session roots.
+    #[arg(long, required_unless_present = "database", conflicts_with = "database", value_name = "DIR")]
+    pub sessions: Option<PathBuf>,
+    /// A shared PostgreSQL database (`postgres://user:password@host/db`); the password is never
+    /// printed.
+    #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, value_name = "URL")]
+    pub database: Option<String>,
+}
+
+/// Who decides, and why.
+#[derive(clap::Args)]
+pub struct DeciderArgs {
+    /// Who decides (recorded with the decision).
+    #[arg(long, value_name = "NAME")]
+    pub by: String,
+    /// Why (not blank, at most 2,000 characters).
+    #[arg(long, value_parser = parse_reason)]
+    pub reason: String,
+}
+
+/// `90s`, `15m`, `2h` or `1d`: a whole number and a unit.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
+    let (number, unit) = s.split_at(split);
+    let n: u64 =
+        number.parse().map_err(|_| format!("`{s}` is not a duration: write a number and a unit (90s, 15m, 2h, 1d)"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{s}` has no unit: s, m, h or d (90s, 15m, 2h, 1d)")),
+    };
+    n.checked_mul(seconds).map(std::time::Duration::from_secs).ok_or_else(|| format!("`{s}` is too long"))
 }
 
 #[derive(Subcommand)]
@@ -190,6 +302,10 @@ pub struct CycleArgs {
     pub llm_api_key_env: String,
     #[command(flatten)]
     pub embed: EmbedArgs,
+    /// How long a pause waits for a person (`30m`, `8h`, `2d`): past it, a decision is refused
+    /// and the cycle can only be abandoned. No expiry without it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub approval_ttl: Option<std::time::Duration>,
     /// The plan file, or `-` for standard input.
     pub plan: PathBuf,
 }

@@ -6,6 +6,7 @@
 mod abandon;
 mod decisions;
 mod hash;
+mod inbox;
 mod memory;
 mod run;
 mod schema;
@@ -28,9 +29,18 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
         Command::Schema => schema::schema(out),
         Command::Run { cycle } => run::run(out, cycle, None),
-        Command::Resume { cycle, approve, step, reason } => {
-            run::run(out, cycle, Some(planlock::Override::new(approve, step, reason)))
+        Command::Resume { cycle, approve, step, reason, by, digest } => {
+            let by = by.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "cli".to_owned());
+            let mut over = planlock::Override::new(approve, step, reason).by(by);
+            if let Some(hex) = digest {
+                let digest = hex
+                    .parse()
+                    .map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
+                over = over.for_shown(digest);
+            }
+            run::run(out, cycle, Some(over))
         }
+        Command::Inbox { command } => inbox::inbox(out, command),
         Command::Abandon { place } => abandon::abandon(out, &place),
         Command::Memory { command: MemoryCommand::Search { place, top_k, embed, text } } => {
             memory::search(out, &place, top_k, &embed, &text)

@@ -105,8 +105,12 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         .handlers(handlers)
         .bundle(manifest)
         .resolver(resolver)
-        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
-        .boot();
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
+    let runtime = match c.approval_ttl {
+        Some(ttl) => runtime.approval_ttl(ttl),
+        None => runtime,
+    }
+    .boot();
     let mut runtime =
         runtime.map_err(|e| Stopped { outcome: e.kind().as_str(), error: CliError::of(&e), problems: vec![] })?;
     let boot = match (runtime.boot_kind(), runtime.status()) {

@@ -2,7 +2,7 @@
 //! cycle. A read: it writes nothing and takes neither the session's lock nor its lease, so it
 //! answers while a cycle runs.
 
-use planlock::session::{BundlePinV1, InterventionRecord, SessionState};
+use planlock::session::{BundlePinV1, InterventionRecord, PauseRef, ReviewDecision, SessionState, Timestamp};
 use serde::Serialize;
 
 use crate::args::SessionPlace;
@@ -18,6 +18,10 @@ struct StatusReport {
     intervention: Option<InterventionRecord>,
     pin: Option<BundlePinV1>,
     leftover_record: Option<Leftover>,
+    /// The decision recorded on the paused cycle, waiting for the next run.
+    decision: Option<ReviewDecision>,
+    /// Whether the paused cycle's pause has expired.
+    expired: bool,
 }
 
 impl Report for StatusReport {
@@ -47,15 +51,31 @@ impl Report for StatusReport {
         }
         match &self.intervention {
             None => line!(out, "paused cycle: none"),
-            Some(i) => line!(
-                out,
-                "paused cycle: {} at step `{}` ({}), validator `{}`: {}",
-                i.cycle,
-                i.step_id,
-                i.step_type,
-                i.validator.id,
-                i.reason
-            ),
+            Some(i) => {
+                line!(
+                    out,
+                    "paused cycle: {} at step `{}` ({}), validator `{}`: {}",
+                    i.cycle,
+                    i.step_id,
+                    i.step_type,
+                    i.validator.id,
+                    i.reason
+                );
+                if let Some(digest) = &i.shown_digest {
+                    line!(out, "shown: digest {digest} (planlock inbox show prints it)");
+                }
+                match (&i.expires_at, self.expired) {
+                    (Some(at), true) => line!(out, "expired: {at}; it can only be abandoned"),
+                    (Some(at), false) => line!(out, "expires: {at}"),
+                    (None, _) => {}
+                }
+                match &self.decision {
+                    Some(d) => {
+                        line!(out, "decision: {} by `{}` at {} (acted on at the next run)", d.verdict, d.by, d.at)
+                    }
+                    None => line!(out, "decision: none yet"),
+                }
+            }
         }
     }
 }
@@ -64,11 +84,19 @@ pub fn status(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let records = place.place().records().map_err(|e| CliError::of_place(&e))?;
     let loaded = records.load().and_then(|s| Ok((s, records.load_intervention()?, records.load_pin()?)));
     let (session, mut intervention, pin) = loaded.map_err(|e| CliError::of(&e))?;
+    let decision = match &intervention {
+        Some(record) => {
+            records.load_decision().map_err(|e| CliError::of(&e))?.filter(|d| d.pause == PauseRef::of(record))
+        }
+        None => None,
+    };
+    let expired = intervention.as_ref().is_some_and(|r| r.expired_at(Timestamp::now()));
     // A read writes nothing: a leftover record is reported, and the next boot removes it.
     let leftover = match (&intervention, &session) {
         (Some(record), Some(s)) if record.is_leftover_of(s) => intervention.take(),
         _ => None,
     };
-    out.report(&StatusReport { session, intervention, pin, leftover_record: leftover.as_ref().map(Leftover::of) });
+    let leftover_record = leftover.as_ref().map(Leftover::of);
+    out.report(&StatusReport { session, intervention, pin, leftover_record, decision, expired });
     Ok(EXIT_VALID)
 }

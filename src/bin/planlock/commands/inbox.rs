@@ -1,0 +1,267 @@
+//! `planlock inbox`: the pauses waiting for a person across sessions (list, show), a decision
+//! on one (approve, reject), a session's approval log. A decision is recorded without the
+//! session's lock or lease; the session acts on it at its next `run`.
+
+use planlock::session::inbox::{Inbox, InboxFilter, InboxListing, PendingPause, Sessions};
+use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, decide};
+use serde::Serialize;
+
+use crate::args::{DeciderArgs, InboxCommand, SessionsArgs};
+use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_VALID};
+use crate::output::{Output, Report, Text, line};
+
+pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
+    match command {
+        InboxCommand::List { sessions, validator, step_type, older_than, expired } => {
+            let filter = InboxFilter { validator, step_type, older_than, expired: expired.then_some(true) };
+            let listing = open(&sessions)?.list(&filter).map_err(|e| CliError::of(&e))?;
+            out.report(&ListReport(listing));
+            Ok(EXIT_VALID)
+        }
+        InboxCommand::Show { sessions, session } => {
+            let pause = paused(&open(&sessions)?, &session)?;
+            out.report(&ShowReport(pause));
+            Ok(EXIT_VALID)
+        }
+        InboxCommand::Approve { sessions, decider, digest, session } => {
+            decide_on(out, &sessions, &session, ReviewVerdict::Approve, decider, digest)
+        }
+        InboxCommand::Reject { sessions, decider, session } => {
+            decide_on(out, &sessions, &session, ReviewVerdict::Reject, decider, None)
+        }
+        InboxCommand::Log { sessions, session } => {
+            let records = open(&sessions)?.records(&session).map_err(|e| CliError::of(&e))?;
+            let log = records.approval_log().map_err(|e| CliError::of(&e))?;
+            out.report(&LogReport { session, log });
+            Ok(EXIT_VALID)
+        }
+    }
+}
+
+fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
+    match (&args.sessions, &args.database) {
+        (Some(dir), _) => Ok(Inbox::new(Sessions::Dir(dir.clone()))),
+        (None, Some(url)) => {
+            let db = planlock::pg::PgDatabase::connect(url).map_err(|e| CliError::of_pg(&e))?;
+            Ok(Inbox::new(Sessions::Database(db)))
+        }
+        (None, None) => Err(CliError::usage("usage", "give --sessions DIR or --database URL")),
+    }
+}
+
+/// The pause of `session`, or why there is none.
+fn paused(inbox: &Inbox, session: &str) -> Result<PendingPause, CliError> {
+    match inbox.show(session).map_err(|e| CliError::of(&e))? {
+        Some(pause) => Ok(pause),
+        None => Err(CliError {
+            exit: EXIT_CYCLE_FAIL,
+            code: "nothing-paused",
+            message: format!("nothing is paused in session `{}`", planlock::printable(session)),
+        }),
+    }
+}
+
+fn decide_on(
+    out: &mut Output,
+    sessions: &SessionsArgs,
+    session: &str,
+    verdict: ReviewVerdict,
+    decider: DeciderArgs,
+    digest: Option<String>,
+) -> Result<u8, CliError> {
+    let inbox = open(sessions)?;
+    let pause = paused(&inbox, session)?;
+    let mut decision = ReviewDecision::new(&pause.record, verdict, decider.by, decider.reason);
+    if let Some(hex) = digest {
+        let parsed =
+            hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
+        decision.shown_digest = Some(parsed);
+    }
+    let records = inbox.records(session).map_err(|e| CliError::of(&e))?;
+    let recorded = decide(records.as_ref(), &decision).map_err(|e| CliError::of(&e))?;
+    out.report(&DecidedReport { session: session.to_owned(), decision, again: recorded == Recorded::Again });
+    Ok(EXIT_VALID)
+}
+
+/// `list`.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct ListReport(InboxListing);
+
+impl Report for ListReport {
+    fn text(&self, out: &mut Text) {
+        let listing = &self.0;
+        if listing.pauses.is_empty() {
+            line!(out, "no pause is waiting for a person");
+        } else {
+            line!(
+                out,
+                "{:<24} {:>5}  {:<28} {:<14} {:>8}  {:<10} {}",
+                "SESSION",
+                "CYCLE",
+                "STEP",
+                "VALIDATOR",
+                "WAITING",
+                "STATE",
+                "REASON"
+            );
+        }
+        for p in &listing.pauses {
+            let r = &p.record;
+            let state = match (&p.decision, p.expired) {
+                (_, true) => "expired".to_owned(),
+                (Some(d), _) => format!("{}d", d.verdict.as_str().trim_end_matches('e')),
+                (None, false) => "waiting".to_owned(),
+            };
+            line!(
+                out,
+                "{:<24} {:>5}  {:<28} {:<14} {:>8}  {:<10} {}",
+                p.session,
+                r.cycle,
+                format!("{} ({})", r.step_id, r.step_type),
+                r.validator.id,
+                age(p.age_seconds),
+                state,
+                planlock::printable(&r.reason)
+            );
+        }
+        if listing.more > 0 {
+            line!(out, "… and {} more (filter with --validator, --step-type, --older-than)", listing.more);
+        }
+        for problem in &listing.problems {
+            line!(out, "cannot read session `{}`: {} ({})", problem.session, problem.message, problem.code);
+        }
+    }
+}
+
+/// A duration as a person reads it: `42s`, `17m`, `5h`, `3d`.
+fn age(seconds: u64) -> String {
+    match seconds {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// `show`.
+#[derive(Serialize)]
+#[serde(transparent)]
+struct ShowReport(PendingPause);
+
+impl Report for ShowReport {
+    fn text(&self, out: &mut Text) {
+        let p = &self.0;
+        let r = &p.record;
+        line!(out, "session:    {}", p.session);
+        line!(out, "cycle:      {} (waiting {})", r.cycle, age(p.age_seconds));
+        line!(
+            out,
+            "step:       `{}` ({}), {} the step",
+            r.step_id,
+            r.step_type,
+            match r.phase {
+                planlock::session::BlockPhase::Pre => "before",
+                planlock::session::BlockPhase::Post => "after",
+            }
+        );
+        line!(out, "validator:  `{}` version {}", r.validator.id, r.validator.version);
+        line!(out, "reason:     {}", r.reason);
+        line!(out, "created:    {}", r.created_at);
+        match (&r.expires_at, p.expired) {
+            (Some(at), true) => line!(out, "expired:    {at} (it can only be abandoned)"),
+            (Some(at), false) => line!(out, "expires:    {at}"),
+            (None, _) => line!(out, "expires:    never"),
+        }
+        match &p.decision {
+            Some(d) => line!(out, "decision:   {} by `{}` at {}: {}", d.verdict, d.by, d.at, d.justification),
+            None => line!(out, "decision:   none yet"),
+        }
+        match (&r.shown, &r.shown_digest) {
+            (Some(shown), Some(digest)) => {
+                let cut = if r.shown_truncated { " (cut at 64 KiB; the digest covers the whole)" } else { "" };
+                line!(out, "shown:      digest {digest}{cut}");
+                let pretty = match shown {
+                    serde_json::Value::String(start) if r.shown_truncated => start.clone(),
+                    value => serde_json::to_string_pretty(value).unwrap_or_default(),
+                };
+                for l in pretty.lines() {
+                    line!(out, "  {l}");
+                }
+                line!(
+                    out,
+                    "to decide:  planlock inbox approve|reject --by NAME --reason TEXT --digest {digest} {}",
+                    p.session
+                );
+            }
+            _ => line!(out, "shown:      not recorded (a record of an older planlock version)"),
+        }
+    }
+}
+
+/// `approve` and `reject`.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DecidedReport {
+    session: String,
+    decision: ReviewDecision,
+    /// The same decision was already recorded; nothing changed.
+    again: bool,
+}
+
+impl Report for DecidedReport {
+    fn text(&self, out: &mut Text) {
+        let d = &self.decision;
+        let what = if self.again { "was already recorded (nothing changed)" } else { "is recorded" };
+        line!(
+            out,
+            "{} by `{}` of cycle {} at step `{}` in session `{}` {what}",
+            d.verdict,
+            d.by,
+            d.pause.cycle,
+            d.pause.step_id,
+            self.session
+        );
+        match d.verdict {
+            ReviewVerdict::Approve => {
+                line!(out, "the session resumes the step at its next run, while it meets what was approved")
+            }
+            ReviewVerdict::Reject => line!(out, "the session abandons the paused cycle at its next run"),
+        }
+    }
+}
+
+/// `log`.
+#[derive(Serialize)]
+struct LogReport {
+    session: String,
+    #[serde(flatten)]
+    log: ApprovalLog,
+}
+
+impl Report for LogReport {
+    fn text(&self, out: &mut Text) {
+        if self.log.events.is_empty() {
+            line!(out, "the approval log of `{}` is empty", self.session);
+        }
+        for event in &self.log.events {
+            let p = event.pause();
+            let detail = match event {
+                ApprovalEvent::Decided { decision: d } => {
+                    format!("decided: {} by `{}` at {}: {}", d.verdict, d.by, d.at, d.justification)
+                }
+                ApprovalEvent::Consumed { cycle, completed, at, .. } => {
+                    format!("consumed by cycle {cycle} at {at}{}", if *completed { ", which completed" } else { "" })
+                }
+                ApprovalEvent::Stale { met, at, .. } => format!("stale at {at}: the re-run met what has digest {met}"),
+                ApprovalEvent::Expired { at, .. } => format!("expired at {at}"),
+                ApprovalEvent::Abandoned { at, .. } => format!("abandoned at {at}"),
+                ApprovalEvent::Superseded { at, .. } => format!("superseded at {at}: the pause ended without it"),
+            };
+            line!(out, "cycle {} step `{}` ({}): {detail}", p.cycle, p.step_id, p.validator_id);
+        }
+        if self.log.unreadable > 0 {
+            line!(out, "({} line(s) of the log could not be read)", self.log.unreadable);
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! The person who approves (CONTRACT §14), on session files: the record shows what is being
+//! approved and binds the approval to it; a decision is made from any process, once per pause,
+//! and the runtime acts on it at its next cycle; every decision and its outcome go to the
+//! approval log once; a pause expires. The crash windows are in `tests/crash_points.rs`, the
+//! PostgreSQL side in `tests/postgres/approvals.rs`.
+#![cfg(all(feature = "cli", unix))]
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Barrier};
+use std::time::Duration;
+
+use planlock::demo::Demo;
+use planlock::executor::Shown;
+use planlock::handler::Boxed;
+use planlock::runtime::{RunOutcome, Runtime, RuntimeError};
+use planlock::schema::*;
+use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::session::{
+    ApprovalEvent, FileRecords, FileSessionStore, InterventionRecord, Recorded, ReviewDecision, ReviewVerdict,
+    SessionRecords, decide,
+};
+use planlock::steps::*;
+use planlock::{
+    Digest, Failure, Handler, HandlerError, Override, StepContext, StepView, ValidPlan, Validator, Verdict,
+};
+use serde_json::{Value, json};
+
+mod common;
+use common::{plan_with, policy};
+
+type TestRuntime = Runtime<FileSessionStore, Boxed>;
+
+/// Blocks `LLMCall` after it ran (a post-validator on answers), or every storage write before
+/// it (a pre-validator), allowing what contains `allow` when given.
+#[derive(Clone, Default)]
+struct Gate {
+    allow: Option<&'static str>,
+}
+
+impl Validator for Gate {
+    fn before(&self, step: &StepView<'_>) -> Verdict {
+        match step.step_type {
+            planlock::StepType::PersistMemory => Verdict::Block("a write needs a person".into()),
+            _ => Verdict::Allow,
+        }
+    }
+    fn after(&self, step: &StepView<'_>, result: &planlock::StepResult) -> Verdict {
+        let answer = match result {
+            planlock::StepResult::LLMCall(r) if step.step_type == planlock::StepType::LLMCall => &r.response,
+            _ => return Verdict::Allow,
+        };
+        match self.allow {
+            Some(ok) if answer.contains(ok) => Verdict::Allow,
+            _ => Verdict::Block(format!("review the answer `{answer}`")),
+        }
+    }
+}
+
+/// A model whose answer changes on every call (`answer 1`, `answer 2`, …), or stays the same.
+#[derive(Clone)]
+struct Model {
+    calls: Arc<AtomicU64>,
+    changes: bool,
+    long: bool,
+}
+
+impl Handler<LLMCall> for Model {
+    async fn call(&self, _: &StepContext<'_>, _: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        let n = if self.changes { n } else { 1 };
+        let response = if self.long { format!("answer {n} {}", "x".repeat(70 << 10)) } else { format!("answer {n}") };
+        Ok(LlmCallResult { response })
+    }
+}
+
+struct Session {
+    policy: tempfile::TempDir,
+    sessions: tempfile::TempDir,
+}
+
+impl Session {
+    fn new() -> Session {
+        let s = Session { policy: tempfile::tempdir().unwrap(), sessions: tempfile::tempdir().unwrap() };
+        policy(s.policy.path(), "friendly");
+        std::fs::create_dir(s.root()).unwrap();
+        s
+    }
+
+    fn root(&self) -> std::path::PathBuf {
+        self.sessions.path().join("s1")
+    }
+
+    fn records(&self) -> FileRecords {
+        FileRecords::new(self.root())
+    }
+
+    /// A runtime whose pre-validator (`pre`) or post-validator (otherwise) is `gate`.
+    fn boot(&self, gate: Gate, model: &Model, pre: bool, ttl: Option<Duration>) -> TestRuntime {
+        let plan = plan(pre);
+        let handlers = Demo::new().handlers().on::<LLMCall>(model.clone()).boxed();
+        let builder = Runtime::builder(self.policy.path(), plan, FileSessionStore::open(self.root()).unwrap())
+            .handlers(handlers)
+            .validator("gate", "1", &json!({}), gate);
+        match ttl {
+            Some(ttl) => builder.approval_ttl(ttl),
+            None => builder,
+        }
+        .boot()
+        .unwrap()
+    }
+
+    fn log(&self) -> Vec<ApprovalEvent> {
+        self.records().approval_log().unwrap().events
+    }
+}
+
+fn model(changes: bool) -> Model {
+    Model { calls: Arc::default(), changes, long: false }
+}
+
+/// The demo plan with the gate as a pre- or a post-validator.
+fn plan(pre: bool) -> ValidPlan {
+    let signature =
+        json!([{ "id": "gate", "version": "1", "config_hash": planlock::config_hash(&json!({})).to_string() }]);
+    plan_with(move |v| {
+        let list = if pre { "validators" } else { "postValidators" };
+        v[list] = signature;
+    })
+}
+
+fn paused(outcome: Result<RunOutcome, RuntimeError>) -> InterventionRecord {
+    match outcome {
+        Ok(RunOutcome::Paused(record)) => record,
+        other => panic!("expected a pause, got {other:?}"),
+    }
+}
+
+fn completed(outcome: Result<RunOutcome, RuntimeError>) -> planlock::Completed {
+    match outcome {
+        Ok(RunOutcome::Completed(done)) => done,
+        other => panic!("expected a completed cycle, got {other:?}"),
+    }
+}
+
+fn events(log: &[ApprovalEvent]) -> Vec<&'static str> {
+    log.iter().map(ApprovalEvent::name).collect()
+}
+
+#[test]
+fn the_record_shows_what_is_being_approved_and_its_digest() {
+    // Before the step: its payload and the results it may read.
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    let record = paused(rt.run_cycle_blocking());
+    let shown = record.shown.clone().unwrap();
+    assert_eq!(shown["payload"]["summary"], "key rotation", "{shown}");
+    assert_eq!(shown["results"]["llm"]["response"], "answer 1");
+    assert!(shown["results"].get("remember").is_none(), "only the steps before it");
+    let digest = Digest::of(&planlock::canonical_json(&shown).unwrap());
+    assert_eq!(record.shown_digest, Some(digest), "SHA-256 of its canonical JSON");
+    assert!(!record.shown_truncated);
+    // After the step: its result, which the cycle does not keep.
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), false, None);
+    let record = paused(rt.run_cycle_blocking());
+    assert_eq!(record.shown, Some(json!({ "response": "answer 1" })));
+    // Past 64 KiB: cut, the digest still the whole's.
+    let s = Session::new();
+    let long = Model { long: true, ..model(false) };
+    let mut rt = s.boot(Gate::default(), &long, false, None);
+    let record = paused(rt.run_cycle_blocking());
+    assert!(record.shown_truncated);
+    let Some(Value::String(start)) = &record.shown else { panic!("kept as the start of its text") };
+    assert!(start.len() <= planlock::executor::MAX_SHOWN_BYTES && start.starts_with("{\"response\":\"answer 1 xxx"));
+    let whole = Shown::of(json!({ "response": format!("answer 1 {}", "x".repeat(70 << 10)) }));
+    assert_eq!(record.shown_digest, Some(whole.digest));
+}
+
+#[test]
+fn an_approval_applies_while_the_rerun_meets_what_was_approved() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), false, None);
+    let record = paused(rt.run_cycle_blocking());
+    // Approved from another process (the records, without the lock the runtime holds).
+    let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "the answer is fine");
+    assert_eq!(decide(&s.records(), &decision).unwrap(), Recorded::New);
+    // The runtime acts on it at its next cycle: the re-run meets the same answer, and the cycle
+    // completes without a second pause.
+    let done = completed(rt.run_cycle_blocking());
+    assert_eq!(done.report.overrides.len(), 1);
+    assert_eq!(done.report.overrides[0].by.as_deref(), Some("ada"));
+    assert_eq!(done.report.overrides[0].shown_digest, record.shown_digest);
+    assert!(rt.pending().is_none());
+    assert_eq!(events(&s.log()), ["decided", "consumed"]);
+    assert!(!s.root().join(planlock::session::DECISION_FILE).exists(), "consumed, removed with its record");
+}
+
+#[test]
+fn an_approval_of_something_else_is_stale_and_the_validator_judges_what_is_there() {
+    // The model answers differently on the re-run: the approval does not carry over; the
+    // validator blocks the new answer, and the new record shows it.
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(true), false, None);
+    let first = paused(rt.run_cycle_blocking());
+    decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "answer 1 is fine")).unwrap();
+    let second = paused(rt.run_cycle_blocking());
+    assert_eq!(second.shown, Some(json!({ "response": "answer 2" })), "the new answer, for review");
+    assert_ne!(second.shown_digest, first.shown_digest);
+    assert_ne!(second.created_at, first.created_at, "another pause");
+    let log = s.log();
+    assert_eq!(events(&log), ["decided", "stale"]);
+    let ApprovalEvent::Stale { met, .. } = &log[1] else { unreachable!() };
+    assert_eq!(Some(*met), second.shown_digest);
+    // The same validator allowing the new answer: it passes without the approval.
+    let s = Session::new();
+    let mut rt = s.boot(Gate { allow: Some("answer 2") }, &model(true), false, None);
+    let first = paused(rt.run_cycle_blocking());
+    decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "fine")).unwrap();
+    let done = completed(rt.run_cycle_blocking());
+    assert!(done.report.overrides.is_empty(), "the approval was not used");
+    assert_eq!(events(&s.log()), ["decided", "superseded"]);
+    // An override given in process, bound to an old digest, is stale too (`resume`).
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(true), false, None);
+    let first = paused(rt.run_cycle_blocking());
+    let over = Override::new("gate", "llm", "fine").by("ada").for_shown(first.shown_digest.unwrap());
+    let again = paused(rt.resume_blocking(Some(over)));
+    assert_eq!(again.shown, Some(json!({ "response": "answer 2" })));
+}
+
+#[test]
+fn a_rejection_abandons_the_paused_cycle() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    let record = paused(rt.run_cycle_blocking());
+    decide(&s.records(), &ReviewDecision::new(&record, ReviewVerdict::Reject, "bob", "not this memory")).unwrap();
+    match rt.run_cycle_blocking() {
+        Ok(RunOutcome::Abandoned(abandoned)) => assert_eq!(abandoned.cycle, 1),
+        other => panic!("expected the cycle abandoned, got {other:?}"),
+    }
+    assert_eq!(rt.cycle(), 0, "the session as it was");
+    assert_eq!(events(&s.log()), ["decided", "abandoned"]);
+    // The next cycle runs the same number again, and pauses again (a new pause, undecided).
+    let again = paused(rt.run_cycle_blocking());
+    assert_eq!(again.cycle, 1);
+    assert!(matches!(rt.run_cycle_blocking(), Err(RuntimeError::Paused { .. })));
+}
+
+#[test]
+fn one_decision_per_pause_even_when_two_decide_at_once() {
+    for round in 0..40 {
+        let s = Session::new();
+        let mut rt = s.boot(Gate::default(), &model(false), true, None);
+        let record = paused(rt.run_cycle_blocking());
+        let barrier = Arc::new(Barrier::new(2));
+        let deciders: Vec<_> = [ReviewVerdict::Approve, ReviewVerdict::Reject]
+            .into_iter()
+            .map(|verdict| {
+                let (barrier, record, root) = (barrier.clone(), record.clone(), s.root());
+                std::thread::spawn(move || {
+                    let decision = ReviewDecision::new(&record, verdict, format!("{verdict}er"), "decided");
+                    barrier.wait();
+                    decide(&FileRecords::new(root), &decision)
+                })
+            })
+            .collect();
+        let results: Vec<_> = deciders.into_iter().map(|d| d.join().unwrap()).collect();
+        let won = results.iter().filter(|r| matches!(r, Ok(Recorded::New))).count();
+        let lost: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).map(|e| e.code()).collect();
+        assert_eq!((won, lost.as_slice()), (1, &["already-decided"][..]), "round {round}: {results:?}");
+        assert_eq!(events(&s.log()), ["decided"], "round {round}: the winner's decision alone");
+        // The same decision again changes nothing.
+        let recorded = s.records().load_decision().unwrap().unwrap();
+        assert_eq!(
+            decide(&s.records(), &ReviewDecision { at: planlock::session::Timestamp::now(), ..recorded }).unwrap(),
+            Recorded::Again
+        );
+        assert_eq!(s.log().len(), 1);
+    }
+}
+
+#[test]
+fn a_decision_must_name_the_pause_and_what_it_shows() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    let record = paused(rt.run_cycle_blocking());
+    let mut other_digest = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "fine");
+    other_digest.shown_digest = Some(Digest::of(b"something else"));
+    assert_eq!(decide(&s.records(), &other_digest).unwrap_err().code(), "digest-mismatch");
+    let mut other_pause = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "fine");
+    other_pause.pause.cycle = 7;
+    assert_eq!(decide(&s.records(), &other_pause).unwrap_err().code(), "pause-ended");
+    for (by, why) in [("", "fine"), ("ada", "\u{200b}\u{202e}")] {
+        let blank = ReviewDecision::new(&record, ReviewVerdict::Approve, by, why);
+        assert_eq!(decide(&s.records(), &blank).unwrap_err().code(), "decision-invalid");
+    }
+    assert!(s.log().is_empty(), "nothing recorded");
+}
+
+#[test]
+fn an_expired_pause_can_only_be_abandoned_and_lists_as_expired() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, Some(Duration::from_millis(1)));
+    let record = paused(rt.run_cycle_blocking());
+    assert!(record.expires_at.is_some());
+    std::thread::sleep(Duration::from_millis(20));
+    let late = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "too late");
+    assert_eq!(decide(&s.records(), &late).unwrap_err().code(), "approval-expired");
+    let err = rt.resume_blocking(Some(Override::new("gate", "remember", "too late"))).unwrap_err();
+    assert_eq!(err.code(), "approval-expired", "{err}");
+    let err = rt.run_cycle_blocking().unwrap_err();
+    assert!(err.to_string().contains("expired: abandon it"), "{err}");
+    let inbox = Inbox::new(Sessions::Dir(s.sessions.path().to_owned()));
+    let expired = inbox.list(&InboxFilter { expired: Some(true), ..InboxFilter::default() }).unwrap();
+    assert_eq!(expired.pauses.len(), 1);
+    assert!(expired.pauses[0].expired);
+    assert!(inbox.list(&InboxFilter { expired: Some(false), ..InboxFilter::default() }).unwrap().pauses.is_empty());
+    rt.abandon().unwrap();
+    assert_eq!(events(&s.log()), ["abandoned"]);
+}
+
+#[test]
+fn the_cli_decides_from_the_inbox_and_the_next_run_goes_on() {
+    let s = Session::new();
+    let plan = s.sessions.path().join("plan.json");
+    // The review gate, and one write to review (the others left out).
+    let reviewed = plan_with(|v| {
+        v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
+        let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
+        v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
+    });
+    std::fs::write(&plan, reviewed.to_json()).unwrap();
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap();
+        let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+        (out.status.code(), json, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let (root, pol, dir) = (s.root(), s.policy.path().to_owned(), s.sessions.path().to_owned());
+    let (root, pol, dir, plan) =
+        (root.to_str().unwrap(), pol.to_str().unwrap(), dir.to_str().unwrap(), plan.to_str().unwrap());
+    let run = ["run", "--format", "json", "--root", root, "--policy-root", pol, plan];
+    assert_eq!(cli(&run).0, Some(4));
+    let (code, list, _) = cli(&["inbox", "list", "--format", "json", "--sessions", dir]);
+    assert_eq!(code, Some(0), "{list}");
+    assert_eq!(list["pauses"][0]["session"], "s1");
+    assert_eq!(list["pauses"][0]["record"]["stepId"], "remember");
+    let digest = list["pauses"][0]["record"]["shownDigest"].as_str().unwrap().to_owned();
+    let (code, show, _) = cli(&["inbox", "show", "--format", "json", "--sessions", dir, "s1"]);
+    assert_eq!((code, &show["record"]["shown"]["payload"]["summary"]), (Some(0), &json!("key rotation")));
+    // A wrong digest is refused; the shown one is recorded; a different decision after it is not.
+    let approve =
+        ["inbox", "approve", "--format", "json", "--sessions", dir, "--by", "ada", "--reason", "no personal data"];
+    let wrong = cli(&[&approve[..], &["--digest", &"0".repeat(64), "s1"]].concat());
+    assert_eq!((wrong.0, &wrong.1["errorCode"]), (Some(1), &json!("digest-mismatch")));
+    let (code, decided, _) = cli(&[&approve[..], &["--digest", &digest, "s1"]].concat());
+    assert_eq!((code, &decided["decision"]["verdict"]), (Some(0), &json!("approve")), "{decided}");
+    let reject = ["inbox", "reject", "--format", "json", "--sessions", dir, "--by", "bob", "--reason", "no", "s1"];
+    let (code, refused, _) = cli(&reject);
+    assert_eq!((code, &refused["errorCode"]), (Some(1), &json!("already-decided")));
+    // The next run resumes with the approval and completes.
+    let (code, report, _) = cli(&run);
+    assert_eq!((code, &report["outcome"]), (Some(0), &json!("completed")), "{report}");
+    let (_, log, _) = cli(&["inbox", "log", "--format", "json", "--sessions", dir, "s1"]);
+    let names: Vec<&str> = log["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(names, ["decided", "consumed"]);
+    assert!(cli(&["inbox", "list", "--format", "json", "--sessions", dir]).1["pauses"].as_array().unwrap().is_empty());
+}

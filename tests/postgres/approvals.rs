@@ -1,0 +1,156 @@
+//! The person who approves, on PostgreSQL (CONTRACT §14): a decision from another process
+//! (the CLI's inbox) is picked up by a worker's runtime at its next cycle without a restart; one
+//! decision per pause when two decide at once; an approved run killed before or after its save
+//! consumes the decision once and writes once.
+
+use super::*;
+use planlock::demo::ReviewGate;
+use planlock::session::postgres::PgRecords;
+use planlock::session::{ApprovalEvent, Recorded, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+
+/// The fixture's plan with the review gate and one write to review (PersistMemory).
+pub(super) fn reviewed_fixture() -> Fixture {
+    let fx = fixture();
+    let mut v: Value = serde_json::from_str(&fx.plan.to_json()).unwrap();
+    v["validators"] = json!([ReviewGate::signature()]);
+    let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
+    v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
+    let plan = ValidPlan::from_value(&v).unwrap();
+    std::fs::write(&fx.plan_file, plan.to_json()).unwrap();
+    Fixture { plan, ..fx }
+}
+
+/// A runtime of `key` with the review gate.
+pub(super) fn reviewed_runtime<S: planlock::session::SessionStore>(
+    db: &PgDatabase,
+    fx: &Fixture,
+    key: &str,
+    store: S,
+) -> Runtime<S, planlock::handler::Boxed> {
+    let manifest = BundleManifest::default_shared_bundle();
+    let resolved = StrategyResolver::default().resolve_in_database(&manifest, db, key).unwrap();
+    Runtime::builder(&fx.policy, fx.plan.clone(), store)
+        .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
+        .bundle(manifest)
+        .boot()
+        .unwrap()
+}
+
+fn log_of(db: &PgDatabase, key: &str) -> Vec<&'static str> {
+    let log = PgRecords::new(db, key).unwrap().approval_log().unwrap();
+    log.events.iter().map(ApprovalEvent::name).collect()
+}
+
+fn inbox(url: &str, args: &[&str]) -> (Option<i32>, Value) {
+    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["inbox"])
+        .args(args)
+        .args(["--format", "json", "--database", url])
+        .output()
+        .unwrap();
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+}
+
+pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart(server: &PgServer) {
+    let url = server.database("approvals");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    for (key, verdict) in [("tenant/approved", "approve"), ("tenant/rejected", "reject")] {
+        // A worker keeps its runtime: the cycle pauses, and the worker finds nothing to do.
+        let mut runtime = reviewed_runtime(&db, &fx, key, PgSessionStore::open(&db, key).unwrap());
+        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused(_))));
+        assert!(matches!(runtime.run_cycle_blocking(), Err(planlock::runtime::RuntimeError::Paused { .. })));
+        // The reviewer, in another process, lists the inbox and decides, while the worker holds
+        // the lease.
+        let (code, list) = inbox(&url, &["list"]);
+        let listed: Vec<&str> =
+            list["pauses"].as_array().unwrap().iter().map(|p| p["session"].as_str().unwrap()).collect();
+        assert!(code == Some(0) && listed.contains(&key), "{list}");
+        let (code, decided) = inbox(&url, &[verdict, "--by", "ada", "--reason", "reviewed", key]);
+        assert_eq!(code, Some(0), "{decided}");
+        // The worker's next cycle acts on it.
+        match (verdict, runtime.run_cycle_blocking()) {
+            ("approve", Ok(RunOutcome::Completed(_))) => assert_eq!(runtime.cycle(), 1),
+            ("reject", Ok(RunOutcome::Abandoned(record))) => assert_eq!(record.cycle, 1),
+            (_, other) => panic!("{verdict}: {other:?}"),
+        }
+        let outcome = if verdict == "approve" { "consumed" } else { "abandoned" };
+        assert_eq!(log_of(&db, key), ["decided", outcome]);
+    }
+    assert_eq!(memory_rows(&url, "tenant/approved"), 1);
+    assert_eq!(memory_rows(&url, "tenant/rejected"), 0);
+}
+
+pub(super) fn one_decision_per_pause_when_two_decide_at_once_on_postgres(server: &PgServer) {
+    let url = server.database("racing");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    for round in 0..20 {
+        let key = format!("race-{round}");
+        let mut runtime = reviewed_runtime(&db, &fx, &key, PgSessionStore::open(&db, &key).unwrap());
+        let Ok(RunOutcome::Paused(record)) = runtime.run_cycle_blocking() else { panic!("paused") };
+        let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
+        let results: Vec<_> = [ReviewVerdict::Approve, ReviewVerdict::Reject]
+            .into_iter()
+            .map(|verdict| {
+                let (barrier, record, db, key) = (barrier.clone(), record.clone(), db.clone(), key.clone());
+                std::thread::spawn(move || {
+                    let decision = ReviewDecision::new(&record, verdict, verdict.as_str(), "decided");
+                    barrier.wait();
+                    decide(&PgRecords::new(&db, &key).unwrap(), &decision)
+                })
+            })
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|t| t.join().unwrap())
+            .collect();
+        let won = results.iter().filter(|r| matches!(r, Ok(Recorded::New))).count();
+        let lost: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).map(|e| e.code()).collect();
+        assert_eq!((won, lost.as_slice()), (1, &["already-decided"][..]), "round {round}: {results:?}");
+        assert_eq!(log_of(&db, &key), ["decided"]);
+    }
+}
+
+pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres(server: &PgServer) {
+    let url = server.database("approved_kills");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    for point in ["before-save", "after-save"] {
+        let key = format!("killed-{point}");
+        let mut runtime = reviewed_runtime(&db, &fx, &key, PgSessionStore::open(&db, &key).unwrap());
+        let Ok(RunOutcome::Paused(record)) = runtime.run_cycle_blocking() else { panic!("paused") };
+        drop(runtime);
+        let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed");
+        decide(&PgRecords::new(&db, &key).unwrap(), &decision).unwrap();
+        // A worker acts on it and dies at `point`.
+        let mut child = Command::new(std::env::current_exe().unwrap())
+            .env("PLANLOCK_PG_WORKER", "approved")
+            .env("PLANLOCK_PG_POINT", point)
+            .env("PLANLOCK_PG_URL", &url)
+            .env("PLANLOCK_PG_POLICY", &fx.policy)
+            .env("PLANLOCK_PG_PLAN", &fx.plan_file)
+            .env("PLANLOCK_PG_KEYS", &key)
+            .env("PLANLOCK_PG_LEASE_MS", "300")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let died = child.wait().unwrap();
+        assert!(!died.success(), "{point}: the worker was to die");
+        let mut out = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+        assert!(out.contains(&format!("AT {point}")), "{point}: {out}");
+        // The next worker finishes the work, once the dead one's lease has run out.
+        std::thread::sleep(Duration::from_millis(400));
+        let mut runtime = reviewed_runtime(&db, &fx, &key, PgSessionStore::open(&db, &key).unwrap());
+        if point == "before-save" {
+            assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))), "{point}");
+        } else {
+            assert_eq!(runtime.removed_leftover().map(|r| r.cycle), Some(1), "{point}");
+        }
+        assert_eq!(runtime.cycle(), 1, "{point}");
+        assert_eq!(memory_rows(&url, &key), 1, "{point}: the approved write once");
+        assert_eq!(log_of(&db, &key), ["decided", "consumed"], "{point}");
+    }
+}
