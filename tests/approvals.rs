@@ -192,7 +192,6 @@ fn an_approval_applies_while_the_rerun_meets_what_was_approved() {
     assert_eq!(done.report.overrides[0].shown_digest, record.shown_digest);
     assert!(rt.pending().is_none());
     assert_eq!(events(&s.log()), ["decided", "consumed"]);
-    assert!(!s.root().join(planlock::session::DECISION_FILE).exists(), "consumed, removed with its record");
 }
 
 #[test]
@@ -270,7 +269,7 @@ fn one_decision_per_pause_even_when_two_decide_at_once() {
         assert_eq!((won, lost.as_slice()), (1, &["already-decided"][..]), "round {round}: {results:?}");
         assert_eq!(events(&s.log()), ["decided"], "round {round}: the winner's decision alone");
         // The same decision again changes nothing.
-        let recorded = s.records().load_decision().unwrap().unwrap();
+        let recorded = s.records().decision_on(&planlock::session::PauseRef::of(&record)).unwrap().unwrap();
         assert_eq!(
             decide(&s.records(), &ReviewDecision { at: planlock::session::Timestamp::now(), ..recorded }).unwrap(),
             Recorded::Again
@@ -364,4 +363,48 @@ fn the_cli_decides_from_the_inbox_and_the_next_run_goes_on() {
     let names: Vec<&str> = log["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert_eq!(names, ["decided", "consumed"]);
     assert!(cli(&["inbox", "list", "--format", "json", "--sessions", dir]).1["pauses"].as_array().unwrap().is_empty());
+}
+
+/// A model server whose answer changes on every request: the approval of the first answer does
+/// not apply to the second; the validator blocks it, and the new record shows it for review.
+#[test]
+fn a_server_whose_answer_changes_is_judged_again() {
+    use planlock::handlers::{ModelConfig, OpenAiModel};
+    use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+    struct Counting(AtomicU64);
+    impl Respond for Counting {
+        fn respond(&self, _: &Request) -> ResponseTemplate {
+            let n = self.0.fetch_add(1, Ordering::SeqCst) + 1;
+            let body = json!({ "model": "m", "choices": [ { "message": { "role": "assistant", "content": format!("answer {n}") } } ] });
+            ResponseTemplate::new(200).set_body_json(body)
+        }
+    }
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(MockServer::start());
+    rt.block_on(
+        Mock::given(wiremock::matchers::method("POST")).respond_with(Counting(AtomicU64::new(0))).mount(&server),
+    );
+    let s = Session::new();
+    let model = OpenAiModel::new(ModelConfig::new(format!("{}/v1", server.uri()), "m"));
+    let handlers = Demo::new().handlers().on::<LLMCall>(model).boxed();
+    let mut runtime = Runtime::builder(s.policy.path(), plan(false), FileSessionStore::open(s.root()).unwrap())
+        .handlers(handlers)
+        .validator("gate", "1", &json!({}), Gate::default())
+        .boot()
+        .unwrap();
+    let first = paused(runtime.run_cycle_blocking());
+    assert_eq!(first.shown, Some(json!({ "response": "answer 1" })));
+    decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "answer 1 is fine")).unwrap();
+    let second = paused(runtime.run_cycle_blocking());
+    assert_eq!(second.shown, Some(json!({ "response": "answer 2" })), "the new answer, shown for review");
+    assert_eq!(events(&s.log()), ["decided", "stale"]);
+    // Both requests carried the same seed: the server, not planlock, changed its answer.
+    let seeds: Vec<Value> = rt
+        .block_on(server.received_requests())
+        .unwrap()
+        .iter()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap()["seed"].clone())
+        .collect();
+    assert_eq!(seeds.len(), 2);
+    assert_eq!(seeds[0], seeds[1]);
 }

@@ -242,33 +242,20 @@ fn log_of(root: &Path) -> Vec<&'static str> {
     log.events.iter().map(|e| e.name()).collect()
 }
 
-/// A person's approval of the paused cycle, recorded from outside the session's processes;
-/// `logged: false` records it as a decider killed before it wrote the log line does.
-fn approve_outside(root: &Path, logged: bool) {
+/// A person's approval of the paused cycle, recorded from outside the session's processes.
+fn approve_outside(root: &Path) {
     use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords, decide};
     let records = FileRecords::new(root);
     let record = records.load_intervention().unwrap().unwrap();
-    let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed");
-    if logged {
-        decide(&records, &decision).unwrap();
-    } else {
-        records.record_decision(&decision).unwrap();
-    }
+    decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed")).unwrap();
 }
 
 fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
-    // (where the run acting on the decision is killed, whether the decider logged it)
-    let cases = [
-        (None, false),
-        (None, true),
-        (Some("before-save"), true),
-        (Some("after-save"), true),
-        (Some("after-removal"), true),
-    ];
-    for (point, logged) in cases {
+    // Where the run acting on the decision is killed (none: the decision waits for a process).
+    for point in [None, Some("before-save"), Some("after-save"), Some("after-removal")] {
         let data = tempfile::tempdir().unwrap();
         let root = paused_session(data.path());
-        approve_outside(&root, logged);
+        approve_outside(&root);
         if let Some(point) = point {
             kill_at(&root, "run", point);
         }
@@ -284,7 +271,7 @@ fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
         assert_eq!(completed(&root), 1, "killed at {point:?}");
         assert_eq!(memories(&root), 1, "killed at {point:?}: the approved write happened once");
         assert_eq!(log_of(&root), ["decided", "consumed"], "killed at {point:?}");
-        println!("crash: an approved run killed at {point:?} (decider logged: {logged}): consumed once, written once");
+        println!("crash: an approved run killed at {point:?}: consumed once, written once");
     }
 }
 

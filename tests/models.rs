@@ -126,6 +126,57 @@ fn usage_tokens_are_on_the_chat_span(m: &Models) {
     println!("models: usage recorded on the chat spans (cycle {:.1?})", started.elapsed());
 }
 
+/// Blocks every answer after `LLMCall` ran: a reviewer sees each one.
+struct ReviewEveryAnswer;
+
+impl planlock::Validator for ReviewEveryAnswer {
+    fn after(&self, step: &planlock::StepView<'_>, result: &planlock::StepResult) -> planlock::Verdict {
+        match (step.step_type, result) {
+            (planlock::StepType::LLMCall, planlock::StepResult::LLMCall(r)) => {
+                planlock::Verdict::Block(format!("review this answer: {}", r.response))
+            }
+            _ => planlock::Verdict::Allow,
+        }
+    }
+}
+
+/// A post-validator blocks SmolLM2's answer (temperature 0); the reviewer approves its digest;
+/// the resumed cycle asks again (the same seed, from the step's idempotency key), meets the same
+/// answer, and completes without a second pause: the approval binds, and does not loop.
+fn an_approved_answer_is_met_again_and_the_cycle_completes(m: &Models) {
+    use planlock::runtime::{RunOutcome, Runtime};
+    use planlock::session::{FileRecords, FileSessionStore, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+    let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = plan_with(|v| {
+        v["steps"][5]["payload"]["config"] = json!({ "max_tokens": 32, "temperature": 0 });
+        v["metadata"]["timeouts"]["llmMs"] = json!(120_000);
+        v["postValidators"] = json!([{ "id": "review-answers", "version": "1", "config_hash": planlock::config_hash(&json!({})).to_string() }]);
+    });
+    let model = OpenAiModel::new(ModelConfig::new(&m.chat.url, "smollm2"));
+    let handlers = planlock::demo::Demo::new().handlers().on::<LLMCall>(model).boxed();
+    let mut runtime = Runtime::builder(pol.path(), plan, FileSessionStore::open(root.path()).unwrap())
+        .handlers(handlers)
+        .validator("review-answers", "1", &json!({}), ReviewEveryAnswer)
+        .boot()
+        .unwrap();
+    let Ok(RunOutcome::Paused(record)) = runtime.run_cycle_blocking() else { panic!("the answer is blocked") };
+    let answer = record.shown.clone().unwrap();
+    assert!(!answer["response"].as_str().unwrap().is_empty(), "{answer}");
+    let records = FileRecords::new(root.path());
+    decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "the answer is fine")).unwrap();
+    let done = match runtime.run_cycle_blocking() {
+        Ok(RunOutcome::Completed(done)) => done,
+        other => panic!("the approved answer was to be met again: {other:?}"),
+    };
+    assert_eq!(done.ledger.get::<LLMCall>().unwrap().response, answer["response"].as_str().unwrap());
+    assert_eq!(done.report.overrides.len(), 1, "the approval applied");
+    assert!(done.report.stale.is_empty());
+    let log: Vec<_> = records.approval_log().unwrap().events.iter().map(|e| e.name()).collect();
+    assert_eq!(log, ["decided", "consumed"]);
+    println!("models: an approved SmolLM2 answer was met again on the re-run; no second pause");
+}
+
 const RUNBOOK: &str = "key rotation runbook: replace the API key every 90 days";
 const QUESTION: &str = "how do we rotate credentials";
 
@@ -200,6 +251,10 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("usage_tokens_are_on_the_chat_span", usage_tokens_are_on_the_chat_span),
     ("a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes", a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes),
+    (
+        "an_approved_answer_is_met_again_and_the_cycle_completes",
+        an_approved_answer_is_met_again_and_the_cycle_completes,
+    ),
 ];
 
 fn main() {

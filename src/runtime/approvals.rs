@@ -7,26 +7,12 @@
 use super::*;
 use crate::session::{ApprovalEvent, DecideError, PauseRef, ReviewDecision, ReviewVerdict, SessionRecords, decide};
 
-/// Appends `event` to the approval log of `records` unless the log already says what became of
-/// its pause's decision (a crash may have stopped a process after it logged and before it removed
-/// the record: the next one does not log again); the decision is logged first if it is missing
-/// (a decider stopped between recording it and logging it).
-pub(super) fn log_outcome(
-    records: &dyn SessionRecords,
-    event: ApprovalEvent,
-    decision: Option<&ReviewDecision>,
-) -> Result<(), SessionError> {
-    let log = records.approval_log()?;
-    if log.has_outcome(event.pause()) {
-        return Ok(());
+/// Logs `outcome` in `records` once (see [`SessionRecords::log_outcome`]).
+pub(super) fn log_outcome(records: &dyn SessionRecords, outcome: &ApprovalEvent) -> Result<(), SessionError> {
+    if records.log_outcome(outcome)? {
+        tracing::info!(event = outcome.name(), step_id = %outcome.pause().step_id, "approval log");
     }
-    if let Some(decision) = decision
-        && !log.has_decision(&decision.pause)
-    {
-        records.log(&ApprovalEvent::Decided { decision: decision.clone() })?;
-    }
-    tracing::info!(event = event.name(), step_id = %event.pause().step_id, "approval log");
-    records.log(&event)
+    Ok(())
 }
 
 /// What a decision being acted on became, from the cycle report of the run that used it.
@@ -44,20 +30,14 @@ pub(super) fn outcome(pause: &PauseRef, report: Option<&CycleReport>, completed:
 }
 
 impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
-    /// The decision recorded on the paused cycle `record`, if one is (a decision on another
-    /// pause is a leftover, and not this one's).
+    /// The decision recorded on the paused cycle `record`, if one is.
     pub(super) fn decision_on(&self, record: &InterventionRecord) -> Result<Option<ReviewDecision>, RuntimeError> {
-        let decision = self.store.records().load_decision().map_err(|e| RuntimeError::Session(Arc::new(e)))?;
-        Ok(decision.filter(|d| d.pause == PauseRef::of(record)))
+        self.store.records().decision_on(&PauseRef::of(record)).map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
     /// [`log_outcome`] in this session's records.
-    pub(super) fn log_outcome(
-        &self,
-        event: ApprovalEvent,
-        decision: Option<&ReviewDecision>,
-    ) -> Result<(), RuntimeError> {
-        log_outcome(self.store.records(), event, decision).map_err(|e| RuntimeError::Session(Arc::new(e)))
+    pub(super) fn log_outcome(&self, outcome: ApprovalEvent) -> Result<(), RuntimeError> {
+        log_outcome(self.store.records(), &outcome).map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
     /// Acts on the paused cycle's decision, if one is recorded: an approval resumes the cycle
@@ -76,7 +56,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             && decision.at > expired_at
         {
             let event = ApprovalEvent::Expired { pause: decision.pause.clone(), at: Timestamp::now() };
-            return Some(self.log_outcome(event, Some(&decision)).and(Err(self.paused_error(&record))));
+            return Some(self.log_outcome(event).and(Err(self.paused_error(&record))));
         }
         Some(match decision.verdict {
             ReviewVerdict::Approve => {
@@ -120,7 +100,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Abandons the paused cycle for `decision` (a rejection): logged, then the record removed.
     fn abandon_for(&mut self, decision: &ReviewDecision) -> Result<InterventionRecord, RuntimeError> {
         let event = ApprovalEvent::Abandoned { pause: decision.pause.clone(), at: Timestamp::now() };
-        self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+        self.log_outcome(event).map_err(|e| self.fail(e))?;
         self.abandon()
     }
 

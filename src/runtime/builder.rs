@@ -98,11 +98,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                 // Its decision was consumed by the cycle the session completed: logged if the
                 // stopped process had not.
                 let pause = PauseRef::of(record);
-                let decision = store.records().load_decision()?.filter(|d| d.pause == pause);
-                if let Some(decision) = &decision {
+                if store.records().decision_on(&pause)?.is_some() {
                     let at = Timestamp::now();
                     let event = ApprovalEvent::Consumed { pause, cycle: record.cycle, completed: true, at };
-                    approvals::log_outcome(store.records(), event, Some(decision))?;
+                    approvals::log_outcome(store.records(), &event)?;
                 }
                 store.remove_intervention()?;
                 pending.take()

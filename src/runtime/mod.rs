@@ -340,7 +340,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                     _ => None,
                 };
                 let event = approvals::outcome(&decision.pause, report, false);
-                self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+                self.log_outcome(event).map_err(|e| self.fail(e))?;
             }
             self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
             self.state = State::Ready;
@@ -359,9 +359,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
-        let decision = self.decision_on(&record)?;
         let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
-        self.log_outcome(event, decision.as_ref()).map_err(|e| self.fail(e))?;
+        self.log_outcome(event).map_err(|e| self.fail(e))?;
         self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
         self.state = State::Ready;
         Ok(record)
@@ -431,7 +430,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             // finished by the next boot, which finds the record a leftover).
             if let Some(decision) = decision {
                 let event = approvals::outcome(&decision.pause, Some(&done.report), true);
-                self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+                self.log_outcome(event).map_err(|e| self.fail(e))?;
             }
             self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
         }
@@ -483,7 +482,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         if let Some(decision) = decision {
             let event = approvals::outcome(&decision.pause, Some(paused.report()), false);
-            self.log_outcome(event, Some(decision)).map_err(|e| self.fail(e))?;
+            self.log_outcome(event).map_err(|e| self.fail(e))?;
         }
         self.store.save_intervention(&record).map_err(|e| self.fail(e.into()))?;
         self.state = State::Paused(Box::new(record.clone()));

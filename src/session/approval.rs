@@ -3,11 +3,12 @@
 //!
 //! - A [`ReviewDecision`] — `{ pause, verdict, by, at, justification, shownDigest }` — is bound to
 //!   one pause ([`PauseRef`]: session, cycle, step, validator and the record's creation). Any
-//!   process may write it, without the session's lock or lease
-//!   ([`SessionRecords::decide`](super::SessionRecords::decide)); a pause has at most one: a
-//!   second, different one is `already-decided`, the same one again changes nothing.
+//!   process may write it, without the session's lock or lease ([`decide`](super::decide)); a
+//!   pause has at most one: a second, different one is `already-decided`, the same one again
+//!   changes nothing.
 //! - The approval log holds every decision and what became of it ([`ApprovalEvent`]), one JSON
-//!   object a line, appended and made durable before the call returns, never rewritten.
+//!   object a line (files) or row (PostgreSQL), appended and made durable before the call
+//!   returns, never rewritten: the decisions live there, and each pause has one outcome.
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -18,9 +19,6 @@ use crate::hash::Digest;
 /// The longest approval log read back, in bytes (16 MiB); past it, the log's last 16 MiB are
 /// read (a line cut at the start is skipped).
 pub const MAX_LOG_BYTES: u64 = 16 << 20;
-
-/// The largest decision file read, in bytes.
-pub const MAX_DECISION_BYTES: u64 = 16 << 10;
 
 /// Which pause a decision is bound to: the session, the cycle, the blocked step, the validator
 /// and when its record was made (so a later pause of the same step is another pause).

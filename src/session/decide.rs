@@ -2,7 +2,7 @@
 //! against the pause it names and records it, without the session's lock or lease (a worker may
 //! be holding it while it waits).
 
-use super::approval::{ApprovalEvent, Recorded, ReviewDecision};
+use super::approval::{Recorded, ReviewDecision};
 use super::records::SessionRecords;
 use super::{SessionError, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
@@ -75,7 +75,7 @@ impl Failure for DecideError {
 
 /// Records `decision` on the paused cycle of `records`: it must name the pause waiting there,
 /// before its expiry, on what its record shows (its `shownDigest`), with a justification and a
-/// decider's name a person can read. A new decision goes to the approval log too.
+/// decider's name a person can read. It goes to the approval log, where decisions live.
 ///
 /// ```
 /// use planlock::Failure;
@@ -116,9 +116,5 @@ pub fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result
             shown: name(record.shown_digest),
         });
     }
-    let recorded = records.record_decision(decision)?;
-    if recorded == Recorded::New {
-        records.log(&ApprovalEvent::Decided { decision: decision.clone() })?;
-    }
-    Ok(recorded)
+    Ok(records.record_decision(decision)?)
 }

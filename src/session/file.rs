@@ -6,7 +6,7 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::records::{DECISION_FILE, FileRecords, SessionRecords};
+use super::records::{FileRecords, SessionRecords};
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE, ReservedSession, SESSION_FILE,
     SessionError, SessionState, SessionStore, SessionUpdate,
@@ -205,15 +205,11 @@ impl SessionStore for FileSessionStore {
     }
 
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        // A decision belongs to the pause it names: a new pause starts without one. (Removed
-        // after: a crash between leaves a decision on an ended pause, which nothing uses.)
-        self.write_durably(&self.intervention, record)?;
-        self.remove_durably(&self.root.join(DECISION_FILE))
+        self.write_durably(&self.intervention, record)
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.remove_durably(&self.intervention)?;
-        self.remove_durably(&self.root.join(DECISION_FILE))
+        self.remove_durably(&self.intervention)
     }
 
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {

@@ -188,7 +188,7 @@ impl Inbox {
         let records = self.records(session)?;
         let Some(record) = records.load_intervention()? else { return Ok(None) };
         let now = Timestamp::now();
-        let decision = records.load_decision()?.filter(|d| d.pause == super::PauseRef::of(&record));
+        let decision = records.decision_on(&super::PauseRef::of(&record))?;
         Ok(Some(PendingPause {
             session: session.to_owned(),
             expired: record.expired_at(now),
@@ -231,10 +231,9 @@ impl Inbox {
                     }
                     let records = FileRecords::new(entry.path());
                     let read = match records.load_intervention() {
-                        Ok(Some(record)) => records.load_decision().map(|decision| {
-                            let decision = decision.filter(|d| d.pause == super::PauseRef::of(&record));
-                            Some((record, decision))
-                        }),
+                        Ok(Some(record)) => {
+                            records.decision_on(&super::PauseRef::of(&record)).map(|decision| Some((record, decision)))
+                        }
                         Ok(None) => Ok(None),
                         Err(e) => Err(e),
                     };

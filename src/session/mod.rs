@@ -42,12 +42,10 @@ mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
-pub use approval::{
-    ApprovalEvent, MAX_DECISION_BYTES, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict,
-};
+pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict};
 pub use decide::{DecideError, MAX_DECIDER_CHARS, decide};
 pub use file::FileSessionStore;
-pub use records::{APPROVAL_LOG_FILE, ApprovalLog, DECISION_FILE, FileRecords, SessionRecords};
+pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

@@ -24,8 +24,8 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::{
-    ApprovalEvent, ApprovalLog, BundlePinV1, InterventionRecord, Recorded, ReservedSession, ReviewDecision, SaveFuture,
-    SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate,
+    ApprovalEvent, ApprovalLog, BundlePinV1, InterventionRecord, PauseRef, Recorded, ReservedSession, ReviewDecision,
+    SaveFuture, SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate,
 };
 use crate::pg::cycle::CycleSlot;
 use crate::pg::{Param, PgDatabase};
@@ -405,10 +405,18 @@ impl PgRecords {
         })
     }
 
-    /// Removes the decision on the session's pause, if any (its record was removed or replaced).
-    fn remove_decision(&self) -> Result<(), SessionError> {
-        let sql = "DELETE FROM planlock_review_decisions WHERE session_key = $1";
-        self.query("removing the decision", sql, &[(&self.key, Type::TEXT)]).map(drop)
+    /// Inserts `event` into the approval log as `kind` unless the pause has one of that kind
+    /// (the unique indexes decide, in one statement): whether it was inserted.
+    fn insert_event(&self, event: &ApprovalEvent, kind: &str) -> Result<bool, SessionError> {
+        let pause = serde_json::to_string(event.pause()).unwrap_or_default();
+        let text = serde_json::to_string(event).unwrap_or_default();
+        let sql = format!(
+            "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (session_key, pause) WHERE kind = '{kind}' DO NOTHING RETURNING 1"
+        );
+        let params: [Param<'_>; 4] =
+            [(&self.key, Type::TEXT), (&pause, Type::TEXT), (&kind, Type::TEXT), (&text, Type::TEXT)];
+        Ok(!self.query("appending to the approval log", &sql, &params)?.is_empty())
     }
 }
 
@@ -428,52 +436,34 @@ impl SessionRecords for PgRecords {
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
         self.read(Column::Pin)
     }
-    fn load_decision(&self) -> Result<Option<ReviewDecision>, SessionError> {
-        let sql = "SELECT decision FROM planlock_review_decisions WHERE session_key = $1";
-        let rows = self.query("reading the decision", sql, &[(&self.key, Type::TEXT)])?;
-        rows.first().map(|r| self.parse("review decision", &r.get::<_, String>(0))).transpose()
+    fn decision_on(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
+        let pause = serde_json::to_string(pause).unwrap_or_default();
+        let rows = self.query(
+            "reading the decision",
+            "SELECT event FROM planlock_approval_log WHERE session_key = $1 AND pause = $2 AND kind = 'decided'",
+            &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
+        )?;
+        match rows.first().map(|r| self.parse::<ApprovalEvent>("approval log event", &r.get::<_, String>(0))) {
+            Some(Ok(ApprovalEvent::Decided { decision })) => Ok(Some(decision)),
+            Some(Ok(_)) | None => Ok(None),
+            Some(Err(e)) => Err(e),
+        }
     }
     fn record_decision(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError> {
-        let pause = serde_json::to_string(&decision.pause).unwrap_or_default();
-        let text = serde_json::to_string(decision).unwrap_or_default();
-        for _ in 0..2 {
-            // Inserted only where none is: of two deciders, one inserts; the other meets it.
-            let inserted = self.query(
-                "recording the decision",
-                "INSERT INTO planlock_review_decisions (session_key, pause, decision) VALUES ($1, $2, $3)
-                 ON CONFLICT (session_key) DO NOTHING RETURNING 1",
-                &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (&text, Type::TEXT)],
-            )?;
-            if !inserted.is_empty() {
-                return Ok(Recorded::New);
-            }
-            match self.load_decision()? {
-                Some(existing) if existing.pause == decision.pause => {
-                    return if existing.same_as(decision) {
-                        Ok(Recorded::Again)
-                    } else {
-                        let by = crate::text::printable(&existing.by).into_owned();
-                        Err(SessionError::AlreadyDecided { verdict: existing.verdict, by })
-                    };
-                }
-                // A leftover on a pause that has ended: removed (only that one), then again.
-                Some(existing) => {
-                    let old = serde_json::to_string(&existing.pause).unwrap_or_default();
-                    self.query(
-                        "removing a leftover decision",
-                        "DELETE FROM planlock_review_decisions WHERE session_key = $1 AND pause = $2",
-                        &[(&self.key, Type::TEXT), (&old, Type::TEXT)],
-                    )?;
-                }
-                None => {}
-            }
+        if self.insert_event(&ApprovalEvent::Decided { decision: decision.clone() }, "decided")? {
+            return Ok(Recorded::New);
         }
-        Err(SessionError::AlreadyDecided { verdict: decision.verdict, by: "another decider, at the same time".into() })
+        match self.decision_on(&decision.pause)? {
+            Some(existing) if existing.same_as(decision) => Ok(Recorded::Again),
+            Some(existing) => {
+                let by = crate::text::printable(&existing.by).into_owned();
+                Err(SessionError::AlreadyDecided { verdict: existing.verdict, by })
+            }
+            None => Err(SessionError::AlreadyDecided { verdict: decision.verdict, by: "another decider".into() }),
+        }
     }
-    fn log(&self, event: &ApprovalEvent) -> Result<(), SessionError> {
-        let text = serde_json::to_string(event).unwrap_or_default();
-        let sql = "INSERT INTO planlock_approval_log (session_key, event) VALUES ($1, $2)";
-        self.query("appending to the approval log", sql, &[(&self.key, Type::TEXT), (&text, Type::TEXT)]).map(drop)
+    fn log_outcome(&self, outcome: &ApprovalEvent) -> Result<bool, SessionError> {
+        self.insert_event(outcome, "outcome")
     }
     fn approval_log(&self) -> Result<ApprovalLog, SessionError> {
         let rows = self.query(
@@ -531,9 +521,7 @@ impl SessionStore for PgSessionStore {
     fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
         // The record lists the steps before the pause as completed, and a resume does not run
         // them again: their writes become durable with it, in the cycle's transaction.
-        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Commit)?;
-        // A decision belongs to the pause it names: a new pause starts without one.
-        self.records.remove_decision()
+        self.write_json("saving the intervention record", Column::Intervention, Some(record), InCycle::Commit)
     }
 
     fn remove_intervention(&self) -> Result<(), SessionError> {
@@ -542,8 +530,7 @@ impl SessionStore for PgSessionStore {
             Column::Intervention,
             None,
             InCycle::Alone,
-        )?;
-        self.records.remove_decision()
+        )
     }
 
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
@@ -568,8 +555,8 @@ impl SessionStore for PgSessionStore {
 }
 
 /// Every paused session of `db` (at most `max`): its key, and its record with the decision on
-/// it (or why they cannot be read). One statement: the sessions with a record, through a partial
-/// index, and their decisions beside them.
+/// it (or why they cannot be read). Two statements: the sessions with a record, through a
+/// partial index, then the decisions logged for those sessions.
 #[allow(clippy::type_complexity, reason = "the inbox's listing, one private use")]
 pub(crate) fn paused_sessions(
     db: &PgDatabase,
@@ -577,18 +564,29 @@ pub(crate) fn paused_sessions(
 ) -> Result<Vec<(String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>)>, SessionError> {
     let limit = i64::try_from(max).unwrap_or(i64::MAX);
     let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
-    let rows = crate::pg::off_runtime(|| {
+    let (rows, decided) = crate::pg::off_runtime(|| {
         let mut conn = db.connection().map_err(|e| failed(e.to_string()))?;
-        conn.query_typed(
-            "SELECT s.session_key, s.intervention, d.decision FROM planlock_sessions s
-             LEFT JOIN planlock_review_decisions d USING (session_key)
-             WHERE s.intervention IS NOT NULL LIMIT $1",
-            &[(&limit, Type::INT8)],
-        )
-        .map_err(|e| {
+        let failed = |e: postgres::Error| {
             failed(format!("PostgreSQL at {}: listing paused sessions: {}", db.target(), crate::pg::reason(&e)))
-        })
+        };
+        let rows = conn
+            .query_typed(
+                "SELECT session_key, intervention FROM planlock_sessions WHERE intervention IS NOT NULL LIMIT $1",
+                &[(&limit, Type::INT8)],
+            )
+            .map_err(failed)?;
+        let keys: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let decided = conn
+            .query_typed(
+                "SELECT session_key, pause, event FROM planlock_approval_log
+                 WHERE kind = 'decided' AND session_key = ANY($1)",
+                &[(&keys, Type::TEXT_ARRAY)],
+            )
+            .map_err(failed)?;
+        Ok((rows, decided))
     })?;
+    let decisions: std::collections::HashMap<(String, String), String> =
+        decided.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect();
     Ok(rows
         .iter()
         .map(|row| {
@@ -596,11 +594,14 @@ pub(crate) fn paused_sessions(
             let records = PgRecords { db: db.clone(), key: key.clone() };
             let read = records.parse::<InterventionRecord>("intervention record", &row.get::<_, String>(1)).and_then(
                 |record| {
-                    let decision = row
-                        .get::<_, Option<String>>(2)
-                        .map(|text| records.parse::<ReviewDecision>("review decision", &text))
-                        .transpose()?
-                        .filter(|d| d.pause == super::PauseRef::of(&record));
+                    let pause = serde_json::to_string(&PauseRef::of(&record)).unwrap_or_default();
+                    let decision = match decisions.get(&(key.clone(), pause)) {
+                        Some(text) => match records.parse::<ApprovalEvent>("approval log event", text)? {
+                            ApprovalEvent::Decided { decision } => Some(decision),
+                            _ => None,
+                        },
+                        None => None,
+                    };
                     Ok((record, decision))
                 },
             );

@@ -4,21 +4,19 @@
 //! nothing, and a worker running a cycle is not disturbed); each record is read as strictly as
 //! the store reads it, and an atomic save means a reader sees the old record or the new one,
 //! never a mix. A person's decision on a paused cycle is written here too, from any process
-//! (CONTRACT §14): one per pause, and the approval log, appended.
+//! (CONTRACT §14): into the approval log, which is where decisions live — one per pause, each
+//! line durable before the call returns, never rewritten.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use super::approval::{ApprovalEvent, MAX_DECISION_BYTES, MAX_LOG_BYTES, Recorded, ReviewDecision};
+use super::approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision};
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
     RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState,
 };
 use crate::fsread::{self, ReadError};
-
-/// The decision on the paused cycle, relative to the root.
-pub const DECISION_FILE: &str = "ops/runtime/decision.json";
 
 /// The approval log, relative to the root: one JSON object a line.
 pub const APPROVAL_LOG_FILE: &str = "ops/runtime/approvals.jsonl";
@@ -51,13 +49,16 @@ impl ApprovalLog {
     }
 
     /// Whether the log already says what became of the decision on `pause`.
-    pub fn has_outcome(&self, pause: &super::PauseRef) -> bool {
+    pub fn has_outcome(&self, pause: &PauseRef) -> bool {
         self.events.iter().any(|e| e.is_outcome() && e.pause() == pause)
     }
 
-    /// Whether the log holds the decision on `pause`.
-    pub fn has_decision(&self, pause: &super::PauseRef) -> bool {
-        self.events.iter().any(|e| !e.is_outcome() && e.pause() == pause)
+    /// The decision on `pause`, if the log holds one.
+    pub fn decision_on(&self, pause: &PauseRef) -> Option<&ReviewDecision> {
+        self.events.iter().find_map(|e| match e {
+            ApprovalEvent::Decided { decision } if decision.pause == *pause => Some(decision),
+            _ => None,
+        })
     }
 }
 
@@ -73,16 +74,18 @@ pub trait SessionRecords: Send + Sync {
     fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError>;
     /// The bundle pin, or `None`.
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError>;
-    /// The decision recorded on the paused cycle, or `None`. It may name a pause that has ended
-    /// (a leftover): compare its `pause` with the record's.
-    fn load_decision(&self) -> Result<Option<ReviewDecision>, SessionError>;
-    /// Records `decision` as the decision on its pause, durably, if none is: [`Recorded::New`];
-    /// the same decision again: [`Recorded::Again`]; a different one on the same pause:
-    /// [`SessionError::AlreadyDecided`]. A leftover decision on another pause is replaced. Two
-    /// processes deciding at once: one wins. Checks nothing else: [`decide`](super::decide) does.
+    /// The decision recorded on `pause`, or `None`.
+    fn decision_on(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError>;
+    /// Records `decision` on its pause in the approval log, durably before it returns, if the
+    /// pause has none: [`Recorded::New`]; the same decision again: [`Recorded::Again`]; a
+    /// different one: [`SessionError::AlreadyDecided`]. Two processes deciding at once: one wins.
+    /// Checks nothing else: [`decide`](super::decide) does.
     fn record_decision(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError>;
-    /// Appends `event` to the approval log, durably before it returns.
-    fn log(&self, event: &ApprovalEvent) -> Result<(), SessionError>;
+    /// Appends `outcome` (what became of a decision, or of a pause without one) to the approval
+    /// log, durably, unless the log already has the outcome of its pause: a crash may stop a
+    /// process after it logged and before it removed the record, and the next one must not log
+    /// again. Whether it was appended.
+    fn log_outcome(&self, outcome: &ApprovalEvent) -> Result<bool, SessionError>;
     /// The approval log (at most its last [`MAX_LOG_BYTES`]).
     fn approval_log(&self) -> Result<ApprovalLog, SessionError>;
 }
@@ -127,107 +130,102 @@ impl SessionRecords for FileRecords {
     fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
         read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")
     }
-    fn load_decision(&self) -> Result<Option<ReviewDecision>, SessionError> {
-        read_strict(&self.root.join(DECISION_FILE), MAX_DECISION_BYTES, "review decision")
+    fn decision_on(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
+        let path = self.root.join(APPROVAL_LOG_FILE);
+        let log = match fsread::open_regular(&path) {
+            Ok(mut file) => events_of(&mut file, &path, pause)?,
+            Err(ReadError::NotFound) => return Ok(None),
+            Err(ReadError::NotRegular(kind)) => {
+                return Err(SessionError::Corrupt { file: path, problem: kind.to_owned() });
+            }
+            Err(ReadError::TooLarge) => return Ok(None),
+            Err(ReadError::Io(op, source)) => return Err(SessionError::Io { file: path, op, source }),
+        };
+        Ok(log.decision_on(pause).cloned())
     }
     fn record_decision(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError> {
-        let path = self.root.join(DECISION_FILE);
-        let dir = self.runtime_dir()?;
-        let io = |op: &'static str, file: &Path| {
-            let file = file.to_owned();
-            move |source| SessionError::Io { file, op, source }
-        };
-        let mut bytes = serde_json::to_vec_pretty(decision).unwrap_or_default();
-        bytes.push(b'\n');
-        let mut temp = tempfile::Builder::new()
-            .prefix(".planlock.")
-            .suffix(".tmp")
-            .tempfile_in(&dir)
-            .map_err(io("create temporary file", &dir))?;
-        temp.write_all(&bytes).map_err(io("write", temp.path()))?;
-        temp.as_file().sync_all().map_err(io("fsync", temp.path()))?;
-        // A hard link to the new name fails if the name exists: the one atomic "create if absent"
-        // of a complete file. Of two deciders, one links first; the other meets its decision.
-        for _ in 0..2 {
-            match fs::hard_link(temp.path(), &path) {
-                Ok(()) => {
-                    File::open(&dir).and_then(|d| d.sync_all()).map_err(io("fsync directory", &dir))?;
-                    return Ok(Recorded::New);
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io("link", &path)(e)),
+        let event = ApprovalEvent::Decided { decision: decision.clone() };
+        self.append_unless(&event, |log| match log.decision_on(&decision.pause) {
+            Some(existing) if existing.same_as(decision) => Err(Ok(Recorded::Again)),
+            Some(existing) => {
+                let by = crate::text::printable(&existing.by).into_owned();
+                Err(Err(SessionError::AlreadyDecided { verdict: existing.verdict, by }))
             }
-            match self.load_decision()? {
-                Some(existing) if existing.pause == decision.pause => {
-                    return if existing.same_as(decision) {
-                        Ok(Recorded::Again)
-                    } else {
-                        Err(SessionError::AlreadyDecided {
-                            verdict: existing.verdict,
-                            by: crate::text::printable(&existing.by).into_owned(),
-                        })
-                    };
-                }
-                // A leftover decision on a pause that has ended: removed, then linked again (a
-                // racing decider may link first; then its decision is the one).
-                _ => match fs::remove_file(&path) {
-                    Ok(()) => {}
-                    Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(io("remove", &path)(e)),
-                },
-            }
-        }
-        Err(SessionError::AlreadyDecided { verdict: decision.verdict, by: "another decider, at the same time".into() })
+            None => Ok(Recorded::New),
+        })
     }
-    fn log(&self, event: &ApprovalEvent) -> Result<(), SessionError> {
-        let path = self.root.join(APPROVAL_LOG_FILE);
-        let dir = self.runtime_dir()?;
-        let io = |op: &'static str| {
-            let file = path.clone();
-            move |source| SessionError::Io { file, op, source }
-        };
-        let mut line = serde_json::to_vec(event).unwrap_or_default();
-        line.push(b'\n');
-        let created = !path.exists();
-        let mut file = append_no_follow(&path).map_err(io("open"))?;
-        // One write of a whole line: appends from several processes do not interleave.
-        file.write_all(&line).map_err(io("append"))?;
-        file.sync_all().map_err(io("fsync"))?;
-        if created {
-            File::open(&dir).and_then(|d| d.sync_all()).map_err(io("fsync directory"))?;
-        }
-        Ok(())
+    fn log_outcome(&self, outcome: &ApprovalEvent) -> Result<bool, SessionError> {
+        self.append_unless(outcome, |log| if log.has_outcome(outcome.pause()) { Err(Ok(false)) } else { Ok(true) })
     }
     fn approval_log(&self) -> Result<ApprovalLog, SessionError> {
         let path = self.root.join(APPROVAL_LOG_FILE);
+        match fsread::open_regular(&path) {
+            Ok(mut file) => read_log(&mut file, &path, MAX_LOG_BYTES).map(|text| ApprovalLog::parse(text.lines())),
+            Err(ReadError::NotFound) => Ok(ApprovalLog::default()),
+            Err(ReadError::NotRegular(kind)) => Err(SessionError::Corrupt { file: path, problem: kind.to_owned() }),
+            Err(ReadError::TooLarge) => Ok(ApprovalLog::default()),
+            Err(ReadError::Io(op, source)) => Err(SessionError::Io { file: path, op, source }),
+        }
+    }
+}
+
+/// How long a writer of the approval log waits for another one (a decider, a runtime logging an
+/// outcome) to finish its line before giving up.
+const LOG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl FileRecords {
+    /// Appends `event` to the approval log, durably, when `check` (given the log as it is, read
+    /// under the log's lock, so no other writer comes between) says to: `Ok(value)` appends and
+    /// returns `value`; `Err(answer)` appends nothing and answers. The lock is the log file's
+    /// own (an advisory lock of a few milliseconds), not the session's.
+    fn append_unless<T>(
+        &self,
+        event: &ApprovalEvent,
+        check: impl FnOnce(&ApprovalLog) -> Result<T, Result<T, SessionError>>,
+    ) -> Result<T, SessionError> {
+        let path = self.root.join(APPROVAL_LOG_FILE);
+        let dir = self.runtime_dir()?;
         let io = |op: &'static str| {
             let file = path.clone();
             move |source| SessionError::Io { file, op, source }
         };
-        let mut file = match fsread::open_regular(&path) {
-            Ok(file) => file,
-            Err(ReadError::NotFound) => return Ok(ApprovalLog::default()),
-            Err(ReadError::NotRegular(kind)) => {
-                return Err(SessionError::Corrupt { file: path.clone(), problem: kind.to_owned() });
+        let mut file = open_log(&path).map_err(io("open"))?;
+        // A new log's name is made durable in its directory too.
+        let created = file.metadata().map_err(io("inspect"))?.len() == 0;
+        let started = std::time::Instant::now();
+        loop {
+            match file.try_lock() {
+                Ok(()) => break,
+                Err(fs::TryLockError::WouldBlock) if started.elapsed() < LOG_LOCK_WAIT => {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                Err(fs::TryLockError::WouldBlock) => {
+                    return Err(io("lock")(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "another writer holds the approval log",
+                    )));
+                }
+                Err(fs::TryLockError::Error(e)) => return Err(io("lock")(e)),
             }
-            Err(ReadError::TooLarge) => return Ok(ApprovalLog::default()),
-            Err(ReadError::Io(op, source)) => return Err(SessionError::Io { file: path.clone(), op, source }),
+        }
+        let log = events_of(&mut file, &path, event.pause())?;
+        let value = match check(&log) {
+            Ok(value) => value,
+            Err(answer) => return answer,
         };
-        let len = file.metadata().map_err(io("inspect"))?.len();
-        let skip = len.saturating_sub(MAX_LOG_BYTES);
-        file.seek(io::SeekFrom::Start(skip)).map_err(io("seek"))?;
-        let mut bytes = Vec::with_capacity((len - skip) as usize);
-        file.take(MAX_LOG_BYTES).read_to_end(&mut bytes).map_err(io("read"))?;
-        let text = String::from_utf8_lossy(&bytes);
-        // Read from the middle, the first line is cut: it is not one of the log's.
-        let lines = text.split('\n').skip(usize::from(skip > 0));
-        Ok(ApprovalLog::parse(lines))
+        let mut line = serde_json::to_vec(event).unwrap_or_default();
+        line.push(b'\n');
+        // One write of a whole line at the end (O_APPEND), made durable before the call returns.
+        file.write_all(&line).map_err(io("append"))?;
+        file.sync_data().map_err(io("fsync"))?;
+        if created {
+            File::open(&dir).and_then(|d| d.sync_all()).map_err(io("fsync directory"))?;
+        }
+        Ok(value)
     }
-}
 
-impl FileRecords {
-    /// `ops/runtime` under the root, created if missing (a decision and the log live beside the
-    /// record they are about, which made it).
+    /// `ops/runtime` under the root, which must be there (the log lives beside the record it is
+    /// about, which made it).
     fn runtime_dir(&self) -> Result<PathBuf, SessionError> {
         let dir = self.root.join(INTERVENTION_FILE);
         let dir = dir.parent().map(Path::to_path_buf).unwrap_or_else(|| self.root.clone());
@@ -239,10 +237,10 @@ impl FileRecords {
     }
 }
 
-/// Opens `path` to append, creating it, never through a symbolic link.
-fn append_no_follow(path: &Path) -> io::Result<File> {
+/// Opens the approval log to read and append, creating it, never through a symbolic link.
+fn open_log(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
-    options.append(true).create(true);
+    options.read(true).append(true).create(true);
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt;
@@ -255,6 +253,51 @@ fn append_no_follow(path: &Path) -> io::Result<File> {
     Ok(file)
 }
 
+/// How much of the log's end a check reads for one pause's events: they all come after the
+/// pause began, and while a pause waits no other pause's events are logged, so they are the last
+/// line or two (a decision line is at most about 10 KiB: 2,000 characters of justification).
+const CHECK_BYTES: u64 = 32 << 10;
+
+/// The events of `pause` in the log in `file` (read from its end, at most [`CHECK_BYTES`]; only
+/// the lines that name the pause's creation are parsed, found with one search of the text).
+fn events_of(file: &mut File, path: &Path, pause: &PauseRef) -> Result<ApprovalLog, SessionError> {
+    let text = read_log(file, path, CHECK_BYTES)?;
+    let created = format!("\"createdAt\":\"{}\"", pause.created_at);
+    let mut lines = Vec::new();
+    let mut after = 0;
+    for (at, _) in text.match_indices(&created) {
+        if at < after {
+            continue;
+        }
+        let start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+        let end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+        lines.push(&text[start..end]);
+        after = end;
+    }
+    let mut log = ApprovalLog::parse(lines);
+    log.events.retain(|e| e.pause() == pause);
+    Ok(log)
+}
+
+/// The text of the log in `file`: at most its last `cap` bytes; read from the middle, the first
+/// line is cut, and is not one of the log's.
+fn read_log(file: &mut File, path: &Path, cap: u64) -> Result<String, SessionError> {
+    let io = |op: &'static str| {
+        let file = path.to_owned();
+        move |source| SessionError::Io { file, op, source }
+    };
+    let len = file.metadata().map_err(io("inspect"))?.len();
+    let skip = len.saturating_sub(cap);
+    file.seek(io::SeekFrom::Start(skip)).map_err(io("seek"))?;
+    let mut bytes = Vec::with_capacity((len - skip) as usize);
+    (&mut *file).take(cap).read_to_end(&mut bytes).map_err(io("read"))?;
+    let start = if skip > 0 { bytes.iter().position(|b| *b == b'\n').map_or(bytes.len(), |at| at + 1) } else { 0 };
+    // The log is UTF-8 as written; a byte that is not (an edit) spoils only its own line.
+    Ok(match String::from_utf8(bytes.split_off(start)) {
+        Ok(text) => text,
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+    })
+}
 /// Reads the file at `path` strictly: a regular file within `cap` bytes, non-empty, that parses
 /// as `T` and nothing else; `None` when there is none. Says where a bad file is wrong.
 pub(super) fn read_strict<T: serde::de::DeserializeOwned>(

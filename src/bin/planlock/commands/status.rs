@@ -85,9 +85,7 @@ pub fn status(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let loaded = records.load().and_then(|s| Ok((s, records.load_intervention()?, records.load_pin()?)));
     let (session, mut intervention, pin) = loaded.map_err(|e| CliError::of(&e))?;
     let decision = match &intervention {
-        Some(record) => {
-            records.load_decision().map_err(|e| CliError::of(&e))?.filter(|d| d.pause == PauseRef::of(record))
-        }
+        Some(record) => records.decision_on(&PauseRef::of(record)).map_err(|e| CliError::of(&e))?,
         None => None,
     };
     let expired = intervention.as_ref().is_some_and(|r| r.expired_at(Timestamp::now()));
