@@ -1,9 +1,10 @@
 //! The planlock tour, end to end: build a plan with the typestate builder, boot a session on a
 //! fresh directory (Cold Start) with its memories in an embedded SQLite database, run a cycle
-//! that a review validator pauses, restart the process
-//! and resume it with a person's approval, restart again (Resume) and run the next cycle, then
-//! change the policy and watch the runtime refuse to continue the session (FailFast). Each state
-//! is explained in plain words the first time it appears.
+//! that a review validator pauses, restart the process and resume it with a person's approval,
+//! restart again (Resume): the next cycle pauses too, and a reviewer finds it in the inbox,
+//! approves what it shows, and the session's next run completes it; a third is rejected from the
+//! inbox. Then change the policy and watch the runtime refuse to continue the session
+//! (FailFast). Each state is explained in plain words the first time it appears.
 //!
 //! Run: `cargo run --example quickstart`
 
@@ -14,7 +15,8 @@ use planlock::demo::{Demo, ReviewGate};
 use planlock::handler::Boxed;
 use planlock::runtime::{Boot, BootError, RunOutcome, Runtime};
 use planlock::schema::*;
-use planlock::session::FileSessionStore;
+use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::session::{FileSessionStore, ReviewDecision, ReviewVerdict, decide};
 use planlock::steps::{LLMCall, RetrieveMemory};
 use planlock::store::StoreHandlers;
 use planlock::store::sqlite::SqliteStore;
@@ -132,7 +134,7 @@ fn describe(outcome: RunOutcome, runtime: &Runtime<FileSessionStore, Boxed>) {
             );
         }
         RunOutcome::Abandoned(record) => {
-            println!("   A reviewer rejected cycle {}: it is abandoned, the session as it was.", record.cycle);
+            println!("   The reviewer's rejection abandoned cycle {}: the session is as it was.", record.cycle);
         }
     }
 }
@@ -145,42 +147,62 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let policy = tempfile::tempdir()?;
+    // A directory of session roots: one session, `chat-1`.
     let sessions = tempfile::tempdir()?;
+    let session = sessions.path().join("chat-1");
+    std::fs::create_dir(&session)?;
     write_policy(policy.path(), "friendly")?;
 
     println!("\n2. First boot on an empty directory, and the first cycle:");
-    let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
+    let mut runtime = boot(&session, policy.path(), &plan)?;
     describe_boot(&runtime);
     describe(runtime.run_cycle_blocking()?, &runtime);
     drop(runtime);
 
     println!("\n3. The process restarts; a person approves the write and the cycle resumes:");
-    let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
+    let mut runtime = boot(&session, policy.path(), &plan)?;
     describe_boot(&runtime);
     let approval = Override::new(ReviewGate::ID, "remember", "checked: no personal data");
     describe(runtime.resume_blocking(Some(approval))?, &runtime);
     drop(runtime);
 
-    println!("\n4. The process restarts again; cycle 2 pauses too, is approved, and recalls cycle 1's memory:");
-    let mut runtime = boot(sessions.path(), policy.path(), &plan)?;
+    println!("\n4. The process restarts again; cycle 2 pauses too, and waits in the inbox:");
+    let mut runtime = boot(&session, policy.path(), &plan)?;
     describe_boot(&runtime);
     describe(runtime.run_cycle_blocking()?, &runtime);
-    let approval = Override::new(ReviewGate::ID, "remember", "checked again");
-    describe(runtime.resume_blocking(Some(approval))?, &runtime);
-
-    println!("\n5. Cycle 3, which the reviewer turns down:");
+    // The reviewer, in a process of their own (the session's lock stays with the runtime), lists
+    // every pause waiting across the sessions of the directory and looks at what it shows.
+    let inbox = Inbox::new(Sessions::Dir(sessions.path().to_owned()));
+    let waiting = inbox.list(&InboxFilter::default())?;
+    for pause in &waiting.pauses {
+        let r = &pause.record;
+        println!("   Inbox: session `{}`, cycle {}, step `{}` ({}): {}", pause.session, r.cycle, r.step_id, r.step_type, r.reason);
+        if let (Some(shown), Some(digest)) = (&r.shown, &r.shown_digest) {
+            println!("   It shows the write as it will run: {}", shown["payload"]);
+            println!("   (digest {digest}: the approval binds to exactly this)");
+        }
+    }
+    let pause = &waiting.pauses[0];
+    let approval = ReviewDecision::new(&pause.record, ReviewVerdict::Approve, "ada", "checked: no personal data");
+    decide(inbox.records(&pause.session)?.as_ref(), &approval)?;
+    println!("   Ada approves it from the inbox; the session's next run acts on it:");
     describe(runtime.run_cycle_blocking()?, &runtime);
-    let abandoned = runtime.abandon()?;
-    println!(
-        "   Abandoned cycle {}: its record is gone, the session still has {} completed cycle(s).",
-        abandoned.cycle,
-        runtime.cycle()
-    );
+
+    println!("\n5. Cycle 3, which the reviewer turns down from the inbox:");
+    describe(runtime.run_cycle_blocking()?, &runtime);
+    let pause = inbox.show("chat-1")?.ok_or("cycle 3 is paused")?;
+    let rejection = ReviewDecision::new(&pause.record, ReviewVerdict::Reject, "ada", "not this memory");
+    decide(inbox.records(&pause.session)?.as_ref(), &rejection)?;
+    describe(runtime.run_cycle_blocking()?, &runtime);
+    println!("   The session still has {} completed cycle(s); the approval log has every decision:", runtime.cycle());
+    for event in inbox.records("chat-1")?.approval_log()?.events {
+        println!("   - cycle {} `{}`: {}", event.pause().cycle, event.pause().step_id, event.name());
+    }
     drop(runtime);
 
     println!("\n6. Someone edits the policy (tone: friendly -> formal) and restarts:");
     write_policy(policy.path(), "formal")?;
-    match boot(sessions.path(), policy.path(), &plan) {
+    match boot(&session, policy.path(), &plan) {
         Ok(_) => println!("   (unexpected) the runtime booted"),
         Err(e @ BootError::HashMismatch(_)) => {
             println!("   Refused ({}): the session was saved under another plan hash, so going on would mix", e.kind());
