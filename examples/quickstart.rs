@@ -176,7 +176,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let waiting = inbox.list(&InboxFilter::default())?;
     for pause in &waiting.pauses {
         let r = &pause.record;
-        println!("   Inbox: session `{}`, cycle {}, step `{}` ({}): {}", pause.session, r.cycle, r.step_id, r.step_type, r.reason);
+        println!(
+            "   Inbox: session `{}`, cycle {}, step `{}` ({}): {}",
+            pause.session, r.cycle, r.step_id, r.step_type, r.reason
+        );
         if let (Some(shown), Some(digest)) = (&r.shown, &r.shown_digest) {
             println!("   It shows the write as it will run: {}", shown["payload"]);
             println!("   (digest {digest}: the approval binds to exactly this)");

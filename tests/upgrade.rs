@@ -141,6 +141,15 @@ fn a_session_paused_by_0_1_reads_the_same_and_resumes() {
     let root = Copy::of("paused");
     let then = expected("paused.status.json");
     assert_status_keeps(&root.json(&["status", "--format", "json"]), &then);
+    // A boot upgrades the record (as a pin is upgraded): what it shows is rebuilt and saved, so a
+    // decision binds to it; the pause itself is the same.
+    let (code, report) = root.cycle("plan.json", &["run"]);
+    assert_eq!(code, 4, "{report}");
+    let upgraded = root.json(&["status", "--format", "json"]);
+    assert_status_keeps(&upgraded, &then);
+    assert_eq!(upgraded["intervention"]["shown"]["payload"]["summary"], "key rotation", "{upgraded}");
+    assert_eq!(upgraded["intervention"]["shown"]["results"]["llm"], then["intervention"]["completed"][5]["result"]);
+    assert!(upgraded["intervention"]["shownDigest"].as_str().is_some_and(|d| d.len() == 64));
     assert_eq!(root.json(&["memory", "search", "--format", "json", QUERY]), expected("paused.search.json"));
     let decisions = root.json(&["decisions", "--domain", "security", "--format", "json"]);
     assert_eq!(decisions, expected("paused.decisions.json"));

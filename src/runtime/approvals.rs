@@ -104,6 +104,30 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.abandon()
     }
 
+    /// Upgrades the paused cycle's record of an older version, as a pin is upgraded: a record
+    /// of a Block before its step gets what it shows (the step's input, rebuilt from the plan and
+    /// the record's results, exactly as the re-run will meet it) and its digest, saved, so that a
+    /// decision binds to it. One after its step cannot be: its result was not kept.
+    pub(super) fn upgrade_record(&mut self) -> Result<(), BootError> {
+        let State::Paused(record) = &self.state else { return Ok(()) };
+        if record.shown.is_some() || record.phase != BlockPhase::Pre {
+            return Ok(());
+        }
+        let restored = self.restore(record, None).map_err(|e| match e {
+            RuntimeError::InterventionMismatch(m) => BootError::InterventionMismatch(m),
+            other => BootError::InterventionMismatch(RecordMismatch::new(&other.to_string())),
+        })?;
+        let steps = self.plan.steps();
+        let shown = crate::exec::executor::Shown::before(&steps[restored.next], steps, &restored.ledger);
+        let mut upgraded = (**record).clone();
+        upgraded.shown = Some(shown.value);
+        upgraded.shown_digest = Some(shown.digest);
+        upgraded.shown_truncated = shown.truncated;
+        self.store.save_intervention(&upgraded)?;
+        self.state = State::Paused(Box::new(upgraded));
+        Ok(())
+    }
+
     /// The refusal of a new cycle while `record` is paused.
     pub(super) fn paused_error(&self, record: &InterventionRecord) -> RuntimeError {
         RuntimeError::Paused {

@@ -151,7 +151,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             Some(record) => State::Paused(Box::new(record)),
             None => State::Ready,
         };
-        Ok(Runtime {
+        let mut runtime = Runtime {
             store,
             policy_root,
             plan,
@@ -166,6 +166,8 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             executor,
             state,
             approval_ttl,
-        })
+        };
+        runtime.upgrade_record()?;
+        Ok(runtime)
     }
 }
