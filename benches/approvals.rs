@@ -16,6 +16,7 @@
 //!
 //! Run: `cargo bench --bench approvals --features postgres`.
 
+use planlock::block_on;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -80,7 +81,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(30);
     g.bench_function("floor_bare_durable_append", |b| b.iter(|| bare_append(&floor, black_box(&line))));
     g.bench_function("record_decision", |b| {
-        b.iter(|| records.record_decision(black_box(&fresh_decision(&template, &mut n))).unwrap())
+        b.iter(|| block_on(records.record_decision(black_box(&fresh_decision(&template, &mut n)))).unwrap())
     });
     g.finish();
     paired::report(
@@ -88,7 +89,7 @@ fn bench(c: &mut Criterion) {
         &mut [
             ("floor_bare_durable_append", &mut || bare_append(&floor, black_box(&line))),
             ("record_decision", &mut || {
-                black_box(records.record_decision(&fresh_decision(&template, &mut n)).unwrap());
+                black_box(block_on(records.record_decision(&fresh_decision(&template, &mut n))).unwrap());
             }),
         ],
     );
@@ -105,7 +106,7 @@ fn bench(c: &mut Criterion) {
         }
     }
     let inbox = Inbox::new(Sessions::Dir(dir.clone()));
-    assert_eq!(inbox.list(&InboxFilter::default()).unwrap().pauses.len(), 100);
+    assert_eq!(block_on(inbox.list(&InboxFilter::default())).unwrap().pauses.len(), 100);
     let walk = |dir: &PathBuf| {
         let mut found = 0;
         for entry in std::fs::read_dir(dir).unwrap() {
@@ -117,7 +118,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("inbox_10000_roots");
     g.sample_size(10);
     g.bench_function("floor_walk_and_open", |b| b.iter(|| walk(black_box(&dir))));
-    g.bench_function("inbox_list", |b| b.iter(|| inbox.list(black_box(&InboxFilter::default())).unwrap()));
+    g.bench_function("inbox_list", |b| b.iter(|| block_on(inbox.list(black_box(&InboxFilter::default()))).unwrap()));
     g.finish();
     paired::report(
         "inbox_10000_roots",
@@ -125,7 +126,7 @@ fn bench(c: &mut Criterion) {
             ("floor_walk_and_open", &mut || {
                 black_box(walk(&dir));
             }),
-            ("inbox_list", &mut || drop(black_box(inbox.list(&InboxFilter::default()).unwrap()))),
+            ("inbox_list", &mut || drop(black_box(block_on(inbox.list(&InboxFilter::default())).unwrap()))),
         ],
     );
 
@@ -173,7 +174,7 @@ fn postgres(c: &mut Criterion) {
     g.sample_size(30);
     g.bench_function("floor_bare_insert", |b| b.iter(|| floor.execute(&insert, &[&key, &pause, &event]).unwrap()));
     g.bench_function("record_decision", |b| {
-        b.iter(|| records.record_decision(&fresh_decision(&template, &mut n)).unwrap())
+        b.iter(|| block_on(records.record_decision(&fresh_decision(&template, &mut n))).unwrap())
     });
     g.finish();
     paired::report(
@@ -183,26 +184,26 @@ fn postgres(c: &mut Criterion) {
                 black_box(floor.execute(&insert, &[&key, &pause, &event]).unwrap());
             }),
             ("record_decision", &mut || {
-                black_box(records.record_decision(&fresh_decision(&template, &mut n)).unwrap());
+                black_box(block_on(records.record_decision(&fresh_decision(&template, &mut n))).unwrap());
             }),
         ],
     );
 
     let inbox = Inbox::new(Sessions::Database(db.clone()));
-    assert_eq!(inbox.list(&InboxFilter::default()).unwrap().pauses.len(), 100);
+    assert_eq!(block_on(inbox.list(&InboxFilter::default())).unwrap().pauses.len(), 100);
     let select = floor
         .prepare("SELECT session_key, intervention FROM planlock_sessions WHERE intervention IS NOT NULL")
         .unwrap();
     let mut g = c.benchmark_group("inbox_10000_sessions_postgres");
     g.sample_size(20);
     g.bench_function("floor_bare_select", |b| b.iter(|| floor.query(&select, &[]).unwrap()));
-    g.bench_function("inbox_list", |b| b.iter(|| inbox.list(&InboxFilter::default()).unwrap()));
+    g.bench_function("inbox_list", |b| b.iter(|| block_on(inbox.list(&InboxFilter::default())).unwrap()));
     g.finish();
     paired::report(
         "inbox_10000_sessions_postgres",
         &mut [
             ("floor_bare_select", &mut || drop(floor.query(&select, &[]).unwrap())),
-            ("inbox_list", &mut || drop(black_box(inbox.list(&InboxFilter::default()).unwrap()))),
+            ("inbox_list", &mut || drop(black_box(block_on(inbox.list(&InboxFilter::default())).unwrap()))),
         ],
     );
     drop(server);

@@ -122,7 +122,7 @@ fn plan(full: bool, timeouts: bool) -> ValidPlan {
 
 fn allocations_per_cycle(exec: &Executor<impl planlock::handler::HandlerSet>, plan: &ValidPlan) -> usize {
     let session = CycleSession::for_plan(plan);
-    let run = || pollster::block_on(exec.run_with(plan, session)).unwrap();
+    let run = || planlock::block_on(exec.run_with(plan, session)).unwrap();
     drop(run()); // one-time costs (tracing callsites) first
     let before = ALLOCATIONS.load(Ordering::Relaxed);
     let outcome = run();
@@ -146,10 +146,10 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("cycle_12_noop_steps");
     g.bench_function("floor_direct_calls_into_vec", |b| b.iter(|| black_box(floor(black_box(&full)))));
     g.bench_function("executor_run_blocking", |b| {
-        b.iter(|| black_box(pollster::block_on(exec.run_with(black_box(&full), session)).unwrap()))
+        b.iter(|| black_box(planlock::block_on(exec.run_with(black_box(&full), session)).unwrap()))
     });
     g.bench_function("executor_run_blocking_with_deadlines", |b| {
-        b.iter(|| black_box(pollster::block_on(exec.run_with(black_box(&timed), timed_session)).unwrap()))
+        b.iter(|| black_box(planlock::block_on(exec.run_with(black_box(&timed), timed_session)).unwrap()))
     });
     g.finish();
 }

@@ -45,7 +45,7 @@ fn bench(c: &mut Criterion) {
         PromptAssembleResult { prompt: "How do I rotate the API key?".into() },
     );
     let cx = test.context();
-    let handler = || pollster::block_on(Handler::<LLMCall>::call(&model, &cx, &payload)).unwrap();
+    let handler = || planlock::block_on(Handler::<LLMCall>::call(&model, &cx, &payload)).unwrap();
     assert_eq!(handler().response, "Rotate the key in the vault.");
     // The same request by hand: the body the handler sends, one reqwest call on a background
     // runtime thread (as the handler's), the text read out.
@@ -58,7 +58,7 @@ fn bench(c: &mut Criterion) {
     let body = body.to_string();
     let bare = || {
         let request = client.post(&url).header("Authorization", "Bearer sk-bench").body(body.clone());
-        let text = pollster::block_on(rt.spawn(async move { request.send().await?.text().await })).unwrap().unwrap();
+        let text = planlock::block_on(rt.spawn(async move { request.send().await?.text().await })).unwrap().unwrap();
         let v: Value = serde_json::from_str(&text).unwrap();
         v["choices"][0]["message"]["content"].as_str().unwrap().to_owned()
     };

@@ -12,6 +12,8 @@
 //! Run: `cargo bench --bench postgres --features postgres`. Targets (issue 14): the CAS save
 //! ≤ 1.3× the bare update; throughput grows with workers until the 2 cores are saturated.
 
+use planlock::block_on;
+use planlock::session::CycleGuard;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
@@ -60,12 +62,13 @@ fn cycle(
         Backend::Postgres => {
             let Ok(store) = PgSessionStore::open(db, &key) else { return false };
             let manifest = BundleManifest::default_shared_bundle();
-            let storage =
-                StoreHandlers::new(StrategyResolver::default().resolve_in_database(&manifest, db, &key).unwrap());
+            let storage = StoreHandlers::new(
+                StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap(),
+            );
             let runtime = Runtime::builder(policy, plan.clone(), store)
                 .handlers(Demo::new().with_store(&storage))
                 .bundle(manifest)
-                .boot();
+                .boot_blocking();
             matches!(runtime.map(|mut r| r.run_cycle_blocking()), Ok(Ok(RunOutcome::Completed(_))))
         }
         Backend::Files => {
@@ -75,7 +78,7 @@ fn cycle(
             let runtime = Runtime::builder(policy, plan.clone(), store)
                 .handlers(Demo::new().with_store(&storage))
                 .bundle(manifest)
-                .boot();
+                .boot_blocking();
             matches!(runtime.map(|mut r| r.run_cycle_blocking()), Ok(Ok(RunOutcome::Completed(_))))
         }
     }
@@ -164,7 +167,7 @@ fn main() {
         hash_parts: None,
         cycle: 1,
     };
-    let text = serde_json::to_string(&store.save(update.clone()).unwrap()).unwrap();
+    let text = serde_json::to_string(&block_on(store.save(update.clone(), CycleGuard::none())).unwrap()).unwrap();
     let mut bare = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let statement = bare.prepare("UPDATE planlock_sessions SET state = $2 WHERE session_key = $1").unwrap();
     paired::report(
@@ -174,7 +177,7 @@ fn main() {
                 bare.execute(&statement, &[&"bench-save", &text]).unwrap();
             }),
             ("PgSessionStore::save (compare-and-set)", &mut || {
-                store.save(update.clone()).unwrap();
+                block_on(store.save(update.clone(), CycleGuard::none())).unwrap();
             }),
         ],
     );

@@ -7,6 +7,8 @@
 //!
 //! The store benchmarks write under `target/`, a real disk, so the fsyncs are real.
 
+use planlock::block_on;
+use planlock::session::CycleGuard;
 use std::hint::black_box;
 use std::io::Write;
 use std::path::Path;
@@ -80,39 +82,45 @@ fn bench(c: &mut Criterion) {
         hash_parts: Some(parts),
         cycle: 1,
     };
-    let saved = store.save(update.clone()).unwrap();
+    let saved = block_on(store.save(update.clone(), CycleGuard::none())).unwrap();
     let bytes = std::fs::read(store.path()).unwrap();
     let hand_dir = base.join("hand");
 
     let mut g = c.benchmark_group("durable_save");
     g.sample_size(30);
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&bytes))));
-    g.bench_function("file_session_store_save", |b| b.iter(|| store.save(black_box(update.clone())).unwrap()));
+    g.bench_function("file_session_store_save", |b| {
+        b.iter(|| block_on(store.save(black_box(update.clone()), CycleGuard::none())).unwrap())
+    });
     g.finish();
     paired::report(
         "durable_save",
         &mut [
             ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&bytes))),
-            ("file_session_store_save", &mut || drop(black_box(store.save(black_box(update.clone())).unwrap()))),
+            ("file_session_store_save", &mut || {
+                drop(black_box(block_on(store.save(black_box(update.clone()), CycleGuard::none())).unwrap()))
+            }),
         ],
     );
 
     // The record of a paused cycle, with the results of five completed steps, saved the same way.
     let record = intervention(&plan, &saved);
-    store.save_intervention(&record).unwrap();
+    block_on(store.save_intervention(&record, CycleGuard::none())).unwrap();
     let record_bytes = std::fs::read(base.join("store").join(planlock::session::INTERVENTION_FILE)).unwrap();
     let mut g = c.benchmark_group("intervention_save");
     g.sample_size(30);
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&record_bytes))));
     g.bench_function("file_session_store_save_intervention", |b| {
-        b.iter(|| store.save_intervention(black_box(&record)).unwrap())
+        b.iter(|| block_on(store.save_intervention(black_box(&record), CycleGuard::none())).unwrap())
     });
     g.finish();
     paired::report(
         "intervention_save",
         &mut [
             ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&record_bytes))),
-            ("file_session_store_save_intervention", &mut || store.save_intervention(black_box(&record)).unwrap()),
+            ("file_session_store_save_intervention", &mut || {
+                block_on(store.save_intervention(black_box(&record), CycleGuard::none())).unwrap()
+            }),
         ],
     );
 
@@ -124,7 +132,7 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function("file_session_store_load_and_compare", |b| {
-        b.iter(|| store.load().unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)))
+        b.iter(|| block_on(store.load()).unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)))
     });
     g.finish();
     paired::report(
@@ -135,7 +143,9 @@ fn bench(c: &mut Criterion) {
                 drop(black_box(serde_json::from_slice::<serde_json::Value>(&bytes).unwrap()));
             }),
             ("file_session_store_load_and_compare", &mut || {
-                black_box(store.load().unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)));
+                black_box(
+                    block_on(store.load()).unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)),
+                );
             }),
         ],
     );

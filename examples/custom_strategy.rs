@@ -73,7 +73,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .handlers(Demo::new().repo_base(concat!(env!("CARGO_MANIFEST_DIR"), "/src")).with_store(&storage).boxed())
             .bundle(manifest.clone())
             .resolver(resolver.clone())
-            .boot()?;
+            .boot_blocking()?;
         match runtime.run_cycle_blocking()? {
             RunOutcome::Completed(done) => {
                 let decisions =
@@ -83,7 +83,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                     runtime.cycle()
                 );
             }
-            RunOutcome::Paused(record) => println!("process {run}: paused at {}", record.step_id),
+            RunOutcome::Paused { record, .. } => println!("process {run}: paused at {}", record.step_id),
             RunOutcome::Abandoned(record) => println!("process {run}: cycle {} rejected", record.cycle),
         }
     }

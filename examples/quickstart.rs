@@ -74,7 +74,7 @@ fn write_policy(root: &Path, tone: &str) -> std::io::Result<()> {
 
 /// A runtime on the session root with the demo handlers and the review validator. Booting is
 /// what a process does when it starts.
-fn boot(
+async fn boot(
     session_root: &Path,
     policy_root: &Path,
     plan: &ValidPlan,
@@ -86,6 +86,7 @@ fn boot(
         .handlers(Demo::new().with_store(&storage).boxed())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .boot()
+        .await
 }
 
 /// Says how the runtime started, in plain words.
@@ -126,7 +127,7 @@ fn describe(outcome: RunOutcome, runtime: &Runtime<FileSessionStore, Boxed>) {
             println!("   The cycle ran all its steps. The (demo) model answered: {answer}");
             println!("   Saved {} (cycle {}).", planlock::session::SESSION_FILE, runtime.cycle());
         }
-        RunOutcome::Paused(record) => {
+        RunOutcome::Paused { record, .. } => {
             println!("   The cycle paused before step `{}`: {}", record.step_id, record.reason);
             println!(
                 "   The steps before it are kept in {}; the session file is unchanged.",
@@ -139,7 +140,13 @@ fn describe(outcome: RunOutcome, runtime: &Runtime<FileSessionStore, Boxed>) {
     }
 }
 
+/// planlock's calls are futures; a synchronous program waits for its async part with the one
+/// shim, `planlock::block_on` (an async program awaits instead, on any executor).
 fn main() -> Result<(), Box<dyn std::error::Error>> {
+    planlock::block_on(tour())
+}
+
+async fn tour() -> Result<(), Box<dyn std::error::Error>> {
     let plan = build_plan()?;
     println!("1. A plan built with the typestate builder (a wrong order would not compile):");
     for step in plan.steps() {
@@ -154,26 +161,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     write_policy(policy.path(), "friendly")?;
 
     println!("\n2. First boot on an empty directory, and the first cycle:");
-    let mut runtime = boot(&session, policy.path(), &plan)?;
+    let mut runtime = boot(&session, policy.path(), &plan).await?;
     describe_boot(&runtime);
-    describe(runtime.run_cycle_blocking()?, &runtime);
+    describe(runtime.run_cycle().await?, &runtime);
     drop(runtime);
 
     println!("\n3. The process restarts; a person approves the write and the cycle resumes:");
-    let mut runtime = boot(&session, policy.path(), &plan)?;
+    let mut runtime = boot(&session, policy.path(), &plan).await?;
     describe_boot(&runtime);
     let approval = Override::new(ReviewGate::ID, "remember", "checked: no personal data");
-    describe(runtime.resume_blocking(Some(approval))?, &runtime);
+    describe(runtime.resume(Some(approval)).await?, &runtime);
     drop(runtime);
 
     println!("\n4. The process restarts again; cycle 2 pauses too, and waits in the inbox:");
-    let mut runtime = boot(&session, policy.path(), &plan)?;
+    let mut runtime = boot(&session, policy.path(), &plan).await?;
     describe_boot(&runtime);
-    describe(runtime.run_cycle_blocking()?, &runtime);
+    describe(runtime.run_cycle().await?, &runtime);
     // The reviewer, in a process of their own (the session's lock stays with the runtime), lists
     // every pause waiting across the sessions of the directory and looks at what it shows.
     let inbox = Inbox::new(Sessions::Dir(sessions.path().to_owned()));
-    let waiting = inbox.list(&InboxFilter::default())?;
+    let waiting = inbox.list(&InboxFilter::default()).await?;
     for pause in &waiting.pauses {
         let r = &pause.record;
         println!(
@@ -187,25 +194,25 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let pause = &waiting.pauses[0];
     let approval = ReviewDecision::new(&pause.record, ReviewVerdict::Approve, "ada", "checked: no personal data");
-    decide(inbox.records(&pause.session)?.as_ref(), &approval)?;
+    decide(inbox.records(&pause.session).await?.as_ref(), &approval).await?;
     println!("   Ada approves it from the inbox; the session's next run acts on it:");
-    describe(runtime.run_cycle_blocking()?, &runtime);
+    describe(runtime.run_cycle().await?, &runtime);
 
     println!("\n5. Cycle 3, which the reviewer turns down from the inbox:");
-    describe(runtime.run_cycle_blocking()?, &runtime);
-    let pause = inbox.show("chat-1")?.ok_or("cycle 3 is paused")?;
+    describe(runtime.run_cycle().await?, &runtime);
+    let pause = inbox.show("chat-1").await?.ok_or("cycle 3 is paused")?;
     let rejection = ReviewDecision::new(&pause.record, ReviewVerdict::Reject, "ada", "not this memory");
-    decide(inbox.records(&pause.session)?.as_ref(), &rejection)?;
-    describe(runtime.run_cycle_blocking()?, &runtime);
+    decide(inbox.records(&pause.session).await?.as_ref(), &rejection).await?;
+    describe(runtime.run_cycle().await?, &runtime);
     println!("   The session still has {} completed cycle(s); the approval log has every decision:", runtime.cycle());
-    for event in inbox.records("chat-1")?.approval_log()?.events {
+    for event in inbox.records("chat-1").await?.approval_log().await?.events {
         println!("   - cycle {} `{}`: {}", event.pause().cycle, event.pause().step_id, event.name());
     }
     drop(runtime);
 
     println!("\n6. Someone edits the policy (tone: friendly -> formal) and restarts:");
     write_policy(policy.path(), "formal")?;
-    match boot(&session, policy.path(), &plan) {
+    match boot(&session, policy.path(), &plan).await {
         Ok(_) => println!("   (unexpected) the runtime booted"),
         Err(e @ BootError::HashMismatch(_)) => {
             println!("   Refused ({}): the session was saved under another plan hash, so going on would mix", e.kind());

@@ -128,11 +128,11 @@ fn worker(url: &str) -> Result<(), Error> {
                 continue;
             }
         };
-        let storage = StoreHandlers::new(StrategyResolver::default().resolve_in_database(&manifest, &db, &key)?);
+        let storage = StoreHandlers::new(StrategyResolver::default().resolve_for_session(&manifest, store.session())?);
         let mut runtime = Runtime::builder(examples.join("policy"), plan.clone(), store)
             .handlers(Demo::new().with_store(&storage))
             .bundle(manifest.clone())
-            .boot()?;
+            .boot_blocking()?;
         match runtime.run_cycle_blocking() {
             Ok(RunOutcome::Completed(_)) => {
                 tx.execute(
@@ -142,7 +142,7 @@ fn worker(url: &str) -> Result<(), Error> {
                 tx.commit()?;
                 ran += 1;
             }
-            Ok(RunOutcome::Paused(record)) => {
+            Ok(RunOutcome::Paused { record, .. }) => {
                 eprintln!("worker {}: {key} paused: {}", std::process::id(), record.reason)
             }
             Ok(RunOutcome::Abandoned(record)) => {

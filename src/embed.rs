@@ -183,7 +183,7 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 /// use planlock::embed::{DemoEmbedder, Embedder, Purpose, dot};
 /// let e = DemoEmbedder::new();
 /// let texts = ["rotate the api key".to_owned(), "key rotation runbook".to_owned(), "lunch menu".to_owned()];
-/// let v = pollster::block_on(e.embed(&texts, Purpose::Passage, None))?;
+/// let v = planlock::block_on(e.embed(&texts, Purpose::Passage, None))?;
 /// assert!(dot(&v[0], &v[1]) > dot(&v[0], &v[2]));
 /// # Ok::<(), planlock::embed::EmbedError>(())
 /// ```

@@ -67,6 +67,7 @@
 // Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts;
 // text from outside as a person may be shown it.
 mod fsread;
+mod io;
 mod json;
 pub mod text;
 // Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
@@ -115,6 +116,7 @@ pub use executor::{
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
 #[doc(no_inline)]
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
+pub use io::block_on;
 pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 #[doc(no_inline)]
 pub use ledger::Ledger;

@@ -6,11 +6,10 @@
 //! Layer 4 (beside the executor, below the stores that use it): it knows SQL and connections,
 //! and of the contract only how a failure is classified.
 //!
-//! - The client is `postgres`, the synchronous face of `tokio-postgres` (same project): the
-//!   session store's calls are synchronous and the storage ports run blocking work on the
-//!   `blocking` crate's pool, as the SQLite store does, so planlock needs no async runtime of its
-//!   own and works under any executor. Connections are pooled by `r2d2`, each keeping its
-//!   statements prepared (`src/pg/conn.rs`).
+//! - The client is `tokio-postgres`, its connections driven by planlock's I/O runtime
+//!   (`crate::io`): every call is a future awaited from any executor, and a wait (for a
+//!   connection, for the server) holds no thread. Connections are pooled by planlock's own async
+//!   pool, each keeping its statements prepared (`src/pg/conn.rs`).
 //! - Migrations are applied on first use, in one transaction under an advisory lock (two workers
 //!   starting at once apply them once), recorded in `planlock_schema_migrations`. A database whose
 //!   schema is newer than this library knows is refused: an older worker must not write to it.
@@ -19,15 +18,18 @@
 use std::fmt;
 use std::time::Duration;
 
-use postgres::config::Host;
-use postgres::{Client, Config, NoTls};
+use std::sync::Arc;
+
+use tokio_postgres::Config;
+use tokio_postgres::config::Host;
 
 use crate::contract::registry::{Failure, FailureKind};
 
 mod conn;
 pub(crate) mod cycle;
+pub use cycle::PgSession;
 
-pub(crate) use conn::{Conn, Param};
+pub(crate) use conn::{Conn, Param, Pooled};
 
 /// How long connecting may take unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -41,9 +43,6 @@ const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
 /// The migrations, in order. Each runs once, in the transaction that records it.
 const MIGRATIONS: &[(i32, &str)] =
     &[(1, include_str!("pg/v1.sql")), (2, include_str!("pg/v2.sql")), (3, include_str!("pg/v3.sql"))];
-
-/// A pooled connection.
-pub(crate) type PgConnection = r2d2::PooledConnection<conn::Manager>;
 
 /// Why the database cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -122,33 +121,19 @@ impl Default for PgOptions {
 /// share the pool.
 #[derive(Clone)]
 pub struct PgDatabase {
-    pool: r2d2::Pool<conn::Manager>,
-    target: String,
-    cycles: std::sync::Arc<cycle::CycleTransactions>,
-    /// One permit per pooled connection: async callers wait here, holding no thread, instead of
-    /// in the pool on a blocking thread (a thousand waiting there would take every thread the
-    /// connections' holders need to finish).
-    permits: std::sync::Arc<tokio::sync::Semaphore>,
+    pool: Arc<conn::Pool>,
+    target: Arc<str>,
+    /// A permit per cycle that may hold a connection in its open transaction at once: one
+    /// fewer than the pool holds, so a statement outside the cycles (a read, a lease, another
+    /// cycle's save) always finds a connection and the cycles holding one go on. None (a pool of
+    /// one): no cycle is held open, each write commits alone.
+    cycle_places: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl fmt::Debug for PgDatabase {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("PgDatabase").field("target", &self.target).finish_non_exhaustive()
     }
-}
-
-/// Runs `f`, a call of the synchronous `postgres` client, where that client can run: on this
-/// thread, or, when this thread drives a tokio runtime (the client blocks on a runtime of its
-/// own, and tokio refuses to nest one), on a thread of its own for the call. So planlock's
-/// synchronous store calls work from async code on any executor.
-pub(crate) fn off_runtime<T: Send>(f: impl FnOnce() -> T + Send) -> T {
-    if tokio::runtime::Handle::try_current().is_err() {
-        return f();
-    }
-    std::thread::scope(|scope| match scope.spawn(f).join() {
-        Ok(value) => value,
-        Err(panic) => std::panic::resume_unwind(panic),
-    })
 }
 
 impl PgDatabase {
@@ -160,7 +145,13 @@ impl PgDatabase {
 
     /// [`connect`](Self::connect) with options.
     pub fn connect_with(url: &str, options: PgOptions) -> Result<PgDatabase, PgError> {
-        let mut config: Config = url.parse().map_err(|e: postgres::Error| PgError::Url { reason: e.to_string() })?;
+        crate::io::block_on(PgDatabase::connect_async(url, options))
+    }
+
+    /// [`connect_with`](Self::connect_with), awaited.
+    pub async fn connect_async(url: &str, options: PgOptions) -> Result<PgDatabase, PgError> {
+        let mut config: Config =
+            url.parse().map_err(|e: tokio_postgres::Error| PgError::Url { reason: e.to_string() })?;
         // A `connect_timeout` in the URL wins.
         if config.get_connect_timeout().is_none() {
             config.connect_timeout(options.connect_timeout);
@@ -169,23 +160,14 @@ impl PgDatabase {
             config.application_name("planlock");
         }
         let target = describe(&config);
-        // One connection first, for a precise error and the migrations.
         let timeout = config.get_connect_timeout().copied().unwrap_or(options.connect_timeout);
-        let mut client = connect_within(&config, timeout, &target)?;
-        migrate(&mut client, &target)?;
-        drop(client);
-        // No test query on each checkout (a round trip per use): a connection the server dropped
-        // fails its statement, and the pool discards it when it comes back closed.
-        let pool = r2d2::Pool::builder()
-            .max_size(options.max_connections.max(1))
-            .min_idle(Some(0))
-            .test_on_check_out(false)
-            .connection_timeout(config.get_connect_timeout().copied().unwrap_or(options.connect_timeout))
-            .build_unchecked(conn::Manager::new(config));
+        // One connection first, for a precise error and the migrations.
+        let mut first = conn::connect(&config, timeout, &target).await?;
+        migrate(&mut first, &target).await?;
         let size = options.max_connections.max(1) as usize;
-        let cycles = std::sync::Arc::new(cycle::CycleTransactions::new(size));
-        let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(size));
-        Ok(PgDatabase { pool, target, cycles, permits })
+        let pool = conn::Pool::new(config, timeout, target.clone(), size);
+        let cycle_places = (size > 1).then(|| Arc::new(tokio::sync::Semaphore::new(size - 1)));
+        Ok(PgDatabase { pool: Arc::new(pool), target: Arc::from(target), cycle_places })
     }
 
     /// Where the database is: host, port, database and user (never the password).
@@ -193,61 +175,37 @@ impl PgDatabase {
         &self.target
     }
 
-    /// The registry of the cycles held open on this pool ([`cycle`]).
-    pub(crate) fn cycles(&self) -> &std::sync::Arc<cycle::CycleTransactions> {
-        &self.cycles
+    /// A connection from the pool, once one is free (the wait holds no thread).
+    pub(crate) async fn connection(&self) -> Result<Pooled, PgError> {
+        self.pool.get().await
     }
 
-    /// A permit to take a connection from the pool (first come, first served), waited for
-    /// without holding a thread; the pool has a connection for each permit given out.
-    pub(crate) async fn permit(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        self.permits.clone().acquire_owned().await.ok()
-    }
-
-    /// A connection from the pool.
-    pub(crate) fn connection(&self) -> Result<PgConnection, PgError> {
-        self.pool.get().map_err(|e| PgError::Connect { target: self.target.clone(), reason: e.to_string() })
+    /// A place among the cycles holding a connection open, once one is free (a fair wait that
+    /// holds no thread); `None` when the pool holds no cycle open (a pool of one connection).
+    pub(crate) async fn cycle_place(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        self.cycle_places.clone()?.acquire_owned().await.ok()
     }
 
     /// A failed statement, as an error naming what was being done.
-    pub(crate) fn failed(&self, doing: &'static str) -> impl Fn(postgres::Error) -> PgError + '_ {
-        move |e| PgError::Query { target: self.target.clone(), doing, reason: reason(&e) }
+    pub(crate) fn failed(&self, doing: &'static str) -> impl Fn(tokio_postgres::Error) -> PgError + '_ {
+        move |e| PgError::Query { target: self.target.to_string(), doing, reason: reason(&e) }
     }
 
     /// The schema version the database has.
     pub fn schema_version(&self) -> Result<i32, PgError> {
-        let mut conn = self.connection()?;
-        let row = conn
-            .query_one("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
-            .map_err(self.failed("reading the schema version"))?;
-        Ok(row.get(0))
-    }
-}
-
-/// Connects, giving up after `timeout` in all: the client's own `connect_timeout` bounds only
-/// opening the socket, and a server that accepts and never answers would hold it forever. The
-/// attempt runs on its own thread; one that is given up ends when the socket does.
-fn connect_within(config: &Config, timeout: Duration, target: &str) -> Result<Client, PgError> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let attempt = config.clone();
-    std::thread::Builder::new()
-        .name("planlock-pg-connect".into())
-        .spawn(move || {
-            let _ = tx.send(attempt.connect(NoTls));
+        crate::io::block_on(async {
+            let mut conn = self.connection().await?;
+            let row = conn
+                .query_one("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
+                .await
+                .map_err(self.failed("reading the schema version"))?;
+            Ok(row.get(0))
         })
-        .map_err(|e| PgError::Connect { target: target.to_owned(), reason: format!("cannot start a thread: {e}") })?;
-    match rx.recv_timeout(timeout) {
-        Ok(Ok(client)) => Ok(client),
-        Ok(Err(e)) => Err(PgError::Connect { target: target.to_owned(), reason: reason(&e) }),
-        Err(_) => Err(PgError::Connect {
-            target: target.to_owned(),
-            reason: format!("no answer within {} ms (connect timeout)", timeout.as_millis()),
-        }),
     }
 }
 
 /// What the server or the client said, without the connection string.
-pub(crate) fn reason(e: &postgres::Error) -> String {
+pub(crate) fn reason(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => {
@@ -276,29 +234,35 @@ fn describe(config: &Config) -> String {
 }
 
 /// Applies the migrations the database lacks, in one transaction under an advisory lock.
-fn migrate(client: &mut Client, target: &str) -> Result<(), PgError> {
+async fn migrate(conn: &mut Conn, target: &str) -> Result<(), PgError> {
     let failed =
-        |doing| move |e: postgres::Error| PgError::Query { target: target.to_owned(), doing, reason: reason(&e) };
-    let mut tx = client.transaction().map_err(failed("starting the migration"))?;
-    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK]).map_err(failed("locking for the migration"))?;
-    tx.batch_execute(
+        |doing| move |e: tokio_postgres::Error| PgError::Query { target: target.to_owned(), doing, reason: reason(&e) };
+    conn.begin("BEGIN").await.map_err(failed("starting the migration"))?;
+    conn.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await
+        .map_err(failed("locking for the migration"))?;
+    conn.batch_execute(
         "CREATE TABLE IF NOT EXISTS planlock_schema_migrations (
              version integer PRIMARY KEY,
              applied_at timestamptz NOT NULL DEFAULT now()
          )",
     )
+    .await
     .map_err(failed("creating the migrations table"))?;
-    let found: i32 = tx
+    let found: i32 = conn
         .query_one("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
+        .await
         .map_err(failed("reading the schema version"))?
         .get(0);
     if found > SCHEMA_VERSION {
+        let _ = conn.rollback().await;
         return Err(PgError::SchemaTooNew { target: target.to_owned(), found, known: SCHEMA_VERSION });
     }
     for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
-        tx.batch_execute(sql).map_err(failed("applying a migration"))?;
-        tx.execute("INSERT INTO planlock_schema_migrations (version) VALUES ($1)", &[version])
+        conn.batch_execute(sql).await.map_err(failed("applying a migration"))?;
+        conn.execute("INSERT INTO planlock_schema_migrations (version) VALUES ($1)", &[version])
+            .await
             .map_err(failed("recording a migration"))?;
     }
-    tx.commit().map_err(failed("committing the migration"))
+    conn.commit().await.map_err(failed("committing the migration"))
 }

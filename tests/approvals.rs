@@ -5,6 +5,7 @@
 //! PostgreSQL side in `tests/postgres/approvals.rs`.
 #![cfg(all(feature = "cli", unix))]
 
+use planlock::block_on;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
@@ -105,12 +106,12 @@ impl Session {
             Some(ttl) => builder.approval_ttl(ttl),
             None => builder,
         }
-        .boot()
+        .boot_blocking()
         .unwrap()
     }
 
     fn log(&self) -> Vec<ApprovalEvent> {
-        self.records().approval_log().unwrap().events
+        block_on(self.records().approval_log()).unwrap().events
     }
 }
 
@@ -130,7 +131,7 @@ fn plan(pre: bool) -> ValidPlan {
 
 fn paused(outcome: Result<RunOutcome, RuntimeError>) -> InterventionRecord {
     match outcome {
-        Ok(RunOutcome::Paused(record)) => record,
+        Ok(RunOutcome::Paused { record, .. }) => record,
         other => panic!("expected a pause, got {other:?}"),
     }
 }
@@ -183,7 +184,7 @@ fn an_approval_applies_while_the_rerun_meets_what_was_approved() {
     let record = paused(rt.run_cycle_blocking());
     // Approved from another process (the records, without the lock the runtime holds).
     let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "the answer is fine");
-    assert_eq!(decide(&s.records(), &decision).unwrap(), Recorded::New);
+    assert_eq!(block_on(decide(&s.records(), &decision)).unwrap(), Recorded::New);
     // The runtime acts on it at its next cycle: the re-run meets the same answer, and the cycle
     // completes without a second pause.
     let done = completed(rt.run_cycle_blocking());
@@ -201,7 +202,8 @@ fn an_approval_of_something_else_is_stale_and_the_validator_judges_what_is_there
     let s = Session::new();
     let mut rt = s.boot(Gate::default(), &model(true), false, None);
     let first = paused(rt.run_cycle_blocking());
-    decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "answer 1 is fine")).unwrap();
+    block_on(decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "answer 1 is fine")))
+        .unwrap();
     let second = paused(rt.run_cycle_blocking());
     assert_eq!(second.shown, Some(json!({ "response": "answer 2" })), "the new answer, for review");
     assert_ne!(second.shown_digest, first.shown_digest);
@@ -214,7 +216,7 @@ fn an_approval_of_something_else_is_stale_and_the_validator_judges_what_is_there
     let s = Session::new();
     let mut rt = s.boot(Gate { allow: Some("answer 2") }, &model(true), false, None);
     let first = paused(rt.run_cycle_blocking());
-    decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "fine")).unwrap();
+    block_on(decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "fine"))).unwrap();
     let done = completed(rt.run_cycle_blocking());
     assert!(done.report.overrides.is_empty(), "the approval was not used");
     assert_eq!(events(&s.log()), ["decided", "superseded"]);
@@ -232,7 +234,8 @@ fn a_rejection_abandons_the_paused_cycle() {
     let s = Session::new();
     let mut rt = s.boot(Gate::default(), &model(false), true, None);
     let record = paused(rt.run_cycle_blocking());
-    decide(&s.records(), &ReviewDecision::new(&record, ReviewVerdict::Reject, "bob", "not this memory")).unwrap();
+    block_on(decide(&s.records(), &ReviewDecision::new(&record, ReviewVerdict::Reject, "bob", "not this memory")))
+        .unwrap();
     match rt.run_cycle_blocking() {
         Ok(RunOutcome::Abandoned(abandoned)) => assert_eq!(abandoned.cycle, 1),
         other => panic!("expected the cycle abandoned, got {other:?}"),
@@ -259,7 +262,7 @@ fn one_decision_per_pause_even_when_two_decide_at_once() {
                 std::thread::spawn(move || {
                     let decision = ReviewDecision::new(&record, verdict, format!("{verdict}er"), "decided");
                     barrier.wait();
-                    decide(&FileRecords::new(root), &decision)
+                    block_on(decide(&FileRecords::new(root), &decision))
                 })
             })
             .collect();
@@ -269,9 +272,10 @@ fn one_decision_per_pause_even_when_two_decide_at_once() {
         assert_eq!((won, lost.as_slice()), (1, &["already-decided"][..]), "round {round}: {results:?}");
         assert_eq!(events(&s.log()), ["decided"], "round {round}: the winner's decision alone");
         // The same decision again changes nothing.
-        let recorded = s.records().decision_on(&planlock::session::PauseRef::of(&record)).unwrap().unwrap();
+        let recorded = block_on(s.records().decision_on(&planlock::session::PauseRef::of(&record))).unwrap().unwrap();
         assert_eq!(
-            decide(&s.records(), &ReviewDecision { at: planlock::session::Timestamp::now(), ..recorded }).unwrap(),
+            block_on(decide(&s.records(), &ReviewDecision { at: planlock::session::Timestamp::now(), ..recorded }))
+                .unwrap(),
             Recorded::Again
         );
         assert_eq!(s.log().len(), 1);
@@ -285,13 +289,13 @@ fn a_decision_must_name_the_pause_and_what_it_shows() {
     let record = paused(rt.run_cycle_blocking());
     let mut other_digest = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "fine");
     other_digest.shown_digest = Some(Digest::of(b"something else"));
-    assert_eq!(decide(&s.records(), &other_digest).unwrap_err().code(), "digest-mismatch");
+    assert_eq!(block_on(decide(&s.records(), &other_digest)).unwrap_err().code(), "digest-mismatch");
     let mut other_pause = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "fine");
     other_pause.pause.cycle = 7;
-    assert_eq!(decide(&s.records(), &other_pause).unwrap_err().code(), "pause-ended");
+    assert_eq!(block_on(decide(&s.records(), &other_pause)).unwrap_err().code(), "pause-ended");
     for (by, why) in [("", "fine"), ("ada", "\u{200b}\u{202e}")] {
         let blank = ReviewDecision::new(&record, ReviewVerdict::Approve, by, why);
-        assert_eq!(decide(&s.records(), &blank).unwrap_err().code(), "decision-invalid");
+        assert_eq!(block_on(decide(&s.records(), &blank)).unwrap_err().code(), "decision-invalid");
     }
     assert!(s.log().is_empty(), "nothing recorded");
 }
@@ -304,17 +308,22 @@ fn an_expired_pause_can_only_be_abandoned_and_lists_as_expired() {
     assert!(record.expires_at.is_some());
     std::thread::sleep(Duration::from_millis(20));
     let late = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "too late");
-    assert_eq!(decide(&s.records(), &late).unwrap_err().code(), "approval-expired");
+    assert_eq!(block_on(decide(&s.records(), &late)).unwrap_err().code(), "approval-expired");
     let err = rt.resume_blocking(Some(Override::new("gate", "remember", "too late"))).unwrap_err();
     assert_eq!(err.code(), "approval-expired", "{err}");
     let err = rt.run_cycle_blocking().unwrap_err();
     assert!(err.to_string().contains("expired: abandon it"), "{err}");
     let inbox = Inbox::new(Sessions::Dir(s.sessions.path().to_owned()));
-    let expired = inbox.list(&InboxFilter { expired: Some(true), ..InboxFilter::default() }).unwrap();
+    let expired = block_on(inbox.list(&InboxFilter { expired: Some(true), ..InboxFilter::default() })).unwrap();
     assert_eq!(expired.pauses.len(), 1);
     assert!(expired.pauses[0].expired);
-    assert!(inbox.list(&InboxFilter { expired: Some(false), ..InboxFilter::default() }).unwrap().pauses.is_empty());
-    rt.abandon().unwrap();
+    assert!(
+        block_on(inbox.list(&InboxFilter { expired: Some(false), ..InboxFilter::default() }))
+            .unwrap()
+            .pauses
+            .is_empty()
+    );
+    rt.abandon_blocking().unwrap();
     assert_eq!(events(&s.log()), ["abandoned"]);
 }
 
@@ -390,11 +399,12 @@ fn a_server_whose_answer_changes_is_judged_again() {
     let mut runtime = Runtime::builder(s.policy.path(), plan(false), FileSessionStore::open(s.root()).unwrap())
         .handlers(handlers)
         .validator("gate", "1", &json!({}), Gate::default())
-        .boot()
+        .boot_blocking()
         .unwrap();
     let first = paused(runtime.run_cycle_blocking());
     assert_eq!(first.shown, Some(json!({ "response": "answer 1" })));
-    decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "answer 1 is fine")).unwrap();
+    block_on(decide(&s.records(), &ReviewDecision::new(&first, ReviewVerdict::Approve, "ada", "answer 1 is fine")))
+        .unwrap();
     let second = paused(runtime.run_cycle_blocking());
     assert_eq!(second.shown, Some(json!({ "response": "answer 2" })), "the new answer, shown for review");
     assert_eq!(events(&s.log()), ["decided", "stale"]);

@@ -28,7 +28,7 @@ fn boot(
     Runtime::builder(pol, plan_with(|_| {}), FileSessionStore::open(root).unwrap())
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(manifest)
-        .boot()
+        .boot_blocking()
 }
 
 /// The pin as it is on disk (read directly: the runtime holds the store's lock).
@@ -185,7 +185,7 @@ fn a_provider_from_outside_runs_through_a_bundle_and_is_pinned() {
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(m.clone())
         .resolver(resolver.clone())
-        .boot()
+        .boot_blocking()
         .unwrap();
     rt.run_cycle_blocking().unwrap();
     assert_eq!(counting.loads.load(std::sync::atomic::Ordering::SeqCst), 1, "RetrieveDecisionContext used it");
@@ -196,7 +196,7 @@ fn a_provider_from_outside_runs_through_a_bundle_and_is_pinned() {
     let err = Runtime::builder(pol.path(), plan_with(|_| {}), FileSessionStore::open(root.path()).unwrap())
         .handlers(Demo::new().handlers().boxed())
         .bundle(m.clone())
-        .boot()
+        .boot_blocking()
         .unwrap_err();
     assert_eq!((err.code(), err.kind()), ("unknown-provider", FailureKind::FailFast), "{err}");
     assert!(err.to_string().contains("`counting`") && err.to_string().contains("hierarchical-sql"), "{err}");

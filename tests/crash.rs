@@ -9,6 +9,8 @@
 //!
 //! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
 
+use planlock::block_on;
+use planlock::session::CycleGuard;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -53,27 +55,27 @@ fn child(mode: &str, root: &Path) {
     match mode {
         "save-loop" => {
             let session_id = uuid::Uuid::new_v4();
-            let start = match store.load() {
+            let start = match block_on(store.load()) {
                 Ok(Some(s)) => seq_of(&s.memory_ref),
                 _ => 0,
             };
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                store.save(update(seq, session_id)).unwrap();
+                block_on(store.save(update(seq, session_id), CycleGuard::none())).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }
         }
         "pause-loop" => {
-            let start = match store.load_intervention() {
+            let start = match block_on(store.load_intervention()) {
                 Ok(Some(r)) => r.cycle,
                 _ => 0,
             };
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                store.save_intervention(&record(seq)).unwrap();
+                block_on(store.save_intervention(&record(seq), CycleGuard::none())).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }
@@ -89,9 +91,9 @@ fn child(mode: &str, root: &Path) {
                 let key =
                     planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &Digest::of(b"w"), writer * 1000 + n, "m");
                 let memory = NewMemory { key: &key, session_ref: "s", summary: "shared writes", keywords: &[] };
-                pollster::block_on(db.put(memory)).unwrap();
+                planlock::block_on(db.put(memory)).unwrap();
                 // The same key again: written once.
-                pollster::block_on(db.put(memory)).unwrap();
+                planlock::block_on(db.put(memory)).unwrap();
             }
             writeln!(out, "done").unwrap();
         }
@@ -172,10 +174,12 @@ fn run_keyed_cycle(mode: &str, store: FileSessionStore, root: &Path, out: &mut i
     let handlers = Demo::new().repo_base(&data).handlers().on::<PersistMemory>(KeyedFile(data.clone()));
     let outcome = if mode == "cycle-killed" {
         let handlers = handlers.on::<PersistDecision>(Hang);
-        let mut runtime = Runtime::builder(data.join("policy"), plan, store).handlers(handlers).boot().unwrap();
+        let mut runtime =
+            Runtime::builder(data.join("policy"), plan, store).handlers(handlers).boot_blocking().unwrap();
         runtime.run_cycle_blocking().map(|_| runtime.cycle())
     } else {
-        let mut runtime = Runtime::builder(data.join("policy"), plan, store).handlers(handlers).boot().unwrap();
+        let mut runtime =
+            Runtime::builder(data.join("policy"), plan, store).handlers(handlers).boot_blocking().unwrap();
         runtime.run_cycle_blocking().map(|_| runtime.cycle())
     };
     writeln!(out, "done {}", outcome.map_or_else(|e| e.to_string(), |c| c.to_string())).unwrap();
@@ -221,9 +225,7 @@ fn killed_saves_leave_the_last_acknowledged_state_or_the_next() {
             }
         }
         let acked = last_ack.load(Ordering::SeqCst);
-        let state = FileSessionStore::open(root.path())
-            .unwrap()
-            .load()
+        let state = block_on(FileSessionStore::open(root.path()).unwrap().load())
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): the file is torn after a kill: {e}"));
         let on_disk = state.as_ref().map_or(0, |s| seq_of(&s.memory_ref));
         assert!(
@@ -264,9 +266,7 @@ fn killed_intervention_saves_leave_the_last_acknowledged_record_or_the_next() {
                 acked = n;
             }
         }
-        let saved = FileSessionStore::open(root.path())
-            .unwrap()
-            .load_intervention()
+        let saved = block_on(FileSessionStore::open(root.path()).unwrap().load_intervention())
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): the record is torn after a kill: {e}"));
         let on_disk = saved.as_ref().map_or(0, |r| r.cycle);
         assert!(
@@ -333,7 +333,7 @@ fn two_processes_write_one_sqlite_database_at_once() {
         assert!(out.status.success(), "a writer failed: {}", String::from_utf8_lossy(&out.stdout));
     }
     let db = SqliteStore::at(data.path().join("shared.sqlite3"));
-    let all = pollster::block_on(db.search("", 10_000)).unwrap();
+    let all = planlock::block_on(db.search("", 10_000)).unwrap();
     assert_eq!(all.len() as u64, 2 * SHARED_WRITES, "every write of both processes, each once");
     println!(
         "sqlite: two processes wrote {} memories into one database at once in {:.1?}, each once, none lost",

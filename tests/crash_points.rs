@@ -8,6 +8,7 @@
 //!
 //! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
 
+use planlock::block_on;
 use std::fs::File;
 use std::io::Write;
 use std::path::Path;
@@ -16,8 +17,8 @@ use std::time::Duration;
 use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::{
-    BundlePinV1, FileSessionStore, InterventionRecord, RealFs, ReservedSession, SaveFs, SessionError, SessionState,
-    SessionStore, SessionUpdate,
+    BundlePinV1, CycleGuard, FileSessionStore, InterventionRecord, RealFs, ReservedSession, SaveFs, SessionError,
+    SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::BundleManifest;
@@ -52,37 +53,44 @@ impl<S: SessionStore> SessionStore for StopAt<S> {
     fn claim(&self) -> Result<(), SessionError> {
         self.inner.claim()
     }
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         self.inner.load()
     }
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        self.at("before-save");
-        let saved = self.inner.save(update)?;
-        self.at("after-save");
-        Ok(saved)
+    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
+        self.inner.begin_cycle()
     }
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+        Box::pin(async move {
+            self.at("before-save");
+            let saved = self.inner.save(update, cycle).await?;
+            self.at("after-save");
+            Ok(saved)
+        })
+    }
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         self.inner.load_intervention()
     }
-    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.inner.save_intervention(record)
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+        self.inner.save_intervention(record, cycle)
     }
-    fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.at("before-removal");
-        self.inner.remove_intervention()?;
-        self.at("after-removal");
-        Ok(())
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            self.at("before-removal");
+            self.inner.remove_intervention().await?;
+            self.at("after-removal");
+            Ok(())
+        })
     }
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
         self.inner.load_reserved()
     }
-    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
+    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
         self.inner.save_reserved(reserved)
     }
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         self.inner.load_pin()
     }
-    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
         self.at("before-pin");
         self.inner.save_pin(pin)
     }
@@ -118,7 +126,7 @@ fn child(root: &Path, action: &str, point: &str) {
         .handlers(Demo::new().repo_base(data).with_store(&storage))
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate)
         .bundle(BundleManifest::default_bundle())
-        .boot();
+        .boot_blocking();
     let mut runtime = match runtime {
         Ok(r) => r,
         Err(e) => {
@@ -134,14 +142,14 @@ fn child(root: &Path, action: &str, point: &str) {
     let outcome = match action {
         "run" => runtime.run_cycle_blocking(),
         "resume" => runtime.resume_blocking(approve()),
-        "abandon" => runtime.abandon().map(RunOutcome::Paused),
+        "abandon" => runtime.abandon_blocking().map(|r| RunOutcome::Abandoned(Box::new(r))),
         "go-on" if paused => runtime.resume_blocking(approve()),
         "go-on" => runtime.run_cycle_blocking(),
         other => panic!("unknown action {other}"),
     };
     match outcome {
         Ok(RunOutcome::Completed(_)) => println!("completed {}", runtime.cycle()),
-        Ok(RunOutcome::Paused(r)) => println!("paused {}", r.cycle),
+        Ok(RunOutcome::Paused { record: r, .. }) => println!("paused {}", r.cycle),
         Ok(RunOutcome::Abandoned(r)) => println!("abandoned {}", r.cycle),
         Err(e) => println!("failed: {e}"),
     }
@@ -178,7 +186,7 @@ fn memories(root: &Path) -> i64 {
 
 fn completed(root: &Path) -> i64 {
     let store = FileSessionStore::open(root).unwrap();
-    store.load().unwrap().map_or(0, |s| s.cycle as i64)
+    block_on(store.load()).unwrap().map_or(0, |s| s.cycle as i64)
 }
 
 /// A fresh session whose first cycle is paused for review.
@@ -237,7 +245,7 @@ fn every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on() {
 /// The approval log's events, by name.
 fn log_of(root: &Path) -> Vec<&'static str> {
     use planlock::session::SessionRecords;
-    let log = planlock::session::FileRecords::new(root).approval_log().unwrap();
+    let log = block_on(planlock::session::FileRecords::new(root).approval_log()).unwrap();
     assert_eq!(log.unreadable, 0);
     log.events.iter().map(|e| e.name()).collect()
 }
@@ -246,8 +254,8 @@ fn log_of(root: &Path) -> Vec<&'static str> {
 fn approve_outside(root: &Path) {
     use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords, decide};
     let records = FileRecords::new(root);
-    let record = records.load_intervention().unwrap().unwrap();
-    decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed")).unwrap();
+    let record = block_on(records.load_intervention()).unwrap().unwrap();
+    block_on(decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed"))).unwrap();
 }
 
 fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {

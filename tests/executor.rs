@@ -388,7 +388,7 @@ fn guarded_runtime(
         .handlers(step_handlers!(probe.clone()))
         .validator("pre-guard", "1", &json!({"strict": true}), pre.clone())
         .validator("post-guard", "3", &json!({"limit": 2}), post.clone())
-        .boot()
+        .boot_blocking()
         .unwrap()
 }
 
@@ -402,7 +402,7 @@ fn block_pauses_and_resume_reruns_the_step_from_its_start() {
     post.after.lock().unwrap().push((StepType::LLMCall, Verdict::Block("needs review".into())));
     let dirs = roots();
     let mut runtime = guarded_runtime(&pre, &post, &probe, &dirs);
-    let RunOutcome::Paused(record) = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
+    let RunOutcome::Paused { record, .. } = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
     assert_eq!(
         (record.step_id.as_str(), record.step_type, record.validator.id.as_str(), record.phase),
         ("llm", StepType::LLMCall, "post-guard", BlockPhase::Post)
@@ -443,11 +443,11 @@ fn an_override_lets_one_block_pass_once_and_is_recorded() {
     pre.before.lock().unwrap().push((StepType::PersistMemory, Verdict::Block("pii a fourth time".into())));
     let dirs = roots();
     let mut runtime = guarded_runtime(&pre, &post, &probe, &dirs);
-    let RunOutcome::Paused(record) = runtime.run_cycle_blocking().unwrap() else { panic!() };
+    let RunOutcome::Paused { record, .. } = runtime.run_cycle_blocking().unwrap() else { panic!() };
     assert_eq!(record.phase, BlockPhase::Pre);
     assert!(!probe.ids().contains(&"remember".to_owned()), "a pre-validator block stops the handler");
     // Without an override the same validator blocks again.
-    let RunOutcome::Paused(record) = runtime.resume_blocking(None).unwrap() else { panic!() };
+    let RunOutcome::Paused { record, .. } = runtime.resume_blocking(None).unwrap() else { panic!() };
     assert_eq!(record.reason, "pii again");
     // An override must name the pending validator and step; any other is refused, and nothing runs.
     for wrong in

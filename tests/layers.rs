@@ -12,6 +12,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("json", 0),
     ("fsread", 0),
     ("text", 0),
+    ("io", 0),
     ("contract", 1),
     ("validate", 2),
     ("builder", 3),

@@ -1,6 +1,8 @@
 //! The runtime lifecycle: Cold Start creates nothing until the first successful cycle, Resume
 //! restores the session, a changed plan or policy is FailFast, one save per successful cycle.
 
+use planlock::block_on;
+use planlock::session::CycleGuard;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -41,7 +43,7 @@ fn counting(root: &Path, fail: bool) -> (Counting, Arc<AtomicUsize>) {
 type DemoRuntime = Runtime<Counting, planlock::handler::Boxed>;
 
 fn boot(pol: &Path, plan: ValidPlan, store: Counting, demo: &Demo) -> Result<DemoRuntime, BootError> {
-    Runtime::builder(pol, plan, store).handlers(demo.handlers().boxed()).boot()
+    Runtime::builder(pol, plan, store).handlers(demo.handlers().boxed()).boot_blocking()
 }
 
 /// Reads the session file as it is on disk.
@@ -68,7 +70,7 @@ fn cold_start_writes_nothing_until_a_cycle_succeeds() {
     let runtime_id = runtime.session_id();
     drop(runtime);
     let (store, _) = counting(root.path(), false);
-    assert_eq!(store.load_reserved().unwrap().map(|r| r.session_id), Some(runtime_id));
+    assert_eq!(block_on(store.load_reserved()).unwrap().map(|r| r.session_id), Some(runtime_id));
     drop(store);
 
     // A successful one saves exactly once, with the references from this cycle's ledger.
@@ -116,17 +118,15 @@ fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
     let profile = PolicyProfile::load(pol.path(), "profiles/default").unwrap();
     let hash = planlock::plan_hash(&profile, &plan);
     let id = uuid::Uuid::new_v4();
-    FileSessionStore::open(root.path())
-        .unwrap()
-        .save(SessionUpdate {
-            session_id: id,
-            memory_ref: Some("mem-old".into()),
-            repo_scan_version: Some("scan-old".into()),
-            last_execution_plan_hash: hash,
-            hash_parts: None,
-            cycle: 4,
-        })
-        .unwrap();
+    let update = SessionUpdate {
+        session_id: id,
+        memory_ref: Some("mem-old".into()),
+        repo_scan_version: Some("scan-old".into()),
+        last_execution_plan_hash: hash,
+        hash_parts: None,
+        cycle: 4,
+    };
+    block_on(FileSessionStore::open(root.path()).unwrap().save(update, CycleGuard::none())).unwrap();
     let mut runtime = boot(pol.path(), plan, counting(root.path(), false).0, &Demo::new()).unwrap();
     assert!(matches!(runtime.boot_kind(), Boot::Resume(_)));
     runtime.run_cycle_blocking().unwrap();

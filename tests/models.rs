@@ -7,6 +7,7 @@
 //!
 //! This file is its own test harness (the servers live as long as the run).
 
+use planlock::block_on;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::{Arc, Mutex};
@@ -158,13 +159,14 @@ fn an_approved_answer_is_met_again_and_the_cycle_completes(m: &Models) {
     let mut runtime = Runtime::builder(pol.path(), plan, FileSessionStore::open(root.path()).unwrap())
         .handlers(handlers)
         .validator("review-answers", "1", &json!({}), ReviewEveryAnswer)
-        .boot()
+        .boot_blocking()
         .unwrap();
-    let Ok(RunOutcome::Paused(record)) = runtime.run_cycle_blocking() else { panic!("the answer is blocked") };
+    let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("the answer is blocked") };
     let answer = record.shown.clone().unwrap();
     assert!(!answer["response"].as_str().unwrap().is_empty(), "{answer}");
     let records = FileRecords::new(root.path());
-    decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "the answer is fine")).unwrap();
+    block_on(decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "the answer is fine")))
+        .unwrap();
     let done = match runtime.run_cycle_blocking() {
         Ok(RunOutcome::Completed(done)) => done,
         other => panic!("the approved answer was to be met again: {other:?}"),
@@ -172,7 +174,7 @@ fn an_approved_answer_is_met_again_and_the_cycle_completes(m: &Models) {
     assert_eq!(done.ledger.get::<LLMCall>().unwrap().response, answer["response"].as_str().unwrap());
     assert_eq!(done.report.overrides.len(), 1, "the approval applied");
     assert!(done.report.stale.is_empty());
-    let log: Vec<_> = records.approval_log().unwrap().events.iter().map(|e| e.name()).collect();
+    let log: Vec<_> = block_on(records.approval_log()).unwrap().events.iter().map(|e| e.name()).collect();
     assert_eq!(log, ["decided", "consumed"]);
     println!("models: an approved SmolLM2 answer was met again on the re-run; no second pause");
 }
@@ -189,12 +191,12 @@ fn a_search_by_meaning_finds_what_words_miss(m: &Models) {
     let texts = [RUNBOOK, "lunch menu for the team offsite on friday", "deploy checklist for the web frontend"];
     for (n, summary) in texts.iter().enumerate() {
         let key = planlock::store::conformance::key(n as u64 + 1);
-        pollster::block_on(semantic.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] })).unwrap();
+        planlock::block_on(semantic.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] })).unwrap();
     }
-    let found = pollster::block_on(semantic.search(QUESTION, 3)).unwrap();
+    let found = planlock::block_on(semantic.search(QUESTION, 3)).unwrap();
     assert_eq!(found.first().map(|m| m.summary.as_str()), Some(RUNBOOK), "{found:?}");
     // Words alone (BM25 over the same memories) find nothing: no word is shared.
-    let words = pollster::block_on(SqliteStore::open(root.path()).search(QUESTION, 3)).unwrap();
+    let words = planlock::block_on(SqliteStore::open(root.path()).search(QUESTION, 3)).unwrap();
     assert!(words.is_empty(), "{words:?}");
     println!("models: \"{QUESTION}\" found the runbook by meaning; by words, nothing");
 }

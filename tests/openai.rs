@@ -451,7 +451,7 @@ fn calls_waiting_on_a_model_hold_no_thread_each() {
     let server = server_rt.block_on(server_answering(slow));
     let model = model(&server);
     let p = llm_payload(json!({}));
-    pollster::block_on(call(&model, &p, Some(10_000))).unwrap(); // the client's own thread starts
+    planlock::block_on(call(&model, &p, Some(10_000))).unwrap(); // the client's own thread starts
     let before = threads();
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let local = tokio::task::LocalSet::new();

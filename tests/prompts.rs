@@ -15,7 +15,7 @@ fn payload(template: &str, vars: AnyObject) -> PromptAssemblePayload {
 }
 
 fn render(test: &TestContext, p: &PromptAssemblePayload) -> Result<String, HandlerError> {
-    pollster::block_on(TemplatePrompts::new().call(&test.context(), p)).map(|r| r.prompt)
+    planlock::block_on(TemplatePrompts::new().call(&test.context(), p)).map(|r| r.prompt)
 }
 
 /// A context whose ledger has ContextSelect, RetrieveMemory and RetrieveDecisionContext results.
@@ -141,8 +141,8 @@ fn a_runaway_template_runs_out_of_fuel_instead_of_running_for_long() {
     // A smaller budget is the caller's to choose.
     let small = payload("{% for i in range(100) %}{{ i }}{% endfor %}", AnyObject::new());
     let test = TestContext::new("prompt", small.clone());
-    assert!(pollster::block_on(TemplatePrompts::new().fuel(10).call(&test.context(), &small)).is_err());
-    assert!(pollster::block_on(TemplatePrompts::new().call(&test.context(), &small)).is_ok());
+    assert!(planlock::block_on(TemplatePrompts::new().fuel(10).call(&test.context(), &small)).is_err());
+    assert!(planlock::block_on(TemplatePrompts::new().call(&test.context(), &small)).is_ok());
 }
 
 #[test]
@@ -210,7 +210,7 @@ fn a_render_stops_at_the_steps_deadline() {
     );
     let test = TestContext::new("prompt", p.clone()).deadline(std::time::Instant::now());
     // Fuel would stop it too, later: a budget far above what the deadline allows shows which came first.
-    let err = pollster::block_on(TemplatePrompts::new().fuel(u64::MAX / 128).call(&test.context(), &p)).unwrap_err();
+    let err = planlock::block_on(TemplatePrompts::new().fuel(u64::MAX / 128).call(&test.context(), &p)).unwrap_err();
     assert!(err.message().contains("deadline"), "{err}");
 }
 

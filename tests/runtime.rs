@@ -2,6 +2,8 @@
 //! rule (halts, hashes, forged sessions, shared stores, overrides, saves after a pause, cycle
 //! numbers, deadlines, panics, pauses lost on restart) and shows it no longer can.
 
+use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::Ordering::SeqCst;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -9,7 +11,10 @@ use planlock::demo::{Demo, ReviewGate};
 use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError, Status};
 use planlock::schema::*;
-use planlock::session::{FileSessionStore, INTERVENTION_FILE, SESSION_FILE, SessionStore};
+use planlock::session::{
+    BundlePinV1, CycleGuard, FileSessionStore, INTERVENTION_FILE, InterventionRecord, ReservedSession, SESSION_FILE,
+    SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
+};
 use planlock::steps::*;
 use planlock::{
     Failure, FailureKind, Handler, HandlerError, Override, StepContext, StepResult, StepType, StepView, ValidPlan,
@@ -51,7 +56,7 @@ fn boot_with(d: &Dirs, plan: ValidPlan, demo: &Demo) -> Result<DemoRuntime, plan
     Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
         .handlers(demo.handlers().boxed())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
-        .boot()
+        .boot_blocking()
 }
 
 fn boot(d: &Dirs, plan: ValidPlan) -> DemoRuntime {
@@ -88,7 +93,7 @@ fn fail_fast_halts_the_runtime_not_just_one_cycle() {
 fn resume_recomputes_the_plan_hash_from_the_policy_files() {
     let d = dirs();
     let mut runtime = boot(&d, reviewed_plan(&["PersistMemory"]));
-    assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused(_)));
+    assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
     policy(d.policy.path(), "formal");
     let err = runtime.resume_blocking(Some(Override::new(ReviewGate::ID, "remember", "ok"))).unwrap_err();
     assert_eq!((err.code(), err.kind()), ("plan-hash-mismatch", FailureKind::FailFast));
@@ -114,45 +119,40 @@ fn a_session_store_cannot_be_shared_by_two_runtimes() {
 struct Forward(Arc<FileSessionStore>);
 
 impl SessionStore for Forward {
-    fn claim(&self) -> Result<(), planlock::session::SessionError> {
+    fn claim(&self) -> Result<(), SessionError> {
         self.0.claim()
     }
-    fn load(&self) -> Result<Option<planlock::session::SessionState>, planlock::session::SessionError> {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         self.0.load()
     }
-    fn save(
-        &self,
-        update: planlock::session::SessionUpdate,
-    ) -> Result<planlock::session::SessionState, planlock::session::SessionError> {
-        self.0.save(update)
+    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
+        self.0.begin_cycle()
     }
-    fn load_intervention(
-        &self,
-    ) -> Result<Option<planlock::session::InterventionRecord>, planlock::session::SessionError> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+        self.0.save(update, cycle)
+    }
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         self.0.load_intervention()
     }
-    fn save_intervention(
-        &self,
-        record: &planlock::session::InterventionRecord,
-    ) -> Result<(), planlock::session::SessionError> {
-        self.0.save_intervention(record)
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+        self.0.save_intervention(record, cycle)
     }
-    fn remove_intervention(&self) -> Result<(), planlock::session::SessionError> {
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
         self.0.remove_intervention()
     }
-    fn load_reserved(&self) -> Result<Option<planlock::session::ReservedSession>, planlock::session::SessionError> {
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
         self.0.load_reserved()
     }
-    fn save_reserved(&self, r: &planlock::session::ReservedSession) -> Result<(), planlock::session::SessionError> {
+    fn save_reserved<'a>(&'a self, r: &'a ReservedSession) -> StoreFuture<'a, ()> {
         self.0.save_reserved(r)
     }
-    fn load_pin(&self) -> Result<Option<planlock::session::BundlePinV1>, planlock::session::SessionError> {
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         self.0.load_pin()
     }
-    fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), planlock::session::SessionError> {
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
         self.0.save_pin(pin)
     }
-    fn records(&self) -> &dyn planlock::session::SessionRecords {
+    fn records(&self) -> &dyn SessionRecords {
         self.0.records()
     }
 }
@@ -162,7 +162,9 @@ fn a_forwarding_wrapper_cannot_boot_two_runtimes_on_one_session() {
     let d = dirs();
     let shared = Arc::new(FileSessionStore::open(d.root.path()).unwrap());
     let boot_on = |store: Forward| {
-        Runtime::builder(d.policy.path(), plan_with(|_| {}), store).handlers(Demo::new().handlers().boxed()).boot()
+        Runtime::builder(d.policy.path(), plan_with(|_| {}), store)
+            .handlers(Demo::new().handlers().boxed())
+            .boot_blocking()
     };
     let mut first = boot_on(Forward(shared.clone())).unwrap();
     let err = boot_on(Forward(shared.clone())).unwrap_err();
@@ -176,7 +178,7 @@ fn a_forwarding_wrapper_cannot_boot_two_runtimes_on_one_session() {
 fn an_override_is_tied_to_its_intervention() {
     let d = dirs();
     let mut runtime = boot(&d, reviewed_plan(&["PersistMemory", "PersistDecision"]));
-    let RunOutcome::Paused(first) = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
+    let RunOutcome::Paused { record: first, .. } = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
     assert_eq!(first.step_id, "remember");
     // One that names another step or validator is refused, and the cycle stays paused.
     for wrong in [Override::new(ReviewGate::ID, "decide", "x"), Override::new("pii", "remember", "x")] {
@@ -186,7 +188,7 @@ fn an_override_is_tied_to_its_intervention() {
     }
     // The right one lets `remember` pass, and only it: `decide`, blocked by the same validator,
     // pauses the cycle again.
-    let RunOutcome::Paused(second) =
+    let RunOutcome::Paused { record: second, .. } =
         runtime.resume_blocking(Some(Override::new(ReviewGate::ID, "remember", "ok"))).unwrap()
     else {
         panic!("the override passed a later step's block too")
@@ -221,12 +223,12 @@ fn a_cycle_paused_after_persist_session_and_abandoned_saved_nothing() {
     let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
         .handlers(Demo::new().handlers().boxed())
         .validator("save-check", "1", &json!({}), BlockSave)
-        .boot()
+        .boot_blocking()
         .unwrap();
-    let RunOutcome::Paused(record) = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
+    let RunOutcome::Paused { record, .. } = runtime.run_cycle_blocking().unwrap() else { panic!("not paused") };
     assert_eq!((record.step_id.as_str(), record.phase), ("save", planlock::session::BlockPhase::Post));
     assert!(file(&d, SESSION_FILE).is_none(), "the staged save was not written");
-    runtime.abandon().unwrap();
+    runtime.abandon_blocking().unwrap();
     assert!(file(&d, SESSION_FILE).is_none());
     assert!(file(&d, INTERVENTION_FILE).is_none());
     assert_eq!(runtime.cycle(), 0);
@@ -254,7 +256,7 @@ impl Handler<PersistMemory> for KeyedWrites {
 fn keyed(d: &Dirs, writes: &KeyedWrites, demo: &Demo) -> Runtime<FileSessionStore, Boxed> {
     Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
         .handlers(demo.handlers().on::<PersistMemory>(writes.clone()).boxed())
-        .boot()
+        .boot_blocking()
         .unwrap()
 }
 
@@ -288,7 +290,7 @@ fn a_paused_cycle_survives_a_restart_and_resumes_to_completion() {
     let d = dirs();
     {
         let mut runtime = boot(&d, reviewed_plan(&["PersistMemory"]));
-        assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused(_)));
+        assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
     }
     let mut runtime = boot(&d, reviewed_plan(&["PersistMemory"]));
     assert_eq!(runtime.status(), Status::Paused);
@@ -318,7 +320,7 @@ fn a_record_from_another_plan_is_refused_at_boot() {
     let d = dirs();
     {
         let mut runtime = boot(&d, reviewed_plan(&["PersistMemory"]));
-        assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused(_)));
+        assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
     }
     let err = boot_with(&d, reviewed_plan(&["PersistMemory", "PersistDecision"]), &Demo::new()).unwrap_err();
     assert_eq!((err.code(), err.kind()), ("intervention-mismatch", FailureKind::FailFast));
@@ -344,7 +346,7 @@ fn a_blocking_handler_cannot_outrun_its_deadline() {
     let plan = plan_with(|v| v["metadata"]["timeouts"] = json!({"llmMs": 20}));
     let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
         .handlers(Demo::new().handlers().on::<LLMCall>(Blocking(Duration::from_millis(300))).boxed())
-        .boot()
+        .boot_blocking()
         .unwrap();
     let err = runtime.run_cycle_blocking().unwrap_err();
     assert_eq!((err.code(), err.kind()), ("step-timed-out", FailureKind::CycleFail), "{err}");
@@ -374,7 +376,7 @@ fn a_panicking_handler_fails_its_step_with_its_kind() {
     let runtime_with = |handlers: planlock::Handlers<Boxed>| {
         Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
             .handlers(handlers)
-            .boot()
+            .boot_blocking()
             .unwrap()
     };
     let mut runtime = runtime_with(Demo::new().handlers().on::<SummarizeMemory>(Panics).boxed());
@@ -405,7 +407,7 @@ fn a_panicking_validator_is_fail_fast() {
     let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
         .handlers(Demo::new().handlers().boxed())
         .validator("panicky", "1", &json!({}), PanickyGate)
-        .boot()
+        .boot_blocking()
         .unwrap();
     let err = runtime.run_cycle_blocking().unwrap_err();
     assert_eq!((err.code(), err.kind()), ("validator-panicked", FailureKind::FailFast));
@@ -430,7 +432,7 @@ fn the_runtime_saves_the_session_itself() {
         .boxed();
     let err = Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
         .handlers(handlers)
-        .boot()
+        .boot_blocking()
         .unwrap_err();
     assert_eq!(err.code(), "persist-session-handler");
 }
@@ -440,7 +442,7 @@ fn resume_and_abandon_need_a_paused_cycle() {
     let d = dirs();
     let mut runtime = boot(&d, plan_with(|_| {}));
     assert_eq!(runtime.resume_blocking(None).unwrap_err().code(), "not-paused");
-    assert_eq!(runtime.abandon().unwrap_err().code(), "not-paused");
+    assert_eq!(runtime.abandon_blocking().unwrap_err().code(), "not-paused");
 }
 
 #[test]
@@ -448,11 +450,11 @@ fn abandon_then_run_starts_the_same_cycle_number_again() {
     let d = dirs();
     let plan = reviewed_plan(&["PersistMemory"]);
     let mut runtime = boot(&d, plan);
-    let RunOutcome::Paused(first) = runtime.run_cycle_blocking().unwrap() else { panic!() };
-    let abandoned = runtime.abandon().unwrap();
+    let RunOutcome::Paused { record: first, .. } = runtime.run_cycle_blocking().unwrap() else { panic!() };
+    let abandoned = runtime.abandon_blocking().unwrap();
     assert_eq!(abandoned.cycle, first.cycle);
     assert!(file(&d, INTERVENTION_FILE).is_none());
-    let RunOutcome::Paused(again) = runtime.run_cycle_blocking().unwrap() else { panic!() };
+    let RunOutcome::Paused { record: again, .. } = runtime.run_cycle_blocking().unwrap() else { panic!() };
     assert_eq!(again.cycle, 1, "the abandoned cycle's number runs again");
 }
 
@@ -462,7 +464,7 @@ fn a_boot_error_has_the_class_its_doc_states() {
     let d = dirs();
     // No handlers at all: the plan's steps have none (`missing-handler`), which endangers no data.
     let err = Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
-        .boot()
+        .boot_blocking()
         .unwrap_err();
     assert_eq!((err.code(), err.kind()), ("missing-handler", FailureKind::CycleFail), "{err}");
     // A changed policy under a saved session is FailFast.
@@ -474,83 +476,102 @@ fn a_boot_error_has_the_class_its_doc_states() {
     assert_eq!((err.code(), err.kind()), ("plan-hash-mismatch", FailureKind::FailFast), "{err}");
 }
 
-/// A store that refuses its synchronous save and counts the cycles it was told to discard: the
-/// runtime saves a cycle through `save_async` (which a database store hands to a thread pool), and
-/// tells the store when a cycle ends without a save.
+/// A store that counts the cycles the runtime opens on it, those whose guard reached a save, and
+/// those that ended (the guard's end runs when it is dropped: after a save, or without one).
 #[derive(Debug)]
-struct AsyncOnly {
+struct Counting {
     inner: FileSessionStore,
-    discarded: Arc<std::sync::atomic::AtomicUsize>,
+    counts: Arc<Counts>,
 }
 
-impl SessionStore for AsyncOnly {
-    fn claim(&self) -> Result<(), planlock::session::SessionError> {
+#[derive(Debug, Default)]
+struct Counts {
+    begun: AtomicUsize,
+    saved: AtomicUsize,
+    ended: AtomicUsize,
+}
+
+impl Counts {
+    fn get(&self) -> (usize, usize, usize) {
+        (self.begun.load(SeqCst), self.saved.load(SeqCst), self.ended.load(SeqCst))
+    }
+}
+
+impl SessionStore for Counting {
+    fn claim(&self) -> Result<(), SessionError> {
         self.inner.claim()
     }
-    fn load(&self) -> Result<Option<planlock::session::SessionState>, planlock::session::SessionError> {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         self.inner.load()
     }
-    fn save(
-        &self,
-        _: planlock::session::SessionUpdate,
-    ) -> Result<planlock::session::SessionState, planlock::session::SessionError> {
-        panic!("a cycle's save goes through save_async")
+    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
+        self.counts.begun.fetch_add(1, SeqCst);
+        let counts = self.counts.clone();
+        Box::pin(std::future::ready(Ok(CycleGuard::ending(move || {
+            counts.ended.fetch_add(1, SeqCst);
+        }))))
     }
-    fn save_async(&self, update: planlock::session::SessionUpdate) -> planlock::session::SaveFuture<'_> {
-        Box::pin(std::future::ready(self.inner.save(update)))
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+        self.counts.saved.fetch_add(1, SeqCst);
+        self.inner.save(update, cycle)
     }
-    fn discard_cycle(&self) {
-        self.discarded.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-    }
-    fn load_intervention(
-        &self,
-    ) -> Result<Option<planlock::session::InterventionRecord>, planlock::session::SessionError> {
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         self.inner.load_intervention()
     }
-    fn save_intervention(
-        &self,
-        record: &planlock::session::InterventionRecord,
-    ) -> Result<(), planlock::session::SessionError> {
-        self.inner.save_intervention(record)
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+        self.counts.saved.fetch_add(1, SeqCst);
+        self.inner.save_intervention(record, cycle)
     }
-    fn remove_intervention(&self) -> Result<(), planlock::session::SessionError> {
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
         self.inner.remove_intervention()
     }
-    fn load_reserved(&self) -> Result<Option<planlock::session::ReservedSession>, planlock::session::SessionError> {
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
         self.inner.load_reserved()
     }
-    fn save_reserved(&self, r: &planlock::session::ReservedSession) -> Result<(), planlock::session::SessionError> {
+    fn save_reserved<'a>(&'a self, r: &'a ReservedSession) -> StoreFuture<'a, ()> {
         self.inner.save_reserved(r)
     }
-    fn load_pin(&self) -> Result<Option<planlock::session::BundlePinV1>, planlock::session::SessionError> {
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         self.inner.load_pin()
     }
-    fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), planlock::session::SessionError> {
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
         self.inner.save_pin(pin)
     }
-    fn records(&self) -> &dyn planlock::session::SessionRecords {
+    fn records(&self) -> &dyn SessionRecords {
         self.inner.records()
     }
 }
 
 #[test]
-fn a_cycle_is_saved_through_save_async_and_one_without_a_save_is_discarded() {
-    let d = dirs();
-    let discarded = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let boot_on = |demo: Demo| {
-        let store = AsyncOnly { inner: FileSessionStore::open(d.root.path()).unwrap(), discarded: discarded.clone() };
-        Runtime::builder(d.policy.path(), plan_with(|_| {}), store).handlers(demo.handlers().boxed()).boot().unwrap()
+fn every_cycle_the_runtime_opens_ends_with_its_save_or_is_dropped_without_one() {
+    let (d, other) = (dirs(), dirs());
+    let counts = Arc::new(Counts::default());
+    let boot_on = |demo: Demo, plan, d: &Dirs| {
+        let store = Counting { inner: FileSessionStore::open(d.root.path()).unwrap(), counts: counts.clone() };
+        Runtime::builder(d.policy.path(), plan, store)
+            .handlers(demo.handlers().boxed())
+            .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
+            .boot_blocking()
+            .unwrap()
     };
-    let mut runtime = boot_on(Demo::new());
+    let mut runtime = boot_on(Demo::new(), plan_with(|_| {}), &d);
     assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Completed(_)));
-    assert_eq!(runtime.cycle(), 1);
-    assert_eq!(discarded.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_eq!(counts.get(), (1, 1, 1), "one cycle, given to its save, ended");
     drop(runtime);
-    // A cycle failing after its store writes: no save, and the store is told.
-    let mut failing = boot_on(Demo::new().failing([StepType::LinkDecisionEvidence]));
+    // A cycle failing after its store writes: no save, its guard dropped (a store holding the
+    // cycle's writes rolls them back there).
+    let mut failing = boot_on(Demo::new().failing([StepType::LinkDecisionEvidence]), plan_with(|_| {}), &d);
     assert!(failing.run_cycle_blocking().is_err());
     assert_eq!(failing.cycle(), 1, "nothing saved");
-    assert_eq!(discarded.load(std::sync::atomic::Ordering::SeqCst), 1);
+    assert_eq!(counts.get(), (2, 1, 2), "the failed cycle ended without a save");
+    drop(failing);
+    // A paused cycle: its guard goes to the record's save; the resumed cycle is a cycle of its own.
+    let mut paused = boot_on(Demo::new(), reviewed_plan(&["PersistMemory"]), &other);
+    assert!(matches!(paused.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
+    assert_eq!(counts.get(), (3, 2, 3));
+    let over = Override::new(ReviewGate::ID, "remember", "reviewed");
+    assert!(matches!(paused.resume_blocking(Some(over)).unwrap(), RunOutcome::Completed(_)));
+    assert_eq!(counts.get(), (4, 3, 4));
 }
 
 /// A worker boots a runtime per session of one plan: each holds the plan, not a copy of it

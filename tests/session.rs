@@ -1,6 +1,8 @@
 //! The file session store: the bad-input table, fault injection at every step of a save, and the
 //! no-creation-at-boot rule. (Crash and two-process tests: `tests/crash.rs`.)
 
+use planlock::block_on;
+use planlock::session::CycleGuard;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
@@ -40,7 +42,7 @@ const GOOD: &str = r#"{
 fn a_good_file_loads() {
     let root = tempfile::tempdir().unwrap();
     write_state(root.path(), GOOD.as_bytes());
-    let state = FileSessionStore::open(root.path()).unwrap().load().unwrap().unwrap();
+    let state = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap().unwrap();
     assert_eq!(state.repo_scan_version.as_deref(), Some("v1.2.3"));
     assert_eq!(state.memory_ref, None);
     assert_eq!(state.updated_at.to_string(), "2026-11-22T10:00:00Z");
@@ -50,11 +52,11 @@ fn a_good_file_loads() {
 fn no_file_is_a_cold_start_and_creates_nothing() {
     let root = tempfile::tempdir().unwrap();
     let store = FileSessionStore::open(root.path()).unwrap();
-    assert!(store.load().unwrap().is_none());
+    assert!(block_on(store.load()).unwrap().is_none());
     assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "boot created nothing");
     // The same with `ops/` present but empty.
     fs::create_dir(root.path().join("ops")).unwrap();
-    assert!(store.load().unwrap().is_none());
+    assert!(block_on(store.load()).unwrap().is_none());
     assert_eq!(fs::read_dir(root.path().join("ops")).unwrap().count(), 0);
 }
 
@@ -111,7 +113,7 @@ fn every_bad_file_is_fail_fast_names_the_file_and_stays_untouched() {
         let root = tempfile::tempdir().unwrap();
         let file = write_state(root.path(), &bytes);
         let before = fs::metadata(&file).unwrap().modified().unwrap();
-        let err = FileSessionStore::open(root.path()).unwrap().load().expect_err(name);
+        let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).expect_err(name);
         assert_eq!(err.code(), "session-corrupt", "{name}: {err}");
         let msg = err.to_string();
         assert!(msg.contains(&file.display().to_string()), "{name}: the file is named: {msg}");
@@ -130,12 +132,12 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     fs::write(&target, GOOD).unwrap();
 
     std::os::unix::fs::symlink(&target, &file).unwrap();
-    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     fs::remove_file(&file).unwrap();
 
     fs::create_dir(&file).unwrap();
-    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
     assert!(err.to_string().contains("a directory"), "{err}");
     fs::remove_dir(&file).unwrap();
 
@@ -144,27 +146,27 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     // spawning `mkfifo`: a fork would briefly hold the session locks of tests running in parallel.
     // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
     assert!(err.to_string().contains("FIFO"), "{err}");
     fs::remove_file(&file).unwrap();
 
     // A socket cannot even be opened; the store still says what it is.
     let listener = std::os::unix::net::UnixListener::bind(&file).unwrap();
-    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
     assert!(err.to_string().contains("a socket"), "{err}");
     drop(listener);
     fs::remove_file(&file).unwrap();
 
     // A dangling symbolic link is refused too, not taken for a missing file (Cold Start).
     std::os::unix::fs::symlink(root.path().join("nowhere.json"), &file).unwrap();
-    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     fs::remove_file(&file).unwrap();
 
     // Unreadable: the path runs through a file where a directory should be.
     fs::remove_dir_all(root.path().join("ops")).unwrap();
     fs::write(root.path().join("ops"), "not a directory").unwrap();
-    let err = FileSessionStore::open(root.path()).unwrap().load().unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
     assert_eq!(err.code(), "session-io", "{err}");
     assert_eq!(fs::read_to_string(root.path().join("ops")).unwrap(), "not a directory");
 }
@@ -174,11 +176,11 @@ fn save_then_load_round_trips_and_sets_updated_at() {
     let root = tempfile::tempdir().unwrap();
     let store = FileSessionStore::open(root.path()).unwrap();
     let before = planlock::session::Timestamp::now();
-    let saved = store.save(update("m-1")).unwrap();
+    let saved = block_on(store.save(update("m-1"), CycleGuard::none())).unwrap();
     assert!(saved.updated_at >= before);
-    assert_eq!(store.load().unwrap(), Some(saved.clone()));
-    let again = store.save(update("m-2")).unwrap();
-    assert_eq!(store.load().unwrap(), Some(again));
+    assert_eq!(block_on(store.load()).unwrap(), Some(saved.clone()));
+    let again = block_on(store.save(update("m-2"), CycleGuard::none())).unwrap();
+    assert_eq!(block_on(store.load()).unwrap(), Some(again));
     let leftovers: Vec<_> =
         fs::read_dir(root.path().join("ops/runtime")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, [std::ffi::OsString::from("session_state.json")], "no temporary files left");
@@ -249,7 +251,7 @@ fn a_save_does_every_durability_step_in_order() {
     // The fault is in the very last step, so every step before it is seen to run.
     let store = FileSessionStore::with_fs(root.path(), Faulty { op: Op::SyncDir, log: log.clone() }).unwrap();
     // A fresh root: both directories are created and each is made durable in its parent.
-    let err = store.save(update("x")).unwrap_err();
+    let err = block_on(store.save(update("x"), CycleGuard::none())).unwrap_err();
     assert_eq!(err.code(), "session-io", "{err}");
     assert!(err.to_string().contains("fsync directory"), "the last step failed: {err}");
     assert_eq!(
@@ -265,15 +267,17 @@ fn every_save_failure_is_fail_fast_and_leaves_the_old_or_the_new_state() {
         let old = if op == Op::CreateDir {
             None // the directories must not exist yet for this fault to be reached
         } else {
-            Some(FileSessionStore::open(root.path()).unwrap().save(update("old")).unwrap())
+            Some(
+                block_on(FileSessionStore::open(root.path()).unwrap().save(update("old"), CycleGuard::none())).unwrap(),
+            )
         };
         let log = Arc::new(Mutex::new(Vec::new()));
         let store = FileSessionStore::with_fs(root.path(), Faulty { op, log }).unwrap();
-        let err = store.save(update("new")).expect_err(&format!("{op:?}"));
+        let err = block_on(store.save(update("new"), CycleGuard::none())).expect_err(&format!("{op:?}"));
         assert_eq!(err.code(), "session-io", "{op:?}: {err}");
         assert!(err.to_string().contains(&root.path().display().to_string()), "{op:?} names the path: {err}");
         drop(store);
-        let now = FileSessionStore::open(root.path()).unwrap().load().unwrap();
+        let now = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap();
         match op {
             // The rename happened: the new state is in place, even though the save reported failure.
             Op::SyncDir => assert_eq!(now.unwrap().memory_ref.as_deref(), Some("new"), "{op:?}"),

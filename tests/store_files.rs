@@ -165,7 +165,7 @@ fn a_read_only_store_refuses_every_write() {
     let store = SqliteStore::open(root.path()).read_only();
     let key = planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &planlock::Digest::of(b"p"), 1, "remember");
     let memory = planlock::store::NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] };
-    let err = pollster::block_on(store.put(memory)).unwrap_err();
+    let err = planlock::block_on(store.put(memory)).unwrap_err();
     assert_eq!(err.code(), "store-refused", "{err}");
     assert!(!root.path().join("ops").exists());
 }
@@ -190,7 +190,7 @@ fn connections_opening_one_new_database_at_once_all_accept_it() {
                     let key = planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &planlock::Digest::of(b"p"), n, "m");
                     let memory =
                         planlock::store::NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] };
-                    pollster::block_on(store.put(memory)).map(drop)
+                    planlock::block_on(store.put(memory)).map(drop)
                 })
             })
             .collect();

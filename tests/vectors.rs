@@ -59,7 +59,7 @@ fn runtime(
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(manifest)
         .resolver(resolver)
-        .boot()
+        .boot_blocking()
 }
 
 /// The warnings the handler of `step` gave in a cycle.
@@ -113,12 +113,12 @@ fn a_nan_vector_no_longer_ranks_first() {
     let store = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(DemoEmbedder::new()));
     for (n, text) in ["lunch menu for friday", "rotation of the api keys"].iter().enumerate() {
         let key = planlock::store::conformance::key(n as u64);
-        pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: text, keywords: &[] })).unwrap();
+        planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: text, keywords: &[] })).unwrap();
     }
     let nan: Vec<u8> = std::iter::repeat_n(f32::NAN.to_le_bytes(), 384).flatten().collect();
     database(root.path()).execute("UPDATE memory_vectors SET vector = ?1 WHERE memory_rowid = 1", [nan]).unwrap();
     let reader = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(DemoEmbedder::new()));
-    let found = pollster::block_on(reader.search_reporting("api keys", 1, None)).unwrap();
+    let found = planlock::block_on(reader.search_reporting("api keys", 1, None)).unwrap();
     assert_eq!(found.value[0].summary, "rotation of the api keys");
     assert_eq!(found.passed_over, 1);
 }
@@ -134,7 +134,7 @@ fn a_huge_vector_blob_is_not_loaded() {
         "scope": "axis", "isActive": true
     }))
     .unwrap();
-    pollster::block_on(strategy.persist_decision(&second, &planlock::store::conformance::key(7))).unwrap();
+    planlock::block_on(strategy.persist_decision(&second, &planlock::store::conformance::key(7))).unwrap();
     // 256 MiB in a memory's vector and in each decision's: told apart by their length in SQL.
     database(root.path())
         .execute_batch(
@@ -209,14 +209,14 @@ fn degenerate_vectors_from_an_embedder_are_refused() {
         let root = tempfile::tempdir().unwrap();
         let store = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(Degenerate(vector)));
         let key = planlock::store::conformance::key(1);
-        let err = pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }))
+        let err = planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }))
             .unwrap_err();
         assert!(err.to_string().contains(why), "{why}: {err}");
         assert_eq!(err.code(), "embed-answer");
-        let err = pollster::block_on(store.search("x", 1)).unwrap_err();
+        let err = planlock::block_on(store.search("x", 1)).unwrap_err();
         assert!(err.to_string().contains(why), "{why}: {err}");
         let strategy = SemanticDecisions::new(SqliteStore::open(root.path()), Arc::new(Degenerate(vector)));
-        assert!(pollster::block_on(strategy.load("x", None)).is_ok(), "nothing to rank, nothing embedded");
+        assert!(planlock::block_on(strategy.load("x", None)).is_ok(), "nothing to rank, nothing embedded");
     }
 }
 
@@ -264,10 +264,10 @@ fn the_semantic_decision_load_stops_at_the_steps_deadline() {
             is_active: true,
             previous_version_id: None,
         };
-        pollster::block_on(strategy.persist_decision(&decision, &planlock::store::conformance::key(n))).unwrap();
+        planlock::block_on(strategy.persist_decision(&decision, &planlock::store::conformance::key(n))).unwrap();
     }
-    let err = pollster::block_on(strategy.load_reporting("rotate keys", None, Some(std::time::Instant::now())))
+    let err = planlock::block_on(strategy.load_reporting("rotate keys", None, Some(std::time::Instant::now())))
         .expect_err("a deadline already passed stops the load");
     assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
-    assert_eq!(pollster::block_on(strategy.load("rotate keys", None)).unwrap().decisions.len(), 300);
+    assert_eq!(planlock::block_on(strategy.load("rotate keys", None)).unwrap().decisions.len(), 300);
 }

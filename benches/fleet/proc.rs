@@ -1,6 +1,8 @@
 //! What the fleet bench watches from outside the workers: PostgreSQL's processes and commits,
 //! the mock model server, and the bare compare-and-set floor.
 
+use planlock::block_on;
+use planlock::session::CycleGuard;
 use std::time::{Duration, Instant};
 
 use planlock::pg::PgDatabase;
@@ -205,7 +207,7 @@ pub fn cas_floor(url: &str, clients: usize, window: Duration) -> f64 {
                 };
                 let mut saves = 0u64;
                 while Instant::now() < stop {
-                    store.save(update.clone()).unwrap();
+                    block_on(store.save(update.clone(), CycleGuard::none())).unwrap();
                     saves += 1;
                 }
                 saves

@@ -162,7 +162,7 @@ pub fn main(backend: &str) {
                 .map(|key| {
                     let store = PgSessionStore::open(&db, key).unwrap();
                     let storage = StoreHandlers::new(
-                        StrategyResolver::default().resolve_in_database(&manifest, &db, key).unwrap(),
+                        StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap(),
                     );
                     boot(&policy, &plan, store, &storage, &model, &manifest)
                 })
@@ -197,7 +197,7 @@ fn boot<S: SessionStore + 'static>(
 ) -> Runtime<S, Boxed> {
     let handlers =
         Demo::new().with_store(storage).on::<LLMCall>(model.clone()).on::<SummarizeMemory>(model.clone()).boxed();
-    Runtime::builder(policy, plan.clone(), store).handlers(handlers).bundle(manifest.clone()).boot().unwrap()
+    Runtime::builder(policy, plan.clone(), store).handlers(handlers).bundle(manifest.clone()).boot_blocking().unwrap()
 }
 
 /// Drives every session at once: cycles start until the window ends, then the cycles in flight
@@ -261,7 +261,7 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
                         let in_window = Instant::now() <= end;
                         walls.borrow_mut().push((started.elapsed().as_secs_f64() * 1e3, in_window));
                     }
-                    Ok(RunOutcome::Paused(_) | RunOutcome::Abandoned(_)) => {
+                    Ok(RunOutcome::Paused { .. } | RunOutcome::Abandoned(_)) => {
                         *errors.borrow_mut() += 1;
                         break;
                     }

@@ -127,6 +127,14 @@ impl ExecOptions {
     }
 }
 
+/// What [`Executor::check`] found a plan needs: its validators, by their place among the
+/// registered ones. The runtime checks its plan once, at boot, and runs every cycle with this.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Checked {
+    pre: Vec<usize>,
+    post: Vec<usize>,
+}
+
 struct Resolved<'e> {
     pre: Vec<&'e Registered>,
     post: Vec<&'e Registered>,
@@ -145,9 +153,25 @@ impl<L: HandlerSet> Executor<L> {
     }
 
     /// Whether this executor can run `plan`: a handler for every step, every validator the plan
-    /// names registered with the same version and configuration.
-    pub(crate) fn check(&self, plan: &ValidPlan) -> Result<(), ExecError> {
-        self.preflight(plan).map(drop)
+    /// names registered with the same version and configuration. What it found runs the plan's
+    /// cycles ([`run_checked`](Self::run_checked)) without checking again.
+    pub(crate) fn check(&self, plan: &ValidPlan) -> Result<Checked, ExecError> {
+        for step in plan.steps() {
+            if !self.handlers.set().handles(step.step_type()) {
+                return Err(
+                    self.fail(ExecError::MissingHandler { step_id: step.id.clone(), step_type: step.step_type() })
+                );
+            }
+        }
+        let pre = self.resolve(&plan.plan().validators, "validators").map_err(|e| self.fail(e))?;
+        let post = self.resolve(&plan.plan().post_validators, "postValidators").map_err(|e| self.fail(e))?;
+        Ok(Checked { pre, post })
+    }
+
+    /// The validators `checked` names.
+    fn resolved(&self, checked: &Checked) -> Resolved<'_> {
+        let of = |at: &[usize]| at.iter().map(|&i| &self.options.validators[i]).collect();
+        Resolved { pre: of(&checked.pre), post: of(&checked.post) }
     }
 
     option_setters!(
@@ -174,25 +198,38 @@ impl<L: HandlerSet> Executor<L> {
 
     /// [`run`](Self::run) from synchronous code.
     pub fn run_blocking(&self, plan: &ValidPlan) -> Result<CycleOutcome, ExecError> {
-        pollster::block_on(self.run(plan))
+        crate::io::block_on(self.run(plan))
     }
 
     /// Runs one cycle of `plan` under `session`: a throw-away one from [`CycleSession::for_plan`],
     /// or, inside the runtime, the session it computed.
     pub async fn run_with(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
-        let resolved = self.preflight(plan)?;
-        self.run_steps(plan, &resolved, Cycle::new(session)).await
+        let checked = self.check(plan)?;
+        self.run_checked(plan, &checked, session).await
     }
 
-    /// Resumes a cycle the runtime restored from its durable record.
+    /// Runs one cycle of `plan`, which [`check`](Self::check) found runnable as `checked`.
+    pub(crate) async fn run_checked(
+        &self,
+        plan: &ValidPlan,
+        checked: &Checked,
+        session: CycleSession,
+    ) -> Result<CycleOutcome, ExecError> {
+        self.refuse_if_halted()?;
+        self.run_steps(plan, &self.resolved(checked), Cycle::new(session)).await
+    }
+
+    /// Resumes a cycle the runtime restored from its durable record, of `plan`, which
+    /// [`check`](Self::check) found runnable as `checked`.
     pub(crate) async fn resume_restored(
         &self,
         plan: &ValidPlan,
+        checked: &Checked,
         restored: RestoredCycle,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
-        let resolved = self.preflight(plan)?;
+        let resolved = self.resolved(checked);
         let RestoredCycle { session, next, ledger, over, paused_by } = restored;
         let report = CycleReport { interventions: vec![paused_by], ..CycleReport::default() };
         let cycle = Cycle { session, next, ledger, report, over };
@@ -216,29 +253,17 @@ impl<L: HandlerSet> Executor<L> {
         err
     }
 
-    /// Everything the plan needs must be here before the first step runs.
-    fn preflight(&self, plan: &ValidPlan) -> Result<Resolved<'_>, ExecError> {
-        for step in plan.steps() {
-            if !self.handlers.set().handles(step.step_type()) {
-                return Err(
-                    self.fail(ExecError::MissingHandler { step_id: step.id.clone(), step_type: step.step_type() })
-                );
-            }
-        }
-        let pre = self.resolve(&plan.plan().validators, "validators").map_err(|e| self.fail(e))?;
-        let post = self.resolve(&plan.plan().post_validators, "postValidators").map_err(|e| self.fail(e))?;
-        Ok(Resolved { pre, post })
-    }
-
-    fn resolve(&self, sigs: &[ValidatorSignature], list: &'static str) -> Result<Vec<&Registered>, ExecError> {
+    /// The place of each validator of `sigs` among the registered ones.
+    fn resolve(&self, sigs: &[ValidatorSignature], list: &'static str) -> Result<Vec<usize>, ExecError> {
         sigs.iter()
             .map(|sig| {
-                let v = self
+                let at = self
                     .options
                     .validators
                     .iter()
-                    .find(|v| v.id == sig.id)
+                    .position(|v| v.id == sig.id)
                     .ok_or_else(|| ExecError::UnknownValidator { id: sig.id.clone(), list })?;
+                let v = &self.options.validators[at];
                 if v.version != sig.version {
                     return Err(ExecError::ValidatorMismatch {
                         id: sig.id.clone(),
@@ -256,7 +281,7 @@ impl<L: HandlerSet> Executor<L> {
                         runtime: runtime_hash,
                     });
                 }
-                Ok(v)
+                Ok(at)
             })
             .collect()
     }

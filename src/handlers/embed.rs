@@ -137,7 +137,7 @@ impl OpenAiEmbedder {
     /// The embedder, its dimension learned from one request now (a short probe text).
     pub fn connect(config: EmbedConfig) -> Result<OpenAiEmbedder, EmbedError> {
         let mut embedder = OpenAiEmbedder::with_dimension(config, 0);
-        let probe = pollster::block_on(embedder.request(&["dimension probe".to_owned()], Purpose::Query, None))?;
+        let probe = crate::io::block_on(embedder.request(&["dimension probe".to_owned()], Purpose::Query, None))?;
         match probe.first().map(Vec::len) {
             Some(n) if n > 0 => embedder.dimension = n,
             _ => return Err(EmbedError::new(&embedder.config.model, "the server's answer to a probe has no vector")),

@@ -5,7 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -137,25 +137,7 @@ impl std::fmt::Debug for Client {
 /// How many kept-alive connections a client keeps for its next calls.
 const MAX_IDLE_CONNECTIONS: usize = 64;
 
-/// The runtime every request runs on: one background thread of planlock's own, so a call is
-/// awaited from any executor (or blocked on from plain code) and a model's wait holds no thread
-/// of the caller's: a worker drives hundreds of sessions waiting on models with none.
-fn io_runtime() -> Result<&'static tokio::runtime::Runtime, String> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(1)
-                .thread_name("planlock-http")
-                .enable_all()
-                .build()
-                .map_err(|e| format!("cannot start the HTTP client's thread: {e}"))
-        })
-        .as_ref()
-        .map_err(Clone::clone)
-}
-
-/// A request in flight on [`io_runtime`]; dropped (the caller gave up: a step's deadline, a
+/// A request in flight on planlock's I/O runtime (`crate::io`); dropped (the caller gave up: a step's deadline, a
 /// cancelled cycle), it stops the request and closes its connection. The server may still
 /// finish generating: a client cannot stop that.
 struct InFlight(tokio::task::JoinHandle<Result<String, ModelError>>);
@@ -219,7 +201,7 @@ impl Client {
         limit: Duration,
     ) -> impl Future<Output = Result<String, ModelError>> + Send + 'static {
         let connect = |reason: String| ModelError::Connect { url: self.url.clone(), reason };
-        let sent = io_runtime().map_err(connect).map(|runtime| {
+        let sent = crate::io::runtime().map_err(connect).map(|runtime| {
             let (this, body) = (self.clone(), body.to_string());
             let exchange = async move {
                 let timeout = ModelError::Timeout { url: this.url.clone(), limit_ms: limit.as_millis() };
@@ -230,7 +212,7 @@ impl Client {
         async move { sent?.await }
     }
 
-    /// One request and its answer, on [`io_runtime`].
+    /// One request and its answer, on planlock's I/O runtime.
     async fn exchange(&self, body: String) -> Result<String, ModelError> {
         let (secrets, shown) = (&self.secrets, &self.url);
         let connect = |reason: &str| ModelError::Connect { url: shown.clone(), reason: secrets.scrub(reason).into() };

@@ -76,12 +76,12 @@ pub const MAX_RECURSION: usize = 32;
 ///     RetrieveMemoryPayload { input: "keys".into(), top_k: planlock::PositiveInt::MIN },
 ///     RetrieveMemoryResult { items: vec![MemoryItem { id: "m1".into(), summary: "use the vault".into(), timestamp: "t".into() }] },
 /// );
-/// let out = pollster::block_on(TemplatePrompts::new().call(&test.context(), &payload))?;
+/// let out = planlock::block_on(TemplatePrompts::new().call(&test.context(), &payload))?;
 /// assert_eq!(out.prompt, "Answer how to rotate keys. Recall: use the vault.");
 ///
 /// // An undefined variable is an error that says where.
 /// let typo = PromptAssemblePayload { template: "Hi\n  {{ questoin }}".into(), vars: AnyObject::new() };
-/// let err = pollster::block_on(TemplatePrompts::new().call(&test.context(), &typo)).unwrap_err();
+/// let err = planlock::block_on(TemplatePrompts::new().call(&test.context(), &typo)).unwrap_err();
 /// assert!(err.message().starts_with("template error at line 2, column 6: undefined value"), "{err}");
 /// # Ok(())
 /// # }

@@ -4,12 +4,21 @@
 //! by a cycle, stale, expired, abandoned or superseded — before the record it is about is removed
 //! or replaced, so that a crash in any window leaves work the next process finishes.
 
-use super::*;
-use crate::session::{ApprovalEvent, DecideError, PauseRef, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+use std::sync::Arc;
+
+use super::error::{BootError, RecordMismatch, RuntimeError};
+use super::{RunOutcome, Runtime, State};
+use crate::exec::executor::{CycleReport, Shown};
+use crate::exec::handler::HandlerSet;
+use crate::exec::validator::Override;
+use crate::session::{
+    ApprovalEvent, BlockPhase, DecideError, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError,
+    SessionRecords, SessionStore, Timestamp, decide,
+};
 
 /// Logs `outcome` in `records` once (see [`SessionRecords::log_outcome`]).
-pub(super) fn log_outcome(records: &dyn SessionRecords, outcome: &ApprovalEvent) -> Result<(), SessionError> {
-    if records.log_outcome(outcome)? {
+pub(super) async fn log_outcome(records: &dyn SessionRecords, outcome: &ApprovalEvent) -> Result<(), SessionError> {
+    if records.log_outcome(outcome).await? {
         tracing::info!(event = outcome.name(), step_id = %outcome.pause().step_id, "approval log");
     }
     Ok(())
@@ -31,13 +40,17 @@ pub(super) fn outcome(pause: &PauseRef, report: Option<&CycleReport>, completed:
 
 impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// The decision recorded on the paused cycle `record`, if one is.
-    pub(super) fn decision_on(&self, record: &InterventionRecord) -> Result<Option<ReviewDecision>, RuntimeError> {
-        self.store.records().decision_on(&PauseRef::of(record)).map_err(|e| RuntimeError::Session(Arc::new(e)))
+    pub(super) async fn decision_on(
+        &self,
+        record: &InterventionRecord,
+    ) -> Result<Option<ReviewDecision>, RuntimeError> {
+        let pause = PauseRef::of(record);
+        self.store.records().decision_on(&pause).await.map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
     /// [`log_outcome`] in this session's records.
-    pub(super) fn log_outcome(&self, outcome: ApprovalEvent) -> Result<(), RuntimeError> {
-        log_outcome(self.store.records(), &outcome).map_err(|e| RuntimeError::Session(Arc::new(e)))
+    pub(super) async fn log_outcome(&self, outcome: ApprovalEvent) -> Result<(), RuntimeError> {
+        log_outcome(self.store.records(), &outcome).await.map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
     /// Acts on the paused cycle's decision, if one is recorded: an approval resumes the cycle
@@ -45,7 +58,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     pub(super) async fn act_on_decision(&mut self) -> Option<Result<RunOutcome, RuntimeError>> {
         let State::Paused(record) = &self.state else { return None };
         let record = (**record).clone();
-        let decision = match self.decision_on(&record) {
+        let decision = match self.decision_on(&record).await {
             Ok(Some(decision)) => decision,
             Ok(None) => return None,
             Err(e) => return Some(Err(self.fail(e))),
@@ -56,21 +69,23 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             && decision.at > expired_at
         {
             let event = ApprovalEvent::Expired { pause: decision.pause.clone(), at: Timestamp::now() };
-            return Some(self.log_outcome(event).and(Err(self.paused_error(&record))));
+            return Some(self.log_outcome(event).await.and(Err(self.paused_error(&record))));
         }
         Some(match decision.verdict {
             ReviewVerdict::Approve => {
                 let over = override_of(&decision);
                 self.resume_with(record, Some(over), Some(decision)).await
             }
-            ReviewVerdict::Reject => self.abandon_for(&decision).map(|record| RunOutcome::Abandoned(Box::new(record))),
+            ReviewVerdict::Reject => {
+                self.abandon_for(&decision).await.map(|record| RunOutcome::Abandoned(Box::new(record)))
+            }
         })
     }
 
     /// Records an override given to [`resume`](Runtime::resume) as a decision (an approval by
     /// the override's `by`, on what the record shows unless it names another digest), as a
     /// decider in another process would: a pause has one decision.
-    pub(super) fn decide_now(
+    pub(super) async fn decide_now(
         &self,
         record: &InterventionRecord,
         over: &Override,
@@ -80,11 +95,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         if over.shown_digest.is_some() {
             decision.shown_digest = over.shown_digest;
         }
-        match decide(self.store.records(), &decision) {
+        match decide(self.store.records(), &decision).await {
             Ok(_) => Ok(decision),
             Err(DecideError::Session(SessionError::AlreadyDecided { .. })) => {
                 // Decided already, the same way or not: the recorded decision is the one.
-                let recorded = self.decision_on(record)?;
+                let recorded = self.decision_on(record).await?;
                 match recorded {
                     Some(recorded) if recorded.verdict == ReviewVerdict::Approve => Ok(recorded),
                     _ => Err(RuntimeError::Decision(Arc::new(DecideError::Session(SessionError::AlreadyDecided {
@@ -98,17 +113,17 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     }
 
     /// Abandons the paused cycle for `decision` (a rejection): logged, then the record removed.
-    fn abandon_for(&mut self, decision: &ReviewDecision) -> Result<InterventionRecord, RuntimeError> {
+    async fn abandon_for(&mut self, decision: &ReviewDecision) -> Result<InterventionRecord, RuntimeError> {
         let event = ApprovalEvent::Abandoned { pause: decision.pause.clone(), at: Timestamp::now() };
-        self.log_outcome(event).map_err(|e| self.fail(e))?;
-        self.abandon()
+        self.log_outcome(event).await.map_err(|e| self.fail(e))?;
+        self.abandon().await
     }
 
     /// Upgrades the paused cycle's record of an older version, as a pin is upgraded: a record
     /// of a Block before its step gets what it shows (the step's input, rebuilt from the plan and
     /// the record's results, exactly as the re-run will meet it) and its digest, saved, so that a
     /// decision binds to it. One after its step cannot be: its result was not kept.
-    pub(super) fn upgrade_record(&mut self) -> Result<(), BootError> {
+    pub(super) async fn upgrade_record(&mut self) -> Result<(), BootError> {
         let State::Paused(record) = &self.state else { return Ok(()) };
         if record.shown.is_some() || record.phase != BlockPhase::Pre {
             return Ok(());
@@ -118,12 +133,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             other => BootError::InterventionMismatch(RecordMismatch::new(&other.to_string())),
         })?;
         let steps = self.plan.steps();
-        let shown = crate::exec::executor::Shown::before(&steps[restored.next], steps, &restored.ledger);
+        let shown = Shown::before(&steps[restored.next], steps, &restored.ledger);
         let mut upgraded = (**record).clone();
         upgraded.shown = Some(shown.value);
         upgraded.shown_digest = Some(shown.digest);
         upgraded.shown_truncated = shown.truncated;
-        self.store.save_intervention(&upgraded)?;
+        // Outside a cycle: nothing of one to make durable with it.
+        self.store.save_intervention(&upgraded, crate::session::CycleGuard::none()).await?;
         self.state = State::Paused(Box::new(upgraded));
         Ok(())
     }

@@ -1,7 +1,24 @@
 //! [`RuntimeBuilder`] and boot: the plan hash, the session (Cold Start, Resume or FailFast), the
 //! bundle pin, a paused cycle's record, the executor.
 
-use super::*;
+use std::path::PathBuf;
+
+use uuid::Uuid;
+
+use super::approvals;
+use super::error::{BootError, HashMismatch, RecordMismatch, Saved};
+use super::pin::pin_for;
+use super::stager::SessionStager;
+use super::{Boot, Runtime, State};
+use crate::contract::registry::StepType;
+use crate::contract::steps::PersistSession;
+use crate::exec::executor::{ExecOptions, Executor};
+use crate::exec::handler::{HandlerSet, Handlers, Nil};
+use crate::hash::profile::PolicyProfile;
+use crate::hash::{HashParts, plan_hash};
+use crate::session::{ApprovalEvent, PauseRef, SessionStore, Timestamp};
+use crate::store::bundle::{BundleManifest, StrategyResolver};
+use crate::validate::ValidPlan;
 
 /// Collects what a [`Runtime`] is booted with; see [`Runtime::builder`].
 #[must_use = "a runtime builder does nothing until `.boot()`"]
@@ -51,10 +68,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         self
     }
 
-    /// Boots: checks the handlers and validators against the plan, loads the policy profile,
-    /// computes the plan hash, loads the session and any paused cycle, and compares. Cold Start
-    /// creates nothing.
-    pub fn boot(self) -> Result<Runtime<S, L>, BootError> {
+    /// Boots: checks the handlers and validators against the plan (once: every cycle runs the
+    /// plan they were checked against), loads the policy profile, computes the plan hash, loads
+    /// the session and any paused cycle, and compares. Cold Start creates nothing.
+    pub async fn boot(self) -> Result<Runtime<S, L>, BootError> {
         let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl } = self;
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
@@ -64,9 +81,15 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         let profile = PolicyProfile::load(&policy_root, &plan.metadata().policy_profile)?;
         let hash = plan_hash(&profile, &plan);
         let parts = HashParts::of(&profile, &plan);
-        let (boot, mut session_id) = match store.load()? {
+        let state = store.load().await?;
+        // Read only for a new session: a saved one has no reserved id left.
+        let reserved = match state {
+            None => store.load_reserved().await?,
+            Some(_) => None,
+        };
+        let (boot, mut session_id) = match state {
             // A new session keeps the id reserved by a first cycle that did not complete.
-            None => match store.load_reserved()? {
+            None => match &reserved {
                 Some(reserved) if reserved.plan_hash == hash => (Boot::ColdStart, reserved.session_id),
                 _ => (Boot::ColdStart, Uuid::new_v4()),
             },
@@ -90,7 +113,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             Boot::ColdStart => None,
         };
         let completed = previous.as_ref().map_or(0, |s| s.cycle);
-        let mut pending = store.load_intervention()?;
+        let mut pending = store.load_intervention().await?;
         // A resume that saved the session but was stopped before removing the record left it
         // behind: the session proves the cycle finished, so the record goes, and nothing re-runs.
         let leftover = match (&pending, &previous) {
@@ -98,12 +121,12 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                 // Its decision was consumed by the cycle the session completed: logged if the
                 // stopped process had not.
                 let pause = PauseRef::of(record);
-                if store.records().decision_on(&pause)?.is_some() {
+                if store.records().decision_on(&pause).await?.is_some() {
                     let at = Timestamp::now();
                     let event = ApprovalEvent::Consumed { pause, cycle: record.cycle, completed: true, at };
-                    approvals::log_outcome(store.records(), &event)?;
+                    approvals::log_outcome(store.records(), &event).await?;
                 }
-                store.remove_intervention()?;
+                store.remove_intervention().await?;
                 pending.take()
             }
             _ => None,
@@ -120,7 +143,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                 return Err(mismatch(format!("it belongs to session {}, not {session_id}", record.session_id)));
             }
             // A paused first cycle: its id is the one reserved for the new session, if any.
-            if let (None, Some(reserved)) = (&previous, store.load_reserved()?)
+            if let (None, Some(reserved)) = (&previous, &reserved)
                 && reserved.plan_hash == hash
                 && reserved.session_id != record.session_id
             {
@@ -141,12 +164,12 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             session_id = record.session_id;
         }
         let pin = match &bundle {
-            Some(manifest) => pin_for(&store, manifest, &resolver.unwrap_or_default())?,
+            Some(manifest) => pin_for(&store, manifest, &resolver.unwrap_or_default()).await?,
             None => None,
         };
         let handlers = handlers.on_named::<PersistSession, _>(SessionStager);
         let executor = Executor::in_runtime(handlers, options);
-        executor.check(&plan)?;
+        let checked = executor.check(&plan)?;
         let state = match pending {
             Some(record) => State::Paused(Box::new(record)),
             None => State::Ready,
@@ -164,10 +187,16 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             reserved: false,
             pin: pin.map(Box::new),
             executor,
+            checked,
             state,
             approval_ttl,
         };
-        runtime.upgrade_record()?;
+        runtime.upgrade_record().await?;
         Ok(runtime)
+    }
+
+    /// [`boot`](Self::boot) from synchronous code.
+    pub fn boot_blocking(self) -> Result<Runtime<S, L>, BootError> {
+        crate::io::block_on(self.boot())
     }
 }

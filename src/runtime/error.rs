@@ -4,8 +4,18 @@
 
 use std::fmt;
 
-use super::*;
-use crate::session::DecideError;
+use std::sync::Arc;
+
+use uuid::Uuid;
+
+use crate::contract::problem::Rejection;
+use crate::contract::registry::{Failure, FailureKind};
+use crate::exec::executor::ExecError;
+use crate::hash::Digest;
+use crate::hash::profile::ProfileError;
+use crate::session::{DecideError, INTERVENTION_FILE, SessionError};
+use crate::store::bundle::BundleError;
+use crate::text::printable;
 
 /// What was saved under a plan hash that no longer holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

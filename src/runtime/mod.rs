@@ -14,35 +14,30 @@ mod stager;
 
 pub use builder::RuntimeBuilder;
 pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
-use pin::pin_for;
 pub use stager::SessionStager;
 use stager::{WithStager, session_update};
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::contract::problem::Rejection;
 use crate::contract::registry::{Failure, FailureKind, StepType};
-use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
-use crate::contract::steps::{PersistMemory, PersistSession, RepoScan, StepResult};
+use crate::contract::steps::StepResult;
 use crate::exec::executor::{
-    Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, Intervention, PausedCycle,
-    Phase, RestoredCycle, StepFailure, StepStatus, override_fits,
+    Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, Intervention,
+    PausedCycle, Phase, RestoredCycle, StepFailure, StepStatus, override_fits,
 };
-use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, Nil, StepContext};
+use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
 use crate::exec::ledger::Ledger;
 use crate::exec::validator::Override;
-use crate::hash::profile::{PolicyProfile, ProfileError};
+use crate::hash::profile::PolicyProfile;
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    ApprovalEvent, BlockPhase, BundlePinV1, CompletedStep, INTERVENTION_FILE, InterventionRecord, PIN_FILE, PauseRef,
-    PinVersion, ReservedSession, ReviewDecision, SessionError, SessionState, SessionStore, SessionUpdate, Timestamp,
+    ApprovalEvent, BlockPhase, BundlePinV1, CompletedStep, CycleGuard, InterventionRecord, PauseRef, ReservedSession,
+    ReviewDecision, SessionState, SessionStore, Timestamp,
 };
-use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::text::printable;
 use crate::validate::{ValidPlan, check_result};
 
 /// How the runtime started.
@@ -76,10 +71,28 @@ pub enum RunOutcome {
     Completed(Completed),
     /// A validator blocked a step. The record is saved: resume or abandon, in this process or
     /// after a restart.
-    Paused(InterventionRecord),
+    Paused {
+        /// The saved record of the paused cycle.
+        record: InterventionRecord,
+        /// What the cycle did up to the pause.
+        report: CycleReport,
+    },
     /// A person rejected the paused cycle: it is abandoned (the session as it was; the same
     /// cycle number runs next).
     Abandoned(Box<InterventionRecord>),
+}
+
+impl RunOutcome {
+    /// The report of the cycle that ran: a completed cycle's, or a paused one's up to its pause;
+    /// `None` for a rejection, which runs nothing. A failed cycle's is its error's
+    /// ([`RuntimeError::report`]).
+    pub fn report(&self) -> Option<&CycleReport> {
+        match self {
+            RunOutcome::Completed(done) => Some(&done.report),
+            RunOutcome::Paused { report, .. } => Some(report),
+            RunOutcome::Abandoned(_) => None,
+        }
+    }
 }
 
 /// Where the runtime stands between calls.
@@ -120,7 +133,7 @@ enum State {
 /// let root = tempfile::tempdir()?;
 /// let store = FileSessionStore::open(root.path())?;
 /// let demo = Demo::new().repo_base(policy.path()); // the demo RepoScan scans there
-/// let mut runtime = Runtime::builder(policy.path(), plan, store).handlers(demo.handlers()).boot()?;
+/// let mut runtime = Runtime::builder(policy.path(), plan, store).handlers(demo.handlers()).boot_blocking()?;
 /// assert!(matches!(runtime.run_cycle_blocking()?, RunOutcome::Completed(_)));
 /// assert_eq!(runtime.cycle(), 1);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -143,6 +156,8 @@ pub struct Runtime<S, L> {
     /// A bundle pin to save with the next completed cycle (a new or upgraded one).
     pin: Option<Box<BundlePinV1>>,
     executor: Executor<WithStager<L>>,
+    /// What boot found the plan needs of the executor: every cycle runs with it.
+    checked: Checked,
     state: State,
     /// How long a pause waits for a decision (`expiresAt` on new records); none: no expiry.
     approval_ttl: Option<std::time::Duration>,
@@ -268,15 +283,25 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 None => Err(self.paused_error(&record)),
             };
         }
-        self.reserve()?;
+        self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
-        let outcome = self.executor.run_with(&self.plan, session).await;
-        self.settle(outcome, session.cycle, None).await
+        let guard = self.begin_cycle().await?;
+        let outcome = self.executor.run_checked(&self.plan, &self.checked, session).await;
+        self.settle(outcome, session.cycle, None, guard).await
+    }
+
+    /// Opens the cycle on the store (where the store holds its writes, from now until the save
+    /// or the guard's drop).
+    async fn begin_cycle(&mut self) -> Result<CycleGuard, RuntimeError> {
+        match self.store.begin_cycle().await {
+            Ok(guard) => Ok(guard),
+            Err(e) => Err(self.fail(e.into())),
+        }
     }
 
     /// [`run_cycle`](Self::run_cycle) from synchronous code.
     pub fn run_cycle_blocking(&mut self) -> Result<RunOutcome, RuntimeError> {
-        pollster::block_on(self.run_cycle())
+        crate::io::block_on(self.run_cycle())
     }
 
     /// Resumes the paused cycle (docs/CONTRACT.md, "Sessions and the runtime"): recomputes the
@@ -295,7 +320,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Some(o) => {
                 o.check_justification().map_err(RuntimeError::Justification)?;
                 override_fits(o, &record.validator.id, &record.step_id)?;
-                Some(self.decide_now(&record, o)?)
+                Some(self.decide_now(&record, o).await?)
             }
             None => None,
         };
@@ -327,9 +352,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(restored) => restored,
             Err(e) => return Err(self.fail(e)),
         };
-        let outcome = self.executor.resume_restored(&self.plan, restored).await;
+        let guard = self.begin_cycle().await?;
+        let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored).await;
         let cycle = record.cycle;
-        let settled = self.settle(outcome, cycle, decision.as_ref()).await;
+        let settled = self.settle(outcome, cycle, decision.as_ref(), guard).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
             && e.kind() == FailureKind::CycleFail
@@ -340,63 +366,75 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                     _ => None,
                 };
                 let event = approvals::outcome(&decision.pause, report, false);
-                self.log_outcome(event).map_err(|e| self.fail(e))?;
+                self.log_outcome(event).await.map_err(|e| self.fail(e))?;
             }
-            self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
+            self.remove_record().await?;
             self.state = State::Ready;
         }
         settled
     }
 
-    /// [`resume`](Self::resume) from synchronous code.
-    pub fn resume_blocking(&mut self, over: Option<Override>) -> Result<RunOutcome, RuntimeError> {
-        pollster::block_on(self.resume(over))
+    /// Removes the paused cycle's record from the store, durably.
+    async fn remove_record(&mut self) -> Result<(), RuntimeError> {
+        match self.store.remove_intervention().await {
+            Ok(()) => Ok(()),
+            Err(e) => Err(self.fail(e.into())),
+        }
     }
 
-    /// Gives up the paused cycle: removes its record durably and leaves the session file as it
-    /// was. The next cycle runs under the same number.
-    pub fn abandon(&mut self) -> Result<InterventionRecord, RuntimeError> {
+    /// [`resume`](Self::resume) from synchronous code.
+    pub fn resume_blocking(&mut self, over: Option<Override>) -> Result<RunOutcome, RuntimeError> {
+        crate::io::block_on(self.resume(over))
+    }
+
+    /// Gives up the paused cycle: logs it abandoned, removes its record durably and leaves the
+    /// session as it was. The next cycle runs under the same number.
+    pub async fn abandon(&mut self) -> Result<InterventionRecord, RuntimeError> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
         let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
-        self.log_outcome(event).map_err(|e| self.fail(e))?;
-        self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
+        self.log_outcome(event).await.map_err(|e| self.fail(e))?;
+        self.remove_record().await?;
         self.state = State::Ready;
         Ok(record)
     }
 
+    /// [`abandon`](Self::abandon) from synchronous code.
+    pub fn abandon_blocking(&mut self) -> Result<InterventionRecord, RuntimeError> {
+        crate::io::block_on(self.abandon())
+    }
+
     /// Before the first cycle of a new session, reserves its id on the store, so that a crashed
     /// first cycle runs again under the same id and idempotency keys.
-    fn reserve(&mut self) -> Result<(), RuntimeError> {
+    async fn reserve(&mut self) -> Result<(), RuntimeError> {
         if self.session.is_some() || self.reserved {
             return Ok(());
         }
         let reserved = ReservedSession { session_id: self.session_id, plan_hash: self.hash };
-        self.store.save_reserved(&reserved).map_err(|e| self.fail(e.into()))?;
+        if let Err(e) = self.store.save_reserved(&reserved).await {
+            return Err(self.fail(e.into()));
+        }
         self.reserved = true;
         Ok(())
     }
 
     /// Turns what the executor returned into the runtime's outcome: saves the session of a
     /// completed cycle (and removes a resumed cycle's record), saves the record of a paused one,
-    /// halts on FailFast.
+    /// halts on FailFast. The cycle ends here: its `guard` goes to the save (its writes durable
+    /// with it) or is dropped (a failed cycle's writes rolled back, where the store holds them).
     async fn settle(
         &mut self,
         outcome: Result<CycleOutcome, ExecError>,
         cycle: u64,
         decision: Option<&ReviewDecision>,
+        guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
-        let settled = match outcome {
-            Ok(CycleOutcome::Completed(done)) => self.commit(done, cycle, decision).await,
-            Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(&paused, cycle, decision),
+        match outcome {
+            Ok(CycleOutcome::Completed(done)) => self.commit(done, cycle, decision, guard).await,
+            Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(paused, cycle, decision, guard).await,
             Err(e) => Err(self.fail(e.into())),
-        };
-        if settled.is_err() {
-            // No save: a store holding the cycle's writes open for it drops them.
-            self.store.discard_cycle();
         }
-        settled
     }
 
     /// Saves the session update of a completed cycle, built from its ledger (its bundle pin
@@ -407,16 +445,17 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         done: Completed,
         cycle: u64,
         decision: Option<&ReviewDecision>,
+        guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
         if let Some(pin) = &self.pin {
-            if let Err(e) = self.store.save_pin(pin) {
+            if let Err(e) = self.store.save_pin(pin).await {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
                 return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
             }
             self.pin = None;
         }
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
-        let saved = self.store.save_async(update).await;
+        let saved = self.store.save(update, guard).await;
         let saved = match saved {
             Ok(saved) => saved,
             Err(e) => {
@@ -430,9 +469,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             // finished by the next boot, which finds the record a leftover).
             if let Some(decision) = decision {
                 let event = approvals::outcome(&decision.pause, Some(&done.report), true);
-                self.log_outcome(event).map_err(|e| self.fail(e))?;
+                self.log_outcome(event).await.map_err(|e| self.fail(e))?;
             }
-            self.store.remove_intervention().map_err(|e| self.fail(e.into()))?;
+            self.remove_record().await?;
         }
         self.state = State::Ready;
         Ok(RunOutcome::Completed(done))
@@ -441,11 +480,12 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Saves the record of a paused cycle, with what the reviewer is shown and when the pause
     /// expires; the session file stays as it was. A decision acted on in this run is logged
     /// first (the new record replaces the one it was about).
-    fn pause(
+    async fn pause(
         &mut self,
-        paused: &PausedCycle,
+        paused: PausedCycle,
         cycle: u64,
         decision: Option<&ReviewDecision>,
+        guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
         let (intervention, shown, now) = (paused.intervention(), paused.shown(), Timestamp::now());
         let validator = self.executor.validator_signature(&intervention.validator_id);
@@ -482,11 +522,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         if let Some(decision) = decision {
             let event = approvals::outcome(&decision.pause, Some(paused.report()), false);
-            self.log_outcome(event).map_err(|e| self.fail(e))?;
+            self.log_outcome(event).await.map_err(|e| self.fail(e))?;
         }
-        self.store.save_intervention(&record).map_err(|e| self.fail(e.into()))?;
+        if let Err(e) = self.store.save_intervention(&record, guard).await {
+            return Err(self.fail(e.into()));
+        }
         self.state = State::Paused(Box::new(record.clone()));
-        Ok(RunOutcome::Paused(record))
+        Ok(RunOutcome::Paused { record, report: paused.abandon() })
     }
 
     /// The cycle a record describes, ready to re-run its blocked step.

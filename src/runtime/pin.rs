@@ -1,13 +1,16 @@
 //! The bundle pin a session needs (D-021 §5): new, kept, upgraded from the older format, or
 //! refused when the bundle names other providers or another embedder.
 
-use super::*;
+use super::error::BootError;
 use crate::embed::MAX_DIMENSION;
+use crate::session::{BundlePinV1, PIN_FILE, PinVersion, SessionError, SessionStore, Timestamp};
+use crate::store::bundle::{BundleManifest, StrategyResolver};
+use crate::text::printable;
 
 /// The pin a session on `store` needs for `manifest`: `None` when the stored one already names
 /// its ids, a new pin for a new session, an upgraded one for a pin without ids; a pin naming other
 /// ids, or an id without an implementation, is refused.
-pub(super) fn pin_for<S: SessionStore>(
+pub(super) async fn pin_for<S: SessionStore>(
     store: &S,
     manifest: &BundleManifest,
     resolver: &StrategyResolver,
@@ -32,7 +35,7 @@ pub(super) fn pin_for<S: SessionStore>(
         embedder_dimension: embedder.map(|(_, d)| d as u64),
         pinned_at,
     };
-    let Some(pin) = store.load_pin()? else { return Ok(Some(fresh(Timestamp::now()))) };
+    let Some(pin) = store.load_pin().await? else { return Ok(Some(fresh(Timestamp::now()))) };
     match (&pin.strategy_provider_id, &pin.memory_provider_id) {
         (Some(s), Some(m)) if s == strategy && m == memory => {}
         (Some(s), Some(m)) => {

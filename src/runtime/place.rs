@@ -24,7 +24,8 @@ use crate::store::provider::ResolvedStore;
 /// let dir = tempfile::tempdir()?;
 /// let place = Place::Root(dir.path().to_owned());
 /// let opened = place.open()?;
-/// assert!(opened.session_store().load()?.is_none(), "a new place holds no session");
+/// let session = planlock::block_on(opened.session_store().load())?;
+/// assert!(session.is_none(), "a new place holds no session");
 /// assert_eq!(place.default_bundle().bundle_id, "default");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -122,13 +123,12 @@ impl Place {
         match self {
             Place::Root(root) => {
                 let store = FileSessionStore::open(root)?;
-                Ok(OpenedPlace { store: Box::new(store), at: Opened::Root(root.clone()) })
+                Ok(OpenedPlace { at: Opened::Root(root.clone(), store) })
             }
             #[cfg(feature = "postgres")]
             Place::Database { url, key } => {
                 let db = connect(url, key)?;
-                let store = PgSessionStore::open(&db, key)?;
-                Ok(OpenedPlace { store: Box::new(store), at: Opened::Database(db, key.clone()) })
+                Ok(OpenedPlace { at: Opened::Database(PgSessionStore::open(&db, key)?) })
             }
         }
     }
@@ -185,25 +185,24 @@ fn connect(url: &str, key: &str) -> Result<PgDatabase, PlaceError> {
     Ok(PgDatabase::connect(url)?)
 }
 
-/// What a session was opened on.
+/// What a session was opened on, with its session store.
 enum Opened {
-    Root(PathBuf),
+    Root(PathBuf, FileSessionStore),
     #[cfg(feature = "postgres")]
-    Database(PgDatabase, String),
+    Database(PgSessionStore),
 }
 
 /// A [`Place`] opened: its session store, and where its bundle's providers open theirs.
 pub struct OpenedPlace {
-    store: Box<dyn SessionStore>,
     at: Opened,
 }
 
 impl fmt::Debug for OpenedPlace {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = match &self.at {
-            Opened::Root(root) => root.display().to_string(),
+            Opened::Root(root, _) => root.display().to_string(),
             #[cfg(feature = "postgres")]
-            Opened::Database(_, key) => format!("session `{}`", crate::text::printable(key)),
+            Opened::Database(store) => format!("session `{}`", crate::text::printable(store.key())),
         };
         f.debug_struct("OpenedPlace").field("at", &at).finish_non_exhaustive()
     }
@@ -212,24 +211,33 @@ impl fmt::Debug for OpenedPlace {
 impl OpenedPlace {
     /// The session store.
     pub fn session_store(&self) -> &dyn SessionStore {
-        self.store.as_ref()
+        match &self.at {
+            Opened::Root(_, store) => store,
+            #[cfg(feature = "postgres")]
+            Opened::Database(store) => store,
+        }
     }
 
-    /// The stores of `manifest`'s providers, opened here by `resolver`.
+    /// The stores of `manifest`'s providers, opened here by `resolver`: under the root, or in
+    /// the database session's namespace and cycles.
     pub fn resolve(
         &self,
         resolver: &StrategyResolver,
         manifest: &BundleManifest,
     ) -> Result<ResolvedStore, BundleError> {
         match &self.at {
-            Opened::Root(root) => resolver.resolve(manifest, root),
+            Opened::Root(root, _) => resolver.resolve(manifest, root),
             #[cfg(feature = "postgres")]
-            Opened::Database(db, key) => resolver.resolve_in_database(manifest, db, key),
+            Opened::Database(store) => resolver.resolve_for_session(manifest, store.session()),
         }
     }
 
     /// The session store, to boot a runtime on.
     pub fn into_session_store(self) -> Box<dyn SessionStore> {
-        self.store
+        match self.at {
+            Opened::Root(_, store) => Box::new(store),
+            #[cfg(feature = "postgres")]
+            Opened::Database(store) => Box::new(store),
+        }
     }
 }

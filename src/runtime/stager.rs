@@ -1,6 +1,12 @@
 //! The runtime's own `PersistSession` step and the session update a completed cycle saves.
 
-use super::*;
+use crate::contract::schema::{PersistSessionPayload, PersistSessionResult};
+use crate::contract::steps::{PersistMemory, PersistSession, RepoScan};
+use crate::exec::executor::CycleSession;
+use crate::exec::handler::{Entry, Handler, HandlerError, StepContext};
+use crate::exec::ledger::Ledger;
+use crate::hash::HashParts;
+use crate::session::{SessionState, SessionUpdate};
 
 /// The runtime's own `PersistSession` handler. The step stages; it writes nothing: the runtime
 /// builds the session update from the completed cycle's ledger and saves it once the

@@ -86,10 +86,11 @@ impl Failure for DecideError {
 /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
 /// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
 /// let decision = planlock::session::ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "checked");
-/// assert_eq!(decide(&records, &decision).unwrap_err().code(), "not-paused");
+/// let refused = planlock::block_on(decide(&records, &decision));
+/// assert_eq!(refused.unwrap_err().code(), "not-paused");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result<Recorded, DecideError> {
+pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result<Recorded, DecideError> {
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
     let by = decision.by.chars().count();
     if crate::text::is_blank(&decision.by) || by > MAX_DECIDER_CHARS {
@@ -97,7 +98,7 @@ pub fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result
             format!("who decided must be named, in at most {MAX_DECIDER_CHARS} characters (the name has {by})");
         return Err(DecideError::Invalid(problem));
     }
-    let record = records.load_intervention()?.ok_or(DecideError::NotPaused)?;
+    let record = records.load_intervention().await?.ok_or(DecideError::NotPaused)?;
     if super::PauseRef::of(&record) != decision.pause {
         let step_id = printable(&decision.pause.step_id).into_owned();
         return Err(DecideError::PauseEnded { cycle: decision.pause.cycle, step_id });
@@ -116,5 +117,5 @@ pub fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result
             shown: name(record.shown_digest),
         });
     }
-    Ok(records.record_decision(decision)?)
+    Ok(records.record_decision(decision).await?)
 }

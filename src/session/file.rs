@@ -7,9 +7,10 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use super::records::{FileRecords, SessionRecords};
+use super::store::ready;
 use super::{
-    BundlePinV1, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE, ReservedSession, SESSION_FILE,
-    SessionError, SessionState, SessionStore, SessionUpdate,
+    BundlePinV1, CycleGuard, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE, ReservedSession,
+    SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -50,17 +51,18 @@ impl SaveFs for RealFs {}
 /// paused cycle beside it (`intervention.json`).
 ///
 /// ```
-/// use planlock::Failure;
 /// use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+/// use planlock::{Failure, block_on as wait};
 /// let root = tempfile::tempdir()?;
 /// let store = FileSessionStore::open(root.path())?;
-/// assert!(store.load()?.is_none());                       // Cold Start, nothing created
+/// assert!(wait(store.load())?.is_none());                  // Cold Start, nothing created
 /// assert!(!root.path().join("ops").exists());
-/// let saved = store.save(SessionUpdate {
+/// let update = SessionUpdate {
 ///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
 ///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None, cycle: 1,
-/// })?;
-/// assert_eq!(store.load()?, Some(saved));
+/// };
+/// let saved = wait(store.save(update, wait(store.begin_cycle())?))?;
+/// assert_eq!(wait(store.load())?, Some(saved));
 /// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -180,6 +182,9 @@ impl FileSessionStore {
     }
 }
 
+// The file store's calls run in place (a few KiB of local I/O and its fsyncs) and are ready when
+// they return: a fleet of sessions uses the PostgreSQL store, whose calls wait on the server
+// holding no thread.
 impl SessionStore for FileSessionStore {
     fn claim(&self) -> Result<(), SessionError> {
         if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
@@ -187,45 +192,43 @@ impl SessionStore for FileSessionStore {
         }
         Ok(())
     }
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         self.records.load()
     }
 
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
+    fn save(&self, update: SessionUpdate, _cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
         let reserved = self.root.join(RESERVED_FILE);
         let state = update.into_state();
-        self.write_durably(&self.file, &state)?;
         // The session exists now: its reserved id has done its work.
-        self.remove_durably(&reserved)?;
-        Ok(state)
+        ready(self.write_durably(&self.file, &state).and_then(|()| self.remove_durably(&reserved)).map(|()| state))
     }
 
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         self.records.load_intervention()
     }
 
-    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> {
-        self.write_durably(&self.intervention, record)
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, _cycle: CycleGuard) -> StoreFuture<'a, ()> {
+        ready(self.write_durably(&self.intervention, record))
     }
 
-    fn remove_intervention(&self) -> Result<(), SessionError> {
-        self.remove_durably(&self.intervention)
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
+        ready(self.remove_durably(&self.intervention))
     }
 
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
         self.records.load_reserved()
     }
 
-    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> {
-        self.write_durably(&self.root.join(RESERVED_FILE), reserved)
+    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
+        ready(self.write_durably(&self.root.join(RESERVED_FILE), reserved))
     }
 
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         self.records.load_pin()
     }
 
-    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> {
-        self.write_durably(&self.root.join(PIN_FILE), pin)
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
+        ready(self.write_durably(&self.root.join(PIN_FILE), pin))
     }
 
     fn records(&self) -> &dyn SessionRecords {

@@ -2,9 +2,7 @@
 
 use std::fmt;
 
-use super::{
-    BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore, SessionUpdate,
-};
+use super::{CycleGuard, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
 
 /// `inner`, with `check` run before each session save: an `Err` from it is the save's error and
 /// nothing is written. Every other call goes straight to `inner`. Wrapping rather than
@@ -12,6 +10,7 @@ use super::{
 /// count saves and still save exactly as the real store does.
 ///
 /// ```
+/// use planlock::block_on as wait;
 /// use planlock::session::{BeforeSave, FileSessionStore, SessionError, SessionStore, SessionUpdate};
 ///
 /// let dir = tempfile::tempdir()?;
@@ -26,8 +25,8 @@ use super::{
 ///     hash_parts: None,
 ///     cycle: 1,
 /// };
-/// assert!(store.save(update).is_err());
-/// assert!(store.load()?.is_none(), "a refused save writes nothing");
+/// assert!(wait(store.save(update, wait(store.begin_cycle())?)).is_err());
+/// assert!(wait(store.load())?.is_none(), "a refused save writes nothing");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct BeforeSave<S, F> {
@@ -62,17 +61,14 @@ where
     S: SessionStore,
     F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
 {
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> {
-        (self.check)(&update)?;
-        self.inner.save(update)
-    }
-    fn save_async(&self, update: SessionUpdate) -> super::SaveFuture<'_> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
         if let Err(e) = (self.check)(&update) {
+            // Refused: the cycle's guard is dropped, so what it wrote is rolled back.
             return Box::pin(std::future::ready(Err(e)));
         }
-        self.inner.save_async(update)
+        self.inner.save(update, cycle)
     }
     super::forward_session_store!(this => this.inner;
-        claim, load, discard_cycle, load_intervention, save_intervention, remove_intervention,
+        claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
         load_reserved, save_reserved, load_pin, save_pin, records);
 }

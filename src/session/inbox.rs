@@ -136,7 +136,7 @@ impl Failure for InboxError {
 /// let dir = tempfile::tempdir()?;
 /// std::fs::create_dir(dir.path().join("session-a"))?;
 /// let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
-/// assert!(inbox.list(&InboxFilter::default())?.pauses.is_empty());
+/// assert!(planlock::block_on(inbox.list(&InboxFilter::default()))?.pauses.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -151,11 +151,11 @@ impl Inbox {
     }
 
     /// The pauses that match `filter`, oldest first.
-    pub fn list(&self, filter: &InboxFilter) -> Result<InboxListing, InboxError> {
+    pub async fn list(&self, filter: &InboxFilter) -> Result<InboxListing, InboxError> {
         let now = Timestamp::now();
         let mut listing = InboxListing::default();
         let mut found = Vec::new();
-        for (session, read) in self.paused()? {
+        for (session, read) in self.paused().await? {
             match read {
                 Ok((record, decision)) => {
                     let pause = PendingPause {
@@ -184,11 +184,11 @@ impl Inbox {
     }
 
     /// The pause of one session, if it has one (`Ok(None)`: it exists and nothing is paused).
-    pub fn show(&self, session: &str) -> Result<Option<PendingPause>, InboxError> {
-        let records = self.records(session)?;
-        let Some(record) = records.load_intervention()? else { return Ok(None) };
+    pub async fn show(&self, session: &str) -> Result<Option<PendingPause>, InboxError> {
+        let records = self.records(session).await?;
+        let Some(record) = records.load_intervention().await? else { return Ok(None) };
         let now = Timestamp::now();
-        let decision = records.decision_on(&super::PauseRef::of(&record))?;
+        let decision = records.decision_on(&super::PauseRef::of(&record)).await?;
         Ok(Some(PendingPause {
             session: session.to_owned(),
             expired: record.expired_at(now),
@@ -200,13 +200,13 @@ impl Inbox {
 
     /// The records of one session, to decide on its pause ([`decide`](super::decide)) or read
     /// its approval log.
-    pub fn records(&self, session: &str) -> Result<Box<dyn SessionRecords>, InboxError> {
+    pub async fn records(&self, session: &str) -> Result<Box<dyn SessionRecords>, InboxError> {
         match &self.sessions {
             Sessions::Dir(dir) => Ok(Box::new(FileRecords::new(root_of(dir, session)?))),
             #[cfg(feature = "postgres")]
             Sessions::Database(db) => {
                 let records = super::postgres::PgRecords::new(db, session)?;
-                if records.load()?.is_none() && records.load_intervention()?.is_none() {
+                if records.load().await?.is_none() && records.load_intervention().await?.is_none() {
                     return Err(InboxError::Unknown(crate::text::printable(session).into_owned()));
                 }
                 Ok(Box::new(records))
@@ -216,7 +216,7 @@ impl Inbox {
 
     /// Every paused session's record and decision (or why it cannot be read).
     #[allow(clippy::type_complexity, reason = "one private listing")]
-    fn paused(
+    async fn paused(
         &self,
     ) -> Result<Vec<(String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>)>, InboxError> {
         match &self.sessions {
@@ -230,9 +230,10 @@ impl Inbox {
                         continue;
                     }
                     let records = FileRecords::new(entry.path());
-                    let read = match records.load_intervention() {
+                    let read = match records.load_intervention().await {
                         Ok(Some(record)) => {
-                            records.decision_on(&super::PauseRef::of(&record)).map(|decision| Some((record, decision)))
+                            let decision = records.decision_on(&super::PauseRef::of(&record)).await;
+                            decision.map(|decision| Some((record, decision)))
                         }
                         Ok(None) => Ok(None),
                         Err(e) => Err(e),
@@ -247,7 +248,7 @@ impl Inbox {
                 Ok(out)
             }
             #[cfg(feature = "postgres")]
-            Sessions::Database(db) => Ok(super::postgres::paused_sessions(db, MAX_SESSIONS)?),
+            Sessions::Database(db) => Ok(super::postgres::paused_sessions(db, MAX_SESSIONS).await?),
         }
     }
 }

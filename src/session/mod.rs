@@ -42,10 +42,13 @@ mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
+mod store;
 pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict};
 pub use decide::{DecideError, MAX_DECIDER_CHARS, decide};
 pub use file::FileSessionStore;
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
+pub(crate) use store::forward_session_store;
+pub use store::{CycleGuard, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
@@ -332,112 +335,6 @@ impl Failure for SessionError {
     fn kind(&self) -> FailureKind {
         FailureKind::FailFast
     }
-}
-
-/// What [`SessionStore::save_async`] returns.
-pub type SaveFuture<'a> =
-    std::pin::Pin<Box<dyn std::future::Future<Output = Result<SessionState, SessionError>> + Send + 'a>>;
-
-/// Where sessions live: the session state and the record of a paused cycle. The runtime
-/// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
-/// takes its store by value and [claims](Self::claim) it at boot, so no one else can write to it
-/// while it runs, even through a wrapper that forwards to a shared store.
-pub trait SessionStore: Send + Sync {
-    /// Claims the session for the one runtime that will use it. Granted once per opened store: a
-    /// second claim (a second runtime booting on the same store, directly or through a wrapper
-    /// that forwards every call) is refused with `session-in-use`. A store that wraps another
-    /// forwards this call, so exclusive use cannot be lost by wrapping.
-    fn claim(&self) -> Result<(), SessionError>;
-    /// The saved session, or `None` (Cold Start). Creates nothing.
-    fn load(&self) -> Result<Option<SessionState>, SessionError>;
-    /// Saves atomically and durably, filling `updatedAt`; returns what was saved.
-    fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError>;
-    /// [`save`](Self::save) for an async caller (the runtime's cycle): a store whose save waits
-    /// on a server hands it to a thread pool here, so the caller's executor thread drives other
-    /// sessions meanwhile. By default, `save` in place.
-    fn save_async(&self, update: SessionUpdate) -> SaveFuture<'_> {
-        Box::pin(std::future::ready(self.save(update)))
-    }
-    /// The cycle in progress ended without a save (it failed or paused): a store that holds the
-    /// cycle's writes open for its save (PostgreSQL's) rolls them back. By default, nothing.
-    fn discard_cycle(&self) {}
-    /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError>;
-    /// Saves the record of a paused cycle, atomically and durably, replacing any other.
-    fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError>;
-    /// Removes the record of a paused cycle, durably; removing none is not an error.
-    fn remove_intervention(&self) -> Result<(), SessionError>;
-    /// The session id reserved for a new session whose first cycle has not completed yet, with
-    /// the plan hash it was reserved under; `None` if there is none. Creates nothing.
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError>;
-    /// Reserves the id of a new session before its first cycle runs, atomically and durably, so
-    /// that a crashed first cycle runs again under the same id (and so the same idempotency
-    /// keys). Removed by the first session save.
-    fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError>;
-    /// The session's bundle pin, or `None`. Creates nothing; strict like [`load`](Self::load).
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError>;
-    /// Saves the session's bundle pin, atomically and durably.
-    fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError>;
-    /// The session's records as any process reads and decides on them ([`SessionRecords`]):
-    /// the runtime reads a person's decision and writes the approval log through it.
-    fn records(&self) -> &dyn SessionRecords;
-}
-
-/// The [`SessionStore`] methods of a store that wraps another, each only forwarding to the
-/// inner store `$inner` (an expression of `$this`, the wrapper): a wrapper lists the ones it
-/// does not change, and a method added to the trait is written here once.
-macro_rules! forward_session_store {
-    ($this:ident => $inner:expr; $($method:ident),* $(,)?) => {
-        $($crate::session::forward_session_store!(@ $method $this $inner);)*
-    };
-    (@ claim $this:ident $inner:expr) => {
-        fn claim(&self) -> Result<(), SessionError> { let $this = self; $inner.claim() }
-    };
-    (@ load $this:ident $inner:expr) => {
-        fn load(&self) -> Result<Option<SessionState>, SessionError> { let $this = self; $inner.load() }
-    };
-    (@ save $this:ident $inner:expr) => {
-        fn save(&self, update: SessionUpdate) -> Result<SessionState, SessionError> { let $this = self; $inner.save(update) }
-    };
-    (@ save_async $this:ident $inner:expr) => {
-        fn save_async(&self, update: SessionUpdate) -> $crate::session::SaveFuture<'_> { let $this = self; $inner.save_async(update) }
-    };
-    (@ discard_cycle $this:ident $inner:expr) => {
-        fn discard_cycle(&self) { let $this = self; $inner.discard_cycle() }
-    };
-    (@ load_intervention $this:ident $inner:expr) => {
-        fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> { let $this = self; $inner.load_intervention() }
-    };
-    (@ save_intervention $this:ident $inner:expr) => {
-        fn save_intervention(&self, record: &InterventionRecord) -> Result<(), SessionError> { let $this = self; $inner.save_intervention(record) }
-    };
-    (@ remove_intervention $this:ident $inner:expr) => {
-        fn remove_intervention(&self) -> Result<(), SessionError> { let $this = self; $inner.remove_intervention() }
-    };
-    (@ load_reserved $this:ident $inner:expr) => {
-        fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> { let $this = self; $inner.load_reserved() }
-    };
-    (@ save_reserved $this:ident $inner:expr) => {
-        fn save_reserved(&self, reserved: &ReservedSession) -> Result<(), SessionError> { let $this = self; $inner.save_reserved(reserved) }
-    };
-    (@ load_pin $this:ident $inner:expr) => {
-        fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> { let $this = self; $inner.load_pin() }
-    };
-    (@ save_pin $this:ident $inner:expr) => {
-        fn save_pin(&self, pin: &BundlePinV1) -> Result<(), SessionError> { let $this = self; $inner.save_pin(pin) }
-    };
-    (@ records $this:ident $inner:expr) => {
-        fn records(&self) -> &dyn $crate::session::SessionRecords { let $this = self; $inner.records() }
-    };
-}
-pub(crate) use forward_session_store;
-
-/// A boxed store is a store, so one program can boot a runtime on whichever store a
-/// configuration names (`Box<dyn SessionStore>`, as [`Place::open`](crate::runtime::place::Place::open) gives).
-impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
-    forward_session_store!(this => (**this);
-        claim, load, save, save_async, discard_cycle, load_intervention, save_intervention,
-        remove_intervention, load_reserved, save_reserved, load_pin, save_pin, records);
 }
 
 /// The id of a new session, reserved before its first cycle (`ops/runtime/new_session.json`).

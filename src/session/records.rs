@@ -12,6 +12,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use super::approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision};
+use super::store::{StoreFuture, ready};
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
     RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState,
@@ -64,40 +65,42 @@ impl ApprovalLog {
 
 /// The records of one session, read and decided on without taking it: what a
 /// [`SessionStore`](super::SessionStore) loads, a person's decision on a paused cycle, and the
-/// approval log.
+/// approval log. Every call is a future, as a [`SessionStore`](super::SessionStore)'s are.
 pub trait SessionRecords: Send + Sync {
     /// The saved session, or `None`.
-    fn load(&self) -> Result<Option<SessionState>, SessionError>;
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>>;
     /// The record of a paused cycle, or `None`.
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError>;
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
     /// The id reserved for a new session, or `None`.
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError>;
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>>;
     /// The bundle pin, or `None`.
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError>;
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
     /// The decision recorded on `pause`, or `None`.
-    fn decision_on(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError>;
+    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>>;
     /// Records `decision` on its pause in the approval log, durably before it returns, if the
     /// pause has none: [`Recorded::New`]; the same decision again: [`Recorded::Again`]; a
     /// different one: [`SessionError::AlreadyDecided`]. Two processes deciding at once: one wins.
     /// Checks nothing else: [`decide`](super::decide) does.
-    fn record_decision(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError>;
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded>;
     /// Appends `outcome` (what became of a decision, or of a pause without one) to the approval
     /// log, durably, unless the log already has the outcome of its pause: a crash may stop a
     /// process after it logged and before it removed the record, and the next one must not log
     /// again. Whether it was appended.
-    fn log_outcome(&self, outcome: &ApprovalEvent) -> Result<bool, SessionError>;
+    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool>;
     /// The approval log (at most its last [`MAX_LOG_BYTES`]).
-    fn approval_log(&self) -> Result<ApprovalLog, SessionError>;
+    fn approval_log(&self) -> StoreFuture<'_, ApprovalLog>;
 }
 
-/// The records under a session root, read without its lock; creates nothing.
+/// The records under a session root, read without its lock; creates nothing. Its calls are a
+/// few KiB of local I/O, done in place: their futures are ready when they are returned.
 ///
 /// ```
 /// use planlock::session::{FileRecords, FileSessionStore, SessionRecords};
 /// let root = tempfile::tempdir()?;
 /// let _running = FileSessionStore::open(root.path())?; // a runtime holds the root
 /// let records = FileRecords::new(root.path());         // a reader still reads it
-/// assert!(records.load()?.is_none() && records.load_intervention()?.is_none());
+/// let (state, paused) = planlock::block_on(async { (records.load().await, records.load_intervention().await) });
+/// assert!(state?.is_none() && paused?.is_none());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
@@ -115,22 +118,8 @@ impl FileRecords {
     pub fn root(&self) -> &Path {
         &self.root
     }
-}
 
-impl SessionRecords for FileRecords {
-    fn load(&self) -> Result<Option<SessionState>, SessionError> {
-        read_strict(&self.root.join(SESSION_FILE), MAX_SESSION_FILE_BYTES, "session state")
-    }
-    fn load_intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
-        read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record")
-    }
-    fn load_reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
-        read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id")
-    }
-    fn load_pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
-        read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")
-    }
-    fn decision_on(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
+    fn decision(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
         let path = self.root.join(APPROVAL_LOG_FILE);
         let log = match fsread::open_regular(&path) {
             Ok(mut file) => events_of(&mut file, &path, pause)?,
@@ -143,7 +132,8 @@ impl SessionRecords for FileRecords {
         };
         Ok(log.decision_on(pause).cloned())
     }
-    fn record_decision(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError> {
+
+    fn record(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError> {
         let event = ApprovalEvent::Decided { decision: decision.clone() };
         self.append_unless(&event, |log| match log.decision_on(&decision.pause) {
             Some(existing) if existing.same_as(decision) => Err(Ok(Recorded::Again)),
@@ -154,10 +144,8 @@ impl SessionRecords for FileRecords {
             None => Ok(Recorded::New),
         })
     }
-    fn log_outcome(&self, outcome: &ApprovalEvent) -> Result<bool, SessionError> {
-        self.append_unless(outcome, |log| if log.has_outcome(outcome.pause()) { Err(Ok(false)) } else { Ok(true) })
-    }
-    fn approval_log(&self) -> Result<ApprovalLog, SessionError> {
+
+    fn log(&self) -> Result<ApprovalLog, SessionError> {
         let path = self.root.join(APPROVAL_LOG_FILE);
         match fsread::open_regular(&path) {
             Ok(mut file) => read_log(&mut file, &path, MAX_LOG_BYTES).map(|text| ApprovalLog::parse(text.lines())),
@@ -166,6 +154,35 @@ impl SessionRecords for FileRecords {
             Err(ReadError::TooLarge) => Ok(ApprovalLog::default()),
             Err(ReadError::Io(op, source)) => Err(SessionError::Io { file: path, op, source }),
         }
+    }
+}
+
+impl SessionRecords for FileRecords {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
+        ready(read_strict(&self.root.join(SESSION_FILE), MAX_SESSION_FILE_BYTES, "session state"))
+    }
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
+        ready(read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record"))
+    }
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
+        ready(read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id"))
+    }
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
+        ready(read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin"))
+    }
+    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
+        ready(self.decision(pause))
+    }
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded> {
+        ready(self.record(decision))
+    }
+    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
+        ready(
+            self.append_unless(outcome, |log| if log.has_outcome(outcome.pause()) { Err(Ok(false)) } else { Ok(true) }),
+        )
+    }
+    fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
+        ready(self.log())
     }
 }
 

@@ -27,7 +27,7 @@ pub const DEFAULT_STRATEGY: &str = "hierarchical-sql";
 pub const DEFAULT_MEMORY: &str = "sqlite";
 
 /// The memory provider of a shared PostgreSQL database (feature `postgres`), resolved with
-/// `StrategyResolver::resolve_in_database`.
+/// `StrategyResolver::resolve_for_session`.
 pub const POSTGRES_MEMORY: &str = "postgres";
 
 /// A bundle's manifest: `{ "bundle_id", "version", "strategy_provider_id"?, "memory_provider_id"? }`,
@@ -66,7 +66,7 @@ pub enum BundleError {
     },
     /// The memory provider `postgres` lives in a shared database, not under a session root.
     #[error(
-        "the memory provider `postgres` needs a database: give one (`--database`, or `StrategyResolver::resolve_in_database`)"
+        "the memory provider `postgres` needs a database: give one (`--database`, or `StrategyResolver::resolve_for_session`)"
     )]
     NeedsDatabase,
     /// An id nobody registered with the resolver.
@@ -228,7 +228,7 @@ impl Default for StrategyResolver {
         let resolver = resolver.memory("sqlite", |cx| match cx.place {
             ProviderPlace::Root(root) => Ok(verified_sqlite(root)?),
             #[cfg(feature = "postgres")]
-            ProviderPlace::Database { .. } => {
+            ProviderPlace::Session(_) => {
                 Err("it keeps its file under a session root; with a database, use the memory provider `postgres`"
                     .into())
             }
@@ -236,7 +236,7 @@ impl Default for StrategyResolver {
         #[cfg(feature = "postgres")]
         let resolver = resolver.memory(POSTGRES_MEMORY, |cx| match cx.place {
             ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
-            ProviderPlace::Database { db, key } => Ok(super::postgres::PgStore::new(db, key)),
+            ProviderPlace::Session(session) => Ok(super::postgres::PgStore::of_session(session)),
         });
         resolver
     }
@@ -255,7 +255,7 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
         match cx.place {
             ProviderPlace::Root(root) => Ok((verified_sqlite(root)?, embedder)),
             #[cfg(feature = "postgres")]
-            ProviderPlace::Database { .. } => Err("it is SQLite-only: with a shared PostgreSQL database, \
+            ProviderPlace::Session(_) => Err("it is SQLite-only: with a shared PostgreSQL database, \
                  use `hierarchical-sql` and `postgres` (pgvector is not available here)"
                 .into()),
         }
@@ -276,7 +276,7 @@ fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider
         #[cfg(not(feature = "sqlite"))]
         ProviderPlace::Root(_) => Ok(Arc::new(InMemoryStore::new())),
         #[cfg(feature = "postgres")]
-        ProviderPlace::Database { db, key } => Ok(Arc::new(super::postgres::PgStore::new(db, key))),
+        ProviderPlace::Session(session) => Ok(Arc::new(super::postgres::PgStore::of_session(session))),
     }
 }
 
@@ -440,15 +440,15 @@ impl StrategyResolver {
         self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref() })
     }
 
-    /// `manifest`'s providers in a shared database, for the session `key`.
+    /// `manifest`'s providers for `session` of a shared database: they work in its namespace
+    /// (its key) and in its cycles (their writes durable with its session save).
     #[cfg(feature = "postgres")]
-    pub fn resolve_in_database(
+    pub fn resolve_for_session(
         &self,
         manifest: &BundleManifest,
-        db: &crate::pg::PgDatabase,
-        key: &str,
+        session: &crate::pg::PgSession,
     ) -> Result<ResolvedStore, BundleError> {
-        let place = ProviderPlace::Database { db, key };
+        let place = ProviderPlace::Session(session);
         self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref() })
     }
 }

@@ -29,7 +29,7 @@ pub fn key(n: u64) -> IdempotencyKey {
 }
 
 fn block<T>(f: impl std::future::Future<Output = T>) -> T {
-    pollster::block_on(f)
+    crate::io::block_on(f)
 }
 
 fn memory<'a>(key: &'a IdempotencyKey, summary: &'a str, keywords: &'a [String]) -> NewMemory<'a> {

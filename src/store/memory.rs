@@ -91,39 +91,45 @@ impl DecisionContextProviderPort for InMemoryStore {
 
 impl DecisionWritePort for InMemoryStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        write::persist_decision(&mut *self.lock()?, decision, key)
+        let mut inner = self.lock()?;
+        // The rows are in memory: the write is ready at once.
+        crate::io::block_on(write::persist_decision(&mut *inner, decision, key))
     }
 
     async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        write::persist_evidence(&mut *self.lock()?, evidence, key)
+        let mut inner = self.lock()?;
+        // The rows are in memory: the write is ready at once.
+        crate::io::block_on(write::persist_evidence(&mut *inner, evidence, key))
     }
 
     async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        write::link(&mut *self.lock()?, anchor, key)
+        let mut inner = self.lock()?;
+        // The rows are in memory: the write is ready at once.
+        crate::io::block_on(write::link(&mut *inner, anchor, key))
     }
 }
 
-/// The rows in memory. A write that fails changes nothing before it fails: the last two calls
-/// of each write (an insert, recording the key) do not fail.
+/// The rows in memory, each ready at once. A write that fails changes nothing before it fails:
+/// the last two calls of each write (an insert, recording the key) do not fail.
 impl WriteRows for Inner {
-    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+    async fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
         Ok(self.writes.get(key).cloned())
     }
 
-    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+    async fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
         self.writes.insert(*key, result.to_owned());
         Ok(())
     }
 
-    fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
+    async fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
         Ok(self.decisions.iter().find(|d| d.id == id).cloned())
     }
 
-    fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
+    async fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
         Ok(self.decisions.iter().filter(|d| d.root_id == root_id && d.is_active).cloned().collect())
     }
 
-    fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
+    async fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
         match self.decisions.iter_mut().find(|d| d.id == id && d.is_active) {
             Some(d) => {
                 d.is_active = false;
@@ -133,12 +139,12 @@ impl WriteRows for Inner {
         }
     }
 
-    fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
+    async fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
         self.decisions.push(Decision { is_active: true, ..decision.clone() });
         Ok(())
     }
 
-    fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
+    async fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
         if self.evidence.iter().any(|e| e.id == evidence.id) {
             return Ok(false);
         }
@@ -146,18 +152,18 @@ impl WriteRows for Inner {
         Ok(true)
     }
 
-    fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
+    async fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
         Ok(self.evidence.iter().find(|e| e.id == id).map(|e| (e.summary.clone(), e.source.clone())))
     }
 
-    fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
+    async fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
         Ok(match end {
             End::Decision => self.decisions.iter().any(|d| d.id == id),
             End::Evidence => self.evidence.iter().any(|e| e.id == id),
         })
     }
 
-    fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
+    async fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
         if !self.links.contains(anchor) {
             self.links.push(anchor.clone());
         }

@@ -29,14 +29,11 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum ProviderPlace<'a> {
     /// Files under a session root (`ops/store/…`).
     Root(&'a Path),
-    /// A namespace (the session key) of a shared PostgreSQL database.
+    /// A session of a shared PostgreSQL database: its namespace (the session key) and its
+    /// cycle, which a store opened with [`PgStore::of_session`](crate::store::postgres::PgStore::of_session)
+    /// joins, so the store's writes are durable with the session save.
     #[cfg(feature = "postgres")]
-    Database {
-        /// The database.
-        db: &'a crate::pg::PgDatabase,
-        /// The session key.
-        key: &'a str,
-    },
+    Session(&'a crate::pg::PgSession),
 }
 
 /// What a provider's factory gets to open its store: the session's place, the bundle's folder
@@ -153,7 +150,7 @@ impl<T: DecisionContextProviderPort + DecisionWritePort> DynStrategyProvider for
 /// use planlock::store::{MemoryRepositoryPort, StoreHandlers};
 /// // One store that implements every port serves as both providers.
 /// let resolved = ResolvedStore::single(InMemoryStore::new());
-/// assert!(pollster::block_on(resolved.search("keys", 5))?.is_empty());
+/// assert!(planlock::block_on(resolved.search("keys", 5))?.is_empty());
 /// let _handlers = StoreHandlers::new(resolved);
 /// # Ok::<(), planlock::store::StoreError>(())
 /// ```

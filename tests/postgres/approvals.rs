@@ -4,6 +4,7 @@
 //! consumes the decision once and writes once.
 
 use super::*;
+use planlock::block_on;
 use planlock::demo::ReviewGate;
 use planlock::session::postgres::PgRecords;
 use planlock::session::{ApprovalEvent, Recorded, ReviewDecision, ReviewVerdict, SessionRecords, decide};
@@ -20,25 +21,25 @@ pub(super) fn reviewed_fixture() -> Fixture {
     Fixture { plan, ..fx }
 }
 
-/// A runtime of `key` with the review gate.
+/// A runtime with the review gate on `store`, whose storage is `session`'s (`store` itself, or
+/// the session store it wraps).
 pub(super) fn reviewed_runtime<S: planlock::session::SessionStore>(
-    db: &PgDatabase,
     fx: &Fixture,
-    key: &str,
     store: S,
+    session: impl FnOnce(&S) -> &PgSessionStore,
 ) -> Runtime<S, planlock::handler::Boxed> {
     let manifest = BundleManifest::default_shared_bundle();
-    let resolved = StrategyResolver::default().resolve_in_database(&manifest, db, key).unwrap();
+    let resolved = StrategyResolver::default().resolve_for_session(&manifest, session(&store).session()).unwrap();
     Runtime::builder(&fx.policy, fx.plan.clone(), store)
         .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
         .bundle(manifest)
-        .boot()
+        .boot_blocking()
         .unwrap()
 }
 
 fn log_of(db: &PgDatabase, key: &str) -> Vec<&'static str> {
-    let log = PgRecords::new(db, key).unwrap().approval_log().unwrap();
+    let log = block_on(PgRecords::new(db, key).unwrap().approval_log()).unwrap();
     log.events.iter().map(ApprovalEvent::name).collect()
 }
 
@@ -58,8 +59,8 @@ pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart
     let fx = reviewed_fixture();
     for (key, verdict) in [("tenant/approved", "approve"), ("tenant/rejected", "reject")] {
         // A worker keeps its runtime: the cycle pauses, and the worker finds nothing to do.
-        let mut runtime = reviewed_runtime(&db, &fx, key, PgSessionStore::open(&db, key).unwrap());
-        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused(_))));
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, key).unwrap(), |s| s);
+        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
         assert!(matches!(runtime.run_cycle_blocking(), Err(planlock::runtime::RuntimeError::Paused { .. })));
         // The reviewer, in another process, lists the inbox and decides, while the worker holds
         // the lease.
@@ -88,8 +89,8 @@ pub(super) fn one_decision_per_pause_when_two_decide_at_once_on_postgres(server:
     let fx = reviewed_fixture();
     for round in 0..20 {
         let key = format!("race-{round}");
-        let mut runtime = reviewed_runtime(&db, &fx, &key, PgSessionStore::open(&db, &key).unwrap());
-        let Ok(RunOutcome::Paused(record)) = runtime.run_cycle_blocking() else { panic!("paused") };
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
+        let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("paused") };
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
         let results: Vec<_> = [ReviewVerdict::Approve, ReviewVerdict::Reject]
             .into_iter()
@@ -98,7 +99,7 @@ pub(super) fn one_decision_per_pause_when_two_decide_at_once_on_postgres(server:
                 std::thread::spawn(move || {
                     let decision = ReviewDecision::new(&record, verdict, verdict.as_str(), "decided");
                     barrier.wait();
-                    decide(&PgRecords::new(&db, &key).unwrap(), &decision)
+                    block_on(decide(&PgRecords::new(&db, &key).unwrap(), &decision))
                 })
             })
             .collect::<Vec<_>>()
@@ -118,11 +119,11 @@ pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_p
     let fx = reviewed_fixture();
     for point in ["before-save", "after-save"] {
         let key = format!("killed-{point}");
-        let mut runtime = reviewed_runtime(&db, &fx, &key, PgSessionStore::open(&db, &key).unwrap());
-        let Ok(RunOutcome::Paused(record)) = runtime.run_cycle_blocking() else { panic!("paused") };
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
+        let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("paused") };
         drop(runtime);
         let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed");
-        decide(&PgRecords::new(&db, &key).unwrap(), &decision).unwrap();
+        block_on(decide(&PgRecords::new(&db, &key).unwrap(), &decision)).unwrap();
         // A worker acts on it and dies at `point`.
         let mut child = Command::new(std::env::current_exe().unwrap())
             .env("PLANLOCK_PG_WORKER", "approved")
@@ -143,7 +144,7 @@ pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_p
         assert!(out.contains(&format!("AT {point}")), "{point}: {out}");
         // The next worker finishes the work, once the dead one's lease has run out.
         std::thread::sleep(Duration::from_millis(400));
-        let mut runtime = reviewed_runtime(&db, &fx, &key, PgSessionStore::open(&db, &key).unwrap());
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
         if point == "before-save" {
             assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))), "{point}");
         } else {

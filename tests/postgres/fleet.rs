@@ -2,6 +2,8 @@
 //! server restart.
 
 use super::*;
+use planlock::block_on;
+use planlock::session::CycleGuard;
 
 pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server: &PgServer) {
     let db = PgDatabase::connect(&server.database("lease")).unwrap();
@@ -15,7 +17,7 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
         hash_parts: None,
         cycle,
     };
-    a.save(update(1)).unwrap();
+    block_on(a.save(update(1), CycleGuard::none())).unwrap();
     let err = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap_err();
     assert!(matches!(err, SessionError::LeaseHeld { .. }), "{err}");
     assert_eq!((err.code(), err.kind()), ("session-in-use", FailureKind::FailFast));
@@ -28,18 +30,23 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     // Stalled past its lease: another worker takes over, and the stalled one can write nothing.
     std::thread::sleep(lease + Duration::from_millis(50));
     let b = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap();
-    b.save(update(2)).unwrap();
-    for result in [a.save(update(9)).map(drop), a.save_pin(&pin()), a.remove_intervention(), a.renew()] {
+    block_on(b.save(update(2), CycleGuard::none())).unwrap();
+    for result in [
+        block_on(a.save(update(9), CycleGuard::none())).map(drop),
+        block_on(a.save_pin(&pin())),
+        block_on(a.remove_intervention()),
+        a.renew(),
+    ] {
         let err = result.unwrap_err();
         assert!(matches!(err, SessionError::Fenced { .. }), "{err}");
         assert_eq!(err.code(), "session-fenced");
     }
-    assert_eq!(b.load().unwrap().unwrap().cycle, 2, "the fenced worker wrote nothing");
-    assert!(b.load_pin().unwrap().is_none());
+    assert_eq!(block_on(b.load()).unwrap().unwrap().cycle, 2, "the fenced worker wrote nothing");
+    assert!(block_on(b.load_pin()).unwrap().is_none());
     // Dropping a store gives its lease back at once.
     drop(b);
     let c = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap();
-    assert_eq!(c.load().unwrap().unwrap().cycle, 2);
+    assert_eq!(block_on(c.load()).unwrap().unwrap().cycle, 2);
     // Keys: 1 to 256 bytes.
     for bad in [String::new(), "k".repeat(257)] {
         let err = PgSessionStore::open(&db, &bad).unwrap_err();

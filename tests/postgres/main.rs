@@ -30,7 +30,10 @@ use planlock::demo::Demo;
 use planlock::pg::{PgDatabase, PgError, PgOptions};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::postgres::PgSessionStore;
-use planlock::session::{BeforeSave, SessionError, SessionStore, SessionUpdate};
+use planlock::session::{
+    BeforeSave, BundlePinV1, CycleGuard, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore,
+    SessionUpdate, StoreFuture,
+};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::postgres::PgStore;

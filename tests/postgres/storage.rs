@@ -1,6 +1,7 @@
 //! The schema, the storage ports, the pool, and a cycle's writes made durable with its save.
 
 use super::*;
+use planlock::block_on;
 
 pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(server: &PgServer) {
     let url = server.database("migrations");
@@ -53,7 +54,8 @@ pub(super) fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
         BundleManifest::load(std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic")))
             .unwrap();
     let resolver = StrategyResolver::default().embedder(std::sync::Arc::new(planlock::embed::DemoEmbedder::new()));
-    let err = resolver.resolve_in_database(&semantic, &db, "ns-semantic").unwrap_err();
+    let session = PgSessionStore::open(&db, "ns-semantic").unwrap();
+    let err = resolver.resolve_for_session(&semantic, session.session()).unwrap_err();
     assert!(err.to_string().contains("SQLite-only"), "{err}");
 }
 
@@ -63,7 +65,7 @@ pub(super) fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgS
     let db = PgDatabase::connect(&url).unwrap();
     let store = PgStore::new(&db, "big");
     let key = planlock::store::conformance::key(1);
-    pollster::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
     // 300,000 memories that all match, so ranking them takes the server well over a millisecond.
     server.sql(
         "deadline",
@@ -73,10 +75,10 @@ pub(super) fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgS
     );
     let words = "rotate key the";
     let started = std::time::Instant::now();
-    let err = pollster::block_on(store.search_within(words, 10, Some(std::time::Instant::now()))).unwrap_err();
+    let err = block_on(store.search_within(words, 10, Some(std::time::Instant::now()))).unwrap_err();
     assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5), "cancelled, not run to its end");
-    assert_eq!(pollster::block_on(store.search_within(words, 10, None)).unwrap().len(), 10);
+    assert_eq!(block_on(store.search_within(words, 10, None)).unwrap().len(), 10);
     say(format_args!("postgres: a search past its deadline was cancelled in {:?}", started.elapsed()));
 }
 
@@ -91,7 +93,7 @@ pub(super) fn many_open_sessions_share_a_small_pool(server: &PgServer) {
         .iter()
         .map(|key| {
             let store = PgSessionStore::open(&db, key).unwrap_or_else(|e| panic!("{key}: {e}"));
-            boot(&db, &worker_env_for(&url, &fx, 30_000), key, store).unwrap()
+            boot(&worker_env_for(&url, &fx, 30_000), store).unwrap()
         })
         .collect();
     for round in 1..=2 {
@@ -122,7 +124,7 @@ pub(super) fn cycles_run_inside_a_tokio_runtime(server: &PgServer) {
         .into_iter()
         .map(|key| {
             let store = PgSessionStore::open(&db, &key).unwrap();
-            let mut runtime = boot(&db, &env, &key, store).unwrap();
+            let mut runtime = boot(&env, store).unwrap();
             local.spawn_local(async move {
                 for _ in 0..2 {
                     let outcome = runtime.run_cycle().await;
@@ -159,19 +161,20 @@ pub(super) fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &P
     std::thread::sleep(Duration::from_millis(700));
     let db = PgDatabase::connect(&url).unwrap();
     let env = worker_env_for(&url, &fx, 30_000);
-    let mut runtime = boot(&db, &env, &key, PgSessionStore::open(&db, &key).unwrap()).unwrap();
+    let mut runtime = boot(&env, PgSessionStore::open(&db, &key).unwrap()).unwrap();
     assert_eq!(run(&mut runtime), Ok(2));
     assert_eq!(written_rows(&url, &key), (2, 2 * one_cycle.1), "cycle 2 written once, by its re-run");
 
     // A cycle failing at its last store write: the writes before it are rolled back at once.
     let manifest = BundleManifest::default_shared_bundle();
-    let resolved = StrategyResolver::default().resolve_in_database(&manifest, &db, "atomic-2").unwrap();
-    let mut failing = Runtime::builder(&env.policy, env.plan.clone(), PgSessionStore::open(&db, "atomic-2").unwrap())
+    let session = PgSessionStore::open(&db, "atomic-2").unwrap();
+    let resolved = StrategyResolver::default().resolve_for_session(&manifest, session.session()).unwrap();
+    let mut failing = Runtime::builder(&env.policy, env.plan.clone(), session)
         .handlers(
             Demo::new().failing([StepType::LinkDecisionEvidence]).with_store(&StoreHandlers::new(resolved)).boxed(),
         )
         .bundle(manifest)
-        .boot()
+        .boot_blocking()
         .unwrap();
     assert!(failing.run_cycle_blocking().is_err());
     assert_eq!(written_rows(&url, "atomic-2"), (0, 0));
@@ -196,28 +199,30 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
     };
     // Another worker's pool: its writes commit at once, whatever this worker's cycle does.
     let other = PgStore::new(&PgDatabase::connect(&url).unwrap(), "reads");
-    pollster::block_on(other.persist_decision(&decision("d1", "r1", 1, "global", None), &key(1))).unwrap();
+    block_on(other.persist_decision(&decision("d1", "r1", 1, "global", None), &key(1))).unwrap();
 
     let db = PgDatabase::connect(&url).unwrap();
     let session = PgSessionStore::open(&db, "reads").unwrap();
-    let store = PgStore::new(&db, "reads");
-    pollster::block_on(store.search("anything", 5)).unwrap();
-    pollster::block_on(other.persist_decision(&decision("d2", "r2", 1, "global", None), &key(2))).unwrap();
-    let kept = pollster::block_on(store.load("anything", None)).unwrap();
+    let store = PgStore::of_session(session.session());
+    // The runtime opens a cycle: the store's reads in it are the cycle's.
+    let cycle = block_on(session.begin_cycle()).unwrap();
+    block_on(store.search("anything", 5)).unwrap();
+    block_on(other.persist_decision(&decision("d2", "r2", 1, "global", None), &key(2))).unwrap();
+    let kept = block_on(store.load("anything", None)).unwrap();
     assert_eq!(ids(kept), ["d1"], "the load took what the search read, in the search's transaction");
-    let fresh = pollster::block_on(store.load("anything", None)).unwrap();
+    let fresh = block_on(store.load("anything", None)).unwrap();
     assert_eq!(ids(fresh), ["d1", "d2"], "taken once: the next load reads");
 
     // A domain's decision is in a kept context only for a load naming that domain.
-    pollster::block_on(other.persist_decision(&decision("d3", "r3", 1, "domain:billing", None), &key(3))).unwrap();
-    pollster::block_on(store.search("anything", 5)).unwrap();
-    assert_eq!(ids(pollster::block_on(store.load("anything", Some("billing"))).unwrap()), ["d1", "d2", "d3"]);
-    pollster::block_on(store.search("anything", 5)).unwrap();
-    assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2"]);
+    block_on(other.persist_decision(&decision("d3", "r3", 1, "domain:billing", None), &key(3))).unwrap();
+    block_on(store.search("anything", 5)).unwrap();
+    assert_eq!(ids(block_on(store.load("anything", Some("billing"))).unwrap()), ["d1", "d2", "d3"]);
+    block_on(store.search("anything", 5)).unwrap();
+    assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2"]);
 
     // The cycle's save forgets what its search kept: the next cycle's load is its own.
-    pollster::block_on(store.search("anything", 5)).unwrap();
-    pollster::block_on(other.persist_decision(&decision("d4", "r4", 1, "axis", None), &key(4))).unwrap();
+    block_on(store.search("anything", 5)).unwrap();
+    block_on(other.persist_decision(&decision("d4", "r4", 1, "axis", None), &key(4))).unwrap();
     let update = planlock::session::SessionUpdate {
         session_id: uuid::Uuid::new_v4(),
         memory_ref: None,
@@ -226,8 +231,8 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
         hash_parts: None,
         cycle: 1,
     };
-    session.save(update).unwrap();
-    assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d4"]);
+    block_on(session.save(update, cycle)).unwrap();
+    assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d4"]);
     // More active decisions than a search reads ahead: it keeps nothing, and the load reads
     // for itself (here: the decision written after the search).
     let many = planlock::store::postgres::MAX_READ_AHEAD;
@@ -239,19 +244,19 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
              FROM generate_series(1, {many} + 1) n"
         ),
     );
-    let crowded = PgStore::new(&db, "many");
     let many_session = PgSessionStore::open(&db, "many").unwrap();
-    pollster::block_on(crowded.search("anything", 5)).unwrap();
+    let crowded = PgStore::of_session(many_session.session());
+    let many_cycle = block_on(many_session.begin_cycle()).unwrap();
+    block_on(crowded.search("anything", 5)).unwrap();
     let late = PgStore::new(&PgDatabase::connect(&url).unwrap(), "many");
-    pollster::block_on(late.persist_decision(&decision("g1", "g1", 1, "global", None), &key(6))).unwrap();
-    assert_eq!(ids(pollster::block_on(crowded.load("anything", None)).unwrap()), ["g1"], "read by the load itself");
-    drop(many_session);
+    block_on(late.persist_decision(&decision("g1", "g1", 1, "global", None), &key(6))).unwrap();
+    assert_eq!(ids(block_on(crowded.load("anything", None)).unwrap()), ["g1"], "read by the load itself");
+    drop((many_cycle, many_session));
 
-    // Without an open session store (no worker's cycle) a search keeps nothing.
-    drop(session);
-    pollster::block_on(store.search("anything", 5)).unwrap();
-    pollster::block_on(other.persist_decision(&decision("d5", "r5", 1, "global", None), &key(5))).unwrap();
-    assert_eq!(ids(pollster::block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d5", "d4"]);
+    // Outside a cycle a search keeps nothing.
+    block_on(store.search("anything", 5)).unwrap();
+    block_on(other.persist_decision(&decision("d5", "r5", 1, "global", None), &key(5))).unwrap();
+    assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d5", "d4"]);
 }
 
 /// Two workers writing under the same key at once take turns on the key: one writes, the other
@@ -278,10 +283,10 @@ pub(super) fn the_same_keyed_write_from_two_workers_happens_once(server: &PgServ
                         // Errors are kept, not unwrapped: a panic here would leave the other
                         // thread at the barrier for ever.
                         barrier.wait();
-                        let e = pollster::block_on(store.persist_evidence(&evidence, &key(1000 + n)));
+                        let e = block_on(store.persist_evidence(&evidence, &key(1000 + n)));
                         barrier.wait();
                         let d = decision(&format!("d{n}"), &format!("r{n}"), 1, "global", None);
-                        let d = pollster::block_on(store.persist_decision(&d, &key(2000 + n)));
+                        let d = block_on(store.persist_decision(&d, &key(2000 + n)));
                         (e.map_err(|e| e.to_string()), d.map_err(|e| e.to_string()))
                     })
                     .collect::<Vec<_>>()

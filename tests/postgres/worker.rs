@@ -33,33 +33,28 @@ pub(super) fn failure(e: &dyn Failure, step: Option<StepType>) -> String {
 /// Boots `key`'s runtime (taking its lease) and runs one cycle: its number, or a failure line.
 pub(super) fn one_cycle(db: &PgDatabase, env: &WorkerEnv, key: &str) -> Result<u64, String> {
     let store = PgSessionStore::open_with_lease(db, key, env.lease).map_err(|e| failure(&e, None))?;
-    let mut runtime = boot(db, env, key, store)?;
+    let mut runtime = boot(env, store)?;
     run(&mut runtime)
 }
 
 pub(super) type WorkerRuntime = Runtime<PgSessionStore, planlock::handler::Boxed>;
 
-pub(super) fn boot(
-    db: &PgDatabase,
-    env: &WorkerEnv,
-    key: &str,
-    store: PgSessionStore,
-) -> Result<WorkerRuntime, String> {
+pub(super) fn boot(env: &WorkerEnv, store: PgSessionStore) -> Result<WorkerRuntime, String> {
     let manifest = BundleManifest::default_shared_bundle();
     let resolved = StrategyResolver::default()
-        .resolve_in_database(&manifest, db, key)
+        .resolve_for_session(&manifest, store.session())
         .map_err(|e| format!("{} FailFast -", e.code()))?;
     Runtime::builder(&env.policy, env.plan.clone(), store)
         .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
         .bundle(manifest)
-        .boot()
+        .boot_blocking()
         .map_err(|e| failure(&e, None))
 }
 
 pub(super) fn run(runtime: &mut WorkerRuntime) -> Result<u64, String> {
     match runtime.run_cycle_blocking() {
         Ok(RunOutcome::Completed(_)) => Ok(runtime.cycle()),
-        Ok(RunOutcome::Paused(_)) => Err("paused - -".into()),
+        Ok(RunOutcome::Paused { .. }) => Err("paused - -".into()),
         Ok(RunOutcome::Abandoned(_)) => Err("abandoned - -".into()),
         Err(e) => {
             let step = match &e {
@@ -141,7 +136,7 @@ pub(super) fn worker(mode: &str) {
         "stall" => {
             let key = &env.keys[0];
             let store = PgSessionStore::open_with_lease(&db, key, env.lease).unwrap();
-            let mut runtime = boot(&db, &env, key, store).unwrap();
+            let mut runtime = boot(&env, store).unwrap();
             let first = run(&mut runtime).unwrap();
             say(format_args!("READY {first}"));
             let mut line = String::new();
@@ -167,7 +162,7 @@ pub(super) fn worker(mode: &str) {
                 plan_file: PathBuf::new(),
                 plan: env.plan.clone(),
             };
-            let mut runtime = super::approvals::reviewed_runtime(&db, &fx, key, store);
+            let mut runtime = super::approvals::reviewed_runtime(&fx, store, |s| &s.inner);
             let outcome = runtime.run_cycle_blocking();
             say(format_args!("NOT KILLED {outcome:?}"));
         }
@@ -175,6 +170,8 @@ pub(super) fn worker(mode: &str) {
         "die-before-save" => {
             let key = &env.keys[0];
             let store = PgSessionStore::open_with_lease(&db, key, env.lease).unwrap();
+            let manifest = BundleManifest::default_shared_bundle();
+            let resolved = StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap();
             let store = BeforeSave::new(store, |update: &SessionUpdate| {
                 if update.cycle == 2 {
                     say(format_args!("SAVING 2"));
@@ -182,12 +179,10 @@ pub(super) fn worker(mode: &str) {
                 }
                 Ok(())
             });
-            let manifest = BundleManifest::default_shared_bundle();
-            let resolved = StrategyResolver::default().resolve_in_database(&manifest, &db, key).unwrap();
             let mut runtime = Runtime::builder(&env.policy, env.plan.clone(), store)
                 .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
                 .bundle(manifest)
-                .boot()
+                .boot_blocking()
                 .unwrap();
             for _ in 0..2 {
                 let outcome = runtime.run_cycle_blocking();
@@ -207,7 +202,7 @@ pub(super) fn worker(mode: &str) {
                 .iter()
                 .map(|key| {
                     let store = PgSessionStore::open_with_lease(&db, key, env.lease).unwrap();
-                    let mut runtime = boot(&db, &env, key, store).unwrap();
+                    let mut runtime = boot(&env, store).unwrap();
                     local.spawn_local(async move {
                         let mut failures = Vec::new();
                         for _ in 0..2 {
@@ -256,37 +251,39 @@ impl<S: SessionStore> SessionStore for DieAround<S> {
     fn claim(&self) -> Result<(), SessionError> {
         self.inner.claim()
     }
-    fn load(&self) -> Result<Option<planlock::session::SessionState>, SessionError> {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         self.inner.load()
     }
-    fn save(&self, update: SessionUpdate) -> Result<planlock::session::SessionState, SessionError> {
-        self.at("before-save");
-        let saved = self.inner.save(update)?;
-        self.at("after-save");
-        Ok(saved)
+    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
+        self.inner.begin_cycle()
     }
-    fn discard_cycle(&self) {
-        self.inner.discard_cycle()
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+        Box::pin(async move {
+            self.at("before-save");
+            let saved = self.inner.save(update, cycle).await?;
+            self.at("after-save");
+            Ok(saved)
+        })
     }
-    fn load_intervention(&self) -> Result<Option<planlock::session::InterventionRecord>, SessionError> {
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         self.inner.load_intervention()
     }
-    fn save_intervention(&self, record: &planlock::session::InterventionRecord) -> Result<(), SessionError> {
-        self.inner.save_intervention(record)
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+        self.inner.save_intervention(record, cycle)
     }
-    fn remove_intervention(&self) -> Result<(), SessionError> {
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
         self.inner.remove_intervention()
     }
-    fn load_reserved(&self) -> Result<Option<planlock::session::ReservedSession>, SessionError> {
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
         self.inner.load_reserved()
     }
-    fn save_reserved(&self, reserved: &planlock::session::ReservedSession) -> Result<(), SessionError> {
+    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
         self.inner.save_reserved(reserved)
     }
-    fn load_pin(&self) -> Result<Option<planlock::session::BundlePinV1>, SessionError> {
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         self.inner.load_pin()
     }
-    fn save_pin(&self, pin: &planlock::session::BundlePinV1) -> Result<(), SessionError> {
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
         self.inner.save_pin(pin)
     }
     fn records(&self) -> &dyn planlock::session::SessionRecords {

@@ -36,7 +36,7 @@ use crate::hash::Digest;
 ///     PromptAssemblePayload { template: "hi".into(), vars: AnyObject::new() },
 ///     PromptAssembleResult { prompt: "hi".into() },
 /// );
-/// let result = pollster::block_on(Echo.call(&test.context(), &payload))?;
+/// let result = planlock::block_on(Echo.call(&test.context(), &payload))?;
 /// assert_eq!(result.response, "echo: hi");
 /// assert!(test.context().result_by_id("prompt").is_some());
 /// # Ok(())

@@ -85,17 +85,21 @@ impl DecisionContextProviderPort for SqliteStore {
 impl DecisionWritePort for SqliteStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
         let (decision, key) = (decision.clone(), *key);
-        self.keyed("storing a decision", move |rows| write::persist_decision(rows, &decision, &key)).await
+        self.keyed("storing a decision", move |rows| {
+            crate::io::block_on(write::persist_decision(rows, &decision, &key))
+        })
+        .await
     }
 
     async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
         let (evidence, key) = (evidence.clone(), *key);
-        self.keyed("storing evidence", move |rows| write::persist_evidence(rows, &evidence, &key)).await
+        self.keyed("storing evidence", move |rows| crate::io::block_on(write::persist_evidence(rows, &evidence, &key)))
+            .await
     }
 
     async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
         let (anchor, key) = (anchor.clone(), *key);
-        self.keyed("linking", move |rows| write::link(rows, &anchor, &key)).await
+        self.keyed("linking", move |rows| crate::io::block_on(write::link(rows, &anchor, &key))).await
     }
 }
 
@@ -118,27 +122,28 @@ impl SqliteStore {
     }
 }
 
-/// The decision rows of one transaction.
+/// The decision rows of one transaction. Its futures are ready at once: they run on the
+/// blocking thread that holds the transaction, which waits on them with `io::block_on`.
 struct Rows<'t, 'c> {
     tx: &'t rusqlite::Transaction<'c>,
     doing: &'static str,
 }
 
 impl WriteRows for Rows<'_, '_> {
-    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+    async fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
         written(self.tx, &key.to_string())
     }
 
-    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+    async fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
         record_write(self.tx, &key.to_string(), result)
     }
 
-    fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
+    async fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
         let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE id = ?1");
         self.tx.query_row(&sql, params![id], decision_row).optional().map_err(backend(self.doing))
     }
 
-    fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
+    async fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
         // The transaction is immediate: no other writer runs until it ends.
         let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE root_id = ?1 AND is_active = 1");
         let mut stmt = self.tx.prepare_cached(&sql).map_err(backend(self.doing))?;
@@ -147,14 +152,14 @@ impl WriteRows for Rows<'_, '_> {
             .map_err(backend(self.doing))
     }
 
-    fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
+    async fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
         self.tx
             .execute("UPDATE decisions SET is_active = 0 WHERE id = ?1 AND is_active = 1", params![id])
             .map(|changed| changed == 1)
             .map_err(backend(self.doing))
     }
 
-    fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
+    async fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
         let (kind, domain) = Scope::of(&decision.scope).columns();
         self.tx
             .execute(
@@ -176,7 +181,7 @@ impl WriteRows for Rows<'_, '_> {
             .map_err(backend(self.doing))
     }
 
-    fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
+    async fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
         self.tx
             .execute(
                 "INSERT OR IGNORE INTO evidence (id, summary, source) VALUES (?1, ?2, ?3)",
@@ -186,7 +191,7 @@ impl WriteRows for Rows<'_, '_> {
             .map_err(backend(self.doing))
     }
 
-    fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
+    async fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
         self.tx
             .query_row("SELECT summary, source FROM evidence WHERE id = ?1", params![id], |r| {
                 Ok((r.get(0)?, r.get(1)?))
@@ -195,7 +200,7 @@ impl WriteRows for Rows<'_, '_> {
             .map_err(backend(self.doing))
     }
 
-    fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
+    async fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
         let table = match end {
             End::Decision => "decisions",
             End::Evidence => "evidence",
@@ -207,7 +212,7 @@ impl WriteRows for Rows<'_, '_> {
             .map_err(backend(self.doing))
     }
 
-    fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
+    async fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
         self.tx
             .execute(
                 "INSERT OR IGNORE INTO decision_evidence (decision_id, evidence_id) VALUES (?1, ?2)",

@@ -132,7 +132,7 @@ impl SqliteStore {
     /// use planlock::store::MemoryRepositoryPort;
     /// let root = tempfile::tempdir()?;
     /// let store = SqliteStore::open(root.path()).read_only();
-    /// assert!(pollster::block_on(store.search("keys", 5))?.is_empty());
+    /// assert!(planlock::block_on(store.search("keys", 5))?.is_empty());
     /// assert!(!root.path().join("ops").exists());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -188,7 +188,7 @@ impl SqliteStore {
             self.conn.clone(),
         );
         let (busy, max_bytes) = (self.busy_timeout, self.max_bytes);
-        blocking::unblock(move || {
+        crate::io::blocking(move || {
             let mut guard = conn.lock().map_err(|_| StoreError::Backend("the database lock is poisoned".into()))?;
             if guard.is_none() {
                 if !place.check(create)? {
@@ -209,6 +209,7 @@ impl SqliteStore {
             }
         })
         .await
+        .map_err(StoreError::Backend)?
     }
 }
 

@@ -29,9 +29,11 @@ pub fn abandon(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let place = place.place();
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
     let store = opened.session_store();
-    let abandoned = store.load_intervention().and_then(|record| match record {
-        Some(record) => store.remove_intervention().map(|()| Some(record)),
-        None => Ok(None),
+    let abandoned = planlock::block_on(async {
+        match store.load_intervention().await? {
+            Some(record) => store.remove_intervention().await.map(|()| Some(record)),
+            None => Ok(None),
+        }
     });
     match abandoned.map_err(|e| CliError::of(&e))? {
         Some(record) => {

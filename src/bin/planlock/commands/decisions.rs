@@ -34,7 +34,7 @@ impl Report for DecisionsReport {
 pub fn decisions(out: &mut Output, place: &SessionPlace, domain: Option<&str>) -> Result<u8, CliError> {
     let store = place.place().read_stores().map_err(|e| CliError::of_place(&e))?;
     let context =
-        pollster::block_on(store.load("", domain)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+        planlock::block_on(store.load("", domain)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     out.report(&DecisionsReport { decisions: context.decisions, anchors: context.anchors });
     Ok(EXIT_VALID)
 }

@@ -14,7 +14,7 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
     match command {
         InboxCommand::List { sessions, validator, step_type, older_than, expired } => {
             let filter = InboxFilter { validator, step_type, older_than, expired: expired.then_some(true) };
-            let listing = open(&sessions)?.list(&filter).map_err(|e| CliError::of(&e))?;
+            let listing = planlock::block_on(open(&sessions)?.list(&filter)).map_err(|e| CliError::of(&e))?;
             out.report(&ListReport(listing));
             Ok(EXIT_VALID)
         }
@@ -30,8 +30,9 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
             decide_on(out, &sessions, &session, ReviewVerdict::Reject, decider, None)
         }
         InboxCommand::Log { sessions, session } => {
-            let records = open(&sessions)?.records(&session).map_err(|e| CliError::of(&e))?;
-            let log = records.approval_log().map_err(|e| CliError::of(&e))?;
+            let inbox = open(&sessions)?;
+            let records = planlock::block_on(inbox.records(&session)).map_err(|e| CliError::of(&e))?;
+            let log = planlock::block_on(records.approval_log()).map_err(|e| CliError::of(&e))?;
             out.report(&LogReport { session, log });
             Ok(EXIT_VALID)
         }
@@ -51,7 +52,7 @@ fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
 
 /// The pause of `session`, or why there is none.
 fn paused(inbox: &Inbox, session: &str) -> Result<PendingPause, CliError> {
-    match inbox.show(session).map_err(|e| CliError::of(&e))? {
+    match planlock::block_on(inbox.show(session)).map_err(|e| CliError::of(&e))? {
         Some(pause) => Ok(pause),
         None => Err(CliError {
             exit: EXIT_CYCLE_FAIL,
@@ -77,8 +78,10 @@ fn decide_on(
             hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
         decision.shown_digest = Some(parsed);
     }
-    let records = inbox.records(session).map_err(|e| CliError::of(&e))?;
-    let recorded = decide(records.as_ref(), &decision).map_err(|e| CliError::of(&e))?;
+    let recorded = planlock::block_on(async {
+        let records = inbox.records(session).await.map_err(|e| CliError::of(&e))?;
+        decide(records.as_ref(), &decision).await.map_err(|e| CliError::of(&e))
+    })?;
     out.report(&DecidedReport { session: session.to_owned(), decision, again: recorded == Recorded::Again });
     Ok(EXIT_VALID)
 }

@@ -48,7 +48,7 @@ pub fn search(
         None => place.place().read_stores().map_err(|e| CliError::of_place(&e))?,
     };
     let items =
-        pollster::block_on(store.search(text, top_k)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+        planlock::block_on(store.search(text, top_k)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     out.report(&SearchReport { items });
     Ok(EXIT_VALID)
 }
@@ -60,7 +60,7 @@ fn semantic_memories_of(place: &SessionPlace, embed: &EmbedArgs) -> Result<Optio
     use planlock::store::sqlite::semantic::{MEMORY_PROVIDER, SemanticMemory};
     let fail_fast = |e: &dyn std::fmt::Display| CliError::fail_fast("embedder-mismatch", e.to_string());
     let Some(root) = &place.root else { return Ok(None) };
-    let pin = match FileRecords::new(root).load_pin() {
+    let pin = match planlock::block_on(FileRecords::new(root).load_pin()) {
         Ok(Some(pin)) if pin.memory_provider_id.as_deref() == Some(MEMORY_PROVIDER) => pin,
         Ok(_) => return Ok(None),
         Err(e) => return Err(CliError::of(&e)),

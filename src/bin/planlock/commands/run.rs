@@ -110,7 +110,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         Some(ttl) => runtime.approval_ttl(ttl),
         None => runtime,
     }
-    .boot();
+    .boot_blocking();
     let mut runtime =
         runtime.map_err(|e| Stopped { outcome: e.kind().as_str(), error: CliError::of(&e), problems: vec![] })?;
     let boot = match (runtime.boot_kind(), runtime.status()) {
@@ -152,7 +152,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             report.steps = steps_of(&|_| "completed");
             EXIT_VALID
         }
-        Ok(RunOutcome::Paused(record)) => {
+        Ok(RunOutcome::Paused { record, .. }) => {
             report.steps = steps_of(&paused_at(runtime.plan(), &record));
             report.outcome = "InterventionRequired";
             report.error = Some(record.reason.clone());

@@ -82,12 +82,16 @@ impl Report for StatusReport {
 
 pub fn status(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let records = place.place().records().map_err(|e| CliError::of_place(&e))?;
-    let loaded = records.load().and_then(|s| Ok((s, records.load_intervention()?, records.load_pin()?)));
-    let (session, mut intervention, pin) = loaded.map_err(|e| CliError::of(&e))?;
-    let decision = match &intervention {
-        Some(record) => records.decision_on(&PauseRef::of(record)).map_err(|e| CliError::of(&e))?,
-        None => None,
-    };
+    let loaded = planlock::block_on(async {
+        let (session, intervention, pin) =
+            (records.load().await?, records.load_intervention().await?, records.load_pin().await?);
+        let decision = match &intervention {
+            Some(record) => records.decision_on(&PauseRef::of(record)).await?,
+            None => None,
+        };
+        Ok::<_, planlock::session::SessionError>((session, intervention, pin, decision))
+    });
+    let (session, mut intervention, pin, decision) = loaded.map_err(|e| CliError::of(&e))?;
     let expired = intervention.as_ref().is_some_and(|r| r.expired_at(Timestamp::now()));
     // A read writes nothing: a leftover record is reported, and the next boot removes it.
     let leftover = match (&intervention, &session) {

@@ -1,0 +1,389 @@
+//! [`PgSessionStore`]: a session in PostgreSQL, keyed by a session key the caller chooses, for
+//! many workers on many machines (docs/CONTRACT.md, "More than one machine").
+//!
+//! One row of `planlock_sessions` holds the session state, the record of a paused cycle, the
+//! reserved id and the bundle pin (each the JSON the file store writes, read back as strictly),
+//! a `row_version` and a lease (`lease_owner`, `lease_until`).
+//!
+//! - Opening the store takes the lease: refused ("session in use") while another worker's lease
+//!   runs; taken over once it has run out.
+//! - Every write is one `UPDATE … WHERE row_version = $seen AND lease_owner = $me`: a worker whose
+//!   lease was taken over (it stalled past it) finds no row to update, writes nothing, and gets
+//!   [`SessionError::Fenced`] (FailFast). Each write also extends the lease.
+//! - A cycle is one value: the store makes the session's [`PgSession`] (its key and cycle) and
+//!   shares it with the stores opened for the session ([`PgStore::of_session`](crate::store::postgres::PgStore::of_session));
+//!   the runtime opens it ([`SessionStore::begin_cycle`]); the cycle's writes join one
+//!   transaction, which the session save's compare-and-set commits (or the record of a pause,
+//!   with the writes before it); a cycle that ends otherwise is rolled back.
+//! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
+//! - The store holds no connection between its operations: each takes one from the pool and
+//!   gives it back, so a worker keeps as many sessions open as it likes on a few connections.
+
+mod records;
+
+use std::time::Duration;
+
+pub use records::PgRecords;
+pub(crate) use records::paused_sessions;
+use serde::Serialize;
+use tokio_postgres::types::Type;
+use uuid::Uuid;
+
+use super::{
+    BundlePinV1, CycleGuard, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState,
+    SessionStore, SessionUpdate, StoreFuture,
+};
+use crate::pg::PgSession;
+use crate::pg::{Param, PgDatabase, Pooled};
+
+/// How long a lease runs unless configured otherwise; every write extends it.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+
+/// The longest session key accepted, in bytes.
+pub const MAX_SESSION_KEY_BYTES: usize = 256;
+
+/// The columns of a session row a store reads and writes as JSON.
+#[derive(Debug, Clone, Copy)]
+enum Column {
+    State,
+    Intervention,
+    Reserved,
+    Pin,
+}
+
+impl Column {
+    fn name(self) -> &'static str {
+        match self {
+            Column::State => "state",
+            Column::Intervention => "intervention",
+            Column::Reserved => "reserved",
+            Column::Pin => "pin",
+        }
+    }
+    fn what(self) -> &'static str {
+        match self {
+            Column::State => "session state",
+            Column::Intervention => "intervention record",
+            Column::Reserved => "reserved session id",
+            Column::Pin => "bundle pin",
+        }
+    }
+}
+
+/// A session held in PostgreSQL under a lease; see the [module docs](self).
+///
+/// ```no_run
+/// use planlock::pg::PgDatabase;
+/// use planlock::session::postgres::PgSessionStore;
+///
+/// let db = PgDatabase::connect("postgres://planlock@db.internal/planlock")?;
+/// let store = PgSessionStore::open(&db, "tenant-7/conversation-42")?; // takes the lease
+/// // Runtime::builder(policy_root, plan, store) … as with the file store.
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct PgSessionStore {
+    records: PgRecords,
+    owner: Uuid,
+    lease: Duration,
+    /// Whether a runtime has claimed this store.
+    claimed: std::sync::atomic::AtomicBool,
+    /// The session's key and cycle, shared with the stores opened for it.
+    session: PgSession,
+    /// The `row_version` this worker last read or wrote (what its next write expects): held
+    /// through a write, so a write's check and its new version go together.
+    seen: tokio::sync::Mutex<i64>,
+    /// Whether this store took the lease (and gives it back when dropped).
+    holds_lease: bool,
+}
+
+/// How a write of the session store meets the cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum InCycle {
+    /// On a connection of its own, committed alone.
+    Alone,
+    /// In the cycle's transaction if one is open, left open (the bundle pin, before the save).
+    Join,
+    /// In the cycle's transaction if its writes began one, which it then commits (the session
+    /// save, and the record of a paused cycle with the writes of the steps before the pause).
+    Commit,
+}
+
+impl std::fmt::Debug for PgSessionStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgSessionStore")
+            .field("db", &self.records.db)
+            .field("key", &self.records.key)
+            .field("owner", &self.owner)
+            .field("lease", &self.lease)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PgSessionStore {
+    /// The session `key`, its lease taken for [`DEFAULT_LEASE`].
+    pub fn open(db: &PgDatabase, key: &str) -> Result<PgSessionStore, SessionError> {
+        PgSessionStore::open_with_lease(db, key, DEFAULT_LEASE)
+    }
+
+    /// The session `key`, its lease taken for `lease` (extended by every write). Creates the row
+    /// if there is none; a new row holds no session (Cold Start).
+    pub fn open_with_lease(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
+        crate::io::block_on(PgSessionStore::open_async(db, key, lease))
+    }
+
+    /// [`open_with_lease`](Self::open_with_lease), awaited.
+    pub async fn open_async(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
+        let records = PgRecords::new(db, key)?;
+        let mut store = PgSessionStore {
+            records,
+            owner: Uuid::new_v4(),
+            lease,
+            claimed: std::sync::atomic::AtomicBool::new(false),
+            session: PgSession::new(db, key),
+            seen: tokio::sync::Mutex::new(0),
+            holds_lease: false,
+        };
+        let lease_secs = lease.as_secs_f64();
+        let mut conn = store.connection().await?;
+        let taken = conn
+            .query_typed_opt(
+                "INSERT INTO planlock_sessions AS s (session_key, lease_owner, lease_until)
+                 VALUES ($1, $2, now() + make_interval(secs => $3))
+                 ON CONFLICT (session_key) DO UPDATE
+                   SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
+                   WHERE s.lease_owner IS NULL OR s.lease_until < now()
+                 RETURNING row_version",
+                &[(&store.records.key, Type::TEXT), (&store.owner, Type::UUID), (&lease_secs, Type::FLOAT8)],
+            )
+            .await
+            .map_err(|e| store.database("taking the lease", &e))?;
+        if let Some(row) = taken {
+            *store.seen.get_mut() = row.get(0);
+            drop(conn);
+            store.holds_lease = true;
+            return Ok(store);
+        }
+        let holder = conn
+            .query_typed_opt(
+                "SELECT lease_owner, GREATEST(EXTRACT(EPOCH FROM lease_until - now())::float8, 0)
+                 FROM planlock_sessions WHERE session_key = $1",
+                &[(&store.records.key, Type::TEXT)],
+            )
+            .await
+            .map_err(|e| store.database("reading the lease", &e))?;
+        let (owner, seconds_left) = holder
+            .map(|row| (row.get::<_, Option<Uuid>>(0).unwrap_or_default(), row.get::<_, f64>(1)))
+            .unwrap_or_default();
+        Err(SessionError::LeaseHeld { key: store.records.key.clone(), owner, seconds_left })
+    }
+
+    /// The session key.
+    pub fn key(&self) -> &str {
+        &self.records.key
+    }
+
+    /// This worker's id, as the lease names it.
+    pub fn owner(&self) -> Uuid {
+        self.owner
+    }
+
+    /// The database.
+    pub fn database_of(&self) -> &PgDatabase {
+        &self.records.db
+    }
+
+    /// The session's key and cycle, for the stores opened for it
+    /// ([`StrategyResolver::resolve_for_session`](crate::store::bundle::StrategyResolver::resolve_for_session)).
+    pub fn session(&self) -> &PgSession {
+        &self.session
+    }
+
+    /// Extends the lease without writing anything else; [`SessionError::Fenced`] if it was taken
+    /// over. A cycle longer than the lease should renew it.
+    pub fn renew(&self) -> Result<(), SessionError> {
+        crate::io::block_on(self.write("renewing the lease", "lease_owner = lease_owner", &[], InCycle::Alone))
+    }
+
+    async fn connection(&self) -> Result<Pooled, SessionError> {
+        let key = self.records.key.clone();
+        self.records.db.connection().await.map_err(|e| SessionError::Database { key, reason: e.to_string() })
+    }
+
+    fn database(&self, doing: &'static str, e: &tokio_postgres::Error) -> SessionError {
+        let reason = format!("PostgreSQL at {}: {doing}: {}", self.records.db.target(), crate::pg::reason(e));
+        SessionError::Database { key: self.records.key.clone(), reason }
+    }
+
+    /// One compare-and-set write: `set` (SQL assignments whose parameters start at `$5`), only
+    /// if the row is still at the version this worker saw and its lease is still this worker's.
+    async fn write(
+        &self,
+        doing: &'static str,
+        set: &str,
+        params: &[Param<'_>],
+        in_cycle: InCycle,
+    ) -> Result<(), SessionError> {
+        let mut seen = self.seen.lock().await;
+        let sql = format!(
+            "UPDATE planlock_sessions
+             SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
+                 updated_at = now()
+             WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
+             RETURNING row_version"
+        );
+        let (version, lease) = (*seen, self.lease.as_secs_f64());
+        let mut all: Vec<Param<'_>> = vec![
+            (&self.records.key, Type::TEXT),
+            (&version, Type::INT8),
+            (&self.owner, Type::UUID),
+            (&lease, Type::FLOAT8),
+        ];
+        all.extend_from_slice(params);
+        let row = match in_cycle {
+            InCycle::Alone => self.alone(doing, &sql, &all).await?,
+            InCycle::Join => match self.session.cycle().transaction(&self.records.db).await {
+                Ok(Some(mut tx)) => tx.query_typed_opt(&sql, &all).await.map_err(|e| self.database(doing, &e))?,
+                Ok(None) => self.alone(doing, &sql, &all).await?,
+                Err(e) => return Err(SessionError::Database { key: self.records.key.clone(), reason: e.to_string() }),
+            },
+            // The cycle's writes are in its transaction: the compare-and-set decides for them
+            // too. Not this worker's row any more (fenced), or a failure: the transaction is
+            // dropped, rolled back, and none of the cycle's writes happen.
+            InCycle::Commit => match self.session.cycle().take_transaction().await {
+                Some(mut tx) => {
+                    let row = tx.query_typed_opt(&sql, &all).await.map_err(|e| self.database(doing, &e))?;
+                    if row.is_some() {
+                        tx.commit().await.map_err(|e| self.database(doing, &e))?;
+                    }
+                    row
+                }
+                None => self.alone(doing, &sql, &all).await?,
+            },
+        };
+        match row {
+            Some(row) => {
+                *seen = row.get(0);
+                Ok(())
+            }
+            None => Err(SessionError::Fenced { key: self.records.key.clone() }),
+        }
+    }
+
+    /// Runs `sql` on a connection of its own (one implicit transaction).
+    async fn alone(
+        &self,
+        doing: &'static str,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Option<tokio_postgres::Row>, SessionError> {
+        let mut conn = self.connection().await?;
+        conn.query_typed_opt(sql, params).await.map_err(|e| self.database(doing, &e))
+    }
+
+    async fn write_json<T: Serialize + Sync>(
+        &self,
+        doing: &'static str,
+        column: Column,
+        value: Option<&T>,
+        in_cycle: InCycle,
+    ) -> Result<(), SessionError> {
+        let text = value.map(serde_json::to_string).transpose().map_err(|e| SessionError::Database {
+            key: self.records.key.clone(),
+            reason: format!("cannot write the {}: {e}", column.what()),
+        })?;
+        self.write(doing, &format!("{} = $5", column.name()), &[(&text, Type::TEXT)], in_cycle).await
+    }
+}
+
+impl Drop for PgSessionStore {
+    fn drop(&mut self) {
+        self.session.cycle().end();
+        if !self.holds_lease {
+            return;
+        }
+        // Gives the lease back (a no-op when it is not this worker's); if this fails the lease
+        // simply runs out.
+        let _ = crate::io::block_on(self.alone(
+            "giving the lease back",
+            "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL
+             WHERE session_key = $1 AND lease_owner = $2 RETURNING 1",
+            &[(&self.records.key, Type::TEXT), (&self.owner, Type::UUID)],
+        ));
+    }
+}
+
+/// A key is 1 to 256 bytes.
+fn check_key(key: &str) -> Result<(), SessionError> {
+    if key.is_empty() {
+        return Err(SessionError::InvalidKey { problem: "is empty".into() });
+    }
+    if key.len() > MAX_SESSION_KEY_BYTES {
+        return Err(SessionError::InvalidKey { problem: format!("is {} bytes long", key.len()) });
+    }
+    Ok(())
+}
+
+impl SessionStore for PgSessionStore {
+    fn claim(&self) -> Result<(), SessionError> {
+        if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let place = format!("session key {}", crate::text::printable(&self.records.key));
+            return Err(SessionError::Claimed { place });
+        }
+        Ok(())
+    }
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
+        Box::pin(self.records.read(Column::State))
+    }
+    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
+        Box::pin(async move {
+            self.session.cycle().open().await;
+            let cycle = self.session.cycle().clone();
+            Ok(CycleGuard::ending(move || cycle.end()))
+        })
+    }
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+        Box::pin(async move {
+            let state = update.into_state();
+            let text = serde_json::to_string(&state).map_err(|e| SessionError::Database {
+                key: self.records.key.clone(),
+                reason: format!("cannot write the session state: {e}"),
+            })?;
+            // The session exists now: its reserved id has done its work (one statement, so
+            // both or neither).
+            let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
+            self.write("saving the session", "state = $5, reserved = NULL", &params, InCycle::Commit).await?;
+            drop(cycle);
+            Ok(state)
+        })
+    }
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
+        Box::pin(self.records.read(Column::Intervention))
+    }
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            let doing = "saving the intervention record";
+            self.write_json(doing, Column::Intervention, Some(record), InCycle::Commit).await?;
+            drop(cycle);
+            Ok(())
+        })
+    }
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
+        let doing = "removing the intervention record";
+        Box::pin(self.write_json::<InterventionRecord>(doing, Column::Intervention, None, InCycle::Alone))
+    }
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
+        Box::pin(self.records.read(Column::Reserved))
+    }
+    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
+        Box::pin(self.write_json("reserving the session id", Column::Reserved, Some(reserved), InCycle::Alone))
+    }
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
+        Box::pin(self.records.read(Column::Pin))
+    }
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
+        Box::pin(self.write_json("saving the bundle pin", Column::Pin, Some(pin), InCycle::Join))
+    }
+    fn records(&self) -> &dyn SessionRecords {
+        &self.records
+    }
+}

@@ -1,0 +1,212 @@
+//! [`PgRecords`]: a session's records in the database, read and decided on without its lease;
+//! and the paused sessions the inbox lists.
+
+use std::collections::HashMap;
+
+use serde::de::DeserializeOwned;
+use tokio_postgres::types::Type;
+
+use super::{Column, check_key};
+use crate::pg::{Param, PgDatabase};
+use crate::session::{
+    ApprovalEvent, ApprovalLog, BundlePinV1, InterventionRecord, PauseRef, Recorded, ReservedSession, ReviewDecision,
+    SessionError, SessionRecords, SessionState, StoreFuture,
+};
+
+/// The most approval log events read back for one session (its latest).
+const MAX_LOG_EVENTS: i64 = 10_000;
+
+/// The records of a session in the database, read without its lease (a worker may hold it):
+/// what `status`, `memory search` and `decisions` read, and where a person's decision goes;
+/// see [`SessionRecords`]. Its calls wait for the server on planlock's I/O runtime.
+///
+/// ```no_run
+/// use planlock::pg::PgDatabase;
+/// use planlock::session::SessionRecords;
+/// use planlock::session::postgres::PgRecords;
+/// let db = PgDatabase::connect("postgres://planlock@db.internal/planlock")?;
+/// let records = PgRecords::new(&db, "tenant-7/conversation-42")?;
+/// let paused = planlock::block_on(records.load_intervention())?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgRecords {
+    pub(super) db: PgDatabase,
+    pub(super) key: String,
+}
+
+impl PgRecords {
+    /// The records of session `key` (1 to 256 bytes).
+    pub fn new(db: &PgDatabase, key: &str) -> Result<PgRecords, SessionError> {
+        check_key(key)?;
+        Ok(PgRecords { db: db.clone(), key: key.to_owned() })
+    }
+
+    /// Runs `sql` on a connection of the pool: its rows.
+    async fn query(
+        &self,
+        doing: &'static str,
+        sql: &str,
+        params: &[Param<'_>],
+    ) -> Result<Vec<tokio_postgres::Row>, SessionError> {
+        let failed = |reason: String| SessionError::Database { key: self.key.clone(), reason };
+        let mut conn = self.db.connection().await.map_err(|e| failed(e.to_string()))?;
+        conn.query_typed(sql, params)
+            .await
+            .map_err(|e| failed(format!("PostgreSQL at {}: {doing}: {}", self.db.target(), crate::pg::reason(&e))))
+    }
+
+    /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
+    pub(super) async fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
+        let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
+        let rows = self.query("reading the session", &sql, &[(&self.key, Type::TEXT)]).await?;
+        let Some(text) = rows.first().and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
+        self.parse(column.what(), &text).map(Some)
+    }
+
+    /// A stored JSON text, read strictly.
+    pub(super) fn parse<T: DeserializeOwned>(&self, what: &'static str, text: &str) -> Result<T, SessionError> {
+        serde_json::from_str(text).map_err(|e| SessionError::CorruptRow {
+            key: self.key.clone(),
+            what,
+            problem: crate::text::printable(&e.to_string()).into_owned(),
+        })
+    }
+
+    /// Inserts `event` into the approval log as `kind` unless the pause has one of that kind
+    /// (the unique indexes decide, in one statement): whether it was inserted.
+    async fn insert_event(&self, event: &ApprovalEvent, kind: &str) -> Result<bool, SessionError> {
+        let pause = serde_json::to_string(event.pause()).unwrap_or_default();
+        let text = serde_json::to_string(event).unwrap_or_default();
+        let sql = format!(
+            "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, $3, $4)
+             ON CONFLICT (session_key, pause) WHERE kind = '{kind}' DO NOTHING RETURNING 1"
+        );
+        let params: [Param<'_>; 4] =
+            [(&self.key, Type::TEXT), (&pause, Type::TEXT), (&kind, Type::TEXT), (&text, Type::TEXT)];
+        Ok(!self.query("appending to the approval log", &sql, &params).await?.is_empty())
+    }
+
+    async fn decision(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
+        let pause = serde_json::to_string(pause).unwrap_or_default();
+        let rows = self
+            .query(
+                "reading the decision",
+                "SELECT event FROM planlock_approval_log WHERE session_key = $1 AND pause = $2 AND kind = 'decided'",
+                &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
+            )
+            .await?;
+        match rows.first().map(|r| self.parse::<ApprovalEvent>("approval log event", &r.get::<_, String>(0))) {
+            Some(Ok(ApprovalEvent::Decided { decision })) => Ok(Some(decision)),
+            Some(Ok(_)) | None => Ok(None),
+            Some(Err(e)) => Err(e),
+        }
+    }
+}
+
+impl SessionRecords for PgRecords {
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
+        Box::pin(self.read(Column::State))
+    }
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
+        Box::pin(self.read(Column::Intervention))
+    }
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
+        Box::pin(self.read(Column::Reserved))
+    }
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
+        Box::pin(self.read(Column::Pin))
+    }
+    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
+        Box::pin(self.decision(pause))
+    }
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded> {
+        Box::pin(async move {
+            if self.insert_event(&ApprovalEvent::Decided { decision: decision.clone() }, "decided").await? {
+                return Ok(Recorded::New);
+            }
+            match self.decision(&decision.pause).await? {
+                Some(existing) if existing.same_as(decision) => Ok(Recorded::Again),
+                Some(existing) => {
+                    let by = crate::text::printable(&existing.by).into_owned();
+                    Err(SessionError::AlreadyDecided { verdict: existing.verdict, by })
+                }
+                None => Err(SessionError::AlreadyDecided { verdict: decision.verdict, by: "another decider".into() }),
+            }
+        })
+    }
+    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
+        Box::pin(self.insert_event(outcome, "outcome"))
+    }
+    fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
+        Box::pin(async move {
+            let rows = self
+                .query(
+                    "reading the approval log",
+                    "SELECT event FROM (SELECT seq, event FROM planlock_approval_log WHERE session_key = $1
+                     ORDER BY seq DESC LIMIT $2) latest ORDER BY seq",
+                    &[(&self.key, Type::TEXT), (&MAX_LOG_EVENTS, Type::INT8)],
+                )
+                .await?;
+            Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))))
+        })
+    }
+}
+
+/// A paused session's record and the decision on it, or why they cannot be read.
+pub(crate) type PausedSession = (String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>);
+
+/// Every paused session of `db` (at most `max`): its key, and its record with the decision on
+/// it (or why they cannot be read). Two statements: the sessions with a record, through a
+/// partial index, then the decisions logged for those sessions.
+pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<PausedSession>, SessionError> {
+    let limit = i64::try_from(max).unwrap_or(i64::MAX);
+    let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
+    let (rows, decided) = async {
+        let mut conn = db.connection().await.map_err(|e| failed(e.to_string()))?;
+        let failed = |e: tokio_postgres::Error| {
+            failed(format!("PostgreSQL at {}: listing paused sessions: {}", db.target(), crate::pg::reason(&e)))
+        };
+        let rows = conn
+            .query_typed(
+                "SELECT session_key, intervention FROM planlock_sessions WHERE intervention IS NOT NULL LIMIT $1",
+                &[(&limit, Type::INT8)],
+            )
+            .await
+            .map_err(failed)?;
+        let keys: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+        let decided = conn
+            .query_typed(
+                "SELECT session_key, pause, event FROM planlock_approval_log
+                 WHERE kind = 'decided' AND session_key = ANY($1)",
+                &[(&keys, Type::TEXT_ARRAY)],
+            )
+            .await
+            .map_err(failed)?;
+        Ok::<_, SessionError>((rows, decided))
+    }
+    .await?;
+    let decisions: HashMap<(String, String), String> =
+        decided.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect();
+    Ok(rows
+        .iter()
+        .map(|row| {
+            let key: String = row.get(0);
+            let records = PgRecords { db: db.clone(), key: key.clone() };
+            let read = records.parse::<InterventionRecord>("intervention record", &row.get::<_, String>(1)).and_then(
+                |record| {
+                    let pause = serde_json::to_string(&PauseRef::of(&record)).unwrap_or_default();
+                    let decision = match decisions.get(&(key.clone(), pause)) {
+                        Some(text) => match records.parse::<ApprovalEvent>("approval log event", text)? {
+                            ApprovalEvent::Decided { decision } => Some(decision),
+                            _ => None,
+                        },
+                        None => None,
+                    };
+                    Ok((record, decision))
+                },
+            );
+            (key, read)
+        })
+        .collect())
+}

@@ -1,0 +1,160 @@
+//! [`SessionStore`]: where a session lives, as the one runtime that owns it uses it. Every call is
+//! a future (the file store's finish at once; PostgreSQL's wait on the server, holding no
+//! thread), and a cycle is a value the runtime opens on the store ([`SessionStore::begin_cycle`])
+//! and ends: by the session save, which makes the cycle's writes durable with it where they share
+//! a database, or by dropping its [`CycleGuard`], which rolls them back.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use super::{
+    BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState, SessionUpdate,
+};
+
+/// What a [`SessionStore`] call returns: a future of its result.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError>> + Send + 'a>>;
+
+/// A future ready at once with `result`: the calls of a store that does its work in place (a
+/// few KiB of local I/O and its fsyncs, as the file store's).
+pub(crate) fn ready<'a, T: Send + 'a>(result: Result<T, SessionError>) -> StoreFuture<'a, T> {
+    Box::pin(std::future::ready(result))
+}
+
+/// A cycle in progress on a store, from [`SessionStore::begin_cycle`]: given to the session save
+/// (or the record of a pause), which makes what the cycle wrote durable with it; dropped, it ends
+/// the cycle and what it wrote is rolled back (where the store holds the writes: PostgreSQL's).
+///
+/// ```
+/// let guard = planlock::session::CycleGuard::none();
+/// drop(guard); // a cycle of a store that holds nothing open: nothing to roll back
+/// ```
+#[must_use = "a cycle's writes are rolled back when its guard is dropped"]
+pub struct CycleGuard {
+    end: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl std::fmt::Debug for CycleGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CycleGuard").field("holds", &self.end.is_some()).finish()
+    }
+}
+
+impl CycleGuard {
+    /// The guard of a store that holds nothing open for a cycle.
+    pub fn none() -> CycleGuard {
+        CycleGuard { end: None }
+    }
+
+    /// A guard that runs `end` when the cycle ends (committed or dropped).
+    pub fn ending(end: impl FnOnce() + Send + 'static) -> CycleGuard {
+        CycleGuard { end: Some(Box::new(end)) }
+    }
+}
+
+impl Drop for CycleGuard {
+    fn drop(&mut self) {
+        if let Some(end) = self.end.take() {
+            end();
+        }
+    }
+}
+
+/// Where sessions live: the session state and the record of a paused cycle. The runtime
+/// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
+/// takes its store by value and [claims](Self::claim) it at boot, so no one else can write to it
+/// while it runs, even through a wrapper that forwards to a shared store.
+pub trait SessionStore: Send + Sync {
+    /// Claims the session for the one runtime that will use it. Granted once per opened store: a
+    /// second claim (a second runtime booting on the same store, directly or through a wrapper
+    /// that forwards every call) is refused with `session-in-use`. A store that wraps another
+    /// forwards this call, so exclusive use cannot be lost by wrapping.
+    fn claim(&self) -> Result<(), SessionError>;
+    /// The saved session, or `None` (Cold Start). Creates nothing.
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>>;
+    /// Opens a cycle: a store whose stores' writes can be durable with the session save
+    /// (PostgreSQL's) holds them in one transaction from now until the cycle's guard is given to
+    /// [`save`](Self::save) or [`save_intervention`](Self::save_intervention), or dropped (rolled
+    /// back). By default, nothing is held.
+    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
+        Box::pin(std::future::ready(Ok(CycleGuard::none())))
+    }
+    /// Saves atomically and durably, filling `updatedAt`, with what `cycle` wrote; returns what
+    /// was saved.
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState>;
+    /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
+    /// Saves the record of a paused cycle, atomically and durably, replacing any other, with what
+    /// `cycle` wrote before the pause (the record lists those steps as completed).
+    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()>;
+    /// Removes the record of a paused cycle, durably; removing none is not an error.
+    fn remove_intervention(&self) -> StoreFuture<'_, ()>;
+    /// The session id reserved for a new session whose first cycle has not completed yet, with
+    /// the plan hash it was reserved under; `None` if there is none. Creates nothing.
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>>;
+    /// Reserves the id of a new session before its first cycle runs, atomically and durably, so
+    /// that a crashed first cycle runs again under the same id (and so the same idempotency
+    /// keys). Removed by the first session save.
+    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()>;
+    /// The session's bundle pin, or `None`. Creates nothing; strict like [`load`](Self::load).
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
+    /// Saves the session's bundle pin, atomically and durably (in the open cycle, where the
+    /// store holds one: then durable with the session save).
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()>;
+    /// The session's records as any process reads and decides on them ([`SessionRecords`]):
+    /// the runtime reads a person's decision and writes the approval log through it.
+    fn records(&self) -> &dyn SessionRecords;
+}
+
+/// The [`SessionStore`] methods of a store that wraps another, each only forwarding to the
+/// inner store `$inner` (an expression of `$this`, the wrapper): a wrapper lists the ones it
+/// does not change, and a method added to the trait is written here once.
+macro_rules! forward_session_store {
+    ($this:ident => $inner:expr; $($method:ident),* $(,)?) => {
+        $($crate::session::forward_session_store!(@ $method $this $inner);)*
+    };
+    (@ claim $this:ident $inner:expr) => {
+        fn claim(&self) -> Result<(), $crate::session::SessionError> { let $this = self; $inner.claim() }
+    };
+    (@ load $this:ident $inner:expr) => {
+        fn load(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::SessionState>> { let $this = self; $inner.load() }
+    };
+    (@ begin_cycle $this:ident $inner:expr) => {
+        fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }
+    };
+    (@ save $this:ident $inner:expr) => {
+        fn save(&self, update: $crate::session::SessionUpdate, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, $crate::session::SessionState> { let $this = self; $inner.save(update, cycle) }
+    };
+    (@ load_intervention $this:ident $inner:expr) => {
+        fn load_intervention(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::InterventionRecord>> { let $this = self; $inner.load_intervention() }
+    };
+    (@ save_intervention $this:ident $inner:expr) => {
+        fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_intervention(record, cycle) }
+    };
+    (@ remove_intervention $this:ident $inner:expr) => {
+        fn remove_intervention(&self) -> $crate::session::StoreFuture<'_, ()> { let $this = self; $inner.remove_intervention() }
+    };
+    (@ load_reserved $this:ident $inner:expr) => {
+        fn load_reserved(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::ReservedSession>> { let $this = self; $inner.load_reserved() }
+    };
+    (@ save_reserved $this:ident $inner:expr) => {
+        fn save_reserved<'a>(&'a self, reserved: &'a $crate::session::ReservedSession) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_reserved(reserved) }
+    };
+    (@ load_pin $this:ident $inner:expr) => {
+        fn load_pin(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::BundlePinV1>> { let $this = self; $inner.load_pin() }
+    };
+    (@ save_pin $this:ident $inner:expr) => {
+        fn save_pin<'a>(&'a self, pin: &'a $crate::session::BundlePinV1) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_pin(pin) }
+    };
+    (@ records $this:ident $inner:expr) => {
+        fn records(&self) -> &dyn $crate::session::SessionRecords { let $this = self; $inner.records() }
+    };
+}
+pub(crate) use forward_session_store;
+
+/// A boxed store is a store, so one program can boot a runtime on whichever store a
+/// configuration names (`Box<dyn SessionStore>`, as [`Place::open`](crate::runtime::place::Place::open) gives).
+impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
+    forward_session_store!(this => (**this);
+        claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
+        load_reserved, save_reserved, load_pin, save_pin, records);
+}
