@@ -92,6 +92,9 @@ pub struct Figures {
     /// Transactions that wrote (transaction ids assigned) over the window: the commits that
     /// wait for a WAL flush.
     pub writes: Option<u64>,
+    /// Round trips to PostgreSQL over the window, as the workers' pools counted them (a
+    /// pipelined batch of statements is one); none on files, or for the peer.
+    pub round_trips: Option<u64>,
     pub errors: u64,
 }
 
@@ -279,6 +282,7 @@ fn measure(
         per_session_kib: if sessions > 0.0 { growth / sessions } else { f64::NAN },
         commits,
         writes,
+        round_trips: results.iter().map(|r| r["round_trips"].as_u64()).sum(),
         errors: results.iter().map(|r| r["errors"].as_u64().unwrap_or(0)).sum(),
     })
 }
@@ -315,6 +319,9 @@ fn print(system: &str, config: Config, f: &Figures, floor: Option<f64>) {
     if let Some(w) = f.writes {
         println!("  of which wrote (WAL flush)        {:>10.2}", w as f64 / cycles);
     }
+    if let Some(r) = f.round_trips {
+        println!("  PostgreSQL round trips per cycle  {:>10.2}", r as f64 / cycles);
+    }
     if f.errors > 0 {
         println!("  failed cycles                     {:>10}", f.errors);
     }
@@ -329,6 +336,7 @@ fn record(system: &str, config: Config, f: &Figures) -> Value {
         "perSessionKib": f.per_session_kib,
         "commitsPerCycle": f.commits.map(|c| c as f64 / f.all_cycles.max(1) as f64),
         "writesPerCycle": f.writes.map(|w| w as f64 / f.all_cycles.max(1) as f64), "errors": f.errors,
+        "roundTripsPerCycle": f.round_trips.map(|r| r as f64 / f.all_cycles.max(1) as f64),
     })
 }
 

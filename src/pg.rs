@@ -29,20 +29,24 @@ mod conn;
 pub(crate) mod cycle;
 pub use cycle::PgSession;
 
-pub(crate) use conn::{Conn, Param, Pooled};
+pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 
 /// How long connecting may take unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: i32 = 3;
+pub const SCHEMA_VERSION: i32 = 4;
 
 /// Any number, the same everywhere: the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
 
 /// The migrations, in order. Each runs once, in the transaction that records it.
-const MIGRATIONS: &[(i32, &str)] =
-    &[(1, include_str!("pg/v1.sql")), (2, include_str!("pg/v2.sql")), (3, include_str!("pg/v3.sql"))];
+const MIGRATIONS: &[(i32, &str)] = &[
+    (1, include_str!("pg/v1.sql")),
+    (2, include_str!("pg/v2.sql")),
+    (3, include_str!("pg/v3.sql")),
+    (4, include_str!("pg/v4.sql")),
+];
 
 /// Why the database cannot be used.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -162,10 +166,11 @@ impl PgDatabase {
         let target = describe(&config);
         let timeout = config.get_connect_timeout().copied().unwrap_or(options.connect_timeout);
         // One connection first, for a precise error and the migrations.
-        let mut first = conn::connect(&config, timeout, &target).await?;
+        let trips = Arc::default();
+        let mut first = conn::connect(&config, timeout, &target, &trips).await?;
         migrate(&mut first, &target).await?;
         let size = options.max_connections.max(1) as usize;
-        let pool = conn::Pool::new(config, timeout, target.clone(), size);
+        let pool = conn::Pool::new(config, timeout, target.clone(), size, trips);
         let cycle_places = (size > 1).then(|| Arc::new(tokio::sync::Semaphore::new(size - 1)));
         Ok(PgDatabase { pool: Arc::new(pool), target: Arc::from(target), cycle_places })
     }
@@ -173,6 +178,12 @@ impl PgDatabase {
     /// Where the database is: host, port, database and user (never the password).
     pub fn target(&self) -> &str {
         &self.target
+    }
+
+    /// How many round trips to the server this database's connections have made (a pipelined
+    /// batch of statements is one): what a cycle costs the server beyond its statements.
+    pub fn round_trips(&self) -> u64 {
+        self.pool.round_trips()
     }
 
     /// A connection from the pool, once one is free (the wait holds no thread).
@@ -196,10 +207,10 @@ impl PgDatabase {
         crate::io::block_on(async {
             let mut conn = self.connection().await?;
             let row = conn
-                .query_one("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
+                .query_opt("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
                 .await
                 .map_err(self.failed("reading the schema version"))?;
-            Ok(row.get(0))
+            Ok(row.map_or(0, |row| row.get(0)))
         })
     }
 }
@@ -237,8 +248,8 @@ fn describe(config: &Config) -> String {
 async fn migrate(conn: &mut Conn, target: &str) -> Result<(), PgError> {
     let failed =
         |doing| move |e: tokio_postgres::Error| PgError::Query { target: target.to_owned(), doing, reason: reason(&e) };
-    conn.begin("BEGIN").await.map_err(failed("starting the migration"))?;
-    conn.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+    conn.begin("BEGIN");
+    conn.query("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
         .map_err(failed("locking for the migration"))?;
     conn.batch_execute(
@@ -250,17 +261,17 @@ async fn migrate(conn: &mut Conn, target: &str) -> Result<(), PgError> {
     .await
     .map_err(failed("creating the migrations table"))?;
     let found: i32 = conn
-        .query_one("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
+        .query_opt("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
         .await
         .map_err(failed("reading the schema version"))?
-        .get(0);
+        .map_or(0, |row| row.get(0));
     if found > SCHEMA_VERSION {
         let _ = conn.rollback().await;
         return Err(PgError::SchemaTooNew { target: target.to_owned(), found, known: SCHEMA_VERSION });
     }
     for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
         conn.batch_execute(sql).await.map_err(failed("applying a migration"))?;
-        conn.execute("INSERT INTO planlock_schema_migrations (version) VALUES ($1)", &[version])
+        conn.query("INSERT INTO planlock_schema_migrations (version) VALUES ($1)", &[version])
             .await
             .map_err(failed("recording a migration"))?;
     }

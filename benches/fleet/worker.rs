@@ -167,7 +167,7 @@ pub fn main(backend: &str) {
                     boot(&policy, &plan, store, &storage, &model, &manifest)
                 })
                 .collect();
-            drive(runtimes, base, window);
+            drive(runtimes, base, window, || Some(db.round_trips()));
         }
         Backend::Files => {
             let base = rss_kib();
@@ -182,7 +182,7 @@ pub fn main(backend: &str) {
                     boot(&policy, &plan, store, &storage, &model, &manifest)
                 })
                 .collect();
-            drive(runtimes, base, window);
+            drive(runtimes, base, window, || None);
         }
     }
 }
@@ -203,7 +203,13 @@ fn boot<S: SessionStore + 'static>(
 /// Drives every session at once: cycles start until the window ends, then the cycles in flight
 /// finish (so commits and CPU can be divided by whole cycles); reports and exits without
 /// dropping anything (the leases run out; their release would count as the run's commits).
-fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: u64, window: Duration) -> ! {
+/// `round_trips` counts the worker's round trips to PostgreSQL (none on files).
+fn drive<S: SessionStore + 'static>(
+    runtimes: Vec<Runtime<S, Boxed>>,
+    base_kib: u64,
+    window: Duration,
+    round_trips: impl Fn() -> Option<u64>,
+) -> ! {
     let sessions = runtimes.len();
     let rt = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
     let local = tokio::task::LocalSet::new();
@@ -241,6 +247,7 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
         std::process::exit(0);
     }
     let (cpu_before, _) = usage();
+    let trips_before = round_trips();
     let end = Instant::now() + window;
     // (wall ms, ended within the window) of every completed cycle.
     let walls = Rc::new(RefCell::new(Vec::new()));
@@ -286,11 +293,13 @@ fn drive<S: SessionStore + 'static>(runtimes: Vec<Runtime<S, Boxed>>, base_kib: 
         }
     });
     let (cpu_after, peak) = usage();
+    let trips = round_trips().zip(trips_before).map(|(after, before)| after - before);
     let walls = walls.borrow();
     let result = json!({
         "cycles": walls.iter().filter(|w| w.1).count(), "all_cycles": walls.len(),
         "walls_ms": walls.iter().map(|w| w.0).collect::<Vec<_>>(), "cpu_s": cpu_after - cpu_before,
         "peak_kib": peak, "base_kib": base_kib, "sessions": sessions, "errors": *errors.borrow(),
+        "round_trips": trips,
     });
     println!("RESULT {result}");
     // Exits without running destructors: the kept runtimes' leases simply run out.

@@ -2,17 +2,22 @@
 //!
 //! - A [`Conn`] keeps every statement it has run prepared (a bounded cache keyed by the SQL
 //!   text): the server parses and plans planlock's few dozen statements once per connection,
-//!   which was most of its CPU per cycle. Statements sent without waiting for each other's answer
-//!   share round trips (tokio-postgres pipelines them).
+//!   which was most of its CPU per cycle.
+//! - Every statement goes through [`Conn::pipeline`]: the statements of a batch (and a deferred
+//!   `BEGIN`, and a `COMMIT` after them) are sent before any answer is awaited, so a batch is one
+//!   round trip to the server (tokio-postgres queues them in order on the connection). Each
+//!   batch is counted ([`PgDatabase::round_trips`](super::PgDatabase::round_trips)).
 //! - The [`Pool`] hands out connections to async callers: a wait for one is on a fair semaphore
 //!   (first come, first served) and holds no thread. A connection comes back when its holder
 //!   drops it; one left inside a transaction is rolled back first, on the I/O runtime, and one
 //!   the server closed is dropped.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures_util::future::{join_all, join3};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_postgres::types::{ToSql, Type};
 use tokio_postgres::{Client, Config, Error, NoTls, Row, Statement};
@@ -26,6 +31,36 @@ const MAX_PREPARED: usize = 256;
 /// A statement parameter with its type.
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
 
+/// One statement of a [`Conn::pipeline`]: its SQL, its parameters, and their types (none: the
+/// server infers them).
+pub(crate) struct Query<'a> {
+    sql: &'a str,
+    types: Vec<Type>,
+    params: Vec<&'a (dyn ToSql + Sync)>,
+}
+
+impl<'a> Query<'a> {
+    /// `sql` with `params`, their types inferred by the server.
+    pub(crate) fn new(sql: &'a str, params: &[&'a (dyn ToSql + Sync)]) -> Query<'a> {
+        Query { sql, types: Vec::new(), params: params.to_vec() }
+    }
+
+    /// `sql` with `params` of the given types.
+    pub(crate) fn typed(sql: &'a str, params: &[Param<'a>]) -> Query<'a> {
+        let types = params.iter().map(|(_, t)| t.clone()).collect();
+        Query { sql, types, params: params.iter().map(|(v, _)| *v).collect() }
+    }
+}
+
+/// How a batch ends its transaction.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Then {
+    /// It stays open (or there is none).
+    Stay,
+    /// `COMMIT` goes with the batch: if a statement failed, the server rolls back instead.
+    Commit,
+}
+
 /// A connection and the statements it has prepared.
 pub(crate) struct Conn {
     client: Client,
@@ -33,6 +68,10 @@ pub(crate) struct Conn {
     /// Whether a transaction was begun and not ended: such a connection is rolled back before
     /// it serves anyone else.
     pub(crate) in_transaction: bool,
+    /// A `BEGIN` (with its `SET LOCAL`s) not sent yet: it goes with the next batch.
+    begin: Option<String>,
+    /// The round trips of the database's connections.
+    trips: Arc<AtomicU64>,
 }
 
 impl Conn {
@@ -42,6 +81,7 @@ impl Conn {
         if let Some(statement) = self.prepared.get(sql) {
             return Ok(statement.clone());
         }
+        self.trips.fetch_add(1, Ordering::Relaxed);
         let statement = self.client.prepare_typed(sql, types).await?;
         if self.prepared.len() >= MAX_PREPARED {
             self.prepared.clear();
@@ -50,69 +90,101 @@ impl Conn {
         Ok(statement)
     }
 
+    /// Runs `queries` in order, in one round trip: each is sent before any answer is awaited,
+    /// after a deferred `BEGIN` and before a `COMMIT` if `then` says so. Their rows, in order, or
+    /// the first failure. In a transaction a failed statement aborts it: the statements after it
+    /// fail too, and a `COMMIT` sent with them rolls back. Outside one each statement commits
+    /// alone: batch only reads there.
+    pub(crate) async fn pipeline(&mut self, queries: &[Query<'_>], then: Then) -> Result<Vec<Vec<Row>>, Error> {
+        let mut statements = Vec::with_capacity(queries.len());
+        for query in queries {
+            statements.push(self.statement(query.sql, &query.types).await?);
+        }
+        let begin = self.begin.take();
+        let commit = then == Then::Commit && self.in_transaction;
+        if queries.is_empty() && !commit && begin.is_none() {
+            return Ok(Vec::new());
+        }
+        if queries.is_empty() && commit && begin.is_some() {
+            // A transaction that never ran a statement: nothing to commit.
+            self.in_transaction = false;
+            return Ok(Vec::new());
+        }
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        let client = &self.client;
+        let begun = async {
+            match &begin {
+                Some(sql) => client.batch_execute(sql).await,
+                None => Ok(()),
+            }
+        };
+        let ran = join_all(statements.iter().zip(queries).map(|(s, q)| client.query(s, &q.params)));
+        let committed = async {
+            match commit {
+                true => client.batch_execute("COMMIT").await,
+                false => Ok(()),
+            }
+        };
+        let (begun, ran, committed) = join3(begun, ran, committed).await;
+        if commit {
+            self.in_transaction = false;
+        }
+        begun?;
+        let rows = ran.into_iter().collect::<Result<Vec<_>, _>>()?;
+        committed?;
+        Ok(rows)
+    }
+
     /// Runs `sql`, returning its rows.
     pub(crate) async fn query(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Vec<Row>, Error> {
-        let statement = self.statement(sql, &[]).await?;
-        self.client.query(&statement, params).await
+        Ok(self.pipeline(&[Query::new(sql, params)], Then::Stay).await?.pop().unwrap_or_default())
     }
 
-    /// Runs `sql`, returning its row, if any (an error if more than one).
+    /// Runs `sql`, returning its row, if any.
     pub(crate) async fn query_opt(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Option<Row>, Error> {
-        let statement = self.statement(sql, &[]).await?;
-        self.client.query_opt(&statement, params).await
-    }
-
-    /// Runs `sql`, returning its one row.
-    pub(crate) async fn query_one(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<Row, Error> {
-        let statement = self.statement(sql, &[]).await?;
-        self.client.query_one(&statement, params).await
-    }
-
-    /// Runs `sql`, returning how many rows it changed.
-    pub(crate) async fn execute(&mut self, sql: &str, params: &[&(dyn ToSql + Sync)]) -> Result<u64, Error> {
-        let statement = self.statement(sql, &[]).await?;
-        self.client.execute(&statement, params).await
+        Ok(self.query(sql, params).await?.into_iter().next())
     }
 
     /// Runs `sql` with parameters of the given types, returning its rows.
     pub(crate) async fn query_typed(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Vec<Row>, Error> {
-        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-        let statement = self.statement(sql, &types).await?;
-        let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
-        self.client.query(&statement, &values).await
+        Ok(self.pipeline(&[Query::typed(sql, params)], Then::Stay).await?.pop().unwrap_or_default())
     }
 
     /// [`query_typed`](Self::query_typed) for one row at most.
     pub(crate) async fn query_typed_opt(&mut self, sql: &str, params: &[Param<'_>]) -> Result<Option<Row>, Error> {
-        let types: Vec<Type> = params.iter().map(|(_, t)| t.clone()).collect();
-        let statement = self.statement(sql, &types).await?;
-        let values: Vec<&(dyn ToSql + Sync)> = params.iter().map(|(v, _)| *v).collect();
-        self.client.query_opt(&statement, &values).await
+        Ok(self.query_typed(sql, params).await?.into_iter().next())
     }
 
-    /// Runs `sql`, text of one or more statements without parameters, in one round trip.
+    /// Runs `sql`, text of one or more statements without parameters, in one round trip (with a
+    /// deferred `BEGIN`, if any).
     pub(crate) async fn batch_execute(&mut self, sql: &str) -> Result<(), Error> {
-        self.client.batch_execute(sql).await
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        match self.begin.take() {
+            Some(begin) => self.client.batch_execute(&format!("{begin}; {sql}")).await,
+            None => self.client.batch_execute(sql).await,
+        }
     }
 
-    /// Begins a transaction with `begin` (`BEGIN` and any `SET LOCAL`s, one round trip).
-    pub(crate) async fn begin(&mut self, begin: &str) -> Result<(), Error> {
+    /// Begins a transaction with `begin` (`BEGIN` and any `SET LOCAL`s), sent with the next
+    /// batch: no round trip of its own.
+    pub(crate) fn begin(&mut self, begin: &str) {
         self.in_transaction = true;
-        self.client.batch_execute(begin).await
+        self.begin = Some(begin.to_owned());
     }
 
-    /// Commits the transaction.
+    /// Commits the transaction (nothing to send if it ran no statement).
     pub(crate) async fn commit(&mut self) -> Result<(), Error> {
-        let done = self.client.batch_execute("COMMIT").await;
-        self.in_transaction = false;
-        done
+        self.pipeline(&[], Then::Commit).await.map(drop)
     }
 
     /// Rolls the transaction back.
     pub(crate) async fn rollback(&mut self) -> Result<(), Error> {
-        let done = self.client.batch_execute("ROLLBACK").await;
         self.in_transaction = false;
-        done
+        if self.begin.take().is_some() {
+            return Ok(());
+        }
+        self.trips.fetch_add(1, Ordering::Relaxed);
+        self.client.batch_execute("ROLLBACK").await
     }
 
     fn is_closed(&self) -> bool {
@@ -123,7 +195,12 @@ impl Conn {
 /// Opens one connection within `timeout` in all (the client's own `connect_timeout` bounds only
 /// opening the socket; a server that accepts and never answers would hold it forever). The
 /// connection's task runs on the I/O runtime.
-pub(crate) async fn connect(config: &Config, timeout: Duration, target: &str) -> Result<Conn, PgError> {
+pub(crate) async fn connect(
+    config: &Config,
+    timeout: Duration,
+    target: &str,
+    trips: &Arc<AtomicU64>,
+) -> Result<Conn, PgError> {
     let failed = |reason: String| PgError::Connect { target: target.to_owned(), reason };
     let runtime = crate::io::runtime().map_err(failed)?;
     let config = config.clone();
@@ -137,7 +214,9 @@ pub(crate) async fn connect(config: &Config, timeout: Duration, target: &str) ->
         Ok::<_, Option<Error>>(client)
     });
     match attempt.await {
-        Ok(Ok(client)) => Ok(Conn { client, prepared: HashMap::new(), in_transaction: false }),
+        Ok(Ok(client)) => {
+            Ok(Conn { client, prepared: HashMap::new(), in_transaction: false, begin: None, trips: trips.clone() })
+        }
         Ok(Err(Some(e))) => Err(failed(reason(&e))),
         Ok(Err(None)) => Err(failed(format!("no answer within {} ms (connect timeout)", timeout.as_millis()))),
         Err(e) => Err(failed(format!("the connecting task ended: {e}"))),
@@ -151,12 +230,20 @@ pub(crate) struct Pool {
     target: String,
     idle: Mutex<Vec<Conn>>,
     permits: Arc<Semaphore>,
+    /// The round trips of its connections.
+    trips: Arc<AtomicU64>,
 }
 
 impl Pool {
     /// A pool of at most `size` connections made with `config`, each opened within `timeout`.
-    pub(crate) fn new(config: Config, timeout: Duration, target: String, size: usize) -> Pool {
-        Pool { config, timeout, target, idle: Mutex::default(), permits: Arc::new(Semaphore::new(size.max(1))) }
+    pub(crate) fn new(config: Config, timeout: Duration, target: String, size: usize, trips: Arc<AtomicU64>) -> Pool {
+        let permits = Arc::new(Semaphore::new(size.max(1)));
+        Pool { config, timeout, target, idle: Mutex::default(), permits, trips }
+    }
+
+    /// The round trips its connections have made to the server.
+    pub(crate) fn round_trips(&self) -> u64 {
+        self.trips.load(Ordering::Relaxed)
     }
 
     /// A connection, once one is free (a fair wait that holds no thread); an idle one, or a new one.
@@ -168,7 +255,7 @@ impl Pool {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match idle {
             Some(conn) if !conn.is_closed() => conn,
-            _ => connect(&self.config, self.timeout, &self.target).await?,
+            _ => connect(&self.config, self.timeout, &self.target, &self.trips).await?,
         };
         Ok(Pooled { conn: Some(conn), pool: self.clone(), permit: Some(permit) })
     }

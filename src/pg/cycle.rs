@@ -152,7 +152,8 @@ impl SessionCycle {
         if inner.tx.is_none() {
             let Some(place) = db.cycle_place().await else { return Ok(None) };
             let mut conn = db.connection().await?;
-            conn.begin("BEGIN").await.map_err(db.failed("beginning the cycle's transaction"))?;
+            // Sent with the cycle's first statements.
+            conn.begin("BEGIN");
             inner.tx = Some(OpenTransaction { conn, _place: place });
             // The cycle writes now: what its reads kept belongs to before.
             inner.reads = None;

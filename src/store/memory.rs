@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::write::{self, End, WriteRows};
+use super::write::{self, Answer, Change, End, Read, RowByRow};
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
     query_words,
@@ -109,64 +109,55 @@ impl DecisionWritePort for InMemoryStore {
     }
 }
 
-/// The rows in memory, each ready at once. A write that fails changes nothing before it fails:
-/// the last two calls of each write (an insert, recording the key) do not fail.
-impl WriteRows for Inner {
-    async fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+/// The rows in memory. A write that fails changes nothing before it fails: its changes and
+/// the record of its key come after its checks and do not fail.
+impl RowByRow for Inner {
+    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
         Ok(self.writes.get(key).cloned())
     }
 
-    async fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
         self.writes.insert(*key, result.to_owned());
         Ok(())
     }
 
-    async fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
-        Ok(self.decisions.iter().find(|d| d.id == id).cloned())
-    }
-
-    async fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
-        Ok(self.decisions.iter().filter(|d| d.root_id == root_id && d.is_active).cloned().collect())
-    }
-
-    async fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
-        match self.decisions.iter_mut().find(|d| d.id == id && d.is_active) {
-            Some(d) => {
-                d.is_active = false;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
-
-    async fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
-        self.decisions.push(Decision { is_active: true, ..decision.clone() });
-        Ok(())
-    }
-
-    async fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
-        if self.evidence.iter().any(|e| e.id == evidence.id) {
-            return Ok(false);
-        }
-        self.evidence.push(evidence.clone());
-        Ok(true)
-    }
-
-    async fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
-        Ok(self.evidence.iter().find(|e| e.id == id).map(|e| (e.summary.clone(), e.source.clone())))
-    }
-
-    async fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
-        Ok(match end {
-            End::Decision => self.decisions.iter().any(|d| d.id == id),
-            End::Evidence => self.evidence.iter().any(|e| e.id == id),
+    fn read_one(&mut self, read: Read<'_>) -> Result<Answer, StoreError> {
+        Ok(match read {
+            Read::Decision(id) => Answer::Decision(self.decisions.iter().find(|d| d.id == id).cloned()),
+            Read::ActiveVersions(root) => Answer::ActiveVersions(
+                self.decisions.iter().filter(|d| d.root_id == root && d.is_active).cloned().collect(),
+            ),
+            Read::Evidence(id) => Answer::Evidence(
+                self.evidence.iter().find(|e| e.id == id).map(|e| (e.summary.clone(), e.source.clone())),
+            ),
+            Read::Exists(End::Decision, id) => Answer::Exists(self.decisions.iter().any(|d| d.id == id)),
+            Read::Exists(End::Evidence, id) => Answer::Exists(self.evidence.iter().any(|e| e.id == id)),
         })
     }
 
-    async fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
-        if !self.links.contains(anchor) {
-            self.links.push(anchor.clone());
-        }
-        Ok(())
+    fn change(&mut self, change: Change<'_>) -> Result<bool, StoreError> {
+        Ok(match change {
+            Change::Deactivate(id) => match self.decisions.iter_mut().find(|d| d.id == id && d.is_active) {
+                Some(d) => {
+                    d.is_active = false;
+                    true
+                }
+                None => false,
+            },
+            Change::InsertDecision(decision) => {
+                self.decisions.push(Decision { is_active: true, ..decision.clone() });
+                true
+            }
+            Change::InsertEvidence(evidence) if self.evidence.iter().any(|e| e.id == evidence.id) => false,
+            Change::InsertEvidence(evidence) => {
+                self.evidence.push(evidence.clone());
+                true
+            }
+            Change::InsertLink(anchor) if self.links.contains(anchor) => false,
+            Change::InsertLink(anchor) => {
+                self.links.push(anchor.clone());
+                true
+            }
+        })
     }
 }

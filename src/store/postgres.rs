@@ -21,7 +21,7 @@
 
 use std::sync::Arc;
 
-use super::write::{self, End, WriteRows};
+use super::write::{self, Answer, Change, End, Read, WriteRows};
 use super::{
     DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
     StoreError, query_words,
@@ -30,7 +30,7 @@ use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
 use crate::pg::cycle::{KeptDecisions, SessionCycle};
-use crate::pg::{Conn, PgDatabase, PgSession, Pooled, reason};
+use crate::pg::{Conn, PgDatabase, PgSession, Pooled, Query, Then, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
 /// pool (and the session's cycle).
@@ -75,7 +75,8 @@ impl PgStore {
         f: impl AsyncFnOnce(&mut Conn, &str) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
         let mut conn = self.connection().await?;
-        conn.begin(&begin.sql()).await.map_err(backend(doing))?;
+        // Sent with the first statements; the commit goes with the last where `f` sends it.
+        conn.begin(&begin.sql());
         let out = f(&mut conn, &self.namespace).await?;
         conn.commit().await.map_err(backend(doing))?;
         Ok(out)
@@ -157,32 +158,37 @@ impl MemoryRepositoryPort for PgStore {
         let begin = Begin { deadline, custom_plans: true };
         let (items, ahead) = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
-                let rows = if words.is_empty() {
-                    tx.query(
+                let search = if words.is_empty() {
+                    Query::new(
                         "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 ORDER BY seq DESC LIMIT $2",
                         &[&namespace, &limit],
                     )
-                    .await
                 } else {
-                    tx.query(
+                    Query::new(
                         "SELECT id, summary, created_at FROM planlock_memories, to_tsquery('simple', $2) q
                          WHERE namespace = $1 AND search @@ q
                          ORDER BY ts_rank(search, q) DESC, seq DESC LIMIT $3",
                         &[&namespace, &words, &limit],
                     )
-                    .await
                 };
-                let items: Vec<MemoryItem> = match rows {
+                // In a session's cycle, the decision context is read in this transaction too, for
+                // the cycle's RetrieveDecisionContext step: the search, the read-ahead and the
+                // commit go in one round trip. A namespace with more than MAX_READ_AHEAD active
+                // decisions keeps nothing.
+                let ahead = ActiveQueries::new(Which::Ahead);
+                let mut batch = vec![search];
+                if in_cycle.is_some() {
+                    batch.extend(ahead.queries(&namespace));
+                }
+                let rows = match tx.pipeline(&batch, Then::Commit).await {
                     Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => {
                         return Err(StoreError::Backend("the search was stopped at the step's deadline".into()));
                     }
-                    rows => rows.map_err(backend("searching memories"))?.iter().map(item).collect(),
+                    rows => rows.map_err(backend("searching memories"))?,
                 };
-                // In a session's cycle, the decision context is read in this transaction too,
-                // for the cycle's RetrieveDecisionContext step: one read-only commit for both
-                // retrieval steps. A namespace with more than MAX_READ_AHEAD of them keeps nothing.
+                let items: Vec<MemoryItem> = rows[0].iter().map(item).collect();
                 let ahead = match in_cycle {
-                    Some(_) => read_active(tx, namespace, Which::Ahead).await?,
+                    Some(_) => ahead.kept(&rows[1], &rows[2]),
                     None => None,
                 };
                 Ok((items, ahead))
@@ -212,21 +218,27 @@ impl MemoryRepositoryPort for PgStore {
             match inserted {
                 Some(row) => Ok(row.get(0)),
                 None => tx
-                    .query_one(
+                    .query_opt(
                         "SELECT id FROM planlock_memories WHERE namespace = $1 AND idem_key = $2",
-                        &[&namespace, &key],
+                        &[&namespace, &key.as_str()],
                     )
                     .await
+                    .map_err(backend("storing a memory"))?
                     .map(|row| row.get(0))
-                    .map_err(backend("storing a memory")),
+                    .ok_or_else(|| StoreError::Backend("storing a memory: its key was taken, its row is gone".into())),
             }
         })
         .await
     }
 }
 
-const DECISION_COLUMNS: &str =
-    "id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id";
+/// The columns a decision is read from, in [`decision_row`]'s order.
+macro_rules! decision_columns {
+    () => {
+        "id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id"
+    };
+}
+const DECISION_COLUMNS: &str = decision_columns!();
 
 fn decision_row(r: &tokio_postgres::Row) -> Decision {
     let scope = match (r.get::<_, &str>(5), r.get::<_, Option<&str>>(6)) {
@@ -260,47 +272,55 @@ enum Which<'a> {
     For(Option<&'a str>),
 }
 
-/// The active decisions of a namespace (in the order they were stored) and their links (in the
-/// order they were made), read in the caller's transaction (so the links match the decisions);
-/// `None` when reading ahead finds more than [`MAX_READ_AHEAD`]. The two statements go out
-/// together (one round trip).
-async fn read_active(conn: &mut Conn, namespace: &str, which: Which<'_>) -> Result<Option<KeptDecisions>, StoreError> {
-    // The SQL narrows by scope only to read less; `DecisionContext::in_scope` is the rule.
-    let (scope, domain, limit) = match which {
-        Which::Ahead => ("$2::text IS NULL", None, MAX_READ_AHEAD + 1),
-        Which::For(domain) => (
-            "(d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))",
-            domain,
-            i64::MAX,
-        ),
-    };
-    let decisions_sql = format!(
-        "SELECT {DECISION_COLUMNS} FROM planlock_decisions d
-         WHERE d.namespace = $1 AND d.is_active AND {scope} ORDER BY d.seq LIMIT $3"
-    );
-    let links_sql = format!(
-        "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
-         JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
-         WHERE de.namespace = $1 AND d.is_active AND {scope} ORDER BY de.seq LIMIT $3"
-    );
-    let decisions: Vec<Decision> = conn
-        .query(&decisions_sql, &[&namespace, &domain, &limit])
-        .await
-        .map_err(backend("loading decisions"))?
-        .iter()
-        .map(decision_row)
-        .collect();
-    let links: Vec<Anchor> = conn
-        .query(&links_sql, &[&namespace, &domain, &limit])
-        .await
-        .map_err(backend("loading anchors"))?
-        .iter()
-        .map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) })
-        .collect();
-    if i64::try_from(decisions.len().max(links.len())).unwrap_or(i64::MAX) >= limit {
-        return Ok(None);
+/// The two statements that read a namespace's active decisions (in the order they were stored)
+/// and their links (in the order they were made), sent in one batch of the caller's transaction
+/// so the links match the decisions.
+struct ActiveQueries<'a> {
+    decisions: String,
+    links: String,
+    domain: Option<&'a str>,
+    limit: i64,
+}
+
+impl<'a> ActiveQueries<'a> {
+    fn new(which: Which<'a>) -> ActiveQueries<'a> {
+        // The SQL narrows by scope only to read less; `DecisionContext::in_scope` is the rule.
+        let (scope, domain, limit) = match which {
+            Which::Ahead => ("$2::text IS NULL", None, MAX_READ_AHEAD + 1),
+            Which::For(domain) => (
+                "(d.scope_kind IN ('global', 'axis') OR (d.scope_kind = 'domain' AND d.scope_domain = $2))",
+                domain,
+                i64::MAX,
+            ),
+        };
+        let decisions = format!(
+            "SELECT {DECISION_COLUMNS} FROM planlock_decisions d
+             WHERE d.namespace = $1 AND d.is_active AND {scope} ORDER BY d.seq LIMIT $3"
+        );
+        let links = format!(
+            "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
+             JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
+             WHERE de.namespace = $1 AND d.is_active AND {scope} ORDER BY de.seq LIMIT $3"
+        );
+        ActiveQueries { decisions, links, domain, limit }
     }
-    Ok(Some(KeptDecisions { decisions, links }))
+
+    /// The decisions' statement and the links', for `namespace`.
+    fn queries<'q>(&'q self, namespace: &'q &'q str) -> [Query<'q>; 2] {
+        let params: [&'q (dyn tokio_postgres::types::ToSql + Sync); 3] = [namespace, &self.domain, &self.limit];
+        [Query::new(&self.decisions, &params), Query::new(&self.links, &params)]
+    }
+
+    /// What the two statements read; `None` when reading ahead found more than
+    /// [`MAX_READ_AHEAD`].
+    fn kept(&self, decisions: &[tokio_postgres::Row], links: &[tokio_postgres::Row]) -> Option<KeptDecisions> {
+        if i64::try_from(decisions.len().max(links.len())).unwrap_or(i64::MAX) >= self.limit {
+            return None;
+        }
+        let decisions = decisions.iter().map(decision_row).collect();
+        let links = links.iter().map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) }).collect();
+        Some(KeptDecisions { decisions, links })
+    }
 }
 
 impl DecisionContextProviderPort for PgStore {
@@ -315,7 +335,10 @@ impl DecisionContextProviderPort for PgStore {
         }
         let active = self
             .alone("loading decisions", Begin::default(), async |conn: &mut Conn, namespace: &str| {
-                read_active(conn, namespace, Which::For(current_domain)).await
+                let reads = ActiveQueries::new(Which::For(current_domain));
+                let rows = conn.pipeline(&reads.queries(&namespace), Then::Commit).await;
+                let rows = rows.map_err(backend("loading decisions"))?;
+                Ok(reads.kept(&rows[0], &rows[1]))
             })
             .await?;
         Ok(active.map(|a| DecisionContext::in_scope(&a.decisions, &a.links, current_domain)).unwrap_or_default())
@@ -348,131 +371,151 @@ impl DecisionWritePort for PgStore {
     }
 }
 
-/// The decision rows of a namespace, in the write's transaction.
+/// The decision rows of a namespace, in the write's transaction. Each phase of a write is one
+/// batch: the key's claim and the reads; the changes and the key's record.
 struct Rows<'a> {
     tx: &'a mut Conn,
     namespace: &'a str,
     doing: &'static str,
 }
 
+/// The statement of a [`Read`], for `namespace`.
+fn read_query<'q>(namespace: &'q &'q str, read: &'q Read<'q>) -> Query<'q> {
+    let sql = match read {
+        Read::Decision(_) => {
+            concat!("SELECT ", decision_columns!(), " FROM planlock_decisions WHERE namespace = $1 AND id = $2")
+        }
+        Read::ActiveVersions(_) => concat!(
+            "SELECT ",
+            decision_columns!(),
+            " FROM planlock_decisions WHERE namespace = $1 AND root_id = $2 AND is_active FOR UPDATE"
+        ),
+        Read::Evidence(_) => "SELECT summary, source FROM planlock_evidence WHERE namespace = $1 AND id = $2",
+        Read::Exists(End::Decision, _) => "SELECT 1 FROM planlock_decisions WHERE namespace = $1 AND id = $2",
+        Read::Exists(End::Evidence, _) => "SELECT 1 FROM planlock_evidence WHERE namespace = $1 AND id = $2",
+    };
+    let id = match read {
+        Read::Decision(id) | Read::ActiveVersions(id) | Read::Evidence(id) | Read::Exists(_, id) => id,
+    };
+    Query::new(sql, &[namespace, id])
+}
+
+/// What the rows of a [`Read`]'s statement answer.
+fn answer(read: &Read<'_>, rows: &[tokio_postgres::Row]) -> Answer {
+    match read {
+        Read::Decision(_) => Answer::Decision(rows.first().map(decision_row)),
+        Read::ActiveVersions(_) => Answer::ActiveVersions(rows.iter().map(decision_row).collect()),
+        Read::Evidence(_) => Answer::Evidence(rows.first().map(|r| (r.get(0), r.get(1)))),
+        Read::Exists(..) => Answer::Exists(!rows.is_empty()),
+    }
+}
+
+/// The values of a [`Change`]'s statement that are not in it as they are.
+#[derive(Default)]
+struct ChangeValues<'c> {
+    version: i64,
+    kind: &'static str,
+    domain: Option<&'c str>,
+}
+
+impl<'c> ChangeValues<'c> {
+    fn of(change: &Change<'c>) -> ChangeValues<'c> {
+        match change {
+            Change::InsertDecision(d) => {
+                let (kind, domain) = Scope::of(&d.scope).columns();
+                ChangeValues { version: i64::try_from(d.version.get()).unwrap_or(i64::MAX), kind, domain }
+            }
+            _ => ChangeValues::default(),
+        }
+    }
+}
+
+/// The statement of a [`Change`], for `namespace`; each returns a row when it changed one.
+fn change_query<'q>(
+    namespace: &'q &'q str,
+    change: &'q Change<'q>,
+    values: &'q ChangeValues<'q>,
+    now: &'q String,
+) -> Query<'q> {
+    match change {
+        Change::Deactivate(id) => Query::new(
+            "UPDATE planlock_decisions SET is_active = false WHERE namespace = $1 AND id = $2 AND is_active RETURNING 1",
+            &[namespace, id],
+        ),
+        Change::InsertDecision(d) => Query::new(
+            "INSERT INTO planlock_decisions
+               (namespace, id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10) RETURNING 1",
+            &[
+                namespace,
+                &d.id,
+                &d.root_id,
+                &values.version,
+                &d.text,
+                &d.strength,
+                &values.kind,
+                &values.domain,
+                &d.previous_version_id,
+                now,
+            ],
+        ),
+        Change::InsertEvidence(e) => Query::new(
+            "INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES ($1, $2, $3, $4)
+             ON CONFLICT DO NOTHING RETURNING 1",
+            &[namespace, &e.id, &e.summary, &e.source],
+        ),
+        Change::InsertLink(a) => Query::new(
+            "INSERT INTO planlock_decision_evidence (namespace, decision_id, evidence_id) VALUES ($1, $2, $3)
+             ON CONFLICT DO NOTHING RETURNING 1",
+            &[namespace, &a.decision_id, &a.evidence_id],
+        ),
+    }
+}
+
 impl WriteRows for Rows<'_> {
-    /// The key's lock and the read of its result in one round trip (`planlock_claim_write`): two
-    /// workers writing one key at once take turns, one writes and the other finds its result.
-    async fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
-        let key = key.to_string();
-        self.tx
-            .query_one("SELECT planlock_claim_write($1, $2)", &[&self.namespace, &key])
-            .await
-            .map(|row| row.get(0))
-            .map_err(backend("reading the idempotency keys"))
+    /// The key's claim (`planlock_claim_write`: its lock and what it returned) and the reads,
+    /// in one round trip: two workers writing one key at once take turns, one writes and the
+    /// other finds its result.
+    async fn read(
+        &mut self,
+        key: Option<&IdempotencyKey>,
+        reads: &[Read<'_>],
+    ) -> Result<(Option<String>, Vec<Answer>), StoreError> {
+        let (namespace, key) = (self.namespace, key.map(ToString::to_string));
+        let mut batch = Vec::with_capacity(reads.len() + 1);
+        if let Some(key) = &key {
+            batch.push(Query::new("SELECT planlock_claim_write($1, $2)", &[&namespace, key]));
+        }
+        batch.extend(reads.iter().map(|read| read_query(&namespace, read)));
+        let mut rows = self.tx.pipeline(&batch, Then::Stay).await.map_err(backend(self.doing))?.into_iter();
+        if key.is_some() {
+            let claimed = rows.next().unwrap_or_default();
+            if let Some(done) = claimed.first().and_then(|row| row.get::<_, Option<String>>(0)) {
+                return Ok((Some(done), Vec::new()));
+            }
+        }
+        Ok((None, reads.iter().zip(rows).map(|(read, rows)| answer(read, &rows)).collect()))
     }
 
-    async fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
-        let key = key.to_string();
-        self.tx
-            .execute(
-                "INSERT INTO planlock_writes (namespace, idem_key, result) VALUES ($1, $2, $3)",
-                &[&self.namespace, &key, &result],
-            )
-            .await
-            .map(drop)
-            .map_err(backend("recording the idempotency key"))
-    }
-
-    async fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
-        let select = format!("SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND id = $2");
-        let row = self.tx.query_opt(&select, &[&self.namespace, &id]).await.map_err(backend(self.doing))?;
-        Ok(row.as_ref().map(decision_row))
-    }
-
-    async fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
-        let sql = format!(
-            "SELECT {DECISION_COLUMNS} FROM planlock_decisions WHERE namespace = $1 AND root_id = $2 AND is_active FOR UPDATE"
-        );
-        let rows = self.tx.query(&sql, &[&self.namespace, &root_id]).await.map_err(backend(self.doing))?;
-        Ok(rows.iter().map(decision_row).collect())
-    }
-
-    async fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
-        self.tx
-            .execute(
-                "UPDATE planlock_decisions SET is_active = false WHERE namespace = $1 AND id = $2 AND is_active",
-                &[&self.namespace, &id],
-            )
-            .await
-            .map(|changed| changed == 1)
-            .map_err(backend(self.doing))
-    }
-
-    async fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
-        let (kind, domain) = Scope::of(&decision.scope).columns();
-        let version = i64::try_from(decision.version.get()).unwrap_or(i64::MAX);
-        self.tx
-            .execute(
-                "INSERT INTO planlock_decisions
-                   (namespace, id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10)",
-                &[
-                    &self.namespace,
-                    &decision.id,
-                    &decision.root_id,
-                    &version,
-                    &decision.text,
-                    &decision.strength,
-                    &kind,
-                    &domain,
-                    &decision.previous_version_id,
-                    &super::now(),
-                ],
-            )
-            .await
-            .map(drop)
-            .map_err(backend(self.doing))
-    }
-
-    async fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
-        self.tx
-            .execute(
-                "INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING",
-                &[&self.namespace, &evidence.id, &evidence.summary, &evidence.source],
-            )
-            .await
-            .map(|inserted| inserted == 1)
-            .map_err(backend(self.doing))
-    }
-
-    async fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
-        let row = self
-            .tx
-            .query_opt(
-                "SELECT summary, source FROM planlock_evidence WHERE namespace = $1 AND id = $2",
-                &[&self.namespace, &id],
-            )
-            .await
-            .map_err(backend(self.doing))?;
-        Ok(row.map(|r| (r.get(0), r.get(1))))
-    }
-
-    async fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
-        let table = match end {
-            End::Decision => "planlock_decisions",
-            End::Evidence => "planlock_evidence",
-        };
-        self.tx
-            .query_opt(&format!("SELECT 1 FROM {table} WHERE namespace = $1 AND id = $2"), &[&self.namespace, &id])
-            .await
-            .map(|row| row.is_some())
-            .map_err(backend(self.doing))
-    }
-
-    async fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
-        self.tx
-            .execute(
-                "INSERT INTO planlock_decision_evidence (namespace, decision_id, evidence_id) VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-                &[&self.namespace, &anchor.decision_id, &anchor.evidence_id],
-            )
-            .await
-            .map(drop)
-            .map_err(backend(self.doing))
+    /// The changes and the key's record, in one round trip.
+    async fn apply(
+        &mut self,
+        changes: &[Change<'_>],
+        key: &IdempotencyKey,
+        result: &str,
+    ) -> Result<Vec<bool>, StoreError> {
+        let (namespace, key, now) = (self.namespace, key.to_string(), super::now());
+        let values: Vec<ChangeValues<'_>> = changes.iter().map(ChangeValues::of).collect();
+        let mut batch: Vec<Query<'_>> = changes
+            .iter()
+            .zip(&values)
+            .map(|(change, values)| change_query(&namespace, change, values, &now))
+            .collect();
+        batch.push(Query::new(
+            "INSERT INTO planlock_writes (namespace, idem_key, result) VALUES ($1, $2, $3)",
+            &[&namespace, &key, &result],
+        ));
+        let rows = self.tx.pipeline(&batch, Then::Stay).await.map_err(backend(self.doing))?;
+        Ok(rows.iter().take(changes.len()).map(|rows| !rows.is_empty()).collect())
     }
 }

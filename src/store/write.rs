@@ -4,6 +4,12 @@
 //! ([`WriteRows`]), inside one transaction that it commits when the write returns `Ok` and drops
 //! otherwise, so a refused write leaves nothing behind.
 //!
+//! Each write has two phases, so that a backend across a network makes it in two round trips:
+//! it reads everything its checks need at once ([`WriteRows::read`], after claiming the key),
+//! the checks decide here, and it makes its changes and records its key at once
+//! ([`WriteRows::apply`]). A backend that reads and writes in place implements [`RowByRow`]
+//! instead, one row at a time.
+//!
 //! Layer 5, with the stores.
 
 use std::future::Future;
@@ -11,34 +17,6 @@ use std::future::Future;
 use super::{StoreError, check_version, same_decision};
 use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::hash::IdempotencyKey;
-
-/// The rows a backend reads and writes for the decision ports, all inside the write's one
-/// transaction. Each is a future: PostgreSQL's wait on the server, SQLite's are ready at once
-/// (they run on a blocking thread already).
-pub(crate) trait WriteRows {
-    /// What the write under `key` returned, if it happened. A backend shared by many writers
-    /// first locks the key for the rest of the transaction, so two writes of one key serialize.
-    fn written(&mut self, key: &IdempotencyKey) -> impl Future<Output = Result<Option<String>, StoreError>>;
-    /// Records what the write under `key` returned.
-    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> impl Future<Output = Result<(), StoreError>>;
-    /// The stored decision with this id.
-    fn decision(&mut self, id: &str) -> impl Future<Output = Result<Option<Decision>, StoreError>>;
-    /// The active version of a root (a list, to check, though the rules allow one), locked until
-    /// the transaction ends where the backend can.
-    fn active_versions(&mut self, root_id: &str) -> impl Future<Output = Result<Vec<Decision>, StoreError>>;
-    /// Compare-and-set: marks decision `id` inactive if it is active; whether it was.
-    fn deactivate(&mut self, id: &str) -> impl Future<Output = Result<bool, StoreError>>;
-    /// Inserts a new decision as the active version of its root.
-    fn insert_decision(&mut self, decision: &Decision) -> impl Future<Output = Result<(), StoreError>>;
-    /// Inserts the evidence unless one with its id is stored; whether it inserted.
-    fn insert_evidence(&mut self, evidence: &Evidence) -> impl Future<Output = Result<bool, StoreError>>;
-    /// The stored evidence's summary and source.
-    fn evidence(&mut self, id: &str) -> impl Future<Output = Result<Option<(String, String)>, StoreError>>;
-    /// Whether a decision or evidence with this id is stored.
-    fn exists(&mut self, end: End, id: &str) -> impl Future<Output = Result<bool, StoreError>>;
-    /// Links a decision and evidence unless they are linked.
-    fn insert_link(&mut self, anchor: &Anchor) -> impl Future<Output = Result<(), StoreError>>;
-}
 
 /// One end of a link.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,19 +27,110 @@ pub(crate) enum End {
     Evidence,
 }
 
-/// A write under an idempotency key, around its body: a key already written returns what its
-/// write returned and writes nothing; otherwise the body runs and its result is recorded under
-/// the key.
-macro_rules! keyed {
-    ($rows:expr, $key:expr, $body:block) => {{
-        if let Some(done) = $rows.written($key).await? {
-            return Ok(done);
+/// What a write's checks read.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Read<'a> {
+    /// The stored decision with this id.
+    Decision(&'a str),
+    /// The active versions of a root (a list, to check, though the rules allow one), locked
+    /// until the transaction ends where the backend can.
+    ActiveVersions(&'a str),
+    /// The stored evidence's summary and source.
+    Evidence(&'a str),
+    /// Whether a decision or evidence with this id is stored.
+    Exists(End, &'a str),
+}
+
+/// What a [`Read`] found, in the same order.
+#[derive(Debug, Clone)]
+pub(crate) enum Answer {
+    /// [`Read::Decision`].
+    Decision(Option<Decision>),
+    /// [`Read::ActiveVersions`].
+    ActiveVersions(Vec<Decision>),
+    /// [`Read::Evidence`].
+    Evidence(Option<(String, String)>),
+    /// [`Read::Exists`].
+    Exists(bool),
+}
+
+/// A change a write makes.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Change<'a> {
+    /// Compare-and-set: marks decision `id` inactive if it is active.
+    Deactivate(&'a str),
+    /// Inserts a new decision as the active version of its root.
+    InsertDecision(&'a Decision),
+    /// Inserts the evidence unless one with its id is stored.
+    InsertEvidence(&'a Evidence),
+    /// Links a decision and evidence unless they are linked.
+    InsertLink(&'a Anchor),
+}
+
+/// The rows a backend reads and writes for the decision ports, all inside the write's one
+/// transaction, each phase in one go where the backend can.
+pub(crate) trait WriteRows {
+    /// What the write under `key` returned, if it happened (with a key; without one, `None`),
+    /// and what `reads` found, in order. A backend shared by many writers first locks the key
+    /// for the rest of the transaction, so two writes of one key serialize.
+    fn read(
+        &mut self,
+        key: Option<&IdempotencyKey>,
+        reads: &[Read<'_>],
+    ) -> impl Future<Output = Result<(Option<String>, Vec<Answer>), StoreError>>;
+    /// Makes `changes` in order and records `result` as what the write under `key` returned;
+    /// whether each change changed a row.
+    fn apply(
+        &mut self,
+        changes: &[Change<'_>],
+        key: &IdempotencyKey,
+        result: &str,
+    ) -> impl Future<Output = Result<Vec<bool>, StoreError>>;
+}
+
+/// The rows of a backend that reads and writes in place, one at a time (SQLite's, in memory):
+/// a [`WriteRows`] through the blanket implementation.
+pub(crate) trait RowByRow {
+    /// What the write under `key` returned, if it happened.
+    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError>;
+    /// Records what the write under `key` returned.
+    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError>;
+    /// Reads one [`Read`].
+    fn read_one(&mut self, read: Read<'_>) -> Result<Answer, StoreError>;
+    /// Makes one [`Change`]; whether it changed a row.
+    fn change(&mut self, change: Change<'_>) -> Result<bool, StoreError>;
+}
+
+impl<R: RowByRow> WriteRows for R {
+    async fn read(
+        &mut self,
+        key: Option<&IdempotencyKey>,
+        reads: &[Read<'_>],
+    ) -> Result<(Option<String>, Vec<Answer>), StoreError> {
+        if let Some(key) = key
+            && let Some(done) = self.written(key)?
+        {
+            return Ok((Some(done), Vec::new()));
         }
-        let result: Result<String, StoreError> = async { $body }.await;
-        let result = result?;
-        $rows.record_write($key, &result).await?;
-        Ok(result)
-    }};
+        let found = reads.iter().map(|read| self.read_one(*read)).collect::<Result<_, _>>()?;
+        Ok((None, found))
+    }
+
+    async fn apply(
+        &mut self,
+        changes: &[Change<'_>],
+        key: &IdempotencyKey,
+        result: &str,
+    ) -> Result<Vec<bool>, StoreError> {
+        let changed = changes.iter().map(|change| self.change(*change)).collect::<Result<_, _>>()?;
+        self.record_write(key, result)?;
+        Ok(changed)
+    }
+}
+
+/// A backend that answered a read with something else: its bug, said as a failure.
+fn unexpected(found: &[Answer]) -> StoreError {
+    StoreError::Backend(format!("the store answered the write's reads with {found:?}"))
 }
 
 /// `DecisionWritePort::persist_decision`: a decision stored with the same content is the same
@@ -72,22 +141,34 @@ pub(crate) async fn persist_decision<R: WriteRows>(
     decision: &Decision,
     key: &IdempotencyKey,
 ) -> Result<String, StoreError> {
-    keyed!(rows, key, {
-        if let Some(stored) = rows.decision(&decision.id).await? {
-            if same_decision(&stored, decision) {
-                return Ok(decision.id.clone());
-            }
-            return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
+    let reads = [Read::Decision(&decision.id), Read::ActiveVersions(&decision.root_id)];
+    let (done, found) = rows.read(Some(key), &reads).await?;
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    let [Answer::Decision(stored), Answer::ActiveVersions(active)] = &found[..] else { return Err(unexpected(&found)) };
+    if let Some(stored) = stored {
+        if same_decision(stored, decision) {
+            rows.apply(&[], key, &decision.id).await?;
+            return Ok(decision.id.clone());
         }
-        check_version(&rows.active_versions(&decision.root_id).await?, decision)?;
-        if let Some(previous) = &decision.previous_version_id
-            && !rows.deactivate(previous).await?
-        {
-            return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
-        }
-        rows.insert_decision(decision).await?;
-        Ok(decision.id.clone())
-    })
+        return Err(StoreError::Conflict(format!("decision `{}` is stored with other content", decision.id)));
+    }
+    check_version(active, decision)?;
+    let mut changes = Vec::with_capacity(2);
+    if let Some(previous) = &decision.previous_version_id {
+        changes.push(Change::Deactivate(previous));
+    }
+    changes.push(Change::InsertDecision(decision));
+    let changed = rows.apply(&changes, key, &decision.id).await?;
+    // The active version was read under a lock, so this holds; a backend that cannot lock
+    // finds out here, and the write (its transaction) is dropped.
+    if let Some(previous) = &decision.previous_version_id
+        && changed.first() != Some(&true)
+    {
+        return Err(StoreError::Conflict(format!("`{previous}` is no longer the active version")));
+    }
+    Ok(decision.id.clone())
 }
 
 /// `DecisionWritePort::persist_evidence`: evidence stored with the same content is the same
@@ -97,20 +178,31 @@ pub(crate) async fn persist_evidence<R: WriteRows>(
     evidence: &Evidence,
     key: &IdempotencyKey,
 ) -> Result<String, StoreError> {
-    keyed!(rows, key, {
-        if !rows.insert_evidence(evidence).await? {
-            match rows.evidence(&evidence.id).await? {
-                Some((summary, source)) if summary == evidence.summary && source == evidence.source => {}
-                _ => {
-                    return Err(StoreError::Conflict(format!(
-                        "evidence `{}` is stored with other content",
-                        evidence.id
-                    )));
+    let (done, found) = rows.read(Some(key), &[Read::Evidence(&evidence.id)]).await?;
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    let conflict = || StoreError::Conflict(format!("evidence `{}` is stored with other content", evidence.id));
+    let same = |stored: &(String, String)| stored.0 == evidence.summary && stored.1 == evidence.source;
+    match &found[..] {
+        [Answer::Evidence(Some(stored))] if same(stored) => {
+            rows.apply(&[], key, &evidence.id).await?;
+        }
+        [Answer::Evidence(Some(_))] => return Err(conflict()),
+        [Answer::Evidence(None)] => {
+            let changed = rows.apply(&[Change::InsertEvidence(evidence)], key, &evidence.id).await?;
+            // Another write (under another key) stored the same id in between: the same
+            // content is the same evidence.
+            if changed.first() != Some(&true) {
+                let (_, found) = rows.read(None, &[Read::Evidence(&evidence.id)]).await?;
+                if !matches!(&found[..], [Answer::Evidence(Some(stored))] if same(stored)) {
+                    return Err(conflict());
                 }
             }
         }
-        Ok(evidence.id.clone())
-    })
+        _ => return Err(unexpected(&found)),
+    }
+    Ok(evidence.id.clone())
 }
 
 /// `DecisionWritePort::link`: both ends must be stored; linking twice is one link.
@@ -119,15 +211,18 @@ pub(crate) async fn link<R: WriteRows>(
     anchor: &Anchor,
     key: &IdempotencyKey,
 ) -> Result<String, StoreError> {
-    keyed!(rows, key, {
-        for (end, id, what) in
-            [(End::Decision, &anchor.decision_id, "decision"), (End::Evidence, &anchor.evidence_id, "evidence")]
-        {
-            if !rows.exists(end, id).await? {
-                return Err(StoreError::NotFound(format!("{what} `{id}` to link")));
-            }
+    let reads = [Read::Exists(End::Decision, &anchor.decision_id), Read::Exists(End::Evidence, &anchor.evidence_id)];
+    let (done, found) = rows.read(Some(key), &reads).await?;
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    let [Answer::Exists(decision), Answer::Exists(evidence)] = &found[..] else { return Err(unexpected(&found)) };
+    for (stored, what, id) in [(decision, "decision", &anchor.decision_id), (evidence, "evidence", &anchor.evidence_id)]
+    {
+        if !stored {
+            return Err(StoreError::NotFound(format!("{what} `{id}` to link")));
         }
-        rows.insert_link(anchor).await?;
-        Ok("linked".to_owned())
-    })
+    }
+    rows.apply(&[Change::InsertLink(anchor)], key, "linked").await?;
+    Ok("linked".to_owned())
 }

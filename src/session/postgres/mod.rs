@@ -34,7 +34,7 @@ use super::{
     SessionStore, SessionUpdate, StoreFuture,
 };
 use crate::pg::PgSession;
-use crate::pg::{Param, PgDatabase, Pooled};
+use crate::pg::{Param, PgDatabase, Pooled, Query, Then};
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -215,7 +215,8 @@ impl PgSessionStore {
     }
 
     /// One compare-and-set write: `set` (SQL assignments whose parameters start at `$5`), only
-    /// if the row is still at the version this worker saw and its lease is still this worker's.
+    /// if the row is still at the version this worker saw and its lease is still this worker's;
+    /// otherwise the statement raises (`planlock_fenced`): [`SessionError::Fenced`].
     async fn write(
         &self,
         doing: &'static str,
@@ -225,11 +226,13 @@ impl PgSessionStore {
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
         let sql = format!(
-            "UPDATE planlock_sessions
-             SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
-                 updated_at = now()
-             WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
-             RETURNING row_version"
+            "WITH written AS (
+               UPDATE planlock_sessions
+               SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
+                   updated_at = now()
+               WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
+               RETURNING row_version)
+             SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))"
         );
         let (version, lease) = (*seen, self.lease.as_secs_f64());
         let mut all: Vec<Param<'_>> = vec![
@@ -239,28 +242,28 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
-        let row = match in_cycle {
-            InCycle::Alone => self.alone(doing, &sql, &all).await?,
+        let query = [Query::typed(&sql, &all)];
+        let failed = |e: tokio_postgres::Error| match e.code().map(|c| c.code()) {
+            Some("PLF01") => SessionError::Fenced { key: self.records.key.clone() },
+            _ => self.database(doing, &e),
+        };
+        let rows = match in_cycle {
+            InCycle::Alone => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             InCycle::Join => match self.session.cycle().transaction(&self.records.db).await {
-                Ok(Some(mut tx)) => tx.query_typed_opt(&sql, &all).await.map_err(|e| self.database(doing, &e))?,
-                Ok(None) => self.alone(doing, &sql, &all).await?,
+                Ok(Some(mut tx)) => tx.pipeline(&query, Then::Stay).await.map_err(failed)?,
+                Ok(None) => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
                 Err(e) => return Err(SessionError::Database { key: self.records.key.clone(), reason: e.to_string() }),
             },
             // The cycle's writes are in its transaction: the compare-and-set decides for them
-            // too. Not this worker's row any more (fenced), or a failure: the transaction is
-            // dropped, rolled back, and none of the cycle's writes happen.
+            // too, and the COMMIT goes with it. Not this worker's row any more (fenced), or a
+            // failure: the server rolls the transaction back, and none of the cycle's writes
+            // happen.
             InCycle::Commit => match self.session.cycle().take_transaction().await {
-                Some(mut tx) => {
-                    let row = tx.query_typed_opt(&sql, &all).await.map_err(|e| self.database(doing, &e))?;
-                    if row.is_some() {
-                        tx.commit().await.map_err(|e| self.database(doing, &e))?;
-                    }
-                    row
-                }
-                None => self.alone(doing, &sql, &all).await?,
+                Some(mut tx) => tx.pipeline(&query, Then::Commit).await.map_err(failed)?,
+                None => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             },
         };
-        match row {
+        match rows.first().and_then(|rows| rows.first()) {
             Some(row) => {
                 *seen = row.get(0);
                 Ok(())

@@ -8,7 +8,7 @@ use super::{SqliteStore, backend};
 use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
-use crate::store::write::{self, End, WriteRows};
+use crate::store::write::{self, Answer, Change, End, Read, RowByRow};
 use crate::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, Found, Scope, StoreError};
 
 /// What the write under `key` returned, if it happened.
@@ -122,103 +122,92 @@ impl SqliteStore {
     }
 }
 
-/// The decision rows of one transaction. Its futures are ready at once: they run on the
-/// blocking thread that holds the transaction, which waits on them with `io::block_on`.
+/// The decision rows of one transaction, read and written in place on the blocking thread that
+/// holds it.
 struct Rows<'t, 'c> {
     tx: &'t rusqlite::Transaction<'c>,
     doing: &'static str,
 }
 
-impl WriteRows for Rows<'_, '_> {
-    async fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
+impl RowByRow for Rows<'_, '_> {
+    fn written(&mut self, key: &IdempotencyKey) -> Result<Option<String>, StoreError> {
         written(self.tx, &key.to_string())
     }
 
-    async fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
+    fn record_write(&mut self, key: &IdempotencyKey, result: &str) -> Result<(), StoreError> {
         record_write(self.tx, &key.to_string(), result)
     }
 
-    async fn decision(&mut self, id: &str) -> Result<Option<Decision>, StoreError> {
-        let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE id = ?1");
-        self.tx.query_row(&sql, params![id], decision_row).optional().map_err(backend(self.doing))
+    fn read_one(&mut self, read: Read<'_>) -> Result<Answer, StoreError> {
+        let failed = backend(self.doing);
+        match read {
+            Read::Decision(id) => {
+                let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE id = ?1");
+                self.tx.query_row(&sql, params![id], decision_row).optional().map(Answer::Decision).map_err(failed)
+            }
+            Read::ActiveVersions(root_id) => {
+                // The transaction is immediate: no other writer runs until it ends.
+                let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE root_id = ?1 AND is_active = 1");
+                let mut stmt = self.tx.prepare_cached(&sql).map_err(backend(self.doing))?;
+                stmt.query_map(params![root_id], decision_row)
+                    .and_then(Iterator::collect::<Result<Vec<_>, _>>)
+                    .map(Answer::ActiveVersions)
+                    .map_err(failed)
+            }
+            Read::Evidence(id) => self
+                .tx
+                .query_row("SELECT summary, source FROM evidence WHERE id = ?1", params![id], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+                .map(Answer::Evidence)
+                .map_err(failed),
+            Read::Exists(end, id) => {
+                let table = match end {
+                    End::Decision => "decisions",
+                    End::Evidence => "evidence",
+                };
+                self.tx
+                    .query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1"), params![id], |_| Ok(()))
+                    .optional()
+                    .map(|row| Answer::Exists(row.is_some()))
+                    .map_err(failed)
+            }
+        }
     }
 
-    async fn active_versions(&mut self, root_id: &str) -> Result<Vec<Decision>, StoreError> {
-        // The transaction is immediate: no other writer runs until it ends.
-        let sql = format!("SELECT {DECISION_COLUMNS} FROM decisions WHERE root_id = ?1 AND is_active = 1");
-        let mut stmt = self.tx.prepare_cached(&sql).map_err(backend(self.doing))?;
-        stmt.query_map(params![root_id], decision_row)
-            .and_then(Iterator::collect::<Result<Vec<_>, _>>)
-            .map_err(backend(self.doing))
-    }
-
-    async fn deactivate(&mut self, id: &str) -> Result<bool, StoreError> {
-        self.tx
-            .execute("UPDATE decisions SET is_active = 0 WHERE id = ?1 AND is_active = 1", params![id])
-            .map(|changed| changed == 1)
-            .map_err(backend(self.doing))
-    }
-
-    async fn insert_decision(&mut self, decision: &Decision) -> Result<(), StoreError> {
-        let (kind, domain) = Scope::of(&decision.scope).columns();
-        self.tx
-            .execute(
-                "INSERT INTO decisions (id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9)",
-                params![
-                    decision.id,
-                    decision.root_id,
-                    i64::try_from(decision.version.get()).unwrap_or(i64::MAX),
-                    decision.text,
-                    decision.strength,
-                    kind,
-                    domain,
-                    decision.previous_version_id,
-                    crate::store::now()
-                ],
-            )
-            .map(drop)
-            .map_err(backend(self.doing))
-    }
-
-    async fn insert_evidence(&mut self, evidence: &Evidence) -> Result<bool, StoreError> {
-        self.tx
-            .execute(
+    fn change(&mut self, change: Change<'_>) -> Result<bool, StoreError> {
+        let changed = match change {
+            Change::Deactivate(id) => {
+                self.tx.execute("UPDATE decisions SET is_active = 0 WHERE id = ?1 AND is_active = 1", params![id])
+            }
+            Change::InsertDecision(decision) => {
+                let (kind, domain) = Scope::of(&decision.scope).columns();
+                self.tx.execute(
+                    "INSERT INTO decisions (id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 1, ?8, ?9)",
+                    params![
+                        decision.id,
+                        decision.root_id,
+                        i64::try_from(decision.version.get()).unwrap_or(i64::MAX),
+                        decision.text,
+                        decision.strength,
+                        kind,
+                        domain,
+                        decision.previous_version_id,
+                        crate::store::now()
+                    ],
+                )
+            }
+            Change::InsertEvidence(evidence) => self.tx.execute(
                 "INSERT OR IGNORE INTO evidence (id, summary, source) VALUES (?1, ?2, ?3)",
                 params![evidence.id, evidence.summary, evidence.source],
-            )
-            .map(|inserted| inserted == 1)
-            .map_err(backend(self.doing))
-    }
-
-    async fn evidence(&mut self, id: &str) -> Result<Option<(String, String)>, StoreError> {
-        self.tx
-            .query_row("SELECT summary, source FROM evidence WHERE id = ?1", params![id], |r| {
-                Ok((r.get(0)?, r.get(1)?))
-            })
-            .optional()
-            .map_err(backend(self.doing))
-    }
-
-    async fn exists(&mut self, end: End, id: &str) -> Result<bool, StoreError> {
-        let table = match end {
-            End::Decision => "decisions",
-            End::Evidence => "evidence",
-        };
-        self.tx
-            .query_row(&format!("SELECT 1 FROM {table} WHERE id = ?1"), params![id], |_| Ok(()))
-            .optional()
-            .map(|row| row.is_some())
-            .map_err(backend(self.doing))
-    }
-
-    async fn insert_link(&mut self, anchor: &Anchor) -> Result<(), StoreError> {
-        self.tx
-            .execute(
+            ),
+            Change::InsertLink(anchor) => self.tx.execute(
                 "INSERT OR IGNORE INTO decision_evidence (decision_id, evidence_id) VALUES (?1, ?2)",
                 params![anchor.decision_id, anchor.evidence_id],
-            )
-            .map(drop)
-            .map_err(backend(self.doing))
+            ),
+        };
+        changed.map(|n| n == 1).map_err(backend(self.doing))
     }
 }

@@ -86,13 +86,11 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
     let store = demo.session_store(opened.into_session_store());
 
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
-    let mut real = None;
     let (handlers, mut model) = match (&c.llm_url, &c.llm_model) {
         (Some(url), Some(name)) => {
             let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env);
             let model = OpenAiModel::new(config);
             let about = ModelInfo::Openai { model: name.clone(), url: model.config().shown_url(), usage: None };
-            real = Some(model.clone());
             let handlers = demo
                 .with_store(&storage)
                 .on::<LLMCall>(demo.gate(model.clone()))
@@ -123,10 +121,27 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         None => runtime.run_cycle_blocking(),
         Some(over) => runtime.resume_blocking(Some(over)),
     };
-    // The tokens the server reported for this cycle (the `chat` spans' `gen_ai.usage.*`).
-    if let (Some(real), ModelInfo::Openai { usage, .. }) = (&real, &mut model) {
-        *usage = Some(Usage { input_tokens: real.usage().input(), output_tokens: real.usage().output() });
+    // What ran is the cycle's report: a completed, paused or failed cycle's (a rejection and a
+    // pause waiting for a person ran nothing).
+    let ran = match &outcome {
+        Ok(outcome) => outcome.report(),
+        Err(e) => e.report(),
+    };
+    // The tokens the server reported for this cycle, as its steps recorded them.
+    if let ModelInfo::Openai { usage, .. } = &mut model {
+        let used = ran.and_then(|r| r.usage()).unwrap_or_default();
+        *usage = Some(Usage { input_tokens: used.input, output_tokens: used.output });
     }
+    // Each step as the report has it; one it does not name completed before the pause this run
+    // resumed (restored, not run again), or never ran.
+    let resumed_at = ran.and_then(|r| r.steps.first()).map_or(0, |first| first.index);
+    let ran_status = |i: usize| match ran.and_then(|r| r.status_of(i)) {
+        Some(ReportStatus::Completed) => "completed",
+        Some(ReportStatus::Blocked) => "blocked",
+        Some(ReportStatus::Failed) => "failed",
+        None if i < resumed_at => "completed",
+        None => "not-run",
+    };
     let steps_of = |statuses: &dyn Fn(usize) -> &'static str| -> Vec<StepStatus> {
         let steps = runtime.plan().steps().iter().enumerate();
         steps
@@ -147,13 +162,14 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         intervention: None,
         boot_cleanup: runtime.removed_leftover().map(|r| BootCleanup { removed_record: Leftover::of(r) }),
     };
+    let ran_steps = steps_of(&ran_status);
     let exit = match outcome {
         Ok(RunOutcome::Completed(_)) => {
-            report.steps = steps_of(&|_| "completed");
+            report.steps = ran_steps;
             EXIT_VALID
         }
         Ok(RunOutcome::Paused { record, .. }) => {
-            report.steps = steps_of(&paused_at(runtime.plan(), &record));
+            report.steps = ran_steps;
             report.outcome = "InterventionRequired";
             report.error = Some(record.reason.clone());
             report.intervention = Some(record);
@@ -161,7 +177,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         }
         // A reviewer rejected the paused cycle: it is abandoned, nothing ran.
         Ok(RunOutcome::Abandoned(record)) => {
-            report.steps = steps_of(&|_| "not-run");
+            report.steps = ran_steps;
             report.outcome = "abandoned";
             report.error = Some(format!(
                 "the reviewer rejected cycle {} paused at step `{}`; it is abandoned, and the next run runs it again",
@@ -184,18 +200,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             EXIT_INTERVENTION
         }
         Err(e) => {
-            // Each step as the failed cycle's report has it; one it does not name completed
-            // before the pause this run resumed (restored, not run again), or never ran.
-            let ran = e.report();
-            let resumed_at = ran.and_then(|r| r.steps.first()).map_or(0, |first| first.index);
-            let status = |i: usize| match ran.and_then(|r| r.status_of(i)) {
-                Some(ReportStatus::Completed) => "completed",
-                Some(ReportStatus::Blocked) => "blocked",
-                Some(ReportStatus::Failed) => "failed",
-                None if i < resumed_at => "completed",
-                None => "not-run",
-            };
-            report.steps = steps_of(&status);
+            report.steps = ran_steps;
             report.outcome = e.kind().as_str();
             report.error = Some(e.to_string());
             report.error_code = Some(e.code());
