@@ -271,3 +271,94 @@ fn the_semantic_decision_load_stops_at_the_steps_deadline() {
     assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
     assert_eq!(planlock::block_on(strategy.load("rotate keys", None)).unwrap().decisions.len(), 300);
 }
+
+/// An embedder that counts its calls and, as a server would, answers only within a deadline: it
+/// waits out the deadline and fails, or (without one) takes `slow` to answer.
+struct Counting {
+    calls: std::sync::atomic::AtomicUsize,
+    slow: std::time::Duration,
+}
+
+impl Embedder for Counting {
+    fn model(&self) -> &str {
+        DemoEmbedder::MODEL
+    }
+    fn dimension(&self) -> usize {
+        DemoEmbedder::DIMENSION
+    }
+    fn embed<'a>(
+        &'a self,
+        texts: &'a [String],
+        purpose: Purpose,
+        deadline: Option<std::time::Instant>,
+    ) -> EmbedFuture<'a> {
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Box::pin(async move {
+            let now = std::time::Instant::now();
+            let wait = deadline.map_or(self.slow, |d| d.saturating_duration_since(now).min(self.slow));
+            futures_timer::Delay::new(wait).await;
+            match deadline {
+                Some(d) if std::time::Instant::now() >= d => {
+                    Err(planlock::embed::EmbedError::new(self.model(), "no answer before the step's deadline"))
+                }
+                _ => DemoEmbedder::new().embed(texts, purpose, None).await,
+            }
+        })
+    }
+}
+
+fn decision(n: u64) -> planlock::schema::Decision {
+    planlock::schema::Decision {
+        id: format!("d-{n}"),
+        root_id: format!("d-{n}"),
+        version: planlock::PositiveInt::MIN,
+        text: format!("rotate key number {n}"),
+        strength: "must".into(),
+        scope: "global".into(),
+        is_active: true,
+        previous_version_id: None,
+    }
+}
+
+#[test]
+fn a_semantic_write_again_under_its_key_embeds_nothing() {
+    use planlock::store::DecisionWritePort;
+    let root = tempfile::tempdir().unwrap();
+    let embedder = Arc::new(Counting { calls: Default::default(), slow: std::time::Duration::ZERO });
+    let calls = || embedder.calls.load(std::sync::atomic::Ordering::SeqCst);
+    let memory = SemanticMemory::new(SqliteStore::open(root.path()), embedder.clone());
+    let key = planlock::store::conformance::key(1);
+    let put = || planlock::block_on(memory.put(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }));
+    let first = put().unwrap();
+    assert_eq!(calls(), 1);
+    assert_eq!(put().unwrap(), first, "the same memory");
+    assert_eq!(calls(), 1, "a re-run of the write pays for no embedding");
+
+    let strategy = SemanticDecisions::new(SqliteStore::open(root.path()), embedder.clone());
+    let key = planlock::store::conformance::key(2);
+    for _ in 0..3 {
+        assert_eq!(planlock::block_on(strategy.persist_decision(&decision(1), &key)).unwrap(), "d-1");
+    }
+    assert_eq!(calls(), 2, "one embedding for the decision, written once");
+}
+
+#[test]
+fn the_steps_deadline_reaches_the_embedder_of_a_semantic_write() {
+    use planlock::store::DecisionWritePort;
+    let root = tempfile::tempdir().unwrap();
+    // Without the deadline, each write would wait 20 s for its embedding.
+    let embedder = Arc::new(Counting { calls: Default::default(), slow: std::time::Duration::from_secs(20) });
+    let memory = SemanticMemory::new(SqliteStore::open(root.path()), embedder.clone());
+    let strategy = SemanticDecisions::new(SqliteStore::open(root.path()), embedder.clone());
+    let key = planlock::store::conformance::key(1);
+    let started = std::time::Instant::now();
+    let deadline = Some(started + std::time::Duration::from_millis(200));
+    let put = memory.put_within(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }, deadline);
+    let err = planlock::block_on(put).unwrap_err();
+    assert!(err.to_string().contains("deadline"), "{err}");
+    let err = planlock::block_on(strategy.persist_decision_within(&decision(1), &key, deadline)).unwrap_err();
+    assert!(err.to_string().contains("deadline"), "{err}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(5), "stopped at the deadline: {:?}", started.elapsed());
+    // Nothing was stored by the writes that failed.
+    assert!(planlock::block_on(SqliteStore::open(root.path()).search("x", 5)).unwrap().is_empty());
+}

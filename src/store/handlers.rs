@@ -118,7 +118,8 @@ impl<P: Storage> Handler<PersistMemory> for StoreHandlers<P> {
     async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
         let key = cx.idempotency_key();
         let memory = NewMemory { key: &key, session_ref: &p.session_ref, summary: &p.summary, keywords: &p.keywords };
-        let id = self.ports.put(memory).await.map_err(failed("storing the memory failed"))?;
+        let stored = self.ports.put_within(memory, cx.deadline()).await;
+        let id = stored.map_err(failed("storing the memory failed"))?;
         Ok(PersistMemoryResult { id })
     }
 }
@@ -130,7 +131,8 @@ impl<P: Storage> Handler<PersistDecision> for StoreHandlers<P> {
         p: &PersistDecisionPayload,
     ) -> Result<PersistDecisionResult, HandlerError> {
         let key = cx.idempotency_key();
-        let id = self.ports.persist_decision(&p.decision, &key).await.map_err(failed("storing the decision failed"))?;
+        let stored = self.ports.persist_decision_within(&p.decision, &key, cx.deadline()).await;
+        let id = stored.map_err(failed("storing the decision failed"))?;
         Ok(PersistDecisionResult { id })
     }
 }

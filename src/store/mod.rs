@@ -176,6 +176,17 @@ pub trait MemoryRepositoryPort: Send + Sync + 'static {
     /// Stores a memory; returns its id. Put again under the same key, it returns the first id and
     /// stores nothing.
     fn put(&self, memory: NewMemory<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
+    /// [`put`](Self::put), stopped when `deadline` passes (the step's): what the
+    /// `PersistMemory` handler calls. A store that embeds what it stores waits for its embedder
+    /// within it, and only for a key not stored yet. The default ignores the deadline.
+    fn put_within(
+        &self,
+        memory: NewMemory<'_>,
+        deadline: Option<std::time::Instant>,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send {
+        let _ = deadline;
+        self.put(memory)
+    }
 }
 
 /// What a read found, and how many stored entries it passed over because they could not be
@@ -232,6 +243,19 @@ pub trait DecisionWritePort: Send + Sync + 'static {
         decision: &Decision,
         key: &IdempotencyKey,
     ) -> impl Future<Output = Result<String, StoreError>> + Send;
+    /// [`persist_decision`](Self::persist_decision), stopped when `deadline` passes (the
+    /// step's): what the `PersistDecision` handler calls. A strategy that embeds decisions waits
+    /// for its embedder within it, and only for a key not written yet. The default ignores the
+    /// deadline.
+    fn persist_decision_within(
+        &self,
+        decision: &Decision,
+        key: &IdempotencyKey,
+        deadline: Option<std::time::Instant>,
+    ) -> impl Future<Output = Result<String, StoreError>> + Send {
+        let _ = deadline;
+        self.persist_decision(decision, key)
+    }
     /// Stores evidence; returns its id.
     fn persist_evidence(
         &self,

@@ -68,8 +68,12 @@ pub trait DynMemoryProvider: Send + Sync + 'static {
         top_k: u64,
         deadline: Option<Instant>,
     ) -> BoxFuture<'a, Result<Found<Vec<MemoryItem>>, StoreError>>;
-    /// [`MemoryRepositoryPort::put`].
-    fn put<'a>(&'a self, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>>;
+    /// [`MemoryRepositoryPort::put_within`].
+    fn put_within<'a>(
+        &'a self,
+        memory: NewMemory<'a>,
+        deadline: Option<Instant>,
+    ) -> BoxFuture<'a, Result<String, StoreError>>;
 }
 
 impl<T: MemoryRepositoryPort> DynMemoryProvider for T {
@@ -81,8 +85,12 @@ impl<T: MemoryRepositoryPort> DynMemoryProvider for T {
     ) -> BoxFuture<'a, Result<Found<Vec<MemoryItem>>, StoreError>> {
         Box::pin(MemoryRepositoryPort::search_reporting(self, query, top_k, deadline))
     }
-    fn put<'a>(&'a self, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(MemoryRepositoryPort::put(self, memory))
+    fn put_within<'a>(
+        &'a self,
+        memory: NewMemory<'a>,
+        deadline: Option<Instant>,
+    ) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(MemoryRepositoryPort::put_within(self, memory, deadline))
     }
 }
 
@@ -96,11 +104,12 @@ pub trait DynStrategyProvider: Send + Sync + 'static {
         current_domain: Option<&'a str>,
         deadline: Option<Instant>,
     ) -> BoxFuture<'a, Result<Found<DecisionContext>, StoreError>>;
-    /// [`DecisionWritePort::persist_decision`].
-    fn persist_decision<'a>(
+    /// [`DecisionWritePort::persist_decision_within`].
+    fn persist_decision_within<'a>(
         &'a self,
         decision: &'a Decision,
         key: &'a IdempotencyKey,
+        deadline: Option<Instant>,
     ) -> BoxFuture<'a, Result<String, StoreError>>;
     /// [`DecisionWritePort::persist_evidence`].
     fn persist_evidence<'a>(
@@ -121,12 +130,13 @@ impl<T: DecisionContextProviderPort + DecisionWritePort> DynStrategyProvider for
     ) -> BoxFuture<'a, Result<Found<DecisionContext>, StoreError>> {
         Box::pin(DecisionContextProviderPort::load_reporting(self, input, current_domain, deadline))
     }
-    fn persist_decision<'a>(
+    fn persist_decision_within<'a>(
         &'a self,
         decision: &'a Decision,
         key: &'a IdempotencyKey,
+        deadline: Option<Instant>,
     ) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(DecisionWritePort::persist_decision(self, decision, key))
+        Box::pin(DecisionWritePort::persist_decision_within(self, decision, key, deadline))
     }
     fn persist_evidence<'a>(
         &'a self,
@@ -203,7 +213,10 @@ impl MemoryRepositoryPort for ResolvedStore {
         self.memory.search_reporting(query, top_k, deadline).await
     }
     async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        self.memory.put(memory).await
+        self.memory.put_within(memory, None).await
+    }
+    async fn put_within(&self, memory: NewMemory<'_>, deadline: Option<Instant>) -> Result<String, StoreError> {
+        self.memory.put_within(memory, deadline).await
     }
 }
 
@@ -223,7 +236,15 @@ impl DecisionContextProviderPort for ResolvedStore {
 
 impl DecisionWritePort for ResolvedStore {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.strategy.persist_decision(decision, key).await
+        self.strategy.persist_decision_within(decision, key, None).await
+    }
+    async fn persist_decision_within(
+        &self,
+        decision: &Decision,
+        key: &IdempotencyKey,
+        deadline: Option<Instant>,
+    ) -> Result<String, StoreError> {
+        self.strategy.persist_decision_within(decision, key, deadline).await
     }
     async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
         self.strategy.persist_evidence(evidence, key).await

@@ -316,6 +316,22 @@ impl SqliteStore {
         .map(drop)
     }
 
+    /// The id of the memory stored under `key`, if one is (a read: `None` without a database).
+    pub(crate) async fn stored_memory(&self, key: &crate::hash::IdempotencyKey) -> Result<Option<String>, StoreError> {
+        let key = key.to_string();
+        let sql = "SELECT id FROM memories WHERE idem_key = ?1";
+        let found = self.read_within(None, move |conn| conn.query_row(sql, params![key], |r| r.get(0)).optional());
+        Ok(found.await?.flatten())
+    }
+
+    /// What the write under `key` returned, if it happened (a read: `None` without a database).
+    pub(crate) async fn written(&self, key: &crate::hash::IdempotencyKey) -> Result<Option<String>, StoreError> {
+        let key = key.to_string();
+        let sql = "SELECT result FROM writes WHERE idem_key = ?1";
+        let found = self.read_within(None, move |conn| conn.query_row(sql, params![key], |r| r.get(0)).optional());
+        Ok(found.await?.flatten())
+    }
+
     /// Stores a memory as [`MemoryRepositoryPort::put`] does, and runs `also` in the same
     /// transaction with the new memory's rowid (not when the key was already stored): what a
     /// provider keeps beside a memory is written with it or not at all.

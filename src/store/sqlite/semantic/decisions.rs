@@ -155,7 +155,20 @@ impl DecisionContextProviderPort for SemanticDecisions {
 
 impl DecisionWritePort for SemanticDecisions {
     async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage, None).await?;
+        self.persist_decision_within(decision, key, None).await
+    }
+    /// A key written already answers before anything is embedded (a re-run pays for no
+    /// embedding); a new decision is embedded within `deadline`.
+    async fn persist_decision_within(
+        &self,
+        decision: &Decision,
+        key: &IdempotencyKey,
+        deadline: Option<Instant>,
+    ) -> Result<String, StoreError> {
+        if let Some(done) = self.store.written(key).await? {
+            return Ok(done);
+        }
+        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage, deadline).await?;
         let id = self.store.persist_decision(decision, key).await?;
         let (model, dimension, decision_id) = (self.embedder.model().to_owned(), self.embedder.dimension(), id.clone());
         self.store

@@ -186,11 +186,20 @@ impl MemoryRepositoryPort for SemanticMemory {
     }
 
     async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        self.put_within(memory, None).await
+    }
+
+    /// A key stored already answers before anything is embedded (a re-run pays for no
+    /// embedding); a new memory is embedded within `deadline`.
+    async fn put_within(&self, memory: NewMemory<'_>, deadline: Option<Instant>) -> Result<String, StoreError> {
+        if let Some(id) = self.store.stored_memory(memory.key).await? {
+            return Ok(id);
+        }
         let text = std::iter::once(memory.summary)
             .chain(memory.keywords.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ");
-        let vector = embed_one(&*self.embedder, text, Purpose::Passage, None).await?;
+        let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
         let ready = self.tables_ready.clone();
         let stored = self
