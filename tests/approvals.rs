@@ -372,6 +372,13 @@ fn the_cli_decides_from_the_inbox_and_the_next_run_goes_on() {
     let names: Vec<&str> = log["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
     assert_eq!(names, ["decided", "consumed"]);
     assert!(cli(&["inbox", "list", "--format", "json", "--sessions", dir]).1["pauses"].as_array().unwrap().is_empty());
+    // `planlock abandon` gives a pause up as a runtime does: its outcome is in the log too.
+    assert_eq!(cli(&run).0, Some(4), "cycle 2 pauses");
+    let (code, abandoned, _) = cli(&["abandon", "--format", "json", "--root", root]);
+    assert_eq!((code, &abandoned["abandonedCycle"]), (Some(0), &json!(2)), "{abandoned}");
+    let (_, log, _) = cli(&["inbox", "log", "--format", "json", "--sessions", dir, "s1"]);
+    let names: Vec<&str> = log["events"].as_array().unwrap().iter().map(|e| e["event"].as_str().unwrap()).collect();
+    assert_eq!(names, ["decided", "consumed", "abandoned"]);
 }
 
 /// A model server whose answer changes on every request: the approval of the first answer does

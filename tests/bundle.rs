@@ -234,3 +234,69 @@ fn the_custom_strategy_example_runs() {
         "{said}"
     );
 }
+
+/// A read of a session (`Place::read_stores`: what `planlock memory search` and `decisions`
+/// use) goes through the providers its pin names, with the embedder it was pinned with, and
+/// creates nothing.
+#[test]
+fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
+    use std::sync::Arc;
+
+    use planlock::embed::DemoEmbedder;
+    use planlock::runtime::place::Place;
+    use planlock::session::{PinVersion, SessionStore, Timestamp};
+    use planlock::store::sqlite::SqliteStore;
+    use planlock::store::sqlite::semantic::SemanticMemory;
+    use planlock::store::{MemoryRepositoryPort, NewMemory};
+
+    // A root nothing ran in: read, nothing is created.
+    let empty = tempfile::tempdir().unwrap();
+    let demo = || StrategyResolver::default().embedder(Arc::new(DemoEmbedder::new()));
+    let found = planlock::block_on(Place::Root(empty.path().to_owned()).read_stores(&demo()).unwrap().search("x", 5));
+    assert!(found.unwrap().is_empty());
+    assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0, "nothing created");
+
+    // A session pinned to the semantic providers with the demo embedder.
+    let root = tempfile::tempdir().unwrap();
+    let memory = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(DemoEmbedder::new()));
+    for (n, summary) in [(1, "rotation of the api keys in the vault"), (2, "lunch menu for friday")] {
+        let key = planlock::store::conformance::key(n);
+        planlock::block_on(memory.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] })).unwrap();
+    }
+    let pin = BundlePinV1 {
+        version: PinVersion,
+        bundle_id: "semantic".into(),
+        strategy_provider_id: Some("semantic-sql".into()),
+        memory_provider_id: Some("sqlite-semantic".into()),
+        embedder_model: Some(DemoEmbedder::MODEL.into()),
+        embedder_dimension: Some(DemoEmbedder::DIMENSION as u64),
+        pinned_at: Timestamp::now(),
+    };
+    planlock::block_on(FileSessionStore::open(root.path()).unwrap().save_pin(&pin)).unwrap();
+    let place = Place::Root(root.path().to_owned());
+    // By meaning, as RetrieveMemory searches it: `rotating` is no word of the memory.
+    let found = planlock::block_on(place.read_stores(&demo()).unwrap().search("rotating", 1)).unwrap();
+    assert_eq!(found.len(), 1, "found by meaning, not by words");
+    assert_eq!(found[0].summary, "rotation of the api keys in the vault");
+    // Another embedder's vectors would mean something else: refused, naming both.
+    struct Other;
+    impl planlock::embed::Embedder for Other {
+        fn model(&self) -> &str {
+            "other-model"
+        }
+        fn dimension(&self) -> usize {
+            8
+        }
+        fn embed<'a>(
+            &'a self,
+            _: &'a [String],
+            _: planlock::embed::Purpose,
+            _: Option<std::time::Instant>,
+        ) -> planlock::embed::EmbedFuture<'a> {
+            unreachable!("refused before anything is embedded")
+        }
+    }
+    let err = place.read_stores(&StrategyResolver::default().embedder(Arc::new(Other))).unwrap_err();
+    assert_eq!(err.code(), "embedder-mismatch", "{err}");
+    assert!(err.to_string().contains("other-model") && err.to_string().contains(DemoEmbedder::MODEL), "{err}");
+}

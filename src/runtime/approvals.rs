@@ -24,6 +24,27 @@ pub(super) async fn log_outcome(records: &dyn SessionRecords, outcome: &Approval
     Ok(())
 }
 
+/// Gives up the paused cycle of the session `store` holds (the one way to: a runtime's
+/// [`abandon`](Runtime::abandon), and a process that holds the session without running it, as
+/// `planlock abandon` does): its outcome goes to the approval log once (`abandoned`), then its
+/// record is removed durably; the session stays as it was and the same cycle number runs next.
+/// `None` when nothing is paused.
+///
+/// ```
+/// use planlock::session::FileSessionStore;
+/// let root = tempfile::tempdir()?;
+/// let store = FileSessionStore::open(root.path())?;
+/// assert!(planlock::block_on(planlock::runtime::abandon_paused(&store))?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn abandon_paused(store: &dyn SessionStore) -> Result<Option<InterventionRecord>, SessionError> {
+    let Some(record) = store.load_intervention().await? else { return Ok(None) };
+    let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
+    log_outcome(store.records(), &event).await?;
+    store.remove_intervention().await?;
+    Ok(Some(record))
+}
+
 /// What a decision being acted on became, from the cycle report of the run that used it.
 pub(super) fn outcome(pause: &PauseRef, report: Option<&CycleReport>, completed: bool) -> ApprovalEvent {
     let at = Timestamp::now();
@@ -76,9 +97,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 let over = override_of(&decision);
                 self.resume_with(record, Some(over), Some(decision)).await
             }
-            ReviewVerdict::Reject => {
-                self.abandon_for(&decision).await.map(|record| RunOutcome::Abandoned(Box::new(record)))
-            }
+            ReviewVerdict::Reject => self.abandon().await.map(|record| RunOutcome::Abandoned(Box::new(record))),
         })
     }
 
@@ -110,13 +129,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             }
             Err(e) => Err(RuntimeError::Decision(Arc::new(e))),
         }
-    }
-
-    /// Abandons the paused cycle for `decision` (a rejection): logged, then the record removed.
-    async fn abandon_for(&mut self, decision: &ReviewDecision) -> Result<InterventionRecord, RuntimeError> {
-        let event = ApprovalEvent::Abandoned { pause: decision.pause.clone(), at: Timestamp::now() };
-        self.log_outcome(event).await.map_err(|e| self.fail(e))?;
-        self.abandon().await
     }
 
     /// Upgrades the paused cycle's record of an older version, as a pin is upgraded: a record

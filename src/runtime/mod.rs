@@ -12,6 +12,7 @@ mod pin;
 pub mod place;
 mod stager;
 
+pub use approvals::abandon_paused;
 pub use builder::RuntimeBuilder;
 pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
 pub use stager::SessionStager;
@@ -35,8 +36,8 @@ use crate::exec::validator::Override;
 use crate::hash::profile::PolicyProfile;
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    ApprovalEvent, BlockPhase, BundlePinV1, CompletedStep, CycleGuard, InterventionRecord, PauseRef, ReservedSession,
-    ReviewDecision, SessionState, SessionStore, Timestamp,
+    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, InterventionRecord, ReservedSession, ReviewDecision,
+    SessionState, SessionStore, Timestamp,
 };
 use crate::validate::{ValidPlan, check_result};
 
@@ -393,9 +394,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
-        let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
-        self.log_outcome(event).await.map_err(|e| self.fail(e))?;
-        self.remove_record().await?;
+        if let Err(e) = approvals::abandon_paused(&self.store).await {
+            return Err(self.fail(e.into()));
+        }
         self.state = State::Ready;
         Ok(record)
     }

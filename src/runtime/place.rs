@@ -12,9 +12,9 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::pg::{PgDatabase, PgError};
 #[cfg(feature = "postgres")]
 use crate::session::postgres::{MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
-use crate::session::{FileRecords, FileSessionStore, SessionError, SessionRecords, SessionStore};
+use crate::session::{BundlePinV1, FileRecords, FileSessionStore, SessionError, SessionRecords, SessionStore};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::store::provider::ResolvedStore;
+use crate::store::provider::{ProviderPlace, ResolvedStore};
 
 /// Where a session lives: files under a root, or a namespace (the session key) of a shared
 /// PostgreSQL database.
@@ -64,6 +64,19 @@ pub enum PlaceError {
     /// another worker).
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The providers the session's pin names could not be opened.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The embedder given is not the one the session's vectors were made with.
+    #[error(
+        "the session's vectors were made with {pinned}, not {current}: give the embedder it was pinned with (CLI: --embed-url and --embed-model)"
+    )]
+    EmbedderMismatch {
+        /// The pinned model and dimension.
+        pinned: String,
+        /// The given one.
+        current: String,
+    },
 }
 
 impl PlaceError {
@@ -87,6 +100,8 @@ impl Failure for PlaceError {
             #[cfg(feature = "postgres")]
             PlaceError::Database(e) => e.code(),
             PlaceError::Session(e) => e.code(),
+            PlaceError::Bundle(e) => e.code(),
+            PlaceError::EmbedderMismatch { .. } => "embedder-mismatch",
         }
     }
 
@@ -147,20 +162,48 @@ impl Place {
         }
     }
 
-    /// The memories and decisions here, for reading: a root's SQLite store opened read-only
-    /// (nothing created), or the database namespace of the session, read without taking its
-    /// lease so that a running worker is not disturbed.
-    #[cfg(feature = "sqlite")]
-    pub fn read_stores(&self) -> Result<ResolvedStore, PlaceError> {
+    /// The session's bundle pin here, read without taking the session (`None`: no cycle has
+    /// completed yet). Blocks until it is read.
+    pub fn pin(&self) -> Result<Option<BundlePinV1>, PlaceError> {
+        Ok(crate::io::block_on(self.records()?.load_pin())?)
+    }
+
+    /// The memories and decisions here, for reading, as the session's cycles read them: through
+    /// the providers its pin names (the place's default bundle while it has none), opened only
+    /// to read (nothing created, no lock, no lease, so a running worker is not disturbed), with
+    /// `resolver`'s embedder, which must be the one the session was pinned with (its vectors
+    /// mean what that model meant). Blocks until the pin is read.
+    pub fn read_stores(&self, resolver: &StrategyResolver) -> Result<ResolvedStore, PlaceError> {
+        let pin = self.pin()?;
+        let manifest = match &pin {
+            Some(BundlePinV1 {
+                bundle_id,
+                strategy_provider_id: Some(strategy),
+                memory_provider_id: Some(memory),
+                ..
+            }) => BundleManifest::pinned(bundle_id, strategy, memory),
+            _ => self.default_bundle(),
+        };
+        if let Some(BundlePinV1 { embedder_model: Some(model), embedder_dimension: Some(dimension), .. }) = &pin {
+            let current = resolver.embedder_of(&manifest);
+            if current.is_none_or(|(m, d)| m != model || d as u64 != *dimension) {
+                let name = |m: &str, d| format!("`{}` ({d} dimensions)", crate::text::printable(m));
+                return Err(PlaceError::EmbedderMismatch {
+                    pinned: name(model, *dimension),
+                    current: current.map_or_else(|| "no embedder".to_owned(), |(m, d)| name(m, d as u64)),
+                });
+            }
+        }
         match self {
             Place::Root(root) => {
                 existing(root)?;
-                Ok(ResolvedStore::single(crate::store::sqlite::SqliteStore::open(root).read_only()))
+                Ok(resolver.resolve_to_read(&manifest, ProviderPlace::Root(root))?)
             }
             #[cfg(feature = "postgres")]
             Place::Database { url, key } => {
-                let db = connect(url, key)?;
-                Ok(ResolvedStore::single(crate::store::postgres::PgStore::new(&db, key.as_str())))
+                // A session of its own, whose cycle is never opened: nothing joins a worker's.
+                let session = crate::pg::PgSession::new(&connect(url, key)?, key);
+                Ok(resolver.resolve_to_read(&manifest, ProviderPlace::Session(&session))?)
             }
         }
     }

@@ -154,6 +154,18 @@ impl BundleManifest {
         }
     }
 
+    /// The manifest of the bundle a session's pin names: `bundle_id` with these providers
+    /// (version `pinned`, no folder), as a read of the session resolves them.
+    pub fn pinned(bundle_id: &str, strategy_provider_id: &str, memory_provider_id: &str) -> BundleManifest {
+        BundleManifest {
+            bundle_id: bundle_id.to_owned(),
+            version: "pinned".into(),
+            strategy_provider_id: Some(strategy_provider_id.to_owned()),
+            memory_provider_id: Some(memory_provider_id.to_owned()),
+            dir: None,
+        }
+    }
+
     /// The folder the manifest was loaded from (none for a built-in default).
     pub fn dir(&self) -> Option<&Path> {
         self.dir.as_deref()
@@ -226,7 +238,7 @@ impl Default for StrategyResolver {
         let resolver = semantic_providers(resolver);
         #[cfg(feature = "sqlite")]
         let resolver = resolver.memory("sqlite", |cx| match cx.place {
-            ProviderPlace::Root(root) => Ok(verified_sqlite(root)?),
+            ProviderPlace::Root(root) => Ok(sqlite_at(root, cx.read_only)?),
             #[cfg(feature = "postgres")]
             ProviderPlace::Session(_) => {
                 Err("it keeps its file under a session root; with a database, use the memory provider `postgres`"
@@ -253,7 +265,7 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
              (CLI: --embed-url and --embed-model, else the demo embedder)",
         )?;
         match cx.place {
-            ProviderPlace::Root(root) => Ok((verified_sqlite(root)?, embedder)),
+            ProviderPlace::Root(root) => Ok((sqlite_at(root, cx.read_only)?, embedder)),
             #[cfg(feature = "postgres")]
             ProviderPlace::Session(_) => Err("it is SQLite-only: with a shared PostgreSQL database, \
                  use `hierarchical-sql` and `postgres` (pgvector is not available here)"
@@ -272,7 +284,7 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
 fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider>, FactoryError> {
     match cx.place {
         #[cfg(feature = "sqlite")]
-        ProviderPlace::Root(root) => Ok(Arc::new(verified_sqlite(root)?)),
+        ProviderPlace::Root(root) => Ok(Arc::new(sqlite_at(root, cx.read_only)?)),
         #[cfg(not(feature = "sqlite"))]
         ProviderPlace::Root(_) => Ok(Arc::new(InMemoryStore::new())),
         #[cfg(feature = "postgres")]
@@ -280,9 +292,13 @@ fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider
     }
 }
 
-/// The session root's SQLite store, checked before use (no link, planlock's own file).
+/// The session root's SQLite store: to read, opened read-only (nothing created); to run, checked
+/// before use (no link, planlock's own file).
 #[cfg(feature = "sqlite")]
-fn verified_sqlite(root: &Path) -> Result<SqliteStore, BundleError> {
+fn sqlite_at(root: &Path, read_only: bool) -> Result<SqliteStore, BundleError> {
+    if read_only {
+        return Ok(SqliteStore::open(root).read_only());
+    }
     let store = SqliteStore::open(root);
     store.verify().map_err(BundleError::Store)?;
     Ok(store)
@@ -436,8 +452,28 @@ impl StrategyResolver {
     /// `manifest`'s providers for the session root `root` (the bundle's folder as the manifest
     /// was loaded from).
     pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
-        let place = ProviderPlace::Root(root);
-        self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref() })
+        self.open(manifest, &self.context(manifest, ProviderPlace::Root(root), false))
+    }
+
+    /// `manifest`'s providers at `place`, opened only to read (see
+    /// [`ProviderContext::read_only`]): what a command that reads a session uses
+    /// ([`Place::read_stores`](crate::runtime::place::Place::read_stores)).
+    pub fn resolve_to_read(
+        &self,
+        manifest: &BundleManifest,
+        place: ProviderPlace<'_>,
+    ) -> Result<ResolvedStore, BundleError> {
+        self.open(manifest, &self.context(manifest, place, true))
+    }
+
+    /// What the factories of `manifest`'s providers get at `place`.
+    fn context<'a>(
+        &'a self,
+        manifest: &'a BundleManifest,
+        place: ProviderPlace<'a>,
+        read_only: bool,
+    ) -> ProviderContext<'a> {
+        ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref(), read_only }
     }
 
     /// `manifest`'s providers for `session` of a shared database: they work in its namespace
@@ -448,7 +484,6 @@ impl StrategyResolver {
         manifest: &BundleManifest,
         session: &crate::pg::PgSession,
     ) -> Result<ResolvedStore, BundleError> {
-        let place = ProviderPlace::Session(session);
-        self.open(manifest, &ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref() })
+        self.open(manifest, &self.context(manifest, ProviderPlace::Session(session), false))
     }
 }

@@ -47,6 +47,10 @@ pub struct ProviderContext<'a> {
     pub bundle_dir: Option<&'a Path>,
     /// The embedder ([`StrategyResolver::embedder`](super::bundle::StrategyResolver::embedder)).
     pub embedder: Option<&'a Arc<dyn Embedder>>,
+    /// Opened only to read ([`StrategyResolver::resolve_to_read`](super::bundle::StrategyResolver::resolve_to_read)):
+    /// a provider creates nothing and refuses to write (the built-in SQLite ones open the
+    /// database read-only).
+    pub read_only: bool,
 }
 
 impl std::fmt::Debug for ProviderContext<'_> {
@@ -55,6 +59,7 @@ impl std::fmt::Debug for ProviderContext<'_> {
             .field("place", &self.place)
             .field("bundle_dir", &self.bundle_dir)
             .field("embedder", &self.embedder.map(|e| e.model()))
+            .field("read_only", &self.read_only)
             .finish()
     }
 }

@@ -1,4 +1,5 @@
-//! `planlock abandon`: remove the paused cycle's record; the session stays as it was.
+//! `planlock abandon`: give up the paused cycle as a runtime does (its outcome logged, its record
+//! removed); the session stays as it was.
 
 use serde::Serialize;
 
@@ -28,13 +29,7 @@ impl Report for AbandonReport {
 pub fn abandon(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let place = place.place();
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
-    let store = opened.session_store();
-    let abandoned = planlock::block_on(async {
-        match store.load_intervention().await? {
-            Some(record) => store.remove_intervention().await.map(|()| Some(record)),
-            None => Ok(None),
-        }
-    });
+    let abandoned = planlock::block_on(planlock::runtime::abandon_paused(opened.session_store()));
     match abandoned.map_err(|e| CliError::of(&e))? {
         Some(record) => {
             out.report(&AbandonReport { abandoned_cycle: record.cycle, step_id: record.step_id });

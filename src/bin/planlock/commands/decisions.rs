@@ -1,5 +1,5 @@
-//! `planlock decisions`: the active decisions a cycle would retrieve, with their evidence links.
-//! A read: nothing written, no lock or lease taken.
+//! `planlock decisions`: the active decisions a cycle would retrieve, with their evidence links,
+//! through the session's pinned strategy. A read: nothing written, no lock or lease taken.
 
 use planlock::Failure as _;
 use planlock::schema::{Anchor, Decision};
@@ -32,7 +32,7 @@ impl Report for DecisionsReport {
 }
 
 pub fn decisions(out: &mut Output, place: &SessionPlace, domain: Option<&str>) -> Result<u8, CliError> {
-    let store = place.place().read_stores().map_err(|e| CliError::of_place(&e))?;
+    let store = super::read_stores(&place.place(), None)?;
     let context =
         planlock::block_on(store.load("", domain)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     out.report(&DecisionsReport { decisions: context.decisions, anchors: context.anchors });

@@ -137,3 +137,60 @@ impl crate::args::EmbedArgs {
         }
     }
 }
+
+/// The stores of the session at `place` for reading, through the providers its pin names (a
+/// read: nothing written, no lock or lease): with the embedder `embed` names, at the pinned
+/// dimension; else the demo's (refused when the session was pinned with another: the message
+/// names both); for a command without the flags (`embed` none), one that only says which flags
+/// to give, so that a read that embeds nothing (`decisions`) still works.
+fn read_stores(
+    place: &planlock::runtime::place::Place,
+    embed: Option<&crate::args::EmbedArgs>,
+) -> Result<planlock::store::provider::ResolvedStore, CliError> {
+    use std::sync::Arc;
+
+    use planlock::embed::{DemoEmbedder, Embedder};
+    use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
+
+    let pin = place.pin().map_err(|e| CliError::of_place(&e))?;
+    let pinned = pin.as_ref().and_then(|p| Some((p.embedder_model.clone()?, p.embedder_dimension?)));
+    let named = embed.and_then(|e| Some((e.embed_url.as_ref()?, e.embed_model.as_ref()?, &e.embed_api_key_env)));
+    let dimension = |pinned: &Option<(String, u64)>| pinned.as_ref().map_or(0, |(_, d)| *d as usize);
+    let embedder: Arc<dyn Embedder> = match (named, &pinned) {
+        (Some((url, model, key_env)), _) => Arc::new(OpenAiEmbedder::with_dimension(
+            EmbedConfig::new(url, model).api_key_env(key_env).purpose_member("input_type"),
+            dimension(&pinned),
+        )),
+        // A command without the flags (`decisions`) reads what needs no embedding.
+        (None, Some((model, _))) if embed.is_none() && model != DemoEmbedder::MODEL => {
+            Arc::new(Unavailable { model: model.clone(), dimension: dimension(&pinned) })
+        }
+        (None, _) => Arc::new(DemoEmbedder::new()),
+    };
+    let resolver = planlock::store::bundle::StrategyResolver::default().embedder(embedder);
+    place.read_stores(&resolver).map_err(|e| CliError::of_place(&e))
+}
+
+/// The pinned embedder when no flag names its server: a read that would embed says so.
+struct Unavailable {
+    model: String,
+    dimension: usize,
+}
+
+impl planlock::embed::Embedder for Unavailable {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn embed<'a>(
+        &'a self,
+        _: &'a [String],
+        _: planlock::embed::Purpose,
+        _: Option<std::time::Instant>,
+    ) -> planlock::embed::EmbedFuture<'a> {
+        let message = "the session was pinned with this model: give --embed-url and --embed-model to embed with it";
+        Box::pin(std::future::ready(Err(planlock::embed::EmbedError::new(&self.model, message))))
+    }
+}
