@@ -234,6 +234,44 @@ impl Embedder for DemoEmbedder {
     }
 }
 
+/// An embedder known only by its model and dimension, with no server to call: every
+/// [`embed`](Embedder::embed) fails with `message` (`embed-answer`, CycleFail). For a read that
+/// must name the session's pinned embedder (so the pin's check passes) where nothing has said how
+/// to reach it: a read that needs no embedding goes on, one that does says what to give.
+///
+/// ```
+/// use planlock::embed::{Embedder, Purpose, Unavailable};
+/// let e = Unavailable::new("e5-small", 384, "give --embed-url to embed with it");
+/// assert_eq!((e.model(), e.dimension()), ("e5-small", 384));
+/// let err = planlock::block_on(e.embed(&["a query".to_owned()], Purpose::Query, None)).unwrap_err();
+/// assert!(err.to_string().contains("--embed-url"));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Unavailable {
+    model: String,
+    dimension: usize,
+    message: String,
+}
+
+impl Unavailable {
+    /// An embedder of `model` and `dimension` whose every call fails with `message`.
+    pub fn new(model: impl Into<String>, dimension: usize, message: impl Into<String>) -> Unavailable {
+        Unavailable { model: model.into(), dimension, message: message.into() }
+    }
+}
+
+impl Embedder for Unavailable {
+    fn model(&self) -> &str {
+        &self.model
+    }
+    fn dimension(&self) -> usize {
+        self.dimension
+    }
+    fn embed<'a>(&'a self, _: &'a [String], _: Purpose, _: Option<Instant>) -> EmbedFuture<'a> {
+        Box::pin(std::future::ready(Err(EmbedError::new(&self.model, &self.message))))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

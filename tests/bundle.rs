@@ -279,24 +279,8 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
     assert_eq!(found.len(), 1, "found by meaning, not by words");
     assert_eq!(found[0].summary, "rotation of the api keys in the vault");
     // Another embedder's vectors would mean something else: refused, naming both.
-    struct Other;
-    impl planlock::embed::Embedder for Other {
-        fn model(&self) -> &str {
-            "other-model"
-        }
-        fn dimension(&self) -> usize {
-            8
-        }
-        fn embed<'a>(
-            &'a self,
-            _: &'a [String],
-            _: planlock::embed::Purpose,
-            _: Option<std::time::Instant>,
-        ) -> planlock::embed::EmbedFuture<'a> {
-            unreachable!("refused before anything is embedded")
-        }
-    }
-    let err = place.read_stores(&StrategyResolver::default().embedder(Arc::new(Other))).unwrap_err();
+    let other = planlock::embed::Unavailable::new("other-model", 8, "refused before anything is embedded");
+    let err = place.read_stores(&StrategyResolver::default().embedder(Arc::new(other))).unwrap_err();
     assert_eq!(err.code(), "embedder-mismatch", "{err}");
     assert!(err.to_string().contains("other-model") && err.to_string().contains(DemoEmbedder::MODEL), "{err}");
 }

@@ -16,16 +16,14 @@ use std::time::Duration;
 
 use planlock::demo::{Demo, ReviewGate};
 use planlock::runtime::{RunOutcome, Runtime};
-use planlock::session::{
-    BundlePinV1, CycleGuard, FileSessionStore, InterventionRecord, RealFs, ReservedSession, SaveFs, SessionError,
-    SessionState, SessionStore, SessionUpdate, StoreFuture,
-};
+use planlock::session::{FileSessionStore, RealFs, SaveFs, SessionStore};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::BundleManifest;
 use planlock::store::sqlite::SqliteStore;
 use planlock::{Override, ValidPlan};
 
 mod common;
+use common::around::Around;
 
 /// Says where it is and waits to be killed.
 fn stop_at(point: &str) {
@@ -33,70 +31,6 @@ fn stop_at(point: &str) {
     std::io::stdout().flush().unwrap();
     std::thread::sleep(Duration::from_secs(120));
     panic!("not killed at {point}");
-}
-
-/// A session store that stops at `point` (see the module docs); every call goes to `inner`.
-struct StopAt<S> {
-    inner: S,
-    point: String,
-}
-
-impl<S: SessionStore> StopAt<S> {
-    fn at(&self, point: &str) {
-        if self.point == point {
-            stop_at(point);
-        }
-    }
-}
-
-impl<S: SessionStore> SessionStore for StopAt<S> {
-    fn claim(&self) -> Result<(), SessionError> {
-        self.inner.claim()
-    }
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        self.inner.load()
-    }
-    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
-        self.inner.begin_cycle()
-    }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
-        Box::pin(async move {
-            self.at("before-save");
-            let saved = self.inner.save(update, cycle).await?;
-            self.at("after-save");
-            Ok(saved)
-        })
-    }
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        self.inner.load_intervention()
-    }
-    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
-        self.inner.save_intervention(record, cycle)
-    }
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            self.at("before-removal");
-            self.inner.remove_intervention().await?;
-            self.at("after-removal");
-            Ok(())
-        })
-    }
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        self.inner.load_reserved()
-    }
-    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
-        self.inner.save_reserved(reserved)
-    }
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        self.inner.load_pin()
-    }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
-        self.at("before-pin");
-        self.inner.save_pin(pin)
-    }
-    fn records(&self) -> &dyn planlock::session::SessionRecords {
-        self.inner.records()
-    }
 }
 
 /// The real file system, stopping inside the pin's save: written and flushed, not yet renamed.
@@ -120,7 +54,7 @@ fn child(root: &Path, action: &str, point: &str) {
     let data = root.parent().unwrap();
     let plan = ValidPlan::from_str(include_str!("../examples/plans/reviewed_plan.json")).unwrap();
     let files = FileSessionStore::with_fs(root, StopInPinSave(point == "during-pin")).unwrap();
-    let store = StopAt { inner: files, point: point.to_owned() };
+    let store = Around::at(files, point, stop_at);
     let storage = StoreHandlers::new(SqliteStore::open(root));
     let runtime = Runtime::builder(data.join("policy"), plan, store)
         .handlers(Demo::new().repo_base(data).with_store(&storage))

@@ -12,8 +12,8 @@ use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError, Status};
 use planlock::schema::*;
 use planlock::session::{
-    BundlePinV1, CycleGuard, FileSessionStore, INTERVENTION_FILE, InterventionRecord, ReservedSession, SESSION_FILE,
-    SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    CycleGuard, FileSessionStore, INTERVENTION_FILE, InterventionRecord, SESSION_FILE, SessionState, SessionStore,
+    SessionUpdate, StoreFuture,
 };
 use planlock::steps::*;
 use planlock::{
@@ -119,42 +119,9 @@ fn a_session_store_cannot_be_shared_by_two_runtimes() {
 struct Forward(Arc<FileSessionStore>);
 
 impl SessionStore for Forward {
-    fn claim(&self) -> Result<(), SessionError> {
-        self.0.claim()
-    }
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        self.0.load()
-    }
-    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
-        self.0.begin_cycle()
-    }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
-        self.0.save(update, cycle)
-    }
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        self.0.load_intervention()
-    }
-    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
-        self.0.save_intervention(record, cycle)
-    }
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        self.0.remove_intervention()
-    }
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        self.0.load_reserved()
-    }
-    fn save_reserved<'a>(&'a self, r: &'a ReservedSession) -> StoreFuture<'a, ()> {
-        self.0.save_reserved(r)
-    }
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        self.0.load_pin()
-    }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
-        self.0.save_pin(pin)
-    }
-    fn records(&self) -> &dyn SessionRecords {
-        self.0.records()
-    }
+    planlock::forward_session_store!(this => this.0;
+        claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
+        load_reserved, save_reserved, load_pin, save_pin, records);
 }
 
 #[test]
@@ -498,12 +465,6 @@ impl Counts {
 }
 
 impl SessionStore for Counting {
-    fn claim(&self) -> Result<(), SessionError> {
-        self.inner.claim()
-    }
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        self.inner.load()
-    }
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         self.counts.begun.fetch_add(1, SeqCst);
         let counts = self.counts.clone();
@@ -515,31 +476,13 @@ impl SessionStore for Counting {
         self.counts.saved.fetch_add(1, SeqCst);
         self.inner.save(update, cycle)
     }
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        self.inner.load_intervention()
-    }
     fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
         self.counts.saved.fetch_add(1, SeqCst);
         self.inner.save_intervention(record, cycle)
     }
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        self.inner.remove_intervention()
-    }
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        self.inner.load_reserved()
-    }
-    fn save_reserved<'a>(&'a self, r: &'a ReservedSession) -> StoreFuture<'a, ()> {
-        self.inner.save_reserved(r)
-    }
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        self.inner.load_pin()
-    }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
-        self.inner.save_pin(pin)
-    }
-    fn records(&self) -> &dyn SessionRecords {
-        self.inner.records()
-    }
+    planlock::forward_session_store!(this => this.inner;
+        claim, load, load_intervention, remove_intervention, load_reserved, save_reserved, load_pin, save_pin,
+        records);
 }
 
 #[test]

@@ -10,6 +10,7 @@ mod builder;
 mod error;
 mod pin;
 pub mod place;
+mod restore;
 mod stager;
 
 pub use approvals::abandon_paused;
@@ -25,13 +26,11 @@ use uuid::Uuid;
 
 use crate::contract::problem::Rejection;
 use crate::contract::registry::{Failure, FailureKind, StepType};
-use crate::contract::steps::StepResult;
 use crate::exec::executor::{
-    Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, Intervention,
-    PausedCycle, Phase, RestoredCycle, StepFailure, StepStatus, override_fits,
+    Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, PausedCycle, Phase,
+    RestoredCycle, StepFailure, StepStatus, override_fits,
 };
 use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
-use crate::exec::ledger::Ledger;
 use crate::exec::validator::Override;
 use crate::hash::profile::PolicyProfile;
 use crate::hash::{Digest, HashParts, plan_hash};
@@ -39,7 +38,7 @@ use crate::session::{
     BlockPhase, BundlePinV1, CompletedStep, CycleGuard, InterventionRecord, ReservedSession, ReviewDecision,
     SessionState, SessionStore, Timestamp,
 };
-use crate::validate::{ValidPlan, check_result};
+use crate::validate::ValidPlan;
 
 /// How the runtime started.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -534,55 +533,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
 
     /// The cycle a record describes, ready to re-run its blocked step.
     fn restore(&self, record: &InterventionRecord, over: Option<Override>) -> Result<RestoredCycle, RuntimeError> {
-        let steps = self.plan.steps();
-        let next = steps.iter().position(|s| s.id == record.step_id && s.step_type() == record.step_type).ok_or_else(
-            || {
-                let what = format!("the plan has no step `{}`", record.step_id);
-                RuntimeError::InterventionMismatch(RecordMismatch::new(&what))
-            },
-        )?;
-        // The record is input (CONTRACT §11): it must name exactly the steps before the blocked
-        // one, in order, each with a result that passes the checks a handler's result passes.
-        let corrupt = |what: String| RuntimeError::InterventionMismatch(RecordMismatch::new(&what));
-        if record.completed.len() != next {
-            return Err(corrupt(format!(
-                "it lists {} completed steps, but {} steps come before `{}` in the plan",
-                record.completed.len(),
-                next,
-                record.step_id
-            )));
-        }
-        let mut ledger = Ledger::default();
-        for (step, done) in steps[..next].iter().zip(&record.completed) {
-            if done.id != step.id || done.step_type != step.step_type() {
-                return Err(corrupt(format!(
-                    "it lists step `{}` ({}) where the plan has `{}` ({})",
-                    done.id,
-                    done.step_type,
-                    step.id,
-                    step.step_type()
-                )));
-            }
-            let result = StepResult::from_value(done.step_type, &done.result)
-                .map_err(|e| corrupt(format!("the result of step `{}`: {e}", done.id)))?;
-            let problems = check_result(&step.payload, &result, self.plan.metadata());
-            if let Some(problem) = problems.first() {
-                return Err(corrupt(format!("the result of step `{}` breaks its contract: {problem}", done.id)));
-            }
-            ledger.record(result);
-        }
-        let paused_by = Intervention {
-            step_index: next,
-            step_id: record.step_id.clone(),
-            step_type: record.step_type,
-            validator_id: record.validator.id.clone(),
-            phase: match record.phase {
-                BlockPhase::Pre => Phase::Before,
-                BlockPhase::Post => Phase::After,
-            },
-            reason: record.reason.clone(),
-        };
-        Ok(RestoredCycle { session: self.cycle_session(record.cycle), next, ledger, over, paused_by })
+        restore::restore_cycle(&self.plan, record, over, self.cycle_session(record.cycle))
     }
 }
 

@@ -68,7 +68,7 @@ where
         }
         self.inner.save(update, cycle)
     }
-    super::forward_session_store!(this => this.inner;
+    crate::forward_session_store!(this => this.inner;
         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
         load_reserved, save_reserved, load_pin, save_pin, records);
 }

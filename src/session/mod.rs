@@ -47,7 +47,6 @@ pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecis
 pub use decide::{DecideError, MAX_DECIDER_CHARS, decide};
 pub use file::FileSessionStore;
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
-pub(crate) use store::forward_session_store;
 pub use store::{CycleGuard, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]

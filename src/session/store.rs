@@ -105,12 +105,38 @@ pub trait SessionStore: Send + Sync {
     fn records(&self) -> &dyn SessionRecords;
 }
 
-/// The [`SessionStore`] methods of a store that wraps another, each only forwarding to the
-/// inner store `$inner` (an expression of `$this`, the wrapper): a wrapper lists the ones it
-/// does not change, and a method added to the trait is written here once.
+/// Writes the [`SessionStore`](crate::session::SessionStore) methods a wrapper store does not
+/// change, each only forwarding to the inner store (`$inner`, an expression of `$this`, the
+/// wrapper): a wrapper writes the methods it changes and lists the others, and a method added to
+/// the trait is forwarded here once. Forwarding [`claim`](crate::session::SessionStore::claim)
+/// keeps the inner store's exclusive use.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use planlock::session::{CycleGuard, FileSessionStore, SessionState, SessionStore, SessionUpdate, StoreFuture};
+///
+/// /// Counts the session saves of the store it wraps.
+/// struct CountSaves<S> { inner: S, saves: AtomicUsize }
+///
+/// impl<S: SessionStore> SessionStore for CountSaves<S> {
+///     fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+///         self.saves.fetch_add(1, Ordering::Relaxed);
+///         self.inner.save(update, cycle)
+///     }
+///     planlock::forward_session_store!(this => this.inner;
+///         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
+///         load_reserved, save_reserved, load_pin, save_pin, records);
+/// }
+///
+/// let dir = tempfile::tempdir()?;
+/// let store = CountSaves { inner: FileSessionStore::open(dir.path())?, saves: AtomicUsize::new(0) };
+/// assert!(planlock::block_on(store.load())?.is_none());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[macro_export]
 macro_rules! forward_session_store {
     ($this:ident => $inner:expr; $($method:ident),* $(,)?) => {
-        $($crate::session::forward_session_store!(@ $method $this $inner);)*
+        $($crate::forward_session_store!(@ $method $this $inner);)*
     };
     (@ claim $this:ident $inner:expr) => {
         fn claim(&self) -> Result<(), $crate::session::SessionError> { let $this = self; $inner.claim() }
@@ -149,12 +175,11 @@ macro_rules! forward_session_store {
         fn records(&self) -> &dyn $crate::session::SessionRecords { let $this = self; $inner.records() }
     };
 }
-pub(crate) use forward_session_store;
 
 /// A boxed store is a store, so one program can boot a runtime on whichever store a
 /// configuration names (`Box<dyn SessionStore>`, as [`Place::open`](crate::runtime::place::Place::open) gives).
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
-    forward_session_store!(this => (**this);
+    crate::forward_session_store!(this => (**this);
         claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
         load_reserved, save_reserved, load_pin, save_pin, records);
 }

@@ -1,6 +1,7 @@
 //! Helpers shared by the lifecycle and CLI tests.
 #![allow(dead_code)]
 
+pub mod around;
 #[cfg(feature = "openai")]
 pub mod models;
 #[cfg(feature = "postgres")]

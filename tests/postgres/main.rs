@@ -30,10 +30,7 @@ use planlock::demo::Demo;
 use planlock::pg::{PgDatabase, PgError, PgOptions};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::postgres::PgSessionStore;
-use planlock::session::{
-    BeforeSave, BundlePinV1, CycleGuard, InterventionRecord, ReservedSession, SessionError, SessionState, SessionStore,
-    SessionUpdate, StoreFuture,
-};
+use planlock::session::{BeforeSave, SessionError, SessionStore, SessionUpdate};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::postgres::PgStore;
@@ -50,6 +47,7 @@ mod storage;
 mod upgrade;
 mod worker;
 use approvals::*;
+use common::around::Around;
 use common::pg::PgServer;
 use fixture::*;
 use fleet::*;

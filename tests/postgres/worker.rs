@@ -155,7 +155,7 @@ pub(super) fn worker(mode: &str) {
         "approved" => {
             let key = &env.keys[0];
             let point = std::env::var("PLANLOCK_PG_POINT").unwrap_or_else(|_| "before-save".into());
-            let store = DieAround { inner: PgSessionStore::open_with_lease(&db, key, env.lease).unwrap(), point };
+            let store = Around::at(PgSessionStore::open_with_lease(&db, key, env.lease).unwrap(), &point, die_at);
             let fx = Fixture {
                 _dir: tempfile::tempdir().unwrap(),
                 policy: env.policy.clone(),
@@ -232,61 +232,8 @@ pub(super) fn worker(mode: &str) {
     }
 }
 
-/// A session store that aborts the process before or after its session save.
-struct DieAround<S> {
-    inner: S,
-    point: String,
-}
-
-impl<S: SessionStore> DieAround<S> {
-    fn at(&self, point: &str) {
-        if self.point == point {
-            say(format_args!("AT {point}"));
-            std::process::abort();
-        }
-    }
-}
-
-impl<S: SessionStore> SessionStore for DieAround<S> {
-    fn claim(&self) -> Result<(), SessionError> {
-        self.inner.claim()
-    }
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        self.inner.load()
-    }
-    fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
-        self.inner.begin_cycle()
-    }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
-        Box::pin(async move {
-            self.at("before-save");
-            let saved = self.inner.save(update, cycle).await?;
-            self.at("after-save");
-            Ok(saved)
-        })
-    }
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        self.inner.load_intervention()
-    }
-    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
-        self.inner.save_intervention(record, cycle)
-    }
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        self.inner.remove_intervention()
-    }
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        self.inner.load_reserved()
-    }
-    fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
-        self.inner.save_reserved(reserved)
-    }
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        self.inner.load_pin()
-    }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
-        self.inner.save_pin(pin)
-    }
-    fn records(&self) -> &dyn planlock::session::SessionRecords {
-        self.inner.records()
-    }
+/// Says where it is and aborts the process.
+fn die_at(point: &str) {
+    say(format_args!("AT {point}"));
+    std::process::abort();
 }

@@ -149,7 +149,7 @@ fn read_stores(
 ) -> Result<planlock::store::provider::ResolvedStore, CliError> {
     use std::sync::Arc;
 
-    use planlock::embed::{DemoEmbedder, Embedder};
+    use planlock::embed::{DemoEmbedder, Embedder, Unavailable};
     use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
 
     let pin = place.pin().map_err(|e| CliError::of_place(&e))?;
@@ -163,34 +163,12 @@ fn read_stores(
         )),
         // A command without the flags (`decisions`) reads what needs no embedding.
         (None, Some((model, _))) if embed.is_none() && model != DemoEmbedder::MODEL => {
-            Arc::new(Unavailable { model: model.clone(), dimension: dimension(&pinned) })
+            // The pinned embedder with no server named: a read that would embed says what to give.
+            let message = "the session was pinned with this model: give --embed-url and --embed-model to embed with it";
+            Arc::new(Unavailable::new(model.clone(), dimension(&pinned), message))
         }
         (None, _) => Arc::new(DemoEmbedder::new()),
     };
     let resolver = planlock::store::bundle::StrategyResolver::default().embedder(embedder);
     place.read_stores(&resolver).map_err(|e| CliError::of_place(&e))
-}
-
-/// The pinned embedder when no flag names its server: a read that would embed says so.
-struct Unavailable {
-    model: String,
-    dimension: usize,
-}
-
-impl planlock::embed::Embedder for Unavailable {
-    fn model(&self) -> &str {
-        &self.model
-    }
-    fn dimension(&self) -> usize {
-        self.dimension
-    }
-    fn embed<'a>(
-        &'a self,
-        _: &'a [String],
-        _: planlock::embed::Purpose,
-        _: Option<std::time::Instant>,
-    ) -> planlock::embed::EmbedFuture<'a> {
-        let message = "the session was pinned with this model: give --embed-url and --embed-model to embed with it";
-        Box::pin(std::future::ready(Err(planlock::embed::EmbedError::new(&self.model, message))))
-    }
 }

@@ -1,0 +1,52 @@
+//! A session store that forwards every call to another and calls a hook at the named points
+//! around its writes: `before-save`, `after-save`, `before-removal`, `after-removal`,
+//! `before-pin`. The crash tests stop or abort the process there.
+
+use planlock::session::{BundlePinV1, CycleGuard, SessionState, SessionStore, SessionUpdate, StoreFuture};
+
+/// `inner`, with `hook` called at every point (it decides which one it acts on).
+pub struct Around<S> {
+    pub inner: S,
+    pub hook: Box<dyn Fn(&str) + Send + Sync>,
+}
+
+impl<S: SessionStore> Around<S> {
+    /// `inner`, calling `act` at `point` only.
+    pub fn at(inner: S, point: &str, act: fn(&str)) -> Self {
+        let point = point.to_owned();
+        Around {
+            inner,
+            hook: Box::new(move |p| {
+                if p == point {
+                    act(p)
+                }
+            }),
+        }
+    }
+}
+
+impl<S: SessionStore> SessionStore for Around<S> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+        Box::pin(async move {
+            (self.hook)("before-save");
+            let saved = self.inner.save(update, cycle).await?;
+            (self.hook)("after-save");
+            Ok(saved)
+        })
+    }
+    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            (self.hook)("before-removal");
+            self.inner.remove_intervention().await?;
+            (self.hook)("after-removal");
+            Ok(())
+        })
+    }
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
+        (self.hook)("before-pin");
+        self.inner.save_pin(pin)
+    }
+    planlock::forward_session_store!(this => this.inner;
+        claim, load, begin_cycle, load_intervention, save_intervention, load_reserved, save_reserved,
+        load_pin, records);
+}
