@@ -23,21 +23,9 @@ use planlock::{
 use serde_json::json;
 
 mod common;
-use common::{plan_with, policy};
+use common::{Dirs, dirs, plan_with, policy};
 
 type DemoRuntime = Runtime<FileSessionStore, Boxed>;
-
-/// A policy root and a session root.
-struct Dirs {
-    policy: tempfile::TempDir,
-    root: tempfile::TempDir,
-}
-
-fn dirs() -> Dirs {
-    let d = Dirs { policy: tempfile::tempdir().unwrap(), root: tempfile::tempdir().unwrap() };
-    policy(d.policy.path(), "friendly");
-    d
-}
 
 /// The demo plan with the review gate, and only the writes in `writes` (besides PersistSession).
 fn reviewed_plan(writes: &[&str]) -> ValidPlan {
@@ -121,7 +109,7 @@ struct Forward(Arc<FileSessionStore>);
 impl SessionStore for Forward {
     planlock::forward_session_store!(this => this.0;
         claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin, records);
+        load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 }
 
 #[test]
@@ -482,7 +470,7 @@ impl SessionStore for Counting {
     }
     planlock::forward_session_store!(this => this.inner;
         claim, load, load_intervention, remove_intervention, load_reserved, save_reserved, load_pin, save_pin,
-        records);
+        record_cycle, records);
 }
 
 #[test]

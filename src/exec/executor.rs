@@ -100,7 +100,8 @@ macro_rules! option_setters {
             self
         }
 
-        /// Records payloads and results in the step spans (off by default: they may hold user data).
+        /// Records payloads and results in the step spans, and (in a runtime) the steps' results
+        /// in the session's cycle history (off by default: they may hold user data).
         pub fn record_content(mut self, on: bool) -> Self {
             self.options.set_record_content(on);
             self
@@ -124,6 +125,11 @@ impl ExecOptions {
     /// Whether step spans record payloads and results.
     pub(crate) fn set_record_content(&mut self, on: bool) {
         self.record_content = on;
+    }
+
+    /// Whether content is recorded (see [`set_record_content`](Self::set_record_content)).
+    pub(crate) fn records_content(&self) -> bool {
+        self.record_content
     }
 }
 

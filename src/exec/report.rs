@@ -3,13 +3,13 @@
 
 use std::time::Duration;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::contract::registry::StepType;
 use crate::hash::Digest;
 
 /// When a validator ran.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Phase {
     /// Before the step (a pre-validator).
     Before,
@@ -18,7 +18,7 @@ pub enum Phase {
 }
 
 /// Who gave a [`Warning`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "camelCase")]
 pub enum WarnedBy {
     /// A validator's Warn, before or after the step.
@@ -35,7 +35,7 @@ pub enum WarnedBy {
 }
 
 /// A warning recorded in the report; the step went on.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Warning {
     /// Who gave it.
     pub by: WarnedBy,
@@ -44,7 +44,7 @@ pub struct Warning {
 }
 
 /// How a step ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub enum StepStatus {
     /// It ran and its result is in the ledger.
     Completed,
@@ -56,7 +56,7 @@ pub enum StepStatus {
 }
 
 /// One step of the cycle report.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StepRecord {
     /// The step's position in the plan.
     pub index: usize,
@@ -70,7 +70,7 @@ pub struct StepRecord {
     pub warnings: Vec<Warning>,
     /// The tokens a model reported using for this step, when its handler recorded them
     /// ([`StepContext::record_usage`](crate::StepContext::record_usage)).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
 }
 
@@ -83,7 +83,7 @@ pub struct StepRecord {
 /// let a = TokenUsage { input: 12, output: 3 };
 /// assert_eq!(a + TokenUsage { input: 1, output: 1 }, TokenUsage { input: 13, output: 4 });
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokenUsage {
     /// Tokens read: the prompt.
     pub input: u64,
@@ -99,7 +99,7 @@ impl std::ops::Add for TokenUsage {
 }
 
 /// A validator's Block that paused the cycle.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Intervention {
     /// The blocked step's position in the plan.
     pub step_index: usize,
@@ -116,7 +116,7 @@ pub struct Intervention {
 }
 
 /// An override that let a Block pass.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OverrideRecord {
     /// The step whose Block was overridden.
     pub step_id: String,
@@ -127,16 +127,16 @@ pub struct OverrideRecord {
     /// The caller's justification.
     pub justification: String,
     /// Who decided, when known.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
     /// The digest of what was approved, when the override was bound to it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_digest: Option<Digest>,
 }
 
 /// An approval that did not apply (`approval-stale`): the re-run met something other than what
 /// was approved, so the validator judged it like any other (CONTRACT §14).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct StaleApproval {
     /// The step.
@@ -151,7 +151,7 @@ pub struct StaleApproval {
 
 /// What happened in a cycle: every step with its status, duration and warnings, the
 /// interventions and the overrides.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct CycleReport {
     /// The steps that ran, in order (a resumed step appears once per attempt).
     pub steps: Vec<StepRecord>,

@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::approvals;
 use super::error::{BootError, HashMismatch, RecordMismatch, Saved};
+use super::history::HistoryOptions;
 use super::pin::pin_for;
 use super::stager::SessionStager;
 use super::{Boot, Runtime, State};
@@ -31,13 +32,14 @@ pub struct RuntimeBuilder<S, L = Nil> {
     pub(super) bundle: Option<BundleManifest>,
     pub(super) resolver: Option<StrategyResolver>,
     pub(super) approval_ttl: Option<std::time::Duration>,
+    pub(super) history: HistoryOptions,
 }
 
 impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
     pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
-        let RuntimeBuilder { policy_root, plan, store, options, bundle, resolver, approval_ttl, .. } = self;
-        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl }
+        let RuntimeBuilder { policy_root, plan, store, options, bundle, resolver, approval_ttl, history, .. } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl, history }
     }
 
     crate::exec::executor::option_setters!(
@@ -61,6 +63,14 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         self
     }
 
+    /// How many finished cycles the session's history keeps (CONTRACT §15; default
+    /// [`DEFAULT_KEEP`](crate::session::DEFAULT_KEEP), 100): older ones are dropped whole; 0
+    /// keeps none.
+    pub fn history(mut self, keep: usize) -> Self {
+        self.history.keep = keep;
+        self
+    }
+
     /// The resolver whose registered ids the bundle's are checked against: the one the storage
     /// was resolved with, when it registers providers of its own (the built-ins by default).
     pub fn resolver(mut self, resolver: StrategyResolver) -> Self {
@@ -72,7 +82,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// plan they were checked against), loads the policy profile, computes the plan hash, loads
     /// the session and any paused cycle, and compares. Cold Start creates nothing.
     pub async fn boot(self) -> Result<Runtime<S, L>, BootError> {
-        let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl } = self;
+        let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl, history } =
+            self;
+        // One switch for content: the step spans' and the history's.
+        let history = HistoryOptions { content: options.records_content(), ..history };
         if handlers.step_types().contains(&StepType::PersistSession) {
             return Err(BootError::PersistSessionHandler);
         }
@@ -190,6 +203,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             checked,
             state,
             approval_ttl,
+            history,
         };
         runtime.upgrade_record().await?;
         Ok(runtime)

@@ -8,6 +8,7 @@
 mod approvals;
 mod builder;
 mod error;
+mod history;
 mod pin;
 pub mod place;
 mod restore;
@@ -16,6 +17,7 @@ mod stager;
 pub use approvals::abandon_paused;
 pub use builder::RuntimeBuilder;
 pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
+use history::HistoryOptions;
 pub use stager::SessionStager;
 use stager::{WithStager, session_update};
 
@@ -35,7 +37,7 @@ use crate::exec::validator::Override;
 use crate::hash::profile::PolicyProfile;
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, InterventionRecord, ReservedSession, ReviewDecision,
+    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, History, InterventionRecord, ReservedSession, ReviewDecision,
     SessionState, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
@@ -161,6 +163,8 @@ pub struct Runtime<S, L> {
     state: State,
     /// How long a pause waits for a decision (`expiresAt` on new records); none: no expiry.
     approval_ttl: Option<std::time::Duration>,
+    /// What the session's history keeps of each finished cycle.
+    history: HistoryOptions,
 }
 
 impl<S: SessionStore> Runtime<S, Nil> {
@@ -176,6 +180,7 @@ impl<S: SessionStore> Runtime<S, Nil> {
             bundle: None,
             resolver: None,
             approval_ttl: None,
+            history: HistoryOptions::default(),
         }
     }
 }
@@ -285,9 +290,35 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
-        let guard = self.begin_cycle().await?;
+        let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session).await;
-        self.settle(outcome, session.cycle, None, guard).await
+        let settled = self.settle(outcome, session.cycle, None, guard).await;
+        self.record(session, started, settled).await
+    }
+
+    /// Keeps the finished cycle's entry in the session's history and returns how it ended. A
+    /// cycle that ended well but whose entry cannot be kept is a store failure (FailFast); a
+    /// failed cycle's own error stands over its entry's.
+    async fn record(
+        &mut self,
+        session: CycleSession,
+        started: Timestamp,
+        settled: Result<RunOutcome, RuntimeError>,
+    ) -> Result<RunOutcome, RuntimeError> {
+        let Some(entry) = history::entry_of(&self.plan, session, started, &settled, self.history) else {
+            return settled;
+        };
+        match self.store.record_cycle(&entry, self.history.keep).await {
+            Err(e) if settled.is_ok() => Err(self.fail(e.into())),
+            _ => settled,
+        }
+    }
+
+    /// The session's last `limit` finished cycles, newest first (CONTRACT §15): each one's
+    /// report, how it ended and when. Read from the store, so a restarted runtime sees the cycles
+    /// of the processes before it.
+    pub async fn history(&self, limit: usize) -> Result<History, RuntimeError> {
+        Ok(self.store.records().history(limit).await?)
     }
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
@@ -352,10 +383,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(restored) => restored,
             Err(e) => return Err(self.fail(e)),
         };
-        let guard = self.begin_cycle().await?;
+        let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored).await;
         let cycle = record.cycle;
         let settled = self.settle(outcome, cycle, decision.as_ref(), guard).await;
+        let settled = self.record(self.cycle_session(cycle), started, settled).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
             && e.kind() == FailureKind::CycleFail

@@ -6,11 +6,12 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::records::{FileRecords, SessionRecords};
+use super::history::{HISTORY_FILE, PREVIOUS_HISTORY_FILE};
+use super::records::{FileRecords, SessionRecords, open_log};
 use super::store::ready;
 use super::{
-    BundlePinV1, CycleGuard, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE, ReservedSession,
-    SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE,
+    ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -77,6 +78,9 @@ pub struct FileSessionStore {
     /// Whether a runtime has claimed this store.
     claimed: std::sync::atomic::AtomicBool,
     fs: Box<dyn SaveFs>,
+    /// The entries in the history file, once counted (this store alone writes it: it holds the
+    /// root's lock).
+    history_entries: std::sync::Mutex<Option<usize>>,
 }
 
 impl fmt::Debug for FileSessionStore {
@@ -120,6 +124,7 @@ impl FileSessionStore {
             _lock: lock,
             claimed: std::sync::atomic::AtomicBool::new(false),
             fs,
+            history_entries: std::sync::Mutex::new(None),
         })
     }
 
@@ -182,6 +187,76 @@ impl FileSessionStore {
     }
 }
 
+impl FileSessionStore {
+    /// Appends `entry` to the history file and syncs it; when the file holds `keep` entries it
+    /// first becomes the previous file (the one before that dropped), so at most `2 × keep`
+    /// entries are kept. A line a crash cut short is ended first, so it spoils only itself.
+    fn append_history(&self, entry: &CycleEntry, keep: usize) -> Result<(), SessionError> {
+        if keep == 0 {
+            return Ok(());
+        }
+        let dir = self.ensure_dirs()?;
+        let path = self.root.join(HISTORY_FILE);
+        let mut counted = self.history_entries.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut entries = match *counted {
+            Some(n) => n,
+            None => count_lines(&path).map_err(self.io("read", &path))?,
+        };
+        if entries >= keep {
+            let previous = self.root.join(PREVIOUS_HISTORY_FILE);
+            fs::rename(&path, &previous).map_err(self.io("rename", &path))?;
+            self.fs.sync_dir(&dir).map_err(self.io("fsync directory", &dir))?;
+            entries = 0;
+        }
+        let mut file = open_log(&path).map_err(self.io("open", &path))?;
+        let len = file.metadata().map_err(self.io("inspect", &path))?.len();
+        let mut line = Vec::new();
+        if counted.is_none() && len > 0 && !ends_with_newline(&mut file).map_err(self.io("read", &path))? {
+            line.push(b'\n');
+        }
+        line.extend(entry.to_line());
+        line.push(b'\n');
+        self.fs.write(&mut file, &line).map_err(self.io("append", &path))?;
+        self.fs.sync_file(&file).map_err(self.io("fsync", &path))?;
+        if len == 0 {
+            // A new file's name is made durable in its directory too.
+            self.fs.sync_dir(&dir).map_err(self.io("fsync directory", &dir))?;
+        }
+        *counted = Some(entries + 1);
+        Ok(())
+    }
+}
+
+/// The lines of the file at `path` (0 when there is none), counted without holding it.
+fn count_lines(path: &Path) -> io::Result<usize> {
+    let file = match crate::fsread::open_regular(path) {
+        Ok(file) => file,
+        Err(crate::fsread::ReadError::NotFound) => return Ok(0),
+        Err(crate::fsread::ReadError::Io(_, e)) => return Err(e),
+        Err(_) => return Err(io::Error::other("not a regular file")),
+    };
+    let mut reader = io::BufReader::new(file);
+    let mut lines = 0;
+    loop {
+        let buf = io::BufRead::fill_buf(&mut reader)?;
+        if buf.is_empty() {
+            return Ok(lines);
+        }
+        lines += buf.iter().filter(|b| **b == b'\n').count();
+        let n = buf.len();
+        io::BufRead::consume(&mut reader, n);
+    }
+}
+
+/// Whether `file` ends with a newline.
+fn ends_with_newline(file: &mut File) -> io::Result<bool> {
+    use std::io::{Read, Seek};
+    file.seek(io::SeekFrom::End(-1))?;
+    let mut last = [0u8; 1];
+    file.read_exact(&mut last)?;
+    Ok(last[0] == b'\n')
+}
+
 // The file store's calls run in place (a few KiB of local I/O and its fsyncs) and are ready when
 // they return: a fleet of sessions uses the PostgreSQL store, whose calls wait on the server
 // holding no thread.
@@ -229,6 +304,10 @@ impl SessionStore for FileSessionStore {
 
     fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
         ready(self.write_durably(&self.root.join(PIN_FILE), pin))
+    }
+
+    fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
+        ready(self.append_history(entry, keep))
     }
 
     fn records(&self) -> &dyn SessionRecords {

@@ -70,5 +70,5 @@ where
     }
     crate::forward_session_store!(this => this.inner;
         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin, records);
+        load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 }

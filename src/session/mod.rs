@@ -34,6 +34,7 @@ use crate::hash::{Digest, HashParts};
 mod approval;
 mod decide;
 mod file;
+mod history;
 #[cfg(any(feature = "demo", feature = "testing"))]
 mod hook;
 pub mod inbox;
@@ -46,6 +47,10 @@ mod store;
 pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict};
 pub use decide::{DecideError, MAX_DECIDER_CHARS, decide};
 pub use file::FileSessionStore;
+pub use history::{
+    CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES,
+    PREVIOUS_HISTORY_FILE,
+};
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
 pub use store::{CycleGuard, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.

@@ -12,6 +12,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use super::approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision};
+use super::history::{HISTORY_FILE, History, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE};
 use super::store::{StoreFuture, ready};
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
@@ -89,6 +90,8 @@ pub trait SessionRecords: Send + Sync {
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool>;
     /// The approval log (at most its last [`MAX_LOG_BYTES`]).
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog>;
+    /// The session's last `limit` finished cycles, newest first (see [`CycleEntry`](super::CycleEntry)).
+    fn history(&self, limit: usize) -> StoreFuture<'_, History>;
 }
 
 /// The records under a session root, read without its lock; creates nothing. Its calls are a
@@ -184,6 +187,9 @@ impl SessionRecords for FileRecords {
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
         ready(self.log())
     }
+    fn history(&self, limit: usize) -> StoreFuture<'_, History> {
+        ready(self.read_history(limit))
+    }
 }
 
 /// How long a writer of the approval log waits for another one (a decider, a runtime logging an
@@ -241,6 +247,32 @@ impl FileRecords {
         Ok(value)
     }
 
+    /// The newest `limit` entries of the history: the current file's, then the previous one's
+    /// when that is not enough; at most [`MAX_HISTORY_READ_BYTES`] of the end of each.
+    fn read_history(&self, limit: usize) -> Result<History, SessionError> {
+        let mut history = History::default();
+        for file in [HISTORY_FILE, PREVIOUS_HISTORY_FILE] {
+            let wanted = limit - history.entries.len();
+            if wanted == 0 {
+                break;
+            }
+            let path = self.root.join(file);
+            let text = match fsread::open_regular(&path) {
+                Ok(mut file) => read_log(&mut file, &path, MAX_HISTORY_READ_BYTES)?,
+                Err(ReadError::NotFound) => continue,
+                Err(ReadError::NotRegular(kind)) => {
+                    return Err(SessionError::Corrupt { file: path, problem: kind.to_owned() });
+                }
+                Err(ReadError::TooLarge) => continue,
+                Err(ReadError::Io(op, source)) => return Err(SessionError::Io { file: path, op, source }),
+            };
+            let older = History::of_lines(text.lines(), wanted);
+            history.entries.extend(older.entries);
+            history.unreadable += older.unreadable;
+        }
+        Ok(history)
+    }
+
     /// `ops/runtime` under the root, which must be there (the log lives beside the record it is
     /// about, which made it).
     fn runtime_dir(&self) -> Result<PathBuf, SessionError> {
@@ -254,8 +286,9 @@ impl FileRecords {
     }
 }
 
-/// Opens the approval log to read and append, creating it, never through a symbolic link.
-fn open_log(path: &Path) -> io::Result<File> {
+/// Opens a log (the approval log, the history) to read and append, creating it, never through a
+/// symbolic link.
+pub(super) fn open_log(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
     #[cfg(unix)]
@@ -298,7 +331,7 @@ fn events_of(file: &mut File, path: &Path, pause: &PauseRef) -> Result<ApprovalL
 
 /// The text of the log in `file`: at most its last `cap` bytes; read from the middle, the first
 /// line is cut, and is not one of the log's.
-fn read_log(file: &mut File, path: &Path, cap: u64) -> Result<String, SessionError> {
+pub(super) fn read_log(file: &mut File, path: &Path, cap: u64) -> Result<String, SessionError> {
     let io = |op: &'static str| {
         let file = path.to_owned();
         move |source| SessionError::Io { file, op, source }

@@ -8,7 +8,8 @@ use std::future::Future;
 use std::pin::Pin;
 
 use super::{
-    BundlePinV1, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState, SessionUpdate,
+    BundlePinV1, CycleEntry, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState,
+    SessionUpdate,
 };
 
 /// What a [`SessionStore`] call returns: a future of its result.
@@ -100,6 +101,11 @@ pub trait SessionStore: Send + Sync {
     /// Saves the session's bundle pin, atomically and durably (in the open cycle, where the
     /// store holds one: then durable with the session save).
     fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()>;
+    /// Keeps `entry`, a finished cycle's, in the session's history, durably, with the `keep - 1`
+    /// entries before it (older ones are dropped whole; `keep` 0 keeps nothing). Called by the
+    /// runtime once the cycle has ended (after its save, the record of its pause, or its
+    /// failure); read back by [`SessionRecords::history`].
+    fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()>;
     /// The session's records as any process reads and decides on them ([`SessionRecords`]):
     /// the runtime reads a person's decision and writes the approval log through it.
     fn records(&self) -> &dyn SessionRecords;
@@ -125,7 +131,7 @@ pub trait SessionStore: Send + Sync {
 ///     }
 ///     planlock::forward_session_store!(this => this.inner;
 ///         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
-///         load_reserved, save_reserved, load_pin, save_pin, records);
+///         load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 /// }
 ///
 /// let dir = tempfile::tempdir()?;
@@ -171,6 +177,9 @@ macro_rules! forward_session_store {
     (@ save_pin $this:ident $inner:expr) => {
         fn save_pin<'a>(&'a self, pin: &'a $crate::session::BundlePinV1) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_pin(pin) }
     };
+    (@ record_cycle $this:ident $inner:expr) => {
+        fn record_cycle<'a>(&'a self, entry: &'a $crate::session::CycleEntry, keep: usize) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.record_cycle(entry, keep) }
+    };
     (@ records $this:ident $inner:expr) => {
         fn records(&self) -> &dyn $crate::session::SessionRecords { let $this = self; $inner.records() }
     };
@@ -181,5 +190,5 @@ macro_rules! forward_session_store {
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     crate::forward_session_store!(this => (**this);
         claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin, records);
+        load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 }

@@ -48,5 +48,5 @@ impl<S: SessionStore> SessionStore for Around<S> {
     }
     planlock::forward_session_store!(this => this.inner;
         claim, load, begin_cycle, load_intervention, save_intervention, load_reserved, save_reserved,
-        load_pin, records);
+        load_pin, record_cycle, records);
 }

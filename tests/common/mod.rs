@@ -81,3 +81,15 @@ pub fn spawn_self(
     });
     (child, rx)
 }
+
+/// A policy root (its tone `friendly`) and a session root, both temporary.
+pub struct Dirs {
+    pub policy: tempfile::TempDir,
+    pub root: tempfile::TempDir,
+}
+
+pub fn dirs() -> Dirs {
+    let d = Dirs { policy: tempfile::tempdir().unwrap(), root: tempfile::tempdir().unwrap() };
+    policy(d.policy.path(), "friendly");
+    d
+}

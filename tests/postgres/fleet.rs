@@ -36,6 +36,7 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
         block_on(a.save_pin(&pin())),
         block_on(a.remove_intervention()),
         a.renew(),
+        block_on(a.record_cycle(&entry(9), 10)),
     ] {
         let err = result.unwrap_err();
         assert!(matches!(err, SessionError::Fenced { .. }), "{err}");
@@ -43,6 +44,13 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     }
     assert_eq!(block_on(b.load()).unwrap().unwrap().cycle, 2, "the fenced worker wrote nothing");
     assert!(block_on(b.load_pin()).unwrap().is_none());
+    // The history: written by the lease's holder, the newest `keep` kept.
+    for cycle in 3..8 {
+        block_on(b.record_cycle(&entry(cycle), 2)).unwrap();
+    }
+    let records = planlock::session::postgres::PgRecords::new(&db, "conv-1").unwrap();
+    let history = block_on(planlock::session::SessionRecords::history(&records, 10)).unwrap();
+    assert_eq!(history.entries.iter().map(|e| e.cycle).collect::<Vec<_>>(), [7, 6]);
     // Dropping a store gives its lease back at once.
     drop(b);
     let c = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap();
@@ -53,6 +61,22 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
         assert_eq!(err.code(), "session-key", "{err}");
     }
     PgSessionStore::open(&db, &"é".repeat(128)).unwrap();
+}
+
+/// A completed cycle's history entry with an empty report.
+fn entry(cycle: u64) -> planlock::session::CycleEntry {
+    planlock::session::CycleEntry {
+        session_id: uuid::Uuid::new_v4(),
+        cycle,
+        plan_hash: planlock::Digest::of(b"plan"),
+        end: planlock::session::CycleEnd::Completed,
+        started_at: planlock::session::Timestamp::now(),
+        finished_at: planlock::session::Timestamp::now(),
+        report: Default::default(),
+        failure: None,
+        content: None,
+        truncated: false,
+    }
 }
 
 pub(super) fn eight_workers_run_64_sessions_20_cycles_each_exactly(server: &PgServer) {

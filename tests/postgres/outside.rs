@@ -77,6 +77,20 @@ pub(super) fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServ
     let json: Value = serde_json::from_slice(&status.stdout).unwrap_or(Value::Null);
     assert_eq!((status.status.code(), json["session"]["cycle"].as_u64()), (Some(0), Some(2)), "{json}");
     assert_eq!(json["intervention"], Value::Null);
+    // Every finished cycle is in the history, the failed one too (its writes were rolled back).
+    let status = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["status", "--format", "json", "--session", "tenant-7/conv-42", "--database", &url, "--history", "9"])
+        .output()
+        .unwrap();
+    let json: Value = serde_json::from_slice(&status.stdout).unwrap_or(Value::Null);
+    let ends: Vec<(u64, &str)> = json["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (e["cycle"].as_u64().unwrap(), e["end"].as_str().unwrap()))
+        .collect();
+    assert_eq!(ends, [(3, "failed"), (2, "completed"), (1, "completed")], "{json}");
+    assert_eq!(json["history"][0]["failure"]["class"], "FailFast", "{json}");
     let abandon = Command::new(env!("CARGO_BIN_EXE_planlock"))
         .args(["abandon", "--session", "tenant-7/conv-42", "--database", &url])
         .output()

@@ -92,10 +92,14 @@ pub enum Command {
         domain: Option<String>,
     },
     /// Show the session (id, completed cycles, plan hash) and any paused cycle, with the
-    /// decision on it if one is recorded.
+    /// decision on it if one is recorded; with `--history N`, its last N finished cycles.
     Status {
         #[command(flatten)]
         place: SessionPlace,
+        /// Also show the last N finished cycles (completed, paused or failed), newest first: each
+        /// step's status, duration, tokens and warnings.
+        #[arg(long, value_name = "N")]
+        history: Option<usize>,
     },
     /// The pauses waiting for a person across sessions: list them, show one with what is being
     /// approved, approve or reject it (from any machine that reaches the sessions; the session

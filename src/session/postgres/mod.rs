@@ -30,8 +30,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, CycleGuard, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState,
-    SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, InterventionRecord, ReservedSession, SessionError, SessionRecords,
+    SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::{Param, PgDatabase, Pooled, Query, Then};
@@ -272,17 +272,6 @@ impl PgSessionStore {
         }
     }
 
-    /// Runs `sql` on a connection of its own (one implicit transaction).
-    async fn alone(
-        &self,
-        doing: &'static str,
-        sql: &str,
-        params: &[Param<'_>],
-    ) -> Result<Option<tokio_postgres::Row>, SessionError> {
-        let mut conn = self.connection().await?;
-        conn.query_typed_opt(sql, params).await.map_err(|e| self.database(doing, &e))
-    }
-
     async fn write_json<T: Serialize + Sync>(
         &self,
         doing: &'static str,
@@ -305,13 +294,20 @@ impl Drop for PgSessionStore {
             return;
         }
         // Gives the lease back (a no-op when it is not this worker's); if this fails the lease
-        // simply runs out.
-        let _ = crate::io::block_on(self.alone(
-            "giving the lease back",
-            "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL
-             WHERE session_key = $1 AND lease_owner = $2 RETURNING 1",
-            &[(&self.records.key, Type::TEXT), (&self.owner, Type::UUID)],
-        ));
+        // simply runs out. Dropped inside async code (a task that owned the runtime), it is
+        // given back on planlock's I/O runtime without waiting: blocking the task's thread on
+        // the pool would stop the tasks that hold its connections (a deadlock on one thread).
+        let (db, key, owner) = (self.records.db.clone(), self.records.key.clone(), self.owner);
+        let give_back = async move {
+            let mut conn = db.connection().await.ok()?;
+            let sql = "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL
+                       WHERE session_key = $1 AND lease_owner = $2 RETURNING 1";
+            conn.query_typed_opt(sql, &[(&key, Type::TEXT), (&owner, Type::UUID)]).await.ok()
+        };
+        match (tokio::runtime::Handle::try_current(), crate::io::runtime()) {
+            (Ok(_), Ok(io)) => drop(io.spawn(give_back)),
+            _ => drop(crate::io::block_on(give_back)),
+        }
     }
 }
 
@@ -385,6 +381,45 @@ impl SessionStore for PgSessionStore {
     }
     fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
         Box::pin(self.write_json("saving the bundle pin", Column::Pin, Some(pin), InCycle::Join))
+    }
+    fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
+        Box::pin(async move {
+            if keep == 0 {
+                return Ok(());
+            }
+            // One statement: the entry, only while the lease is this worker's (else it raises,
+            // as a fenced write does), and the rows before the newest `keep - 1` dropped.
+            let sql = "WITH added AS (
+                   INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry)
+                   SELECT $1, $2, $3, $4
+                   WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE session_key = $1 AND lease_owner = $5)
+                   RETURNING seq),
+                 dropped AS (
+                   DELETE FROM planlock_cycle_history
+                   WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
+                     SELECT seq FROM planlock_cycle_history WHERE session_key = $1
+                     ORDER BY seq DESC OFFSET $6 LIMIT 1))
+                 SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
+            let text = String::from_utf8(entry.to_line()).unwrap_or_default();
+            let (cycle, end) = (i64::try_from(entry.cycle).unwrap_or(i64::MAX), entry.end.as_str());
+            let before = i64::try_from(keep - 1).unwrap_or(i64::MAX);
+            let params: [Param<'_>; 6] = [
+                (&self.records.key, Type::TEXT),
+                (&cycle, Type::INT8),
+                (&end, Type::TEXT),
+                (&text, Type::TEXT),
+                (&self.owner, Type::UUID),
+                (&before, Type::INT8),
+            ];
+            let mut conn = self.connection().await?;
+            match conn.query_typed(sql, &params).await {
+                Ok(_) => Ok(()),
+                Err(e) if e.code().map(|c| c.code()) == Some("PLF01") => {
+                    Err(SessionError::Fenced { key: self.records.key.clone() })
+                }
+                Err(e) => Err(self.database("recording the cycle in the history", &e)),
+            }
+        })
     }
     fn records(&self) -> &dyn SessionRecords {
         &self.records

@@ -9,8 +9,8 @@ use tokio_postgres::types::Type;
 use super::{Column, check_key};
 use crate::pg::{Param, PgDatabase};
 use crate::session::{
-    ApprovalEvent, ApprovalLog, BundlePinV1, InterventionRecord, PauseRef, Recorded, ReservedSession, ReviewDecision,
-    SessionError, SessionRecords, SessionState, StoreFuture,
+    ApprovalEvent, ApprovalLog, BundlePinV1, History, InterventionRecord, PauseRef, Recorded, ReservedSession,
+    ReviewDecision, SessionError, SessionRecords, SessionState, StoreFuture,
 };
 
 /// The most approval log events read back for one session (its latest).
@@ -149,6 +149,21 @@ impl SessionRecords for PgRecords {
                 )
                 .await?;
             Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))))
+        })
+    }
+    fn history(&self, limit: usize) -> StoreFuture<'_, History> {
+        Box::pin(async move {
+            let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+            let rows = self
+                .query(
+                    "reading the cycle history",
+                    "SELECT entry FROM planlock_cycle_history WHERE session_key = $1 ORDER BY seq DESC LIMIT $2",
+                    &[(&self.key, Type::TEXT), (&limit, Type::INT8)],
+                )
+                .await?;
+            let entries: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            // Newest first already: parsed oldest first, as a file's lines are.
+            Ok(History::of_lines(entries.iter().rev().map(String::as_str), entries.len()))
         })
     }
 }

@@ -46,7 +46,7 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
             memory::search(out, &place, top_k, &embed, &text)
         }
         Command::Decisions { place, domain } => decisions::decisions(out, &place, domain.as_deref()),
-        Command::Status { place } => status::status(out, &place),
+        Command::Status { place, history } => status::status(out, &place, history),
     }
 }
 

@@ -1,8 +1,10 @@
 //! `planlock status`: the session (id, completed cycles, plan hash), its pin, and any paused
-//! cycle. A read: it writes nothing and takes neither the session's lock nor its lease, so it
+//! cycle; with `--history N`, the session's last N finished cycles. A read: it writes nothing and takes neither the session's lock nor its lease, so it
 //! answers while a cycle runs.
 
-use planlock::session::{BundlePinV1, InterventionRecord, PauseRef, ReviewDecision, SessionState, Timestamp};
+use planlock::session::{
+    BundlePinV1, CycleEntry, InterventionRecord, PauseRef, ReviewDecision, SessionState, Timestamp,
+};
 use serde::Serialize;
 
 use crate::args::SessionPlace;
@@ -22,6 +24,12 @@ struct StatusReport {
     decision: Option<ReviewDecision>,
     /// Whether the paused cycle's pause has expired.
     expired: bool,
+    /// The last finished cycles, newest first, when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    history: Option<Vec<CycleEntry>>,
+    /// History lines or rows that could not be read, skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unreadable_history: Option<usize>,
 }
 
 impl Report for StatusReport {
@@ -77,10 +85,55 @@ impl Report for StatusReport {
                 }
             }
         }
+        if let Some(history) = &self.history {
+            history_text(out, history, self.unreadable_history.unwrap_or(0));
+        }
     }
 }
 
-pub fn status(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
+/// The history, newest first: a line per cycle, then one per step.
+fn history_text(out: &mut Text, history: &[CycleEntry], unreadable: usize) {
+    line!(out, "history: {} finished cycles, newest first", history.len());
+    for entry in history {
+        let took = entry.report.steps.iter().map(|s| s.duration).sum::<std::time::Duration>();
+        let usage = match entry.report.usage() {
+            Some(u) => format!(", {} tokens in, {} out", u.input, u.output),
+            None => String::new(),
+        };
+        line!(
+            out,
+            "  cycle {} {} at {} ({:.1?} in steps{usage})",
+            entry.cycle,
+            entry.end.as_str(),
+            entry.finished_at,
+            took
+        );
+        if let Some(f) = &entry.failure {
+            match &f.step_id {
+                Some(step) => line!(out, "    failure: {} ({:?}) at step `{step}`", f.code, f.class),
+                None => line!(out, "    failure: {} ({:?})", f.code, f.class),
+            }
+        }
+        for step in &entry.report.steps {
+            let tokens = step.usage.map(|u| format!(", {} + {} tokens", u.input, u.output)).unwrap_or_default();
+            line!(out, "    #{} {} {:?} {:.1?}{tokens}", step.index, step.step_type, step.status, step.duration);
+            for warning in &step.warnings {
+                line!(out, "      warning: {}", warning.message);
+            }
+        }
+        for i in &entry.report.interventions {
+            line!(out, "    paused at `{}` by validator `{}`: {}", i.step_id, i.validator_id, i.reason);
+        }
+        for o in &entry.report.overrides {
+            line!(out, "    override at `{}` of `{}`: {}", o.step_id, o.validator_id, o.justification);
+        }
+    }
+    if unreadable > 0 {
+        line!(out, "history: {unreadable} lines could not be read and were skipped");
+    }
+}
+
+pub fn status(out: &mut Output, place: &SessionPlace, history: Option<usize>) -> Result<u8, CliError> {
     let records = place.place().records().map_err(|e| CliError::of_place(&e))?;
     let loaded = planlock::block_on(async {
         let (session, intervention, pin) =
@@ -89,9 +142,13 @@ pub fn status(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
             Some(record) => records.decision_on(&PauseRef::of(record)).await?,
             None => None,
         };
-        Ok::<_, planlock::session::SessionError>((session, intervention, pin, decision))
+        let history = match history {
+            Some(limit) => Some(records.history(limit).await?),
+            None => None,
+        };
+        Ok::<_, planlock::session::SessionError>((session, intervention, pin, decision, history))
     });
-    let (session, mut intervention, pin, decision) = loaded.map_err(|e| CliError::of(&e))?;
+    let (session, mut intervention, pin, decision, history) = loaded.map_err(|e| CliError::of(&e))?;
     let expired = intervention.as_ref().is_some_and(|r| r.expired_at(Timestamp::now()));
     // A read writes nothing: a leftover record is reported, and the next boot removes it.
     let leftover = match (&intervention, &session) {
@@ -99,6 +156,17 @@ pub fn status(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
         _ => None,
     };
     let leftover_record = leftover.as_ref().map(Leftover::of);
-    out.report(&StatusReport { session, intervention, pin, leftover_record, decision, expired });
+    let unreadable_history = history.as_ref().map(|h| h.unreadable);
+    let history = history.map(|h| h.entries);
+    out.report(&StatusReport {
+        session,
+        intervention,
+        pin,
+        leftover_record,
+        decision,
+        expired,
+        history,
+        unreadable_history,
+    });
     Ok(EXIT_VALID)
 }
