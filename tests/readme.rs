@@ -91,6 +91,14 @@ fn every_readme_command_runs_as_written() {
             }
         } else if let Some(bench) = command.strip_prefix("cargo bench --bench ") {
             check_bench(here, bench);
+        } else if let Some(flags) = command.strip_prefix("planlock serve ") {
+            // It serves until stopped (tests/console.rs runs it): here, every flag shown exists.
+            let help = Command::new(env!("CARGO_BIN_EXE_planlock")).args(["serve", "--help"]).output().unwrap();
+            let help = String::from_utf8_lossy(&help.stdout).into_owned();
+            for flag in flags.split(|c: char| c.is_whitespace() || c == '[' || c == ']').filter(|f| f.starts_with("--"))
+            {
+                assert!(help.contains(flag), "`planlock serve` has no {flag}:\n{help}");
+            }
         } else {
             panic!("the README has a command this test does not know how to check: `{line}`");
         }
@@ -107,7 +115,7 @@ fn commands_named_in_the_readmes_prose_exist() {
     for span in spans {
         if span == "cargo install --path . --features cli" {
             assert!(
-                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\", \"demo\"]")
+                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\", \"demo\",")
                     && MANIFEST.contains("required-features = [\"cli\", \"sqlite\"]")
             );
         } else if let Some(bench) = span.strip_prefix("cargo bench --bench ") {

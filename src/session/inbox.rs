@@ -150,6 +150,11 @@ impl Inbox {
         Inbox { sessions }
     }
 
+    /// Where its sessions are.
+    pub fn place(&self) -> &Sessions {
+        &self.sessions
+    }
+
     /// The pauses that match `filter`, oldest first.
     pub async fn list(&self, filter: &InboxFilter) -> Result<InboxListing, InboxError> {
         let now = Timestamp::now();
@@ -220,16 +225,9 @@ impl Inbox {
         &self,
     ) -> Result<Vec<(String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>)>, InboxError> {
         match &self.sessions {
-            Sessions::Dir(dir) => {
-                let entries = std::fs::read_dir(dir).map_err(|source| InboxError::Dir { dir: dir.clone(), source })?;
+            Sessions::Dir(_) => {
                 let mut out = Vec::new();
-                for entry in entries.take(MAX_SESSIONS) {
-                    let entry = entry.map_err(|source| InboxError::Dir { dir: dir.clone(), source })?;
-                    // A root is a directory here, not a link to one elsewhere.
-                    if !entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        continue;
-                    }
-                    let records = FileRecords::new(entry.path());
+                for (name, records) in self.every_session().await? {
                     let read = match records.load_intervention().await {
                         Ok(Some(record)) => {
                             let decision = records.decision_on(&super::PauseRef::of(&record)).await;
@@ -238,7 +236,6 @@ impl Inbox {
                         Ok(None) => Ok(None),
                         Err(e) => Err(e),
                     };
-                    let name = entry.file_name().to_string_lossy().into_owned();
                     match read {
                         Ok(Some(pause)) => out.push((name, Ok(pause))),
                         Ok(None) => {}

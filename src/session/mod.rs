@@ -39,6 +39,7 @@ mod history;
 mod hook;
 pub mod inbox;
 mod intervention;
+pub mod overview;
 mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;

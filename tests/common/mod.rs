@@ -2,6 +2,8 @@
 #![allow(dead_code)]
 
 pub mod around;
+#[cfg(feature = "cli")]
+pub mod console;
 #[cfg(feature = "openai")]
 pub mod models;
 #[cfg(feature = "postgres")]

@@ -155,3 +155,34 @@ pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_p
         assert_eq!(log_of(&db, &key), ["decided", "consumed"], "{point}");
     }
 }
+
+/// The console on a database (CONTRACT §15): a worker's paused session shows in its inbox with
+/// what it shows; approved there, the worker's next cycle completes it and its page shows the
+/// cycle; a session key with a slash is one path segment.
+pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
+    use common::console::{field, serve, url_segment};
+
+    let url = server.database("console");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    let key = "tenant-7/conv <b>42</b>";
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, key).unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    let console = serve(&["--database".as_ref(), url.as_ref()], &[]);
+    let cookie = console.sign_in("ada");
+    let inbox = console.get(&cookie, "/inbox").body;
+    assert!(inbox.contains("<title>(1) Inbox") && inbox.contains("tenant-7/conv &lt;b&gt;42&lt;/b&gt;"), "{inbox}");
+    let action = format!("/inbox/{}/approve", url_segment(key));
+    let body =
+        format!("csrf={}&digest={}&reason=fine", field(&inbox, &action, "csrf"), field(&inbox, &action, "digest"));
+    let origin = console.origin();
+    let reply = console.request("POST", &action, &[("Cookie", &cookie), ("Origin", &origin)], &body);
+    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    assert_eq!(log_of(&db, key), ["decided"]);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))));
+    let page = console.get(&cookie, &format!("/sessions/{}", url_segment(key))).body;
+    assert!(page.contains("Cycle 1 <span class=\"status completed\">completed</span>"), "{page}");
+    assert!(page.contains("<td>consumed</td>"), "{page}");
+    let sessions = console.get(&cookie, "/sessions").body;
+    assert!(sessions.contains("<span class=\"status ready\">ready</span>"), "{sessions}");
+}

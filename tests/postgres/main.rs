@@ -89,6 +89,7 @@ const TESTS: &[(&str, Test)] = &[
         "a_worker_acts_on_a_decision_from_another_process_without_a_restart",
         a_worker_acts_on_a_decision_from_another_process_without_a_restart,
     ),
+    ("the_console_decides_on_a_database_session", the_console_decides_on_a_database_session),
     (
         "one_decision_per_pause_when_two_decide_at_once_on_postgres",
         one_decision_per_pause_when_two_decide_at_once_on_postgres,

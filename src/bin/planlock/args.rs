@@ -101,6 +101,22 @@ pub enum Command {
         #[arg(long, value_name = "N")]
         history: Option<usize>,
     },
+    /// The console: sessions, each cycle's steps and the inbox in a web page, where a person
+    /// approves or rejects a pause (on 127.0.0.1 unless `--listen` says otherwise).
+    Serve {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// Where to listen (`127.0.0.1:0` picks a free port; the address is printed).
+        #[arg(long, default_value = "127.0.0.1:8790", value_name = "ADDR")]
+        listen: std::net::SocketAddr,
+        /// Serve the pages only: no approve or reject.
+        #[arg(long)]
+        read_only: bool,
+        /// Take the decider's name from this request header (set by an authenticating proxy in
+        /// front of the console) instead of the name given at login.
+        #[arg(long, value_name = "HEADER")]
+        user_header: Option<String>,
+    },
     /// The pauses waiting for a person across sessions: list them, show one with what is being
     /// approved, approve or reject it (from any machine that reaches the sessions; the session
     /// goes on at its next `run`), read a session's approval log.

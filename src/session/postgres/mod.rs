@@ -24,7 +24,7 @@ mod records;
 use std::time::Duration;
 
 pub use records::PgRecords;
-pub(crate) use records::paused_sessions;
+pub(crate) use records::{paused_sessions, session_keys};
 use serde::Serialize;
 use tokio_postgres::types::Type;
 use uuid::Uuid;

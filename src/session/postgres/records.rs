@@ -225,3 +225,15 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
         })
         .collect())
 }
+
+/// The keys of `db`'s sessions (at most `max`), in key order.
+pub(crate) async fn session_keys(db: &PgDatabase, max: usize) -> Result<Vec<String>, SessionError> {
+    let limit = i64::try_from(max).unwrap_or(i64::MAX);
+    let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
+    let mut conn = db.connection().await.map_err(|e| failed(e.to_string()))?;
+    let rows = conn
+        .query_typed("SELECT session_key FROM planlock_sessions ORDER BY session_key LIMIT $1", &[(&limit, Type::INT8)])
+        .await
+        .map_err(|e| failed(format!("PostgreSQL at {}: listing sessions: {}", db.target(), crate::pg::reason(&e))))?;
+    Ok(rows.iter().map(|r| r.get(0)).collect())
+}

@@ -39,7 +39,7 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
     }
 }
 
-fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
+pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
     match (&args.sessions, &args.database) {
         (Some(dir), _) => Ok(Inbox::new(Sessions::Dir(dir.clone()))),
         (None, Some(url)) => {

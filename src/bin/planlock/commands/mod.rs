@@ -10,6 +10,7 @@ mod inbox;
 mod memory;
 mod run;
 mod schema;
+mod serve;
 mod status;
 mod validate;
 
@@ -41,6 +42,9 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
             run::run(out, cycle, Some(over))
         }
         Command::Inbox { command } => inbox::inbox(out, command),
+        Command::Serve { sessions, listen, read_only, user_header } => {
+            serve::serve(out, &sessions, listen, read_only, user_header)
+        }
         Command::Abandon { place } => abandon::abandon(out, &place),
         Command::Memory { command: MemoryCommand::Search { place, top_k, embed, text } } => {
             memory::search(out, &place, top_k, &embed, &text)

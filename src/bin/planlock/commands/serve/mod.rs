@@ -1,0 +1,397 @@
+//! `planlock serve`: the console (CONTRACT §15). Sessions, one session's cycles and the inbox in
+//! a web page, and the forms that approve or reject a pause.
+//!
+//! Secure by default: it listens on 127.0.0.1 unless told otherwise; every page but the login
+//! needs a signed-in browser (the console's token, generated at start and printed once, or
+//! `PLANLOCK_CONSOLE_TOKEN`); every POST needs the login's CSRF token and, when the browser
+//! sends one, an `Origin` equal to the console's own; every response carries a strict
+//! Content-Security-Policy (no inline script or style) and every value is escaped for its context
+//! (`html.rs`); `--read-only` serves no action. Bounded: pages are paged, bodies capped at 16 KiB,
+//! headers at 16 KiB, a connection that sends no request in 10 s is closed, at most 64 at once.
+
+mod html;
+mod pages;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::{Bytes, Incoming};
+use hyper::header::{self, HeaderValue};
+use hyper::{Method, Request, Response, StatusCode};
+use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::session::overview::SessionStatus;
+use planlock::session::{ReviewDecision, ReviewVerdict, decide};
+use planlock::{Failure, printable};
+
+use crate::args::SessionsArgs;
+use crate::error::{CliError, EXIT_VALID};
+use crate::output::Output;
+use pages::{Forms, PER_PAGE};
+
+const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
+                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const MAX_BODY: usize = 16 << 10;
+const MAX_HEADERS: usize = 16 << 10;
+const MAX_CONNECTIONS: usize = 64;
+const MAX_LOGINS: usize = 1000;
+const LOGIN_LIFE: Duration = Duration::from_secs(12 * 3600);
+const COOKIE: &str = "planlock_console";
+
+/// A signed-in browser.
+#[derive(Clone)]
+struct Login {
+    name: String,
+    csrf: String,
+    since: Instant,
+}
+
+struct Console {
+    inbox: Inbox,
+    token: String,
+    read_only: bool,
+    user_header: Option<String>,
+    logins: Mutex<HashMap<String, Login>>,
+}
+
+type Answer = Response<Full<Bytes>>;
+
+/// A random token: two v4 UUIDs (244 random bits), as hex.
+fn random_token() -> String {
+    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+}
+
+pub fn serve(
+    out: &mut Output,
+    sessions: &SessionsArgs,
+    listen: SocketAddr,
+    read_only: bool,
+    user_header: Option<String>,
+) -> Result<u8, CliError> {
+    let inbox = super::inbox::open(sessions)?;
+    let token = match std::env::var("PLANLOCK_CONSOLE_TOKEN") {
+        Ok(token) if token.len() >= 16 => token,
+        Ok(_) => return Err(CliError::usage("usage", "PLANLOCK_CONSOLE_TOKEN must be at least 16 characters")),
+        Err(_) => random_token(),
+    };
+    let generated = std::env::var_os("PLANLOCK_CONSOLE_TOKEN").is_none();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::usage("io", format!("cannot start the console's runtime: {e}")))?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(listen))
+        .map_err(|e| CliError::usage("io", format!("cannot listen on {listen}: {e}")))?;
+    let addr = listener.local_addr().map_err(|e| CliError::usage("io", e.to_string()))?;
+    // Said at once (the command serves until it is stopped): where, and the token if it was made
+    // here; the only time the token is shown.
+    let url = format!("http://{addr}/");
+    let said = match out.is_json() {
+        true => crate::output::json_line(&serde_json::json!({
+            "listening": url,
+            "token": generated.then_some(&token),
+            "readOnly": read_only,
+        })),
+        false => {
+            let token = if generated { format!(" (token: {token})") } else { String::new() };
+            let mode = if read_only { " (read-only)" } else { "" };
+            format!("planlock console on {url}{token}{mode}\n")
+        }
+    };
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(said.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| CliError::usage("io", format!("cannot write the output: {e}")))?;
+    }
+    let console = Arc::new(Console { inbox, token, read_only, user_header, logins: Mutex::new(HashMap::new()) });
+    runtime.block_on(accept(listener, console));
+    Ok(EXIT_VALID)
+}
+
+/// Serves connections until the process is stopped: at most [`MAX_CONNECTIONS`] at once.
+async fn accept(listener: tokio::net::TcpListener, console: Arc<Console>) {
+    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else { return };
+        let Ok((stream, _)) = listener.accept().await else { continue };
+        let console = console.clone();
+        tokio::spawn(async move {
+            let service = hyper::service::service_fn(move |req| {
+                let console = console.clone();
+                async move { Ok::<_, std::convert::Infallible>(handle(&console, req).await) }
+            });
+            let _ = hyper::server::conn::http1::Builder::new()
+                .timer(hyper_util::rt::TokioTimer::new())
+                .header_read_timeout(Duration::from_secs(10))
+                .max_buf_size(MAX_HEADERS)
+                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .await;
+            drop(slot);
+        });
+    }
+}
+
+/// A response with the console's security headers.
+fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Answer {
+    let mut response = Response::new(Full::new(body.into()));
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(header::CONTENT_SECURITY_POLICY, HeaderValue::from_static(CSP));
+    headers.insert(header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
+    headers.insert(header::REFERRER_POLICY, HeaderValue::from_static("same-origin"));
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    response
+}
+
+fn html(status: StatusCode, body: String) -> Answer {
+    respond(status, "text/html; charset=utf-8", body)
+}
+
+fn redirect(to: &str) -> Answer {
+    let mut response = respond(StatusCode::SEE_OTHER, "text/plain; charset=utf-8", "");
+    if let Ok(to) = HeaderValue::from_str(to) {
+        response.headers_mut().insert(header::LOCATION, to);
+    }
+    response
+}
+
+fn refused(status: StatusCode, why: &str) -> Answer {
+    html(status, html::page("Refused", 0, &format!("<h1>Refused</h1><p>{}</p>", html::esc(why))))
+}
+
+async fn handle(console: &Console, req: Request<Incoming>) -> Answer {
+    let path = req.uri().path().to_owned();
+    let query = req.uri().query().unwrap_or("").to_owned();
+    match (req.method().clone(), path.as_str()) {
+        (Method::GET, "/static/console.css") => {
+            respond(StatusCode::OK, "text/css; charset=utf-8", include_str!("console.css"))
+        }
+        (Method::GET, "/static/console.js") => {
+            respond(StatusCode::OK, "text/javascript; charset=utf-8", include_str!("console.js"))
+        }
+        (Method::GET, "/favicon.ico") => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
+        (Method::GET, "/login") => html(StatusCode::OK, pages::login(None)),
+        (Method::POST, "/login") => sign_in(console, req).await,
+        (method, _) => {
+            let Some(login) = console.login_of(&req) else { return redirect("/login") };
+            match method {
+                Method::GET => get(console, &path, &query, &login).await,
+                Method::POST => post(console, &path, &login, req).await,
+                _ => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
+            }
+        }
+    }
+}
+
+impl Console {
+    /// The login of the request's cookie, if it names a live one.
+    fn login_of(&self, req: &Request<Incoming>) -> Option<Login> {
+        let id = cookie(req, COOKIE)?;
+        let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
+        match logins.get(&id) {
+            Some(login) if login.since.elapsed() < LOGIN_LIFE => Some(login.clone()),
+            Some(_) => {
+                logins.remove(&id);
+                None
+            }
+            None => None,
+        }
+    }
+
+    /// How many pauses wait for a decision (for the title and the navigation).
+    async fn pending(&self) -> usize {
+        self.inbox.list(&InboxFilter::default()).await.map_or(0, |l| pages::undecided(&l))
+    }
+}
+
+/// The value of cookie `name`.
+fn cookie(req: &Request<Incoming>, name: &str) -> Option<String> {
+    req.headers().get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
+        v.split(';').find_map(|pair| {
+            let (k, value) = pair.trim().split_once('=')?;
+            (k == name).then(|| value.to_owned())
+        })
+    })
+}
+
+/// Whether the request comes from the console's own pages: its `Origin`, when the browser sends
+/// one, must be this console's (scheme, host and port of its `Host`).
+fn same_origin(req: &Request<Incoming>) -> bool {
+    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
+    match (req.headers().get(header::ORIGIN).map(|o| o.to_str()), host) {
+        (None, _) => req
+            .headers()
+            .get("sec-fetch-site")
+            .and_then(|v| v.to_str().ok())
+            .is_none_or(|site| site == "same-origin" || site == "none"),
+        (Some(Ok(origin)), Some(host)) => origin == format!("http://{host}"),
+        _ => false,
+    }
+}
+
+/// The form fields of a request body (at most [`MAX_BODY`] bytes).
+async fn form(req: Request<Incoming>) -> Option<HashMap<String, String>> {
+    let body = Limited::new(req.into_body(), MAX_BODY).collect().await.ok()?.to_bytes();
+    Some(form_urlencoded::parse(&body).into_owned().collect())
+}
+
+/// Compares two secrets in time independent of where they differ.
+fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+}
+
+async fn sign_in(console: &Console, req: Request<Incoming>) -> Answer {
+    if !same_origin(&req) {
+        return refused(StatusCode::FORBIDDEN, "a request from another origin");
+    }
+    let Some(fields) = form(req).await else { return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large") };
+    let token = fields.get("token").map(String::as_str).unwrap_or("");
+    let name = fields.get("name").map(|n| n.trim()).unwrap_or("");
+    if !same_secret(token, &console.token) {
+        return html(StatusCode::UNAUTHORIZED, pages::login(Some("That is not the console's token.")));
+    }
+    if name.is_empty() || name.chars().count() > 200 {
+        return html(StatusCode::BAD_REQUEST, pages::login(Some("Give your name (at most 200 characters).")));
+    }
+    let id = random_token();
+    let login = Login { name: name.to_owned(), csrf: random_token(), since: Instant::now() };
+    {
+        let mut logins = console.logins.lock().unwrap_or_else(|p| p.into_inner());
+        if logins.len() >= MAX_LOGINS
+            && let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.since).map(|(k, _)| k.clone())
+        {
+            logins.remove(&oldest);
+        }
+        logins.insert(id.clone(), login);
+    }
+    let mut response = redirect("/inbox");
+    let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/");
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+impl Console {
+    /// The session a path segment names, decoded: under a directory, one plain name of a root
+    /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
+    /// 256 bytes).
+    fn session_name(&self, segment: &str) -> Option<String> {
+        let name: String = percent_decode(segment)?;
+        let fits = match self.inbox.place() {
+            Sessions::Dir(_) => !name.contains(['/', '\\']) && name != "." && name != "..",
+            _ => name.len() <= 256,
+        };
+        (!name.is_empty() && fits).then_some(name)
+    }
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    let bytes: Vec<u8> = form_urlencoded::parse(format!("n={}", text.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned().into_bytes())?;
+    String::from_utf8(bytes).ok()
+}
+
+async fn get(console: &Console, path: &str, query: &str, login: &Login) -> Answer {
+    let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+    let forms = Forms { csrf: &login.csrf, read_only: console.read_only };
+    match path {
+        "/" => redirect("/sessions"),
+        "/sessions" => {
+            let filter = params.get("status").and_then(|s| SessionStatus::parse(s));
+            let at = params.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(100_000);
+            match console.inbox.sessions(filter, at * PER_PAGE, PER_PAGE).await {
+                Ok(list) => html(StatusCode::OK, pages::sessions(&list, filter, at, console.pending().await)),
+                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            }
+        }
+        "/inbox" => match console.inbox.list(&InboxFilter::default()).await {
+            Ok(listing) => {
+                html(StatusCode::OK, pages::inbox(&listing, &forms, params.get("notice").map(String::as_str)))
+            }
+            Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+        },
+        _ => match path.strip_prefix("/sessions/").and_then(|s| console.session_name(s)) {
+            Some(name) => session_page(console, &name, &forms).await,
+            None => refused(StatusCode::NOT_FOUND, "no such page"),
+        },
+    }
+}
+
+async fn session_page(console: &Console, name: &str, forms: &Forms<'_>) -> Answer {
+    let read = async {
+        let records = console.inbox.records(name).await?;
+        let history = records.history(100).await?;
+        let log = records.approval_log().await?;
+        let paused = console.inbox.show(name).await?;
+        Ok::<_, planlock::session::inbox::InboxError>((history, log, paused))
+    };
+    match read.await {
+        Ok((history, log, paused)) => html(
+            StatusCode::OK,
+            pages::session(name, &history.entries, paused.as_ref(), &log, forms, console.pending().await),
+        ),
+        Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}
+
+async fn post(console: &Console, path: &str, login: &Login, req: Request<Incoming>) -> Answer {
+    if !same_origin(&req) {
+        return refused(StatusCode::FORBIDDEN, "a request from another origin");
+    }
+    if console.read_only {
+        return refused(StatusCode::FORBIDDEN, "this console is read-only");
+    }
+    let by = match &console.user_header {
+        Some(h) => match req.headers().get(h.as_str()).and_then(|v| v.to_str().ok()) {
+            Some(name) if !name.trim().is_empty() => name.trim().to_owned(),
+            _ => return refused(StatusCode::FORBIDDEN, "the decider's header is missing"),
+        },
+        None => login.name.clone(),
+    };
+    let Some(fields) = form(req).await else { return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large") };
+    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
+        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
+    }
+    let Some(rest) = path.strip_prefix("/inbox/") else { return refused(StatusCode::NOT_FOUND, "no such action") };
+    let (verdict, segment) = match (rest.strip_suffix("/approve"), rest.strip_suffix("/reject")) {
+        (Some(s), _) => (ReviewVerdict::Approve, s),
+        (_, Some(s)) => (ReviewVerdict::Reject, s),
+        _ => return refused(StatusCode::NOT_FOUND, "no such action"),
+    };
+    let Some(name) = console.session_name(segment) else { return refused(StatusCode::NOT_FOUND, "no such session") };
+    let reason = fields.get("reason").cloned().unwrap_or_default();
+    let decided = async {
+        let Some(pause) = console.inbox.show(&name).await? else {
+            return Ok::<_, planlock::session::inbox::InboxError>(format!(
+                "Nothing is paused in {} any more.",
+                printable(&name)
+            ));
+        };
+        let mut decision = ReviewDecision::new(&pause.record, verdict, by, reason);
+        // Bound to what this page showed: a pause that changed since is refused.
+        decision.shown_digest = fields.get("digest").and_then(|d| d.parse().ok());
+        let records = console.inbox.records(&name).await?;
+        match decide(records.as_ref(), &decision).await {
+            Ok(_) => Ok(format!("Recorded: {} on {} (acted on at its next run).", decision.verdict, printable(&name))),
+            Err(e) => Ok(format!("Not recorded: {} ({})", e, e.code())),
+        }
+    };
+    match decided.await {
+        Ok(notice) => {
+            let notice: String = form_urlencoded::byte_serialize(notice.as_bytes()).collect();
+            redirect(&format!("/inbox?notice={notice}"))
+        }
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}

@@ -1,0 +1,101 @@
+//! `planlock serve` driven over plain HTTP/1.1, as a browser talks to it (tests/console.rs and the
+//! PostgreSQL harness).
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+
+/// The console token the tests start it with.
+pub const TOKEN: &str = "console-token-for-the-tests-0123456789";
+
+pub struct Console {
+    pub child: Child,
+    pub addr: String,
+}
+
+impl Drop for Console {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `planlock serve` on `place` (`--sessions DIR` or `--database URL`) with the console token
+/// [`TOKEN`], on a free port.
+pub fn serve(place: &[&std::ffi::OsStr], extra: &[&str]) -> Console {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .args(place)
+        .args(extra)
+        .env("PLANLOCK_CONSOLE_TOKEN", TOKEN)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert!(!line.contains(TOKEN), "a token from the environment is not printed: {line}");
+    let addr = line.split("http://").nth(1).and_then(|r| r.split('/').next()).expect(&line).to_owned();
+    Console { child, addr }
+}
+
+pub struct Reply {
+    pub status: u16,
+    pub headers: String,
+    pub body: String,
+}
+
+impl Console {
+    /// One request: `method path` with `headers` and `body`, the connection closed after it.
+    pub fn request(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &str) -> Reply {
+        let mut stream = TcpStream::connect(&self.addr).unwrap();
+        let mut req = format!("{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n", self.addr);
+        for (k, v) in headers {
+            req.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !body.is_empty() {
+            req.push_str("Content-Type: application/x-www-form-urlencoded\r\n");
+        }
+        req.push_str(&format!("Content-Length: {}\r\n\r\n{body}", body.len()));
+        stream.write_all(req.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream.read_to_end(&mut raw).unwrap();
+        let raw = String::from_utf8(raw).unwrap();
+        let (head, body) = raw.split_once("\r\n\r\n").unwrap();
+        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+        Reply { status, headers: head.to_lowercase(), body: body.to_owned() }
+    }
+
+    pub fn origin(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Signs in as `name`: the cookie header to send.
+    pub fn sign_in(&self, name: &str) -> String {
+        let origin = self.origin();
+        let reply = self.request("POST", "/login", &[("Origin", &origin)], &format!("token={TOKEN}&name={name}"));
+        assert_eq!(reply.status, 303, "{}", reply.body);
+        let cookie = reply.headers.lines().find_map(|l| l.strip_prefix("set-cookie: ")).unwrap();
+        assert!(cookie.contains("httponly") && cookie.contains("samesite=strict"), "{cookie}");
+        cookie.split(';').next().unwrap().to_owned()
+    }
+
+    pub fn get(&self, cookie: &str, path: &str) -> Reply {
+        self.request("GET", path, &[("Cookie", cookie)], "")
+    }
+}
+
+pub fn field<'a>(html: &'a str, form_action: &str, name: &str) -> &'a str {
+    let form = &html[html.find(&format!("action=\"{form_action}\"")).expect(form_action)..];
+    let at = form.find(&format!("name=\"{name}\" value=\"")).unwrap() + name.len() + 15;
+    &form[at..at + form[at..].find('"').unwrap()]
+}
+
+/// `text` as one URL path segment: every byte but the unreserved ones percent-encoded.
+pub fn url_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b.is_ascii_alphanumeric() || b"-._~".contains(&b) {
+            true => (b as char).to_string(),
+            false => format!("%{b:02X}"),
+        })
+        .collect()
+}
