@@ -170,6 +170,26 @@ fn a_read_only_console_serves_no_action_and_requests_are_bounded() {
     let mut answer = String::new();
     let _ = stream.read_to_string(&mut answer);
     assert!(answer.is_empty() || answer.starts_with("HTTP/1.1 431"), "{answer}");
+    // A client that stops in the middle of its headers, or of its body, is cut off (10 s each).
+    let started = std::time::Instant::now();
+    let mut slow = TcpStream::connect(&console.addr).unwrap();
+    slow.write_all(b"GET /inbox HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let mut answer = Vec::new();
+    let _ = slow.read_to_end(&mut answer);
+    let waited = started.elapsed();
+    assert!(waited >= std::time::Duration::from_secs(9) && waited < std::time::Duration::from_secs(30), "{waited:?}");
+    let started = std::time::Instant::now();
+    let mut slow = TcpStream::connect(&console.addr).unwrap();
+    let head = format!(
+        "POST /inbox/review/approve HTTP/1.1\r\nHost: {0}\r\nOrigin: {origin}\r\nCookie: {cookie}\r\n\
+         Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 100\r\nConnection: close\r\n\r\nreason=",
+        console.addr
+    );
+    slow.write_all(head.as_bytes()).unwrap();
+    let mut answer = String::new();
+    let _ = slow.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 413"), "{answer}");
+    assert!(started.elapsed() >= std::time::Duration::from_secs(9), "{:?}", started.elapsed());
 }
 
 /// Where Debian's Chromium is, if it is installed.

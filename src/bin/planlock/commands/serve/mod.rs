@@ -36,6 +36,9 @@ const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-
 const MAX_BODY: usize = 16 << 10;
 const MAX_HEADERS: usize = 16 << 10;
 const MAX_CONNECTIONS: usize = 64;
+/// How long a client has to send a request's headers, and then its body.
+const HEADER_TIME: Duration = Duration::from_secs(10);
+const BODY_TIME: Duration = Duration::from_secs(10);
 const MAX_LOGINS: usize = 1000;
 const LOGIN_LIFE: Duration = Duration::from_secs(12 * 3600);
 const COOKIE: &str = "planlock_console";
@@ -128,7 +131,7 @@ async fn accept(listener: tokio::net::TcpListener, console: Arc<Console>) {
             });
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(Duration::from_secs(10))
+                .header_read_timeout(HEADER_TIME)
                 .max_buf_size(MAX_HEADERS)
                 .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
                 .await;
@@ -237,9 +240,10 @@ fn same_origin(req: &Request<Incoming>) -> bool {
     }
 }
 
-/// The form fields of a request body (at most [`MAX_BODY`] bytes).
+/// The form fields of a request body (at most [`MAX_BODY`] bytes, sent within [`BODY_TIME`]).
 async fn form(req: Request<Incoming>) -> Option<HashMap<String, String>> {
-    let body = Limited::new(req.into_body(), MAX_BODY).collect().await.ok()?.to_bytes();
+    let body = Limited::new(req.into_body(), MAX_BODY).collect();
+    let body = tokio::time::timeout(BODY_TIME, body).await.ok()?.ok()?.to_bytes();
     Some(form_urlencoded::parse(&body).into_owned().collect())
 }
 
@@ -252,7 +256,9 @@ async fn sign_in(console: &Console, req: Request<Incoming>) -> Answer {
     if !same_origin(&req) {
         return refused(StatusCode::FORBIDDEN, "a request from another origin");
     }
-    let Some(fields) = form(req).await else { return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large") };
+    let Some(fields) = form(req).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
+    };
     let token = fields.get("token").map(String::as_str).unwrap_or("");
     let name = fields.get("name").map(|n| n.trim()).unwrap_or("");
     if !same_secret(token, &console.token) {
@@ -359,7 +365,9 @@ async fn post(console: &Console, path: &str, login: &Login, req: Request<Incomin
         },
         None => login.name.clone(),
     };
-    let Some(fields) = form(req).await else { return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large") };
+    let Some(fields) = form(req).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
+    };
     if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
         return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
     }
