@@ -225,9 +225,9 @@ impl Inbox {
         &self,
     ) -> Result<Vec<(String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>)>, InboxError> {
         match &self.sessions {
-            Sessions::Dir(_) => {
+            Sessions::Dir(dir) => {
                 let mut out = Vec::new();
-                for (name, records) in self.every_session().await? {
+                for (name, records) in super::overview::roots(dir)? {
                     let read = match records.load_intervention().await {
                         Ok(Some(record)) => {
                             let decision = records.decision_on(&super::PauseRef::of(&record)).await;

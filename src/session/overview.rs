@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::inbox::{Inbox, InboxError, InboxProblem, MAX_SESSIONS, Sessions};
 use super::records::{FileRecords, SessionRecords};
-use super::{CycleEnd, CycleEntry, CycleFailure, SessionError, Timestamp};
+use super::{CycleEnd, CycleEntry, CycleFailure, InterventionRecord, SessionError, SessionState, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
 
 /// The most sessions one page holds.
@@ -94,9 +94,19 @@ impl SessionSummary {
     pub(crate) async fn read(session: String, records: &dyn SessionRecords) -> Result<Option<Self>, SessionError> {
         let (state, paused, history) =
             (records.load().await?, records.load_intervention().await?, records.history(1).await?);
-        let last = history.entries.into_iter().next().map(LastCycle::of);
+        Ok(Self::of(session, state, paused, history.entries.into_iter().next()))
+    }
+
+    /// The summary of `session` from what its records hold: `None` when they hold nothing.
+    pub(crate) fn of(
+        session: String,
+        state: Option<SessionState>,
+        paused: Option<InterventionRecord>,
+        last: Option<CycleEntry>,
+    ) -> Option<Self> {
+        let last = last.map(LastCycle::of);
         if state.is_none() && paused.is_none() && last.is_none() {
-            return Ok(None);
+            return None;
         }
         let status = match (&paused, &last) {
             (Some(record), _) if record.expired_at(Timestamp::now()) => SessionStatus::Expired,
@@ -106,13 +116,13 @@ impl SessionSummary {
             }
             (None, _) => SessionStatus::Ready,
         };
-        Ok(Some(SessionSummary {
+        Some(SessionSummary {
             session,
             status,
             cycles: state.as_ref().map_or(0, |s| s.cycle),
             updated_at: state.map(|s| s.updated_at),
             last,
-        }))
+        })
     }
 
     /// When it was last active: its last cycle's end, else its save.
@@ -129,7 +139,8 @@ impl LastCycle {
 
 impl Inbox {
     /// The sessions with `status` (every one with `None`), paused first, the page of at most
-    /// `limit` ([`MAX_PAGE`]) starting at `offset`.
+    /// `limit` ([`MAX_PAGE`]) starting at `offset`. Under a directory every root is read; in a
+    /// database, one statement reads the page.
     ///
     /// ```
     /// use planlock::session::inbox::{Inbox, Sessions};
@@ -145,58 +156,106 @@ impl Inbox {
         offset: usize,
         limit: usize,
     ) -> Result<SessionsPage, InboxError> {
-        let mut page = SessionsPage::default();
-        let mut all = Vec::new();
-        for (name, records) in self.every_session().await? {
-            match SessionSummary::read(name.clone(), records.as_ref()).await {
-                Ok(Some(summary)) => all.push(summary),
-                Ok(None) => {}
-                Err(e) => page.problems.push(InboxProblem {
-                    session: name,
-                    code: e.code(),
-                    message: crate::text::printable(&e.to_string()).into_owned(),
-                }),
-            }
+        let limit = limit.min(MAX_PAGE);
+        match self.place() {
+            Sessions::Dir(_) => Ok(self.all_sessions().await?.page(status, offset, limit)),
+            #[cfg(feature = "postgres")]
+            Sessions::Database(db) => database_page(db, status, offset, limit).await,
         }
-        all.retain(|s| status.is_none_or(|wanted| s.status == wanted));
-        all.sort_by(|a, b| {
+    }
+
+    /// Every session (at most [`MAX_SESSIONS`]), in the order of [`sessions`](Self::sessions):
+    /// what a console keeps to page through without reading every root again.
+    pub async fn all_sessions(&self) -> Result<SessionsPage, InboxError> {
+        let mut page = SessionsPage::default();
+        match self.place() {
+            Sessions::Dir(dir) => {
+                for (name, records) in roots(dir)? {
+                    match SessionSummary::read(name.clone(), &records).await {
+                        Ok(Some(summary)) => page.sessions.push(summary),
+                        Ok(None) => {}
+                        Err(e) => page.problems.push(problem(name, &e)),
+                    }
+                }
+            }
+            #[cfg(feature = "postgres")]
+            Sessions::Database(db) => page = database_page(db, None, 0, MAX_SESSIONS).await?,
+        }
+        page.sessions.sort_by(|a, b| {
             (a.status, std::cmp::Reverse(a.active_at()), &a.session).cmp(&(
                 b.status,
                 std::cmp::Reverse(b.active_at()),
                 &b.session,
             ))
         });
-        page.total = all.len();
-        page.sessions = all.into_iter().skip(offset).take(limit.min(MAX_PAGE)).collect();
+        page.total = page.sessions.len();
         Ok(page)
     }
+}
 
-    /// Every session's name and records (at most [`MAX_SESSIONS`]).
-    pub(super) async fn every_session(&self) -> Result<Vec<(String, Box<dyn SessionRecords>)>, InboxError> {
-        match self.place() {
-            Sessions::Dir(dir) => {
-                let entries = std::fs::read_dir(dir).map_err(|source| InboxError::Dir { dir: dir.clone(), source })?;
-                let mut out: Vec<(String, Box<dyn SessionRecords>)> = Vec::new();
-                for entry in entries.take(MAX_SESSIONS) {
-                    let entry = entry.map_err(|source| InboxError::Dir { dir: dir.clone(), source })?;
-                    // A root is a directory here, not a link to one elsewhere.
-                    if entry.file_type().is_ok_and(|t| t.is_dir()) {
-                        let name = entry.file_name().to_string_lossy().into_owned();
-                        out.push((name, Box::new(FileRecords::new(entry.path()))));
-                    }
-                }
-                Ok(out)
-            }
-            #[cfg(feature = "postgres")]
-            Sessions::Database(db) => {
-                let keys = super::postgres::session_keys(db, MAX_SESSIONS).await?;
-                let mut out: Vec<(String, Box<dyn SessionRecords>)> = Vec::new();
-                for key in keys {
-                    let records = super::postgres::PgRecords::new(db, &key)?;
-                    out.push((key, Box::new(records)));
-                }
-                Ok(out)
-            }
+impl SessionsPage {
+    /// The page of at most `limit` sessions with `status` from `offset`, of this full listing.
+    pub fn page(&self, status: Option<SessionStatus>, offset: usize, limit: usize) -> SessionsPage {
+        let matching: Vec<&SessionSummary> =
+            self.sessions.iter().filter(|s| status.is_none_or(|wanted| s.status == wanted)).collect();
+        SessionsPage {
+            total: matching.len(),
+            sessions: matching.into_iter().skip(offset).take(limit.min(MAX_PAGE)).cloned().collect(),
+            problems: self.problems.clone(),
         }
     }
+}
+
+fn problem(session: String, e: &SessionError) -> InboxProblem {
+    InboxProblem { session, code: e.code(), message: crate::text::printable(&e.to_string()).into_owned() }
+}
+
+/// The session roots under `dir` (at most [`MAX_SESSIONS`]): each directory there, not followed
+/// through a link, with its records.
+pub(super) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>, InboxError> {
+    let failed = |source| InboxError::Dir { dir: dir.to_owned(), source };
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(failed)?.take(MAX_SESSIONS) {
+        let entry = entry.map_err(failed)?;
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.push((entry.file_name().to_string_lossy().into_owned(), FileRecords::new(entry.path())));
+        }
+    }
+    Ok(out)
+}
+
+/// A page of a database's sessions, from one statement.
+#[cfg(feature = "postgres")]
+async fn database_page(
+    db: &crate::pg::PgDatabase,
+    status: Option<SessionStatus>,
+    offset: usize,
+    limit: usize,
+) -> Result<SessionsPage, InboxError> {
+    let (rows, total) = super::postgres::session_page(db, status.map(SessionStatus::as_str), offset, limit).await?;
+    let mut page = SessionsPage { total, ..SessionsPage::default() };
+    for row in rows {
+        match summary_of_row(db, row) {
+            Ok((_, Some(summary))) => page.sessions.push(summary),
+            Ok((_, None)) => {}
+            Err((session, e)) => page.problems.push(problem(session, &e)),
+        }
+    }
+    Ok(page)
+}
+
+/// A database row's summary, its records read as strictly as the runtime reads them.
+#[cfg(feature = "postgres")]
+fn summary_of_row(
+    db: &crate::pg::PgDatabase,
+    row: super::postgres::OverviewRow,
+) -> Result<(String, Option<SessionSummary>), (String, SessionError)> {
+    let records = super::postgres::PgRecords { db: db.clone(), key: row.key.clone() };
+    let read = (|| {
+        let state = row.state.map(|t| records.parse("session state", &t)).transpose()?;
+        let paused = row.intervention.map(|t| records.parse("intervention record", &t)).transpose()?;
+        let last = row.entry.map(|t| records.parse("cycle history entry", &t)).transpose()?;
+        Ok(SessionSummary::of(row.key.clone(), state, paused, last))
+    })();
+    read.map(|s| (row.key.clone(), s)).map_err(|e| (row.key.clone(), e))
 }

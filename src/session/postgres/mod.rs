@@ -24,7 +24,7 @@ mod records;
 use std::time::Duration;
 
 pub use records::PgRecords;
-pub(crate) use records::{paused_sessions, session_keys};
+pub(crate) use records::{OverviewRow, paused_sessions, session_page};
 use serde::Serialize;
 use tokio_postgres::types::Type;
 use uuid::Uuid;
@@ -388,12 +388,16 @@ impl SessionStore for PgSessionStore {
                 return Ok(());
             }
             // One statement: the entry, only while the lease is this worker's (else it raises,
-            // as a fenced write does), and the rows before the newest `keep - 1` dropped.
+            // as a fenced write does), its outcome on the session's row (for the sessions page),
+            // and the rows before the newest `keep - 1` dropped.
             let sql = "WITH added AS (
-                   INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry)
-                   SELECT $1, $2, $3, $4
+                   INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
+                   SELECT $1, $2, $3, $4, $7
                    WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE session_key = $1 AND lease_owner = $5)
                    RETURNING seq),
+                 touched AS (
+                   UPDATE planlock_sessions SET last_outcome = $3, last_class = $7, last_cycle_at = now()
+                   WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added)),
                  dropped AS (
                    DELETE FROM planlock_cycle_history
                    WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
@@ -403,13 +407,15 @@ impl SessionStore for PgSessionStore {
             let text = String::from_utf8(entry.to_line()).unwrap_or_default();
             let (cycle, end) = (i64::try_from(entry.cycle).unwrap_or(i64::MAX), entry.end.as_str());
             let before = i64::try_from(keep - 1).unwrap_or(i64::MAX);
-            let params: [Param<'_>; 6] = [
+            let class = entry.failure.as_ref().map(|f| f.class.as_str());
+            let params: [Param<'_>; 7] = [
                 (&self.records.key, Type::TEXT),
                 (&cycle, Type::INT8),
                 (&end, Type::TEXT),
                 (&text, Type::TEXT),
                 (&self.owner, Type::UUID),
                 (&before, Type::INT8),
+                (&class, Type::TEXT),
             ];
             let mut conn = self.connection().await?;
             match conn.query_typed(sql, &params).await {

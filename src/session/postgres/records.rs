@@ -31,8 +31,8 @@ const MAX_LOG_EVENTS: i64 = 10_000;
 /// ```
 #[derive(Debug, Clone)]
 pub struct PgRecords {
-    pub(super) db: PgDatabase,
-    pub(super) key: String,
+    pub(crate) db: PgDatabase,
+    pub(crate) key: String,
 }
 
 impl PgRecords {
@@ -65,7 +65,7 @@ impl PgRecords {
     }
 
     /// A stored JSON text, read strictly.
-    pub(super) fn parse<T: DeserializeOwned>(&self, what: &'static str, text: &str) -> Result<T, SessionError> {
+    pub(crate) fn parse<T: DeserializeOwned>(&self, what: &'static str, text: &str) -> Result<T, SessionError> {
         serde_json::from_str(text).map_err(|e| SessionError::CorruptRow {
             key: self.key.clone(),
             what,
@@ -226,14 +226,58 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
         .collect())
 }
 
-/// The keys of `db`'s sessions (at most `max`), in key order.
-pub(crate) async fn session_keys(db: &PgDatabase, max: usize) -> Result<Vec<String>, SessionError> {
-    let limit = i64::try_from(max).unwrap_or(i64::MAX);
+/// A page of `db`'s sessions for the overview, in one statement: each session's status computed
+/// by the server (paused or expired from its record, halted from its last history row's class),
+/// ordered paused, expired, halted, ready, then most recently active first; filtered to
+/// `status` (its name); `offset` and `limit`. The rows' records, and how many matched in all.
+pub(crate) async fn session_page(
+    db: &PgDatabase,
+    status: Option<&str>,
+    offset: usize,
+    limit: usize,
+) -> Result<(Vec<OverviewRow>, usize), SessionError> {
+    let (offset, limit) = (i64::try_from(offset).unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
     let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
     let mut conn = db.connection().await.map_err(|e| failed(e.to_string()))?;
+    // The order comes from the sessions' rows alone (their last cycle's outcome is kept there);
+    // the records' texts are read for the page's rows only.
+    let sql = "WITH page AS (
+           SELECT session_key,
+                  CASE WHEN intervention IS NOT NULL AND
+                            (intervention::jsonb ->> 'expiresAt')::timestamptz < now() THEN 'expired'
+                       WHEN intervention IS NOT NULL THEN 'paused'
+                       WHEN last_class = 'FailFast' THEN 'halted'
+                       ELSE 'ready' END AS status,
+                  GREATEST(updated_at, last_cycle_at) AS active
+           FROM planlock_sessions
+           WHERE state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL),
+         chosen AS (
+           SELECT session_key, status, active, count(*) OVER () AS total FROM page
+           WHERE $1::text IS NULL OR status = $1
+           ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], status), active DESC, session_key
+           OFFSET $2 LIMIT $3)
+         SELECT c.session_key, s.state, s.intervention,
+                (SELECT entry FROM planlock_cycle_history WHERE session_key = c.session_key ORDER BY seq DESC LIMIT 1),
+                c.total
+         FROM chosen c JOIN planlock_sessions s USING (session_key)
+         ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], c.status), c.active DESC, c.session_key";
     let rows = conn
-        .query_typed("SELECT session_key FROM planlock_sessions ORDER BY session_key LIMIT $1", &[(&limit, Type::INT8)])
+        .query_typed(sql, &[(&status, Type::TEXT), (&offset, Type::INT8), (&limit, Type::INT8)])
         .await
         .map_err(|e| failed(format!("PostgreSQL at {}: listing sessions: {}", db.target(), crate::pg::reason(&e))))?;
-    Ok(rows.iter().map(|r| r.get(0)).collect())
+    let total = rows.first().map_or(0, |r| r.get::<_, i64>(4).max(0) as usize);
+    Ok((
+        rows.iter()
+            .map(|r| OverviewRow { key: r.get(0), state: r.get(1), intervention: r.get(2), entry: r.get(3) })
+            .collect(),
+        total,
+    ))
+}
+
+/// One session's row of the overview: its key and the texts of its records.
+pub(crate) struct OverviewRow {
+    pub(crate) key: String,
+    pub(crate) state: Option<String>,
+    pub(crate) intervention: Option<String>,
+    pub(crate) entry: Option<String>,
 }

@@ -11,6 +11,7 @@
 
 mod html;
 mod pages;
+mod view;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -21,7 +22,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
-use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::session::inbox::{Inbox, Sessions};
 use planlock::session::overview::SessionStatus;
 use planlock::session::{ReviewDecision, ReviewVerdict, decide};
 use planlock::{Failure, printable};
@@ -57,6 +58,7 @@ struct Console {
     read_only: bool,
     user_header: Option<String>,
     logins: Mutex<HashMap<String, Login>>,
+    cache: view::Cache,
 }
 
 type Answer = Response<Full<Bytes>>;
@@ -112,7 +114,14 @@ pub fn serve(
             .and_then(|()| stdout.flush())
             .map_err(|e| CliError::usage("io", format!("cannot write the output: {e}")))?;
     }
-    let console = Arc::new(Console { inbox, token, read_only, user_header, logins: Mutex::new(HashMap::new()) });
+    let console = Arc::new(Console {
+        inbox,
+        token,
+        read_only,
+        user_header,
+        logins: Mutex::new(HashMap::new()),
+        cache: view::Cache::default(),
+    });
     runtime.block_on(accept(listener, console));
     Ok(EXIT_VALID)
 }
@@ -170,7 +179,7 @@ fn refused(status: StatusCode, why: &str) -> Answer {
     html(status, html::page("Refused", 0, &format!("<h1>Refused</h1><p>{}</p>", html::esc(why))))
 }
 
-async fn handle(console: &Console, req: Request<Incoming>) -> Answer {
+async fn handle(console: &Arc<Console>, req: Request<Incoming>) -> Answer {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
     match (req.method().clone(), path.as_str()) {
@@ -207,11 +216,6 @@ impl Console {
             }
             None => None,
         }
-    }
-
-    /// How many pauses wait for a decision (for the title and the navigation).
-    async fn pending(&self) -> usize {
-        self.inbox.list(&InboxFilter::default()).await.map_or(0, |l| pages::undecided(&l))
     }
 }
 
@@ -307,7 +311,7 @@ fn percent_decode(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
-async fn get(console: &Console, path: &str, query: &str, login: &Login) -> Answer {
+async fn get(console: &Arc<Console>, path: &str, query: &str, login: &Login) -> Answer {
     let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
     let forms = Forms { csrf: &login.csrf, read_only: console.read_only };
     match path {
@@ -315,12 +319,12 @@ async fn get(console: &Console, path: &str, query: &str, login: &Login) -> Answe
         "/sessions" => {
             let filter = params.get("status").and_then(|s| SessionStatus::parse(s));
             let at = params.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(100_000);
-            match console.inbox.sessions(filter, at * PER_PAGE, PER_PAGE).await {
+            match console.sessions_page(filter, at * PER_PAGE, PER_PAGE).await {
                 Ok(list) => html(StatusCode::OK, pages::sessions(&list, filter, at, console.pending().await)),
                 Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
         }
-        "/inbox" => match console.inbox.list(&InboxFilter::default()).await {
+        "/inbox" => match console.listing().await {
             Ok(listing) => {
                 html(StatusCode::OK, pages::inbox(&listing, &forms, params.get("notice").map(String::as_str)))
             }
@@ -333,7 +337,7 @@ async fn get(console: &Console, path: &str, query: &str, login: &Login) -> Answe
     }
 }
 
-async fn session_page(console: &Console, name: &str, forms: &Forms<'_>) -> Answer {
+async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> Answer {
     let read = async {
         let records = console.inbox.records(name).await?;
         let history = records.history(100).await?;
@@ -351,7 +355,7 @@ async fn session_page(console: &Console, name: &str, forms: &Forms<'_>) -> Answe
     }
 }
 
-async fn post(console: &Console, path: &str, login: &Login, req: Request<Incoming>) -> Answer {
+async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<Incoming>) -> Answer {
     if !same_origin(&req) {
         return refused(StatusCode::FORBIDDEN, "a request from another origin");
     }
@@ -395,7 +399,9 @@ async fn post(console: &Console, path: &str, login: &Login, req: Request<Incomin
             Err(e) => Ok(format!("Not recorded: {} ({})", e, e.code())),
         }
     };
-    match decided.await {
+    let decided = decided.await;
+    console.decided().await;
+    match decided {
         Ok(notice) => {
             let notice: String = form_urlencoded::byte_serialize(notice.as_bytes()).collect();
             redirect(&format!("/inbox?notice={notice}"))
