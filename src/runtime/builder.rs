@@ -204,6 +204,8 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             state,
             approval_ttl,
             history,
+            started: Timestamp::now(),
+            carried: None,
         };
         runtime.upgrade_record().await?;
         Ok(runtime)

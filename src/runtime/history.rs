@@ -1,13 +1,14 @@
 //! The runtime's half of the cycle history (CONTRACT §15): the entry a finished cycle leaves,
-//! built from how it ended; the store keeps it ([`SessionStore::record_cycle`]).
+//! built from how it ended. A completed or paused cycle's goes with its save, on the cycle's
+//! guard (a store that commits the cycle's writes keeps it in the same transaction); any other,
+//! and one no store took, is kept after ([`SessionStore::record_cycle`](crate::session::SessionStore::record_cycle)).
 
 use serde_json::{Map, Value};
 
-use super::RunOutcome;
 use super::error::RuntimeError;
 use crate::contract::registry::Failure;
-use crate::exec::executor::{CycleReport, CycleSession, ExecError};
-use crate::session::{CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, Timestamp};
+use crate::exec::executor::{Completed, CycleReport, CycleSession, ExecError};
+use crate::session::{CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, InterventionRecord, Timestamp};
 use crate::validate::ValidPlan;
 
 /// What the runtime keeps of its cycles: how many, and whether with their content.
@@ -25,39 +26,52 @@ impl Default for HistoryOptions {
     }
 }
 
-/// The entry of a cycle of `plan` that ran as `session` from `started` and ended as `settled`;
-/// `None` for an outcome that ran no cycle (a rejection).
-pub(super) fn entry_of(
+/// The entry of a cycle of `plan` that ran as `session` from `started` and completed.
+pub(super) fn completed(
     plan: &ValidPlan,
     session: CycleSession,
     started: Timestamp,
-    settled: &Result<RunOutcome, RuntimeError>,
+    done: &Completed,
     options: HistoryOptions,
-) -> Option<CycleEntry> {
-    let (end, report, failure, content) = match settled {
-        Ok(RunOutcome::Completed(done)) => {
-            let content = options.content.then(|| {
-                let results = plan.steps().iter().filter_map(|step| {
-                    let result = serde_json::to_value(done.ledger.by_type(step.step_type())?).ok()?;
-                    Some((step.id.clone(), result))
-                });
-                results.collect::<Map<String, Value>>()
-            });
-            (CycleEnd::Completed, done.report.clone(), None, content)
-        }
-        Ok(RunOutcome::Paused { record, report }) => {
-            let content = options
-                .content
-                .then(|| record.completed.iter().map(|step| (step.id.clone(), step.result.clone())).collect());
-            (CycleEnd::Paused, report.clone(), None, content)
-        }
-        Ok(RunOutcome::Abandoned(_)) => return None,
-        Err(e) => {
-            let failure = CycleFailure { code: e.code().to_owned(), class: e.kind(), step_id: failed_step(e) };
-            (CycleEnd::Failed, e.report().cloned().unwrap_or_else(CycleReport::default), Some(failure), None)
-        }
-    };
-    Some(CycleEntry {
+) -> CycleEntry {
+    let content = options.content.then(|| {
+        let results = plan.steps().iter().filter_map(|step| {
+            let result = serde_json::to_value(done.ledger.by_type(step.step_type())?).ok()?;
+            Some((step.id.clone(), result))
+        });
+        results.collect::<Map<String, Value>>()
+    });
+    entry(session, started, CycleEnd::Completed, done.report.clone(), None, content)
+}
+
+/// The entry of a cycle that paused with `record`, having done what `report` says.
+pub(super) fn paused(
+    session: CycleSession,
+    started: Timestamp,
+    record: &InterventionRecord,
+    report: &CycleReport,
+    options: HistoryOptions,
+) -> CycleEntry {
+    let content =
+        options.content.then(|| record.completed.iter().map(|step| (step.id.clone(), step.result.clone())).collect());
+    entry(session, started, CycleEnd::Paused, report.clone(), None, content)
+}
+
+/// The entry of a cycle that failed with `e`.
+pub(super) fn failed(session: CycleSession, started: Timestamp, e: &RuntimeError) -> CycleEntry {
+    let failure = CycleFailure { code: e.code().to_owned(), class: e.kind(), step_id: failed_step(e) };
+    entry(session, started, CycleEnd::Failed, e.report().cloned().unwrap_or_default(), Some(failure), None)
+}
+
+fn entry(
+    session: CycleSession,
+    started: Timestamp,
+    end: CycleEnd,
+    report: CycleReport,
+    failure: Option<CycleFailure>,
+    content: Option<Map<String, Value>>,
+) -> CycleEntry {
+    CycleEntry {
         session_id: session.session_id,
         cycle: session.cycle,
         plan_hash: session.plan_hash,
@@ -68,7 +82,7 @@ pub(super) fn entry_of(
         failure,
         content,
         truncated: false,
-    })
+    }
 }
 
 /// The step a failure stopped at, when one did.

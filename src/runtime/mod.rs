@@ -14,6 +14,7 @@ pub mod place;
 mod restore;
 mod stager;
 
+use crate::session::CarriedEntry;
 pub use approvals::abandon_paused;
 pub use builder::RuntimeBuilder;
 pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
@@ -37,8 +38,8 @@ use crate::exec::validator::Override;
 use crate::hash::profile::PolicyProfile;
 use crate::hash::{Digest, HashParts, plan_hash};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, History, InterventionRecord, ReservedSession, ReviewDecision,
-    SessionState, SessionStore, Timestamp,
+    BlockPhase, BundlePinV1, CompletedStep, CycleEntry, CycleGuard, History, InterventionRecord, ReservedSession,
+    ReviewDecision, SessionState, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
 
@@ -165,6 +166,10 @@ pub struct Runtime<S, L> {
     approval_ttl: Option<std::time::Duration>,
     /// What the session's history keeps of each finished cycle.
     history: HistoryOptions,
+    /// When the running cycle started.
+    started: Timestamp,
+    /// The running cycle's history entry, given to its guard for the save.
+    carried: Option<CarriedEntry>,
 }
 
 impl<S: SessionStore> Runtime<S, Nil> {
@@ -291,26 +296,44 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
         let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
+        self.started = started;
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session).await;
         let settled = self.settle(outcome, session.cycle, None, guard).await;
         self.record(session, started, settled).await
     }
 
-    /// Keeps the finished cycle's entry in the session's history and returns how it ended. A
-    /// cycle that ended well but whose entry cannot be kept is a store failure (FailFast); a
-    /// failed cycle's own error stands over its entry's.
+    /// Keeps the finished cycle's entry in the session's history and returns how it ended: a
+    /// completed or paused cycle's went with its save, unless the store left it on the guard; a
+    /// failed cycle's is written now. A cycle that ended well but whose entry cannot be kept is a
+    /// store failure (FailFast); a failed cycle's own error stands over its entry's.
     async fn record(
         &mut self,
         session: CycleSession,
         started: Timestamp,
         settled: Result<RunOutcome, RuntimeError>,
     ) -> Result<RunOutcome, RuntimeError> {
-        let Some(entry) = history::entry_of(&self.plan, session, started, &settled, self.history) else {
-            return settled;
+        let carried = self.carried.take();
+        let entry = match &settled {
+            Ok(RunOutcome::Abandoned(_)) => return settled,
+            Ok(_) => match carried.and_then(|c| c.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()) {
+                Some((entry, _)) => entry,
+                None => return settled,
+            },
+            Err(e) => history::failed(session, started, e),
         };
+        if self.history.keep == 0 {
+            return settled;
+        }
         match self.store.record_cycle(&entry, self.history.keep).await {
             Err(e) if settled.is_ok() => Err(self.fail(e.into())),
             _ => settled,
+        }
+    }
+
+    /// Gives `guard` the cycle's history entry, to go with its save.
+    fn carry(&mut self, guard: &mut CycleGuard, entry: CycleEntry) {
+        if self.history.keep > 0 {
+            self.carried = Some(guard.carry(entry, self.history.keep));
         }
     }
 
@@ -384,6 +407,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Err(e) => return Err(self.fail(e)),
         };
         let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
+        self.started = started;
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored).await;
         let cycle = record.cycle;
         let settled = self.settle(outcome, cycle, decision.as_ref(), guard).await;
@@ -477,8 +501,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         done: Completed,
         cycle: u64,
         decision: Option<&ReviewDecision>,
-        guard: CycleGuard,
+        mut guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
+        let entry = history::completed(&self.plan, self.cycle_session(cycle), self.started, &done, self.history);
+        self.carry(&mut guard, entry);
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin).await {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
@@ -517,7 +543,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         paused: PausedCycle,
         cycle: u64,
         decision: Option<&ReviewDecision>,
-        guard: CycleGuard,
+        mut guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
         let (intervention, shown, now) = (paused.intervention(), paused.shown(), Timestamp::now());
         let validator = self.executor.validator_signature(&intervention.validator_id);
@@ -556,6 +582,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             let event = approvals::outcome(&decision.pause, Some(paused.report()), false);
             self.log_outcome(event).await.map_err(|e| self.fail(e))?;
         }
+        let entry = history::paused(self.cycle_session(cycle), self.started, &record, paused.report(), self.history);
+        self.carry(&mut guard, entry);
         if let Err(e) = self.store.save_intervention(&record, guard).await {
             return Err(self.fail(e.into()));
         }

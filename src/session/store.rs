@@ -32,7 +32,14 @@ pub(crate) fn ready<'a, T: Send + 'a>(result: Result<T, SessionError>) -> StoreF
 #[must_use = "a cycle's writes are rolled back when its guard is dropped"]
 pub struct CycleGuard {
     end: Option<Box<dyn FnOnce() + Send>>,
+    /// The cycle's history entry and how many to keep, when the runtime gave it one to go with
+    /// the save (see [`take_entry`](Self::take_entry)).
+    entry: Option<CarriedEntry>,
 }
+
+/// A finished cycle's history entry (and how many entries to keep) given to its guard: a store
+/// that takes it keeps it with the save; one left in place is kept by the runtime after it.
+pub(crate) type CarriedEntry = std::sync::Arc<std::sync::Mutex<Option<(CycleEntry, usize)>>>;
 
 impl std::fmt::Debug for CycleGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -43,12 +50,27 @@ impl std::fmt::Debug for CycleGuard {
 impl CycleGuard {
     /// The guard of a store that holds nothing open for a cycle.
     pub fn none() -> CycleGuard {
-        CycleGuard { end: None }
+        CycleGuard { end: None, entry: None }
     }
 
     /// A guard that runs `end` when the cycle ends (committed or dropped).
     pub fn ending(end: impl FnOnce() + Send + 'static) -> CycleGuard {
-        CycleGuard { end: Some(Box::new(end)) }
+        CycleGuard { end: Some(Box::new(end)), entry: None }
+    }
+
+    /// Gives the guard the cycle's history entry, to go with the save it is given to.
+    pub(crate) fn carry(&mut self, entry: CycleEntry, keep: usize) -> CarriedEntry {
+        let carried: CarriedEntry = std::sync::Arc::new(std::sync::Mutex::new(Some((entry, keep))));
+        self.entry = Some(carried.clone());
+        carried
+    }
+
+    /// The cycle's history entry and how many entries to keep, when the runtime gave the guard
+    /// one: a store whose save commits the cycle's writes (PostgreSQL's) takes it and keeps it in
+    /// the same transaction as the save; an entry no store took is kept by the runtime once the
+    /// save is done ([`SessionStore::record_cycle`]). Taken once.
+    pub fn take_entry(&self) -> Option<(CycleEntry, usize)> {
+        self.entry.as_ref()?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
     }
 }
 

@@ -156,14 +156,41 @@ pub(super) fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &P
     assert!(!status.success(), "the worker died at its second save");
     let one_cycle = written_rows(&url, &key);
     assert_eq!(one_cycle.0, 1, "the memory of cycle 1 only: cycle 2's went with its save");
+    let db = PgDatabase::connect(&url).unwrap();
+    let history = |key: &str| -> Vec<(u64, &'static str)> {
+        let records = planlock::session::postgres::PgRecords::new(&db, key).unwrap();
+        let history = block_on(planlock::session::SessionRecords::history(&records, 10)).unwrap();
+        history.entries.iter().map(|e| (e.cycle, e.end.as_str())).collect()
+    };
+    assert_eq!(history(&key), [(1, "completed")], "cycle 2's entry went with its save");
     assert!(one_cycle.1 >= 1, "cycle 1's keyed writes are there: {one_cycle:?}");
     // The next worker takes the session over (the dead one's lease runs out) and redoes cycle 2.
     std::thread::sleep(Duration::from_millis(700));
-    let db = PgDatabase::connect(&url).unwrap();
     let env = worker_env_for(&url, &fx, 30_000);
     let mut runtime = boot(&env, PgSessionStore::open(&db, &key).unwrap()).unwrap();
     assert_eq!(run(&mut runtime), Ok(2));
     assert_eq!(written_rows(&url, &key), (2, 2 * one_cycle.1), "cycle 2 written once, by its re-run");
+    assert_eq!(history(&key), [(2, "completed"), (1, "completed")]);
+    // The entry costs the save no round trip of its own: a cycle with the history on takes as
+    // many as one with it off.
+    let trips = |key: &str, keep: usize| {
+        let manifest = BundleManifest::default_shared_bundle();
+        let session = PgSessionStore::open(&db, key).unwrap();
+        let resolved = StrategyResolver::default().resolve_for_session(&manifest, session.session()).unwrap();
+        let mut runtime = Runtime::builder(&env.policy, env.plan.clone(), session)
+            .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
+            .bundle(manifest)
+            .history(keep)
+            .boot_blocking()
+            .unwrap();
+        runtime.run_cycle_blocking().unwrap();
+        let before = db.round_trips();
+        runtime.run_cycle_blocking().unwrap();
+        db.round_trips() - before
+    };
+    assert_eq!(trips("trips-with", 100), trips("trips-without", 0));
+    assert_eq!(history("trips-with").len(), 2);
+    assert!(history("trips-without").is_empty());
 
     // A cycle failing at its last store write: the writes before it are rolled back at once.
     let manifest = BundleManifest::default_shared_bundle();
@@ -178,6 +205,7 @@ pub(super) fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &P
         .unwrap();
     assert!(failing.run_cycle_blocking().is_err());
     assert_eq!(written_rows(&url, "atomic-2"), (0, 0));
+    assert_eq!(history("atomic-2"), [(1, "failed")], "a failed cycle's entry is written after its rollback");
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let open: i64 = client
         .query_one("SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%'", &[])

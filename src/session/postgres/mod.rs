@@ -224,6 +224,19 @@ impl PgSessionStore {
         params: &[Param<'_>],
         in_cycle: InCycle,
     ) -> Result<(), SessionError> {
+        self.write_with(doing, set, params, in_cycle, None).await
+    }
+
+    /// [`write`](Self::write), with the cycle's history `entry` (and how many to keep) added
+    /// before it in the same batch: in the cycle's transaction, committed or rolled back with it.
+    async fn write_with(
+        &self,
+        doing: &'static str,
+        set: &str,
+        params: &[Param<'_>],
+        in_cycle: InCycle,
+        entry: Option<(CycleEntry, usize)>,
+    ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
         let sql = format!(
             "WITH written AS (
@@ -242,7 +255,13 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
-        let query = [Query::typed(&sql, &all)];
+        let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
+        let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
+        let mut query = Vec::with_capacity(2);
+        if let Some(params) = &history_params {
+            query.push(Query::typed(HISTORY_SQL, params));
+        }
+        query.push(Query::typed(&sql, &all));
         let failed = |e: tokio_postgres::Error| match e.code().map(|c| c.code()) {
             Some("PLF01") => SessionError::Fenced { key: self.records.key.clone() },
             _ => self.database(doing, &e),
@@ -263,7 +282,8 @@ impl PgSessionStore {
                 None => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             },
         };
-        match rows.first().and_then(|rows| rows.first()) {
+        // The compare-and-set's row: the batch's last statement.
+        match rows.last().and_then(|rows| rows.first()) {
             Some(row) => {
                 *seen = row.get(0);
                 Ok(())
@@ -284,6 +304,58 @@ impl PgSessionStore {
             reason: format!("cannot write the {}: {e}", column.what()),
         })?;
         self.write(doing, &format!("{} = $5", column.name()), &[(&text, Type::TEXT)], in_cycle).await
+    }
+}
+
+/// One statement adds a history entry: the entry, only while the lease is this worker's (else it
+/// raises, as a fenced write does), its outcome on the session's row (for the sessions page), and
+/// the rows before the newest `keep - 1` dropped. Alone after a failed cycle, or sent with the
+/// save of a completed or paused one, in its transaction.
+const HISTORY_SQL: &str = "WITH added AS (
+       INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
+       SELECT $1, $2, $3, $4, $7
+       WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE session_key = $1 AND lease_owner = $5)
+       RETURNING seq),
+     touched AS (
+       UPDATE planlock_sessions SET last_outcome = $3, last_class = $7, last_cycle_at = now()
+       WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added)),
+     dropped AS (
+       DELETE FROM planlock_cycle_history
+       WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
+         SELECT seq FROM planlock_cycle_history WHERE session_key = $1
+         ORDER BY seq DESC OFFSET $6 LIMIT 1))
+     SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
+
+/// The values of [`HISTORY_SQL`] for one entry.
+struct HistoryRow {
+    text: String,
+    cycle: i64,
+    end: &'static str,
+    before: i64,
+    class: Option<&'static str>,
+}
+
+impl HistoryRow {
+    fn of(entry: &CycleEntry, keep: usize) -> HistoryRow {
+        HistoryRow {
+            text: String::from_utf8(entry.to_line()).unwrap_or_default(),
+            cycle: i64::try_from(entry.cycle).unwrap_or(i64::MAX),
+            end: entry.end.as_str(),
+            before: i64::try_from(keep.saturating_sub(1)).unwrap_or(i64::MAX),
+            class: entry.failure.as_ref().map(|f| f.class.as_str()),
+        }
+    }
+
+    fn params<'a>(&'a self, key: &'a String, owner: &'a Uuid) -> [Param<'a>; 7] {
+        [
+            (key, Type::TEXT),
+            (&self.cycle, Type::INT8),
+            (&self.end, Type::TEXT),
+            (&self.text, Type::TEXT),
+            (owner, Type::UUID),
+            (&self.before, Type::INT8),
+            (&self.class, Type::TEXT),
+        ]
     }
 }
 
@@ -350,7 +422,8 @@ impl SessionStore for PgSessionStore {
             // The session exists now: its reserved id has done its work (one statement, so
             // both or neither).
             let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
-            self.write("saving the session", "state = $5, reserved = NULL", &params, InCycle::Commit).await?;
+            let (set, entry) = ("state = $5, reserved = NULL", cycle.take_entry());
+            self.write_with("saving the session", set, &params, InCycle::Commit, entry).await?;
             drop(cycle);
             Ok(state)
         })
@@ -360,8 +433,13 @@ impl SessionStore for PgSessionStore {
     }
     fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let doing = "saving the intervention record";
-            self.write_json(doing, Column::Intervention, Some(record), InCycle::Commit).await?;
+            let text = serde_json::to_string(record).map_err(|e| SessionError::Database {
+                key: self.records.key.clone(),
+                reason: format!("cannot write the intervention record: {e}"),
+            })?;
+            let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
+            let (set, entry) = ("intervention = $5", cycle.take_entry());
+            self.write_with("saving the intervention record", set, &params, InCycle::Commit, entry).await?;
             drop(cycle);
             Ok(())
         })
@@ -387,38 +465,10 @@ impl SessionStore for PgSessionStore {
             if keep == 0 {
                 return Ok(());
             }
-            // One statement: the entry, only while the lease is this worker's (else it raises,
-            // as a fenced write does), its outcome on the session's row (for the sessions page),
-            // and the rows before the newest `keep - 1` dropped.
-            let sql = "WITH added AS (
-                   INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
-                   SELECT $1, $2, $3, $4, $7
-                   WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE session_key = $1 AND lease_owner = $5)
-                   RETURNING seq),
-                 touched AS (
-                   UPDATE planlock_sessions SET last_outcome = $3, last_class = $7, last_cycle_at = now()
-                   WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added)),
-                 dropped AS (
-                   DELETE FROM planlock_cycle_history
-                   WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
-                     SELECT seq FROM planlock_cycle_history WHERE session_key = $1
-                     ORDER BY seq DESC OFFSET $6 LIMIT 1))
-                 SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
-            let text = String::from_utf8(entry.to_line()).unwrap_or_default();
-            let (cycle, end) = (i64::try_from(entry.cycle).unwrap_or(i64::MAX), entry.end.as_str());
-            let before = i64::try_from(keep - 1).unwrap_or(i64::MAX);
-            let class = entry.failure.as_ref().map(|f| f.class.as_str());
-            let params: [Param<'_>; 7] = [
-                (&self.records.key, Type::TEXT),
-                (&cycle, Type::INT8),
-                (&end, Type::TEXT),
-                (&text, Type::TEXT),
-                (&self.owner, Type::UUID),
-                (&before, Type::INT8),
-                (&class, Type::TEXT),
-            ];
+            let row = HistoryRow::of(entry, keep);
+            let params = row.params(&self.records.key, &self.owner);
             let mut conn = self.connection().await?;
-            match conn.query_typed(sql, &params).await {
+            match conn.query_typed(HISTORY_SQL, &params).await {
                 Ok(_) => Ok(()),
                 Err(e) if e.code().map(|c| c.code()) == Some("PLF01") => {
                     Err(SessionError::Fenced { key: self.records.key.clone() })
