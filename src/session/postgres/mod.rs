@@ -292,6 +292,27 @@ impl PgSessionStore {
         }
     }
 
+    /// The write that ends a cycle (the session save or the record of its pause): `value`'s JSON
+    /// set by `set` (`$5`), the cycle's history entry with it when the runtime gave the guard one,
+    /// and the COMMIT, in one batch; the guard ends the cycle after.
+    async fn commit_cycle<T: Serialize + Sync>(
+        &self,
+        doing: &'static str,
+        what: &'static str,
+        set: &str,
+        value: &T,
+        cycle: CycleGuard,
+    ) -> Result<(), SessionError> {
+        let text = serde_json::to_string(value).map_err(|e| SessionError::Database {
+            key: self.records.key.clone(),
+            reason: format!("cannot write the {what}: {e}"),
+        })?;
+        let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
+        self.write_with(doing, set, &params, InCycle::Commit, cycle.take_entry()).await?;
+        drop(cycle);
+        Ok(())
+    }
+
     async fn write_json<T: Serialize + Sync>(
         &self,
         doing: &'static str,
@@ -415,16 +436,10 @@ impl SessionStore for PgSessionStore {
     fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
         Box::pin(async move {
             let state = update.into_state();
-            let text = serde_json::to_string(&state).map_err(|e| SessionError::Database {
-                key: self.records.key.clone(),
-                reason: format!("cannot write the session state: {e}"),
-            })?;
             // The session exists now: its reserved id has done its work (one statement, so
             // both or neither).
-            let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
-            let (set, entry) = ("state = $5, reserved = NULL", cycle.take_entry());
-            self.write_with("saving the session", set, &params, InCycle::Commit, entry).await?;
-            drop(cycle);
+            let set = "state = $5, reserved = NULL";
+            self.commit_cycle("saving the session", "session state", set, &state, cycle).await?;
             Ok(state)
         })
     }
@@ -433,14 +448,8 @@ impl SessionStore for PgSessionStore {
     }
     fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let text = serde_json::to_string(record).map_err(|e| SessionError::Database {
-                key: self.records.key.clone(),
-                reason: format!("cannot write the intervention record: {e}"),
-            })?;
-            let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
-            let (set, entry) = ("intervention = $5", cycle.take_entry());
-            self.write_with("saving the intervention record", set, &params, InCycle::Commit, entry).await?;
-            drop(cycle);
+            let (doing, what) = ("saving the intervention record", "intervention record");
+            self.commit_cycle(doing, what, "intervention = $5", record, cycle).await?;
             Ok(())
         })
     }
