@@ -12,7 +12,7 @@ use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
 use super::approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision};
-use super::history::{HISTORY_FILE, History, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE};
+use super::history::{HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE};
 use super::store::{StoreFuture, ready};
 use super::{
     BundlePinV1, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES, MAX_SESSION_FILE_BYTES, PIN_FILE,
@@ -257,8 +257,11 @@ impl FileRecords {
                 break;
             }
             let path = self.root.join(file);
+            // An entry is at most MAX_ENTRY_BYTES and a newline: the last `wanted` lie within
+            // `wanted + 1` of those from the end (one more for the line a read from the middle cuts).
+            let room = (wanted as u64 + 1).saturating_mul(MAX_ENTRY_BYTES as u64 + 1);
             let text = match fsread::open_regular(&path) {
-                Ok(mut file) => read_log(&mut file, &path, MAX_HISTORY_READ_BYTES)?,
+                Ok(mut file) => read_log(&mut file, &path, room.min(MAX_HISTORY_READ_BYTES))?,
                 Err(ReadError::NotFound) => continue,
                 Err(ReadError::NotRegular(kind)) => {
                     return Err(SessionError::Corrupt { file: path, problem: kind.to_owned() });
