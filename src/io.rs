@@ -8,13 +8,12 @@
 //! included.
 
 use std::future::Future;
-use std::sync::OnceLock;
 
-#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres"))]
+#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel"))]
 /// The background runtime: two worker threads (named `planlock-io`) and tokio's blocking pool;
 /// `None` if the system refused the threads (every call then fails, saying so).
 pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
-    static RUNTIME: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
+    static RUNTIME: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> = std::sync::OnceLock::new();
     RUNTIME
         .get_or_init(|| {
             tokio::runtime::Builder::new_multi_thread()
@@ -28,7 +27,7 @@ pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
         .map_err(Clone::clone)
 }
 
-#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres"))]
+#[cfg(feature = "sqlite")]
 /// Runs the blocking `f` on the runtime's blocking threads and awaits it from any executor.
 /// A panic in `f` is resumed in the caller.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {

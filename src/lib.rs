@@ -24,7 +24,8 @@
 //! of its own), `postgres` (the shared database stores and sessions), `cli` (the `planlock`
 //! binary; brings `openai`, `prompts`, `postgres` and `demo`), `demo` (the offline demo
 //! handlers, model and review gate of the quickstart and the examples), `testing` (aids for the
-//! tests of code built on planlock: `handler::TestContext` and `store::conformance`).
+//! tests of code built on planlock: `handler::TestContext` and `store::conformance`), `otel` (OTLP
+//! export of the spans and metrics: `telemetry::Telemetry`; the CLI brings it).
 //!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in
@@ -74,7 +75,9 @@ pub mod text;
 // document, problem codes.
 mod contract;
 pub use contract::{plan, registry, schema, steps};
-// Layer 2: validation, the only way to a `ValidPlan`.
+// Layer 2: validation, the only way to a `ValidPlan`; telemetry (the OpenTelemetry names,
+// model-call spans, the trace a pause keeps, OTLP export).
+pub mod telemetry;
 pub mod validate;
 // Layer 3: the typestate builder; and what is computed from a valid plan (hashes, profiles).
 pub mod builder;

@@ -25,6 +25,7 @@ use crate::exec::validator::{StepView, Validator, Verdict};
 use crate::session::{BeforeSave, SESSION_FILE, SessionError, SessionStore, SessionUpdate};
 use crate::store::memory::InMemoryStore;
 use crate::store::{Storage, StoreHandlers};
+use crate::telemetry::{ModelAnswer, ModelCall, Operation};
 
 mod scan;
 pub use scan::MAX_SCAN_FILES;
@@ -221,10 +222,17 @@ impl Handler<PromptAssemble> for Demo {
     }
 }
 
+/// The demo model's `gen_ai.provider.name` on its `chat demo` spans.
+pub const DEMO_PROVIDER: &str = "planlock.demo";
+
 impl Handler<LLMCall> for Demo {
     async fn call(&self, _: &StepContext<'_>, p: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
         self.check(StepType::LLMCall)?;
-        Ok(LlmCallResult { response: format!("(demo model) You said: {}", p.prompt) })
+        // A model call like any other on the trace, answered at once and counting no tokens.
+        let call = ModelCall::start(Operation::Chat, DEMO_PROVIDER, "demo");
+        let response = format!("(demo model) You said: {}", p.prompt);
+        call.answered(ModelAnswer { model: Some("demo"), finish_reasons: &["stop"], ..ModelAnswer::default() });
+        Ok(LlmCallResult { response })
     }
 }
 

@@ -11,6 +11,7 @@ use crate::exec::report::{CycleReport, Intervention, Phase};
 use crate::exec::shown::Shown;
 use crate::exec::validator::Override;
 use crate::hash::{Digest, plan_digest};
+use crate::telemetry::TraceParent;
 use crate::validate::ValidPlan;
 
 /// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime
@@ -87,11 +88,13 @@ pub(crate) struct Cycle {
     pub(crate) ledger: Ledger,
     pub(crate) report: CycleReport,
     pub(crate) over: Option<Override>,
+    /// The paused cycle's span, when this one resumes it: its span continues that trace.
+    pub(crate) trace: Option<TraceParent>,
 }
 
 impl Cycle {
     pub(crate) fn new(session: CycleSession) -> Cycle {
-        Cycle { session, next: 0, ledger: Ledger::default(), report: CycleReport::default(), over: None }
+        Cycle { session, next: 0, ledger: Ledger::default(), report: CycleReport::default(), over: None, trace: None }
     }
 }
 
@@ -106,6 +109,8 @@ pub(crate) struct RestoredCycle {
     /// The Block that paused the cycle: the resumed cycle's report keeps it, as a cycle resumed
     /// in the same process does.
     pub(crate) paused_by: Intervention,
+    /// The paused cycle's span, from its record.
+    pub(crate) trace: Option<TraceParent>,
 }
 
 /// A validator's Block as [`Executor::judge`] found it, with what it blocked.
@@ -126,6 +131,8 @@ pub struct PausedCycle {
     pub(crate) cycle: Cycle,
     pub(crate) intervention: Intervention,
     pub(crate) shown: Shown,
+    /// The paused cycle's span, for its record (with an OpenTelemetry layer recording it).
+    pub(crate) trace: Option<TraceParent>,
 }
 
 impl PausedCycle {
@@ -153,6 +160,12 @@ impl PausedCycle {
     /// The report so far.
     pub fn report(&self) -> &CycleReport {
         &self.cycle.report
+    }
+
+    /// Where the paused cycle's span is in its trace (with the `otel` feature and an
+    /// OpenTelemetry layer recording it): the runtime keeps it in the intervention record.
+    pub fn trace(&self) -> Option<TraceParent> {
+        self.trace
     }
 }
 

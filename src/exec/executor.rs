@@ -31,12 +31,13 @@ pub use crate::exec::cycle::{Completed, CycleOutcome, CycleSession, PausedCycle}
 pub(crate) use crate::exec::cycle::{RestoredCycle, override_fits};
 pub use crate::exec::failure::{ExecError, StepFailure};
 pub use crate::exec::guard::DEFAULT_PROMPT_DEADLINE;
-use crate::exec::guard::{Called, deadline, guard, guarded_call, step_span};
+use crate::exec::guard::{Called, deadline, guard, guarded_call};
 pub use crate::exec::report::{
     CycleReport, Intervention, OverrideRecord, Phase, StaleApproval, StepRecord, StepStatus, TokenUsage, WarnedBy,
     Warning,
 };
 pub use crate::exec::shown::{MAX_SHOWN_BYTES, Shown};
+use crate::exec::spans;
 
 /// The flat executor. Build it with its [`Handlers`], register validators, then run cycles. A
 /// session's cycles are run by its [`Runtime`](crate::runtime::Runtime), which owns an executor
@@ -100,8 +101,9 @@ macro_rules! option_setters {
             self
         }
 
-        /// Records payloads and results in the step spans, and (in a runtime) the steps' results
-        /// in the session's cycle history (off by default: they may hold user data).
+        /// Records payloads and results in the step spans, prompts and answers on the model-call
+        /// spans, and (in a runtime) the steps' results in the session's cycle history (off by
+        /// default: they may hold user data; CONTRACT §16).
         pub fn record_content(mut self, on: bool) -> Self {
             self.options.set_record_content(on);
             self
@@ -236,9 +238,9 @@ impl<L: HandlerSet> Executor<L> {
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let resolved = self.resolved(checked);
-        let RestoredCycle { session, next, ledger, over, paused_by } = restored;
+        let RestoredCycle { session, next, ledger, over, paused_by, trace } = restored;
         let report = CycleReport { interventions: vec![paused_by], ..CycleReport::default() };
-        let cycle = Cycle { session, next, ledger, report, over };
+        let cycle = Cycle { session, next, ledger, report, over, trace };
         self.run_steps(plan, &resolved, cycle).await
     }
 
@@ -298,22 +300,29 @@ impl<L: HandlerSet> Executor<L> {
         validators: &Resolved<'_>,
         mut cycle: Cycle,
     ) -> Result<CycleOutcome, ExecError> {
+        let trace = cycle.trace.take();
+        let span = spans::cycle_span(plan.metadata(), &cycle, plan.steps().len(), trace);
+        let started = Instant::now();
+        let mut result = self.steps(plan, validators, cycle, &span).await;
+        spans::cycle_ended(&span, started, &mut result);
+        result
+    }
+
+    async fn steps(
+        &self,
+        plan: &ValidPlan,
+        validators: &Resolved<'_>,
+        mut cycle: Cycle,
+        cycle_span: &tracing::Span,
+    ) -> Result<CycleOutcome, ExecError> {
         let steps = plan.steps();
         let metadata = plan.metadata();
-        let cycle_span = tracing::info_span!(
-            "invoke_workflow",
-            gen_ai.operation.name = "invoke_workflow",
-            planlock.session_id = %cycle.session.session_id,
-            planlock.plan_hash = %cycle.session.plan_hash,
-            planlock.steps = steps.len(),
-            planlock.resumed_at = cycle.next,
-        );
         cycle.report.steps.reserve(steps.len().saturating_sub(cycle.next));
         // One clock read per step: a step ends where the next one starts.
         let mut started = Instant::now();
         while let Some(step) = steps.get(cycle.next) {
             let index = cycle.next;
-            let span = step_span(&cycle_span, step);
+            let span = spans::step_span(cycle_span, index, step);
             let mut warnings = Vec::new();
             let view = StepView {
                 id: &step.id,
@@ -333,7 +342,9 @@ impl<L: HandlerSet> Executor<L> {
                     }
                     Err(panic) => {
                         let record = attempt(index, step, StepStatus::Failed, warnings, started, None);
-                        return Err(self.end(cycle.report, record, |report| panic.into_error(step, report)));
+                        let err = self.end(cycle.report, record, |report| panic.into_error(step, report));
+                        spans::failed(&span, &err);
+                        return Err(err);
                     }
                 }
             }
@@ -352,6 +363,7 @@ impl<L: HandlerSet> Executor<L> {
                 cycle: cycle.session.cycle,
                 deadline: limit.map(|(d, _)| call_start + d),
                 notes: &notes,
+                record_content: self.options.record_content,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {
@@ -366,7 +378,6 @@ impl<L: HandlerSet> Executor<L> {
             let (result, returned_at) = match outcome {
                 Ok(result) => result,
                 Err(cause) => {
-                    span.record("planlock.outcome", "failed");
                     let kind = step.step_type().failure_kind();
                     let record = attempt(index, step, StepStatus::Failed, warnings, started, notes.take_usage());
                     let err = self.end(cycle.report, record, |report| ExecError::StepFailed {
@@ -376,12 +387,13 @@ impl<L: HandlerSet> Executor<L> {
                         cause,
                         report,
                     });
-                    tracing::warn!(parent: &cycle_span, error = %err, "cycle failed");
+                    spans::failed(&span, &err);
+                    tracing::warn!(parent: cycle_span, error = %err, "cycle failed");
                     return Err(err);
                 }
             };
             if self.options.record_content {
-                span.record("planlock.result", tracing::field::display(json_of(&result)));
+                span.record(crate::telemetry::names::RESULT, tracing::field::display(json_of(&result)));
             }
             let verdicts =
                 validators.post.iter().map(|v| (*v, Phase::After, guard(|| v.validator.after(&view, &result))));
@@ -397,7 +409,9 @@ impl<L: HandlerSet> Executor<L> {
                     }
                     Err(panic) => {
                         let record = attempt(index, step, StepStatus::Failed, warnings, started, notes.take_usage());
-                        return Err(self.end(cycle.report, record, |report| panic.into_error(step, report)));
+                        let err = self.end(cycle.report, record, |report| panic.into_error(step, report));
+                        spans::failed(&span, &err);
+                        return Err(err);
                     }
                 }
             }
@@ -410,8 +424,7 @@ impl<L: HandlerSet> Executor<L> {
             };
             let duration = finished.duration_since(started);
             started = finished;
-            span.record("planlock.outcome", "completed");
-            span.record("planlock.duration_ms", duration.as_secs_f64() * 1e3);
+            span.record(crate::telemetry::names::OUTCOME, "completed");
             cycle.report.steps.push(StepRecord {
                 index,
                 step_type: step.step_type(),
@@ -439,7 +452,8 @@ impl<L: HandlerSet> Executor<L> {
     ) -> Result<(StepResult, Option<Instant>), StepFailure> {
         let step = cx.step;
         if self.options.record_content {
-            tracing::Span::current().record("planlock.payload", tracing::field::display(json_of(&step.payload)));
+            tracing::Span::current()
+                .record(crate::telemetry::names::PAYLOAD, tracing::field::display(json_of(&step.payload)));
         }
         let deadline = limit.map(|(d, _)| (start, d));
         let (result, returned_at) = match guarded_call(self.handlers.set().dispatch(cx, &step.payload), deadline).await
@@ -474,8 +488,8 @@ impl<L: HandlerSet> Executor<L> {
                 parent: span,
                 "apply_guardrail",
                 gen_ai.operation.name = "apply_guardrail",
-                planlock.validator = %v.id,
-                planlock.step_id = %step.id,
+                { crate::telemetry::names::VALIDATOR } = %v.id,
+                { crate::telemetry::names::STEP_ID } = %step.id,
             )
             .entered();
             let verdict = verdict.map_err(|message| ValidatorPanic { validator_id: v.id.clone(), message })?;
@@ -514,6 +528,7 @@ impl<L: HandlerSet> Executor<L> {
                         }
                     }
                     tracing::warn!(validator = %v.id, %reason, "validator blocked the step");
+                    span.record(crate::telemetry::names::OUTCOME, "blocked");
                     return Ok(Some(Block { validator_id: v.id.clone(), phase, reason, shown: shown() }));
                 }
             }
@@ -545,7 +560,7 @@ impl<L: HandlerSet> Executor<L> {
             reason: block.reason,
         };
         cycle.report.interventions.push(intervention.clone());
-        CycleOutcome::InterventionRequired(PausedCycle { cycle, intervention, shown: block.shown })
+        CycleOutcome::InterventionRequired(PausedCycle { cycle, intervention, shown: block.shown, trace: None })
     }
 }
 

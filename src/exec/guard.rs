@@ -1,5 +1,4 @@
-//! What bounds a handler call: the step's deadline, a caught panic, a late result; and the step's
-//! tracing span.
+//! What bounds a handler call: the step's deadline, a caught panic, a late result.
 //!
 //! Layer 4, with the executor.
 
@@ -9,9 +8,8 @@ use std::pin::{Pin, pin};
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use crate::contract::plan::{PlanMetadata, StepDefinition};
+use crate::contract::plan::PlanMetadata;
 use crate::contract::registry::{StepClass, StepType};
-use crate::contract::steps::StepPayload;
 use crate::exec::validator::Verdict;
 
 /// `PromptAssemble`'s deadline: the plan sets none for a computation, but a template is input
@@ -85,41 +83,4 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
         (_, Some(s)) => s.clone(),
         _ => "a panic with a non-string payload".to_owned(),
     }
-}
-
-/// The step's span, named after the OpenTelemetry GenAI operation where one fits.
-pub(crate) fn step_span(parent: &tracing::Span, step: &StepDefinition) -> tracing::Span {
-    macro_rules! span {
-        ($name:literal) => {
-            tracing::info_span!(
-                parent: parent,
-                $name,
-                gen_ai.operation.name = $name,
-                gen_ai.request.model = tracing::field::Empty,
-                gen_ai.response.model = tracing::field::Empty,
-                gen_ai.usage.input_tokens = tracing::field::Empty,
-                gen_ai.usage.output_tokens = tracing::field::Empty,
-                planlock.step_id = %step.id,
-                planlock.step_type = step.step_type().wire_name(),
-                planlock.outcome = tracing::field::Empty,
-                planlock.duration_ms = tracing::field::Empty,
-                planlock.payload = tracing::field::Empty,
-                planlock.result = tracing::field::Empty,
-            )
-        };
-    }
-    let span = match step.step_type() {
-        StepType::LLMCall => span!("chat"),
-        StepType::RetrieveMemory | StepType::RetrieveDecisionContext => span!("search_memory"),
-        StepType::PersistMemory | StepType::PersistDecision | StepType::PersistEvidence => span!("upsert_memory"),
-        _ => span!("execute_step"),
-    };
-    // The model the plan asks for, when it names one (`config.model`).
-    if let StepPayload::LLMCall(p) = &step.payload
-        && !span.is_disabled()
-        && let Some(model) = p.config.get("model").and_then(|m| m.as_str())
-    {
-        span.record("gen_ai.request.model", model);
-    }
-    span
 }

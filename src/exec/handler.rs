@@ -87,6 +87,7 @@ pub struct StepContext<'a> {
     pub(crate) cycle: u64,
     pub(crate) deadline: Option<Instant>,
     pub(crate) notes: &'a StepNotes,
+    pub(crate) record_content: bool,
 }
 
 /// What a step's handler leaves for the step's record: the tokens its model reported, and its
@@ -168,6 +169,11 @@ impl<'a> StepContext<'a> {
     /// that no work outlives its step.
     pub fn deadline(&self) -> Option<Instant> {
         self.deadline
+    }
+    /// Whether content recording is on (the runtime's `record_content`, CONTRACT §16): a handler
+    /// puts prompts, answers and texts on its spans only then.
+    pub fn records_content(&self) -> bool {
+        self.record_content
     }
     /// Records tokens a model reported using for this step: they appear in the step's
     /// [`StepRecord::usage`](crate::executor::StepRecord::usage) and in

@@ -12,4 +12,5 @@ pub mod handler;
 pub mod ledger;
 pub(crate) mod report;
 mod shown;
+mod spans;
 pub mod validator;

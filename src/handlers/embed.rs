@@ -16,10 +16,13 @@ use std::time::{Duration, Instant};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::contract::registry::Failure;
 use crate::embed::{EmbedError, EmbedFuture, Embedder, Purpose, check_vectors, normalized};
 use crate::handlers::http::{Client, ModelError};
-use crate::handlers::openai::{DEFAULT_API_KEY_ENV, DEFAULT_CONNECT_TIMEOUT};
+use crate::handlers::openai::{DEFAULT_API_KEY_ENV, DEFAULT_CONNECT_TIMEOUT, DEFAULT_PROVIDER};
 use crate::handlers::secret::without_userinfo;
+use crate::telemetry::{ModelAnswer, ModelCall, Operation};
+use tracing::Instrument;
 
 /// How long an embedding request may take unless configured otherwise.
 pub const DEFAULT_EMBED_TIMEOUT: Duration = Duration::from_secs(30);
@@ -44,6 +47,7 @@ pub struct EmbedConfig {
     timeout: Duration,
     extra: Map<String, Value>,
     purpose_member: Option<String>,
+    provider: String,
 }
 
 impl std::fmt::Debug for EmbedConfig {
@@ -69,6 +73,7 @@ impl EmbedConfig {
             timeout: DEFAULT_EMBED_TIMEOUT,
             extra: Map::new(),
             purpose_member: None,
+            provider: DEFAULT_PROVIDER.to_owned(),
         }
     }
 
@@ -102,6 +107,13 @@ impl EmbedConfig {
         self
     }
 
+    /// The provider's name on the `embeddings {model}` spans and metrics
+    /// (`gen_ai.provider.name`; default [`DEFAULT_PROVIDER`]).
+    pub fn provider(mut self, name: impl Into<String>) -> Self {
+        self.provider = name.into();
+        self
+    }
+
     /// The model.
     pub fn model(&self) -> &str {
         &self.model
@@ -124,6 +136,23 @@ pub struct OpenAiEmbedder {
 #[derive(Deserialize)]
 struct Embeddings {
     data: Vec<Item>,
+    #[serde(default)]
+    model: Option<String>,
+    #[serde(default)]
+    usage: Option<EmbedUsage>,
+}
+
+#[derive(Deserialize)]
+struct EmbedUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+}
+
+/// One batch's vectors, and what its span records.
+struct Batch {
+    vectors: Vec<Vec<f32>>,
+    model: Option<String>,
+    input_tokens: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -187,34 +216,54 @@ impl OpenAiEmbedder {
             }
             let left = deadline.map_or(self.config.timeout, |d| d.saturating_duration_since(Instant::now()));
             let limit = self.config.timeout.min(left).max(Duration::from_millis(1));
-            // Its own statement: the request's JSON is dropped before the answer is awaited.
-            let sent = self.client.post(&Value::Object(body), limit);
-            let text =
-                sent.await.map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), e))?;
-            let answer: Embeddings = serde_json::from_str(&text).map_err(|e| {
-                let e = self.client.malformed(&format!("not an embeddings answer: {e}"), &text);
-                self.failed("the server's answer cannot be read".into(), e)
-            })?;
-            let mut items = answer.data;
-            // Read by index when the server gives one; a repeated or missing index is refused,
-            // and so is an answer where only some items have one (which order would it be?).
-            let indexed = items.iter().filter(|i| i.index.is_some()).count();
-            if indexed == items.len() {
-                items.sort_by_key(|i| i.index);
-                if items.iter().enumerate().any(|(n, i)| i.index != Some(n)) {
-                    return Err(EmbedError::new(&self.config.model, "the answer's indexes are not 0, 1, 2, …"));
+            let call = ModelCall::start(Operation::Embeddings, &self.config.provider, &self.config.model)
+                .server_of_url(&self.config.base_url);
+            match self.batch(body, batch.len(), limit).instrument(call.span().clone()).await {
+                Ok(answer) => {
+                    call.dimension(answer.vectors.first().map_or(0, Vec::len));
+                    let model = answer.model.as_deref().map(|m| self.client.secrets().scrub(m).into_owned());
+                    call.answered(ModelAnswer {
+                        model: model.as_deref(),
+                        input_tokens: answer.input_tokens,
+                        ..ModelAnswer::default()
+                    });
+                    out.extend(answer.vectors.into_iter().map(normalized));
                 }
-            } else if indexed > 0 {
-                let message =
-                    format!("{indexed} of the answer's {} items have an index; all or none must", items.len());
-                return Err(EmbedError::new(&self.config.model, message));
+                Err(e) => {
+                    call.failed(e.code());
+                    return Err(e);
+                }
             }
-            let vectors: Vec<Vec<f32>> = items.into_iter().map(|i| i.embedding).collect();
-            let dimension = if self.dimension == 0 { vectors.first().map_or(0, Vec::len) } else { self.dimension };
-            check_vectors(&self.config.model, dimension, batch.len(), &vectors)?;
-            out.extend(vectors.into_iter().map(normalized));
         }
         Ok(out)
+    }
+
+    /// One request of `n` texts: its checked vectors.
+    async fn batch(&self, body: Map<String, Value>, n: usize, limit: Duration) -> Result<Batch, EmbedError> {
+        // Its own statement: the request's JSON is dropped before the answer is awaited.
+        let sent = self.client.post(&Value::Object(body), limit);
+        let text = sent.await.map_err(|e| self.failed(format!("the request to {} failed", self.client.shown()), e))?;
+        let answer: Embeddings = serde_json::from_str(&text).map_err(|e| {
+            let e = self.client.malformed(&format!("not an embeddings answer: {e}"), &text);
+            self.failed("the server's answer cannot be read".into(), e)
+        })?;
+        let mut items = answer.data;
+        // Read by index when the server gives one; a repeated or missing index is refused,
+        // and so is an answer where only some items have one (which order would it be?).
+        let indexed = items.iter().filter(|i| i.index.is_some()).count();
+        if indexed == items.len() {
+            items.sort_by_key(|i| i.index);
+            if items.iter().enumerate().any(|(n, i)| i.index != Some(n)) {
+                return Err(EmbedError::new(&self.config.model, "the answer's indexes are not 0, 1, 2, …"));
+            }
+        } else if indexed > 0 {
+            let message = format!("{indexed} of the answer's {} items have an index; all or none must", items.len());
+            return Err(EmbedError::new(&self.config.model, message));
+        }
+        let vectors: Vec<Vec<f32>> = items.into_iter().map(|i| i.embedding).collect();
+        let dimension = if self.dimension == 0 { vectors.first().map_or(0, Vec::len) } else { self.dimension };
+        check_vectors(&self.config.model, dimension, n, &vectors)?;
+        Ok(Batch { vectors, model: answer.model, input_tokens: answer.usage.and_then(|u| u.prompt_tokens) })
     }
 }
 

@@ -21,9 +21,11 @@
 //! - HTTP 4xx and 5xx, malformed bodies, bodies that are not UTF-8, refused connections and
 //!   timeouts are handler errors whose source is a [`ModelError`] with a stable code and the
 //!   server's own message. The step's failure kind comes from the registry, as for any handler.
-//! - Token usage is recorded on the step's `chat` span as `gen_ai.usage.input_tokens` and
-//!   `gen_ai.usage.output_tokens`, with `gen_ai.request.model` and `gen_ai.response.model`, and
-//!   in the cycle report ([`StepRecord::usage`](crate::executor::StepRecord::usage),
+//! - Each request is a `chat {model}` span ([`ModelCall`]) under the
+//!   step's, with `gen_ai.provider.name` ([`ModelConfig::provider`]), the request and response
+//!   model, `max_tokens`, token usage (cache-read and reasoning counts when the server reports
+//!   them), the finish reason, `server.address`, and `error.type` on failure; the messages only
+//!   with content recording on. Token usage is also in the cycle report ([`StepRecord::usage`](crate::executor::StepRecord::usage),
 //!   [`CycleReport::usage`](crate::CycleReport::usage)).
 //!
 //! The HTTP client is [`reqwest`] with rustls (no system OpenSSL), running on one background
@@ -38,6 +40,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::contract::registry::Failure;
 use crate::contract::schema::{LlmCallPayload, LlmCallResult, SummarizeMemoryPayload, SummarizeMemoryResult};
 use crate::contract::steps::{LLMCall, PromptAssemble, SummarizeMemory};
 use crate::exec::handler::{Handler, HandlerError, StepContext};
@@ -45,9 +48,15 @@ use crate::exec::report::TokenUsage;
 use crate::handlers::http::{Client, start_of};
 pub use crate::handlers::http::{MAX_RESPONSE_BYTES, ModelError};
 use crate::handlers::secret::without_userinfo;
+use crate::telemetry::{ModelAnswer, ModelCall, Operation};
+use tracing::Instrument;
 
 /// The environment variable the API key is read from unless another is named.
 pub const DEFAULT_API_KEY_ENV: &str = "OPENAI_API_KEY";
+
+/// `gen_ai.provider.name` unless [`ModelConfig::provider`] names another: the conventions' name
+/// for the OpenAI API, which every server this client talks to speaks.
+pub const DEFAULT_PROVIDER: &str = "openai";
 
 /// How long a connection may take to open unless configured otherwise.
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -87,6 +96,7 @@ pub struct ModelConfig {
     connect_timeout: Duration,
     timeout: Duration,
     json_summaries: bool,
+    provider: String,
 }
 
 impl fmt::Debug for ModelConfig {
@@ -99,6 +109,7 @@ impl fmt::Debug for ModelConfig {
             .field("connect_timeout", &self.connect_timeout)
             .field("timeout", &self.timeout)
             .field("json_summaries", &self.json_summaries)
+            .field("provider", &self.provider)
             .finish()
     }
 }
@@ -117,6 +128,7 @@ impl ModelConfig {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             timeout: DEFAULT_REQUEST_TIMEOUT,
             json_summaries: true,
+            provider: DEFAULT_PROVIDER.to_owned(),
         }
     }
 
@@ -151,6 +163,14 @@ impl ModelConfig {
     /// true; turn off for a server that does not know it).
     pub fn json_summaries(mut self, on: bool) -> Self {
         self.json_summaries = on;
+        self
+    }
+
+    /// The provider's name on the model-call spans and metrics (`gen_ai.provider.name`; default
+    /// [`DEFAULT_PROVIDER`]): the conventions' name for who serves the model, such as
+    /// `azure.ai.openai` or `groq`, when it is not OpenAI itself.
+    pub fn provider(mut self, name: impl Into<String>) -> Self {
+        self.provider = name.into();
         self
     }
 
@@ -242,6 +262,22 @@ struct Usage {
     prompt_tokens: Option<u64>,
     #[serde(default)]
     completion_tokens: Option<u64>,
+    #[serde(default)]
+    prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+struct PromptDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+#[derive(Debug, Deserialize)]
+struct CompletionDetails {
+    #[serde(default)]
+    reasoning_tokens: Option<u64>,
 }
 
 /// One answer: its text, and what the span records.
@@ -249,6 +285,7 @@ struct Answer {
     text: String,
     model: Option<String>,
     usage: Option<Usage>,
+    finish_reason: Option<String>,
 }
 
 impl OpenAiModel {
@@ -272,7 +309,8 @@ impl OpenAiModel {
         &self.config
     }
 
-    /// Sends one chat completion and returns the first choice's text.
+    /// Sends one chat completion and returns the first choice's text, inside its `chat {model}`
+    /// span.
     async fn complete(
         &self,
         cx: &StepContext<'_>,
@@ -280,28 +318,42 @@ impl OpenAiModel {
         body: Map<String, Value>,
         limit: Duration,
     ) -> Result<Answer, ModelError> {
-        let span = tracing::Span::current();
-        span.record("gen_ai.request.model", model);
+        let call = ModelCall::start(Operation::Chat, &self.config.provider, model).server_of_url(&self.config.base_url);
+        if let Some(n) = body.get("max_tokens").and_then(Value::as_u64) {
+            call.max_tokens(n);
+        }
+        let input = cx.records_content().then(|| body.get("messages").map(Value::to_string)).flatten();
         // The request's JSON is dropped once it is sent (its own statement: a temporary lives to
         // the statement's end): only its bytes wait for the answer.
         let sent = self.client.post(&Value::Object(body), limit);
-        let answer = chat(&self.client, sent).await?;
-        if let Some(model) = &answer.model {
-            span.record("gen_ai.response.model", model.as_str());
-        }
-        if let Some(usage) = &answer.usage {
-            let reported =
-                TokenUsage { input: usage.prompt_tokens.unwrap_or(0), output: usage.completion_tokens.unwrap_or(0) };
-            cx.record_usage(reported);
-            if let Some(n) = usage.prompt_tokens {
-                span.record("gen_ai.usage.input_tokens", n);
-                self.usage.input.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+        let answer = match chat(&self.client, sent).instrument(call.span().clone()).await {
+            Ok(answer) => answer,
+            Err(e) => {
+                call.failed(e.code());
+                return Err(e);
             }
-            if let Some(n) = usage.completion_tokens {
-                span.record("gen_ai.usage.output_tokens", n);
-                self.usage.output.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-            }
+        };
+        if let Some(input) = input {
+            let output = json!([{ "role": "assistant", "content": answer.text }]).to_string();
+            call.content(Some(&input), Some(&output));
         }
+        let usage = answer.usage.as_ref();
+        let (input_tokens, output_tokens) =
+            (usage.and_then(|u| u.prompt_tokens), usage.and_then(|u| u.completion_tokens));
+        if usage.is_some() {
+            cx.record_usage(TokenUsage { input: input_tokens.unwrap_or(0), output: output_tokens.unwrap_or(0) });
+        }
+        self.usage.input.fetch_add(input_tokens.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+        self.usage.output.fetch_add(output_tokens.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
+        let finish: Vec<&str> = answer.finish_reason.as_deref().into_iter().collect();
+        call.answered(ModelAnswer {
+            model: answer.model.as_deref(),
+            input_tokens,
+            output_tokens,
+            cache_read_input_tokens: usage.and_then(|u| u.prompt_tokens_details.as_ref()?.cached_tokens),
+            reasoning_output_tokens: usage.and_then(|u| u.completion_tokens_details.as_ref()?.reasoning_tokens),
+            finish_reasons: &finish,
+        });
         Ok(answer)
     }
 
@@ -363,6 +415,8 @@ async fn chat(client: &Client, sent: impl Future<Output = Result<String, ModelEr
         text: secrets.scrub(&content).into_owned(),
         model: completion.model.map(|m| secrets.scrub(&m).into_owned()),
         usage: completion.usage,
+        // A reason is a short word; a server's longer one is cut, and scrubbed like any text.
+        finish_reason: choice.finish_reason.map(|r| secrets.scrub(&r).chars().take(32).collect()),
     })
 }
 

@@ -42,6 +42,7 @@ pub async fn abandon_paused(store: &dyn SessionStore) -> Result<Option<Intervent
     let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
     log_outcome(store.records(), &event).await?;
     store.remove_intervention().await?;
+    crate::telemetry::pause_closed();
     Ok(Some(record))
 }
 

@@ -406,6 +406,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(restored) => restored,
             Err(e) => return Err(self.fail(e)),
         };
+        crate::telemetry::pause_closed();
         let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
         self.started = started;
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored).await;
@@ -577,6 +578,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             shown_digest: Some(shown.digest),
             shown_truncated: shown.truncated,
             expires_at: self.approval_ttl.and_then(|ttl| now.plus(ttl)),
+            trace_parent: paused.trace(),
         };
         if let Some(decision) = decision {
             let event = approvals::outcome(&decision.pause, Some(paused.report()), false);

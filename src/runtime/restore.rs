@@ -64,5 +64,5 @@ pub(super) fn restore_cycle(
         },
         reason: record.reason.clone(),
     };
-    Ok(RestoredCycle { session, next, ledger, over, paused_by })
+    Ok(RestoredCycle { session, next, ledger, over, paused_by, trace: record.trace_parent })
 }

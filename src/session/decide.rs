@@ -2,7 +2,9 @@
 //! against the pause it names and records it, without the session's lock or lease (a worker may
 //! be holding it while it waits).
 
-use super::approval::{Recorded, ReviewDecision};
+use tracing::Instrument;
+
+use super::approval::{Recorded, ReviewDecision, ReviewVerdict};
 use super::records::SessionRecords;
 use super::{SessionError, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
@@ -117,5 +119,22 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
             shown: name(record.shown_digest),
         });
     }
-    Ok(records.record_decision(decision).await?)
+    // The decision is part of the paused cycle's trace: its span is a child of the cycle's.
+    let verdict = match decision.verdict {
+        ReviewVerdict::Approve => "approved",
+        ReviewVerdict::Reject => "rejected",
+    };
+    let span = tracing::info_span!(
+        "review",
+        otel.name = %format_args!("review {verdict}"),
+        { crate::telemetry::names::VERDICT } = verdict,
+        { crate::telemetry::names::STEP_ID } = %decision.pause.step_id,
+        { crate::telemetry::names::CYCLE_NUMBER } = decision.pause.cycle,
+    );
+    if let Some(parent) = record.trace_parent {
+        parent.adopt(&span);
+    }
+    let recorded = records.record_decision(decision).instrument(span).await?;
+    crate::telemetry::approval(verdict);
+    Ok(recorded)
 }

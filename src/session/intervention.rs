@@ -10,6 +10,7 @@ use super::{SessionState, Timestamp};
 use crate::contract::plan::ValidatorSignature;
 use crate::contract::registry::StepType;
 use crate::hash::Digest;
+use crate::telemetry::TraceParent;
 
 /// The intervention file, relative to the store's root.
 pub const INTERVENTION_FILE: &str = "ops/runtime/intervention.json";
@@ -83,6 +84,11 @@ pub struct InterventionRecord {
     /// only an abandon may follow.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
     pub expires_at: Option<Timestamp>,
+    /// Where the paused cycle's span is in its trace (CONTRACT §16), when an OpenTelemetry layer
+    /// recorded it: the resumed cycle's span continues that trace. Read leniently: a value that
+    /// is not a `traceparent` is dropped, never a reason to refuse the record.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "TraceParent::lenient")]
+    pub trace_parent: Option<TraceParent>,
 }
 
 crate::contract::object::map_only_serde!(InterventionRecord);

@@ -15,6 +15,7 @@ mod commands;
 mod error;
 mod output;
 mod report;
+mod telemetry;
 
 use std::process::ExitCode;
 
@@ -31,6 +32,7 @@ fn main() -> ExitCode {
         Err(e) => return ExitCode::from(usage(&e, asks_for_json(&args[1..]))),
     };
     let mut out = Output::new(cli.format);
+    let export = telemetry::start();
     let code = match commands::dispatch(cli.command, &mut out) {
         Ok(code) => code,
         Err(e) => {
@@ -38,7 +40,9 @@ fn main() -> ExitCode {
             e.exit
         }
     };
-    ExitCode::from(out.finish(code))
+    let code = out.finish(code);
+    export.finish();
+    ExitCode::from(code)
 }
 
 /// Answers a command line that did not parse (or asked for `--help` or `--version`, which go to

@@ -56,6 +56,7 @@ pub struct TestContext {
     cycle: u64,
     deadline: Option<Instant>,
     notes: Arc<StepNotes>,
+    record_content: bool,
 }
 
 impl TestContext {
@@ -72,6 +73,7 @@ impl TestContext {
             cycle: 1,
             deadline: None,
             notes: Arc::default(),
+            record_content: false,
         }
     }
 
@@ -100,6 +102,12 @@ impl TestContext {
         self
     }
 
+    /// Turns content recording on ([`StepContext::records_content`]; off by default).
+    pub fn record_content(mut self, on: bool) -> Self {
+        self.record_content = on;
+        self
+    }
+
     /// The tokens handlers recorded through this context's
     /// [`StepContext::record_usage`], summed, leaving none recorded.
     pub fn take_usage(&self) -> Option<TokenUsage> {
@@ -123,6 +131,7 @@ impl TestContext {
             cycle: self.cycle,
             deadline: self.deadline,
             notes: &self.notes,
+            record_content: self.record_content,
         }
     }
 }

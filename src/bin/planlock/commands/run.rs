@@ -103,6 +103,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         .handlers(handlers)
         .bundle(manifest)
         .resolver(resolver)
+        .record_content(crate::telemetry::captures_content())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
     let runtime = match c.approval_ttl {
         Some(ttl) => runtime.approval_ttl(ttl),

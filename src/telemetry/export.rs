@@ -1,0 +1,348 @@
+//! OTLP export (`otel` feature): [`Telemetry`] sends the spans as traces and planlock's metrics
+//! over HTTP/protobuf, configured by the standard `OTEL_*` environment variables.
+//!
+//! A cycle never waits for the collector: a finished span goes into the batch processor's
+//! bounded queue (`OTEL_BSP_MAX_QUEUE_SIZE`, 2048 by default) and is dropped when the queue is
+//! full; the batches go out from the processor's own thread, each request on planlock's I/O
+//! runtime with a timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default). Spans that never
+//! reached the collector are counted ([`SpanCounts`]).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_http::{Bytes, HttpClient, HttpError, Request, Response};
+use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
+use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
+
+use crate::contract::registry::{Failure, FailureKind};
+
+/// How long [`Telemetry::shutdown`] waits for the last spans to go out.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The most of a collector's answer read (its body says only whether the export took).
+const MAX_ANSWER_BYTES: usize = 64 << 10;
+
+/// Telemetry could not be set up from the environment.
+#[derive(Debug, thiserror::Error)]
+pub enum TelemetryError {
+    /// An `OTEL_*` variable holds something the exporter cannot use.
+    #[error(
+        "OpenTelemetry export is misconfigured: {reason}; fix the OTEL_* environment variables or unset OTEL_EXPORTER_OTLP_ENDPOINT"
+    )]
+    Config {
+        /// What is wrong (variable values that may hold credentials, such as headers, are not
+        /// repeated).
+        reason: String,
+    },
+}
+
+impl Failure for TelemetryError {
+    /// `"telemetry-config"`.
+    fn code(&self) -> &'static str {
+        "telemetry-config"
+    }
+    /// `CycleFail`: nothing was run; fix the variables and run again.
+    fn kind(&self) -> FailureKind {
+        FailureKind::CycleFail
+    }
+}
+
+/// What happened to the spans handed to the exporter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SpanCounts {
+    /// Spans that ended and were offered to the export queue.
+    pub ended: u64,
+    /// Spans the collector accepted.
+    pub exported: u64,
+    /// Spans in batches the collector refused or never answered for.
+    pub failed: u64,
+}
+
+impl SpanCounts {
+    /// Spans that never reached the collector: refused, timed out, or dropped from a full queue.
+    /// Exact after [`Telemetry::shutdown`]; before it, spans still queued count too.
+    pub fn dropped(&self) -> u64 {
+        self.ended.saturating_sub(self.exported)
+    }
+}
+
+#[derive(Debug, Default)]
+struct Counters {
+    ended: AtomicU64,
+    exported: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Counters {
+    fn read(&self) -> SpanCounts {
+        SpanCounts {
+            ended: self.ended.load(Ordering::Relaxed),
+            exported: self.exported.load(Ordering::Relaxed),
+            failed: self.failed.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// OpenTelemetry export of planlock's spans and metrics over OTLP/HTTP.
+///
+/// The `planlock` CLI sets it up when `OTEL_EXPORTER_OTLP_ENDPOINT` (or
+/// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) is set. A program of yours adds [`layer`](Self::layer)
+/// to its own `tracing` subscriber, so that the same spans go to its other layers too:
+///
+/// ```no_run
+/// use tracing_subscriber::layer::SubscriberExt;
+///
+/// // OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 OTEL_SERVICE_NAME=my-agent
+/// if let Some(telemetry) = planlock::telemetry::Telemetry::from_env()? {
+///     telemetry.install();
+///     let subscriber = tracing_subscriber::registry().with(telemetry.layer());
+///     tracing::subscriber::set_global_default(subscriber).expect("no subscriber yet");
+///     // ... run cycles ...
+///     let counts = telemetry.shutdown();
+///     eprintln!("{} spans exported, {} dropped", counts.exported, counts.dropped());
+/// }
+/// # Ok::<(), planlock::telemetry::TelemetryError>(())
+/// ```
+#[derive(Debug)]
+pub struct Telemetry {
+    tracer: SdkTracerProvider,
+    meter: Option<SdkMeterProvider>,
+    counters: Arc<Counters>,
+}
+
+impl Telemetry {
+    /// Telemetry as the standard variables describe it; `None` when no OTLP endpoint is set or
+    /// `OTEL_SDK_DISABLED` is `true`.
+    ///
+    /// Read: `OTEL_EXPORTER_OTLP_ENDPOINT` and the per-signal `…_TRACES_…`/`…_METRICS_…`
+    /// forms of it, `…_HEADERS`, `…_TIMEOUT` and `…_COMPRESSION`; `OTEL_SERVICE_NAME` (else
+    /// `planlock`) and `OTEL_RESOURCE_ATTRIBUTES`; `OTEL_BSP_*` for the batch queue;
+    /// `OTEL_METRIC_EXPORT_INTERVAL`; `OTEL_TRACES_EXPORTER` and `OTEL_METRICS_EXPORTER`
+    /// (`none` turns that signal off). The protocol is always HTTP/protobuf.
+    pub fn from_env() -> Result<Option<Telemetry>, TelemetryError> {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        if var("OTEL_SDK_DISABLED").is_some_and(|v| v.eq_ignore_ascii_case("true")) {
+            return Ok(None);
+        }
+        let endpoint = |signal: &str| var(&format!("OTEL_EXPORTER_OTLP_{signal}_ENDPOINT"));
+        let any_endpoint = var("OTEL_EXPORTER_OTLP_ENDPOINT").is_some();
+        let on = |signal: &str| {
+            let exporter = var(&format!("OTEL_{signal}_EXPORTER"));
+            !exporter.is_some_and(|e| e.eq_ignore_ascii_case("none")) && (any_endpoint || endpoint(signal).is_some())
+        };
+        let (traces, metrics) = (on("TRACES"), on("METRICS"));
+        if !traces && !metrics {
+            return Ok(None);
+        }
+        let resource = resource();
+        let counters = Arc::new(Counters::default());
+        let mut tracer = SdkTracerProvider::builder().with_resource(resource.clone());
+        if traces {
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_http_client(IoClient::new(timeout("TRACES"))?)
+                .build()
+                .map_err(config)?;
+            let batch = BatchSpanProcessor::builder(Counted { inner: exporter, counters: counters.clone() }).build();
+            tracer = tracer.with_span_processor(Offered { inner: batch, counters: counters.clone() });
+        }
+        let meter = if metrics {
+            let exporter = opentelemetry_otlp::MetricExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_http_client(IoClient::new(timeout("METRICS"))?)
+                .build()
+                .map_err(config)?;
+            let reader = PeriodicReader::builder(exporter).build();
+            Some(SdkMeterProvider::builder().with_resource(resource).with_reader(reader).build())
+        } else {
+            None
+        };
+        Ok(Some(Telemetry { tracer: tracer.build(), meter, counters }))
+    }
+
+    /// Makes this the process's OpenTelemetry metrics provider (planlock's metrics go to it from
+    /// now on) and its propagator the W3C Trace Context one.
+    pub fn install(&self) {
+        if let Some(meter) = &self.meter {
+            opentelemetry::global::set_meter_provider(meter.clone());
+        }
+        opentelemetry::global::set_text_map_propagator(opentelemetry_sdk::propagation::TraceContextPropagator::new());
+        crate::telemetry::refresh_meters();
+    }
+
+    /// The `tracing` layer that turns planlock's spans (and any others under the subscriber) into
+    /// OpenTelemetry spans for export.
+    pub fn layer<S>(&self) -> impl tracing_subscriber::Layer<S> + use<S>
+    where
+        S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+    {
+        let tracer = self.tracer.tracer_with_scope(
+            opentelemetry::InstrumentationScope::builder("planlock").with_version(env!("CARGO_PKG_VERSION")).build(),
+        );
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_location(false)
+            .with_threads(false)
+            .with_target(false)
+            .with_level(false)
+            .with_tracked_inactivity(false)
+    }
+
+    /// What happened to the spans so far.
+    pub fn counts(&self) -> SpanCounts {
+        self.counters.read()
+    }
+
+    /// Sends what is queued (waiting at most [`SHUTDOWN_TIMEOUT`] for the collector) and stops
+    /// the exporters; returns the final counts.
+    pub fn shutdown(self) -> SpanCounts {
+        let _ = self.tracer.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+        if let Some(meter) = &self.meter {
+            let _ = meter.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+        }
+        self.counters.read()
+    }
+}
+
+/// The exporter's complaint, without the values of the variables that may hold a credential
+/// (an endpoint's userinfo, a header's token): its messages quote them.
+fn config(e: impl std::fmt::Display) -> TelemetryError {
+    let mut reason = e.to_string();
+    for (name, value) in std::env::vars() {
+        let secretive = name.ends_with("ENDPOINT") || name.ends_with("HEADERS");
+        if name.starts_with("OTEL_EXPORTER_OTLP_") && secretive && !value.trim().is_empty() {
+            reason = reason.replace(&value, "(its value, not shown)");
+        }
+    }
+    TelemetryError::Config { reason: crate::text::printable(&reason).into_owned() }
+}
+
+/// The resource from the environment, `service.name` `planlock` unless it names one.
+fn resource() -> Resource {
+    let named = std::env::var("OTEL_SERVICE_NAME").is_ok_and(|v| !v.trim().is_empty())
+        || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
+    let builder = Resource::builder();
+    if named { builder.build() } else { builder.with_service_name("planlock").build() }
+}
+
+/// A signal's export timeout: `OTEL_EXPORTER_OTLP_{signal}_TIMEOUT`, else
+/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else 10 s.
+fn timeout(signal: &str) -> Duration {
+    [format!("OTEL_EXPORTER_OTLP_{signal}_TIMEOUT"), "OTEL_EXPORTER_OTLP_TIMEOUT".to_owned()]
+        .iter()
+        .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
+        .map_or(Duration::from_secs(10), Duration::from_millis)
+}
+
+/// The OTLP requests' client: reqwest on planlock's I/O runtime (no runtime or thread of its
+/// own), with the export timeout, no redirects (headers may carry a collector's key).
+#[derive(Debug)]
+struct IoClient {
+    client: reqwest::Client,
+}
+
+impl IoClient {
+    fn new(timeout: Duration) -> Result<IoClient, TelemetryError> {
+        let client = reqwest::Client::builder()
+            .timeout(timeout)
+            .connect_timeout(timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| config(format!("the HTTP client cannot be made: {e}")))?;
+        Ok(IoClient { client })
+    }
+}
+
+#[async_trait::async_trait]
+impl HttpClient for IoClient {
+    async fn send_bytes(&self, request: Request<Bytes>) -> Result<Response<Bytes>, HttpError> {
+        let client = self.client.clone();
+        let runtime = crate::io::runtime().map_err(HttpError::from)?;
+        runtime
+            .spawn(async move {
+                let request = reqwest::Request::try_from(request)?;
+                let mut answer = client.execute(request).await?;
+                let mut out = Response::builder().status(answer.status());
+                let mut body = Vec::new();
+                while let Some(chunk) = answer.chunk().await? {
+                    let room = MAX_ANSWER_BYTES.saturating_sub(body.len());
+                    body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+                }
+                if let Some(headers) = out.headers_mut() {
+                    *headers = std::mem::take(answer.headers_mut());
+                }
+                Ok::<_, HttpError>(out.body(Bytes::from(body))?)
+            })
+            .await?
+    }
+}
+
+/// The exporter, counting what the collector took.
+#[derive(Debug)]
+struct Counted<E> {
+    inner: E,
+    counters: Arc<Counters>,
+}
+
+impl<E: SpanExporter> SpanExporter for Counted<E> {
+    fn export(&self, batch: Vec<SpanData>) -> impl Future<Output = OTelSdkResult> + Send {
+        let n = batch.len() as u64;
+        let sent = self.inner.export(batch);
+        let counters = self.counters.clone();
+        async move {
+            let result = sent.await;
+            let counter = if result.is_ok() { &counters.exported } else { &counters.failed };
+            counter.fetch_add(n, Ordering::Relaxed);
+            result
+        }
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+/// The batch processor, counting the spans offered to it.
+#[derive(Debug)]
+struct Offered<P> {
+    inner: P,
+    counters: Arc<Counters>,
+}
+
+impl<P: SpanProcessor> SpanProcessor for Offered<P> {
+    fn on_start(&self, span: &mut opentelemetry_sdk::trace::Span, cx: &opentelemetry::Context) {
+        self.inner.on_start(span, cx);
+    }
+
+    fn on_end(&self, span: SpanData) {
+        self.counters.ended.fetch_add(1, Ordering::Relaxed);
+        self.inner.on_end(span);
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
