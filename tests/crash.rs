@@ -127,6 +127,7 @@ fn record(seq: u64) -> InterventionRecord {
         shown_digest: Some(Digest::of(&seq.to_le_bytes())),
         shown_truncated: false,
         expires_at: None,
+        trace_parent: None,
     }
 }
 

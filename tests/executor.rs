@@ -574,36 +574,34 @@ mod spans {
     }
 
     #[test]
-    fn a_span_per_cycle_and_per_step_named_after_genai_operations() {
+    fn a_span_per_cycle_and_per_step_named_from_the_telemetry_table() {
+        use planlock::telemetry::names;
         let spans = spans(false);
-        let names: Vec<_> = spans.iter().map(|s| s.0.as_str()).collect();
-        assert_eq!(names[0], "invoke_workflow");
-        assert_eq!(names.len(), 13);
-        assert_eq!(names[6], "chat");
-        assert_eq!(names[3], "search_memory");
-        assert_eq!(names[8], "upsert_memory");
+        let names_: Vec<_> = spans.iter().map(|s| s.0.as_str()).collect();
+        assert_eq!(names_[0], "invoke_workflow");
+        assert_eq!(names_.len(), 13);
+        assert!(names_[1..].iter().all(|n| *n == "step"), "{names_:?}");
+        let cycle = &spans[0].1;
+        assert!(cycle.contains(&(names::GEN_AI_OPERATION_NAME.into(), "\"invoke_workflow\"".into())), "{cycle:?}");
+        assert!(cycle.contains(&(names::GEN_AI_WORKFLOW_NAME.into(), "\"chat\"".into())), "{cycle:?}");
         let llm = &spans[6].1;
-        assert!(llm.contains(&("planlock.step_id".into(), "llm".into())), "{llm:?}");
-        assert!(llm.contains(&("planlock.step_type".into(), "\"LLMCall\"".into())), "{llm:?}");
-        assert!(llm.iter().any(|(k, _)| k == "planlock.duration_ms"));
-        assert!(llm.contains(&("planlock.outcome".into(), "\"completed\"".into())), "{llm:?}");
-        assert!(!llm.iter().any(|(k, _)| k == "planlock.payload" || k == "planlock.result"), "no content by default");
-        // The chat span names the model the plan asks for (`config.model`).
-        assert!(llm.iter().any(|(k, _)| k == "gen_ai.request.model"), "{llm:?}");
-        // Every span names its GenAI operation.
-        for (name, fields) in &spans {
-            let op = fields.iter().find(|(k, _)| k == "gen_ai.operation.name").map(|(_, v)| v.trim_matches('"'));
-            assert_eq!(op, Some(name.as_str()), "{name}: {fields:?}");
-        }
+        // Exported under the step type's name (`otel.name`).
+        assert!(llm.contains(&("otel.name".into(), "\"LLMCall\"".into())), "{llm:?}");
+        assert!(llm.contains(&(names::STEP_ID.into(), "llm".into())), "{llm:?}");
+        assert!(llm.contains(&(names::STEP_TYPE.into(), "\"LLMCall\"".into())), "{llm:?}");
+        assert!(llm.contains(&(names::STEP_INDEX.into(), "5".into())), "{llm:?}");
+        assert!(llm.contains(&(names::OUTCOME.into(), "\"completed\"".into())), "{llm:?}");
+        assert!(!llm.iter().any(|(k, _)| k == names::PAYLOAD || k == names::RESULT), "no content by default");
     }
 
     #[test]
     fn content_is_recorded_only_on_opt_in() {
         let spans = spans(true);
         let llm = &spans[6].1;
-        let payload = llm.iter().find(|(k, _)| k == "planlock.payload").map(|(_, v)| v.as_str()).unwrap_or_default();
-        assert!(payload.contains("Answer the question"), "{llm:?}");
-        assert!(llm.iter().any(|(k, v)| k == "planlock.result" && v.contains("response #1")), "{llm:?}");
+        let (payload, result) = (planlock::telemetry::names::PAYLOAD, planlock::telemetry::names::RESULT);
+        let text = llm.iter().find(|(k, _)| k == payload).map(|(_, v)| v.as_str()).unwrap_or_default();
+        assert!(text.contains("Answer the question"), "{llm:?}");
+        assert!(llm.iter().any(|(k, v)| k == result && v.contains("response #1")), "{llm:?}");
     }
 }
 

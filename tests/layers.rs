@@ -14,6 +14,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("text", 0),
     ("io", 0),
     ("contract", 1),
+    ("telemetry", 2),
     ("validate", 2),
     ("builder", 3),
     ("hash", 3),

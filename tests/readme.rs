@@ -61,12 +61,20 @@ fn every_readme_command_runs_as_written() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     copy_dir(&here.join("examples"), &fresh.path().join("examples"));
     let mut ran = 0;
+    // What the README exports, for the commands after it, as a shell would.
+    let mut exported: Vec<(&str, &str)> = Vec::new();
+    let telemetry = std::fs::read_to_string(here.join("src/telemetry/export.rs")).unwrap();
     for line in sh_lines() {
         let (command, expected) = split(line);
-        if let Some(args) = command.strip_prefix(CLI) {
+        if let Some((name, value)) = command.strip_prefix("export ").and_then(|e| e.split_once('=')) {
+            // Only the standard variables planlock's telemetry reads.
+            assert!(name.starts_with("OTEL_") && telemetry.contains(name), "README exports `{name}`");
+            exported.push((name, value));
+        } else if let Some(args) = command.strip_prefix(CLI) {
             let out = Command::new("sh")
                 .arg("-c")
                 .arg(format!("\"$PLANLOCK\" {args}"))
+                .envs(exported.iter().copied())
                 .env("PLANLOCK", env!("CARGO_BIN_EXE_planlock"))
                 .current_dir(fresh.path())
                 .output()

@@ -31,7 +31,7 @@ pub fn plan_with(f: impl FnOnce(&mut Value)) -> ValidPlan {
     ValidPlan::from_value(&v).unwrap()
 }
 
-/// A tracing layer that keeps every span field recorded, as `(name, Debug of the value)`.
+/// A tracing layer that keeps every span field given or recorded, as `(name, Debug of the value)`.
 #[derive(Clone, Default)]
 pub struct RecordedFields(pub std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
 
@@ -44,6 +44,17 @@ impl tracing::field::Visit for Visitor<'_> {
 }
 
 impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for RecordedFields {
+    fn on_new_span(
+        &self,
+        attrs: &tracing::span::Attributes<'_>,
+        _: &tracing::span::Id,
+        _: tracing_subscriber::layer::Context<'_, S>,
+    ) {
+        if let Ok(mut fields) = self.0.lock() {
+            attrs.record(&mut Visitor(&mut fields));
+        }
+    }
+
     fn on_record(
         &self,
         _: &tracing::span::Id,

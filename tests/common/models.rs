@@ -47,9 +47,15 @@ pub struct Models {
 
 /// The installed models, or `None` (then the tests skip, loudly; under `CI` that is a failure).
 pub fn models_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("PLANLOCK_MODELS").map(PathBuf::from).or_else(|| {
+    installed("PLANLOCK_MODELS", "models-v1")
+}
+
+/// What a `.ci/` script installed: the directory `var` names, else `name` under planlock's cache
+/// directory; `None` unless the script finished there (`ready`).
+pub fn installed(var: &str, name: &str) -> Option<PathBuf> {
+    let dir = std::env::var_os(var).map(PathBuf::from).or_else(|| {
         let home = std::env::var_os("HOME")?;
-        Some(Path::new(&home).join(".cache/planlock/models-v1"))
+        Some(Path::new(&home).join(".cache/planlock").join(name))
     })?;
     dir.join("ready").exists().then_some(dir)
 }
