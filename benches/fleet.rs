@@ -26,6 +26,11 @@
 //! (backend:latency ms:S:W; with `FLEET_PEER=1`, LangGraph too; with `FLEET_STATEMENTS=1`, where
 //! PostgreSQL's time went, statement by statement, from `pg_stat_statements`; with
 //! `FLEET_WRAP=heaptrack` (or any command), each worker runs under that command).
+//!
+//! Telemetry's cost (issue 34), with `FLEET_OTEL=1`: PostgreSQL, latency 0 and 500 ms, S = 64,
+//! W = 2, the workers' CPU per cycle with OTLP export on (spans and metrics, to a local collector
+//! that drops them: `fleet/collector.rs`) against off, 3 rounds of each, interleaved. The smoke
+//! run does one round of its own configuration.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -34,6 +39,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+#[path = "fleet/collector.rs"]
+mod collector;
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "fleet/peer.rs"]
@@ -415,6 +422,7 @@ fn main() {
             let _ = std::fs::remove_dir_all(dir.path().join(&tag));
         }
     }
+    telemetry_overhead(quick, window, &url, &pg, &mut models, &policy, &plan, &mut records);
     for (w, floor) in &floors {
         records.push(json!({ "system": "floor: bare compare-and-set saves", "workers": w, "perSecond": floor }));
     }
@@ -423,6 +431,66 @@ fn main() {
         std::fs::write(out.join("fleet.svg"), plot::svg(&records)).unwrap();
     }
     println!("fleet: done in {:.0} s; {}", began.elapsed().as_secs_f64(), out.display());
+}
+
+/// Export on against off, rounds interleaved (see the module's doc): the workers' CPU per cycle.
+#[allow(clippy::too_many_arguments)]
+fn telemetry_overhead(
+    quick: bool,
+    window: Duration,
+    url: &str,
+    pg: &proc::PgWatch,
+    models: &mut Vec<(u64, proc::ModelServer)>,
+    policy: &Path,
+    plan: &Path,
+    records: &mut Vec<Value>,
+) {
+    let (configs, rounds) = match (quick, std::env::var_os("FLEET_OTEL").is_some()) {
+        (_, true) => (vec![0, 500], 3),
+        (true, false) => (vec![configs(true)[0].latency_ms], 1),
+        (false, false) => return,
+    };
+    let collector = collector::Collector::start();
+    for latency_ms in configs {
+        let config = Config { backend: Backend::Postgres, latency_ms, sessions: 64, workers: 2 };
+        if !models.iter().any(|(l, _)| *l == latency_ms) {
+            models.push((latency_ms, proc::ModelServer::start(latency_ms)));
+        }
+        let model = &models.iter().find(|(l, _)| *l == latency_ms).unwrap().1;
+        let mut cpu = [Vec::new(), Vec::new()];
+        for round in 0..rounds {
+            for export in [false, true] {
+                let tag = format!("otel-{latency_ms}-{round}-{export}");
+                worker::fill_queue(url, &tag, config.sessions);
+                let commands = (0..config.workers)
+                    .map(|w| {
+                        let mut cmd = worker::command(config, w, &tag, url, &model.url, policy, plan, window);
+                        match export {
+                            true => cmd.env("OTEL_EXPORTER_OTLP_ENDPOINT", &collector.url),
+                            false => cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT"),
+                        };
+                        cmd.env("OTEL_SERVICE_NAME", "planlock-fleet");
+                        cmd
+                    })
+                    .collect();
+                let Some(f) = measure(config, window, Some(pg), model, commands) else { continue };
+                let workers = f.cpu_parts.iter().find(|(n, _)| *n == "workers").map_or(0.0, |p| p.1);
+                cpu[export as usize].push(workers / f.all_cycles.max(1) as f64 * 1e3);
+                let system = if export { "planlock, OTLP export on" } else { "planlock, export off" };
+                print(system, config, &f, None);
+                records.push(record(system, config, &f));
+            }
+        }
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let (off, on) = (mean(&cpu[0]), mean(&cpu[1]));
+        let (requests, bytes) = collector.received();
+        println!(
+            "== telemetry, latency {latency_ms} ms: workers' CPU per cycle {on:.3} ms with export on, {off:.3} ms off: {:.3}x ({rounds} rounds each, interleaved; the collector has taken {requests} requests, {} KiB)",
+            on / off,
+            bytes / 1024
+        );
+        records.push(json!({ "system": "telemetry overhead", "latencyMs": latency_ms, "cpuMsOn": on, "cpuMsOff": off, "ratio": on / off }));
+    }
 }
 
 fn cores() -> usize {

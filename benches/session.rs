@@ -181,6 +181,7 @@ fn intervention(plan: &planlock::ValidPlan, saved: &planlock::session::SessionSt
         shown_digest: Some(planlock::Digest::of(b"shown")),
         shown_truncated: false,
         expires_at: None,
+        trace_parent: None,
     }
 }
 

@@ -126,6 +126,15 @@ pub fn usage() -> (f64, u64) {
 
 /// The worker's entry point.
 pub fn main(backend: &str) {
+    // OTLP export when the bench asks for it (`OTEL_EXPORTER_OTLP_ENDPOINT`), as the CLI does;
+    // kept for the process's life (it ends with `exit`, whatever is still queued dropped).
+    let telemetry = planlock::telemetry::Telemetry::from_env().unwrap();
+    if let Some(t) = &telemetry {
+        use tracing_subscriber::layer::SubscriberExt;
+        t.install();
+        tracing::subscriber::set_global_default(tracing_subscriber::registry().with(t.layer())).unwrap();
+    }
+    std::mem::forget(telemetry);
     let backend = if backend == "postgres" { Backend::Postgres } else { Backend::Files };
     let plan = ValidPlan::from_str(&std::fs::read_to_string(var("FLEET_PLAN")).unwrap()).unwrap();
     let policy = std::path::PathBuf::from(var("FLEET_POLICY"));
