@@ -88,6 +88,8 @@ pub use hash::{profile, yaml};
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
 pub mod embed;
+// What producers in other languages call: the Python and Node bindings wrap it.
+pub mod producer;
 // The shared PostgreSQL database, for the stores of many workers (feature `postgres`).
 #[cfg(feature = "postgres")]
 pub mod pg;

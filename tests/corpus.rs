@@ -229,6 +229,32 @@ fn cases() -> Vec<Case> {
             &[("invalid-value", "/steps/5/payload/config/low")],
         ),
         edit("root is not an object", |v| *v = json!([]), &[("invalid-type", "")]),
+        // ---- what producers in other languages write (CONTRACT §17): floats, non-ASCII keys
+        edit(
+            "floats in a free-form object",
+            |v| steps(v)[5]["payload"]["config"] = json!({ "temperature": 0.7, "top_p": 1e-3, "penalty": -0.0 }),
+            &[],
+        ),
+        edit(
+            "non-ASCII keys in a free-form object",
+            |v| steps(v)[4]["payload"]["vars"]["질문"] = json!("키를 어떻게 교체하나요?"),
+            &[],
+        ),
+        edit(
+            "a non-ASCII unknown field",
+            |v| v["metadata"]["modé\u{202e}"] = json!(1),
+            &[("unknown-field", "/metadata/modé\u{202e}")],
+        ),
+        raw(
+            "duplicate non-ASCII keys in a free-form object",
+            FULL.replace(r#""lang": "en""#, r#""언어": "ko", "언어": "en""#),
+            &[("duplicate-key", "/steps/4/payload/vars/언어")],
+        ),
+        raw(
+            "an integer past 2^53 written as a float",
+            FULL.replace(r#""words": 200"#, r#""words": 9007199254740993.0"#),
+            &[("invalid-value", "/steps/4/payload/vars/limits/words")],
+        ),
         // ---- flat model (B-007 §2): branching fields are unknown fields
         edit(
             "onSuccess on a step",
@@ -542,6 +568,83 @@ fn outcome(r: Result<ValidPlan, planlock::Rejection>) -> (Vec<(String, String)>,
             (problems, Some(class))
         }
     }
+}
+
+/// One case as every language's suite reads it: the plan's text and the validator's report
+/// (`ok`, the class, every problem with its code, class, pointer and message). Trailing spaces
+/// past 1 KiB are written as their count (`pad`), so the 1 MiB case stays small on disk.
+fn shared(name: &str, text: &str) -> Value {
+    let report = match ValidPlan::from_str(text) {
+        Ok(_) => json!({ "ok": true, "class": null, "problems": [] }),
+        Err(e) => json!({ "ok": false, "class": e.class().as_str(), "problems": e.problems() }),
+    };
+    let kept = text.trim_end_matches(' ');
+    let pad = text.len() - kept.len();
+    match pad > 1024 {
+        true => json!({ "name": name, "plan": kept, "pad": pad, "report": report }),
+        false => json!({ "name": name, "plan": text, "report": report }),
+    }
+}
+
+/// Compares `value` with the shared file `name` under `tests/corpus/`, or writes it there when
+/// `PLANLOCK_BLESS` is set (after a change to a table here).
+fn agrees_with_file(name: &str, value: &Value) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus").join(name);
+    let text = serde_json::to_string_pretty(value).unwrap() + "\n";
+    if std::env::var_os("PLANLOCK_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &text).unwrap();
+    }
+    let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        on_disk == text,
+        "{} differs from the table: run `PLANLOCK_BLESS=1 cargo test --test corpus`",
+        path.display()
+    );
+}
+
+/// The corpus, shared with the Python and Node suites (CONTRACT §17): `tests/corpus/validate.json`
+/// is this table's every case with the report the validator gives, and the bindings' tests
+/// check that they give the same.
+#[test]
+fn the_shared_corpus_is_this_table() {
+    let all: Vec<Value> = cases().iter().map(|case| shared(case.name, &text_of(&case.input).0)).collect();
+    agrees_with_file("validate.json", &Value::Array(all));
+}
+
+/// The plan hash's golden vectors, shared the same way (`tests/corpus/hash.json`): a profile's
+/// three documents, a plan, and its hash, for the example profile and plans and for plans with
+/// floats and non-ASCII keys.
+#[test]
+fn the_shared_hash_vectors_are_this_table() {
+    let here = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let read = |p: &str| std::fs::read_to_string(here.join(p)).unwrap();
+    let example =
+        ["modes.yaml", "triggers.yaml", "bundles.yaml"].map(|f| read(&format!("examples/policy/profiles/default/{f}")));
+    let small = ["chat:\n  tone: friendly\n".to_owned(), "[]\n".to_owned(), "{}\n".to_owned()];
+    let mut floats = full();
+    steps(&mut floats)[5]["payload"]["config"] = json!({ "temperature": 0.7, "top_p": 1e-3, "n": 1.0 });
+    let mut korean = full();
+    steps(&mut korean)[4]["payload"]["vars"]["질문"] = json!("키를 어떻게 교체하나요? \u{1f511}");
+    let plans = [
+        ("the demo plan", read("examples/plans/demo_plan.json"), &example),
+        ("the reviewed plan", read("examples/plans/reviewed_plan.json"), &example),
+        ("the full plan, a small profile", FULL.to_owned(), &small),
+        ("floats", serde_json::to_string(&floats).unwrap(), &small),
+        ("non-ASCII keys and text", serde_json::to_string(&korean).unwrap(), &small),
+    ];
+    let vectors: Vec<Value> = plans
+        .iter()
+        .map(|(name, plan, documents)| {
+            let valid = ValidPlan::from_str(plan).unwrap();
+            let profile_path = valid.metadata().policy_profile.clone();
+            let [m, t, b] = documents.each_ref().map(String::as_str);
+            let profile = planlock::PolicyProfile::from_documents(&profile_path, [m, t, b]).unwrap();
+            let hash = planlock::hash::plan_hash(&profile, &valid);
+            json!({ "name": name, "profile": profile_path, "documents": documents, "plan": plan, "hash": hash.to_string() })
+        })
+        .collect();
+    agrees_with_file("hash.json", &Value::Array(vectors));
 }
 
 #[test]

@@ -21,6 +21,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("exec", 4),
     ("pg", 4),
     ("embed", 4),
+    ("producer", 4),
     ("session", 5),
     ("store", 5),
     ("handlers", 5),

@@ -113,6 +113,30 @@ impl PolicyProfile {
     }
 }
 
+impl PolicyProfile {
+    /// The profile `profile` from its three documents' texts (`modes.yaml`, `triggers.yaml`,
+    /// `bundles.yaml`, in [`PROFILE_FILES`]'s order), for a producer that holds them rather than
+    /// a policy root: the same YAML subset and limits as [`load`](Self::load), nothing read from
+    /// disk.
+    ///
+    /// ```
+    /// use planlock::PolicyProfile;
+    /// let profile = PolicyProfile::from_documents("profiles/default", ["chat:\n  tone: friendly\n", "[]\n", "{}\n"])?;
+    /// assert_eq!(profile.modes["chat"]["tone"], "friendly");
+    /// # Ok::<(), planlock::ProfileError>(())
+    /// ```
+    pub fn from_documents(profile: &str, documents: [&str; 3]) -> Result<PolicyProfile, ProfileError> {
+        let parse = |name: &str, text: &str| {
+            if text.len() as u64 > MAX_PROFILE_FILE_BYTES {
+                return Err(ProfileError::Invalid { file: PathBuf::from(name), problem: "larger than 1 MiB" });
+            }
+            Ok(yaml::parse(name, text)?)
+        };
+        let [modes, triggers, bundles] = [0, 1, 2].map(|i| parse(PROFILE_FILES[i], documents[i]));
+        Ok(PolicyProfile { path: profile.to_owned(), modes: modes?, triggers: triggers?, bundles: bundles? })
+    }
+}
+
 /// Reads one profile file; `root` is the policy root, resolved.
 fn read_yaml(root: &Path, file: &Path) -> Result<Value, ProfileError> {
     let unreadable = |source| ProfileError::Unreadable { file: file.to_owned(), source };
