@@ -107,6 +107,8 @@ fn every_readme_command_runs_as_written() {
             {
                 assert!(help.contains(flag), "`planlock serve` has no {flag}:\n{help}");
             }
+        } else if CI.lines().any(|l| l.trim() == command) {
+            // `.ci/run` runs it as written (the bindings' build and install).
         } else {
             panic!("the README has a command this test does not know how to check: `{line}`");
         }
