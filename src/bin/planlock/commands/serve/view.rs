@@ -5,6 +5,7 @@
 //! to a few seconds behind what a worker wrote, and so can a database's pending count (the
 //! number in the title); an idle console reads nothing.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -93,17 +94,23 @@ impl Console {
         if matches!(self.inbox.place(), Sessions::Dir(_)) {
             return self.listing().await.map_or(0, |l| super::pages::undecided(&l));
         }
-        let current = self.cache.pending.get();
-        match current {
-            Some((count, stale)) => {
-                if stale {
-                    let me = self.clone();
-                    tokio::spawn(async move { me.count_again().await });
-                }
-                count
-            }
+        match self.served(&self.cache.pending, |me| async move { me.count_again().await }) {
+            Some(count) => count,
             None => self.count_again().await,
         }
+    }
+
+    /// What `kept` holds, and when it is older than [`FRESH`], `again` reads it in the background
+    /// (the request is not kept waiting); `None` before the first read.
+    fn served<T: Clone, Again>(self: &Arc<Self>, kept: &Kept<T>, again: impl FnOnce(Arc<Console>) -> Again) -> Option<T>
+    where
+        Again: Future<Output: Send> + Send + 'static,
+    {
+        let (value, stale) = kept.get()?;
+        if stale {
+            tokio::spawn(again(self.clone()));
+        }
+        Some(value)
     }
 
     async fn count_again(&self) -> usize {
@@ -120,15 +127,8 @@ impl Console {
     }
 
     async fn snapshot(self: &Arc<Self>) -> Result<Arc<Snapshot>, InboxError> {
-        let current = self.cache.snapshot.get();
-        match current {
-            Some((snapshot, stale)) => {
-                if stale {
-                    let me = self.clone();
-                    tokio::spawn(async move { me.read_again().await });
-                }
-                Ok(snapshot)
-            }
+        match self.served(&self.cache.snapshot, |me| async move { me.read_again().await }) {
+            Some(snapshot) => Ok(snapshot),
             None => self.read_again().await,
         }
     }
