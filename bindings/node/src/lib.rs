@@ -2,7 +2,8 @@
 //! producers of plans in Node.js (CONTRACT §17), as a napi-rs addon; `@napi-rs/cli` generates
 //! its `index.d.ts` from these signatures. Every function wraps one of `planlock::producer`'s,
 //! so the answers are the Rust library's own. Errors are JavaScript `Error`s whose `code` is
-//! planlock's stable code.
+//! planlock's stable code (`plan-rejected`, `yaml`, `profile-outside-root`, `invalid-json`, …),
+//! their message starting with it.
 
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
@@ -41,8 +42,9 @@ fn bytes(plan: &Either<String, Buffer>) -> &[u8] {
     }
 }
 
-fn error(e: ProducerError) -> napi::Error {
-    napi::Error::new(napi::Status::InvalidArg, format!("{}: {e}", e.code()))
+/// A JavaScript `Error` whose `code` is planlock's stable code, its message starting with it.
+fn error(e: ProducerError) -> napi::Error<String> {
+    napi::Error::new(e.code().to_owned(), format!("{}: {e}", e.code()))
 }
 
 /// Validates a plan's JSON text: every problem, with its code, class, JSON Pointer and message.
@@ -68,31 +70,31 @@ pub fn validate(plan: Either<String, Buffer>) -> Report {
 /// The plan hash (64 hex digits) of a valid plan with the profile in `profileDir` (its
 /// `modes.yaml`, `triggers.yaml` and `bundles.yaml`).
 #[napi]
-pub fn plan_hash(profile_dir: String, plan: Either<String, Buffer>) -> napi::Result<String> {
+pub fn plan_hash(profile_dir: String, plan: Either<String, Buffer>) -> napi::Result<String, String> {
     producer::plan_hash_in(std::path::Path::new(&profile_dir), bytes(&plan)).map(|d| d.to_string()).map_err(error)
 }
 
 /// The plan hash of a valid plan with the profile's three documents given as text, in the order
 /// `modes.yaml`, `triggers.yaml`, `bundles.yaml`.
 #[napi]
-pub fn plan_hash_of(documents: Vec<String>, plan: Either<String, Buffer>) -> napi::Result<String> {
+pub fn plan_hash_of(documents: Vec<String>, plan: Either<String, Buffer>) -> napi::Result<String, String> {
     let [m, t, b] = documents.as_slice() else {
-        return Err(napi::Error::new(napi::Status::InvalidArg, "documents: [modes, triggers, bundles]"));
+        return Err(napi::Error::new("invalid-arg".to_owned(), "documents: [modes, triggers, bundles]".to_owned()));
     };
     producer::plan_hash_of([m, t, b], bytes(&plan)).map(|d| d.to_string()).map_err(error)
 }
 
 /// A value's canonical JSON (RFC 8785), as the plan hash writes it.
 #[napi]
-pub fn canonical_json(value: serde_json::Value) -> napi::Result<String> {
-    let text = serde_json::to_vec(&value).map_err(|e| napi::Error::from_reason(e.to_string()))?;
+pub fn canonical_json(value: serde_json::Value) -> napi::Result<String, String> {
+    let text = serde_json::to_vec(&value).map_err(|e| napi::Error::new("invalid-json".to_owned(), e.to_string()))?;
     producer::canonical_json(&text).map_err(error)
 }
 
 /// JSON text (a string or a Buffer) written canonically, read by the Rust library rather than
 /// `JSON.parse` (a number past the double range is refused, not made `Infinity`).
 #[napi]
-pub fn canonical_json_text(text: Either<String, Buffer>) -> napi::Result<String> {
+pub fn canonical_json_text(text: Either<String, Buffer>) -> napi::Result<String, String> {
     producer::canonical_json(bytes(&text)).map_err(error)
 }
 
