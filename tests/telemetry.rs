@@ -412,10 +412,15 @@ fn a_model_failure_names_its_error_type() {
     let model = OpenAiModel::new(ModelConfig::new(format!("http://127.0.0.1:{port}/v1"), "gone"));
     let exec = planlock::Executor::new(with_model(model));
     let traces = Traces::new();
-    let err = traces.record(|| exec.run_blocking(&plan_with(|_| {})).unwrap_err());
+    // The plan names a model of 10,000 characters: input, cut in the span's name and attribute.
+    let long = plan_with(|v| v["steps"][5]["payload"]["config"]["model"] = json!("m".repeat(10_000)));
+    let err = traces.record(|| exec.run_blocking(&long).unwrap_err());
     assert_eq!(planlock::Failure::code(&err), "step-failed");
     let spans = traces.spans();
     let chat = spans.iter().find(|s| s.name.starts_with("chat ")).expect("the call's span");
+    let cut = planlock::telemetry::MAX_NAME_CHARS;
+    assert_eq!(chat.name.chars().count(), "chat ".len() + cut);
+    assert_eq!(attr(chat, names::GEN_AI_REQUEST_MODEL).map(|m| m.chars().count()), Some(cut));
     let code = attr(chat, names::ERROR_TYPE).expect("error.type");
     assert!(code.starts_with("model-"), "{code}");
     assert!(matches!(chat.status, Status::Error { .. }));

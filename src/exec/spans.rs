@@ -15,10 +15,6 @@ use crate::exec::failure::ExecError;
 use crate::telemetry::names::*;
 use crate::telemetry::{self, TraceParent};
 
-/// The most characters of a plan's string (its mode) put in a span's name or attribute: the
-/// plan is input, and a name is for grouping.
-const MAX_NAME_CHARS: usize = 64;
-
 /// The cycle's span, `invoke_workflow {mode}`; a resumed cycle's is the child of the paused
 /// cycle's span (`trace`), in its trace.
 pub(crate) fn cycle_span(
@@ -27,7 +23,7 @@ pub(crate) fn cycle_span(
     steps: usize,
     trace: Option<TraceParent>,
 ) -> tracing::Span {
-    let mode = first_chars(&metadata.mode, MAX_NAME_CHARS);
+    let mode = telemetry::name(&metadata.mode);
     let span = tracing::info_span!(
         "invoke_workflow",
         otel.name = %format_args!("invoke_workflow {mode}"),
@@ -96,9 +92,4 @@ pub(crate) fn cycle_ended(span: &tracing::Span, started: Instant, result: &mut R
             telemetry::cycle_ended("failed", duration, Some((err.code(), err.kind().as_str())));
         }
     }
-}
-
-/// `text`'s first `n` characters.
-fn first_chars(text: &str, n: usize) -> &str {
-    text.char_indices().nth(n).map_or(text, |(at, _)| &text[..at])
 }

@@ -415,8 +415,8 @@ async fn chat(client: &Client, sent: impl Future<Output = Result<String, ModelEr
         text: secrets.scrub(&content).into_owned(),
         model: completion.model.map(|m| secrets.scrub(&m).into_owned()),
         usage: completion.usage,
-        // A reason is a short word; a server's longer one is cut, and scrubbed like any text.
-        finish_reason: choice.finish_reason.map(|r| secrets.scrub(&r).chars().take(32).collect()),
+        // Scrubbed like any text (`ModelCall` cuts a long one).
+        finish_reason: choice.finish_reason.map(|r| secrets.scrub(&r).into_owned()),
     })
 }
 

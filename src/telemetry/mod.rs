@@ -41,6 +41,16 @@ pub(crate) use meters::{approval, cycle_ended, pause_closed};
 pub use model_call::{ModelAnswer, ModelCall, Operation};
 pub use trace::{InvalidTraceParent, TraceParent};
 
+/// The most characters of a name from outside (a plan's mode, a model's name as the plan or the
+/// server gives it, a finish reason) put in a span's name or attribute: a name is for grouping,
+/// and the plan and the server are input (CONTRACT §11).
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// `text`'s first [`MAX_NAME_CHARS`] characters.
+pub(crate) fn name(text: &str) -> &str {
+    text.char_indices().nth(MAX_NAME_CHARS).map_or(text, |(at, _)| &text[..at])
+}
+
 /// The environment variable that turns content capture on in the CLI, as the GenAI conventions'
 /// instrumentations name it.
 pub const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";

@@ -7,7 +7,11 @@ use std::time::Instant;
 use tracing::field::Empty;
 
 use crate::telemetry::meters::{self, CallMetric};
+use crate::telemetry::name;
 use crate::telemetry::names::*;
+
+/// The most finish reasons kept (one per choice).
+const MAX_CHOICES: usize = 16;
 
 /// The GenAI operations planlock calls models for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,6 +50,7 @@ pub struct ModelAnswer<'a> {
 }
 
 /// One call to a model: a span of kind client named `chat {model}` or `embeddings {model}`
+/// (names from outside cut to [`MAX_NAME_CHARS`](crate::telemetry::MAX_NAME_CHARS) characters)
 /// under the current span (the step's), with `gen_ai.operation.name`, `gen_ai.provider.name`,
 /// the request model, and at its end the response model, token usage, finish reasons or
 /// `error.type`; and the call's `gen_ai.client.operation.duration` and
@@ -82,6 +87,7 @@ pub struct ModelCall {
 impl ModelCall {
     /// Starts the call's span under the current one and its clock.
     pub fn start(operation: Operation, provider: &str, model: &str) -> ModelCall {
+        let (provider, model) = (name(provider), name(model));
         macro_rules! span {
             ($name:literal) => {
                 tracing::info_span!(
@@ -172,7 +178,8 @@ impl ModelCall {
     pub fn answered(mut self, answer: ModelAnswer<'_>) {
         self.ended = true;
         let span = &self.span;
-        if let Some(model) = answer.model {
+        let model = answer.model.map(name);
+        if let Some(model) = model {
             span.record(GEN_AI_RESPONSE_MODEL, model);
         }
         for (name, count) in [
@@ -186,15 +193,16 @@ impl ModelCall {
             }
         }
         if !answer.finish_reasons.is_empty() {
-            finish_reasons(span, answer.finish_reasons);
+            let reasons: Vec<&str> = answer.finish_reasons.iter().take(MAX_CHOICES).copied().map(name).collect();
+            finish_reasons(span, &reasons);
         }
-        self.metric(answer.model, None, answer.input_tokens, answer.output_tokens);
+        self.metric(model, None, answer.input_tokens, answer.output_tokens);
     }
 
     /// The call failed with a stable code (`error.type`, such as `model-unreachable`).
     pub fn failed(mut self, error_type: &str) {
         self.ended = true;
-        self.fail(error_type);
+        self.fail(name(error_type));
     }
 
     fn fail(&self, error_type: &str) {
