@@ -77,15 +77,58 @@ pub fn must_escape(c: char) -> bool {
         .is_ok()
 }
 
-/// Whether `text` says nothing a reader could see: empty, whitespace, or only invisible
-/// characters (a justification of zero-width spaces and bidi marks is blank).
+/// Symbols that draw nothing: the blank Braille pattern U+2800, the object replacement
+/// character U+FFFC and the musical null notehead U+1D159 (people use them to fake a name).
+const BLANK_SYMBOLS: &[char] = &['\u{2800}', '\u{FFFC}', '\u{1D159}'];
+
+/// Whether `c` shows a reader something on its own: a letter, a digit, punctuation or a symbol
+/// (Unicode's L, N, P and S categories), not one of [`must_escape`]'s, not a symbol that draws
+/// nothing. Marks (a combining accent, a variation selector) show only on another character;
+/// private-use characters show whatever a font puts there, so they count as nothing.
+///
+/// ```
+/// use planlock::text::is_visible;
+/// assert!(is_visible('a') && is_visible('한') && is_visible('?') && is_visible('🙂'));
+/// assert!(!is_visible(' ') && !is_visible('\u{0300}') && !is_visible('\u{FE0F}') && !is_visible('\u{E000}'));
+/// ```
+pub fn is_visible(c: char) -> bool {
+    use unicode_general_category::{GeneralCategory as G, get_general_category};
+    let shown = matches!(
+        get_general_category(c),
+        G::UppercaseLetter
+            | G::LowercaseLetter
+            | G::TitlecaseLetter
+            | G::ModifierLetter
+            | G::OtherLetter
+            | G::DecimalNumber
+            | G::LetterNumber
+            | G::OtherNumber
+            | G::ConnectorPunctuation
+            | G::DashPunctuation
+            | G::OpenPunctuation
+            | G::ClosePunctuation
+            | G::InitialPunctuation
+            | G::FinalPunctuation
+            | G::OtherPunctuation
+            | G::MathSymbol
+            | G::CurrencySymbol
+            | G::ModifierSymbol
+            | G::OtherSymbol
+    );
+    shown && !must_escape(c) && !BLANK_SYMBOLS.contains(&c)
+}
+
+/// Whether `text` says nothing a reader could see: no character of it is [`is_visible`] (a
+/// justification of zero-width spaces, bidi marks, a lone combining accent or blank Braille is
+/// blank).
 ///
 /// ```
 /// assert!(planlock::text::is_blank(" \u{200b}\u{202e}\u{2066} "));
-/// assert!(!planlock::text::is_blank("ok"));
+/// assert!(planlock::text::is_blank("\u{2800}\u{FE0F}\u{0300}\u{FFFC}\u{1D159}\u{E000}"));
+/// assert!(!planlock::text::is_blank("ok") && !planlock::text::is_blank("é"));
 /// ```
 pub fn is_blank(text: &str) -> bool {
-    text.chars().all(|c| c.is_whitespace() || must_escape(c))
+    !text.chars().any(is_visible)
 }
 
 /// `text` with every character of [`must_escape`] written as a visible escape: `\n`, `\t` and

@@ -425,3 +425,145 @@ fn a_server_whose_answer_changes_is_judged_again() {
     assert_eq!(seeds.len(), 2);
     assert_eq!(seeds[0], seeds[1]);
 }
+
+/// The CLI on a paused session: `(exit code, JSON report)` of `planlock args…` under `limit`
+/// (a file size limit in bytes, SIGXFSZ ignored, so a write past it fails as a full disk does).
+fn cli_limited(args: &[&str], limit: Option<u64>) -> (Option<i32>, Value) {
+    let mut command = std::process::Command::new("bash");
+    let script = match limit {
+        Some(bytes) => format!("trap '' XFSZ; ulimit -f {}; exec \"$0\" \"$@\"", bytes / 512),
+        None => "exec \"$0\" \"$@\"".to_owned(),
+    };
+    // bash's ulimit -f counts 512-byte blocks in POSIX mode, 1024 otherwise: POSIX mode is asked.
+    command.args(["--posix", "-c", &script, env!("CARGO_BIN_EXE_planlock")]).args(args);
+    let out = command.output().unwrap();
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
+}
+
+/// A session of the CLI paused at the review gate's write: (the session, the run's arguments).
+fn paused_by_the_cli() -> (Session, Vec<String>) {
+    let s = Session::new();
+    let plan = s.sessions.path().join("plan.json");
+    let reviewed = plan_with(|v| {
+        v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
+        let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
+        v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
+    });
+    std::fs::write(&plan, reviewed.to_json()).unwrap();
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let run = vec![
+        "run".to_owned(),
+        "--format".into(),
+        "json".into(),
+        "--root".into(),
+        path(&s.root()),
+        "--policy-root".into(),
+        path(s.policy.path()),
+        path(&plan),
+    ];
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    assert_eq!(cli_limited(&args, None).0, Some(4));
+    (s, run)
+}
+
+/// A decision is acknowledged only when every reader finds it: a log whose last line was cut
+/// (a crash, an edit, a 2 GiB sparse file) has its torn line ended before the decision's; a
+/// write that fails (a full disk: here a file size limit) is an error (exit 3), leaves no part of
+/// a line, and the next decision is found.
+#[test]
+fn a_decision_is_never_lost_in_a_cut_log() {
+    let log_path = |s: &Session| s.root().join(planlock::session::APPROVAL_LOG_FILE);
+    let decide_cli = |s: &Session, verdict: &str, by: &str, limit: Option<u64>| {
+        let dir = s.sessions.path().to_str().unwrap().to_owned();
+        let args = ["inbox", verdict, "--format", "json", "--sessions", &dir, "--by", by, "--reason", "looked", "s1"];
+        cli_limited(&args, limit)
+    };
+    for torn in [&b"{\"event\":\"decided\",\"decision\":{\"pa"[..], &b"garbage with no newline"[..]] {
+        let (s, _) = paused_by_the_cli();
+        std::fs::write(log_path(&s), torn).unwrap();
+        assert_eq!(decide_cli(&s, "approve", "ada", None).0, Some(0));
+        let record = block_on(s.records().load_intervention()).unwrap().unwrap();
+        let pause = planlock::session::PauseRef::of(&record);
+        let found = block_on(s.records().decision_on(&pause)).unwrap();
+        assert_eq!(found.map(|d| d.by), Some("ada".to_owned()), "the acknowledged decision is found");
+        let (code, refused) = decide_cli(&s, "reject", "bob", None);
+        assert_eq!((code, &refused["errorCode"]), (Some(1), &json!("already-decided")), "one decision per pause");
+    }
+    // A sparse log of 2 GiB whose end is NUL bytes, no newline.
+    let (s, run) = paused_by_the_cli();
+    let file = std::fs::File::create(log_path(&s)).unwrap();
+    file.set_len(2 << 30).unwrap();
+    assert_eq!(decide_cli(&s, "approve", "ada", None).0, Some(0));
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    let (code, report) = cli_limited(&args, None);
+    assert_eq!((code, &report["outcome"]), (Some(0), &json!("completed")), "the approval was found: {report}");
+    // A full disk: the write fails, the decider is told, nothing of the line stays.
+    let (s, _) = paused_by_the_cli();
+    std::fs::write(log_path(&s), b"{\"event\":\"cut").unwrap();
+    let before = std::fs::metadata(log_path(&s)).unwrap().len();
+    let (code, failed) = decide_cli(&s, "approve", "ada", Some(before + 100));
+    assert_eq!(code, Some(3), "{failed}");
+    assert_eq!(std::fs::metadata(log_path(&s)).unwrap().len(), before, "no part of a line left");
+    assert_eq!(decide_cli(&s, "reject", "bob", None).0, Some(0), "another decider is not refused by a lost one");
+    let record = block_on(s.records().load_intervention()).unwrap().unwrap();
+    let found = block_on(s.records().decision_on(&planlock::session::PauseRef::of(&record))).unwrap().unwrap();
+    assert_eq!(found.by, "bob");
+}
+
+/// A name or a reason with nothing a person can see is blank; a name is one line.
+#[test]
+fn a_decider_and_a_reason_must_be_visible() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    let record = paused(rt.run_cycle_blocking());
+    let invisible =
+        ["\u{2800}", "\u{FE0F}", "\u{0300}", "\u{FFFC}", "\u{1D159}", "\u{E000}", "\u{2800}\u{0300} \u{200b}"];
+    for blank in invisible {
+        for (by, why) in [(blank, "fine"), ("ada", blank)] {
+            let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, by, why);
+            let err = block_on(decide(&s.records(), &decision)).unwrap_err();
+            assert_eq!(err.code(), "decision-invalid", "{by:?} {why:?}: {err}");
+        }
+    }
+    for by in ["ada\nbob", "ada\u{1b}[2J", "ada\u{85}"] {
+        let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, by, "fine");
+        assert_eq!(block_on(decide(&s.records(), &decision)).unwrap_err().code(), "decision-invalid", "{by:?}");
+    }
+    assert!(s.log().is_empty(), "nothing recorded");
+    for by in ["é", "한", "🙂", "a\u{0300}"] {
+        assert!(planlock::session::check_decider(by).is_ok(), "{by:?}");
+    }
+}
+
+/// A decision shown for one pause does not land on a later pause of the same session, though
+/// the re-run pauses at the same step showing the same thing (the same digest).
+#[test]
+fn a_decision_names_its_pause_and_another_is_refused() {
+    let (s, run) = paused_by_the_cli();
+    let dir = s.sessions.path().to_str().unwrap().to_owned();
+    let (_, show) = cli_limited(&["inbox", "show", "--format", "json", "--sessions", &dir, "s1"], None);
+    let first = planlock::session::PauseRef::of(&serde_json::from_value(show["record"].clone()).unwrap()).id();
+    let reject = ["inbox", "reject", "--format", "json", "--sessions", &dir, "--by", "ada", "--reason", "no"];
+    assert_eq!(cli_limited(&[&reject[..], &["--pause", &first, "s1"]].concat(), None).0, Some(0));
+    let args: Vec<&str> = run.iter().map(String::as_str).collect();
+    assert_eq!(cli_limited(&args, None).0, Some(1), "the rejected cycle is abandoned");
+    assert_eq!(cli_limited(&args, None).0, Some(4), "and pauses again, showing the same thing");
+    let approve = ["inbox", "approve", "--format", "json", "--sessions", &dir, "--by", "ada", "--reason", "ok"];
+    let (code, refused) = cli_limited(&[&approve[..], &["--pause", &first, "s1"]].concat(), None);
+    assert_eq!((code, &refused["errorCode"]), (Some(1), &json!("pause-ended")), "{refused}");
+    let record = block_on(s.records().load_intervention()).unwrap().unwrap();
+    assert_ne!(planlock::session::PauseRef::of(&record).id(), first);
+    assert!(block_on(s.records().decision_on(&planlock::session::PauseRef::of(&record))).unwrap().is_none());
+}
+
+/// `resume` with an override whose plan hash no longer holds records no approval.
+#[test]
+fn a_refused_resume_leaves_no_approval() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    paused(rt.run_cycle_blocking());
+    policy(s.policy.path(), "changed");
+    let err = rt.resume_blocking(Some(Override::new("gate", "remember", "fine"))).unwrap_err();
+    assert_eq!(err.code(), "plan-hash-mismatch", "{err}");
+    assert!(s.log().is_empty(), "no approval recorded: {:?}", s.log());
+}

@@ -14,7 +14,7 @@ use std::process::Command;
 use planlock::session::{ApprovalEvent, FileRecords, SessionRecords};
 
 mod common;
-use common::console::{TOKEN, field, serve, url_segment};
+use common::console::{TOKEN, decide_fields, field, serve, url_segment};
 
 const HOSTILE: &str = "<script>alert(1)</script> \"onmouseover=alert(2) \u{1b}[31m \u{202e}evil";
 const HOSTILE_NAME: &str = "x\u{1b}[2J\u{202e}<img src=x onerror=alert(3)>";
@@ -76,7 +76,8 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     // Refused: without the CSRF token, from another origin, with another login's token.
     let approve =
         |headers: &[(&str, &str)], body: &str| console.request("POST", "/inbox/review/approve", headers, body);
-    let body = format!("csrf={csrf}&digest={digest}&reason=checked+by+hand");
+    let pause = url_segment(field(&inbox.body, "/inbox/review/approve", "pause"));
+    let body = format!("csrf={csrf}&digest={digest}&pause={pause}&reason=checked+by+hand");
     assert_eq!(approve(&[("Cookie", &cookie), ("Origin", &origin)], "digest=x&reason=no").status, 403);
     assert_eq!(approve(&[("Cookie", &cookie), ("Origin", "http://evil.example")], &body).status, 403);
     let other = console.sign_in("eve");
@@ -93,8 +94,10 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     assert_eq!((decision.by.as_str(), decision.justification.as_str()), ("ada", "checked by hand"));
     assert_eq!(decision.shown_digest.map(|d| d.to_string()), Some(digest));
     // A decision on what the page did not show is refused, and says why.
-    let csrf_other = field(&console.get(&cookie, "/inbox").body, "/inbox/other/reject", "csrf").to_owned();
-    let stale = format!("csrf={csrf_other}&digest={}&reason=no", "0".repeat(64));
+    let page = console.get(&cookie, "/inbox").body;
+    let csrf_other = field(&page, "/inbox/other/reject", "csrf").to_owned();
+    let pause_other = url_segment(field(&page, "/inbox/other/reject", "pause"));
+    let stale = format!("csrf={csrf_other}&digest={}&pause={pause_other}&reason=no", "0".repeat(64));
     let reply = console.request("POST", "/inbox/other/reject", &[("Cookie", &cookie), ("Origin", &origin)], &stale);
     assert!(reply.headers.contains("notice=not+recorded"), "{}", reply.headers);
     // The session's next run completes the approved cycle; its page shows every step.
@@ -109,8 +112,7 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     assert!(page.body.contains("<td>PersistSession</td>"));
     // Rejected from the inbox: the next run abandons the cycle.
     let inbox = console.get(&cookie, "/inbox").body;
-    let (csrf, digest) = (field(&inbox, "/inbox/other/reject", "csrf"), field(&inbox, "/inbox/other/reject", "digest"));
-    let body = format!("csrf={csrf}&digest={digest}&reason=not+this+one");
+    let body = format!("{}&reason=not+this+one", decide_fields(&inbox, "/inbox/other/reject"));
     let reply = console.request("POST", "/inbox/other/reject", &[("Cookie", &cookie), ("Origin", &origin)], &body);
     assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
     let args = ["run", "--root", "other", "--policy-root", policy.to_str().unwrap(), plan.to_str().unwrap()];
@@ -260,4 +262,204 @@ fn a_person_uses_the_console_in_a_real_browser() {
         let png = std::fs::read(shots_dir.join(format!("console-{page}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{page}");
     }
+}
+
+/// Copies the session root `from` to `to` (a root paused the same way, under another name).
+fn copy_root(from: &Path, to: &Path) {
+    let ok = Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap().success();
+    assert!(ok);
+}
+
+/// The edges a hostile client or a hostile directory finds: roots read without following links,
+/// odd names in a POST path, the one rule for which names are sessions, HEAD, identity headers.
+#[test]
+fn the_consoles_edges_hold() {
+    let dir = sessions();
+    // A root whose `ops` is a link to another root's.
+    std::fs::create_dir(dir.path().join("linked")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("review/ops"), dir.path().join("linked/ops")).unwrap();
+    // A root whose name holds a backslash: not a session name (one rule for the lister and the
+    // readers), so listed nowhere and never given forms.
+    copy_root(&dir.path().join("other"), &dir.path().join("back\\slash"));
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let (cookie, origin) = (console.sign_in("ada"), console.origin());
+    let head = console.request("HEAD", "/login", &[], "");
+    assert_eq!((head.status, head.body.as_str()), (200, ""), "HEAD is answered as GET, without the body");
+    let inbox = console.get(&cookie, "/inbox").body;
+    assert!(!inbox.contains("back\\slash") && !inbox.contains("/inbox/back"), "{inbox}");
+    assert!(inbox.contains("linked") && inbox.contains("symbolic link"), "listed as a problem: {inbox}");
+    assert!(!inbox.contains("/inbox/linked/approve"), "no form for it");
+    let fields = decide_fields(&inbox, "/inbox/review/approve");
+    let body = format!("{fields}&reason=fine");
+    let post = |path: &str| console.request("POST", path, &[("Cookie", &cookie), ("Origin", &origin)], &body);
+    // Through the link, nothing is written into the other root's log.
+    let reply = post("/inbox/linked/approve");
+    assert!(!reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    let logs = || {
+        ["review", "other", "calm", "back\\slash"]
+            .map(|r| std::fs::read(dir.path().join(r).join(planlock::session::APPROVAL_LOG_FILE)).unwrap_or_default())
+    };
+    assert!(logs().iter().all(Vec::is_empty), "nothing recorded through a link");
+    // A name that is not a session is 404, and nothing is read or written.
+    for odd in ["%00", "one%00", "%c0%ae", "%c0%ae%c0%ae", "%252e%252e", "..;", "%2e%2e", "back%5Cslash", "nope"] {
+        let reply = post(&format!("/inbox/{odd}/approve"));
+        assert_eq!(reply.status, 404, "{odd}: {}", reply.body);
+    }
+    assert!(logs().iter().all(Vec::is_empty), "nothing recorded");
+    assert_eq!(console.get(&cookie, "/sessions/back%5Cslash").status, 404);
+    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["inbox", "list", "--format", "json", "--sessions"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(list["pauses"].as_array().unwrap().iter().all(|p| p["session"] != "back\\slash"), "{list}");
+    // `--user-header` names a header a proxy puts its user in, never one the browser sends.
+    for header in ["Host", "Cookie", "cookie", "User-Agent", "Origin", "X-Forwarded-For", "Content-Length"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--user-header", header, "--sessions"])
+            .arg(dir.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{header}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let proxied = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &["--user-header", "X-Forwarded-User"]);
+    let (cookie, origin) = (proxied.sign_in("typed"), proxied.origin());
+    let inbox = proxied.get(&cookie, "/inbox").body;
+    let body = format!("{}&reason=by+the+proxy", decide_fields(&inbox, "/inbox/review/approve"));
+    let headers = [("Cookie", cookie.as_str()), ("Origin", origin.as_str()), ("X-Forwarded-User", "grace")];
+    let reply = proxied.request("POST", "/inbox/review/approve", &headers, &body);
+    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    let log = planlock::block_on(FileRecords::new(dir.path().join("review")).approval_log()).unwrap();
+    let ApprovalEvent::Decided { decision } = &log.events[0] else { panic!("{log:?}") };
+    assert_eq!(decision.by, "grace");
+}
+
+/// A form shown for one pause does not decide a later one: the re-run of a rejected cycle
+/// pauses again showing the same thing (the same digest), and the old page's form is refused.
+#[test]
+fn an_old_form_does_not_decide_a_new_pause() {
+    let dir = sessions();
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let (cookie, origin) = (console.sign_in("ada"), console.origin());
+    let old_page = console.get(&cookie, "/inbox").body;
+    let reject = format!("{}&reason=no", decide_fields(&old_page, "/inbox/other/reject"));
+    let post =
+        |path: &str, body: &str| console.request("POST", path, &[("Cookie", &cookie), ("Origin", &origin)], body);
+    assert!(post("/inbox/other/reject", &reject).headers.contains("notice=recorded"));
+    let policy = manifest("examples/policy");
+    let plan = manifest("examples/plans/reviewed_plan.json");
+    let args = ["run", "--root", "other", "--policy-root", policy.to_str().unwrap(), plan.to_str().unwrap()];
+    assert_eq!(planlock(&args, dir.path()), 1, "abandoned");
+    // A second later: a pause's creation time is to the nanosecond, but not every clock is.
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(planlock(&args, dir.path()), 4, "paused again");
+    let approve = format!("{}&reason=yes", decide_fields(&old_page, "/inbox/other/approve"));
+    let reply = post("/inbox/other/approve", &approve);
+    assert!(
+        reply.headers.contains("notice=not+recorded") && reply.headers.contains("pause-ended"),
+        "{}",
+        reply.headers
+    );
+    let records = FileRecords::new(dir.path().join("other"));
+    let record = planlock::block_on(records.load_intervention()).unwrap().unwrap();
+    assert!(planlock::block_on(records.decision_on(&planlock::session::PauseRef::of(&record))).unwrap().is_none());
+}
+
+/// The inbox is paged, and a list never carries whole `shown` values: a pause that shows more
+/// than the list holds is decided on its session's page, where it is shown whole.
+#[test]
+fn the_inbox_is_paged_and_its_list_is_bounded() {
+    let dir = sessions();
+    let policy = manifest("examples/policy");
+    let mut plan: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(manifest("examples/plans/reviewed_plan.json")).unwrap()).unwrap();
+    for step in plan["steps"].as_array_mut().unwrap() {
+        if step["type"] == "PersistMemory" {
+            step["payload"]["summary"] = "long words ".repeat(3000).into();
+        }
+    }
+    let big = dir.path().join("big.json");
+    std::fs::write(&big, serde_json::to_vec(&plan).unwrap()).unwrap();
+    let args = ["run", "--root", "big", "--policy-root", policy.to_str().unwrap(), big.to_str().unwrap()];
+    assert_eq!(planlock(&args, dir.path()), 4);
+    std::fs::remove_file(big).unwrap();
+    for i in 0..30 {
+        copy_root(&dir.path().join("review"), &dir.path().join(format!("copy-{i:02}")));
+    }
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let cookie = console.sign_in("ada");
+    let first = console.get(&cookie, "/inbox").body;
+    let second = console.get(&cookie, "/inbox?page=1").body;
+    let pauses = |page: &str| page.matches("<div class=\"pause\">").count();
+    assert_eq!((pauses(&first), pauses(&second)), (20, 14), "34 pauses, 20 a page");
+    assert!(first.contains("20 of 34") && first.contains("href=\"/inbox?page=1\""), "a link to the next page");
+    assert!(first.len() < 200_000, "a page of 20 pauses is small: {} bytes", first.len());
+    let both = format!("{first}{second}");
+    assert!(!both.contains("/inbox/big/approve"), "no form for a pause the list does not show whole");
+    assert!(both.contains("href=\"/sessions/big\">read it whole and decide there"), "a link to where it is");
+    assert!(both.matches("long words").count() < 400, "at most a preview of what it shows");
+    let page = console.get(&cookie, "/sessions/big").body;
+    assert_eq!(page.matches("long words").count(), 3000, "the session page shows it whole");
+    assert!(page.contains("/inbox/big/approve"), "and is where it is decided");
+    assert!(page.contains("Session id <code>"), "with the session's id");
+}
+
+/// A client that sends pipelined requests and never reads, on many connections, holds neither
+/// every slot nor the console's memory: another client is served at once, and the held
+/// connections are closed when their writes cannot go on.
+#[test]
+fn clients_that_never_read_do_not_hold_the_console() {
+    use std::net::SocketAddr;
+    let dir = sessions();
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let cookie = console.sign_in("ada");
+    let target: SocketAddr = console.addr.parse().unwrap();
+    // From another loopback address, as another client: 70 connections, each with pipelined
+    // requests for the inbox and the login page that it never reads.
+    let mut held = Vec::new();
+    let pipelined = format!(
+        "GET /inbox HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\nGET /login HTTP/1.1\r\nHost: x\r\n\r\n",
+        console.addr
+    )
+    .repeat(200);
+    for _ in 0..70 {
+        let Some(mut stream) = socket2_connect(target) else { continue };
+        stream.set_write_timeout(Some(std::time::Duration::from_millis(200))).unwrap();
+        let _ = stream.write_all(pipelined.as_bytes());
+        held.push(stream);
+    }
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let started = std::time::Instant::now();
+    let reply = console.request("GET", "/login", &[], "");
+    assert_eq!(reply.status, 200);
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "served at once: {:?}", started.elapsed());
+    // The held connections are closed once their writes have waited 10 s.
+    std::thread::sleep(std::time::Duration::from_secs(12));
+    let mut closed = 0;
+    for mut stream in held.into_iter().take(5) {
+        stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+        let mut sink = Vec::new();
+        match stream.read_to_end(&mut sink) {
+            Ok(_) => closed += 1,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => closed += 1,
+            Err(_) => {}
+        }
+    }
+    assert_eq!(closed, 5, "the console closed connections whose client does not read");
+}
+
+/// A connection to `target` from 127.0.0.2 (another client address on the loopback), if the
+/// console takes it.
+fn socket2_connect(target: std::net::SocketAddr) -> Option<TcpStream> {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    runtime.block_on(async {
+        let socket = tokio::net::TcpSocket::new_v4().ok()?;
+        socket.bind("127.0.0.2:0".parse().unwrap()).ok()?;
+        let stream =
+            tokio::time::timeout(std::time::Duration::from_secs(2), socket.connect(target)).await.ok()?.ok()?;
+        let stream = stream.into_std().ok()?;
+        stream.set_nonblocking(false).ok()?;
+        Some(stream)
+    })
 }

@@ -374,6 +374,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Some(o) => {
                 o.check_justification().map_err(RuntimeError::Justification)?;
                 override_fits(o, &record.validator.id, &record.step_id)?;
+                // A resume that will be refused records no approval.
+                self.check_hash(&record)?;
                 Some(self.decide_now(&record, o).await?)
             }
             None => None,
@@ -390,18 +392,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         over: Option<Override>,
         decision: Option<ReviewDecision>,
     ) -> Result<RunOutcome, RuntimeError> {
-        let profile = match PolicyProfile::load(&self.policy_root, &self.plan.metadata().policy_profile) {
-            Ok(profile) => profile,
-            Err(e) => return Err(self.fail(e.into())),
-        };
-        let current = plan_hash(&profile, &self.plan);
-        if current != record.plan_hash {
-            let what = self.parts.difference(&HashParts::of(&profile, &self.plan));
-            let saved = Saved::PausedCycle { cycle: record.cycle };
-            let (session_id, stored) = (record.session_id, record.plan_hash);
-            let mismatch = HashMismatch { saved, session_id, stored, current, what };
-            return Err(self.fail(RuntimeError::HashMismatch(Box::new(mismatch))));
-        }
+        self.check_hash(&record)?;
         let restored = match self.restore(&record, over) {
             Ok(restored) => restored,
             Err(e) => return Err(self.fail(e)),
@@ -429,6 +420,24 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.state = State::Ready;
         }
         settled
+    }
+
+    /// The plan hash of the current policy files against the paused cycle's: a change is
+    /// FailFast, naming the part that changed.
+    fn check_hash(&mut self, record: &InterventionRecord) -> Result<(), RuntimeError> {
+        let profile = match PolicyProfile::load(&self.policy_root, &self.plan.metadata().policy_profile) {
+            Ok(profile) => profile,
+            Err(e) => return Err(self.fail(e.into())),
+        };
+        let current = plan_hash(&profile, &self.plan);
+        if current != record.plan_hash {
+            let what = self.parts.difference(&HashParts::of(&profile, &self.plan));
+            let saved = Saved::PausedCycle { cycle: record.cycle };
+            let (session_id, stored) = (record.session_id, record.plan_hash);
+            let mismatch = HashMismatch { saved, session_id, stored, current, what };
+            return Err(self.fail(RuntimeError::HashMismatch(Box::new(mismatch))));
+        }
+        Ok(())
     }
 
     /// Removes the paused cycle's record from the store, durably.

@@ -38,6 +38,20 @@ pub struct PauseRef {
 }
 
 impl PauseRef {
+    /// A short name of this pause, `{cycle}@{createdAt}`, that a page's form or a command line
+    /// carries so that a decision made on what it showed cannot land on a later pause of the
+    /// same session (a re-run may pause at the same step, showing the same thing).
+    ///
+    /// ```
+    /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","cycle":3,"stepId":"s","validatorId":"v","createdAt":"2026-01-01T00:00:00Z"}"#;
+    /// let pause: planlock::session::PauseRef = serde_json::from_str(json)?;
+    /// assert_eq!(pause.id(), "3@2026-01-01T00:00:00Z");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn id(&self) -> String {
+        format!("{}@{}", self.cycle, self.created_at)
+    }
+
     /// The pause `record` describes.
     pub fn of(record: &InterventionRecord) -> PauseRef {
         PauseRef {
@@ -66,6 +80,16 @@ impl ReviewVerdict {
         match self {
             ReviewVerdict::Approve => "approve",
             ReviewVerdict::Reject => "reject",
+        }
+    }
+}
+
+impl ReviewVerdict {
+    /// `approved` or `rejected`: what a pause with this decision is.
+    pub fn past(self) -> &'static str {
+        match self {
+            ReviewVerdict::Approve => "approved",
+            ReviewVerdict::Reject => "rejected",
         }
     }
 }

@@ -4,7 +4,7 @@
 
 use tracing::Instrument;
 
-use super::approval::{Recorded, ReviewDecision, ReviewVerdict};
+use super::approval::{Recorded, ReviewDecision};
 use super::records::SessionRecords;
 use super::{SessionError, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
@@ -29,6 +29,17 @@ pub enum DecideError {
         cycle: u64,
         /// The step it names.
         step_id: String,
+    },
+    /// The decision was made on another pause than the one waiting now (a page or a command
+    /// line named it by [`PauseRef::id`](super::PauseRef::id)).
+    #[error(
+        "the decision was made on pause {named}, which is no longer the one waiting (pause {waiting} is); look again and decide on the one there now"
+    )]
+    OtherPause {
+        /// The pause the decider was shown.
+        named: String,
+        /// The pause waiting now.
+        waiting: String,
     },
     /// The pause expired: only an abandon may follow.
     #[error("the pause expired at {expired_at}; a decision after it is refused: abandon the cycle")]
@@ -58,7 +69,7 @@ impl Failure for DecideError {
     fn code(&self) -> &'static str {
         match self {
             DecideError::NotPaused => "not-paused",
-            DecideError::PauseEnded { .. } => "pause-ended",
+            DecideError::PauseEnded { .. } | DecideError::OtherPause { .. } => "pause-ended",
             DecideError::Expired { .. } => "approval-expired",
             DecideError::DigestMismatch { .. } => "digest-mismatch",
             DecideError::Invalid(_) => "decision-invalid",
@@ -72,6 +83,51 @@ impl Failure for DecideError {
             DecideError::Session(e) if !matches!(e, SessionError::AlreadyDecided { .. }) => e.kind(),
             _ => FailureKind::CycleFail,
         }
+    }
+}
+
+impl ReviewDecision {
+    /// This decision, if it is on the pause named `id` (as [`PauseRef::id`](super::PauseRef::id)
+    /// writes it): what a form or a command line that showed one pause gives, so that the
+    /// decision cannot land on another.
+    ///
+    /// ```
+    /// use planlock::session::{ReviewDecision, ReviewVerdict};
+    /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+    /// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
+    /// let decision = ReviewDecision::new(&record, ReviewVerdict::Reject, "ada", "no");
+    /// assert!(decision.clone().on_pause("1@2026-01-01T00:00:00Z").is_ok());
+    /// assert!(decision.on_pause("1@2026-01-01T00:00:01Z").is_err()); // a later pause of cycle 1
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn on_pause(self, id: &str) -> Result<ReviewDecision, DecideError> {
+        let waiting = self.pause.id();
+        if id == waiting {
+            return Ok(self);
+        }
+        Err(DecideError::OtherPause { named: printable(id).into_owned(), waiting })
+    }
+}
+
+/// The rule for who decided: a name a person can read (at least one visible character, see
+/// [`is_blank`](crate::text::is_blank)), at most [`MAX_DECIDER_CHARS`] characters, no control
+/// character (a name is one line).
+///
+/// ```
+/// use planlock::session::check_decider;
+/// assert!(check_decider("ada").is_ok());
+/// assert!(check_decider("\u{2800}").is_err() && check_decider("ada\nbob").is_err());
+/// ```
+pub fn check_decider(by: &str) -> Result<(), String> {
+    let chars = by.chars().count();
+    if crate::text::is_blank(by) || chars > MAX_DECIDER_CHARS {
+        return Err(format!(
+            "who decided must be named with a visible character, in at most {MAX_DECIDER_CHARS} characters (the name has {chars})"
+        ));
+    }
+    match by.chars().find(|c| c.is_control()) {
+        Some(c) => Err(format!("who decided must be named without control characters (found U+{:04X})", u32::from(c))),
+        None => Ok(()),
     }
 }
 
@@ -94,12 +150,7 @@ impl Failure for DecideError {
 /// ```
 pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result<Recorded, DecideError> {
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
-    let by = decision.by.chars().count();
-    if crate::text::is_blank(&decision.by) || by > MAX_DECIDER_CHARS {
-        let problem =
-            format!("who decided must be named, in at most {MAX_DECIDER_CHARS} characters (the name has {by})");
-        return Err(DecideError::Invalid(problem));
-    }
+    check_decider(&decision.by).map_err(DecideError::Invalid)?;
     let record = records.load_intervention().await?.ok_or(DecideError::NotPaused)?;
     if super::PauseRef::of(&record) != decision.pause {
         let step_id = printable(&decision.pause.step_id).into_owned();
@@ -120,10 +171,7 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
         });
     }
     // The decision is part of the paused cycle's trace: its span is a child of the cycle's.
-    let verdict = match decision.verdict {
-        ReviewVerdict::Approve => "approved",
-        ReviewVerdict::Reject => "rejected",
-    };
+    let verdict = decision.verdict.past();
     let span = tracing::info_span!(
         "review",
         otel.name = %format_args!("review {verdict}"),

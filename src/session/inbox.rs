@@ -258,12 +258,36 @@ fn matches(pause: &PendingPause, filter: &InboxFilter) -> bool {
         && filter.expired.is_none_or(|expired| expired == pause.expired)
 }
 
-/// The root of session `name` under `dir`: a name of one directory there (no separator, no
-/// `..`), or a path to a root (as given on a command line).
+/// The longest name of a session root, in bytes (a file name's limit on common file systems).
+pub const MAX_ROOT_NAME_BYTES: usize = 255;
+
+/// Whether `name` can be a session root's name under a directory: the one rule the lister, the
+/// inbox, the console and every reader use. A plain name of one entry there: not empty, at most
+/// [`MAX_ROOT_NAME_BYTES`], not `.` or `..`, no separator (`/`, nor `\`, which is one elsewhere),
+/// and no NUL. A directory whose name breaks it is not a session (any other character is allowed,
+/// and shown escaped wherever a name is shown).
+///
+/// ```
+/// use planlock::session::inbox::is_root_name;
+/// assert!(is_root_name("support-7") && is_root_name("세션"));
+/// assert!(!is_root_name("..") && !is_root_name("a/b") && !is_root_name("a\\b") && !is_root_name("a\0"));
+/// ```
+pub fn is_root_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= MAX_ROOT_NAME_BYTES
+        && name != "."
+        && name != ".."
+        && !name.contains(['/', '\\', '\0'])
+}
+
+/// The root of session `name` under `dir`: a name of one directory there ([`is_root_name`]),
+/// or a path to a root (as given on a command line).
 fn root_of(dir: &Path, name: &str) -> Result<PathBuf, InboxError> {
     let unknown = || InboxError::Unknown(crate::text::printable(name).into_owned());
-    let plain = !name.is_empty() && !name.contains(['/', '\\']) && name != "." && name != "..";
-    let root = if plain { dir.join(name) } else { PathBuf::from(name) };
+    if name.is_empty() || name.contains('\0') {
+        return Err(unknown());
+    }
+    let root = if is_root_name(name) { dir.join(name) } else { PathBuf::from(name) };
     match std::fs::symlink_metadata(&root) {
         Ok(meta) if meta.is_dir() => Ok(root),
         _ => Err(unknown()),

@@ -46,7 +46,7 @@ pub mod postgres;
 mod records;
 mod store;
 pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict};
-pub use decide::{DecideError, MAX_DECIDER_CHARS, decide};
+pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide};
 pub use file::FileSessionStore;
 pub use history::{
     CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES,

@@ -217,8 +217,12 @@ pub(super) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>,
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(failed)?.take(MAX_SESSIONS) {
         let entry = entry.map_err(failed)?;
+        // One rule for which names are sessions (a name no reader could open is not listed).
+        let Some(name) = entry.file_name().to_str().filter(|n| super::inbox::is_root_name(n)).map(str::to_owned) else {
+            continue;
+        };
         if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            out.push((entry.file_name().to_string_lossy().into_owned(), FileRecords::new(entry.path())));
+            out.push((name, FileRecords::new(entry.path())));
         }
     }
     Ok(out)

@@ -162,33 +162,58 @@ impl FileRecords {
 
 impl SessionRecords for FileRecords {
     fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        ready(read_strict(&self.root.join(SESSION_FILE), MAX_SESSION_FILE_BYTES, "session state"))
+        ready(self.unlinked(|| read_strict(&self.root.join(SESSION_FILE), MAX_SESSION_FILE_BYTES, "session state")))
     }
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        ready(read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record"))
+        ready(self.unlinked(|| {
+            read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record")
+        }))
     }
     fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        ready(read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id"))
-    }
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        ready(read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin"))
-    }
-    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
-        ready(self.decision(pause))
-    }
-    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded> {
-        ready(self.record(decision))
-    }
-    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         ready(
-            self.append_unless(outcome, |log| if log.has_outcome(outcome.pause()) { Err(Ok(false)) } else { Ok(true) }),
+            self.unlinked(|| {
+                read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id")
+            }),
         )
     }
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
+        ready(self.unlinked(|| read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")))
+    }
+    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
+        ready(self.unlinked(|| self.decision(pause)))
+    }
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded> {
+        ready(self.unlinked(|| self.record(decision)))
+    }
+    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
+        ready(self.unlinked(|| {
+            self.append_unless(outcome, |log| if log.has_outcome(outcome.pause()) { Err(Ok(false)) } else { Ok(true) })
+        }))
+    }
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
-        ready(self.log())
+        ready(self.unlinked(|| self.log()))
     }
     fn history(&self, limit: usize) -> StoreFuture<'_, History> {
-        ready(self.read_history(limit))
+        ready(self.unlinked(|| self.read_history(limit)))
+    }
+}
+
+impl FileRecords {
+    /// `read` if the root's `ops` and `ops/runtime` are directories of its own, not links: a
+    /// link to another root's would have this root's readers read, and its deciders write, the
+    /// other session's records (the session store refuses them too).
+    fn unlinked<T>(&self, read: impl FnOnce() -> Result<T, SessionError>) -> Result<T, SessionError> {
+        let ops = self.root.join("ops");
+        for dir in [ops.join("runtime"), ops] {
+            match fs::symlink_metadata(&dir) {
+                Ok(meta) if meta.file_type().is_symlink() => {
+                    let problem = "a symbolic link: a session's directories are never followed through links".into();
+                    return Err(SessionError::Corrupt { file: dir, problem });
+                }
+                _ => {}
+            }
+        }
+        read()
     }
 }
 
@@ -236,11 +261,25 @@ impl FileRecords {
             Ok(value) => value,
             Err(answer) => return answer,
         };
-        let mut line = serde_json::to_vec(event).unwrap_or_default();
+        let before = file.metadata().map_err(io("inspect"))?.len();
+        // A log that does not end with a newline (a line a crash or a full disk cut short, an
+        // edit) would swallow this line into its torn one, where no reader finds it: the torn
+        // line is ended first, in the same write.
+        let torn = before > 0 && last_byte(&file, before).map_err(io("read"))? != b'\n';
+        let mut line = Vec::with_capacity(512);
+        if torn {
+            line.push(b'\n');
+        }
+        serde_json::to_writer(&mut line, event).map_err(|e| io("encode")(io::Error::other(e)))?;
         line.push(b'\n');
         // One write of a whole line at the end (O_APPEND), made durable before the call returns.
-        file.write_all(&line).map_err(io("append"))?;
-        file.sync_data().map_err(io("fsync"))?;
+        // A write or sync that fails (a full disk, a file size limit) is undone: a part of a line
+        // left behind would be the torn tail of the next append, and the caller is told.
+        let written = file.write_all(&line).map_err(io("append")).and_then(|()| file.sync_data().map_err(io("fsync")));
+        if let Err(e) = written {
+            let _ = file.set_len(before).and_then(|()| file.sync_data());
+            return Err(e);
+        }
         if created {
             File::open(&dir).and_then(|d| d.sync_all()).map_err(io("fsync directory"))?;
         }
@@ -304,6 +343,15 @@ pub(super) fn open_log(path: &Path) -> io::Result<File> {
         return Err(io::Error::other("not a regular file"));
     }
     Ok(file)
+}
+
+/// The byte at `len - 1` of `file` (a log opened to append: where it reads does not move where
+/// it writes).
+fn last_byte(mut file: &File, len: u64) -> io::Result<u8> {
+    file.seek(io::SeekFrom::Start(len - 1))?;
+    let mut byte = [0u8];
+    file.read_exact(&mut byte)?;
+    Ok(byte[0])
 }
 
 /// How much of the log's end a check reads for one pause's events: they all come after the

@@ -90,6 +90,13 @@ pub fn field<'a>(html: &'a str, form_action: &str, name: &str) -> &'a str {
     &form[at..at + form[at..].find('"').unwrap()]
 }
 
+/// The decide form's fields `csrf`, `digest` and `pause` of `form_action` on `html`, as a form
+/// body (to which `&reason=…` is added).
+pub fn decide_fields(html: &str, form_action: &str) -> String {
+    let value = |name| url_segment(field(html, form_action, name));
+    format!("csrf={}&digest={}&pause={}", value("csrf"), value("digest"), value("pause"))
+}
+
 /// `text` as one URL path segment: every byte but the unreserved ones percent-encoded.
 pub fn url_segment(text: &str) -> String {
     text.bytes()

@@ -160,7 +160,7 @@ pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_p
 /// what it shows; approved there, the worker's next cycle completes it and its page shows the
 /// cycle; a session key with a slash is one path segment.
 pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
-    use common::console::{field, serve, url_segment};
+    use common::console::{decide_fields, serve, url_segment};
 
     let url = server.database("console");
     let db = PgDatabase::connect(&url).unwrap();
@@ -173,8 +173,7 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
     let inbox = console.get(&cookie, "/inbox").body;
     assert!(inbox.contains("<title>(1) Inbox") && inbox.contains("tenant-7/conv &lt;b&gt;42&lt;/b&gt;"), "{inbox}");
     let action = format!("/inbox/{}/approve", url_segment(key));
-    let body =
-        format!("csrf={}&digest={}&reason=fine", field(&inbox, &action, "csrf"), field(&inbox, &action, "digest"));
+    let body = format!("{}&reason=fine", decide_fields(&inbox, &action));
     let origin = console.origin();
     let reply = console.request("POST", &action, &[("Cookie", &cookie), ("Origin", &origin)], &body);
     assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);

@@ -163,6 +163,10 @@ pub enum InboxCommand {
         /// shows now.
         #[arg(long, value_name = "HEX")]
         digest: Option<String>,
+        /// The pause you decide on, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
+        /// waiting now. A decision for a pause that has ended is refused.
+        #[arg(long, value_name = "ID")]
+        pause: Option<String>,
         /// The session: a root's name under `--sessions`, or a key in `--database`.
         session: String,
     },
@@ -172,6 +176,10 @@ pub enum InboxCommand {
         sessions: SessionsArgs,
         #[command(flatten)]
         decider: DeciderArgs,
+        /// The pause you decide on, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
+        /// waiting now. A decision for a pause that has ended is refused.
+        #[arg(long, value_name = "ID")]
+        pause: Option<String>,
         /// The session: a root's name under `--sessions`, or a key in `--database`.
         session: String,
     },

@@ -23,11 +23,11 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
             out.report(&ShowReport(pause));
             Ok(EXIT_VALID)
         }
-        InboxCommand::Approve { sessions, decider, digest, session } => {
-            decide_on(out, &sessions, &session, ReviewVerdict::Approve, decider, digest)
+        InboxCommand::Approve { sessions, decider, digest, pause, session } => {
+            decide_on(out, &sessions, &session, ReviewVerdict::Approve, decider, Shown { digest, pause })
         }
-        InboxCommand::Reject { sessions, decider, session } => {
-            decide_on(out, &sessions, &session, ReviewVerdict::Reject, decider, None)
+        InboxCommand::Reject { sessions, decider, pause, session } => {
+            decide_on(out, &sessions, &session, ReviewVerdict::Reject, decider, Shown { digest: None, pause })
         }
         InboxCommand::Log { sessions, session } => {
             let inbox = open(&sessions)?;
@@ -62,21 +62,30 @@ fn paused(inbox: &Inbox, session: &str) -> Result<PendingPause, CliError> {
     }
 }
 
+/// What the decider was shown, as the command line names it: the digest and the pause.
+struct Shown {
+    digest: Option<String>,
+    pause: Option<String>,
+}
+
 fn decide_on(
     out: &mut Output,
     sessions: &SessionsArgs,
     session: &str,
     verdict: ReviewVerdict,
     decider: DeciderArgs,
-    digest: Option<String>,
+    shown: Shown,
 ) -> Result<u8, CliError> {
     let inbox = open(sessions)?;
     let pause = paused(&inbox, session)?;
     let mut decision = ReviewDecision::new(&pause.record, verdict, decider.by, decider.reason);
-    if let Some(hex) = digest {
+    if let Some(hex) = shown.digest {
         let parsed =
             hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
         decision.shown_digest = Some(parsed);
+    }
+    if let Some(id) = shown.pause {
+        decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
     }
     let recorded = planlock::block_on(async {
         let records = inbox.records(session).await.map_err(|e| CliError::of(&e))?;
@@ -113,7 +122,7 @@ impl Report for ListReport {
             let r = &p.record;
             let state = match (&p.decision, p.expired) {
                 (_, true) => "expired".to_owned(),
-                (Some(d), _) => format!("{}d", d.verdict.as_str().trim_end_matches('e')),
+                (Some(d), _) => d.verdict.past().to_owned(),
                 (None, false) => "waiting".to_owned(),
             };
             line!(
@@ -193,7 +202,8 @@ impl Report for ShowReport {
                 }
                 line!(
                     out,
-                    "to decide:  planlock inbox approve|reject --by NAME --reason TEXT --digest {digest} {}",
+                    "to decide:  planlock inbox approve|reject --by NAME --reason TEXT --pause {} --digest {digest} {}",
+                    planlock::session::PauseRef::of(r).id(),
                     p.session
                 );
             }

@@ -14,7 +14,7 @@ mod pages;
 mod view;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,16 +30,23 @@ use planlock::{Failure, printable};
 use crate::args::SessionsArgs;
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::Output;
-use pages::{Forms, PER_PAGE};
+use pages::{Forms, PAUSES_PER_PAGE, PER_PAGE};
 
 const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
                    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const MAX_BODY: usize = 16 << 10;
 const MAX_HEADERS: usize = 16 << 10;
 const MAX_CONNECTIONS: usize = 64;
+/// The most connections one client address may hold at once: one client cannot take every slot.
+const MAX_PER_CLIENT: usize = 16;
 /// How long a client has to send a request's headers, and then its body.
 const HEADER_TIME: Duration = Duration::from_secs(10);
 const BODY_TIME: Duration = Duration::from_secs(10);
+/// How long a write may wait for a client that does not read (pipelined requests never read
+/// hold a connection and its response in memory), and a read for one that sends nothing (an
+/// idle kept-alive connection): then the connection is closed.
+const WRITE_TIME: Duration = Duration::from_secs(10);
+const IDLE_TIME: Duration = Duration::from_secs(30);
 const MAX_LOGINS: usize = 1000;
 const LOGIN_LIFE: Duration = Duration::from_secs(12 * 3600);
 const COOKIE: &str = "planlock_console";
@@ -75,6 +82,9 @@ pub fn serve(
     read_only: bool,
     user_header: Option<String>,
 ) -> Result<u8, CliError> {
+    if let Some(header) = &user_header {
+        identity_header(header).map_err(|why| CliError::usage("usage", why))?;
+    }
     let inbox = super::inbox::open(sessions)?;
     let token = match std::env::var("PLANLOCK_CONSOLE_TOKEN") {
         Ok(token) if token.len() >= 16 => token,
@@ -126,25 +136,103 @@ pub fn serve(
     Ok(EXIT_VALID)
 }
 
-/// Serves connections until the process is stopped: at most [`MAX_CONNECTIONS`] at once.
+/// The headers an authenticating proxy may name its user in: not one a browser or the HTTP
+/// exchange itself sets (`Host`, `Cookie` — the console's own login —, `Authorization`, the
+/// forwarding headers …), and one whose name says it carries a person (`Remote-User`,
+/// `X-Forwarded-User`, `X-Auth-Request-Email`, …).
+fn identity_header(name: &str) -> Result<(), String> {
+    const NOT_IDENTITY: &[&str] = &[
+        "host",
+        "cookie",
+        "set-cookie",
+        "authorization",
+        "proxy-authorization",
+        "origin",
+        "referer",
+        "user-agent",
+        "content-type",
+        "content-length",
+        "connection",
+        "accept",
+        "x-forwarded-for",
+        "x-forwarded-host",
+        "x-forwarded-proto",
+        "x-real-ip",
+        "forwarded",
+        "via",
+    ];
+    const IDENTITY_WORDS: &[&str] = &["user", "email", "login", "identity", "principal", "subject"];
+    let lower = name.to_ascii_lowercase();
+    let valid = HeaderValue::from_str(name).is_ok() && hyper::header::HeaderName::from_bytes(name.as_bytes()).is_ok();
+    if !valid || NOT_IDENTITY.contains(&lower.as_str()) || !IDENTITY_WORDS.iter().any(|w| lower.contains(w)) {
+        return Err(format!(
+            "--user-header `{}` is not a header a proxy names its user in: give one such as Remote-User, \
+             X-Forwarded-User or X-Auth-Request-Email (the name must say user, email, login, identity, principal \
+             or subject, and not be one the browser sends, such as Host, Cookie or User-Agent)",
+            printable(name)
+        ));
+    }
+    Ok(())
+}
+
+/// A client address's share of the connections; given back when dropped.
+struct ClientSlot {
+    clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
+    ip: IpAddr,
+}
+
+impl ClientSlot {
+    /// A slot for `ip`, unless it holds [`MAX_PER_CLIENT`] already.
+    fn take(clients: &Arc<Mutex<HashMap<IpAddr, usize>>>, ip: IpAddr) -> Option<ClientSlot> {
+        let mut held = clients.lock().unwrap_or_else(|p| p.into_inner());
+        let count = held.entry(ip).or_insert(0);
+        if *count >= MAX_PER_CLIENT {
+            return None;
+        }
+        *count += 1;
+        Some(ClientSlot { clients: clients.clone(), ip })
+    }
+}
+
+impl Drop for ClientSlot {
+    fn drop(&mut self) {
+        let mut held = self.clients.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(count) = held.get_mut(&self.ip) {
+            *count -= 1;
+            if *count == 0 {
+                held.remove(&self.ip);
+            }
+        }
+    }
+}
+
+/// Serves connections until the process is stopped: at most [`MAX_CONNECTIONS`] at once, at
+/// most [`MAX_PER_CLIENT`] of one address; a connection whose client stops reading or sending
+/// is closed ([`WRITE_TIME`], [`IDLE_TIME`]).
 async fn accept(listener: tokio::net::TcpListener, console: Arc<Console>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
+    let clients = Arc::new(Mutex::new(HashMap::new()));
     loop {
         let Ok(slot) = slots.clone().acquire_owned().await else { return };
-        let Ok((stream, _)) = listener.accept().await else { continue };
+        let Ok((stream, peer)) = listener.accept().await else { continue };
+        // Closed at once: the slot goes back for another client.
+        let Some(client) = ClientSlot::take(&clients, peer.ip()) else { continue };
         let console = console.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
                 let console = console.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&console, req).await) }
             });
+            let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
+            stream.set_write_timeout(Some(WRITE_TIME));
+            stream.set_read_timeout(Some(IDLE_TIME));
             let _ = hyper::server::conn::http1::Builder::new()
                 .timer(hyper_util::rt::TokioTimer::new())
                 .header_read_timeout(HEADER_TIME)
                 .max_buf_size(MAX_HEADERS)
-                .serve_connection(hyper_util::rt::TokioIo::new(stream), service)
+                .serve_connection(hyper_util::rt::TokioIo::new(Box::pin(stream)), service)
                 .await;
-            drop(slot);
+            drop((slot, client));
         });
     }
 }
@@ -182,7 +270,9 @@ fn refused(status: StatusCode, why: &str) -> Answer {
 async fn handle(console: &Arc<Console>, req: Request<Incoming>) -> Answer {
     let path = req.uri().path().to_owned();
     let query = req.uri().query().unwrap_or("").to_owned();
-    match (req.method().clone(), path.as_str()) {
+    // HEAD is answered as GET is (hyper sends the headers without the body).
+    let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
+    match (method, path.as_str()) {
         (Method::GET, "/static/console.css") => {
             respond(StatusCode::OK, "text/css; charset=utf-8", include_str!("console.css"))
         }
@@ -297,18 +387,17 @@ impl Console {
     fn session_name(&self, segment: &str) -> Option<String> {
         let name: String = percent_decode(segment)?;
         let fits = match self.inbox.place() {
-            Sessions::Dir(_) => !name.contains(['/', '\\']) && name != "." && name != "..",
-            _ => name.len() <= 256,
+            Sessions::Dir(_) => planlock::session::inbox::is_root_name(&name),
+            _ => !name.is_empty() && name.len() <= 256,
         };
-        (!name.is_empty() && fits).then_some(name)
+        fits.then_some(name)
     }
 }
 
+/// A path segment decoded; `None` when its bytes are not UTF-8 (an overlong `%c0%ae` is not a
+/// dot: nothing is repaired).
 fn percent_decode(text: &str) -> Option<String> {
-    let bytes: Vec<u8> = form_urlencoded::parse(format!("n={}", text.replace('+', "%2B")).as_bytes())
-        .next()
-        .map(|(_, v)| v.into_owned().into_bytes())?;
-    String::from_utf8(bytes).ok()
+    percent_encoding::percent_decode_str(text).decode_utf8().ok().map(|name| name.into_owned())
 }
 
 async fn get(console: &Arc<Console>, path: &str, query: &str, login: &Login) -> Answer {
@@ -324,12 +413,17 @@ async fn get(console: &Arc<Console>, path: &str, query: &str, login: &Login) -> 
                 Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
         }
-        "/inbox" => match console.listing().await {
-            Ok(listing) => {
-                html(StatusCode::OK, pages::inbox(&listing, &forms, params.get("notice").map(String::as_str)))
+        "/inbox" => {
+            let at = params.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(100_000);
+            match console.inbox_page(at * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
+                Ok((listing, total)) => {
+                    let notice = params.get("notice").map(String::as_str);
+                    let pending = console.pending().await;
+                    html(StatusCode::OK, pages::inbox(&listing, at, total, pending, &forms, notice))
+                }
+                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
-            Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-        },
+        }
         _ => match path.strip_prefix("/sessions/").and_then(|s| console.session_name(s)) {
             Some(name) => session_page(console, &name, &forms).await,
             None => refused(StatusCode::NOT_FOUND, "no such page"),
@@ -343,12 +437,17 @@ async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> 
         let history = records.history(100).await?;
         let log = records.approval_log().await?;
         let paused = console.inbox.show(name).await?;
-        Ok::<_, planlock::session::inbox::InboxError>((history, log, paused))
+        let id = match (&paused, records.load().await?) {
+            (Some(p), _) => Some(p.record.session_id),
+            (None, Some(state)) => Some(state.session_id),
+            (None, None) => history.entries.first().map(|e| e.session_id),
+        };
+        Ok::<_, planlock::session::inbox::InboxError>((history, log, paused, id))
     };
     match read.await {
-        Ok((history, log, paused)) => html(
+        Ok((history, log, paused, id)) => html(
             StatusCode::OK,
-            pages::session(name, &history.entries, paused.as_ref(), &log, forms, console.pending().await),
+            pages::session(name, id, &history.entries, paused.as_ref(), &log, forms, console.pending().await),
         ),
         Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
         Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
@@ -383,6 +482,9 @@ async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<In
     };
     let Some(name) = console.session_name(segment) else { return refused(StatusCode::NOT_FOUND, "no such session") };
     let reason = fields.get("reason").cloned().unwrap_or_default();
+    let Some(pause_id) = fields.get("pause") else {
+        return refused(StatusCode::BAD_REQUEST, "the form does not name the pause it was shown for");
+    };
     let decided = async {
         let Some(pause) = console.inbox.show(&name).await? else {
             return Ok::<_, planlock::session::inbox::InboxError>(format!(
@@ -393,6 +495,11 @@ async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<In
         let mut decision = ReviewDecision::new(&pause.record, verdict, by, reason);
         // Bound to what this page showed: a pause that changed since is refused.
         decision.shown_digest = fields.get("digest").and_then(|d| d.parse().ok());
+        // And to the pause it showed: a later one of the same session is not decided by it.
+        let decision = match decision.on_pause(pause_id) {
+            Ok(decision) => decision,
+            Err(e) => return Ok(format!("Not recorded: {} ({})", e, e.code())),
+        };
         let records = console.inbox.records(&name).await?;
         match decide(records.as_ref(), &decision).await {
             Ok(_) => Ok(format!("Recorded: {} on {} (acted on at its next run).", decision.verdict, printable(&name))),
@@ -400,12 +507,14 @@ async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<In
         }
     };
     let decided = decided.await;
-    console.decided().await;
     match decided {
         Ok(notice) => {
+            console.decided().await;
             let notice: String = form_urlencoded::byte_serialize(notice.as_bytes()).collect();
             redirect(&format!("/inbox?notice={notice}"))
         }
+        // A name that is no session here: nothing was read or written.
+        Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
         Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }

@@ -14,6 +14,17 @@ use super::html::{ago, esc, esc_lines, page, url_segment};
 /// Sessions a page lists.
 pub const PER_PAGE: usize = 50;
 
+/// Pauses an inbox page lists.
+pub const PAUSES_PER_PAGE: usize = 20;
+
+/// The most of what a pause shows that the inbox's list puts on its page, in bytes of pretty
+/// JSON: the rest is on the pause's session page, which shows it whole (at most the record's
+/// 64 KiB), and where one that does not fit is decided.
+pub const PREVIEW_BYTES: usize = 2048;
+
+/// The approval log's newest events a session page lists.
+pub const LOG_EVENTS: usize = 200;
+
 /// What a form needs to be accepted: the login's CSRF token, and whether actions are served.
 pub struct Forms<'a> {
     pub csrf: &'a str,
@@ -107,6 +118,7 @@ fn problems<'a>(main: &mut String, problems: impl Iterator<Item = (&'a String, &
 
 pub fn session(
     name: &str,
+    session_id: Option<uuid::Uuid>,
     history: &[CycleEntry],
     paused: Option<&PendingPause>,
     log: &ApprovalLog,
@@ -115,9 +127,13 @@ pub fn session(
 ) -> String {
     let now = Timestamp::now();
     let mut main = format!("<h1>Session <code>{}</code></h1>", esc(name));
+    if let Some(id) = session_id {
+        // The id telemetry files its traces under (`session.id`, `gen_ai.conversation.id`).
+        let _ = write!(main, "<p class=\"session-id\">Session id <code>{id}</code></p>");
+    }
     if let Some(pause) = paused {
         main.push_str("<h2>Waiting for a person</h2>");
-        pause_block(&mut main, pause, forms, now);
+        pause_block(&mut main, pause, forms, now, Shown::Whole);
     }
     main.push_str("<h2>Cycles</h2>");
     if history.is_empty() {
@@ -181,7 +197,7 @@ pub fn session(
         main.push_str("<p class=\"empty\">No decision yet.</p>");
     } else {
         main.push_str("<table><thead><tr><th>Event</th><th>Cycle</th><th>Step</th><th>Detail</th></tr></thead><tbody>");
-        for event in log.events.iter().rev() {
+        for event in log.events.iter().rev().take(LOG_EVENTS) {
             let pause = event.pause();
             let detail = match event {
                 ApprovalEvent::Decided { decision } => {
@@ -201,12 +217,29 @@ pub fn session(
             );
         }
         main.push_str("</tbody></table>");
+        if log.events.len() > LOG_EVENTS {
+            let _ = write!(
+                main,
+                "<p>The newest {LOG_EVENTS} of {} events; <code>planlock inbox log</code> lists them all.</p>",
+                log.events.len()
+            );
+        }
     }
     page(&format!("Session {name}"), pending, &main)
 }
 
+/// How much of what a pause shows a page puts on it.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Shown {
+    /// All of it (the session page: where a pause is decided).
+    Whole,
+    /// At most [`PREVIEW_BYTES`] (the inbox's list): a pause that shows more is decided on its
+    /// session page, so that nobody approves what the page did not show.
+    Preview,
+}
+
 /// A pause: where, why, since when, until when, what it shows (with its digest), and the forms.
-fn pause_block(main: &mut String, pause: &PendingPause, forms: &Forms<'_>, now: Timestamp) {
+fn pause_block(main: &mut String, pause: &PendingPause, forms: &Forms<'_>, now: Timestamp, how: Shown) {
     let r = &pause.record;
     let expires = match (r.expires_at, pause.expired) {
         (Some(at), true) => format!("<span class=\"status expired\">expired</span> {}", ago(at, now)),
@@ -227,13 +260,21 @@ fn pause_block(main: &mut String, pause: &PendingPause, forms: &Forms<'_>, now: 
         age = ago(r.created_at, now),
         reason = esc(&r.reason),
     );
+    let mut cut = false;
     match (&r.shown, &r.shown_digest) {
         (Some(shown), Some(digest)) => {
             let pretty = serde_json::to_string_pretty(shown).unwrap_or_default();
+            let end = if how == Shown::Preview && pretty.len() > PREVIEW_BYTES {
+                cut = true;
+                (0..=PREVIEW_BYTES).rev().find(|at| pretty.is_char_boundary(*at)).unwrap_or(0)
+            } else {
+                pretty.len()
+            };
             let _ = write!(
                 main,
-                "<p>What is being approved (digest <code class=\"digest\">{digest}</code>):</p><pre class=\"shown\">{}</pre>",
-                esc_lines(&pretty)
+                "<p>What is being approved (digest <code class=\"digest\">{digest}</code>):</p><pre class=\"shown\">{}{}</pre>",
+                esc_lines(&pretty[..end]),
+                if cut { "\n…" } else { "" }
             );
         }
         _ => main.push_str("<p>This pause shows nothing (a record of an older version).</p>"),
@@ -246,8 +287,17 @@ fn pause_block(main: &mut String, pause: &PendingPause, forms: &Forms<'_>, now: 
             esc(&d.by),
             esc(&d.justification)
         );
+    } else if cut && !forms.read_only {
+        let _ = write!(
+            main,
+            "<p class=\"more\">It shows more than this list holds: <a href=\"/sessions/{}\">read it whole and decide there</a>.</p>",
+            url_segment(&pause.session)
+        );
     } else if !forms.read_only {
         let digest = r.shown_digest.map(|d| d.to_string()).unwrap_or_default();
+        // The form names the pause it was shown for: a later pause of the same session (the
+        // re-run of a rejected cycle may show the same thing) is not decided by it.
+        let pause_id = esc(&planlock::session::PauseRef::of(r).id());
         for (verdict, label) in [("approve", "Approve"), ("reject", "Reject")] {
             if verdict == "approve" && pause.expired {
                 continue;
@@ -257,6 +307,7 @@ fn pause_block(main: &mut String, pause: &PendingPause, forms: &Forms<'_>, now: 
                 "<form class=\"decide {verdict}\" method=\"post\" action=\"/inbox/{href}/{verdict}\">\
                  <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
                  <input type=\"hidden\" name=\"digest\" value=\"{digest}\">\
+                 <input type=\"hidden\" name=\"pause\" value=\"{pause_id}\">\
                  <input name=\"reason\" placeholder=\"Why ({verdict})\" maxlength=\"2000\" required>\
                  <button type=\"submit\">{label}</button></form>",
                 href = url_segment(&pause.session),
@@ -273,9 +324,17 @@ pub fn undecided(listing: &InboxListing) -> usize {
     listing.pauses.iter().filter(|p| p.decision.is_none()).count() + listing.more
 }
 
-pub fn inbox(listing: &InboxListing, forms: &Forms<'_>, notice: Option<&str>) -> String {
+/// A page of the inbox: `listing` holds the page's pauses (page `at`), of `total` waiting in
+/// all; `pending` of them wait for a decision.
+pub fn inbox(
+    listing: &InboxListing,
+    at: usize,
+    total: usize,
+    pending: usize,
+    forms: &Forms<'_>,
+    notice: Option<&str>,
+) -> String {
     let now = Timestamp::now();
-    let pending = undecided(listing);
     let mut main = format!("<h1>Inbox <span class=\"count\">{pending}</span></h1>");
     if let Some(notice) = notice {
         let _ = write!(main, "<p class=\"notice\">{}</p>", esc(notice));
@@ -284,8 +343,18 @@ pub fn inbox(listing: &InboxListing, forms: &Forms<'_>, notice: Option<&str>) ->
         main.push_str("<p class=\"empty\">Nothing waits for a person.</p>");
     }
     for pause in &listing.pauses {
-        pause_block(&mut main, pause, forms, now);
+        pause_block(&mut main, pause, forms, now, Shown::Preview);
     }
+    let shown = (at * PAUSES_PER_PAGE + listing.pauses.len()).min(total);
+    main.push_str("<p class=\"pages\">");
+    if at > 0 {
+        let _ = write!(main, "<a href=\"/inbox?page={}\">older</a>", at - 1);
+    }
+    let _ = write!(main, " {shown} of {total} ");
+    if shown < total.saturating_sub(listing.more) {
+        let _ = write!(main, "<a href=\"/inbox?page={}\">newer</a>", at + 1);
+    }
+    main.push_str("</p>");
     if listing.more > 0 {
         let _ = write!(main, "<p>{} more, older ones first: decide on these to see them.</p>", listing.more);
     }

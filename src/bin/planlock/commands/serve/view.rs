@@ -79,11 +79,24 @@ impl Console {
         }
     }
 
-    /// Every pause waiting for a person.
-    pub async fn listing(self: &Arc<Self>) -> Result<InboxListing, InboxError> {
+    /// The page of at most `limit` pauses waiting for a person from `offset` (a copy of those
+    /// only: a listing's records may hold 64 KiB each), and how many wait in all.
+    pub async fn inbox_page(
+        self: &Arc<Self>,
+        offset: usize,
+        limit: usize,
+    ) -> Result<(InboxListing, usize), InboxError> {
+        let page = |all: &InboxListing| {
+            let listing = InboxListing {
+                pauses: all.pauses.iter().skip(offset).take(limit).cloned().collect(),
+                more: all.more,
+                problems: all.problems.clone(),
+            };
+            (listing, all.pauses.len() + all.more)
+        };
         match self.inbox.place() {
-            Sessions::Dir(_) => Ok(self.snapshot().await?.inbox.clone()),
-            _ => self.inbox.list(&InboxFilter::default()).await,
+            Sessions::Dir(_) => Ok(page(&self.snapshot().await?.inbox)),
+            _ => Ok(page(&self.inbox.list(&InboxFilter::default()).await?)),
         }
     }
 
@@ -92,7 +105,7 @@ impl Console {
     /// is read), so that a page does not list every pause to show one number.
     pub async fn pending(self: &Arc<Self>) -> usize {
         if matches!(self.inbox.place(), Sessions::Dir(_)) {
-            return self.listing().await.map_or(0, |l| super::pages::undecided(&l));
+            return self.snapshot().await.map_or(0, |s| super::pages::undecided(&s.inbox));
         }
         match self.served(&self.cache.pending, |me| async move { me.count_again().await }) {
             Some(count) => count,
