@@ -101,9 +101,34 @@ pub fn plan_hash_of(documents: [&str; 3], plan: &[u8]) -> Result<Digest, Produce
 }
 
 /// JSON text written canonically (RFC 8785: sorted keys, no whitespace, ECMAScript numbers),
-/// as the plan hash writes it.
+/// as the plan hash writes it. Read as a plan is (I-JSON): at most
+/// [`MAX_PLAN_BYTES`](crate::MAX_PLAN_BYTES), nested at most [`MAX_DEPTH`](crate::MAX_DEPTH)
+/// deep, no key twice in an object, no lone surrogate, no byte order mark; nothing is repaired.
+///
+/// ```
+/// use planlock::producer::canonical_json;
+/// assert_eq!(canonical_json(br#"{"b": 1, "a": [1.50, "\u00e9"]}"#)?, r#"{"a":[1.5,"é"],"b":1}"#);
+/// assert!(canonical_json(br#"{"a": 1, "a": 2}"#).is_err()); // which one would it be?
+/// assert!(canonical_json(br#""\udfff""#).is_err());
+/// # Ok::<(), planlock::producer::ProducerError>(())
+/// ```
 pub fn canonical_json(json: &[u8]) -> Result<String, ProducerError> {
-    let value: Value = serde_json::from_slice(json).map_err(|e| ProducerError::Json(e.to_string()))?;
+    if json.len() > crate::json::MAX_PLAN_BYTES {
+        return Err(ProducerError::Json(format!(
+            "the text is {} bytes; canonical JSON is written for at most {} (a plan's bound)",
+            json.len(),
+            crate::json::MAX_PLAN_BYTES
+        )));
+    }
+    let said = |p: &Problem| match p.pointer() {
+        "" => p.message().to_owned(),
+        at => format!("at {at}: {}", p.message()),
+    };
+    let (value, problems) = crate::contract::strict::parse_strict(json);
+    let value = value.map_err(|p| ProducerError::Json(said(&p)))?;
+    if let Some(p) = problems.iter().find(|p| p.code() == crate::contract::problem::ProblemCode::DuplicateKey) {
+        return Err(ProducerError::Json(said(p)));
+    }
     let bytes = crate::hash::canonical_json(&value)?;
     String::from_utf8(bytes).map_err(|e| ProducerError::Json(e.to_string()))
 }

@@ -825,3 +825,19 @@ fn number_beyond_the_schema(value: &Value, pointer: &str) -> bool {
     let within = |m: u64| m <= planlock::MAX_SAFE_INTEGER;
     !(n.as_u64().is_some_and(within) || n.as_i64().is_some_and(|i| within(i.unsigned_abs())))
 }
+
+/// `canonical_json` reads its text as a plan is read: a key twice, a lone surrogate or a text
+/// past a plan's bound is refused, never repaired (the bindings call it for both languages).
+#[test]
+fn canonical_json_reads_as_strictly_as_a_plan() {
+    use planlock::producer::canonical_json;
+    for bad in
+        [&br#"{"a":1,"a":2}"#[..], br#"{"x":{"b":1,"b":1}}"#, br#"["\udfff"]"#, b"\xEF\xBB\xBF{}", br#"{"a":NaN}"#]
+    {
+        let err = canonical_json(bad).unwrap_err();
+        assert_eq!(planlock::Failure::code(&err), "invalid-json", "{}", String::from_utf8_lossy(bad));
+    }
+    let big = format!("[{}1]", "1,".repeat(planlock::MAX_PLAN_BYTES / 2));
+    assert!(canonical_json(big.as_bytes()).unwrap_err().to_string().contains("at most 1048576"));
+    assert_eq!(canonical_json(br#"{"b":[1.0,1e21],"a":"\u00e9"}"#).unwrap(), r#"{"a":"é","b":[1,1e+21]}"#);
+}

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
 use opentelemetry_sdk::metrics::data::{AggregatedMetrics, MetricData, ResourceMetrics};
@@ -477,6 +477,63 @@ fn an_unreachable_collector_never_fails_a_cycle() {
     }
 }
 
+/// A collector that accepts and never answers holds no command past the export's shutdown
+/// deadline (2 s), whatever `OTEL_*` says; every number is bounded (a queue of 4,000,000,000
+/// spans is a warning, not an abort); a misconfiguration's message hides the credentials and
+/// nothing else.
+fn export_never_holds_a_command_up() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_url = format!("http://{}", silent.local_addr().unwrap());
+    let held = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = held.clone();
+    std::thread::spawn(move || {
+        for stream in silent.incoming().flatten() {
+            keep.lock().unwrap().push(stream);
+        }
+    });
+    let run = |vars: &[(&str, &str)]| {
+        let d = dirs();
+        let plan = d.policy.path().join("plan.json");
+        std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
+        let started = Instant::now();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
+            .args(["run", "--root"])
+            .arg(d.root.path())
+            .arg("--policy-root")
+            .arg(d.policy.path())
+            .arg(&plan)
+            .envs(vars.iter().copied())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(0), "{vars:?}: {stderr}");
+        (started.elapsed(), stderr)
+    };
+    for vars in [
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", silent_url.as_str())][..],
+        &[("OTEL_EXPORTER_OTLP_ENDPOINT", &silent_url), ("OTEL_EXPORTER_OTLP_TIMEOUT", "600000")],
+    ] {
+        let (took, stderr) = run(vars);
+        assert!(took < Duration::from_secs(4), "{vars:?}: the command took {took:?}");
+        assert!(stderr.contains("did not reach the OpenTelemetry collector"), "{stderr}");
+    }
+    let (_, stderr) = run(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &silent_url), ("OTEL_BSP_MAX_QUEUE_SIZE", "4000000000")]);
+    assert!(
+        stderr.contains("OTEL_BSP_MAX_QUEUE_SIZE = `4000000000` is not a whole number from 1 to 65536"),
+        "{stderr}"
+    );
+    let (_, stderr) = run(&[
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://ada:hunter2@not a host"),
+        ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=e"),
+    ]);
+    assert!(
+        stderr.contains("invalid exporter configuration: OTEL_EXPORTER_OTLP_ENDPOINT: invalid endpoint"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("hunter2"), "{stderr}");
+    drop(held);
+}
+
 type Case = (&'static str, fn());
 
 const CASES: &[Case] = &[
@@ -489,6 +546,7 @@ const CASES: &[Case] = &[
     ("content_is_on_the_spans_only_when_recorded", content_is_on_the_spans_only_when_recorded),
     ("a_model_failure_names_its_error_type", a_model_failure_names_its_error_type),
     ("an_unreachable_collector_never_fails_a_cycle", an_unreachable_collector_never_fails_a_cycle),
+    ("export_never_holds_a_command_up", export_never_holds_a_command_up),
 ];
 
 fn main() {

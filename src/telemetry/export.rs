@@ -4,8 +4,10 @@
 //! A cycle never waits for the collector: a finished span goes into the batch processor's
 //! bounded queue (`OTEL_BSP_MAX_QUEUE_SIZE`, 2048 by default) and is dropped when the queue is
 //! full; the batches go out from the processor's own thread, each request on planlock's I/O
-//! runtime with a timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default). Spans that never
-//! reached the collector are counted ([`SpanCounts`]).
+//! runtime with a timeout (`OTEL_EXPORTER_OTLP_TIMEOUT`, 10 s by default, at most 60 s). Every
+//! number read from the environment is bounded ([`Telemetry::warnings`] says which were not
+//! taken), and the export at exit waits [`SHUTDOWN_TIMEOUT`] at most. Spans that never reached
+//! the collector are counted ([`SpanCounts`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -17,12 +19,94 @@ use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::error::OTelSdkResult;
 use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
-use opentelemetry_sdk::trace::{BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter, SpanProcessor};
+use opentelemetry_sdk::trace::{
+    BatchConfigBuilder, BatchSpanProcessor, SdkTracerProvider, SpanData, SpanExporter, SpanProcessor,
+};
 
 use crate::contract::registry::{Failure, FailureKind};
 
-/// How long [`Telemetry::shutdown`] waits for the last spans to go out.
-pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long [`Telemetry::shutdown`] waits, in all, for the last spans and metrics to go out:
+/// a collector that is slow, hangs or drips its answer never holds a command longer, whatever
+/// the `OTEL_*` variables say.
+pub const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// The numeric `OTEL_*` variables read, each with its default and the range it is taken in: a
+/// value outside it (or not a number) is a warning ([`Telemetry::warnings`]) and the default.
+/// Bounded because they size what the process allocates (a queue of 4,000,000,000 spans is an
+/// abort) or how long it waits. Milliseconds for times.
+const NUMBERS: &[Number] = &[
+    Number { name: "OTEL_BSP_MAX_QUEUE_SIZE", default: 2048, min: 1, max: 65_536 },
+    Number { name: "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", default: 512, min: 1, max: 65_536 },
+    Number { name: "OTEL_BSP_SCHEDULE_DELAY", default: 5000, min: 1, max: 600_000 },
+    Number { name: "OTEL_METRIC_EXPORT_INTERVAL", default: 60_000, min: 100, max: 3_600_000 },
+    Number { name: "OTEL_EXPORTER_OTLP_TIMEOUT", default: 10_000, min: 1, max: 60_000 },
+    Number { name: "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", default: 10_000, min: 1, max: 60_000 },
+    Number { name: "OTEL_EXPORTER_OTLP_METRICS_TIMEOUT", default: 10_000, min: 1, max: 60_000 },
+    Number { name: "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", default: 128, min: 0, max: 1024 },
+    Number { name: "OTEL_SPAN_EVENT_COUNT_LIMIT", default: 128, min: 0, max: 1024 },
+    Number { name: "OTEL_SPAN_LINK_COUNT_LIMIT", default: 128, min: 0, max: 1024 },
+];
+
+/// One numeric variable of [`NUMBERS`].
+struct Number {
+    name: &'static str,
+    default: u64,
+    min: u64,
+    max: u64,
+}
+
+/// The values of [`NUMBERS`] as read, and what was wrong with them.
+struct Numbers {
+    values: Vec<(&'static str, u64)>,
+    warnings: Vec<String>,
+}
+
+impl Numbers {
+    fn from_env() -> Numbers {
+        let mut numbers = Numbers { values: Vec::new(), warnings: Vec::new() };
+        for n in NUMBERS {
+            let value = match std::env::var(n.name).ok().filter(|v| !v.trim().is_empty()) {
+                None => n.default,
+                Some(text) => match text.trim().parse::<u64>() {
+                    Ok(v) if (n.min..=n.max).contains(&v) => v,
+                    _ => {
+                        numbers.warnings.push(format!(
+                            "{} = `{}` is not a whole number from {} to {}; using {}",
+                            n.name,
+                            crate::text::printable(&text),
+                            n.min,
+                            n.max,
+                            n.default
+                        ));
+                        n.default
+                    }
+                },
+            };
+            numbers.values.push((n.name, value));
+        }
+        numbers
+    }
+
+    /// The value of `name` (one of [`NUMBERS`]).
+    fn get(&self, name: &str) -> u64 {
+        self.values.iter().find(|(n, _)| *n == name).map_or(0, |(_, v)| *v)
+    }
+
+    /// Whether the variable `name` was given (the per-signal timeouts fall back to the general).
+    fn given(name: &str) -> bool {
+        std::env::var(name).is_ok_and(|v| !v.trim().is_empty())
+    }
+
+    fn millis(&self, name: &str) -> Duration {
+        Duration::from_millis(self.get(name))
+    }
+
+    /// A signal's export timeout: its own variable when given, else the general one.
+    fn timeout(&self, signal: &str) -> Duration {
+        let own = format!("OTEL_EXPORTER_OTLP_{signal}_TIMEOUT");
+        if Self::given(&own) { self.millis(&own) } else { self.millis("OTEL_EXPORTER_OTLP_TIMEOUT") }
+    }
+}
 
 /// The most of a collector's answer read (its body says only whether the export took).
 const MAX_ANSWER_BYTES: usize = 64 << 10;
@@ -113,6 +197,7 @@ pub struct Telemetry {
     tracer: SdkTracerProvider,
     meter: Option<SdkMeterProvider>,
     counters: Arc<Counters>,
+    warnings: Vec<String>,
 }
 
 impl Telemetry {
@@ -141,30 +226,46 @@ impl Telemetry {
         }
         let resource = resource();
         let counters = Arc::new(Counters::default());
-        let mut tracer = SdkTracerProvider::builder().with_resource(resource.clone());
+        // Every number the SDK would read from the environment is given here, bounded.
+        let numbers = Numbers::from_env();
+        let count = |name| u32::try_from(numbers.get(name)).unwrap_or(u32::MAX);
+        let mut tracer = SdkTracerProvider::builder()
+            .with_resource(resource.clone())
+            .with_max_attributes_per_span(count("OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT"))
+            .with_max_events_per_span(count("OTEL_SPAN_EVENT_COUNT_LIMIT"))
+            .with_max_links_per_span(count("OTEL_SPAN_LINK_COUNT_LIMIT"));
         if traces {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)
-                .with_http_client(IoClient::new(timeout("TRACES"))?)
+                .with_http_client(IoClient::new(numbers.timeout("TRACES"))?)
                 .build()
                 .map_err(config)?;
-            let batch = BatchSpanProcessor::builder(Counted { inner: exporter, counters: counters.clone() }).build();
+            let queue = numbers.get("OTEL_BSP_MAX_QUEUE_SIZE") as usize;
+            let batch = BatchConfigBuilder::default()
+                .with_max_queue_size(queue)
+                .with_max_export_batch_size((numbers.get("OTEL_BSP_MAX_EXPORT_BATCH_SIZE") as usize).min(queue))
+                .with_scheduled_delay(numbers.millis("OTEL_BSP_SCHEDULE_DELAY"))
+                .build();
+            let batch = BatchSpanProcessor::builder(Counted { inner: exporter, counters: counters.clone() })
+                .with_batch_config(batch)
+                .build();
             tracer = tracer.with_span_processor(Offered { inner: batch, counters: counters.clone() });
         }
         let meter = if metrics {
             let exporter = opentelemetry_otlp::MetricExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)
-                .with_http_client(IoClient::new(timeout("METRICS"))?)
+                .with_http_client(IoClient::new(numbers.timeout("METRICS"))?)
                 .build()
                 .map_err(config)?;
-            let reader = PeriodicReader::builder(exporter).build();
+            let reader =
+                PeriodicReader::builder(exporter).with_interval(numbers.millis("OTEL_METRIC_EXPORT_INTERVAL")).build();
             Some(SdkMeterProvider::builder().with_resource(resource).with_reader(reader).build())
         } else {
             None
         };
-        Ok(Some(Telemetry { tracer: tracer.build(), meter, counters }))
+        Ok(Some(Telemetry { tracer: tracer.build(), meter, counters, warnings: numbers.warnings }))
     }
 
     /// Makes this the process's OpenTelemetry metrics provider (planlock's metrics go to it from
@@ -200,33 +301,96 @@ impl Telemetry {
             .with_context_activation(false)
     }
 
+    /// What was wrong with the `OTEL_*` variables and was replaced by a default (a number out
+    /// of its bounds, or not a number): a program says these to whoever set them.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
     /// What happened to the spans so far.
     pub fn counts(&self) -> SpanCounts {
         self.counters.read()
     }
 
-    /// Sends what is queued (waiting at most [`SHUTDOWN_TIMEOUT`] for the collector) and stops
-    /// the exporters; returns the final counts.
+    /// Sends what is queued and stops the exporters, spans and metrics at once, waiting at most
+    /// [`SHUTDOWN_TIMEOUT`] in all for the collector; returns the final counts (what did not go
+    /// out by then is counted as dropped).
     pub fn shutdown(self) -> SpanCounts {
-        let _ = self.tracer.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
-        if let Some(meter) = &self.meter {
-            let _ = meter.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+        let Telemetry { tracer, meter, counters, .. } = self;
+        // Each on a thread of its own, so that one's wait does not add to the other's; what is
+        // still waiting at the deadline is left to end with the process.
+        let (done, finished) = std::sync::mpsc::channel();
+        let spans = done.clone();
+        let _ = std::thread::Builder::new().name("planlock-otel-shutdown".into()).spawn(move || {
+            let _ = tracer.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+            let _ = spans.send(());
+        });
+        let waiting = match meter {
+            Some(meter) => {
+                let _ = std::thread::Builder::new().name("planlock-otel-shutdown".into()).spawn(move || {
+                    let _ = meter.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+                    let _ = done.send(());
+                });
+                2
+            }
+            None => 1,
+        };
+        let deadline = std::time::Instant::now() + SHUTDOWN_TIMEOUT;
+        for _ in 0..waiting {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if finished.recv_timeout(left).is_err() {
+                break;
+            }
         }
-        self.counters.read()
+        counters.read()
     }
 }
 
-/// The exporter's complaint, without the values of the variables that may hold a credential
-/// (an endpoint's userinfo, a header's token): its messages quote them.
+/// The exporter's complaint, without the credentials the variables may hold: a header's value
+/// (`…_HEADERS`) and an endpoint's userinfo (`…_ENDPOINT`). Each is replaced where it stands
+/// whole (not inside a longer word), so that a short value does not mangle the message.
 fn config(e: impl std::fmt::Display) -> TelemetryError {
-    let mut reason = e.to_string();
+    let mut secrets = Vec::new();
     for (name, value) in std::env::vars() {
-        let secretive = name.ends_with("ENDPOINT") || name.ends_with("HEADERS");
-        if name.starts_with("OTEL_EXPORTER_OTLP_") && secretive && !value.trim().is_empty() {
-            reason = reason.replace(&value, "(its value, not shown)");
+        if !name.starts_with("OTEL_EXPORTER_OTLP_") || value.trim().is_empty() {
+            continue;
+        }
+        if name.ends_with("HEADERS") {
+            secrets.push(value.clone());
+            secrets.extend(value.split(',').filter_map(|pair| Some(pair.split_once('=')?.1.trim().to_owned())));
+        } else if name.ends_with("ENDPOINT")
+            && let Some((_, rest)) = value.split_once("://")
+            && let Some((userinfo, _)) = rest.split_once('@')
+        {
+            secrets.push(userinfo.to_owned());
+            secrets.extend(userinfo.split_once(':').map(|(_, password)| password.to_owned()));
         }
     }
+    // The longest first: a password is part of its userinfo.
+    secrets.retain(|s| !s.is_empty());
+    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    let mut reason = e.to_string();
+    for secret in &secrets {
+        reason = replace_whole(&reason, secret, "(not shown)");
+    }
     TelemetryError::Config { reason: crate::text::printable(&reason).into_owned() }
+}
+
+/// `text` with each occurrence of `word` that is not inside a longer word (no letter or digit
+/// right before or after it) replaced by `with`.
+fn replace_whole(text: &str, word: &str, with: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(word) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + word.len()..].chars().next();
+        let inside = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+        out.push_str(&rest[..at]);
+        out.push_str(if inside(before) || inside(after) { word } else { with });
+        rest = &rest[at + word.len()..];
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The resource from the environment, `service.name` `planlock` unless it names one.
@@ -235,15 +399,6 @@ fn resource() -> Resource {
         || std::env::var("OTEL_RESOURCE_ATTRIBUTES").is_ok_and(|v| v.contains("service.name="));
     let builder = Resource::builder();
     if named { builder.build() } else { builder.with_service_name("planlock").build() }
-}
-
-/// A signal's export timeout: `OTEL_EXPORTER_OTLP_{signal}_TIMEOUT`, else
-/// `OTEL_EXPORTER_OTLP_TIMEOUT` (milliseconds), else 10 s.
-fn timeout(signal: &str) -> Duration {
-    [format!("OTEL_EXPORTER_OTLP_{signal}_TIMEOUT"), "OTEL_EXPORTER_OTLP_TIMEOUT".to_owned()]
-        .iter()
-        .find_map(|name| std::env::var(name).ok()?.trim().parse::<u64>().ok())
-        .map_or(Duration::from_secs(10), Duration::from_millis)
 }
 
 /// The OTLP requests' client: reqwest on planlock's I/O runtime (no runtime or thread of its

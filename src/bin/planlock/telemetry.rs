@@ -13,6 +13,9 @@ pub(crate) struct Export(Option<Telemetry>);
 pub(crate) fn start() -> Export {
     match Telemetry::from_env() {
         Ok(Some(telemetry)) => {
+            for warning in telemetry.warnings() {
+                warn(&format!("telemetry-config: {warning}"));
+            }
             telemetry.install();
             let subscriber = tracing_subscriber::registry().with(telemetry.layer());
             // The CLI sets no other subscriber: this one is the first.
