@@ -372,3 +372,63 @@ fn json_errors_carry_the_failures_stable_code() {
     assert_eq!(report["outcome"], "completed", "{report}");
     assert!(report.get("errorCode").is_none(), "{report}");
 }
+
+/// The CLI says one thing (issue 39 §6): an embedder that fails at the probe reports the class
+/// its exit code says; a run that abandons a rejected cycle points at running again, not at a
+/// resume of a pause that is gone; `inbox list` writes states whole; `status` shows a session
+/// whose first cycle is paused as paused; the model printed is the one the plan asks for.
+#[test]
+fn the_cli_says_one_thing() {
+    let s = setup();
+    let manifest = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/bundles/semantic");
+    let refused = format!("http://127.0.0.1:{}/v1", common::models::free_port());
+    let out = run_cmd(&s, &["--bundle", manifest, "--embed-url", &refused, "--embed-model", "e5"]).output().unwrap();
+    let v = json_of(&out);
+    let class_exit = match v["outcome"].as_str() {
+        Some("CycleFail") => Some(1),
+        Some("FailFast") => Some(3),
+        other => panic!("{other:?}: {v}"),
+    };
+    assert_eq!(out.status.code(), class_exit, "the outcome and the exit code agree: {v}");
+    assert_eq!(v["errorCode"], "model-connect", "{v}");
+
+    // The model the plan names wins over --llm-model, and is the one printed.
+    let s = setup();
+    let mut cmd = planlock();
+    cmd.args(["run", "--root"]).arg(s.root.path()).arg("--policy-root").arg(s.policy.path());
+    cmd.args(["--llm-url", &refused, "--llm-model", "from-the-flag"]).arg(&s.plan);
+    let text = String::from_utf8(cmd.output().unwrap().stdout).unwrap();
+    assert!(text.contains("model: demo-1 at") && text.contains("named by the plan's config.model"), "{text}");
+    assert!(!text.contains("from-the-flag"), "{text}");
+
+    // A session whose first cycle is paused; rejected; the run that abandons it.
+    let dir = tempfile::tempdir().unwrap();
+    let reviewed = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plans/reviewed_plan.json");
+    let pol = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
+    let root = dir.path().join("s1");
+    let run = || {
+        let mut cmd = planlock();
+        cmd.args(["run", "--root"]).arg(&root).args(["--policy-root", pol, reviewed]);
+        cmd.output().unwrap()
+    };
+    assert_eq!(run().status.code(), Some(4));
+    let status = planlock().args(["status", "--format", "json", "--root"]).arg(&root).output().unwrap();
+    let status = json_of(&status);
+    assert_eq!((&status["status"], status["session"].is_null()), (&json!("paused"), true), "{status}");
+    assert_eq!(status["sessionId"], status["intervention"]["sessionId"], "{status}");
+    let inbox = |args: &[&str]| {
+        let out = planlock().arg("inbox").args(args).arg("--sessions").arg(dir.path()).output().unwrap();
+        String::from_utf8(out.stdout).unwrap()
+    };
+    inbox(&["reject", "--by", "ada", "--reason", "not now", "s1"]);
+    let list = inbox(&["list"]);
+    assert!(list.contains(" rejected ") && !list.contains("rejectd"), "{list}");
+    let abandoned = run();
+    let text = String::from_utf8(abandoned.stdout).unwrap();
+    assert_eq!(abandoned.status.code(), Some(1), "{text}");
+    assert!(!text.contains("resume --approve"), "a pause that is gone is not to be resumed: {text}");
+    assert!(text.contains("planlock run again"), "{text}");
+    assert_eq!(run().status.code(), Some(4), "running again runs the cycle anew");
+    inbox(&["approve", "--by", "ada", "--reason", "fine now", "s1"]);
+    assert!(inbox(&["list"]).contains(" approved "));
+}

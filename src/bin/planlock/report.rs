@@ -43,6 +43,9 @@ pub enum ModelInfo {
         /// The tokens the server reported for this cycle.
         #[serde(skip_serializing_if = "Option::is_none")]
         usage: Option<Usage>,
+        /// Whether `model` is the plan's `config.model`, which wins over `--llm-model`.
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        named_by_plan: bool,
     },
 }
 
@@ -104,6 +107,9 @@ pub struct RunReport {
     pub error_code: Option<&'static str>,
     pub problems: Vec<Problem>,
     pub intervention: Option<InterventionRecord>,
+    /// The paused cycle a rejection abandoned in this run (gone: it cannot be resumed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub abandoned: Option<InterventionRecord>,
     /// Only when boot removed the record a finished resume left behind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boot_cleanup: Option<BootCleanup>,
@@ -125,6 +131,7 @@ impl RunReport {
             error_code: Some(code),
             problems: vec![],
             intervention: None,
+            abandoned: None,
             boot_cleanup: None,
         }
     }
@@ -139,10 +146,18 @@ impl Report for RunReport {
             line!(out, "boot removed the record of cycle {} (step `{}`): {LEFTOVER_WHY}", r.cycle, r.step_id);
         }
         match &self.model {
-            Some(ModelInfo::Openai { model, url, usage: Some(u) }) => {
-                line!(out, "model: {model} at {url} ({} input and {} output tokens)", u.input_tokens, u.output_tokens)
+            Some(ModelInfo::Openai { model, url, usage, named_by_plan }) => {
+                let by_plan = if *named_by_plan { " (named by the plan's config.model, over --llm-model)" } else { "" };
+                match usage {
+                    Some(u) => line!(
+                        out,
+                        "model: {model} at {url}{by_plan} ({} input and {} output tokens)",
+                        u.input_tokens,
+                        u.output_tokens
+                    ),
+                    None => line!(out, "model: {model} at {url}{by_plan}"),
+                }
             }
-            Some(ModelInfo::Openai { model, url, usage: None }) => line!(out, "model: {model} at {url}"),
             Some(ModelInfo::Demo) => {
                 line!(out, "model: the offline demo model (pass --llm-url and --llm-model for a real one)")
             }
@@ -170,6 +185,15 @@ impl Report for RunReport {
         }
         for p in &self.problems {
             line!(out, "  {p}");
+        }
+        if let Some(a) = &self.abandoned {
+            line!(
+                out,
+                "abandoned: cycle {} (paused at step `{}`) is given up; to go on: planlock run again (same --root, --policy-root and plan) runs cycle {} anew",
+                a.cycle,
+                a.step_id,
+                a.cycle
+            );
         }
         if let Some(i) = &self.intervention {
             line!(out, "paused: validator `{}` blocked step `{}`: {}", i.validator.id, i.step_id, i.reason);

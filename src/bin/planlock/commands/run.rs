@@ -41,10 +41,26 @@ struct Stopped {
 }
 
 impl From<CliError> for Stopped {
+    /// The outcome the error's exit code says: the outcome, the exit code and the class agree
+    /// (an embedder that fails at the probe exits with the class of the first step that asks
+    /// it, and its outcome names that class).
     fn from(error: CliError) -> Stopped {
-        let outcome = if error.exit == EXIT_USAGE { "error" } else { FailureKind::FailFast.as_str() };
+        let outcome = match error.exit {
+            EXIT_USAGE => "error",
+            EXIT_CYCLE_FAIL => FailureKind::CycleFail.as_str(),
+            _ => FailureKind::FailFast.as_str(),
+        };
         Stopped { error, outcome, problems: vec![] }
     }
+}
+
+/// The model the plan's `LLMCall` steps ask for by name (`config.model`), if one does: it wins
+/// over `--llm-model`, which is the model of the steps that name none.
+fn planned_model(plan: &planlock::ValidPlan) -> Option<String> {
+    plan.steps().iter().find_map(|s| match &s.payload {
+        planlock::StepPayload::LLMCall(p) => p.config.0.get("model")?.as_str().map(str::to_owned),
+        _ => None,
+    })
 }
 
 fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopped> {
@@ -86,11 +102,19 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
     let store = demo.session_store(opened.into_session_store());
 
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
+    let planned = planned_model(&plan);
     let (handlers, mut model) = match (&c.llm_url, &c.llm_model) {
         (Some(url), Some(name)) => {
             let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env);
             let model = OpenAiModel::new(config);
-            let about = ModelInfo::Openai { model: name.clone(), url: model.config().shown_url(), usage: None };
+            // The model asked is the plan's when it names one (its `config.model` wins).
+            let named_by_plan = planned.as_ref().is_some_and(|p| p != name);
+            let about = ModelInfo::Openai {
+                model: planned.clone().unwrap_or_else(|| name.clone()),
+                url: model.config().shown_url(),
+                usage: None,
+                named_by_plan,
+            };
             let handlers = demo
                 .with_store(&storage)
                 .on::<LLMCall>(demo.gate(model.clone()))
@@ -161,6 +185,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         error_code: None,
         problems: vec![],
         intervention: None,
+        abandoned: None,
         boot_cleanup: runtime.removed_leftover().map(|r| BootCleanup { removed_record: Leftover::of(r) }),
     };
     let ran_steps = steps_of(&ran_status);
@@ -185,7 +210,9 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
                 record.cycle, record.step_id
             ));
             report.error_code = Some("rejected");
-            report.intervention = Some(*record);
+            // The pause is gone: what can be done is to run again (the record stays in the
+            // JSON report as what was abandoned), not to resume it.
+            report.abandoned = Some(*record);
             EXIT_CYCLE_FAIL
         }
         // The session waits for a person: nothing ran; the pause is the answer (exit 4).

@@ -16,6 +16,12 @@ use crate::report::{LEFTOVER_WHY, Leftover};
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StatusReport {
+    /// Where the session stands: `new` (nothing run), `paused`, `expired` (paused past its
+    /// expiry), `ready`; a session whose first cycle is paused is `paused`, though nothing is
+    /// saved yet.
+    status: &'static str,
+    /// The session's id: the saved session's, or the paused first cycle's.
+    session_id: Option<uuid::Uuid>,
     session: Option<SessionState>,
     intervention: Option<InterventionRecord>,
     pin: Option<BundlePinV1>,
@@ -34,10 +40,13 @@ struct StatusReport {
 
 impl Report for StatusReport {
     fn text(&self, out: &mut Text) {
-        match &self.session {
-            None => line!(out, "session: none yet (the next run is a Cold Start)"),
-            Some(s) => {
-                line!(out, "session: {}", s.session_id);
+        match (&self.session, &self.intervention) {
+            (None, Some(i)) => {
+                line!(out, "session: {} ({}: its first cycle, nothing completed yet)", i.session_id, self.status)
+            }
+            (None, None) => line!(out, "session: none yet (the next run is a Cold Start)"),
+            (Some(s), _) => {
+                line!(out, "session: {} ({})", s.session_id, self.status);
                 line!(out, "completed cycles: {}", s.cycle);
                 line!(out, "plan hash: {}", s.last_execution_plan_hash);
                 line!(out, "saved: {}", s.updated_at);
@@ -156,9 +165,18 @@ pub fn status(out: &mut Output, place: &SessionPlace, history: Option<usize>) ->
         _ => None,
     };
     let leftover_record = leftover.as_ref().map(Leftover::of);
+    let status = match (&intervention, expired, &session) {
+        (Some(_), true, _) => "expired",
+        (Some(_), false, _) => "paused",
+        (None, _, Some(_)) => "ready",
+        (None, _, None) => "new",
+    };
+    let session_id = session.as_ref().map(|s| s.session_id).or(intervention.as_ref().map(|i| i.session_id));
     let unreadable_history = history.as_ref().map(|h| h.unreadable);
     let history = history.map(|h| h.entries);
     out.report(&StatusReport {
+        status,
+        session_id,
         session,
         intervention,
         pin,
