@@ -364,6 +364,9 @@ fn an_old_form_does_not_decide_a_new_pause() {
     let records = FileRecords::new(dir.path().join("other"));
     let record = planlock::block_on(records.load_intervention()).unwrap().unwrap();
     assert!(planlock::block_on(records.decision_on(&planlock::session::PauseRef::of(&record))).unwrap().is_none());
+    // Each session's id (its traces' `session.id`) beside its name.
+    let sessions = console.get(&cookie, "/sessions").body;
+    assert!(sessions.contains(&format!("<code class=\"session-id\">{}</code>", record.session_id)), "{sessions}");
 }
 
 /// The inbox is paged, and a list never carries whole `shown` values: a pause that shows more

@@ -27,7 +27,8 @@ use planlock::demo::{Demo, ReviewGate};
 use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::{
-    FileRecords, FileSessionStore, INTERVENTION_FILE, ReviewDecision, ReviewVerdict, SessionStore, decide,
+    FileRecords, FileSessionStore, INTERVENTION_FILE, ReviewDecision, ReviewVerdict, SessionRecords, SessionStore,
+    decide,
 };
 use planlock::steps::*;
 use planlock::telemetry::{DURATION_BUCKETS, TOKEN_BUCKETS, names};
@@ -69,6 +70,15 @@ impl Traces {
 
 fn attr(span: &SpanData, key: &str) -> Option<String> {
     span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
+}
+
+/// The attribute `key` of `span` if it is an int (as the conventions type counts), not a string.
+fn int_attr(span: &SpanData, key: &str) -> Option<i64> {
+    match span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| &kv.value) {
+        Some(opentelemetry::Value::I64(n)) => Some(*n),
+        Some(other) => panic!("{}: {key} is {other:?}, not an int", span.name),
+        None => None,
+    }
 }
 
 fn named<'a>(spans: &'a [SpanData], name: &str) -> Vec<&'a SpanData> {
@@ -356,6 +366,22 @@ fn a_real_model_reports_its_tokens(m: &Models) {
         let llm_chat = chats.iter().find(|c| c.parent_span_id == named(&spans, "LLMCall")[0].span_context.span_id());
         let llm_chat = llm_chat.expect("the LLMCall step's chat span");
         assert_eq!(number(llm_chat, names::GEN_AI_REQUEST_MAX_TOKENS), Some(24));
+        // Counts are ints on the wire, as the conventions type them; the seed sent is recorded.
+        assert_eq!(int_attr(llm_chat, names::GEN_AI_REQUEST_MAX_TOKENS), Some(24));
+        assert!(int_attr(llm_chat, names::GEN_AI_USAGE_INPUT_TOKENS).is_some_and(|n| n > 0));
+        assert!(int_attr(llm_chat, names::SERVER_PORT).is_some_and(|p| p > 0));
+        assert!(int_attr(llm_chat, names::GEN_AI_REQUEST_SEED).is_some(), "the seed planlock sends");
+        let temperature = llm_chat.attributes.iter().find(|kv| kv.key.as_str() == names::GEN_AI_REQUEST_TEMPERATURE);
+        let temperature = temperature.map(|kv| &kv.value);
+        assert!(matches!(temperature, Some(opentelemetry::Value::F64(t)) if *t == 0.0), "{temperature:?}");
+        if content {
+            let messages: serde_json::Value =
+                serde_json::from_str(&attr(llm_chat, names::GEN_AI_OUTPUT_MESSAGES).unwrap()).unwrap();
+            assert_eq!(messages[0]["role"], "assistant");
+            assert!(messages[0]["parts"][0]["content"].as_str().is_some_and(|t| !t.is_empty()), "{messages}");
+            assert!(messages[0]["finish_reason"].is_string(), "{messages}");
+            assert!(attr(llm_chat, "llm.output_messages.0.message.content").is_some(), "what Phoenix shows");
+        }
         for chat in &chats {
             assert_eq!(attr(chat, names::GEN_AI_PROVIDER_NAME).as_deref(), Some("openai"));
             assert_eq!(attr(chat, names::SERVER_ADDRESS).as_deref(), Some("127.0.0.1"));
@@ -534,6 +560,182 @@ fn export_never_holds_a_command_up() {
     drop(held);
 }
 
+/// Every span and attribute as the conventions and the tools read them: counts are ints, span
+/// kinds are OpenInference's, content is in the conventions' message shape and in the attributes
+/// Phoenix shows (with capture on), a validator's Allow is an event and its Block a span, a
+/// failure has a status description and an `exception` event, the review span says who, how and
+/// how long the pause waited, and the run that abandons a rejected cycle has its span.
+fn attributes_are_typed_and_shaped_as_the_tools_read_them() {
+    let kind = |s: &SpanData| attr(s, names::OPENINFERENCE_SPAN_KIND);
+    // A whole cycle with content captured.
+    let (d, traces) = (dirs(), Traces::new());
+    let mut rt = runtime(&d, plan_with(|_| {}), &Demo::new(), true);
+    traces.record(|| rt.run_cycle_blocking().unwrap());
+    let spans = traces.spans();
+    let cycle = named(&spans, "invoke_workflow chat")[0];
+    assert_eq!((int_attr(cycle, names::CYCLE_NUMBER), int_attr(cycle, names::RESUMED_AT)), (Some(1), Some(0)));
+    assert_eq!(int_attr(cycle, names::STEP_COUNT), Some(StepType::ALL.len() as i64));
+    assert_eq!(kind(cycle).as_deref(), Some("CHAIN"));
+    assert_eq!(attr(cycle, names::SESSION_ID), Some(rt.session_id().to_string()));
+    let input = attr(cycle, names::INPUT_VALUE);
+    assert!(input.as_deref().is_some_and(|v| v.contains("rotate the API key")), "the cycle's first prompt: {input:?}");
+    assert!(attr(cycle, names::OUTPUT_VALUE).is_some_and(|v| v.starts_with("(demo model)")), "its last answer");
+    for step in children(&spans, cycle) {
+        assert!(int_attr(step, names::STEP_INDEX).is_some(), "{}", step.name);
+        assert_eq!(kind(step).as_deref(), Some("CHAIN"), "{}", step.name);
+    }
+    let chat = named(&spans, "chat demo")[0];
+    assert_eq!(kind(chat).as_deref(), Some("LLM"));
+    let input: serde_json::Value = serde_json::from_str(&attr(chat, names::GEN_AI_INPUT_MESSAGES).unwrap()).unwrap();
+    assert_eq!(input[0]["role"], "user");
+    assert_eq!(input[0]["parts"][0]["type"], "text");
+    let output: serde_json::Value = serde_json::from_str(&attr(chat, names::GEN_AI_OUTPUT_MESSAGES).unwrap()).unwrap();
+    assert_eq!((&output[0]["role"], &output[0]["finish_reason"]), (&json!("assistant"), &json!("stop")));
+    assert!(attr(chat, names::OUTPUT_VALUE).is_some_and(|v| v.starts_with("(demo model)")));
+    assert_eq!(attr(chat, names::INPUT_VALUE), input[0]["parts"][0]["content"].as_str().map(str::to_owned));
+    // No content without capture.
+    let (d2, quiet) = (dirs(), Traces::new());
+    let mut rt2 = runtime(&d2, plan_with(|_| {}), &Demo::new(), false);
+    quiet.record(|| rt2.run_cycle_blocking().unwrap());
+    let spans2 = quiet.spans();
+    assert!(spans2.iter().all(|s| attr(s, names::INPUT_VALUE).is_none() && attr(s, names::OUTPUT_VALUE).is_none()));
+
+    // A validator: an Allow is an event on its step; the Block that pauses is a span.
+    let (d, traces) = (dirs(), Traces::new());
+    let mut rt = runtime(&d, reviewed_plan(), &Demo::new(), false);
+    traces.record(|| rt.run_cycle_blocking().unwrap());
+    let spans = traces.spans();
+    let guardrails = named(&spans, "apply_guardrail");
+    assert_eq!(guardrails.len(), 1, "only the Block is a span");
+    assert_eq!(guardrails[0].parent_span_id, named(&spans, "PersistMemory")[0].span_context.span_id());
+    assert_eq!(kind(guardrails[0]).as_deref(), Some("GUARDRAIL"));
+    assert_eq!(attr(guardrails[0], names::GUARDRAIL_VERDICT).as_deref(), Some("block"));
+    let llm = named(&spans, "LLMCall")[0];
+    let allowed: Vec<_> = llm.events.iter().filter(|e| e.name == "apply_guardrail").collect();
+    assert_eq!(allowed.len(), 1, "{:?}", llm.events);
+    let verdict = allowed[0].attributes.iter().find(|kv| kv.key.as_str() == names::GUARDRAIL_VERDICT);
+    assert_eq!(verdict.map(|kv| kv.value.to_string()).as_deref(), Some("allow"));
+    // The reviewer's rejection, and the run that abandons the cycle, in the paused cycle's trace.
+    let paused = named(&spans, "invoke_workflow chat")[0];
+    let record = planlock::block_on(FileRecords::new(d.root.path()).load_intervention()).unwrap().unwrap();
+    drop(rt);
+    let later = Traces::new();
+    let decision = ReviewDecision::new(&record, ReviewVerdict::Reject, "ada\u{202e}", "not this");
+    later.record(|| planlock::block_on(decide(&FileRecords::new(d.root.path()), &decision)).unwrap());
+    let mut rt = runtime(&d, reviewed_plan(), &Demo::new(), false);
+    assert!(matches!(later.record(|| rt.run_cycle_blocking().unwrap()), RunOutcome::Abandoned(_)));
+    let spans = later.spans();
+    let review = named(&spans, "review rejected")[0];
+    assert_eq!(attr(review, names::APPROVAL_BY).as_deref(), Some("ada\\u{202e}"));
+    assert_eq!(int_attr(review, names::APPROVAL_REASON_LENGTH), Some(8));
+    let waited = review.attributes.iter().find(|kv| kv.key.as_str() == names::APPROVAL_WAIT).map(|kv| kv.value.clone());
+    assert!(matches!(waited, Some(opentelemetry::Value::F64(w)) if w >= 0.0), "{waited:?}");
+    assert!(!review.attributes.iter().any(|kv| kv.value.to_string().contains("not this")), "never the reason's text");
+    let abandoned = named(&spans, "abandon_workflow chat")[0];
+    assert_eq!(abandoned.parent_span_id, paused.span_context.span_id());
+    assert_eq!(abandoned.span_context.trace_id(), paused.span_context.trace_id());
+    assert_eq!(attr(abandoned, names::OUTCOME).as_deref(), Some("abandoned"));
+
+    // A failure: the status says why, and an `exception` event carries the type and message.
+    let (d, traces) = (dirs(), Traces::new());
+    let mut rt = runtime(&d, plan_with(|_| {}), &Demo::new().failing([StepType::LLMCall]), false);
+    traces.record(|| rt.run_cycle_blocking().unwrap_err());
+    let spans = traces.spans();
+    for span in [named(&spans, "LLMCall")[0], named(&spans, "invoke_workflow chat")[0]] {
+        let Status::Error { description } = &span.status else { panic!("{:?}", span.status) };
+        assert!(description.contains("LLMCall"), "{}: {description}", span.name);
+        let exception = span.events.iter().find(|e| e.name == "exception").expect("an exception event");
+        let value =
+            |k: &str| exception.attributes.iter().find(|kv| kv.key.as_str() == k).map(|kv| kv.value.to_string());
+        assert_eq!(value(names::EXCEPTION_TYPE).as_deref(), Some("step-failed"));
+        assert!(value(names::EXCEPTION_MESSAGE).is_some_and(|m| m.contains("LLMCall")));
+    }
+    take_metrics();
+}
+
+/// What the CLI exports, read off the wire by a local OTLP/HTTP receiver that decodes the
+/// protobuf: every attribute the conventions type as an int arrives as one.
+fn the_wire_carries_typed_attributes() {
+    use std::io::{BufRead, BufReader, Read, Write};
+
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Wire;
+    use prost::Message as _;
+    let receiver = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let endpoint = format!("http://{}", receiver.local_addr().unwrap());
+    let bodies = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keep = bodies.clone();
+    std::thread::spawn(move || {
+        for stream in receiver.incoming().flatten() {
+            let mut reader = BufReader::new(stream);
+            let (mut line, mut length, mut path) = (String::new(), 0usize, String::new());
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if path.is_empty() {
+                    path = line.split(' ').nth(1).unwrap_or_default().to_owned();
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+                if line == "\r\n" {
+                    break;
+                }
+                line.clear();
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_ok() && path == "/v1/traces" {
+                keep.lock().unwrap().push(body);
+            }
+            let _ = reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+        }
+    });
+    let d = dirs();
+    let plan = d.policy.path().join("plan.json");
+    std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["run", "--root"])
+        .arg(d.root.path())
+        .arg("--policy-root")
+        .arg(d.policy.path())
+        .arg(&plan)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("OTEL_METRICS_EXPORTER", "none")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let ints = [
+        names::CYCLE_NUMBER,
+        names::STEP_COUNT,
+        names::RESUMED_AT,
+        names::STEP_INDEX,
+        names::GEN_AI_REQUEST_MAX_TOKENS,
+        names::GEN_AI_USAGE_INPUT_TOKENS,
+        names::GEN_AI_USAGE_OUTPUT_TOKENS,
+        names::SERVER_PORT,
+        names::GEN_AI_REQUEST_SEED,
+        names::GEN_AI_EMBEDDINGS_DIMENSION_COUNT,
+        names::APPROVAL_REASON_LENGTH,
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    let mut spans = 0;
+    for body in bodies.lock().unwrap().iter() {
+        let request = ExportTraceServiceRequest::decode(body.as_slice()).expect("an OTLP protobuf body");
+        for span in request.resource_spans.iter().flat_map(|r| &r.scope_spans).flat_map(|s| &s.spans) {
+            spans += 1;
+            for kv in &span.attributes {
+                let value = kv.value.as_ref().and_then(|v| v.value.as_ref());
+                if ints.contains(&kv.key.as_str()) {
+                    assert!(matches!(value, Some(Wire::IntValue(_))), "{}: {} is {value:?}", span.name, kv.key);
+                    seen.insert(kv.key.clone());
+                }
+            }
+        }
+    }
+    assert_eq!(spans, StepType::ALL.len() + 2, "the cycle, its steps and the model call");
+    for key in [names::CYCLE_NUMBER, names::STEP_COUNT, names::RESUMED_AT, names::STEP_INDEX] {
+        assert!(seen.contains(key), "{key} was not sent: {seen:?}");
+    }
+}
+
 type Case = (&'static str, fn());
 
 const CASES: &[Case] = &[
@@ -547,6 +749,8 @@ const CASES: &[Case] = &[
     ("a_model_failure_names_its_error_type", a_model_failure_names_its_error_type),
     ("an_unreachable_collector_never_fails_a_cycle", an_unreachable_collector_never_fails_a_cycle),
     ("export_never_holds_a_command_up", export_never_holds_a_command_up),
+    ("attributes_are_typed_and_shaped_as_the_tools_read_them", attributes_are_typed_and_shaped_as_the_tools_read_them),
+    ("the_wire_carries_typed_attributes", the_wire_carries_typed_attributes),
 ];
 
 fn main() {

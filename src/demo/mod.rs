@@ -25,7 +25,7 @@ use crate::exec::validator::{StepView, Validator, Verdict};
 use crate::session::{BeforeSave, SESSION_FILE, SessionError, SessionStore, SessionUpdate};
 use crate::store::memory::InMemoryStore;
 use crate::store::{Storage, StoreHandlers};
-use crate::telemetry::{ModelAnswer, ModelCall, Operation};
+use crate::telemetry::{Message, ModelAnswer, ModelCall, Operation};
 
 mod scan;
 pub use scan::MAX_SCAN_FILES;
@@ -226,11 +226,14 @@ impl Handler<PromptAssemble> for Demo {
 pub const DEMO_PROVIDER: &str = "planlock.demo";
 
 impl Handler<LLMCall> for Demo {
-    async fn call(&self, _: &StepContext<'_>, p: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
+    async fn call(&self, cx: &StepContext<'_>, p: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
         self.check(StepType::LLMCall)?;
         // A model call like any other on the trace, answered at once and counting no tokens.
         let call = ModelCall::start(Operation::Chat, DEMO_PROVIDER, "demo");
         let response = format!("(demo model) You said: {}", p.prompt);
+        if cx.records_content() {
+            call.content(&[Message { role: "user", text: &p.prompt }], Some((&response, Some("stop"))));
+        }
         call.answered(ModelAnswer { model: Some("demo"), finish_reasons: &["stop"], ..ModelAnswer::default() });
         Ok(LlmCallResult { response })
     }

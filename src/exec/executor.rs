@@ -394,6 +394,7 @@ impl<L: HandlerSet> Executor<L> {
             };
             if self.options.record_content {
                 span.record(crate::telemetry::names::RESULT, tracing::field::display(json_of(&result)));
+                spans::cycle_content(cycle_span, &result);
             }
             let verdicts =
                 validators.post.iter().map(|v| (*v, Phase::After, guard(|| v.validator.after(&view, &result))));
@@ -483,16 +484,32 @@ impl<L: HandlerSet> Executor<L> {
         report: &mut CycleReport,
         shown: impl Fn() -> Shown,
     ) -> Result<Option<Block>, ValidatorPanic> {
+        use crate::telemetry::names::{GUARDRAIL_VERDICT, VALIDATOR};
         for (v, phase, verdict) in verdicts {
-            let _guard = tracing::info_span!(
-                parent: span,
-                "apply_guardrail",
-                gen_ai.operation.name = "apply_guardrail",
-                { crate::telemetry::names::VALIDATOR } = %v.id,
-                { crate::telemetry::names::STEP_ID } = %step.id,
-            )
-            .entered();
-            let verdict = verdict.map_err(|message| ValidatorPanic { validator_id: v.id.clone(), message })?;
+            let verdict = match verdict {
+                Ok(verdict) => verdict,
+                Err(message) => {
+                    let panic = ValidatorPanic { validator_id: v.id.clone(), message };
+                    let failed = spans::guardrail_span(span, &v.id, step, "error");
+                    crate::telemetry::failed(&failed, "validator-panicked", &panic.message);
+                    return Err(panic);
+                }
+            };
+            // An Allow or a Warn is an event on the step; a Block gets a span of its own.
+            let said = match &verdict {
+                Verdict::Allow => "allow",
+                Verdict::Warn(_) => "warn",
+                Verdict::Block(_) => "block",
+            };
+            if said != "block" {
+                tracing::event!(
+                    parent: span,
+                    tracing::Level::INFO,
+                    { VALIDATOR } = v.id.as_str(),
+                    { GUARDRAIL_VERDICT } = said,
+                    "apply_guardrail"
+                );
+            }
             match verdict {
                 Verdict::Allow => {}
                 Verdict::Warn(message) => {
@@ -515,6 +532,14 @@ impl<L: HandlerSet> Executor<L> {
                                 });
                             }
                             _ => {
+                                // The Block a person approved: an event on the step.
+                                tracing::event!(
+                                    parent: span,
+                                    tracing::Level::INFO,
+                                    { VALIDATOR } = v.id.as_str(),
+                                    { GUARDRAIL_VERDICT } = "approved",
+                                    "apply_guardrail"
+                                );
                                 report.overrides.push(OverrideRecord {
                                     step_id: step.id.clone(),
                                     validator_id: o.validator_id,
@@ -527,6 +552,7 @@ impl<L: HandlerSet> Executor<L> {
                             }
                         }
                     }
+                    let _block = spans::guardrail_span(span, &v.id, step, "block").entered();
                     tracing::warn!(validator = %v.id, %reason, "validator blocked the step");
                     span.record(crate::telemetry::names::OUTCOME, "blocked");
                     return Ok(Some(Block { validator_id: v.id.clone(), phase, reason, shown: shown() }));

@@ -230,7 +230,7 @@ impl OpenAiEmbedder {
                     out.extend(answer.vectors.into_iter().map(normalized));
                 }
                 Err(e) => {
-                    call.failed(e.code());
+                    call.failed_with(e.code(), &e.to_string());
                     return Err(e);
                 }
             }

@@ -322,20 +322,32 @@ impl OpenAiModel {
         if let Some(n) = body.get("max_tokens").and_then(Value::as_u64) {
             call.max_tokens(n);
         }
-        let input = cx.records_content().then(|| body.get("messages").map(Value::to_string)).flatten();
+        if let Some(t) = body.get("temperature").and_then(Value::as_f64) {
+            call.temperature(t);
+        }
+        if let Some(seed) = body.get("seed").and_then(Value::as_i64) {
+            call.seed(seed);
+        }
+        // The messages' roles and texts, kept only when content is recorded.
+        let input: Option<Vec<(String, String)>> = cx.records_content().then(|| {
+            let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+            let text = |m: &Value, key: &str| m.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
+            messages.iter().map(|m| (text(m, "role"), text(m, "content"))).collect()
+        });
         // The request's JSON is dropped once it is sent (its own statement: a temporary lives to
         // the statement's end): only its bytes wait for the answer.
         let sent = self.client.post(&Value::Object(body), limit);
         let answer = match chat(&self.client, sent).instrument(call.span().clone()).await {
             Ok(answer) => answer,
             Err(e) => {
-                call.failed(e.code());
+                call.failed_with(e.code(), &e.to_string());
                 return Err(e);
             }
         };
         if let Some(input) = input {
-            let output = json!([{ "role": "assistant", "content": answer.text }]).to_string();
-            call.content(Some(&input), Some(&output));
+            let messages: Vec<crate::telemetry::Message<'_>> =
+                input.iter().map(|(role, text)| crate::telemetry::Message { role, text }).collect();
+            call.content(&messages, Some((&answer.text, answer.finish_reason.as_deref())));
         }
         let usage = answer.usage.as_ref();
         let (input_tokens, output_tokens) =

@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use tracing::Instrument;
+
 use super::error::{BootError, RecordMismatch, RuntimeError};
 use super::{RunOutcome, Runtime, State};
 use crate::exec::executor::{CycleReport, Shown};
@@ -98,7 +100,14 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 let over = override_of(&decision);
                 self.resume_with(record, Some(over), Some(decision)).await
             }
-            ReviewVerdict::Reject => self.abandon().await.map(|record| RunOutcome::Abandoned(Box::new(record))),
+            ReviewVerdict::Reject => {
+                // The run that acts on a rejection is part of the paused cycle's trace too: its
+                // span, a child of the paused cycle's, says the cycle was abandoned.
+                let span = abandon_span(self.plan.metadata(), &record);
+                let abandoned = self.abandon().instrument(span.clone()).await;
+                span.record(crate::telemetry::names::OUTCOME, if abandoned.is_ok() { "abandoned" } else { "failed" });
+                abandoned.map(|record| RunOutcome::Abandoned(Box::new(record)))
+            }
         })
     }
 
@@ -176,4 +185,29 @@ pub(super) fn override_of(decision: &ReviewDecision) -> Override {
         Some(digest) => over.for_shown(digest),
         None => over,
     }
+}
+
+/// The span of a run that abandons a rejected paused cycle, `abandon_workflow {mode}`: a child
+/// of the paused cycle's span (kept in its record), in its trace, so the trace shows how the
+/// cycle ended.
+fn abandon_span(metadata: &crate::contract::plan::PlanMetadata, record: &InterventionRecord) -> tracing::Span {
+    use crate::telemetry::names::*;
+    let mode = crate::telemetry::name(&metadata.mode);
+    let span = tracing::info_span!(
+        "abandon_workflow",
+        otel.name = %format_args!("abandon_workflow {mode}"),
+        { GEN_AI_OPERATION_NAME } = "invoke_workflow",
+        { GEN_AI_WORKFLOW_NAME } = mode,
+        { GEN_AI_CONVERSATION_ID } = %record.session_id,
+        { SESSION_ID } = %record.session_id,
+        { OPENINFERENCE_SPAN_KIND } = "CHAIN",
+        { CYCLE_NUMBER } = crate::telemetry::int(record.cycle),
+        { STEP_ID } = record.step_id.as_str(),
+        { VERDICT } = "rejected",
+        { OUTCOME } = tracing::field::Empty,
+    );
+    if let Some(parent) = record.trace_parent {
+        parent.adopt(&span);
+    }
+    span
 }

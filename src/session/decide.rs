@@ -172,12 +172,18 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
     }
     // The decision is part of the paused cycle's trace: its span is a child of the cycle's.
     let verdict = decision.verdict.past();
+    // Who, how, and how long the pause waited; the reason's length, never its text.
+    use crate::telemetry::names::{APPROVAL_BY, APPROVAL_REASON_LENGTH, APPROVAL_WAIT, CYCLE_NUMBER, STEP_ID, VERDICT};
+    let by = crate::text::escape_invisible(crate::telemetry::name(&decision.by)).into_owned();
     let span = tracing::info_span!(
         "review",
         otel.name = %format_args!("review {verdict}"),
-        { crate::telemetry::names::VERDICT } = verdict,
-        { crate::telemetry::names::STEP_ID } = %decision.pause.step_id,
-        { crate::telemetry::names::CYCLE_NUMBER } = decision.pause.cycle,
+        { VERDICT } = verdict,
+        { APPROVAL_BY } = by.as_str(),
+        { APPROVAL_REASON_LENGTH } = crate::telemetry::int(decision.justification.chars().count()),
+        { APPROVAL_WAIT } = decision.at.since(record.created_at).as_secs_f64(),
+        { STEP_ID } = %decision.pause.step_id,
+        { CYCLE_NUMBER } = crate::telemetry::int(decision.pause.cycle),
     );
     if let Some(parent) = record.trace_parent {
         parent.adopt(&span);

@@ -66,6 +66,9 @@ pub struct LastCycle {
 pub struct SessionSummary {
     /// The session: its root's name under the directory, or its key in the database.
     pub session: String,
+    /// Its id (`session.id` and `gen_ai.conversation.id` on its traces): the saved session's,
+    /// else its paused first cycle's or its history's.
+    pub session_id: Option<uuid::Uuid>,
     /// Where it stands.
     pub status: SessionStatus,
     /// Its completed cycles.
@@ -104,6 +107,11 @@ impl SessionSummary {
         paused: Option<InterventionRecord>,
         last: Option<CycleEntry>,
     ) -> Option<Self> {
+        let session_id = state
+            .as_ref()
+            .map(|s| s.session_id)
+            .or(paused.as_ref().map(|p| p.session_id))
+            .or(last.as_ref().map(|l| l.session_id));
         let last = last.map(LastCycle::of);
         if state.is_none() && paused.is_none() && last.is_none() {
             return None;
@@ -118,6 +126,7 @@ impl SessionSummary {
         };
         Some(SessionSummary {
             session,
+            session_id,
             status,
             cycles: state.as_ref().map_or(0, |s| s.cycle),
             updated_at: state.map(|s| s.updated_at),

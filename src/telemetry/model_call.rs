@@ -49,6 +49,16 @@ pub struct ModelAnswer<'a> {
     pub finish_reasons: &'a [&'a str],
 }
 
+/// One message of a model call's content, as [`ModelCall::content`] records it: its role
+/// (`system`, `user`, `assistant`) and its text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Message<'a> {
+    /// `system`, `user`, `assistant`, `tool`.
+    pub role: &'a str,
+    /// The text.
+    pub text: &'a str,
+}
+
 /// One call to a model: a span of kind client named `chat {model}` or `embeddings {model}`
 /// (names from outside cut to [`MAX_NAME_CHARS`](crate::telemetry::MAX_NAME_CHARS) characters)
 /// under the current span (the step's), with `gen_ai.operation.name`, `gen_ai.provider.name`,
@@ -89,16 +99,24 @@ impl ModelCall {
     pub fn start(operation: Operation, provider: &str, model: &str) -> ModelCall {
         let (provider, model) = (name(provider), name(model));
         macro_rules! span {
-            ($name:literal) => {
+            ($name:literal, $kind:literal) => {
                 tracing::info_span!(
                     $name,
                     otel.name = %format_args!("{} {model}", $name),
                     otel.kind = "client",
                     otel.status_code = Empty,
+                    otel.status_description = Empty,
+                    { OPENINFERENCE_SPAN_KIND } = $kind,
                     { GEN_AI_OPERATION_NAME } = $name,
                     { GEN_AI_PROVIDER_NAME } = provider,
                     { GEN_AI_REQUEST_MODEL } = model,
                     { GEN_AI_REQUEST_MAX_TOKENS } = Empty,
+                    { GEN_AI_REQUEST_TEMPERATURE } = Empty,
+                    { GEN_AI_REQUEST_SEED } = Empty,
+                    { INPUT_VALUE } = Empty,
+                    { INPUT_MIME_TYPE } = Empty,
+                    { OUTPUT_VALUE } = Empty,
+                    { OUTPUT_MIME_TYPE } = Empty,
                     { GEN_AI_RESPONSE_MODEL } = Empty,
                     { GEN_AI_RESPONSE_FINISH_REASONS } = Empty,
                     { GEN_AI_USAGE_INPUT_TOKENS } = Empty,
@@ -115,8 +133,8 @@ impl ModelCall {
             };
         }
         let span = match operation {
-            Operation::Chat => span!("chat"),
-            Operation::Embeddings => span!("embeddings"),
+            Operation::Chat => span!("chat", "LLM"),
+            Operation::Embeddings => span!("embeddings", "EMBEDDING"),
         };
         ModelCall {
             span,
@@ -133,7 +151,7 @@ impl ModelCall {
     pub fn server(mut self, address: &str, port: Option<u16>) -> ModelCall {
         self.span.record(SERVER_ADDRESS, address);
         if let Some(port) = port {
-            self.span.record(SERVER_PORT, port);
+            self.span.record(SERVER_PORT, i64::from(port));
         }
         self.server = Some(address.to_owned());
         self
@@ -149,23 +167,69 @@ impl ModelCall {
 
     /// The request's token limit (`gen_ai.request.max_tokens`).
     pub fn max_tokens(&self, n: u64) {
-        self.span.record(GEN_AI_REQUEST_MAX_TOKENS, n);
+        self.span.record(GEN_AI_REQUEST_MAX_TOKENS, crate::telemetry::int(n));
+    }
+
+    /// The request's sampling temperature (`gen_ai.request.temperature`).
+    pub fn temperature(&self, t: f64) {
+        self.span.record(GEN_AI_REQUEST_TEMPERATURE, t);
+    }
+
+    /// The seed the request sends (`gen_ai.request.seed`).
+    pub fn seed(&self, seed: i64) {
+        self.span.record(GEN_AI_REQUEST_SEED, seed);
     }
 
     /// The embeddings' dimension (`gen_ai.embeddings.dimension.count`).
     pub fn dimension(&self, n: usize) {
-        self.span.record(GEN_AI_EMBEDDINGS_DIMENSION_COUNT, n as u64);
+        self.span.record(GEN_AI_EMBEDDINGS_DIMENSION_COUNT, crate::telemetry::int(n));
     }
 
-    /// The messages sent and received, as JSON (`gen_ai.input.messages`,
-    /// `gen_ai.output.messages`). Content: call it only when content capture is on
+    /// The messages sent and the answer received, in the GenAI conventions' shape
+    /// (`gen_ai.input.messages`: `[{"role", "parts": [{"type": "text", "content"}]}]`;
+    /// `gen_ai.output.messages`: the assistant's, with its `finish_reason`), and as the
+    /// OpenInference attributes Arize Phoenix shows in its panels (`input.value`, the last user
+    /// message; `output.value`, the answer; and the indexed `llm.input_messages` and
+    /// `llm.output_messages` where an OpenTelemetry layer records the span). Content: call it
+    /// only when content capture is on
     /// ([`StepContext::records_content`](crate::handler::StepContext::records_content)).
-    pub fn content(&self, input: Option<&str>, output: Option<&str>) {
-        if let Some(input) = input {
-            self.span.record(GEN_AI_INPUT_MESSAGES, input);
+    ///
+    /// ```
+    /// use planlock::telemetry::{Message, ModelCall, Operation};
+    /// let call = ModelCall::start(Operation::Chat, "openai", "m");
+    /// call.content(&[Message { role: "user", text: "Hi" }], Some(("Hello", Some("stop"))));
+    /// # call.failed("test");
+    /// ```
+    pub fn content(&self, input: &[Message<'_>], output: Option<(&str, Option<&str>)>) {
+        let part = |text: &str| serde_json::json!([{ "type": "text", "content": text }]);
+        let sent: Vec<serde_json::Value> =
+            input.iter().map(|m| serde_json::json!({ "role": m.role, "parts": part(m.text) })).collect();
+        self.span.record(GEN_AI_INPUT_MESSAGES, serde_json::Value::Array(sent).to_string().as_str());
+        if let Some(last) = input.iter().rev().find(|m| m.role == "user").or(input.last()) {
+            self.span.record(INPUT_VALUE, last.text);
+            self.span.record(INPUT_MIME_TYPE, "text/plain");
         }
-        if let Some(output) = output {
-            self.span.record(GEN_AI_OUTPUT_MESSAGES, output);
+        if let Some((answer, finish_reason)) = output {
+            let mut message = serde_json::json!({ "role": "assistant", "parts": part(answer) });
+            if let Some(reason) = finish_reason {
+                message["finish_reason"] = name(reason).into();
+            }
+            self.span.record(GEN_AI_OUTPUT_MESSAGES, serde_json::json!([message]).to_string().as_str());
+            self.span.record(OUTPUT_VALUE, answer);
+            self.span.record(OUTPUT_MIME_TYPE, "text/plain");
+        }
+        #[cfg(feature = "otel")]
+        {
+            use tracing_opentelemetry::OpenTelemetrySpanExt;
+            let indexed = |list: &str, i: usize, what: &str| format!("llm.{list}_messages.{i}.message.{what}");
+            for (i, m) in input.iter().enumerate() {
+                self.span.set_attribute(indexed("input", i, "role"), m.role.to_owned());
+                self.span.set_attribute(indexed("input", i, "content"), m.text.to_owned());
+            }
+            if let Some((answer, _)) = output {
+                self.span.set_attribute(indexed("output", 0, "role"), "assistant");
+                self.span.set_attribute(indexed("output", 0, "content"), answer.to_owned());
+            }
         }
     }
 
@@ -189,7 +253,7 @@ impl ModelCall {
             (GEN_AI_USAGE_REASONING_OUTPUT_TOKENS, answer.reasoning_output_tokens),
         ] {
             if let Some(n) = count {
-                span.record(name, n);
+                span.record(name, crate::telemetry::int(n));
             }
         }
         if !answer.finish_reasons.is_empty() {
@@ -202,12 +266,19 @@ impl ModelCall {
     /// The call failed with a stable code (`error.type`, such as `model-unreachable`).
     pub fn failed(mut self, error_type: &str) {
         self.ended = true;
-        self.fail(name(error_type));
+        let message = format!("the {} call failed: {}", self.operation.name(), name(error_type));
+        self.fail(name(error_type), &message);
     }
 
-    fn fail(&self, error_type: &str) {
-        self.span.record(ERROR_TYPE, error_type);
-        self.span.record("otel.status_code", "error");
+    /// The call failed with a stable code and a message saying why (the span's status and its
+    /// `exception` event carry it; give one without secrets: planlock's errors are scrubbed).
+    pub fn failed_with(mut self, error_type: &str, message: &str) {
+        self.ended = true;
+        self.fail(name(error_type), message);
+    }
+
+    fn fail(&self, error_type: &str, message: &str) {
+        crate::telemetry::failed(&self.span, error_type, message);
         self.metric(None, Some(error_type), None, None);
     }
 
@@ -230,7 +301,8 @@ impl Drop for ModelCall {
     fn drop(&mut self) {
         // Dropped unended: the step's deadline or the caller cancelled the request.
         if !self.ended {
-            self.fail("cancelled");
+            let message = format!("the {} call was dropped before its answer (a deadline)", self.operation.name());
+            self.fail("cancelled", &message);
         }
     }
 }

@@ -54,6 +54,33 @@ pub const SERVER_ADDRESS: &str = attribute::SERVER_ADDRESS;
 pub const SERVER_PORT: &str = attribute::SERVER_PORT;
 /// `error.type`: a failure's stable code (planlock's codes are low-cardinality by design).
 pub const ERROR_TYPE: &str = attribute::ERROR_TYPE;
+/// `gen_ai.request.temperature`, when the request sets one.
+pub const GEN_AI_REQUEST_TEMPERATURE: &str = attribute::GEN_AI_REQUEST_TEMPERATURE;
+/// `gen_ai.request.seed`, when the request sends one (planlock sends one on every chat request).
+pub const GEN_AI_REQUEST_SEED: &str = attribute::GEN_AI_REQUEST_SEED;
+/// `session.id`: the session id, as OpenInference readers (Phoenix's Sessions) group by it.
+pub const SESSION_ID: &str = attribute::SESSION_ID;
+/// The `exception` event of a failed span: its `exception.type` (the stable code).
+pub const EXCEPTION_TYPE: &str = attribute::EXCEPTION_TYPE;
+/// The `exception` event's `exception.message` (the failure's message, escaped and cut).
+pub const EXCEPTION_MESSAGE: &str = attribute::EXCEPTION_MESSAGE;
+
+// OpenInference's attributes, which Arize Phoenix reads for its span kinds and its Input and
+// Output panels (the GenAI conventions have no equivalent yet).
+
+/// `openinference.span.kind`: `CHAIN` (a cycle, a step), `LLM` (a chat call), `EMBEDDING`,
+/// `GUARDRAIL` (a validator's Block).
+pub const OPENINFERENCE_SPAN_KIND: &str = "openinference.span.kind";
+/// `input.value`: what went in, only with content capture on (a cycle's first prompt, a model
+/// call's last user message).
+pub const INPUT_VALUE: &str = "input.value";
+/// `input.mime_type`: `text/plain`.
+pub const INPUT_MIME_TYPE: &str = "input.mime_type";
+/// `output.value`: what came out, only with content capture on (a cycle's last answer, a model
+/// call's answer).
+pub const OUTPUT_VALUE: &str = "output.value";
+/// `output.mime_type`: `text/plain`.
+pub const OUTPUT_MIME_TYPE: &str = "output.mime_type";
 
 // planlock's own attributes.
 
@@ -84,6 +111,14 @@ pub const RESULT: &str = "planlock.step.result";
 pub const VALIDATOR: &str = "planlock.validator.id";
 /// A reviewer's verdict: `approved`, `rejected`.
 pub const VERDICT: &str = "planlock.approval.verdict";
+/// Who decided (the decider's name, escaped and cut to [`MAX_NAME_CHARS`](super::MAX_NAME_CHARS)).
+pub const APPROVAL_BY: &str = "planlock.approval.by";
+/// How long the reason given with a decision is, in characters (never its text).
+pub const APPROVAL_REASON_LENGTH: &str = "planlock.approval.reason.length";
+/// How long the pause waited for the decision, in seconds.
+pub const APPROVAL_WAIT: &str = "planlock.approval.wait";
+/// A validator's verdict on a step: `allow`, `warn`, `block` (on the step's `guardrail` events).
+pub const GUARDRAIL_VERDICT: &str = "planlock.guardrail.verdict";
 
 // Metrics from the conventions.
 

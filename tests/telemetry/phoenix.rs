@@ -167,9 +167,9 @@ pub fn phoenix_reads_the_cli_s_spans(dir: &Path, m: &Models) {
     assert_eq!(code(&run("captured", &plain, &m.chat.url, true)).0, Some(0));
 
     // Two whole cycles (the cycle, 12 steps, 2 model calls); the paused one (8 steps, 2 calls,
-    // 8 guardrail judgements), the review, the resumed one (2 steps, 2 judgements); the failed
-    // one (6 steps, 1 call).
-    let spans = phoenix.spans(project, 2 * 15 + (1 + 8 + 2 + 8) + 1 + (1 + 2 + 2) + (1 + 6 + 1));
+    // the Block's guardrail span: an Allow is an event on its step), the review, the resumed one
+    // (2 steps); the failed one (6 steps, 1 call).
+    let spans = phoenix.spans(project, 2 * 15 + (1 + 8 + 2 + 1) + 1 + (1 + 2) + (1 + 6 + 1));
     let dump = serde_json::to_string(&spans).unwrap();
     let cycles: Vec<&Value> = spans.iter().filter(|s| s["name"] == "invoke_workflow chat").collect();
     assert_eq!(cycles.len(), 5, "{:?}", spans.iter().map(|s| &s["name"]).collect::<Vec<_>>());
@@ -256,5 +256,19 @@ pub fn phoenix_reads_the_cli_s_spans(dir: &Path, m: &Models) {
         assert!(!text.contains(QUESTION) || same, "content without capture: {span}");
     }
     assert!(in_trace(&captured["context"]["trace_id"]).any(|s| s.to_string().contains(QUESTION)));
+    // With capture on, what Phoenix's Input and Output panels and its Sessions read: the cycle's
+    // prompt and answer on the cycle, a call's messages on the call.
+    assert!(attr_str(captured, "input.value").contains(QUESTION), "{captured}");
+    assert!(!attr_str(captured, "output.value").is_empty(), "{captured}");
+    let mut calls = in_trace(&captured["context"]["trace_id"]).filter(|s| s["name"] == "chat smollm2");
+    assert!(calls.all(|c| !attr_str(c, "input.value").is_empty() && !attr_str(c, "output.value").is_empty()));
+    let asked = in_trace(&captured["context"]["trace_id"]).filter(|s| s["name"] == "chat smollm2");
+    assert!(asked.clone().any(|c| attr_str(c, "input.value").contains(QUESTION)), "the LLMCall's question");
+    // Span kinds Phoenix understands; the paused cycle's Block is its one guardrail span.
+    assert_eq!(paused["span_kind"], "CHAIN", "{paused}");
+    let guardrails: Vec<&Value> =
+        in_trace(&paused["context"]["trace_id"]).filter(|s| s["name"] == "apply_guardrail").collect();
+    assert_eq!(guardrails.len(), 1);
+    assert_eq!(guardrails[0]["span_kind"], "GUARDRAIL");
     println!("  phoenix: {} spans, {} traces", spans.len(), cycles.len() - 1);
 }

@@ -61,7 +61,7 @@ pub fn sessions(list: &SessionsPage, filter: Option<SessionStatus>, at: usize, p
         main.push_str("<p class=\"empty\">No session here.</p>");
     } else {
         main.push_str(
-            "<table><thead><tr><th>Session</th><th>Status</th><th>Cycles</th><th>Last cycle</th>\
+            "<table><thead><tr><th>Session</th><th>Id</th><th>Status</th><th>Cycles</th><th>Last cycle</th>\
              <th>Active</th></tr></thead><tbody>",
         );
         for s in &list.sessions {
@@ -77,10 +77,11 @@ pub fn sessions(list: &SessionsPage, filter: Option<SessionStatus>, at: usize, p
             let updated = active.map_or("—".into(), |t| ago(t, now));
             let _ = write!(
                 main,
-                "<tr><td><a href=\"/sessions/{href}\">{name}</a></td><td>{status}</td><td>{cycles}</td>\
-                 <td>{last}</td><td>{updated}</td></tr>",
+                "<tr><td><a href=\"/sessions/{href}\">{name}</a></td><td><code class=\"session-id\">{id}</code></td>\
+                 <td>{status}</td><td>{cycles}</td><td>{last}</td><td>{updated}</td></tr>",
                 href = url_segment(&s.session),
                 name = esc(&s.session),
+                id = s.session_id.map(|id| id.to_string()).unwrap_or_default(),
                 status = status_badge(s.status),
                 cycles = s.cycles,
             );
