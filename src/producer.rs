@@ -49,6 +49,20 @@ pub enum ProducerError {
     Json(String),
 }
 
+impl ProducerError {
+    /// Every code a producer's call can fail with (the bindings' TypeScript types and Python
+    /// stubs list them from here): a rejected plan, the profile's, the YAML's, the JSON's.
+    pub const CODES: &'static [&'static str] = &[
+        "plan-rejected",
+        "profile-path",
+        "profile-outside-root",
+        "profile-unreadable",
+        "profile-invalid",
+        "yaml",
+        "invalid-json",
+    ];
+}
+
 impl Failure for ProducerError {
     /// The cause's code (`plan-rejected`, `profile-…`, `yaml`), or `invalid-json`.
     fn code(&self) -> &'static str {
@@ -78,8 +92,33 @@ impl From<CanonicalError> for ProducerError {
 pub fn validate(plan: &[u8]) -> Report {
     match ValidPlan::from_slice(plan) {
         Ok(_) => Report { ok: true, class: None, problems: Vec::new() },
-        Err(e) => Report { ok: false, class: Some(e.class()), problems: e.into_problems() },
+        Err(e) => validate_rejection(e),
     }
+}
+
+/// The plan hash of `plan` as `planlock hash --policy-root` computes it: the profile is the
+/// plan's `metadata.policyProfile` under `policy_root` (its three documents read as the runtime
+/// reads them).
+pub fn plan_hash_at(policy_root: &Path, plan: &[u8]) -> Result<Digest, ProducerError> {
+    let plan = ValidPlan::from_slice(plan)?;
+    let profile = PolicyProfile::load(policy_root, &plan.metadata().policy_profile)?;
+    Ok(plan_hash(&profile, &plan))
+}
+
+/// The report on a plan of `len` bytes past [`MAX_PLAN_BYTES`](crate::MAX_PLAN_BYTES), for a
+/// caller that counted a value's JSON without keeping it (the bindings, given a value).
+pub fn too_large(len: usize) -> Report {
+    validate_rejection(crate::validate::too_large_rejection(len))
+}
+
+/// The error a call that needs a valid plan gives for one of `len` bytes, past
+/// [`MAX_PLAN_BYTES`](crate::MAX_PLAN_BYTES) (`plan-rejected`, its problem `too-large`).
+pub fn too_large_error(len: usize) -> ProducerError {
+    ProducerError::Rejected(crate::validate::too_large_rejection(len))
+}
+
+fn validate_rejection(e: Rejection) -> Report {
+    Report { ok: false, class: Some(e.class()), problems: e.into_problems() }
 }
 
 /// The plan hash of `plan` with the profile whose three documents are in `profile_dir`

@@ -330,14 +330,7 @@ fn an_expired_pause_can_only_be_abandoned_and_lists_as_expired() {
 #[test]
 fn the_cli_decides_from_the_inbox_and_the_next_run_goes_on() {
     let s = Session::new();
-    let plan = s.sessions.path().join("plan.json");
-    // The review gate, and one write to review (the others left out).
-    let reviewed = plan_with(|v| {
-        v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
-        let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
-        v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
-    });
-    std::fs::write(&plan, reviewed.to_json()).unwrap();
+    let plan = reviewed_plan_file(&s);
     let cli = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap();
         let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
@@ -440,9 +433,9 @@ fn cli_limited(args: &[&str], limit: Option<u64>) -> (Option<i32>, Value) {
     (out.status.code(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
 }
 
-/// A session of the CLI paused at the review gate's write: (the session, the run's arguments).
-fn paused_by_the_cli() -> (Session, Vec<String>) {
-    let s = Session::new();
+/// The demo plan with the review gate and one write to review (the others left out), written
+/// beside the session's root.
+fn reviewed_plan_file(s: &Session) -> std::path::PathBuf {
     let plan = s.sessions.path().join("plan.json");
     let reviewed = plan_with(|v| {
         v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
@@ -450,6 +443,13 @@ fn paused_by_the_cli() -> (Session, Vec<String>) {
         v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
     });
     std::fs::write(&plan, reviewed.to_json()).unwrap();
+    plan
+}
+
+/// A session of the CLI paused at the review gate's write: (the session, the run's arguments).
+fn paused_by_the_cli() -> (Session, Vec<String>) {
+    let s = Session::new();
+    let plan = reviewed_plan_file(&s);
     let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();
     let run = vec![
         "run".to_owned(),

@@ -841,3 +841,42 @@ fn canonical_json_reads_as_strictly_as_a_plan() {
     assert!(canonical_json(big.as_bytes()).unwrap_err().to_string().contains("at most 1048576"));
     assert_eq!(canonical_json(br#"{"b":[1.0,1e21],"a":"\u00e9"}"#).unwrap(), r#"{"a":"é","b":[1,1e+21]}"#);
 }
+
+/// The unions `bindings/node/planlock.d.ts` declares between its GENERATED marks, from the code
+/// tables: every problem code, every error code of a producer's call, every step type. The
+/// TypeScript types cannot drift from the library (`PLANLOCK_BLESS=1` rewrites them).
+#[test]
+fn the_typescript_unions_are_the_code_tables() {
+    let union = |name: &str, doc: &str, items: Vec<&str>| {
+        let items: Vec<String> = items.iter().map(|i| format!("  | '{i}'")).collect();
+        format!("/** {doc} */\nexport type {name} =\n{};\n", items.join("\n"))
+    };
+    let generated = [
+        union(
+            "ProblemCode",
+            "A validation problem's stable code.",
+            ProblemCode::ALL.iter().map(|c| c.as_str()).collect(),
+        ),
+        union("ErrorCode", "The stable code of a call's failure.", planlock::producer::ProducerError::CODES.to_vec()),
+        union(
+            "StepType",
+            "A step type, in canonical order.",
+            planlock::StepType::ALL.iter().map(|t| t.wire_name()).collect(),
+        ),
+    ]
+    .join("");
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bindings/node/planlock.d.ts");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let (begin, end) = ("// BEGIN GENERATED\n", "// END GENERATED\n");
+    let (head, rest) = text.split_once(begin).expect("the BEGIN GENERATED mark");
+    let (_, tail) = rest.split_once(end).expect("the END GENERATED mark");
+    let written = format!("{head}{begin}{generated}{end}{tail}");
+    if std::env::var_os("PLANLOCK_BLESS").is_some() {
+        std::fs::write(&path, &written).unwrap();
+    }
+    assert!(
+        written == text,
+        "{} differs from the tables: run `PLANLOCK_BLESS=1 cargo test --test corpus`",
+        path.display()
+    );
+}

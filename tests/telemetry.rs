@@ -459,12 +459,11 @@ fn a_model_failure_names_its_error_type() {
     assert_eq!(metrics[names::METRIC_OPERATION_DURATION][0].attrs.get(names::ERROR_TYPE), Some(&code));
 }
 
-/// The CLI's export to a collector that refuses, to one that never answers, and with an
-/// endpoint that is not a URL: every cycle completes, and what was lost is counted.
-fn an_unreachable_collector_never_fails_a_cycle() {
+/// A collector that accepts, reads and never answers: its URL, and the connections it holds
+/// open until the test drops them.
+fn silent_collector() -> (String, Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>) {
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let silent_url = format!("http://{}", silent.local_addr().unwrap());
-    // Accepts, reads, never answers (held open until the test ends).
+    let url = format!("http://{}", silent.local_addr().unwrap());
     let held = Arc::new(std::sync::Mutex::new(Vec::new()));
     let keep = held.clone();
     std::thread::spawn(move || {
@@ -472,28 +471,42 @@ fn an_unreachable_collector_never_fails_a_cycle() {
             keep.lock().unwrap().push(stream);
         }
     });
+    (url, held)
+}
+
+/// `planlock run` of the demo plan in a new session, with `vars` in its environment.
+fn cli_run(vars: &[(&str, &str)]) -> std::process::Output {
+    let d = dirs();
+    let plan = d.policy.path().join("plan.json");
+    std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
+        .args(["run", "--root"])
+        .arg(d.root.path())
+        .arg("--policy-root")
+        .arg(d.policy.path())
+        .arg(&plan)
+        .envs(vars.iter().copied())
+        .output()
+        .unwrap()
+}
+
+/// The CLI's export to a collector that refuses, to one that never answers, and with an
+/// endpoint that is not a URL: every cycle completes, and what was lost is counted.
+fn an_unreachable_collector_never_fails_a_cycle() {
+    let (silent_url, _held) = silent_collector();
     let refused = format!("http://127.0.0.1:{}", common::models::free_port());
     for (endpoint, expect) in [
         (refused.as_str(), "did not reach the OpenTelemetry collector"),
         (silent_url.as_str(), "did not reach the OpenTelemetry collector"),
         ("http://ada:hunter2@not a host", "telemetry-config"),
     ] {
-        let d = dirs();
-        let plan = d.policy.path().join("plan.json");
-        std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
         let started = Instant::now();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
-            .args(["run", "--root"])
-            .arg(d.root.path())
-            .arg("--policy-root")
-            .arg(d.policy.path())
-            .arg(&plan)
-            .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
-            .env("OTEL_EXPORTER_OTLP_TIMEOUT", "500")
-            .env("OTEL_BSP_MAX_QUEUE_SIZE", "4")
-            .env("OTEL_METRICS_EXPORTER", "none")
-            .output()
-            .unwrap();
+        let out = cli_run(&[
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint),
+            ("OTEL_EXPORTER_OTLP_TIMEOUT", "500"),
+            ("OTEL_BSP_MAX_QUEUE_SIZE", "4"),
+            ("OTEL_METRICS_EXPORTER", "none"),
+        ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{endpoint}: {stderr}");
         assert!(String::from_utf8_lossy(&out.stdout).contains("outcome: completed"), "{endpoint}");
@@ -508,29 +521,10 @@ fn an_unreachable_collector_never_fails_a_cycle() {
 /// spans is a warning, not an abort); a misconfiguration's message hides the credentials and
 /// nothing else.
 fn export_never_holds_a_command_up() {
-    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let silent_url = format!("http://{}", silent.local_addr().unwrap());
-    let held = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let keep = held.clone();
-    std::thread::spawn(move || {
-        for stream in silent.incoming().flatten() {
-            keep.lock().unwrap().push(stream);
-        }
-    });
+    let (silent_url, held) = silent_collector();
     let run = |vars: &[(&str, &str)]| {
-        let d = dirs();
-        let plan = d.policy.path().join("plan.json");
-        std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
         let started = Instant::now();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
-            .args(["run", "--root"])
-            .arg(d.root.path())
-            .arg("--policy-root")
-            .arg(d.policy.path())
-            .arg(&plan)
-            .envs(vars.iter().copied())
-            .output()
-            .unwrap();
+        let out = cli_run(vars);
         let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
         assert_eq!(out.status.code(), Some(0), "{vars:?}: {stderr}");
         (started.elapsed(), stderr)
@@ -688,19 +682,7 @@ fn the_wire_carries_typed_attributes() {
             let _ = reader.get_mut().write_all(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
         }
     });
-    let d = dirs();
-    let plan = d.policy.path().join("plan.json");
-    std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
-        .args(["run", "--root"])
-        .arg(d.root.path())
-        .arg("--policy-root")
-        .arg(d.policy.path())
-        .arg(&plan)
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
-        .env("OTEL_METRICS_EXPORTER", "none")
-        .output()
-        .unwrap();
+    let out = cli_run(&[("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint), ("OTEL_METRICS_EXPORTER", "none")]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let ints = [
         names::CYCLE_NUMBER,

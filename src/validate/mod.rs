@@ -273,6 +273,11 @@ impl From<ValidPlan> for ExecutionPlan {
 const JSON_GROWTH: usize = 5;
 
 /// The `too-large` problem, with the size when it is known.
+/// The rejection of a document of `len` bytes, past [`MAX_PLAN_BYTES`].
+pub(crate) fn too_large_rejection(len: usize) -> Rejection {
+    Rejection::new(vec![too_large(Some(len))])
+}
+
 fn too_large(len: Option<usize>) -> Problem {
     let limit = format!("the limit is 1 MiB ({MAX_PLAN_BYTES} bytes)");
     let message = match len {

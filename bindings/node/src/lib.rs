@@ -1,13 +1,17 @@
-//! `require("@planlock/planlock")`: the validator and the plan hash of planlock's library for
-//! producers of plans in Node.js (CONTRACT §17), as a napi-rs addon; `@napi-rs/cli` generates
-//! its `index.d.ts` from these signatures. Every function wraps one of `planlock::producer`'s,
-//! so the answers are the Rust library's own. Errors are JavaScript `Error`s whose `code` is
-//! planlock's stable code (`plan-rejected`, `yaml`, `profile-outside-root`, `invalid-json`, …),
-//! their message starting with it.
+//! The native half of `require("@planlock/planlock")`: planlock's validator and plan hash for
+//! producers of plans in Node.js (CONTRACT §17), as a napi-rs addon. Every function wraps one of
+//! `planlock::producer`'s, so the answers are the Rust library's own.
+//!
+//! What a caller imports is `planlock.js` (typed by `planlock.d.ts`): it checks the arguments
+//! (a `TypeError` naming the one that is wrong), writes a value as JSON once (refusing what has no
+//! JSON form: a lone surrogate, NaN, a `Date`), and turns a failure here into a `PlanlockError`.
+//! So nothing here throws: a call answers a [`Report`] or an [`Answer`]. A text comes in as a
+//! string (checked in `planlock.js` to hold no lone surrogate, so its UTF-8 is exact) or a
+//! `Buffer` of UTF-8.
 
 use napi::bindgen_prelude::{Buffer, Either};
 use napi_derive::napi;
-use planlock::Failure;
+use planlock::Failure as _;
 use planlock::producer::{self, ProducerError};
 
 /// One problem the validator found.
@@ -28,74 +32,104 @@ pub struct Problem {
 pub struct Report {
     /// Whether the plan is valid.
     pub ok: bool,
-    /// `FailFast` if any problem is, else `CycleFail`; `null` for a valid plan.
+    /// `FailFast` if any problem is, else `CycleFail`; absent for a valid plan.
     pub class: Option<String>,
     /// Every problem, in the validator's order.
     pub problems: Vec<Problem>,
 }
 
-/// A plan's JSON text: a string (UTF-8) or a Buffer (`string | Buffer` in `index.d.ts`).
-fn bytes(plan: &Either<String, Buffer>) -> &[u8] {
-    match plan {
+/// Why a call gave no value: planlock's error, which `planlock.js` throws as a `PlanlockError`.
+#[napi(object)]
+pub struct Failure {
+    /// The stable code (`plan-rejected`, `yaml`, `invalid-json`, …).
+    pub code: String,
+    /// `CycleFail` or `FailFast`.
+    pub class: String,
+    /// What was wrong, and what to do.
+    pub message: String,
+    /// A rejected plan's problems (empty otherwise).
+    pub problems: Vec<Problem>,
+}
+
+/// A call's value, or why there is none.
+#[napi(object)]
+pub struct Answer {
+    /// The value (a hash, canonical JSON).
+    pub value: Option<String>,
+    /// Why there is no value.
+    pub failure: Option<Failure>,
+}
+
+/// A text's UTF-8 bytes.
+type Text = Either<String, Buffer>;
+
+fn bytes(text: &Text) -> &[u8] {
+    match text {
         Either::A(s) => s.as_bytes(),
         Either::B(b) => b.as_ref(),
     }
 }
 
-/// A JavaScript `Error` whose `code` is planlock's stable code, its message starting with it.
-fn error(e: ProducerError) -> napi::Error<String> {
-    napi::Error::new(e.code().to_owned(), format!("{}: {e}", e.code()))
+fn problems(list: &[planlock::Problem]) -> Vec<Problem> {
+    list.iter()
+        .map(|p| Problem {
+            code: p.code().as_str().to_owned(),
+            class: p.class().as_str().to_owned(),
+            pointer: p.pointer().to_owned(),
+            message: p.message().to_owned(),
+        })
+        .collect()
 }
 
-/// Validates a plan's JSON text: every problem, with its code, class, JSON Pointer and message.
-#[napi]
-pub fn validate(plan: Either<String, Buffer>) -> Report {
-    let report = producer::validate(bytes(&plan));
-    Report {
-        ok: report.ok,
-        class: report.class.map(|c| c.as_str().to_owned()),
-        problems: report
-            .problems
-            .iter()
-            .map(|p| Problem {
-                code: p.code().as_str().to_owned(),
-                class: p.class().as_str().to_owned(),
-                pointer: p.pointer().to_owned(),
-                message: p.message().to_owned(),
-            })
-            .collect(),
+fn answer(result: Result<String, ProducerError>) -> Answer {
+    match result {
+        Ok(value) => Answer { value: Some(value), failure: None },
+        Err(e) => {
+            let problems = match &e {
+                ProducerError::Rejected(r) => problems(r.problems()),
+                _ => Vec::new(),
+            };
+            let failure = Failure {
+                code: e.code().to_owned(),
+                class: e.kind().as_str().to_owned(),
+                message: e.to_string(),
+                problems,
+            };
+            Answer { value: None, failure: Some(failure) }
+        }
     }
 }
 
-/// The plan hash (64 hex digits) of a valid plan with the profile in `profileDir` (its
-/// `modes.yaml`, `triggers.yaml` and `bundles.yaml`).
+/// Validates a plan's JSON text.
 #[napi]
-pub fn plan_hash(profile_dir: String, plan: Either<String, Buffer>) -> napi::Result<String, String> {
-    producer::plan_hash_in(std::path::Path::new(&profile_dir), bytes(&plan)).map(|d| d.to_string()).map_err(error)
+pub fn validate(plan: Text) -> Report {
+    let report = producer::validate(bytes(&plan));
+    Report { ok: report.ok, class: report.class.map(|c| c.as_str().to_owned()), problems: problems(&report.problems) }
 }
 
-/// The plan hash of a valid plan with the profile's three documents given as text, in the order
-/// `modes.yaml`, `triggers.yaml`, `bundles.yaml`.
+/// The plan hash as `planlock hash --policy-root` computes it (the plan's `policyProfile` under
+/// `policyRoot`).
 #[napi]
-pub fn plan_hash_of(documents: Vec<String>, plan: Either<String, Buffer>) -> napi::Result<String, String> {
-    let [m, t, b] = documents.as_slice() else {
-        return Err(napi::Error::new("invalid-arg".to_owned(), "documents: [modes, triggers, bundles]".to_owned()));
-    };
-    producer::plan_hash_of([m, t, b], bytes(&plan)).map(|d| d.to_string()).map_err(error)
+pub fn plan_hash(policy_root: String, plan: Text) -> Answer {
+    answer(producer::plan_hash_at(std::path::Path::new(&policy_root), bytes(&plan)).map(|d| d.to_string()))
 }
 
-/// A value's canonical JSON (RFC 8785), as the plan hash writes it.
+/// The plan hash with the profile in `profileDir`.
 #[napi]
-pub fn canonical_json(value: serde_json::Value) -> napi::Result<String, String> {
-    let text = serde_json::to_vec(&value).map_err(|e| napi::Error::new("invalid-json".to_owned(), e.to_string()))?;
-    producer::canonical_json(&text).map_err(error)
+pub fn plan_hash_in(profile_dir: String, plan: Text) -> Answer {
+    answer(producer::plan_hash_in(std::path::Path::new(&profile_dir), bytes(&plan)).map(|d| d.to_string()))
 }
 
-/// JSON text (a string or a Buffer) written canonically, read by the Rust library rather than
-/// `JSON.parse` (a number past the double range is refused, not made `Infinity`).
+/// The plan hash with the profile's three documents given as text.
 #[napi]
-pub fn canonical_json_text(text: Either<String, Buffer>) -> napi::Result<String, String> {
-    producer::canonical_json(bytes(&text)).map_err(error)
+pub fn plan_hash_of(modes: String, triggers: String, bundles: String, plan: Text) -> Answer {
+    answer(producer::plan_hash_of([&modes, &triggers, &bundles], bytes(&plan)).map(|d| d.to_string()))
+}
+
+/// JSON text written canonically.
+#[napi]
+pub fn canonical_json(text: Text) -> Answer {
+    answer(producer::canonical_json(bytes(&text)))
 }
 
 /// The plan's JSON Schema (draft 2020-12), as text.
@@ -104,15 +138,21 @@ pub fn schema() -> String {
     producer::schema()
 }
 
-/// The step registry, in canonical order: each step's `type`, `mandatory`, `failureClass` and
-/// `timeout`.
+/// The step registry, in canonical order.
 #[napi]
 pub fn registry() -> serde_json::Value {
     producer::registry()
 }
 
+/// Every code a call can fail with.
+#[napi]
+pub fn error_codes() -> Vec<String> {
+    ProducerError::CODES.iter().map(|c| (*c).to_owned()).collect()
+}
+
 /// Nanoseconds per validation of `plan`, over `iterations` calls made inside the addon: the Rust
-/// validator alone, for measuring what a call from JavaScript adds (`bench.mjs`).
+/// validator alone, for measuring what a call from JavaScript adds (`bench.mjs`; not part of the
+/// package's interface).
 #[napi]
 pub fn validate_in_rust_ns(plan: Buffer, iterations: u32) -> f64 {
     let started = std::time::Instant::now();
