@@ -499,9 +499,11 @@ fn a_decision_is_never_lost_in_a_cut_log() {
     assert_eq!((code, &report["outcome"]), (Some(0), &json!("completed")), "the approval was found: {report}");
     // A full disk: the write fails, the decider is told, nothing of the line stays.
     let (s, _) = paused_by_the_cli();
-    std::fs::write(log_path(&s), b"{\"event\":\"cut").unwrap();
+    // A cut line of 1,000 bytes, and room for 24 more: the decision's line is written in part.
+    let cut = [&b"{\"event\":\"cut"[..], &[b'x'; 987]].concat();
+    std::fs::write(log_path(&s), &cut).unwrap();
     let before = std::fs::metadata(log_path(&s)).unwrap().len();
-    let (code, failed) = decide_cli(&s, "approve", "ada", Some(before + 100));
+    let (code, failed) = decide_cli(&s, "approve", "ada", Some(1024));
     assert_eq!(code, Some(3), "{failed}");
     assert_eq!(std::fs::metadata(log_path(&s)).unwrap().len(), before, "no part of a line left");
     assert_eq!(decide_cli(&s, "reject", "bob", None).0, Some(0), "another decider is not refused by a lost one");
