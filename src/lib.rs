@@ -61,30 +61,31 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
-// The crate is built in layers; each module imports only from its own layer and those below it
-// (`tests/layers.rs` holds it to that and finds import cycles). The folders are the layers; the
-// public paths stay short through the re-exports.
+// The crate is built in layers (CONTRIBUTING.md's table, the one place they are written down);
+// each module imports only from its own layer and those below it (`tests/layers.rs` holds it to
+// that and finds import cycles). The modules are declared in the table's order; the public paths
+// stay short through the re-exports.
 
-// Layer 0: JSON as the contract reads and writes it; reading the files the runtime trusts;
+// JSON as the contract reads and writes it; reading the files the runtime trusts;
 // text from outside as a person may be shown it.
 mod fsread;
 mod io;
 mod json;
 pub mod text;
-// Layer 1: the contract's vocabulary: the registry table, payloads and results, the plan
+// The contract's vocabulary: the registry table, payloads and results, the plan
 // document, problem codes.
 mod contract;
 pub use contract::{plan, registry, schema, steps};
-// Layer 2: validation, the only way to a `ValidPlan`; telemetry (the OpenTelemetry names,
+// Validation, the only way to a `ValidPlan`; telemetry (the OpenTelemetry names,
 // model-call spans, the trace a pause keeps, OTLP export).
 pub mod telemetry;
 pub mod validate;
-// Layer 3: the typestate builder; and what is computed from a valid plan (hashes, profiles).
+// The typestate builder; and what is computed from a valid plan (hashes, profiles).
 pub mod builder;
 pub mod hash;
 #[doc(no_inline)]
 pub use hash::{profile, yaml};
-// Layer 4: running a plan.
+// Running a plan.
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
 pub mod embed;
@@ -93,12 +94,12 @@ pub mod producer;
 // The shared PostgreSQL database, for the stores of many workers (feature `postgres`).
 #[cfg(feature = "postgres")]
 pub mod pg;
-// Layer 5: sessions on disk, and storage behind ports. Layer 6: the runtime that owns a session.
+// Sessions on disk, and storage behind ports; the runtime that owns a session.
 pub mod handlers;
 pub mod runtime;
 pub mod session;
 pub mod store;
-// Layer 7: demo handlers for the CLI and the examples (feature `demo`).
+// Demo handlers for the CLI and the examples (feature `demo`).
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;

@@ -1,13 +1,14 @@
-//! The crate's layers, held: every `crate::` path in `src/` (outside comments and unit-test
-//! modules) goes to the same layer or one below, names the module it means (not a crate-root
-//! re-export), and the files import each other without a cycle. The table below is the one
+//! The crate's layers, held: every `crate::` and `super::` path in `src/` (outside comments and
+//! unit-test modules) goes to the same layer or one below, names the module it means (not a
+//! crate-root re-export), and the files import each other without a cycle (two files of one
+//! folder naming each other through `super::` are a cycle too). The table below is the one
 //! place the layers are written down; `src/lib.rs` declares the modules in the same order.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Each top-level module and its layer; a module may import its own layer's module and those
-/// of lower layers only.
+/// of lower layers only. CONTRIBUTING.md's table says the same (a test compares them).
 const LAYERS: &[(&str, u32)] = &[
     ("json", 0),
     ("fsread", 0),
@@ -28,6 +29,52 @@ const LAYERS: &[(&str, u32)] = &[
     ("runtime", 6),
     ("demo", 7),
 ];
+
+/// CONTRIBUTING.md's layer table (the one people read) says what [`LAYERS`] says.
+#[test]
+fn the_layer_table_people_read_is_this_one() {
+    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("CONTRIBUTING.md")).unwrap();
+    let mut written: Vec<(String, u32)> = Vec::new();
+    for row in doc.lines().filter(|l| l.starts_with("| ")) {
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let Ok(layer) = cells[1].parse::<u32>() else { continue };
+        for module in cells[2].split(", ") {
+            written.push((module.trim_matches('`').to_owned(), layer));
+        }
+    }
+    let mut table: Vec<(String, u32)> = LAYERS.iter().map(|(m, l)| ((*m).to_owned(), *l)).collect();
+    written.sort();
+    table.sort();
+    assert_eq!(written, table, "CONTRIBUTING.md's layer table and tests/layers.rs's LAYERS differ");
+}
+
+/// A module's doc that names its layer (`//! Layer 4, …`) names the one [`LAYERS`] gives it.
+#[test]
+fn the_layer_a_module_doc_names_is_its_own() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut checked = 0;
+    for file in &files {
+        let module = module_of(&src, file);
+        let Some(own) = module.first().and_then(|m| layer(m)) else { continue };
+        let text = std::fs::read_to_string(file).unwrap();
+        for line in text.lines().take_while(|l| l.starts_with("//!")) {
+            let Some(at) = line.find("Layer ") else { continue };
+            let digits: String = line[at + 6..].chars().take_while(char::is_ascii_digit).collect();
+            if let Ok(named) = digits.parse::<u32>() {
+                assert_eq!(
+                    named,
+                    own,
+                    "{}: its doc names layer {named}; CONTRIBUTING.md's table says {own}",
+                    file.display()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked >= 10, "the module docs' layers were not found ({checked})");
+}
 
 fn layer(module: &str) -> Option<u32> {
     LAYERS.iter().find(|(m, _)| *m == module).map(|(_, l)| *l)
@@ -54,8 +101,34 @@ fn module_of(src: &Path, file: &Path) -> Vec<String> {
     parts
 }
 
+/// The `crate::a::b` paths of a file's code, and its `super::` paths made whole from
+/// `module`, the file's own (`super::overview::roots` in `session/inbox.rs` is
+/// `session::overview`): comments and the unit-test module left out.
+fn paths_of(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+    let mut out = crate_paths(text);
+    // `super::` drops the module's last segment: in `a/b.rs` (`a::b`) it is `a`, in `a/mod.rs`
+    // (`a`) the crate root.
+    let parent: Vec<String> = module[..module.len().saturating_sub(1)].to_vec();
+    for (line, relative) in relative_paths(text, "super::") {
+        let mut whole = parent.clone();
+        whole.extend(relative);
+        whole.truncate(2);
+        if !whole.is_empty() {
+            out.push((line, whole));
+        }
+    }
+    out.sort();
+    out
+}
+
 /// The `crate::a::b` paths of a file's code: comments and the unit-test module left out.
 fn crate_paths(text: &str) -> Vec<(usize, Vec<String>)> {
+    relative_paths(text, "crate::")
+}
+
+/// The paths after `prefix` (`crate::`, `super::`) in a file's code, their first two segments:
+/// comments and the unit-test module left out.
+fn relative_paths(text: &str, prefix: &str) -> Vec<(usize, Vec<String>)> {
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate().peekable();
     while let Some((n, line)) = lines.next() {
@@ -70,11 +143,11 @@ fn crate_paths(text: &str) -> Vec<(usize, Vec<String>)> {
         }
         let code = code.split(" // ").next().unwrap_or(code);
         let mut rest = code;
-        while let Some(at) = rest.find("crate::") {
+        while let Some(at) = rest.find(prefix) {
             let before = &rest[..at];
-            rest = &rest[at + "crate::".len()..];
-            // `serde_json::...` and the like are not this crate.
-            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_') {
+            rest = &rest[at + prefix.len()..];
+            // `serde_json::...` and the like are not this crate; `super::super::` is read as one.
+            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
                 continue;
             }
             let segments: Vec<String> = rest
@@ -121,7 +194,7 @@ fn imports_go_down_the_layers_and_never_in_a_circle() {
         let Some(own) = module.first().filter(|m| *m != "lib" && *m != "bin") else { continue };
         let own_layer = layer(own).unwrap_or_else(|| panic!("{}: module `{own}` is in no layer", file.display()));
         let text = std::fs::read_to_string(file).unwrap();
-        for (line, path) in crate_paths(&text) {
+        for (line, path) in paths_of(&text, &module) {
             let path = exported.get(&path[0]).cloned().unwrap_or(path);
             let at = format!("{}:{line}", file.strip_prefix(&src).unwrap().display());
             let Some(their_layer) = layer(&path[0]) else {
@@ -134,6 +207,7 @@ fn imports_go_down_the_layers_and_never_in_a_circle() {
                     path.join("::")
                 ));
             }
+            // The longest prefix that is a module (a `super::Item` of `session/` is `session`).
             let target = if modules.contains(&path) { path.clone() } else { path[..1].to_vec() };
             if target != module {
                 edges.entry(module.clone()).or_default().insert(target);
@@ -164,6 +238,19 @@ fn imports_go_down_the_layers_and_never_in_a_circle() {
         problems.push(format!("these modules import each other in a circle: {}", cyclic.join(", ")));
     }
     assert!(problems.is_empty(), "layering broken:\n{}", problems.join("\n"));
+}
+
+#[test]
+fn the_checker_reads_super_paths_from_the_file_they_are_in() {
+    let module = |m: &str| m.split("::").map(str::to_owned).collect::<Vec<_>>();
+    let text = "use super::overview::roots;\nlet e = super::SessionError::Io;\n// super::x in a comment\n";
+    let inbox = paths_of(text, &module("session::inbox"));
+    assert_eq!(
+        inbox.iter().map(|(_, p)| p.join("::")).collect::<Vec<_>>(),
+        ["session::overview", "session::SessionError"]
+    );
+    let root = paths_of("use super::exec::Cycle;", &module("session"));
+    assert_eq!(root[0].1.join("::"), "exec::Cycle");
 }
 
 #[test]

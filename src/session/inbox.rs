@@ -227,7 +227,7 @@ impl Inbox {
         match &self.sessions {
             Sessions::Dir(dir) => {
                 let mut out = Vec::new();
-                for (name, records) in super::overview::roots(dir)? {
+                for (name, records) in roots(dir)? {
                     let read = match records.load_intervention().await {
                         Ok(Some(record)) => {
                             let decision = records.decision_on(&super::PauseRef::of(&record)).await;
@@ -292,4 +292,22 @@ fn root_of(dir: &Path, name: &str) -> Result<PathBuf, InboxError> {
         Ok(meta) if meta.is_dir() => Ok(root),
         _ => Err(unknown()),
     }
+}
+
+/// The session roots under `dir` (at most [`MAX_SESSIONS`]): each directory there, not followed
+/// through a link, with its records.
+pub(super) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>, InboxError> {
+    let failed = |source| InboxError::Dir { dir: dir.to_owned(), source };
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(failed)?.take(MAX_SESSIONS) {
+        let entry = entry.map_err(failed)?;
+        // One rule for which names are sessions (a name no reader could open is not listed).
+        let Some(name) = entry.file_name().to_str().filter(|n| is_root_name(n)).map(str::to_owned) else {
+            continue;
+        };
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            out.push((name, FileRecords::new(entry.path())));
+        }
+    }
+    Ok(out)
 }

@@ -5,8 +5,8 @@
 
 use serde::Serialize;
 
-use super::inbox::{Inbox, InboxError, InboxProblem, MAX_SESSIONS, Sessions};
-use super::records::{FileRecords, SessionRecords};
+use super::inbox::{Inbox, InboxError, InboxProblem, MAX_SESSIONS, Sessions, roots};
+use super::records::SessionRecords;
 use super::{CycleEnd, CycleEntry, CycleFailure, InterventionRecord, SessionError, SessionState, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
 
@@ -217,24 +217,6 @@ impl SessionsPage {
 
 fn problem(session: String, e: &SessionError) -> InboxProblem {
     InboxProblem { session, code: e.code(), message: crate::text::printable(&e.to_string()).into_owned() }
-}
-
-/// The session roots under `dir` (at most [`MAX_SESSIONS`]): each directory there, not followed
-/// through a link, with its records.
-pub(super) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>, InboxError> {
-    let failed = |source| InboxError::Dir { dir: dir.to_owned(), source };
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(failed)?.take(MAX_SESSIONS) {
-        let entry = entry.map_err(failed)?;
-        // One rule for which names are sessions (a name no reader could open is not listed).
-        let Some(name) = entry.file_name().to_str().filter(|n| super::inbox::is_root_name(n)).map(str::to_owned) else {
-            continue;
-        };
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            out.push((name, FileRecords::new(entry.path())));
-        }
-    }
-    Ok(out)
 }
 
 /// A page of a database's sessions, from one statement.
