@@ -459,6 +459,9 @@ fn socket2_connect(target: std::net::SocketAddr) -> Option<TcpStream> {
     runtime.block_on(async {
         let socket = tokio::net::TcpSocket::new_v4().ok()?;
         socket.bind("127.0.0.2:0".parse().unwrap()).ok()?;
+        // A small window: the console's responses back up at once, as they do for a client
+        // far away that stopped reading.
+        socket.set_recv_buffer_size(4096).ok()?;
         let stream =
             tokio::time::timeout(std::time::Duration::from_secs(2), socket.connect(target)).await.ok()?.ok()?;
         let stream = stream.into_std().ok()?;

@@ -47,6 +47,9 @@ const BODY_TIME: Duration = Duration::from_secs(10);
 /// idle kept-alive connection): then the connection is closed.
 const WRITE_TIME: Duration = Duration::from_secs(10);
 const IDLE_TIME: Duration = Duration::from_secs(30);
+/// The kernel's send buffer of a connection: what a client that does not read can leave
+/// waiting there (64 connections: 4 MiB at most, not the hundreds the autotuned default allows).
+const SEND_BUFFER: usize = 64 << 10;
 const MAX_LOGINS: usize = 1000;
 const LOGIN_LIFE: Duration = Duration::from_secs(12 * 3600);
 const COOKIE: &str = "planlock_console";
@@ -217,6 +220,7 @@ async fn accept(listener: tokio::net::TcpListener, console: Arc<Console>) {
         let Ok((stream, peer)) = listener.accept().await else { continue };
         // Closed at once: the slot goes back for another client.
         let Some(client) = ClientSlot::take(&clients, peer.ip()) else { continue };
+        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
         let console = console.clone();
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |req| {
