@@ -126,13 +126,16 @@ try {
   let ready = [];
   for (const started = Date.now(); Date.now() - started < 10000; await page.waitForTimeout(200)) {
     await page.goto(`${url}/sessions`);
-    const first = await page.locator("tbody tr").first().locator("td:nth-child(2)").textContent();
+    const first = await page.locator("tbody tr").first().locator("td:nth-child(3)").textContent();
     assert.equal(first, "paused");
     await page.click("a[href='/sessions?status=ready']");
-    ready = await page.locator("tbody tr td:nth-child(2)").allTextContents();
+    ready = await page.locator("tbody tr td:nth-child(3)").allTextContents();
     if (ready.length === 3) break;
   }
   assert.ok(ready.length === 3 && ready.every((s) => s === "ready"), ready.join());
+  // Each session's id beside its name: what its traces carry as session.id.
+  const ids = await page.locator("tbody tr td:nth-child(2)").allTextContents();
+  assert.ok(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)), ids.join());
   ok("sessions: paused first; the ready filter lists the 3 ready ones");
   await page.goto(`${url}/sessions`);
   await page.screenshot({ path: `${shots}/console-sessions.png`, fullPage: false });
