@@ -184,7 +184,17 @@ fn a_model_servers_answer_is_escaped() {
             .mount(&server),
     );
     let case = Case::new();
-    let good = case.file("plan.json", &plan(|_| {}));
+    // The plan names no model: the one asked for, and printed, is the flag's.
+    let good = case.file(
+        "plan.json",
+        &plan(|v| {
+            for step in v["steps"].as_array_mut().unwrap() {
+                if step["type"] == "LLMCall" {
+                    step["payload"]["config"].as_object_mut().unwrap().remove("model");
+                }
+            }
+        }),
+    );
     let url = server.uri() + "/v1";
     let (text, out, report) = case.each_format(&["run", "--llm-url", &url, "--llm-model", HOSTILE], &[&good]);
     assert_eq!(out.status.code(), Some(1), "{report}");
