@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::inbox::{Inbox, InboxError, InboxProblem, MAX_SESSIONS, Sessions, roots};
+use super::inbox::{Inbox, InboxError, InboxProblem, Sessions, roots};
 use super::records::SessionRecords;
 use super::{CycleEnd, CycleEntry, CycleFailure, InterventionRecord, SessionError, SessionState, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
@@ -173,7 +173,7 @@ impl Inbox {
         }
     }
 
-    /// Every session (at most [`MAX_SESSIONS`]), in the order of [`sessions`](Self::sessions):
+    /// Every session (at most [`MAX_SESSIONS`](super::inbox::MAX_SESSIONS)), in the order of [`sessions`](Self::sessions):
     /// what a console keeps to page through without reading every root again.
     pub async fn all_sessions(&self) -> Result<SessionsPage, InboxError> {
         let mut page = SessionsPage::default();
@@ -188,7 +188,7 @@ impl Inbox {
                 }
             }
             #[cfg(feature = "postgres")]
-            Sessions::Database(db) => page = database_page(db, None, 0, MAX_SESSIONS).await?,
+            Sessions::Database(db) => page = database_page(db, None, 0, super::inbox::MAX_SESSIONS).await?,
         }
         page.sessions.sort_by(|a, b| {
             (a.status, std::cmp::Reverse(a.active_at()), &a.session).cmp(&(
