@@ -62,7 +62,7 @@
 #![warn(missing_docs)]
 
 // The crate is built in layers (CONTRIBUTING.md's table, the one place they are written down);
-// each module imports only from its own layer and those below it (`tests/layers.rs` holds it to
+// each module imports only from its own layer and those below it (`tests/it/layers.rs` holds it to
 // that and finds import cycles). The modules are declared in the table's order; the public paths
 // stay short through the re-exports.
 

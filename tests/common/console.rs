@@ -1,4 +1,4 @@
-//! `planlock serve` driven over plain HTTP/1.1, as a browser talks to it (tests/console.rs and the
+//! `planlock serve` driven over plain HTTP/1.1, as a browser talks to it (tests/it/console.rs and the
 //! PostgreSQL harness).
 
 use std::io::{BufRead, BufReader, Read, Write};

@@ -4,7 +4,7 @@
 //! token usage on the `chat` span, and whole cycles through the executor.
 #![cfg(feature = "openai")]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

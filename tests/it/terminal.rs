@@ -7,7 +7,7 @@
 //! strings.
 #![cfg(all(feature = "cli", feature = "openai", unix))]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::{Command, Output};

@@ -26,7 +26,7 @@ use planlock::{
 };
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{plan_with, policy};
 
 type TestRuntime = Runtime<FileSessionStore, Boxed>;

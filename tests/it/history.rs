@@ -12,7 +12,7 @@ use planlock::session::{CycleEnd, FileRecords, FileSessionStore, HISTORY_FILE, P
 use planlock::{FailureKind, Override, StepType, ValidPlan};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Dirs, dirs, plan_with};
 
 /// The demo plan, with the review gate (which blocks `PersistMemory`) when `reviewed`.

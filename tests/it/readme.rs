@@ -8,9 +8,9 @@
 use std::path::Path;
 use std::process::Command;
 
-const README: &str = include_str!("../README.md");
-const CI: &str = include_str!("../.ci/run");
-const MANIFEST: &str = include_str!("../Cargo.toml");
+const README: &str = include_str!("../../README.md");
+const CI: &str = include_str!("../../.ci/run");
+const MANIFEST: &str = include_str!("../../Cargo.toml");
 const CLI: &str = "cargo run --features cli -- ";
 
 /// The lines of the README's `sh` blocks, without blank lines.
@@ -89,7 +89,7 @@ fn every_readme_command_runs_as_written() {
                 assert!(here.join("examples").join(format!("{name}.rs")).exists(), "no example {name}");
             }
         } else if let Some(npm) = command.strip_prefix("cd examples/typescript && ") {
-            // tests/typescript.rs runs these steps; here, each npm script named must exist.
+            // tests/it/typescript.rs runs these steps; here, each npm script named must exist.
             let package = std::fs::read_to_string(here.join("examples/typescript/package.json")).unwrap();
             for step in npm.split(" && ") {
                 match step.strip_prefix("npm run ") {
@@ -100,7 +100,7 @@ fn every_readme_command_runs_as_written() {
         } else if let Some(bench) = command.strip_prefix("cargo bench --bench ") {
             check_bench(here, bench);
         } else if let Some(flags) = command.strip_prefix("planlock serve ") {
-            // It serves until stopped (tests/console.rs runs it): here, every flag shown exists.
+            // It serves until stopped (tests/it/console.rs runs it): here, every flag shown exists.
             let help = Command::new(env!("CARGO_BIN_EXE_planlock")).args(["serve", "--help"]).output().unwrap();
             let help = String::from_utf8_lossy(&help.stdout).into_owned();
             for flag in flags.split(|c: char| c.is_whitespace() || c == '[' || c == ']').filter(|f| f.starts_with("--"))

@@ -7,7 +7,7 @@ use planlock::Failure;
 use planlock::{FailureKind, ProblemCode, ValidPlan};
 use serde_json::{Value, json};
 
-const FULL: &str = include_str!("fixtures/full_plan.json");
+const FULL: &str = include_str!("../fixtures/full_plan.json");
 
 fn full() -> Value {
     serde_json::from_str(FULL).unwrap()
@@ -598,7 +598,7 @@ fn agrees_with_file(name: &str, value: &Value) {
     let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         on_disk == text,
-        "{} differs from the table: run `PLANLOCK_BLESS=1 cargo test --test corpus`",
+        "{} differs from the table: run `PLANLOCK_BLESS=1 cargo test --test it corpus`",
         path.display()
     );
 }
@@ -778,7 +778,7 @@ fn the_json_schema_rejects_only_what_planlock_rejects() {
         "too-large",
         "too-deep",
     ];
-    let schema: Value = serde_json::from_str(include_str!("../schema/plan-v1.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(include_str!("../../schema/plan-v1.schema.json")).unwrap();
     let validator = jsonschema::validator_for(&schema).unwrap();
     let (mut both_reject, mut only_planlock, mut both_accept) = (0, 0, 0);
     let mut failures = Vec::new();
@@ -876,7 +876,7 @@ fn the_typescript_unions_are_the_code_tables() {
     }
     assert!(
         written == text,
-        "{} differs from the tables: run `PLANLOCK_BLESS=1 cargo test --test corpus`",
+        "{} differs from the tables: run `PLANLOCK_BLESS=1 cargo test --test it corpus`",
         path.display()
     );
 }

@@ -5,7 +5,7 @@ use planlock::Failure;
 use planlock::{ValidPlan, canonical_json};
 use serde_json::{Value, json};
 
-const FULL: &str = include_str!("fixtures/full_plan.json");
+const FULL: &str = include_str!("../fixtures/full_plan.json");
 
 fn jcs(text: &str) -> String {
     let v: Value = serde_json::from_str(text).unwrap();

@@ -6,7 +6,7 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-const FULL: &str = include_str!("fixtures/full_plan.json");
+const FULL: &str = include_str!("../fixtures/full_plan.json");
 
 fn planlock(args: &[&str], stdin: Option<&str>) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_planlock"))

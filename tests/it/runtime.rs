@@ -22,7 +22,7 @@ use planlock::{
 };
 use serde_json::json;
 
-mod common;
+use crate::common;
 use common::{Dirs, dirs, plan_with, policy};
 
 type DemoRuntime = Runtime<FileSessionStore, Boxed>;

@@ -11,7 +11,7 @@ use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::{Failure, FailureKind};
 
-mod common;
+use crate::common;
 use common::{plan_with, policy};
 
 fn manifest(dir: &Path, json: &str) -> Result<BundleManifest, planlock::store::bundle::BundleError> {

@@ -5,7 +5,7 @@ use planlock::profile::PolicyProfile;
 use planlock::{ValidPlan, canonical_json, plan_hash};
 use serde_json::{Value, json};
 
-const FULL: &str = include_str!("fixtures/full_plan.json");
+const FULL: &str = include_str!("../fixtures/full_plan.json");
 
 fn profile() -> PolicyProfile {
     PolicyProfile {

@@ -343,13 +343,13 @@ proptest! {
 
 /// The committed JSON Schema for producers.
 static SCHEMA: std::sync::LazyLock<jsonschema::Validator> = std::sync::LazyLock::new(|| {
-    let schema: Value = serde_json::from_str(include_str!("../schema/plan-v1.schema.json")).unwrap();
+    let schema: Value = serde_json::from_str(include_str!("../../schema/plan-v1.schema.json")).unwrap();
     jsonschema::validator_for(&schema).unwrap()
 });
 
 #[test]
 fn free_form_values_are_held_to_the_limits_in_rust_built_plans() {
-    let mut plan = ValidPlan::from_str(include_str!("fixtures/full_plan.json")).unwrap().into_plan();
+    let mut plan = ValidPlan::from_str(include_str!("../fixtures/full_plan.json")).unwrap().into_plan();
     if let StepPayload::LLMCall(p) = &mut plan.steps[5].payload {
         p.config.0.insert("big".into(), json!(u64::MAX));
     }
@@ -364,7 +364,7 @@ fn rust_built_plans_meet_the_depth_limit_exactly_where_parsed_ones_do() {
     fn nested(levels: usize) -> Value {
         (0..levels).fold(json!(1), |inner, _| json!([inner]))
     }
-    let base = ValidPlan::from_str(include_str!("fixtures/full_plan.json")).unwrap().into_plan();
+    let base = ValidPlan::from_str(include_str!("../fixtures/full_plan.json")).unwrap().into_plan();
     let mut verdicts = Vec::new();
     for levels in 55..=66 {
         let mut plan = base.clone();

@@ -45,7 +45,7 @@ fn the_layer_table_people_read_is_this_one() {
     let mut table: Vec<(String, u32)> = LAYERS.iter().map(|(m, l)| ((*m).to_owned(), *l)).collect();
     written.sort();
     table.sort();
-    assert_eq!(written, table, "CONTRIBUTING.md's layer table and tests/layers.rs's LAYERS differ");
+    assert_eq!(written, table, "CONTRIBUTING.md's layer table and tests/it/layers.rs's LAYERS differ");
 }
 
 /// A module's doc that names its layer (`//! Layer 4, …`) names the one [`LAYERS`] gives it.

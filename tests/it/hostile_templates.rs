@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{DEMO_PLAN, policy};
 
 /// How a child ended: its exit code, stdout, wall time and peak RSS in KiB.

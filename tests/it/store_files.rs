@@ -4,7 +4,7 @@
 //! and no file appears anywhere.
 #![cfg(all(feature = "cli", unix))]
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! invisible characters is blank.
 #![cfg(all(feature = "cli", unix))]
 
-mod common;
+use crate::common;
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};

@@ -16,7 +16,7 @@ use planlock::session::{
 use planlock::{FailureKind, PolicyProfile, StepType, ValidPlan};
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{DEMO_PLAN, plan_with, policy};
 
 /// A store that counts saves and can be told to fail them; the count is shared, so a test can

@@ -4,7 +4,7 @@
 //! manifest never sends a control character to the terminal.
 #![cfg(all(feature = "cli", unix))]
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 
 use common::policy;
 
-const REVIEWED_PLAN: &str = include_str!("../examples/plans/reviewed_plan.json");
+const REVIEWED_PLAN: &str = include_str!("../../examples/plans/reviewed_plan.json");
 
 struct Session {
     root: tempfile::TempDir,

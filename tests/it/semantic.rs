@@ -17,7 +17,7 @@ use planlock::store::sqlite::semantic::{SemanticDecisions, SemanticMemory};
 use planlock::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreHandlers};
 use planlock::{Failure, FailureKind};
 
-mod common;
+use crate::common;
 use common::{plan_with, policy};
 
 fn put(store: &impl MemoryRepositoryPort, n: u64, summary: &str) -> Result<String, planlock::store::StoreError> {

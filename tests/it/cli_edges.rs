@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{DEMO_PLAN, plan_with, policy};
 
 fn planlock() -> Command {

@@ -9,7 +9,7 @@ use std::process::Command;
 use planlock::PolicyProfile;
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{plan_with, policy};
 
 fn run(root: &Path, pol: &Path, plan: &Path, extra: &[&str]) -> (Option<i32>, Value) {

@@ -17,9 +17,9 @@ use planlock::{
 };
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 
-const FULL: &str = include_str!("fixtures/full_plan.json");
+const FULL: &str = include_str!("../fixtures/full_plan.json");
 
 /// A result every probe can return.
 trait Sample {

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use planlock::session::{ApprovalEvent, FileRecords, SessionRecords};
 
-mod common;
+use crate::common;
 use common::console::{TOKEN, decide_fields, field, serve, url_segment};
 
 const HOSTILE: &str = "<script>alert(1)</script> \"onmouseover=alert(2) \u{1b}[31m \u{202e}evil";

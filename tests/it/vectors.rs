@@ -6,7 +6,7 @@
 //! is made.
 #![cfg(all(feature = "sqlite", feature = "cli", unix))]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::sync::Arc;

@@ -5,7 +5,7 @@
 //! (the SQLite database and its WAL included) and the recorded spans: zero hits.
 #![cfg(all(feature = "cli", feature = "openai"))]
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;

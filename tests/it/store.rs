@@ -13,7 +13,7 @@ use planlock::store::sqlite::{DATABASE_FILE, SqliteStore};
 use planlock::store::{MemoryRepositoryPort, NewMemory, StoreError, StoreHandlers, conformance};
 use planlock::{Failure, FailureKind, StepType};
 
-mod common;
+use crate::common;
 use common::{plan_with, policy};
 
 #[test]
