@@ -29,6 +29,7 @@ use crate::validate::{ValidPlan, check_result};
 use crate::exec::cycle::{Block, Cycle};
 pub use crate::exec::cycle::{Completed, CycleOutcome, CycleSession, PausedCycle};
 pub(crate) use crate::exec::cycle::{RestoredCycle, override_fits};
+use crate::exec::failure::ValidatorPanic;
 pub use crate::exec::failure::{ExecError, StepFailure};
 pub use crate::exec::guard::DEFAULT_PROMPT_DEADLINE;
 use crate::exec::guard::{Called, deadline, guard, guarded_call};
@@ -484,7 +485,6 @@ impl<L: HandlerSet> Executor<L> {
         report: &mut CycleReport,
         shown: impl Fn() -> Shown,
     ) -> Result<Option<Block>, ValidatorPanic> {
-        use crate::telemetry::names::{GUARDRAIL_VERDICT, VALIDATOR};
         for (v, phase, verdict) in verdicts {
             let verdict = match verdict {
                 Ok(verdict) => verdict,
@@ -502,13 +502,7 @@ impl<L: HandlerSet> Executor<L> {
                 Verdict::Block(_) => "block",
             };
             if said != "block" {
-                tracing::event!(
-                    parent: span,
-                    tracing::Level::INFO,
-                    { VALIDATOR } = v.id.as_str(),
-                    { GUARDRAIL_VERDICT } = said,
-                    "apply_guardrail"
-                );
+                spans::guardrail_event(span, &v.id, said);
             }
             match verdict {
                 Verdict::Allow => {}
@@ -533,13 +527,7 @@ impl<L: HandlerSet> Executor<L> {
                             }
                             _ => {
                                 // The Block a person approved: an event on the step.
-                                tracing::event!(
-                                    parent: span,
-                                    tracing::Level::INFO,
-                                    { VALIDATOR } = v.id.as_str(),
-                                    { GUARDRAIL_VERDICT } = "approved",
-                                    "apply_guardrail"
-                                );
+                                spans::guardrail_event(span, &v.id, "approved");
                                 report.overrides.push(OverrideRecord {
                                     step_id: step.id.clone(),
                                     validator_id: o.validator_id,
@@ -592,19 +580,6 @@ impl<L: HandlerSet> Executor<L> {
 
 fn json_of<T: Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_default()
-}
-
-/// A validator that panicked judging a step (a gate that cannot decide is never passed).
-struct ValidatorPanic {
-    validator_id: String,
-    message: String,
-}
-
-impl ValidatorPanic {
-    fn into_error(self, step: &StepDefinition, report: Box<CycleReport>) -> ExecError {
-        let ValidatorPanic { validator_id, message } = self;
-        ExecError::ValidatorPanicked { validator_id, step_id: step.id.clone(), message, report }
-    }
 }
 
 /// The record of an attempt at step `index` that did not complete (blocked or failed), started

@@ -165,3 +165,21 @@ impl Failure for ExecError {
         }
     }
 }
+
+/// A validator that panicked judging a step (a gate that cannot decide is never passed): what
+/// the executor's judging returns, made the cycle's error with its report.
+pub(crate) struct ValidatorPanic {
+    pub(crate) validator_id: String,
+    pub(crate) message: String,
+}
+
+impl ValidatorPanic {
+    pub(crate) fn into_error(
+        self,
+        step: &crate::contract::plan::StepDefinition,
+        report: Box<CycleReport>,
+    ) -> ExecError {
+        let ValidatorPanic { validator_id, message } = self;
+        ExecError::ValidatorPanicked { validator_id, step_id: step.id.clone(), message, report }
+    }
+}

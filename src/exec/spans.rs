@@ -137,3 +137,15 @@ pub(crate) fn guardrail_span(
         { ERROR_TYPE } = Empty,
     )
 }
+
+/// A validator's verdict that lets its step go on (`allow`, `warn`, or `approved`: a Block a
+/// person approved), as an `apply_guardrail` event on the step's span.
+pub(crate) fn guardrail_event(step_span: &tracing::Span, validator: &str, verdict: &str) {
+    tracing::event!(
+        parent: step_span,
+        tracing::Level::INFO,
+        { VALIDATOR } = validator,
+        { GUARDRAIL_VERDICT } = verdict,
+        "apply_guardrail"
+    );
+}

@@ -35,8 +35,7 @@ use crate::exec::executor::{
 };
 use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
 use crate::exec::validator::Override;
-use crate::hash::profile::PolicyProfile;
-use crate::hash::{Digest, HashParts, plan_hash};
+use crate::hash::{Digest, HashParts};
 use crate::session::{
     BlockPhase, BundlePinV1, CompletedStep, CycleEntry, CycleGuard, History, InterventionRecord, ReservedSession,
     ReviewDecision, SessionState, SessionStore, Timestamp,
@@ -420,24 +419,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.state = State::Ready;
         }
         settled
-    }
-
-    /// The plan hash of the current policy files against the paused cycle's: a change is
-    /// FailFast, naming the part that changed.
-    fn check_hash(&mut self, record: &InterventionRecord) -> Result<(), RuntimeError> {
-        let profile = match PolicyProfile::load(&self.policy_root, &self.plan.metadata().policy_profile) {
-            Ok(profile) => profile,
-            Err(e) => return Err(self.fail(e.into())),
-        };
-        let current = plan_hash(&profile, &self.plan);
-        if current != record.plan_hash {
-            let what = self.parts.difference(&HashParts::of(&profile, &self.plan));
-            let saved = Saved::PausedCycle { cycle: record.cycle };
-            let (session_id, stored) = (record.session_id, record.plan_hash);
-            let mismatch = HashMismatch { saved, session_id, stored, current, what };
-            return Err(self.fail(RuntimeError::HashMismatch(Box::new(mismatch))));
-        }
-        Ok(())
     }
 
     /// Removes the paused cycle's record from the store, durably.

@@ -8,7 +8,12 @@ use crate::exec::validator::Override;
 use crate::session::{BlockPhase, InterventionRecord};
 use crate::validate::{ValidPlan, check_result};
 
-use super::error::{RecordMismatch, RuntimeError};
+use super::Runtime;
+use super::error::{HashMismatch, RecordMismatch, RuntimeError, Saved};
+use crate::exec::handler::HandlerSet;
+use crate::hash::profile::PolicyProfile;
+use crate::hash::{HashParts, plan_hash};
+use crate::session::SessionStore;
 
 /// The cycle `record` describes in `plan`, ready to re-run its blocked step as cycle `session`.
 /// The record is input (CONTRACT §11): it must name exactly the steps before the blocked one, in
@@ -65,4 +70,24 @@ pub(super) fn restore_cycle(
         reason: record.reason.clone(),
     };
     Ok(RestoredCycle { session, next, ledger, over, paused_by, trace: record.trace_parent })
+}
+
+impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
+    /// The plan hash of the current policy files against the paused cycle's: a change is
+    /// FailFast, naming the part that changed.
+    pub(super) fn check_hash(&mut self, record: &InterventionRecord) -> Result<(), RuntimeError> {
+        let profile = match PolicyProfile::load(&self.policy_root, &self.plan.metadata().policy_profile) {
+            Ok(profile) => profile,
+            Err(e) => return Err(self.fail(e.into())),
+        };
+        let current = plan_hash(&profile, &self.plan);
+        if current != record.plan_hash {
+            let what = self.parts.difference(&HashParts::of(&profile, &self.plan));
+            let saved = Saved::PausedCycle { cycle: record.cycle };
+            let (session_id, stored) = (record.session_id, record.plan_hash);
+            let mismatch = HashMismatch { saved, session_id, stored, current, what };
+            return Err(self.fail(RuntimeError::HashMismatch(Box::new(mismatch))));
+        }
+        Ok(())
+    }
 }
