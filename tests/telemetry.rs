@@ -253,11 +253,7 @@ fn a_failed_step_carries_its_code_and_class() {
 
 /// The demo plan with the review gate, which blocks `PersistMemory`, and no other write.
 fn reviewed_plan() -> ValidPlan {
-    plan_with(|v| {
-        v["validators"] = json!([ReviewGate::signature()]);
-        let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
-        v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
-    })
+    plan_with(common::review_one_write)
 }
 
 fn a_resumed_cycle_continues_the_paused_cycles_trace_after_a_restart() {

@@ -24,6 +24,14 @@ pub fn policy(root: &Path, tone: &str) {
     std::fs::write(dir.join("bundles.yaml"), "{}\n").unwrap();
 }
 
+/// The demo review gate on a plan, and one write left for it to review (`PersistMemory`: the
+/// other writes removed), as the approval tests run it.
+pub fn review_one_write(v: &mut Value) {
+    v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
+    let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
+    v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
+}
+
 pub fn plan_with(f: impl FnOnce(&mut Value)) -> ValidPlan {
     let mut v: Value = serde_json::from_str(DEMO_PLAN).unwrap();
     v["steps"][0]["payload"]["repoPath"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/src"));

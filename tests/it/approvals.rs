@@ -437,11 +437,7 @@ fn cli_limited(args: &[&str], limit: Option<u64>) -> (Option<i32>, Value) {
 /// beside the session's root.
 fn reviewed_plan_file(s: &Session) -> std::path::PathBuf {
     let plan = s.sessions.path().join("plan.json");
-    let reviewed = plan_with(|v| {
-        v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
-        let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
-        v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
-    });
+    let reviewed = plan_with(common::review_one_write);
     std::fs::write(&plan, reviewed.to_json()).unwrap();
     plan
 }

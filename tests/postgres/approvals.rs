@@ -13,9 +13,7 @@ use planlock::session::{ApprovalEvent, Recorded, ReviewDecision, ReviewVerdict, 
 pub(super) fn reviewed_fixture() -> Fixture {
     let fx = fixture();
     let mut v: Value = serde_json::from_str(&fx.plan.to_json()).unwrap();
-    v["validators"] = json!([ReviewGate::signature()]);
-    let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
-    v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
+    common::review_one_write(&mut v);
     let plan = ValidPlan::from_value(&v).unwrap();
     std::fs::write(&fx.plan_file, plan.to_json()).unwrap();
     Fixture { plan, ..fx }

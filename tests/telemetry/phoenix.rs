@@ -111,9 +111,7 @@ pub fn phoenix_reads_the_cli_s_spans(dir: &Path, m: &Models) {
             v["steps"][5]["payload"]["config"] = json!({ "max_tokens": 24, "temperature": 0 });
             v["metadata"]["timeouts"]["llmMs"] = json!(120_000);
             if reviewed {
-                v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
-                let writes = ["PersistDecision", "PersistEvidence", "LinkDecisionEvidence"];
-                v["steps"].as_array_mut().unwrap().retain(|s| !writes.contains(&s["type"].as_str().unwrap()));
+                crate::common::review_one_write(v);
             }
         });
         let file = d.policy.path().join(name);
