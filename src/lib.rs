@@ -66,31 +66,23 @@
 // that and finds import cycles). The modules are declared in the table's order; the public paths
 // stay short through the re-exports.
 
-// JSON as the contract reads and writes it; reading the files the runtime trusts;
-// text from outside as a person may be shown it.
-mod fsread;
-mod io;
-mod json;
-pub mod text;
-// The contract's vocabulary: the registry table, payloads and results, the plan
-// document, problem codes.
-mod contract;
-pub use contract::{plan, registry, schema, steps};
-// Validation, the only way to a `ValidPlan`; telemetry (the OpenTelemetry names,
-// model-call spans, the trace a pause keeps, OTLP export).
-pub mod telemetry;
-pub mod validate;
-// The typestate builder; and what is computed from a valid plan (hashes, profiles).
-pub mod builder;
-pub mod hash;
+// The contract (its own crate, `planlock-contract`, with no async and no network): JSON as the
+// contract reads and writes it, the files the runtime trusts, text as a person may be shown it,
+// the step table and documents, validation, the builder, hashes and what producers call. The
+// same public paths as the crate's; `crate::json`, `crate::contract` and `crate::fsread` stay the
+// internal ones.
 #[doc(no_inline)]
 pub use hash::{profile, yaml};
+pub use planlock_contract::{builder, hash, plan, producer, registry, schema, steps, text, validate};
+use planlock_contract::{contract, fsread, json};
+// Telemetry (the OpenTelemetry names, model-call spans, the trace a pause keeps, OTLP export).
+pub mod telemetry;
+// planlock's own I/O runtime (model requests, PostgreSQL, SQLite's blocking calls).
+mod io;
 // Running a plan.
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
 pub mod embed;
-// What producers in other languages call: the Python and Node bindings wrap it.
-pub mod producer;
 // The shared PostgreSQL database, for the stores of many workers (feature `postgres`).
 #[cfg(feature = "postgres")]
 pub mod pg;

@@ -1,7 +1,7 @@
 // `require("@planlock/planlock")`: planlock's validator and plan hash for producers of plans in
 // Node.js (CONTRACT §17). The answers are the Rust library's own; the unions between the
 // GENERATED marks are written from its code tables (`tests/corpus.rs` checks them;
-// `PLANLOCK_BLESS=1 cargo test --test corpus` rewrites them).
+// `PLANLOCK_BLESS=1 cargo test -p planlock-contract --test it corpus` rewrites them).
 
 // BEGIN GENERATED
 /** A validation problem's stable code. */

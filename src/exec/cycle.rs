@@ -17,6 +17,13 @@ use crate::validate::ValidPlan;
 /// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime
 /// makes one for a real session (from what it booted and computed itself); a cycle run by an
 /// [`Executor`](crate::Executor) alone gets a throw-away one ([`Executor::run`](crate::Executor::run)).
+///
+/// A caller cannot make one up (its fields are private):
+///
+/// ```compile_fail,E0451
+/// use planlock::{CycleSession, Digest};
+/// let _ = CycleSession { session_id: uuid::Uuid::nil(), plan_hash: Digest::of(b"any"), cycle: 1 };
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CycleSession {
     pub(crate) session_id: Uuid,

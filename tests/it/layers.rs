@@ -1,4 +1,4 @@
-//! The crate's layers, held: every `crate::` and `super::` path in `src/` (outside comments and
+//! The layers, held: every `crate::` and `super::` path in `src/` and `contract/src/` (outside comments and
 //! unit-test modules) goes to the same layer or one below, names the module it means (not a
 //! crate-root re-export), and the files import each other without a cycle (two files of one
 //! folder naming each other through `super::` are a cycle too). The table below is the one
@@ -51,12 +51,10 @@ fn the_layer_table_people_read_is_this_one() {
 /// A module's doc that names its layer (`//! Layer 4, …`) names the one [`LAYERS`] gives it.
 #[test]
 fn the_layer_a_module_doc_names_is_its_own() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
+    let files = source_files();
     let mut checked = 0;
     for file in &files {
-        let module = module_of(&src, file);
+        let module = module_of(file);
         let Some(own) = module.first().and_then(|m| layer(m)) else { continue };
         let text = std::fs::read_to_string(file).unwrap();
         for line in text.lines().take_while(|l| l.starts_with("//!")) {
@@ -91,9 +89,27 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `src/contract/schema.rs` → `["contract", "schema"]`; `src/json/mod.rs` → `["json"]`.
-fn module_of(src: &Path, file: &Path) -> Vec<String> {
-    let rel = file.strip_prefix(src).unwrap().with_extension("");
+/// The source roots: the contract crate's (`planlock-contract`, layers 0 to 4, whose modules the
+/// library re-exports under the same names) and the library's.
+fn roots() -> [PathBuf; 2] {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    [repo.join("contract/src"), repo.join("src")]
+}
+
+/// Every Rust file of both crates.
+fn source_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    for root in roots() {
+        rust_files(&root, &mut files);
+    }
+    files
+}
+
+/// `contract/src/contract/schema.rs` → `["contract", "schema"]`; `src/session/mod.rs` →
+/// `["session"]`.
+fn module_of(file: &Path) -> Vec<String> {
+    let root = roots().into_iter().find(|r| file.starts_with(r)).unwrap();
+    let rel = file.strip_prefix(root).unwrap().with_extension("");
     let mut parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     if parts.last().is_some_and(|p| p == "mod") {
         parts.pop();
@@ -166,10 +182,9 @@ fn relative_paths(text: &str, prefix: &str) -> Vec<(usize, Vec<String>)> {
 
 #[test]
 fn imports_go_down_the_layers_and_never_in_a_circle() {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
-    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(&src, f)).collect();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let files = source_files();
+    let modules: BTreeSet<Vec<String>> = files.iter().map(|f| module_of(f)).collect();
     let mut problems = Vec::new();
     let mut edges: BTreeMap<Vec<String>, BTreeSet<Vec<String>>> = BTreeMap::new();
     // A `#[macro_export]` macro lives at the root by necessity: it is of the module defining it.
@@ -185,18 +200,18 @@ fn imports_go_down_the_layers_and_never_in_a_circle() {
                     Some(name.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect())
                 })
                 .collect();
-            names.into_iter().map(|n| (n, module_of(&src, f))).collect::<Vec<_>>()
+            names.into_iter().map(|n| (n, module_of(f))).collect::<Vec<_>>()
         })
         .collect();
     for file in &files {
-        let module = module_of(&src, file);
+        let module = module_of(file);
         // The crate root and the binary sit above every layer.
         let Some(own) = module.first().filter(|m| *m != "lib" && *m != "bin") else { continue };
         let own_layer = layer(own).unwrap_or_else(|| panic!("{}: module `{own}` is in no layer", file.display()));
         let text = std::fs::read_to_string(file).unwrap();
         for (line, path) in paths_of(&text, &module) {
             let path = exported.get(&path[0]).cloned().unwrap_or(path);
-            let at = format!("{}:{line}", file.strip_prefix(&src).unwrap().display());
+            let at = format!("{}:{line}", file.strip_prefix(repo).unwrap().display());
             let Some(their_layer) = layer(&path[0]) else {
                 problems.push(format!("{at}: `crate::{}` is a root re-export; name its layer's module", path[0]));
                 continue;

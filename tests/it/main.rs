@@ -1,33 +1,28 @@
 //! planlock's integration tests, one binary with a module per area (linking one executable, not
 //! one per file). The harnesses that control processes — `crash`, `crash_points`, `models`,
-//! `telemetry`, `postgres` — and the compile-fail tests (`ui`) are their own binaries; all share
+//! `telemetry`, `postgres` — are their own binaries; all share
 //! `tests/common/`.
 //!
-//! Run one area with its module's name: `cargo test --test it corpus`.
+//! Run one area with its module's name: `cargo test --test it approvals`. The contract's tests (the
+//! corpus, the builder, canonical JSON, the hash; the compile-fail tests) are in `contract/tests/`.
 
 #[path = "../common/mod.rs"]
 mod common;
 
 mod approvals;
-mod builder;
 mod bundle;
-mod canonical_json;
 mod cli;
 mod cli_edges;
 mod cli_json;
 mod cli_run;
 mod console;
-mod corpus;
 mod executor;
 mod history;
 mod hostile_templates;
 mod layers;
 mod lifecycle;
 mod openai;
-mod plan_hash;
-mod profile;
 mod prompts;
-mod properties;
 mod readme;
 mod records;
 mod runtime;
@@ -40,4 +35,3 @@ mod terminal;
 mod typescript;
 mod upgrade;
 mod vectors;
-mod yaml;

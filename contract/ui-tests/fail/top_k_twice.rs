@@ -1,0 +1,10 @@
+#![allow(unused_imports, dead_code)]
+#[path = "../prelude.rs"]
+mod prelude;
+use planlock_contract::{PlanBuilder, schema::*};
+use prelude::*;
+
+fn main() {
+    let k = 5;
+    let _ = PlanBuilder::new("profiles/default", "chat").top_k(k).top_k(k);
+}

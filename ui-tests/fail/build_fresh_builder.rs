@@ -1,9 +1,0 @@
-#![allow(unused_imports, dead_code)]
-#[path = "../prelude.rs"]
-mod prelude;
-use planlock::{PlanBuilder, schema::*};
-use prelude::*;
-
-fn main() {
-    let _ = PlanBuilder::new("profiles/default", "chat").build();
-}
