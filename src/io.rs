@@ -27,6 +27,20 @@ pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
         .map_err(Clone::clone)
 }
 
+/// A handle on planlock's I/O runtime (tokio, two worker threads), for a program that serves on
+/// it rather than starting a second one: `planlock serve` runs the console on it.
+///
+/// ```
+/// let handle = planlock::io_handle()?;
+/// assert_eq!(handle.block_on(async { 1 + 1 }), 2);
+/// # Ok::<(), String>(())
+/// ```
+#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel"))))]
+pub fn io_handle() -> Result<tokio::runtime::Handle, String> {
+    Ok(runtime()?.handle().clone())
+}
+
 #[cfg(feature = "sqlite")]
 /// Runs the blocking `f` on the runtime's blocking threads and awaits it from any executor.
 /// A panic in `f` is resumed in the caller.

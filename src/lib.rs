@@ -115,6 +115,8 @@ pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn
 #[doc(no_inline)]
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
 pub use io::block_on;
+#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel"))]
+pub use io::io_handle;
 pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 #[doc(no_inline)]
 pub use ledger::Ledger;

@@ -148,7 +148,7 @@ fn every_value_shows_as_text_and_nothing_from_a_plan_or_a_name_runs() {
         assert!(body.contains("<script src=\"/static/console.js\" defer></script>"));
     }
     let inbox = console.get(&cookie, "/inbox").body;
-    assert!(inbox.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "the plan's text is shown as text");
+    assert!(inbox.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"), "the plan's text is shown as text");
     // JSON's own escape for ESC (what is shown is the pretty JSON), planlock's for U+202E.
     assert!(inbox.contains("\\u001b[31m") && inbox.contains("\\u{202e}evil"), "invisible characters shown");
     assert!(inbox.contains("x\\u{1b}[2J\\u{202e}&lt;img"), "and in a session's name");
@@ -468,4 +468,21 @@ fn socket2_connect(target: std::net::SocketAddr) -> Option<TcpStream> {
         stream.set_nonblocking(false).ok()?;
         Some(stream)
     })
+}
+
+/// What a page shows is never older than the freshness bound (two seconds): a request that finds
+/// the console's snapshot older reads the sessions again before it answers, so a pause a worker
+/// wrote a moment ago is in the very next page, not in the one after.
+#[test]
+fn a_page_is_never_older_than_the_freshness_bound() {
+    let dir = sessions();
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let cookie = console.sign_in("ada");
+    let pauses = |page: &str| page.matches("<div class=\"pause\">").count();
+    let before = pauses(&console.get(&cookie, "/inbox").body);
+    copy_root(&dir.path().join("review"), &dir.path().join("written-later"));
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let after = console.get(&cookie, "/inbox").body;
+    assert_eq!(pauses(&after), before + 1, "the first page after the bound shows the new pause");
+    assert!(after.contains("written-later"));
 }

@@ -6,11 +6,12 @@
 //! `PLANLOCK_CONSOLE_TOKEN`); every POST needs the login's CSRF token and, when the browser
 //! sends one, an `Origin` equal to the console's own; every response carries a strict
 //! Content-Security-Policy (no inline script or style) and every value is escaped for its context
-//! (`html.rs`); `--read-only` serves no action. Bounded: pages are paged, bodies capped at 16 KiB,
+//! (`templates.rs`); `--read-only` serves no action. Bounded: pages are paged, bodies capped at 16 KiB,
 //! headers at 16 KiB, a connection that sends no request in 10 s is closed, at most 64 at once.
 
-mod html;
 mod pages;
+mod routes;
+mod templates;
 mod view;
 
 use std::collections::HashMap;
@@ -21,9 +22,8 @@ use std::time::{Duration, Instant};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
-use hyper::{Method, Request, Response, StatusCode};
+use hyper::{Request, Response, StatusCode};
 use planlock::session::inbox::{Inbox, Sessions};
-use planlock::session::overview::SessionStatus;
 use planlock::session::{ReviewDecision, ReviewVerdict, decide};
 use planlock::{Failure, printable};
 
@@ -31,6 +31,7 @@ use crate::args::SessionsArgs;
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::Output;
 use pages::{Forms, PAUSES_PER_PAGE, PER_PAGE};
+use routes::Route;
 
 const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
                    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -95,11 +96,8 @@ pub fn serve(
         Err(_) => random_token(),
     };
     let generated = std::env::var_os("PLANLOCK_CONSOLE_TOKEN").is_none();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .map_err(|e| CliError::usage("io", format!("cannot start the console's runtime: {e}")))?;
+    // The console serves on planlock's own I/O runtime, which its reads use too.
+    let runtime = planlock::io_handle().map_err(|e| CliError::usage("io", e))?;
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind(listen))
         .map_err(|e| CliError::usage("io", format!("cannot listen on {listen}: {e}")))?;
@@ -268,32 +266,49 @@ fn redirect(to: &str) -> Answer {
 }
 
 fn refused(status: StatusCode, why: &str) -> Answer {
-    html(status, html::page("Refused", 0, &format!("<h1>Refused</h1><p>{}</p>", html::esc(why))))
+    html(status, templates::refused(why))
 }
 
 async fn handle(console: &Arc<Console>, req: Request<Incoming>) -> Answer {
-    let path = req.uri().path().to_owned();
-    let query = req.uri().query().unwrap_or("").to_owned();
-    // HEAD is answered as GET is (hyper sends the headers without the body).
-    let method = if req.method() == Method::HEAD { Method::GET } else { req.method().clone() };
-    match (method, path.as_str()) {
-        (Method::GET, "/static/console.css") => {
-            respond(StatusCode::OK, "text/css; charset=utf-8", include_str!("console.css"))
-        }
-        (Method::GET, "/static/console.js") => {
-            respond(StatusCode::OK, "text/javascript; charset=utf-8", include_str!("console.js"))
-        }
-        (Method::GET, "/favicon.ico") => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
-        (Method::GET, "/login") => html(StatusCode::OK, pages::login(None)),
-        (Method::POST, "/login") => sign_in(console, req).await,
-        (method, _) => {
-            let Some(login) = console.login_of(&req) else { return redirect("/login") };
-            match method {
-                Method::GET => get(console, &path, &query, &login).await,
-                Method::POST => post(console, &path, &login, req).await,
-                _ => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
+    let route = Route::parse(req.method(), req.uri().path(), req.uri().query().unwrap_or(""));
+    let login = match route.is_public() {
+        true => None,
+        false => match console.login_of(&req) {
+            Some(login) => Some(login),
+            None => return redirect("/login"),
+        },
+    };
+    match (route, login) {
+        (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
+        (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
+        (Route::LoginForm, _) => html(StatusCode::OK, pages::login(None)),
+        (Route::SignIn, _) => sign_in(console, req).await,
+        (Route::MethodNotAllowed, _) => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
+        (Route::NotFound, _) | (_, None) => refused(StatusCode::NOT_FOUND, "no such page"),
+        (Route::Home, _) => redirect("/sessions"),
+        (Route::Sessions { status, page }, Some(_)) => {
+            match console.sessions_page(status, page * PER_PAGE, PER_PAGE).await {
+                Ok(list) => html(StatusCode::OK, pages::sessions(&list, status, page, console.pending().await)),
+                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
         }
+        (Route::Inbox { page, notice }, Some(login)) => {
+            match console.inbox_page(page * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
+                Ok((listing, total)) => {
+                    let pending = console.pending().await;
+                    let forms = Forms { csrf: &login.csrf, read_only: console.read_only };
+                    html(StatusCode::OK, pages::inbox(&listing, page, total, pending, &forms, notice.as_deref()))
+                }
+                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+            }
+        }
+        (Route::Session(name), Some(login)) => match console.session_name(name) {
+            Some(name) => {
+                session_page(console, &name, &Forms { csrf: &login.csrf, read_only: console.read_only }).await
+            }
+            None => refused(StatusCode::NOT_FOUND, "no such page"),
+        },
+        (Route::Decide { session, verdict }, Some(login)) => decide_on(console, session, verdict, &login, req).await,
     }
 }
 
@@ -385,53 +400,15 @@ async fn sign_in(console: &Console, req: Request<Incoming>) -> Answer {
 }
 
 impl Console {
-    /// The session a path segment names, decoded: under a directory, one plain name of a root
+    /// The session a path segment names (decoded): under a directory, one plain name of a root
     /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
     /// 256 bytes).
-    fn session_name(&self, segment: &str) -> Option<String> {
-        let name: String = percent_decode(segment)?;
+    fn session_name(&self, name: String) -> Option<String> {
         let fits = match self.inbox.place() {
             Sessions::Dir(_) => planlock::session::inbox::is_root_name(&name),
             _ => !name.is_empty() && name.len() <= 256,
         };
         fits.then_some(name)
-    }
-}
-
-/// A path segment decoded; `None` when its bytes are not UTF-8 (an overlong `%c0%ae` is not a
-/// dot: nothing is repaired).
-fn percent_decode(text: &str) -> Option<String> {
-    percent_encoding::percent_decode_str(text).decode_utf8().ok().map(|name| name.into_owned())
-}
-
-async fn get(console: &Arc<Console>, path: &str, query: &str, login: &Login) -> Answer {
-    let params: HashMap<String, String> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
-    let forms = Forms { csrf: &login.csrf, read_only: console.read_only };
-    match path {
-        "/" => redirect("/sessions"),
-        "/sessions" => {
-            let filter = params.get("status").and_then(|s| SessionStatus::parse(s));
-            let at = params.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(100_000);
-            match console.sessions_page(filter, at * PER_PAGE, PER_PAGE).await {
-                Ok(list) => html(StatusCode::OK, pages::sessions(&list, filter, at, console.pending().await)),
-                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-            }
-        }
-        "/inbox" => {
-            let at = params.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(100_000);
-            match console.inbox_page(at * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
-                Ok((listing, total)) => {
-                    let notice = params.get("notice").map(String::as_str);
-                    let pending = console.pending().await;
-                    html(StatusCode::OK, pages::inbox(&listing, at, total, pending, &forms, notice))
-                }
-                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-            }
-        }
-        _ => match path.strip_prefix("/sessions/").and_then(|s| console.session_name(s)) {
-            Some(name) => session_page(console, &name, &forms).await,
-            None => refused(StatusCode::NOT_FOUND, "no such page"),
-        },
     }
 }
 
@@ -458,7 +435,14 @@ async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> 
     }
 }
 
-async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<Incoming>) -> Answer {
+/// `POST /inbox/{session}/{verdict}`: a decision on the session's pause, by the signed-in person.
+async fn decide_on(
+    console: &Arc<Console>,
+    session: String,
+    verdict: ReviewVerdict,
+    login: &Login,
+    req: Request<Incoming>,
+) -> Answer {
     if !same_origin(&req) {
         return refused(StatusCode::FORBIDDEN, "a request from another origin");
     }
@@ -478,13 +462,7 @@ async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<In
     if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
         return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
     }
-    let Some(rest) = path.strip_prefix("/inbox/") else { return refused(StatusCode::NOT_FOUND, "no such action") };
-    let (verdict, segment) = match (rest.strip_suffix("/approve"), rest.strip_suffix("/reject")) {
-        (Some(s), _) => (ReviewVerdict::Approve, s),
-        (_, Some(s)) => (ReviewVerdict::Reject, s),
-        _ => return refused(StatusCode::NOT_FOUND, "no such action"),
-    };
-    let Some(name) = console.session_name(segment) else { return refused(StatusCode::NOT_FOUND, "no such session") };
+    let Some(name) = console.session_name(session) else { return refused(StatusCode::NOT_FOUND, "no such session") };
     let reason = fields.get("reason").cloned().unwrap_or_default();
     let Some(pause_id) = fields.get("pause") else {
         return refused(StatusCode::BAD_REQUEST, "the form does not name the pause it was shown for");
@@ -513,7 +491,7 @@ async fn post(console: &Arc<Console>, path: &str, login: &Login, req: Request<In
     let decided = decided.await;
     match decided {
         Ok(notice) => {
-            console.decided().await;
+            console.decided();
             let notice: String = form_urlencoded::byte_serialize(notice.as_bytes()).collect();
             redirect(&format!("/inbox?notice={notice}"))
         }

@@ -1,9 +1,10 @@
 //! What the pages show, read for each request from a database (one statement a page), or, for a
-//! directory of session roots, from a snapshot of every root: read once, served from memory, read
-//! again in the background when a request finds it older than [`FRESH`] (the request is not kept
-//! waiting), and at once after a decision from this console. A page over a directory can so be up
-//! to a few seconds behind what a worker wrote, and so can a database's pending count (the
-//! number in the title); an idle console reads nothing.
+//! directory of session roots, from a snapshot of every root: read once and served from memory
+//! for at most [`FRESH`]; a request that finds it older reads it again before it answers (one
+//! read at a time: requests that arrive meanwhile take what it read), and a decision from this
+//! console has the next request read it again. A page over a directory is so at most [`FRESH`]
+//! behind what a worker wrote, and so is a database's pending count (the number in the title);
+//! an idle console reads nothing.
 
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -14,7 +15,8 @@ use planlock::session::overview::{SessionStatus, SessionsPage};
 
 use super::Console;
 
-/// How old a snapshot of a directory may be before a request has it read again.
+/// How old what a page shows may be: a snapshot older than this is read again before a request
+/// is answered.
 pub const FRESH: Duration = Duration::from_secs(2);
 
 /// Every root under a directory, as last read.
@@ -30,38 +32,46 @@ pub struct Cache {
     pending: Kept<usize>,
 }
 
-/// A value as last read, when it was read, and whether a read is under way.
-pub struct Kept<T>(Mutex<Option<(Instant, T, bool)>>);
+/// A value as last read and when, and the lock that makes its reads one at a time.
+pub struct Kept<T> {
+    value: Mutex<Option<(Instant, T)>>,
+    reading: tokio::sync::Mutex<()>,
+}
 
 impl<T> Default for Kept<T> {
     fn default() -> Self {
-        Kept(Mutex::new(None))
+        Kept { value: Mutex::new(None), reading: tokio::sync::Mutex::new(()) }
     }
 }
 
 impl<T: Clone> Kept<T> {
-    /// The value, and whether the caller is to read it again (it is older than [`FRESH`] and no
-    /// read is under way: the caller's is, from now); `None` before the first read.
-    fn get(&self) -> Option<(T, bool)> {
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        let (at, value, reading) = kept.as_mut()?;
-        let stale = at.elapsed() > FRESH && !*reading;
-        *reading |= stale;
-        Some((value.clone(), stale))
+    /// The value if it was read at most [`FRESH`] ago.
+    fn current(&self) -> Option<T> {
+        let kept = self.value.lock().unwrap_or_else(|p| p.into_inner());
+        kept.as_ref().filter(|(at, _)| at.elapsed() <= FRESH).map(|(_, value)| value.clone())
     }
 
-    /// Keeps what a read gave (`None`: it failed, and the value stays as it was); the value kept.
-    fn put(&self, read: Option<T>) -> Option<T> {
-        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        match read {
-            Some(value) => *kept = Some((Instant::now(), value, false)),
-            None => {
-                if let Some((_, _, reading)) = kept.as_mut() {
-                    *reading = false;
-                }
-            }
+    /// The value, read again by `read` first when it is older than [`FRESH`]. A read under way
+    /// is waited for and its value taken, not repeated.
+    async fn fresh<E, Read>(&self, read: impl FnOnce() -> Read) -> Result<T, E>
+    where
+        Read: Future<Output = Result<T, E>>,
+    {
+        if let Some(value) = self.current() {
+            return Ok(value);
         }
-        kept.as_ref().map(|(_, value, _)| value.clone())
+        let _one = self.reading.lock().await;
+        if let Some(value) = self.current() {
+            return Ok(value);
+        }
+        let value = read().await?;
+        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), value.clone()));
+        Ok(value)
+    }
+
+    /// Forgets the value: the next request reads it again.
+    fn forget(&self) {
+        *self.value.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
 
@@ -100,69 +110,28 @@ impl Console {
         }
     }
 
-    /// How many pauses wait for a decision (for the title and the navigation): of a database, as
-    /// counted at most [`FRESH`] ago (counted again in the background, as a directory's snapshot
-    /// is read), so that a page does not list every pause to show one number.
+    /// How many pauses wait for a decision (for the title and the navigation), counted at most
+    /// [`FRESH`] ago, so that a page of a database does not list every pause to show one number.
     pub async fn pending(self: &Arc<Self>) -> usize {
         if matches!(self.inbox.place(), Sessions::Dir(_)) {
             return self.snapshot().await.map_or(0, |s| super::pages::undecided(&s.inbox));
         }
-        match self.served(&self.cache.pending, |me| async move { me.count_again().await }) {
-            Some(count) => count,
-            None => self.count_again().await,
-        }
+        let count = || async { self.inbox.list(&InboxFilter::default()).await.map(|l| super::pages::undecided(&l)) };
+        self.cache.pending.fresh(count).await.unwrap_or(0)
     }
 
-    /// What `kept` holds, and when it is older than [`FRESH`], `again` reads it in the background
-    /// (the request is not kept waiting); `None` before the first read.
-    fn served<T: Clone, Again>(self: &Arc<Self>, kept: &Kept<T>, again: impl FnOnce(Arc<Console>) -> Again) -> Option<T>
-    where
-        Again: Future<Output: Send> + Send + 'static,
-    {
-        let (value, stale) = kept.get()?;
-        if stale {
-            tokio::spawn(again(self.clone()));
-        }
-        Some(value)
+    /// After a decision here: the next page reads again, and shows it.
+    pub fn decided(&self) {
+        self.cache.snapshot.forget();
+        self.cache.pending.forget();
     }
 
-    async fn count_again(&self) -> usize {
-        let count = self.inbox.list(&InboxFilter::default()).await.map(|l| super::pages::undecided(&l));
-        self.cache.pending.put(count.ok()).unwrap_or(0)
-    }
-
-    /// After a decision here: what the next page shows includes it.
-    pub async fn decided(self: &Arc<Self>) {
-        match self.inbox.place() {
-            Sessions::Dir(_) => drop(self.read_again().await),
-            _ => drop(self.count_again().await),
-        }
-    }
-
-    async fn snapshot(self: &Arc<Self>) -> Result<Arc<Snapshot>, InboxError> {
-        match self.served(&self.cache.snapshot, |me| async move { me.read_again().await }) {
-            Some(snapshot) => Ok(snapshot),
-            None => self.read_again().await,
-        }
-    }
-
-    async fn read_again(&self) -> Result<Arc<Snapshot>, InboxError> {
-        let read = async {
+    async fn snapshot(&self) -> Result<Arc<Snapshot>, InboxError> {
+        let read = || async {
             let sessions = self.inbox.all_sessions().await?;
             let inbox = self.inbox.list(&InboxFilter::default()).await?;
             Ok(Arc::new(Snapshot { sessions, inbox }))
         };
-        let read: Result<Arc<Snapshot>, InboxError> = read.await;
-        match read {
-            Ok(snapshot) => {
-                self.cache.snapshot.put(Some(snapshot.clone()));
-                Ok(snapshot)
-            }
-            // Kept as it was, to be read again by the next request.
-            Err(e) => {
-                self.cache.snapshot.put(None);
-                Err(e)
-            }
-        }
+        self.cache.snapshot.fresh(read).await
     }
 }
