@@ -22,7 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
 use planlock::session::{FileRecords, InterventionRecord, ReviewDecision, ReviewVerdict, SessionRecords, Timestamp};
 
 #[path = "../tests/common/mod.rs"]

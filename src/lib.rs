@@ -89,6 +89,8 @@ pub mod pg;
 // Sessions on disk, and storage behind ports; the runtime that owns a session.
 pub mod handlers;
 pub mod runtime;
+// The reviewer's domain: deciding on pauses, the inbox, the overview of sessions.
+pub mod review;
 pub mod session;
 pub mod store;
 // Demo handlers for the CLI and the examples (feature `demo`).

@@ -13,9 +13,10 @@ use super::{RunOutcome, Runtime, State};
 use crate::exec::executor::{CycleReport, Shown};
 use crate::exec::handler::HandlerSet;
 use crate::exec::validator::Override;
+use crate::review::{DecideError, decide};
 use crate::session::{
-    ApprovalEvent, BlockPhase, DecideError, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError,
-    SessionRecords, SessionStore, Timestamp, decide,
+    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError,
+    SessionRecords, SessionStore, Timestamp,
 };
 
 /// Logs `outcome` in `records` once (see [`SessionRecords::log_outcome`]).

@@ -13,7 +13,8 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::exec::executor::ExecError;
 use crate::hash::Digest;
 use crate::hash::profile::ProfileError;
-use crate::session::{DecideError, INTERVENTION_FILE, SessionError};
+use crate::review::DecideError;
+use crate::session::{INTERVENTION_FILE, SessionError};
 use crate::store::bundle::BundleError;
 use crate::text::printable;
 

@@ -2,7 +2,7 @@
 //! providers use. What a program does before [`Runtime::builder`](super::Runtime::builder), written
 //! once for the CLI and for any program that embeds planlock.
 //!
-//! Layer 6 (with the runtime): imports sessions, stores and the PostgreSQL pool.
+//! Layer 7 (with the runtime): imports sessions, stores and the PostgreSQL pool.
 
 use std::fmt;
 use std::path::PathBuf;

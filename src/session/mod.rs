@@ -32,21 +32,20 @@ use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::{Digest, HashParts};
 
 mod approval;
-mod decide;
 mod file;
 mod history;
 #[cfg(any(feature = "demo", feature = "testing"))]
 mod hook;
-pub mod inbox;
 mod intervention;
-pub mod overview;
 mod pin;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
 mod store;
 pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict};
-pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide};
+// The reviewer's operations live in `review/` (a layer above); their first paths stay.
+#[doc(hidden)]
+pub use crate::review::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, inbox, overview};
 pub use file::FileSessionStore;
 pub use history::{
     CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES,

@@ -2,8 +2,9 @@
 //! on one (approve, reject), a session's approval log. A decision is recorded without the
 //! session's lock or lease; the session acts on it at its next `run`.
 
-use planlock::session::inbox::{Inbox, InboxFilter, InboxListing, PendingPause, Sessions};
-use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, decide};
+use planlock::review::decide;
+use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause, Sessions};
+use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict};
 use serde::Serialize;
 
 use crate::args::{DeciderArgs, InboxCommand, SessionsArgs};

@@ -23,8 +23,9 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use planlock::session::inbox::{Inbox, Sessions};
-use planlock::session::{ReviewDecision, ReviewVerdict, decide};
+use planlock::review::decide;
+use planlock::review::inbox::{Inbox, Sessions};
+use planlock::session::{ReviewDecision, ReviewVerdict};
 use planlock::{Failure, printable};
 
 use crate::args::SessionsArgs;
@@ -405,7 +406,7 @@ impl Console {
     /// 256 bytes).
     fn session_name(&self, name: String) -> Option<String> {
         let fits = match self.inbox.place() {
-            Sessions::Dir(_) => planlock::session::inbox::is_root_name(&name),
+            Sessions::Dir(_) => planlock::review::inbox::is_root_name(&name),
             _ => !name.is_empty() && name.len() <= 256,
         };
         fits.then_some(name)
@@ -423,7 +424,7 @@ async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> 
             (None, Some(state)) => Some(state.session_id),
             (None, None) => history.entries.first().map(|e| e.session_id),
         };
-        Ok::<_, planlock::session::inbox::InboxError>((history, log, paused, id))
+        Ok::<_, planlock::review::inbox::InboxError>((history, log, paused, id))
     };
     match read.await {
         Ok((history, log, paused, id)) => html(
@@ -469,7 +470,7 @@ async fn decide_on(
     };
     let decided = async {
         let Some(pause) = console.inbox.show(&name).await? else {
-            return Ok::<_, planlock::session::inbox::InboxError>(format!(
+            return Ok::<_, planlock::review::inbox::InboxError>(format!(
                 "Nothing is paused in {} any more.",
                 printable(&name)
             ));

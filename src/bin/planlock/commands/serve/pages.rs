@@ -5,8 +5,8 @@
 //! a template (`templates.rs`) that escapes every value of it.
 
 use minijinja::value::Value;
-use planlock::session::inbox::{InboxListing, PendingPause};
-use planlock::session::overview::{SessionStatus, SessionsPage};
+use planlock::review::inbox::{InboxListing, PendingPause};
+use planlock::review::overview::{SessionStatus, SessionsPage};
 use planlock::session::{ApprovalEvent, ApprovalLog, CycleEntry, PauseRef, Timestamp};
 use serde::Serialize;
 

@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use hyper::Method;
+use planlock::review::overview::SessionStatus;
 use planlock::session::ReviewVerdict;
-use planlock::session::overview::SessionStatus;
 
 /// The most a `page` parameter is taken at (a page past the end is an empty page).
 const MAX_PAGE: usize = 100_000;

@@ -10,8 +10,8 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use planlock::session::inbox::{InboxError, InboxFilter, InboxListing, Sessions};
-use planlock::session::overview::{SessionStatus, SessionsPage};
+use planlock::review::inbox::{InboxError, InboxFilter, InboxListing, Sessions};
+use planlock::review::overview::{SessionStatus, SessionsPage};
 
 use super::Console;
 

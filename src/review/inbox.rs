@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::approval::ReviewDecision;
-use super::records::{FileRecords, SessionRecords};
-use super::{InterventionRecord, SessionError, Timestamp};
 use crate::contract::registry::StepType;
 use crate::contract::registry::{Failure, FailureKind};
+use crate::session::ReviewDecision;
+use crate::session::{FileRecords, SessionRecords};
+use crate::session::{InterventionRecord, SessionError, Timestamp};
 
 /// The most pauses one listing returns.
 pub const MAX_INBOX: usize = 1000;
@@ -38,7 +38,7 @@ pub enum Sessions {
 /// Which pauses to list.
 ///
 /// ```
-/// use planlock::session::inbox::InboxFilter;
+/// use planlock::review::inbox::InboxFilter;
 /// let filter = InboxFilter { validator: Some("pii-guard".into()), ..InboxFilter::default() };
 /// assert!(filter.expired.is_none());
 /// ```
@@ -132,7 +132,7 @@ impl Failure for InboxError {
 /// The pauses waiting for a person across sessions; see the module docs.
 ///
 /// ```
-/// use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+/// use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
 /// let dir = tempfile::tempdir()?;
 /// std::fs::create_dir(dir.path().join("session-a"))?;
 /// let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
@@ -193,7 +193,7 @@ impl Inbox {
         let records = self.records(session).await?;
         let Some(record) = records.load_intervention().await? else { return Ok(None) };
         let now = Timestamp::now();
-        let decision = records.decision_on(&super::PauseRef::of(&record)).await?;
+        let decision = records.decision_on(&crate::session::PauseRef::of(&record)).await?;
         Ok(Some(PendingPause {
             session: session.to_owned(),
             expired: record.expired_at(now),
@@ -210,7 +210,7 @@ impl Inbox {
             Sessions::Dir(dir) => Ok(Box::new(FileRecords::new(root_of(dir, session)?))),
             #[cfg(feature = "postgres")]
             Sessions::Database(db) => {
-                let records = super::postgres::PgRecords::new(db, session)?;
+                let records = crate::session::postgres::PgRecords::new(db, session)?;
                 if records.load().await?.is_none() && records.load_intervention().await?.is_none() {
                     return Err(InboxError::Unknown(crate::text::printable(session).into_owned()));
                 }
@@ -230,7 +230,7 @@ impl Inbox {
                 for (name, records) in roots(dir)? {
                     let read = match records.load_intervention().await {
                         Ok(Some(record)) => {
-                            let decision = records.decision_on(&super::PauseRef::of(&record)).await;
+                            let decision = records.decision_on(&crate::session::PauseRef::of(&record)).await;
                             decision.map(|decision| Some((record, decision)))
                         }
                         Ok(None) => Ok(None),
@@ -245,7 +245,7 @@ impl Inbox {
                 Ok(out)
             }
             #[cfg(feature = "postgres")]
-            Sessions::Database(db) => Ok(super::postgres::paused_sessions(db, MAX_SESSIONS).await?),
+            Sessions::Database(db) => Ok(crate::session::postgres::paused_sessions(db, MAX_SESSIONS).await?),
         }
     }
 }
@@ -268,7 +268,7 @@ pub const MAX_ROOT_NAME_BYTES: usize = 255;
 /// and shown escaped wherever a name is shown).
 ///
 /// ```
-/// use planlock::session::inbox::is_root_name;
+/// use planlock::review::inbox::is_root_name;
 /// assert!(is_root_name("support-7") && is_root_name("세션"));
 /// assert!(!is_root_name("..") && !is_root_name("a/b") && !is_root_name("a\\b") && !is_root_name("a\0"));
 /// ```
@@ -296,7 +296,7 @@ fn root_of(dir: &Path, name: &str) -> Result<PathBuf, InboxError> {
 
 /// The session roots under `dir` (at most [`MAX_SESSIONS`]): each directory there, not followed
 /// through a link, with its records.
-pub(super) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>, InboxError> {
+pub(crate) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>, InboxError> {
     let failed = |source| InboxError::Dir { dir: dir.to_owned(), source };
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(failed)?.take(MAX_SESSIONS) {

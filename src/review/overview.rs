@@ -6,9 +6,9 @@
 use serde::Serialize;
 
 use super::inbox::{Inbox, InboxError, InboxProblem, Sessions, roots};
-use super::records::SessionRecords;
-use super::{CycleEnd, CycleEntry, CycleFailure, InterventionRecord, SessionError, SessionState, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
+use crate::session::SessionRecords;
+use crate::session::{CycleEnd, CycleEntry, CycleFailure, InterventionRecord, SessionError, SessionState, Timestamp};
 
 /// The most sessions one page holds.
 pub const MAX_PAGE: usize = 500;
@@ -152,7 +152,7 @@ impl Inbox {
     /// database, one statement reads the page.
     ///
     /// ```
-    /// use planlock::session::inbox::{Inbox, Sessions};
+    /// use planlock::review::inbox::{Inbox, Sessions};
     /// let dir = tempfile::tempdir()?;
     /// std::fs::create_dir(dir.path().join("new-session"))?; // nothing in it yet: not listed
     /// let page = planlock::block_on(Inbox::new(Sessions::Dir(dir.path().to_owned())).sessions(None, 0, 50))?;
@@ -227,7 +227,8 @@ async fn database_page(
     offset: usize,
     limit: usize,
 ) -> Result<SessionsPage, InboxError> {
-    let (rows, total) = super::postgres::session_page(db, status.map(SessionStatus::as_str), offset, limit).await?;
+    let (rows, total) =
+        crate::session::postgres::session_page(db, status.map(SessionStatus::as_str), offset, limit).await?;
     let mut page = SessionsPage { total, ..SessionsPage::default() };
     for row in rows {
         match summary_of_row(db, row) {
@@ -243,9 +244,9 @@ async fn database_page(
 #[cfg(feature = "postgres")]
 fn summary_of_row(
     db: &crate::pg::PgDatabase,
-    row: super::postgres::OverviewRow,
+    row: crate::session::postgres::OverviewRow,
 ) -> Result<(String, Option<SessionSummary>), (String, SessionError)> {
-    let records = super::postgres::PgRecords { db: db.clone(), key: row.key.clone() };
+    let records = crate::session::postgres::PgRecords { db: db.clone(), key: row.key.clone() };
     let read = (|| {
         let state = row.state.map(|t| records.parse("session state", &t)).transpose()?;
         let paused = row.intervention.map(|t| records.parse("intervention record", &t)).transpose()?;

@@ -4,10 +4,10 @@
 
 use tracing::Instrument;
 
-use super::approval::{Recorded, ReviewDecision};
-use super::records::SessionRecords;
-use super::{SessionError, Timestamp};
 use crate::contract::registry::{Failure, FailureKind};
+use crate::session::SessionRecords;
+use crate::session::{Recorded, ReviewDecision};
+use crate::session::{SessionError, Timestamp};
 use crate::text::printable;
 
 /// The longest name of who decided, in characters.
@@ -31,7 +31,7 @@ pub enum DecideError {
         step_id: String,
     },
     /// The decision was made on another pause than the one waiting now (a page or a command
-    /// line named it by [`PauseRef::id`](super::PauseRef::id)).
+    /// line named it by [`PauseRef::id`](crate::session::PauseRef::id)).
     #[error(
         "the decision was made on pause {named}, which is no longer the one waiting (pause {waiting} is); look again and decide on the one there now"
     )]
@@ -87,7 +87,7 @@ impl Failure for DecideError {
 }
 
 impl ReviewDecision {
-    /// This decision, if it is on the pause named `id` (as [`PauseRef::id`](super::PauseRef::id)
+    /// This decision, if it is on the pause named `id` (as [`PauseRef::id`](crate::session::PauseRef::id)
     /// writes it): what a form or a command line that showed one pause gives, so that the
     /// decision cannot land on another.
     ///
@@ -114,7 +114,7 @@ impl ReviewDecision {
 /// character (a name is one line).
 ///
 /// ```
-/// use planlock::session::check_decider;
+/// use planlock::review::check_decider;
 /// assert!(check_decider("ada").is_ok());
 /// assert!(check_decider("\u{2800}").is_err() && check_decider("ada\nbob").is_err());
 /// ```
@@ -152,7 +152,7 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
     check_decider(&decision.by).map_err(DecideError::Invalid)?;
     let record = records.load_intervention().await?.ok_or(DecideError::NotPaused)?;
-    if super::PauseRef::of(&record) != decision.pause {
+    if crate::session::PauseRef::of(&record) != decision.pause {
         let step_id = printable(&decision.pause.step_id).into_owned();
         return Err(DecideError::PauseEnded { cycle: decision.pause.cycle, step_id });
     }

@@ -1,0 +1,14 @@
+//! The reviewer's domain (CONTRACT §14, §15): what a person who decides on paused cycles does and
+//! sees, above the sessions whose records hold it — [`decide`] on a pause (checked against the
+//! pause it names, recorded without the session's lock or lease), the [`inbox`] of every pause
+//! waiting across sessions, and the [`overview`] of every session's status.
+//!
+//! Layer 6: imports sessions (their records and the approval log's formats) and nothing that runs
+//! a plan. The old paths (`session::inbox`, `session::overview`, `session::decide`) still name
+//! the same items.
+
+mod decide;
+pub mod inbox;
+pub mod overview;
+
+pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide};
