@@ -9,7 +9,7 @@
 
 use planlock::block_on;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -27,7 +27,7 @@ use common::models::{Models, models_dir, start_models};
 use common::{plan_with, policy};
 
 fn planlock(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap()
+    crate::common::cli::planlock().args(args).output().unwrap()
 }
 
 fn text(out: &Output) -> String {

@@ -475,7 +475,7 @@ fn cli_run(vars: &[(&str, &str)]) -> std::process::Output {
     let d = dirs();
     let plan = d.policy.path().join("plan.json");
     std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
-    std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
+    crate::common::cli::planlock()
         .args(["run", "--root"])
         .arg(d.root.path())
         .arg("--policy-root")

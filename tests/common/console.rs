@@ -3,7 +3,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 /// The console token the tests start it with.
 pub const TOKEN: &str = "console-token-for-the-tests-0123456789";
@@ -23,7 +23,7 @@ impl Drop for Console {
 /// `planlock serve` on `place` (`--sessions DIR` or `--database URL`) with the console token
 /// [`TOKEN`], on a free port.
 pub fn serve(place: &[&std::ffi::OsStr], extra: &[&str]) -> Console {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let mut child = super::cli::planlock()
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(place)
         .args(extra)

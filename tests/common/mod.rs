@@ -1,7 +1,10 @@
-//! Helpers shared by the lifecycle and CLI tests.
+//! The tests' support layer: one way to run the CLI ([`cli`]), one runtime fixture
+//! ([`runtime_on`], [`demo_runtime`]), the policy and plans the tests share, the servers they start.
 #![allow(dead_code)]
 
 pub mod around;
+#[cfg(feature = "cli")]
+pub mod cli;
 #[cfg(feature = "cli")]
 pub mod console;
 #[cfg(feature = "openai")]
@@ -113,4 +116,31 @@ pub fn dirs() -> Dirs {
     let d = Dirs { policy: tempfile::tempdir().unwrap(), root: tempfile::tempdir().unwrap() };
     policy(d.policy.path(), "friendly");
     d
+}
+
+/// The runtime fixture: `plan` on the session root `root` (files), with the policy at `policy`;
+/// a test adds its handlers, validators and settings before it boots.
+pub fn runtime_on(
+    policy: &Path,
+    root: &Path,
+    plan: ValidPlan,
+) -> planlock::runtime::RuntimeBuilder<planlock::session::FileSessionStore> {
+    planlock::runtime::Runtime::builder(policy, plan, planlock::session::FileSessionStore::open(root).unwrap())
+}
+
+/// [`runtime_on`] `d`'s roots with `demo`'s handlers and its review gate: what most runtime
+/// tests run.
+#[cfg(feature = "demo")]
+pub fn demo_runtime(
+    d: &Dirs,
+    plan: ValidPlan,
+    demo: &planlock::demo::Demo,
+) -> planlock::runtime::RuntimeBuilder<planlock::session::FileSessionStore, planlock::handler::Boxed> {
+    use planlock::demo::ReviewGate;
+    runtime_on(d.policy.path(), d.root.path(), plan).handlers(demo.handlers().boxed()).validator(
+        ReviewGate::ID,
+        ReviewGate::VERSION,
+        &json!({}),
+        ReviewGate,
+    )
 }

@@ -99,9 +99,12 @@ impl Session {
     fn boot(&self, gate: Gate, model: &Model, pre: bool, ttl: Option<Duration>) -> TestRuntime {
         let plan = plan(pre);
         let handlers = Demo::new().handlers().on::<LLMCall>(model.clone()).boxed();
-        let builder = Runtime::builder(self.policy.path(), plan, FileSessionStore::open(self.root()).unwrap())
-            .handlers(handlers)
-            .validator("gate", "1", &json!({}), gate);
+        let builder = crate::common::runtime_on(self.policy.path(), &self.root(), plan).handlers(handlers).validator(
+            "gate",
+            "1",
+            &json!({}),
+            gate,
+        );
         match ttl {
             Some(ttl) => builder.approval_ttl(ttl),
             None => builder,
@@ -332,7 +335,7 @@ fn the_cli_decides_from_the_inbox_and_the_next_run_goes_on() {
     let s = Session::new();
     let plan = reviewed_plan_file(&s);
     let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap();
+        let out = crate::common::cli::planlock().args(args).output().unwrap();
         let json: Value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
         (out.status.code(), json, String::from_utf8_lossy(&out.stderr).into_owned())
     };
@@ -396,7 +399,7 @@ fn a_server_whose_answer_changes_is_judged_again() {
     let s = Session::new();
     let model = OpenAiModel::new(ModelConfig::new(format!("{}/v1", server.uri()), "m"));
     let handlers = Demo::new().handlers().on::<LLMCall>(model).boxed();
-    let mut runtime = Runtime::builder(s.policy.path(), plan(false), FileSessionStore::open(s.root()).unwrap())
+    let mut runtime = crate::common::runtime_on(s.policy.path(), &s.root(), plan(false))
         .handlers(handlers)
         .validator("gate", "1", &json!({}), Gate::default())
         .boot_blocking()

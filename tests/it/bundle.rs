@@ -25,7 +25,7 @@ fn boot(
     manifest: BundleManifest,
 ) -> Result<Runtime<FileSessionStore, planlock::handler::Boxed>, BootError> {
     let storage = StoreHandlers::new(StrategyResolver::default().resolve(&manifest, root).map_err(BootError::from)?);
-    Runtime::builder(pol, plan_with(|_| {}), FileSessionStore::open(root).unwrap())
+    crate::common::runtime_on(pol, root, plan_with(|_| {}))
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(manifest)
         .boot_blocking()
@@ -181,7 +181,7 @@ fn a_provider_from_outside_runs_through_a_bundle_and_is_pinned() {
     let m =
         manifest(b.path(), r#"{"bundle_id": "outside", "version": "1", "strategy_provider_id": "counting"}"#).unwrap();
     let storage = StoreHandlers::new(resolver.resolve(&m, root.path()).unwrap());
-    let mut rt = Runtime::builder(pol.path(), plan_with(|_| {}), FileSessionStore::open(root.path()).unwrap())
+    let mut rt = crate::common::runtime_on(pol.path(), root.path(), plan_with(|_| {}))
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(m.clone())
         .resolver(resolver.clone())
@@ -193,7 +193,7 @@ fn a_provider_from_outside_runs_through_a_bundle_and_is_pinned() {
     drop(rt);
     assert_eq!(pin(root.path()).unwrap().strategy_provider_id.as_deref(), Some("counting"));
     // Without the registration, the same bundle is refused at boot, naming the registered ids.
-    let err = Runtime::builder(pol.path(), plan_with(|_| {}), FileSessionStore::open(root.path()).unwrap())
+    let err = crate::common::runtime_on(pol.path(), root.path(), plan_with(|_| {}))
         .handlers(Demo::new().handlers().boxed())
         .bundle(m.clone())
         .boot_blocking()

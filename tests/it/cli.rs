@@ -1,32 +1,13 @@
 //! The `planlock` binary: exit codes, JSON report shape, stdin input.
 #![cfg(feature = "cli")]
 
-use std::io::Write;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
 const FULL: &str = include_str!("../fixtures/full_plan.json");
 
-fn planlock(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_planlock"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut input = child.stdin.take().unwrap();
-    if let Some(s) = stdin {
-        // A usage error exits before reading its input: a broken pipe is then expected.
-        match input.write_all(s.as_bytes()) {
-            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-            other => other.unwrap(),
-        }
-    }
-    drop(input);
-    child.wait_with_output().unwrap()
-}
+use crate::common::cli::with_input as planlock;
 
 fn json_report(out: &Output) -> Value {
     let stdout = String::from_utf8(out.stdout.clone()).unwrap();

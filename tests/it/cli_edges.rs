@@ -13,7 +13,7 @@ use crate::common;
 use common::{DEMO_PLAN, plan_with, policy};
 
 fn planlock() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_planlock"))
+    crate::common::cli::planlock()
 }
 
 /// Waits for `child` at most `limit`; a child still running then is killed and the test fails.

@@ -10,7 +10,7 @@ use crate::common;
 
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -35,7 +35,7 @@ fn setup() -> Setup {
 }
 
 fn planlock(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).output().unwrap()
+    crate::common::cli::planlock().args(args).output().unwrap()
 }
 
 /// The one JSON object a command printed (and nothing on stderr); fails otherwise.
@@ -254,7 +254,7 @@ fn reads_answer_while_another_process_runs_a_cycle() {
     // process: it holds the root's lock for as long as the cycle runs.
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}/v1", listener.local_addr().unwrap());
-    let mut running = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let mut running = crate::common::cli::planlock()
         .args(["run", "--root", root, "--policy-root", pol, "--llm-url", &url, "--llm-model", "m", plan])
         .stdout(std::process::Stdio::piped())
         .spawn()

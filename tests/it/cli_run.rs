@@ -4,7 +4,6 @@
 #![cfg(feature = "cli")]
 
 use std::path::Path;
-use std::process::Command;
 
 use planlock::PolicyProfile;
 use serde_json::{Value, json};
@@ -13,7 +12,7 @@ use crate::common;
 use common::{plan_with, policy};
 
 fn run(root: &Path, pol: &Path, plan: &Path, extra: &[&str]) -> (Option<i32>, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["run", "--format", "json", "--root"])
         .arg(root)
         .arg("--policy-root")
@@ -82,7 +81,7 @@ fn hash_prints_the_digest_and_its_parts() {
     let plan = plan_with(|_| {});
     let plan_file = dir.path().join("plan.json");
     std::fs::write(&plan_file, plan.to_json()).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["hash", "--policy-root"])
         .arg(pol.path())
         .arg(&plan_file)
@@ -91,7 +90,7 @@ fn hash_prints_the_digest_and_its_parts() {
     assert_eq!(out.status.code(), Some(0));
     let profile = PolicyProfile::load(pol.path(), "profiles/default").unwrap();
     assert_eq!(String::from_utf8(out.stdout).unwrap().trim(), planlock::plan_hash(&profile, &plan).to_string());
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["hash", "--parts", "--policy-root"])
         .arg(pol.path())
         .arg(&plan_file)
@@ -99,7 +98,7 @@ fn hash_prints_the_digest_and_its_parts() {
         .unwrap();
     let json: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(json["parts"]["steps"].as_array().unwrap().len(), 12);
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["hash", "--policy-root", "/nonexistent"])
         .arg(&plan_file)
         .output()
@@ -108,7 +107,7 @@ fn hash_prints_the_digest_and_its_parts() {
 }
 
 fn planlock(args: &[&str], root: &Path) -> (Option<i32>, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).arg("--root").arg(root).output().unwrap();
+    let out = crate::common::cli::planlock().args(args).arg("--root").arg(root).output().unwrap();
     (out.status.code(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
@@ -306,7 +305,7 @@ fn run_with_a_model_server_uses_it_and_says_which_model_answered() {
     });
     let url = format!("{}/v1", server.uri());
     let cli = |root: &Path, format: &str, model: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_planlock"))
+        crate::common::cli::planlock()
             .args(["run", "--format", format, "--root"])
             .arg(root)
             .arg("--policy-root")

@@ -24,7 +24,7 @@ fn manifest(path: &str) -> PathBuf {
 }
 
 fn planlock(args: &[&str], root: &Path) -> i32 {
-    Command::new(env!("CARGO_BIN_EXE_planlock")).current_dir(root).args(args).output().unwrap().status.code().unwrap()
+    crate::common::cli::planlock().current_dir(root).args(args).output().unwrap().status.code().unwrap()
 }
 
 /// Session roots under a directory: `calm` completed, `review` paused, a hostile one paused with
@@ -307,7 +307,7 @@ fn the_consoles_edges_hold() {
     }
     assert!(logs().iter().all(Vec::is_empty), "nothing recorded");
     assert_eq!(console.get(&cookie, "/sessions/back%5Cslash").status, 404);
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["inbox", "list", "--format", "json", "--sessions"])
         .arg(dir.path())
         .output()
@@ -316,7 +316,7 @@ fn the_consoles_edges_hold() {
     assert!(list["pauses"].as_array().unwrap().iter().all(|p| p["session"] != "back\\slash"), "{list}");
     // `--user-header` names a header a proxy puts its user in, never one the browser sends.
     for header in ["Host", "Cookie", "cookie", "User-Agent", "Origin", "X-Forwarded-For", "Content-Length"] {
-        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        let out = crate::common::cli::planlock()
             .args(["serve", "--listen", "127.0.0.1:0", "--user-header", header, "--sessions"])
             .arg(dir.path())
             .output()

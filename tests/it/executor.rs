@@ -384,7 +384,7 @@ fn guarded_runtime(
 ) -> Runtime<FileSessionStore, impl planlock::handler::HandlerSet> {
     let (_, plan) = guarded(pre, post, probe);
     common::policy(dirs.0.path(), "friendly");
-    Runtime::builder(dirs.0.path(), plan, FileSessionStore::open(dirs.1.path()).unwrap())
+    crate::common::runtime_on(dirs.0.path(), dirs.1.path(), plan)
         .handlers(step_handlers!(probe.clone()))
         .validator("pre-guard", "1", &json!({"strict": true}), pre.clone())
         .validator("post-guard", "3", &json!({"limit": 2}), post.clone())

@@ -33,10 +33,7 @@ fn runtime(
     keep: Option<usize>,
     content: bool,
 ) -> Runtime<FileSessionStore, planlock::handler::Boxed> {
-    let mut builder = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
-        .handlers(demo.handlers().boxed())
-        .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
-        .record_content(content);
+    let mut builder = crate::common::demo_runtime(d, plan, demo).record_content(content);
     if let Some(keep) = keep {
         builder = builder.history(keep);
     }
@@ -158,12 +155,7 @@ fn the_cli_shows_the_history() {
     rt.run_cycle_blocking().unwrap();
     drop(rt);
     let cli = |args: &[&str]| {
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
-            .args(args)
-            .arg("--root")
-            .arg(d.root.path())
-            .output()
-            .unwrap();
+        let out = crate::common::cli::planlock().args(args).arg("--root").arg(d.root.path()).output().unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         String::from_utf8(out.stdout).unwrap()
     };

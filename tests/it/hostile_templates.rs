@@ -4,7 +4,7 @@
 //! runs in a child process, whose peak RSS is read from `wait4`.
 #![cfg(all(feature = "cli", target_os = "linux"))]
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -29,7 +29,7 @@ fn run_plan(plan: &Value, limit: Duration) -> Ended {
     let file = dir.path().join("plan.json");
     std::fs::write(&file, serde_json::to_vec(plan).unwrap()).unwrap();
     let started = Instant::now();
-    let child = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let child = crate::common::cli::planlock()
         .args(["run", "--format", "json", "--root"])
         .arg(root.path())
         .arg("--policy-root")

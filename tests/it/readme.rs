@@ -101,7 +101,7 @@ fn every_readme_command_runs_as_written() {
             check_bench(here, bench);
         } else if let Some(flags) = command.strip_prefix("planlock serve ") {
             // It serves until stopped (tests/it/console.rs runs it): here, every flag shown exists.
-            let help = Command::new(env!("CARGO_BIN_EXE_planlock")).args(["serve", "--help"]).output().unwrap();
+            let help = crate::common::cli::planlock().args(["serve", "--help"]).output().unwrap();
             let help = String::from_utf8_lossy(&help.stdout).into_owned();
             for flag in flags.split(|c: char| c.is_whitespace() || c == '[' || c == ']').filter(|f| f.starts_with("--"))
             {
@@ -180,7 +180,7 @@ fn the_exit_code_table_holds() {
         copy_dir(&here.join("examples"), &fresh.path().join("examples"));
         let args = example.strip_prefix("planlock ").unwrap_or_else(|| panic!("not a planlock command: {example}"));
         for format in [&[][..], &["--format", "json"][..]] {
-            let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            let out = crate::common::cli::planlock()
                 .args(format)
                 .args(args.split_whitespace())
                 .current_dir(fresh.path())

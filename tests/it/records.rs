@@ -4,43 +4,16 @@
 //! manifest never sends a control character to the terminal.
 #![cfg(all(feature = "cli", unix))]
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
-use common::policy;
-
 const REVIEWED_PLAN: &str = include_str!("../../examples/plans/reviewed_plan.json");
 
-struct Session {
-    root: tempfile::TempDir,
-    policy: tempfile::TempDir,
-    plan: PathBuf,
-    _dir: tempfile::TempDir,
-}
+use crate::common::cli::CliSession as Session;
 
 impl Session {
-    fn new() -> Session {
-        let (root, pol, dir) =
-            (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-        policy(pol.path(), "friendly");
-        let plan = dir.path().join("plan.json");
-        std::fs::write(&plan, REVIEWED_PLAN).unwrap();
-        Session { root, policy: pol, plan, _dir: dir }
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_planlock"));
-        cmd.args(args).arg("--root").arg(self.root.path());
-        if matches!(args[0], "run" | "resume") {
-            cmd.arg("--policy-root").arg(self.policy.path()).arg(&self.plan);
-        }
-        cmd.output().unwrap()
-    }
-
     fn run(&self) -> Output {
         self.cli(&["run", "--format", "json"])
     }
@@ -50,7 +23,7 @@ impl Session {
     }
 
     fn file(&self, name: &str) -> PathBuf {
-        self.root.path().join("ops/runtime").join(name)
+        self.root().join("ops/runtime").join(name)
     }
 
     /// Runs the first cycle, which the review validator pauses.
@@ -82,7 +55,7 @@ fn assert_refused(out: &Output, what: &str, file: &Path, bytes: &[u8]) {
 
 #[test]
 fn a_pin_with_a_null_or_a_lone_provider_id_is_refused_not_repinned() {
-    let s = Session::new();
+    let s = Session::new(REVIEWED_PLAN);
     let paused = s.paused();
     assert_eq!(paused.resume("reviewed").status.code(), Some(0));
     let pin = paused.file("bundle_pin.json");
@@ -129,7 +102,7 @@ fn a_tampered_list_of_completed_steps_is_refused_untouched() {
         ("two entries swapped", |v| v["completed"].as_array_mut().unwrap().swap(1, 2), "where the plan has"),
     ];
     for (what, tamper, says) in tampers {
-        let s = Session::new().paused();
+        let s = Session::new(REVIEWED_PLAN).paused();
         let record = s.file("intervention.json");
         let bytes = edit(&record, tamper);
         let out = s.resume("reviewed");
@@ -140,7 +113,7 @@ fn a_tampered_list_of_completed_steps_is_refused_untouched() {
 
 #[test]
 fn a_blank_or_oversized_reason_is_a_usage_error_and_nothing_runs() {
-    let s = Session::new().paused();
+    let s = Session::new(REVIEWED_PLAN).paused();
     let record = std::fs::read(s.file("intervention.json")).unwrap();
     for reason in ["", "   ", &"x".repeat(2001), "ok\u{1b}[2J"] {
         let out = s.resume(reason);
@@ -152,7 +125,7 @@ fn a_blank_or_oversized_reason_is_a_usage_error_and_nothing_runs() {
 
 #[test]
 fn a_record_a_finished_resume_left_is_reported_by_status_and_removed_at_boot() {
-    let s = Session::new().paused();
+    let s = Session::new(REVIEWED_PLAN).paused();
     let record = std::fs::read(s.file("intervention.json")).unwrap();
     assert_eq!(s.resume("reviewed").status.code(), Some(0));
     // As if the resume was killed after its session save, before removing the record.
@@ -179,7 +152,7 @@ fn a_paused_first_cycle_must_belong_to_the_reserved_session() {
         ("another v4 id", uuid::Uuid::new_v4().to_string(), "reserved session"),
         ("a v1-shaped id", "6f1c1b8e-4a55-1d1f-9a57-8a4f0f7c2a11".to_owned(), "not a v4 UUID"),
     ] {
-        let s = Session::new().paused();
+        let s = Session::new(REVIEWED_PLAN).paused();
         let record = s.file("intervention.json");
         if what == "a v1-shaped id" {
             // Without a reservation, only the id's form can be checked.
@@ -192,7 +165,7 @@ fn a_paused_first_cycle_must_belong_to_the_reserved_session() {
 
 #[test]
 fn messages_name_the_record_and_escape_control_characters() {
-    let s = Session::new().paused();
+    let s = Session::new(REVIEWED_PLAN).paused();
     let record = s.file("intervention.json");
     std::fs::write(&record, b"{\"sessionId\": 1, \"\x1b[31mevil\": true}").unwrap();
     let out = s.cli(&["status"]);
@@ -204,7 +177,7 @@ fn messages_name_the_record_and_escape_control_characters() {
     let bundle = tempfile::tempdir().unwrap();
     let manifest = json!({"bundle_id": "b", "version": "1", "strategy_provider_id": "x\u{1b}[2Jy"});
     std::fs::write(bundle.path().join("manifest.json"), manifest.to_string()).unwrap();
-    let fresh = Session::new();
+    let fresh = Session::new(REVIEWED_PLAN);
     let bundle_arg = bundle.path().to_str().unwrap();
     for format in ["text", "json"] {
         let out = fresh.cli(&["run", "--format", format, "--bundle", bundle_arg]);

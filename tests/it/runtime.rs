@@ -41,10 +41,7 @@ fn reviewed_plan(writes: &[&str]) -> ValidPlan {
 }
 
 fn boot_with(d: &Dirs, plan: ValidPlan, demo: &Demo) -> Result<DemoRuntime, planlock::runtime::BootError> {
-    Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
-        .handlers(demo.handlers().boxed())
-        .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
-        .boot_blocking()
+    crate::common::demo_runtime(d, plan, demo).boot_blocking()
 }
 
 fn boot(d: &Dirs, plan: ValidPlan) -> DemoRuntime {
@@ -175,7 +172,7 @@ impl Validator for BlockSave {
 fn a_cycle_paused_after_persist_session_and_abandoned_saved_nothing() {
     let d = dirs();
     let plan = plan_with(|v| v["postValidators"] = json!([signature("save-check")]));
-    let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
+    let mut runtime = crate::common::runtime_on(d.policy.path(), d.root.path(), plan)
         .handlers(Demo::new().handlers().boxed())
         .validator("save-check", "1", &json!({}), BlockSave)
         .boot_blocking()
@@ -209,7 +206,7 @@ impl Handler<PersistMemory> for KeyedWrites {
 }
 
 fn keyed(d: &Dirs, writes: &KeyedWrites, demo: &Demo) -> Runtime<FileSessionStore, Boxed> {
-    Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
+    crate::common::runtime_on(d.policy.path(), d.root.path(), plan_with(|_| {}))
         .handlers(demo.handlers().on::<PersistMemory>(writes.clone()).boxed())
         .boot_blocking()
         .unwrap()
@@ -299,7 +296,7 @@ impl Handler<LLMCall> for Blocking {
 fn a_blocking_handler_cannot_outrun_its_deadline() {
     let d = dirs();
     let plan = plan_with(|v| v["metadata"]["timeouts"] = json!({"llmMs": 20}));
-    let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
+    let mut runtime = crate::common::runtime_on(d.policy.path(), d.root.path(), plan)
         .handlers(Demo::new().handlers().on::<LLMCall>(Blocking(Duration::from_millis(300))).boxed())
         .boot_blocking()
         .unwrap();
@@ -329,7 +326,7 @@ impl Handler<SummarizeMemory> for Panics {
 fn a_panicking_handler_fails_its_step_with_its_kind() {
     let d = dirs();
     let runtime_with = |handlers: planlock::Handlers<Boxed>| {
-        Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
+        crate::common::runtime_on(d.policy.path(), d.root.path(), plan_with(|_| {}))
             .handlers(handlers)
             .boot_blocking()
             .unwrap()
@@ -359,7 +356,7 @@ impl Validator for PanickyGate {
 fn a_panicking_validator_is_fail_fast() {
     let d = dirs();
     let plan = plan_with(|v| v["validators"] = json!([signature("panicky")]));
-    let mut runtime = Runtime::builder(d.policy.path(), plan, FileSessionStore::open(d.root.path()).unwrap())
+    let mut runtime = crate::common::runtime_on(d.policy.path(), d.root.path(), plan)
         .handlers(Demo::new().handlers().boxed())
         .validator("panicky", "1", &json!({}), PanickyGate)
         .boot_blocking()
@@ -385,7 +382,7 @@ fn the_runtime_saves_the_session_itself() {
             Ok(PersistSessionResult { status: "mine".into() })
         }))
         .boxed();
-    let err = Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
+    let err = crate::common::runtime_on(d.policy.path(), d.root.path(), plan_with(|_| {}))
         .handlers(handlers)
         .boot_blocking()
         .unwrap_err();
@@ -418,9 +415,7 @@ fn a_boot_error_has_the_class_its_doc_states() {
     use planlock::Failure;
     let d = dirs();
     // No handlers at all: the plan's steps have none (`missing-handler`), which endangers no data.
-    let err = Runtime::builder(d.policy.path(), plan_with(|_| {}), FileSessionStore::open(d.root.path()).unwrap())
-        .boot_blocking()
-        .unwrap_err();
+    let err = crate::common::runtime_on(d.policy.path(), d.root.path(), plan_with(|_| {})).boot_blocking().unwrap_err();
     assert_eq!((err.code(), err.kind()), ("missing-handler", FailureKind::CycleFail), "{err}");
     // A changed policy under a saved session is FailFast.
     let mut runtime = boot(&d, plan_with(|_| {}));

@@ -8,7 +8,6 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
@@ -193,7 +192,7 @@ fn a_server_echoing_the_key_never_makes_planlock_show_or_store_it() {
         let url = server.uri().replace("http://", &format!("http://ada:{PASSWORD}@")) + "/v1";
         let root = tempfile::tempdir().unwrap();
         for format in ["text", "json"] {
-            let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            let out = crate::common::cli::planlock()
                 .args(["run", "--format", format, "--root"])
                 .arg(root.path())
                 .arg("--policy-root")
@@ -318,7 +317,7 @@ fn an_embeddings_server_failing_gives_its_cause_and_never_the_key() {
             rt.block_on(Mock::given(wiremock::matchers::method("POST")).respond_with(failure.clone()).mount(&server));
             let root = tempfile::tempdir().unwrap();
             let url = server.uri() + "/v1";
-            let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+            let out = crate::common::cli::planlock()
                 .args(["run", "--format", "json", "--bundle", bundle, "--root"])
                 .arg(root.path())
                 .arg("--policy-root")

@@ -9,8 +9,6 @@ use std::sync::Arc;
 
 use planlock::demo::Demo;
 use planlock::embed::{DemoEmbedder, EmbedError, EmbedFuture, Embedder, Purpose};
-use planlock::runtime::Runtime;
-use planlock::session::FileSessionStore;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::sqlite::semantic::{SemanticDecisions, SemanticMemory};
@@ -147,7 +145,7 @@ fn the_embedder_is_pinned_and_another_one_is_refused_at_boot() {
     let boot = |embedder: Arc<dyn Embedder>| {
         let resolver = StrategyResolver::default().embedder(embedder);
         let storage = StoreHandlers::new(resolver.resolve(&manifest, root.path()).unwrap());
-        Runtime::builder(pol.path(), plan_with(|_| {}), FileSessionStore::open(root.path()).unwrap())
+        crate::common::runtime_on(pol.path(), root.path(), plan_with(|_| {}))
             .handlers(Demo::new().with_store(&storage).boxed())
             .bundle(manifest.clone())
             .resolver(resolver)

@@ -115,7 +115,7 @@ fn runtime(
     demo: &Demo,
 ) -> Runtime<FileSessionStore, planlock::handler::Boxed> {
     let storage = StoreHandlers::new(SqliteStore::open(root));
-    Runtime::builder(pol, plan_with(|_| {}), FileSessionStore::open(root).unwrap())
+    crate::common::runtime_on(pol, root, plan_with(|_| {}))
         .handlers(demo.with_store(&storage).boxed())
         .boot_blocking()
         .unwrap()

@@ -8,12 +8,12 @@ use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use planlock::Failure as _;
 use sha2::{Digest as _, Sha256};
 
-use common::{plan_with, policy};
+use common::plan_with;
 
 /// Every file under `dir` (links not followed) with the SHA-256 of its bytes.
 fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
@@ -34,33 +34,19 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
     all
 }
 
-struct Case {
-    root: tempfile::TempDir,
-    policy: tempfile::TempDir,
-    plan: PathBuf,
-    _dir: tempfile::TempDir,
-}
+use crate::common::cli::CliSession as Case;
 
 fn case() -> Case {
-    let (root, pol, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    policy(pol.path(), "friendly");
-    let plan = dir.path().join("plan.json");
-    std::fs::write(&plan, plan_with(|_| {}).to_json()).unwrap();
-    Case { root, policy: pol, plan, _dir: dir }
+    Case::new(&plan_with(|_| {}).to_json())
 }
 
 impl Case {
     fn planlock(&self, args: &[&str]) -> Output {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_planlock"));
-        cmd.args(args).arg("--root").arg(self.root.path());
-        if args[0] == "run" {
-            cmd.arg("--policy-root").arg(self.policy.path()).arg(&self.plan);
-        }
-        cmd.output().unwrap()
+        self.cli(args)
     }
 
     fn store_dir(&self) -> PathBuf {
-        self.root.path().join("ops/store")
+        self.root().join("ops/store")
     }
 }
 
@@ -97,7 +83,7 @@ fn a_link_at_the_database_path_is_refused_and_its_target_untouched() {
 fn a_link_at_the_store_folder_is_refused_and_nothing_is_created_outside() {
     let c = case();
     let outside = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(c.root.path().join("ops")).unwrap();
+    std::fs::create_dir_all(c.root().join("ops")).unwrap();
     std::os::unix::fs::symlink(outside.path(), c.store_dir()).unwrap();
     for args in [&["run"][..], READS[0], READS[1]] {
         let out = c.planlock(args);
@@ -112,12 +98,12 @@ fn another_programs_database_is_refused_untouched() {
     let c = case();
     std::fs::create_dir_all(c.store_dir()).unwrap();
     foreign_database(&c.store_dir().join("planlock.sqlite3"));
-    let before = snapshot(c.root.path());
+    let before = snapshot(c.root());
     for args in [&["run"][..], READS[0], READS[1]] {
         let out = c.planlock(args);
         assert_eq!(out.status.code(), Some(3), "{args:?}: {}", text(&out));
         assert!(text(&out).contains("is not planlock's database"), "{args:?}: {}", text(&out));
-        assert_eq!(snapshot(c.root.path()), before, "{args:?}");
+        assert_eq!(snapshot(c.root()), before, "{args:?}");
     }
 }
 
@@ -127,16 +113,16 @@ fn reads_of_an_empty_file_or_no_file_find_nothing_and_write_nothing() {
     for args in READS {
         let out = c.planlock(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
-        assert!(!c.root.path().join("ops").exists(), "{args:?} created the store");
+        assert!(!c.root().join("ops").exists(), "{args:?} created the store");
     }
     std::fs::create_dir_all(c.store_dir()).unwrap();
     std::fs::write(c.store_dir().join("planlock.sqlite3"), b"").unwrap();
-    let before = snapshot(c.root.path());
+    let before = snapshot(c.root());
     for (args, says) in READS.iter().zip(["no memory matches", "no active decision in scope", ""]) {
         let out = c.planlock(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
         assert!(text(&out).contains(says), "{args:?}: {}", text(&out));
-        assert_eq!(snapshot(c.root.path()), before, "{args:?} wrote into the root");
+        assert_eq!(snapshot(c.root()), before, "{args:?} wrote into the root");
     }
     // A write still sets the empty file up as planlock's database.
     assert_eq!(c.planlock(&["run"]).status.code(), Some(0));
@@ -146,12 +132,12 @@ fn reads_of_an_empty_file_or_no_file_find_nothing_and_write_nothing() {
 fn reading_a_real_store_changes_no_byte_under_the_root() {
     let c = case();
     assert_eq!(c.planlock(&["run"]).status.code(), Some(0));
-    let before = snapshot(c.root.path());
+    let before = snapshot(c.root());
     assert!(before.keys().any(|p| p.ends_with("planlock.sqlite3")));
     for args in READS {
         let out = c.planlock(args);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out));
-        assert_eq!(snapshot(c.root.path()), before, "{args:?} wrote under the root (a WAL or SHM file?)");
+        assert_eq!(snapshot(c.root()), before, "{args:?} wrote under the root (a WAL or SHM file?)");
     }
     let out = c.planlock(READS[0]);
     assert!(text(&out).contains("key rotation"), "the read found the memory: {}", text(&out));

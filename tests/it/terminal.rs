@@ -10,7 +10,7 @@
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::{Value, json};
 
@@ -65,7 +65,7 @@ impl Case {
         let mut json = Value::Null;
         let (mut last, mut text) = (None, String::new());
         for format in ["text", "json"] {
-            let mut cmd = Command::new(env!("CARGO_BIN_EXE_planlock"));
+            let mut cmd = crate::common::cli::planlock();
             cmd.args(args).args(["--format", format]);
             if !matches!(args[0], "validate" | "hash") {
                 cmd.arg("--root").arg(self.root.path());

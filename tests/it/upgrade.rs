@@ -6,7 +6,7 @@
 #![cfg(all(feature = "cli", unix))]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use serde_json::Value;
 
@@ -29,7 +29,7 @@ impl Copy {
     }
 
     fn cli(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_planlock")).args(args).arg("--root").arg(self.dir.path()).output().unwrap()
+        crate::common::cli::planlock().args(args).arg("--root").arg(self.dir.path()).output().unwrap()
     }
 
     fn json(&self, args: &[&str]) -> Value {
@@ -40,7 +40,7 @@ impl Copy {
 
     /// Runs (or resumes) a cycle of `plan` from the fixture set; its exit code and report.
     fn cycle(&self, plan: &str, extra: &[&str]) -> (i32, Value) {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_planlock"));
+        let mut cmd = crate::common::cli::planlock();
         cmd.args(extra).arg("--root").arg(self.dir.path());
         cmd.arg("--policy-root").arg(fixtures().join("policy")).args(["--format", "json"]).arg(fixtures().join(plan));
         let out = cmd.output().unwrap();
@@ -76,7 +76,7 @@ fn expected_hash(plan: &str) -> String {
 
 /// The plan hash of a fixture plan, computed by the current code.
 fn hash_now(plan: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["hash", "--policy-root"])
         .arg(fixtures().join("policy"))
         .arg(fixtures().join(plan))

@@ -55,7 +55,7 @@ fn runtime(
         // Two decisions in scope, so that semantic-sql ranks them (and reads their vectors).
         v["steps"][8]["payload"]["decision"]["scope"] = serde_json::json!("global");
     });
-    Runtime::builder(pol, plan, FileSessionStore::open(root).unwrap())
+    crate::common::runtime_on(pol, root, plan)
         .handlers(Demo::new().with_store(&storage).boxed())
         .bundle(manifest)
         .resolver(resolver)
@@ -96,7 +96,7 @@ fn bad_vector_rows_are_passed_over_counted_and_reported_once_per_search() {
     assert!(warnings[0].starts_with("3 stored memories could not be read"), "{warnings:?}");
     drop(rt);
     // The CLI's search answers too, without the deleted memory.
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["memory", "search", "--format", "json", "--root"])
         .arg(root.path())
         .arg("key rotation")
@@ -151,7 +151,7 @@ fn a_huge_vector_blob_is_not_loaded() {
     let commands = [&["memory", "search", "key rotation"][..], &run[..]];
     let peaks = |root: &Path| -> Vec<i64> {
         let command = |args: &[&str]| {
-            let child = std::process::Command::new(env!("CARGO_BIN_EXE_planlock"))
+            let child = crate::common::cli::planlock()
                 .args(args)
                 .arg("--root")
                 .arg(root)

@@ -42,7 +42,7 @@ fn log_of(db: &PgDatabase, key: &str) -> Vec<&'static str> {
 }
 
 fn inbox(url: &str, args: &[&str]) -> (Option<i32>, Value) {
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["inbox"])
         .args(args)
         .args(["--format", "json", "--database", url])

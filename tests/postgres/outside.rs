@@ -31,7 +31,7 @@ pub(super) fn bad_connections_fail_clearly_and_quickly_without_the_password(serv
     // The CLI: exit 3 for a refused login, 2 for a bad URL or key; never the password.
     let fx = fixture();
     let cli = |database: &str, key: &str| {
-        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        let out = crate::common::cli::planlock()
             .args(["run", "--format", "json", "--database", database, "--session", key, "--policy-root"])
             .arg(&fx.policy)
             .arg(&fx.plan_file)
@@ -51,7 +51,7 @@ pub(super) fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServ
     let url = server.database("cli");
     let fx = fixture();
     let run = |extra: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        let out = crate::common::cli::planlock()
             .args(["run", "--format", "json", "--session", "tenant-7/conv-42", "--policy-root"])
             .arg(&fx.policy)
             .args(extra)
@@ -70,7 +70,7 @@ pub(super) fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServ
     let (code, json) = run(&["--fail", "PersistMemory"]);
     assert_eq!((code, json["outcome"].as_str()), (Some(3), Some("FailFast")), "{json}");
     // `status` and `abandon` find the session by its key too.
-    let status = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let status = crate::common::cli::planlock()
         .args(["status", "--format", "json", "--session", "tenant-7/conv-42", "--database", &url])
         .output()
         .unwrap();
@@ -78,7 +78,7 @@ pub(super) fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServ
     assert_eq!((status.status.code(), json["session"]["cycle"].as_u64()), (Some(0), Some(2)), "{json}");
     assert_eq!(json["intervention"], Value::Null);
     // Every finished cycle is in the history, the failed one too (its writes were rolled back).
-    let status = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let status = crate::common::cli::planlock()
         .args(["status", "--format", "json", "--session", "tenant-7/conv-42", "--database", &url, "--history", "9"])
         .output()
         .unwrap();
@@ -91,18 +91,14 @@ pub(super) fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServ
         .collect();
     assert_eq!(ends, [(3, "failed"), (2, "completed"), (1, "completed")], "{json}");
     assert_eq!(json["history"][0]["failure"]["class"], "FailFast", "{json}");
-    let abandon = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let abandon = crate::common::cli::planlock()
         .args(["abandon", "--session", "tenant-7/conv-42", "--database", &url])
         .output()
         .unwrap();
     assert_eq!(abandon.status.code(), Some(1), "nothing is paused");
     // The session's memories and decisions, read from the database as the Retrieve steps would.
     let planlock = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
-            .args(args)
-            .env("PLANLOCK_DATABASE_URL", &url)
-            .output()
-            .unwrap();
+        let out = crate::common::cli::planlock().args(args).env("PLANLOCK_DATABASE_URL", &url).output().unwrap();
         (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
     };
     let (code, json) =
@@ -149,7 +145,7 @@ pub(super) fn a_cycle_paused_between_its_writes_keeps_the_writes_before_each_pau
     v["validators"] = json!([planlock::demo::ReviewGate::signature()]);
     std::fs::write(&fx.plan_file, ValidPlan::from_value(&v).unwrap().to_json()).unwrap();
     let cli = |args: &[&str]| {
-        let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+        let out = crate::common::cli::planlock()
             .args(args)
             .args(["--format", "json", "--session", "paused-writes", "--policy-root"])
             .arg(&fx.policy)

@@ -29,7 +29,7 @@ pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(ser
     assert_eq!(err.kind(), FailureKind::FailFast);
     // The CLI refuses it too: FailFast, exit 3, nothing written.
     let fx = fixture();
-    let out = Command::new(env!("CARGO_BIN_EXE_planlock"))
+    let out = crate::common::cli::planlock()
         .args(["run", "--database", &url, "--session", "k", "--policy-root"])
         .arg(&fx.policy)
         .arg(&fx.plan_file)

@@ -14,7 +14,7 @@ fn expected(name: &str) -> Value {
 
 /// The CLI on session `key` of `url`: its exit code and JSON report.
 fn cli(url: &str, key: &str, args: &[&str], plan: Option<&str>) -> (Option<i32>, Value) {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_planlock"));
+    let mut cmd = crate::common::cli::planlock();
     cmd.args(args).args(["--format", "json", "--session", key]).env("PLANLOCK_DATABASE_URL", url);
     if let Some(plan) = plan {
         cmd.arg("--policy-root").arg(v0_1().join("policy")).arg(v0_1().join(plan));

@@ -121,7 +121,7 @@ pub fn phoenix_reads_the_cli_s_spans(dir: &Path, m: &Models) {
     let (plain, reviewed) = (plan("plain.json", false), plan("reviewed.json", true));
     let sessions = tempfile::tempdir().unwrap();
     let cli = |args: &[&str], capture: bool| -> Output {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_planlock"));
+        let mut command = crate::common::cli::planlock();
         command
             .args(args)
             .env("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix.url)
