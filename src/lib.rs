@@ -88,6 +88,8 @@ pub mod embed;
 pub mod pg;
 // Sessions on disk, and storage behind ports; the runtime that owns a session.
 pub mod handlers;
+// Where sessions live: files or a database, one backend.
+pub mod backend;
 pub mod runtime;
 // The reviewer's domain: deciding on pauses, the inbox, the overview of sessions.
 pub mod review;

@@ -8,15 +8,19 @@
 //! the result says how many more there are), a session's record is read as strictly as the
 //! runtime reads it, and one that cannot be read is listed as a problem, not a failure.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::contract::registry::StepType;
-use crate::contract::registry::{Failure, FailureKind};
-use crate::session::ReviewDecision;
-use crate::session::{FileRecords, SessionRecords};
-use crate::session::{InterventionRecord, SessionError, Timestamp};
+use crate::backend::{Backend, FilesBackend};
+use crate::contract::registry::{Failure, StepType};
+use crate::session::{InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
+
+/// The rule for a session root's name, where the inbox's users first found it.
+pub use crate::session::{MAX_ROOT_NAME_BYTES, is_root_name};
+/// Why an inbox could not be read: the [`Backend`]'s error.
+pub type InboxError = crate::backend::BackendError;
 
 /// The most pauses one listing returns.
 pub const MAX_INBOX: usize = 1000;
@@ -24,7 +28,7 @@ pub const MAX_INBOX: usize = 1000;
 /// The most sessions (roots or rows) one listing looks at.
 pub const MAX_SESSIONS: usize = 100_000;
 
-/// Where the sessions are.
+/// Where the sessions are: a shorthand for the two [`Backend`]s an inbox is made with.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Sessions {
@@ -93,38 +97,12 @@ pub struct InboxListing {
     pub problems: Vec<InboxProblem>,
 }
 
-/// Why an inbox could not be read.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum InboxError {
-    /// The directory of session roots cannot be read.
-    #[error("cannot read the directory of sessions {}: {source}", dir.display())]
-    Dir {
-        /// The directory.
-        dir: PathBuf,
-        /// Why.
-        source: std::io::Error,
-    },
-    /// A session name that names no session here.
-    #[error("there is no session `{0}` here: name a session root under the directory, or a session key")]
-    Unknown(String),
-    /// The database failed.
-    #[error(transparent)]
-    Session(#[from] SessionError),
-}
-
-impl Failure for InboxError {
-    fn code(&self) -> &'static str {
-        match self {
-            InboxError::Dir { .. } => "inbox-dir",
-            InboxError::Unknown(_) => "unknown-session",
-            InboxError::Session(e) => e.code(),
-        }
-    }
-    fn kind(&self) -> FailureKind {
-        match self {
-            InboxError::Unknown(_) => FailureKind::CycleFail,
-            _ => FailureKind::FailFast,
+impl From<Sessions> for Arc<dyn Backend> {
+    fn from(sessions: Sessions) -> Arc<dyn Backend> {
+        match sessions {
+            Sessions::Dir(dir) => Arc::new(FilesBackend::new(dir)),
+            #[cfg(feature = "postgres")]
+            Sessions::Database(db) => Arc::new(crate::backend::PgBackend::new(db)),
         }
     }
 }
@@ -141,18 +119,18 @@ impl Failure for InboxError {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Inbox {
-    sessions: Sessions,
+    backend: Arc<dyn Backend>,
 }
 
 impl Inbox {
-    /// The inbox of `sessions`.
-    pub fn new(sessions: Sessions) -> Inbox {
-        Inbox { sessions }
+    /// The inbox of the sessions of `backend` (or of [`Sessions`]).
+    pub fn new(backend: impl Into<Arc<dyn Backend>>) -> Inbox {
+        Inbox { backend: backend.into() }
     }
 
     /// Where its sessions are.
-    pub fn place(&self) -> &Sessions {
-        &self.sessions
+    pub fn backend(&self) -> &dyn Backend {
+        self.backend.as_ref()
     }
 
     /// The pauses that match `filter`, oldest first.
@@ -160,7 +138,7 @@ impl Inbox {
         let now = Timestamp::now();
         let mut listing = InboxListing::default();
         let mut found = Vec::new();
-        for (session, read) in self.paused().await? {
+        for (session, read) in self.backend.paused(MAX_SESSIONS).await? {
             match read {
                 Ok((record, decision)) => {
                     let pause = PendingPause {
@@ -204,49 +182,9 @@ impl Inbox {
     }
 
     /// The records of one session, to decide on its pause ([`decide`](super::decide)) or read
-    /// its approval log.
+    /// its approval log; a name that is no session here is `unknown-session`.
     pub async fn records(&self, session: &str) -> Result<Box<dyn SessionRecords>, InboxError> {
-        match &self.sessions {
-            Sessions::Dir(dir) => Ok(Box::new(FileRecords::new(root_of(dir, session)?))),
-            #[cfg(feature = "postgres")]
-            Sessions::Database(db) => {
-                let records = crate::session::postgres::PgRecords::new(db, session)?;
-                if records.load().await?.is_none() && records.load_intervention().await?.is_none() {
-                    return Err(InboxError::Unknown(crate::text::printable(session).into_owned()));
-                }
-                Ok(Box::new(records))
-            }
-        }
-    }
-
-    /// Every paused session's record and decision (or why it cannot be read).
-    #[allow(clippy::type_complexity, reason = "one private listing")]
-    async fn paused(
-        &self,
-    ) -> Result<Vec<(String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>)>, InboxError> {
-        match &self.sessions {
-            Sessions::Dir(dir) => {
-                let mut out = Vec::new();
-                for (name, records) in roots(dir)? {
-                    let read = match records.load_intervention().await {
-                        Ok(Some(record)) => {
-                            let decision = records.decision_on(&crate::session::PauseRef::of(&record)).await;
-                            decision.map(|decision| Some((record, decision)))
-                        }
-                        Ok(None) => Ok(None),
-                        Err(e) => Err(e),
-                    };
-                    match read {
-                        Ok(Some(pause)) => out.push((name, Ok(pause))),
-                        Ok(None) => {}
-                        Err(e) => out.push((name, Err(e))),
-                    }
-                }
-                Ok(out)
-            }
-            #[cfg(feature = "postgres")]
-            Sessions::Database(db) => Ok(crate::session::postgres::paused_sessions(db, MAX_SESSIONS).await?),
-        }
+        self.backend.records(session).await
     }
 }
 
@@ -256,58 +194,4 @@ fn matches(pause: &PendingPause, filter: &InboxFilter) -> bool {
         && filter.step_type.is_none_or(|t| t == pause.record.step_type)
         && filter.older_than.is_none_or(|age| pause.age_seconds >= age.as_secs())
         && filter.expired.is_none_or(|expired| expired == pause.expired)
-}
-
-/// The longest name of a session root, in bytes (a file name's limit on common file systems).
-pub const MAX_ROOT_NAME_BYTES: usize = 255;
-
-/// Whether `name` can be a session root's name under a directory: the one rule the lister, the
-/// inbox, the console and every reader use. A plain name of one entry there: not empty, at most
-/// [`MAX_ROOT_NAME_BYTES`], not `.` or `..`, no separator (`/`, nor `\`, which is one elsewhere),
-/// and no NUL. A directory whose name breaks it is not a session (any other character is allowed,
-/// and shown escaped wherever a name is shown).
-///
-/// ```
-/// use planlock::review::inbox::is_root_name;
-/// assert!(is_root_name("support-7") && is_root_name("세션"));
-/// assert!(!is_root_name("..") && !is_root_name("a/b") && !is_root_name("a\\b") && !is_root_name("a\0"));
-/// ```
-pub fn is_root_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.len() <= MAX_ROOT_NAME_BYTES
-        && name != "."
-        && name != ".."
-        && !name.contains(['/', '\\', '\0'])
-}
-
-/// The root of session `name` under `dir`: a name of one directory there ([`is_root_name`]),
-/// or a path to a root (as given on a command line).
-fn root_of(dir: &Path, name: &str) -> Result<PathBuf, InboxError> {
-    let unknown = || InboxError::Unknown(crate::text::printable(name).into_owned());
-    if name.is_empty() || name.contains('\0') {
-        return Err(unknown());
-    }
-    let root = if is_root_name(name) { dir.join(name) } else { PathBuf::from(name) };
-    match std::fs::symlink_metadata(&root) {
-        Ok(meta) if meta.is_dir() => Ok(root),
-        _ => Err(unknown()),
-    }
-}
-
-/// The session roots under `dir` (at most [`MAX_SESSIONS`]): each directory there, not followed
-/// through a link, with its records.
-pub(crate) fn roots(dir: &std::path::Path) -> Result<Vec<(String, FileRecords)>, InboxError> {
-    let failed = |source| InboxError::Dir { dir: dir.to_owned(), source };
-    let mut out = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(failed)?.take(MAX_SESSIONS) {
-        let entry = entry.map_err(failed)?;
-        // One rule for which names are sessions (a name no reader could open is not listed).
-        let Some(name) = entry.file_name().to_str().filter(|n| is_root_name(n)).map(str::to_owned) else {
-            continue;
-        };
-        if entry.file_type().is_ok_and(|t| t.is_dir()) {
-            out.push((name, FileRecords::new(entry.path())));
-        }
-    }
-    Ok(out)
 }

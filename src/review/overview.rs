@@ -5,9 +5,9 @@
 
 use serde::Serialize;
 
-use super::inbox::{Inbox, InboxError, InboxProblem, Sessions, roots};
+use super::inbox::{Inbox, InboxError, InboxProblem, MAX_SESSIONS};
+use crate::backend::{Glance, Glances};
 use crate::contract::registry::{Failure, FailureKind};
-use crate::session::SessionRecords;
 use crate::session::{CycleEnd, CycleEntry, CycleFailure, InterventionRecord, SessionError, SessionState, Timestamp};
 
 /// The most sessions one page holds.
@@ -93,13 +93,6 @@ pub struct SessionsPage {
 }
 
 impl SessionSummary {
-    /// The summary of `session` from its records: `None` for a root with nothing in it yet.
-    pub(crate) async fn read(session: String, records: &dyn SessionRecords) -> Result<Option<Self>, SessionError> {
-        let (state, paused, history) =
-            (records.load().await?, records.load_intervention().await?, records.history(1).await?);
-        Ok(Self::of(session, state, paused, history.entries.into_iter().next()))
-    }
-
     /// The summary of `session` from what its records hold: `None` when they hold nothing.
     pub(crate) fn of(
         session: String,
@@ -166,40 +159,46 @@ impl Inbox {
         limit: usize,
     ) -> Result<SessionsPage, InboxError> {
         let limit = limit.min(MAX_PAGE);
-        match self.place() {
-            Sessions::Dir(_) => Ok(self.all_sessions().await?.page(status, offset, limit)),
-            #[cfg(feature = "postgres")]
-            Sessions::Database(db) => database_page(db, status, offset, limit).await,
-        }
+        let glances = self.backend().glances(status.map(SessionStatus::as_str), offset, limit, MAX_SESSIONS).await?;
+        Ok(match glances.paged_total {
+            Some(_) => summaries(glances),
+            None => in_order(summaries(glances)).page(status, offset, limit),
+        })
     }
 
-    /// Every session (at most [`MAX_SESSIONS`](super::inbox::MAX_SESSIONS)), in the order of [`sessions`](Self::sessions):
+    /// Every session (at most [`MAX_SESSIONS`]), in the order of [`sessions`](Self::sessions):
     /// what a console keeps to page through without reading every root again.
     pub async fn all_sessions(&self) -> Result<SessionsPage, InboxError> {
-        let mut page = SessionsPage::default();
-        match self.place() {
-            Sessions::Dir(dir) => {
-                for (name, records) in roots(dir)? {
-                    match SessionSummary::read(name.clone(), &records).await {
-                        Ok(Some(summary)) => page.sessions.push(summary),
-                        Ok(None) => {}
-                        Err(e) => page.problems.push(problem(name, &e)),
-                    }
-                }
-            }
-            #[cfg(feature = "postgres")]
-            Sessions::Database(db) => page = database_page(db, None, 0, super::inbox::MAX_SESSIONS).await?,
-        }
-        page.sessions.sort_by(|a, b| {
-            (a.status, std::cmp::Reverse(a.active_at()), &a.session).cmp(&(
-                b.status,
-                std::cmp::Reverse(b.active_at()),
-                &b.session,
-            ))
-        });
-        page.total = page.sessions.len();
-        Ok(page)
+        Ok(in_order(summaries(self.backend().glances(None, 0, MAX_SESSIONS, MAX_SESSIONS).await?)))
     }
+}
+
+/// `page`'s sessions paused, expired, halted, then ready; each group most recently active first.
+fn in_order(mut page: SessionsPage) -> SessionsPage {
+    page.sessions.sort_by(|a, b| {
+        (a.status, std::cmp::Reverse(a.active_at()), &a.session).cmp(&(
+            b.status,
+            std::cmp::Reverse(b.active_at()),
+            &b.session,
+        ))
+    });
+    page.total = page.sessions.len();
+    page
+}
+
+/// The summaries of `glances`, in their order, with the backend's total when it paged them.
+fn summaries(glances: Glances) -> SessionsPage {
+    let mut page = SessionsPage::default();
+    for (name, read) in glances.sessions {
+        match read {
+            Ok(Glance { state, paused, last }) => {
+                page.sessions.extend(SessionSummary::of(name, state, paused, last));
+            }
+            Err(e) => page.problems.push(problem(name, &e)),
+        }
+    }
+    page.total = glances.paged_total.unwrap_or(page.sessions.len());
+    page
 }
 
 impl SessionsPage {
@@ -217,41 +216,4 @@ impl SessionsPage {
 
 fn problem(session: String, e: &SessionError) -> InboxProblem {
     InboxProblem { session, code: e.code(), message: crate::text::printable(&e.to_string()).into_owned() }
-}
-
-/// A page of a database's sessions, from one statement.
-#[cfg(feature = "postgres")]
-async fn database_page(
-    db: &crate::pg::PgDatabase,
-    status: Option<SessionStatus>,
-    offset: usize,
-    limit: usize,
-) -> Result<SessionsPage, InboxError> {
-    let (rows, total) =
-        crate::session::postgres::session_page(db, status.map(SessionStatus::as_str), offset, limit).await?;
-    let mut page = SessionsPage { total, ..SessionsPage::default() };
-    for row in rows {
-        match summary_of_row(db, row) {
-            Ok((_, Some(summary))) => page.sessions.push(summary),
-            Ok((_, None)) => {}
-            Err((session, e)) => page.problems.push(problem(session, &e)),
-        }
-    }
-    Ok(page)
-}
-
-/// A database row's summary, its records read as strictly as the runtime reads them.
-#[cfg(feature = "postgres")]
-fn summary_of_row(
-    db: &crate::pg::PgDatabase,
-    row: crate::session::postgres::OverviewRow,
-) -> Result<(String, Option<SessionSummary>), (String, SessionError)> {
-    let records = crate::session::postgres::PgRecords { db: db.clone(), key: row.key.clone() };
-    let read = (|| {
-        let state = row.state.map(|t| records.parse("session state", &t)).transpose()?;
-        let paused = row.intervention.map(|t| records.parse("intervention record", &t)).transpose()?;
-        let last = row.entry.map(|t| records.parse("cycle history entry", &t)).transpose()?;
-        Ok(SessionSummary::of(row.key.clone(), state, paused, last))
-    })();
-    read.map(|s| (row.key.clone(), s)).map_err(|e| (row.key.clone(), e))
 }

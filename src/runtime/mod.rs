@@ -2,7 +2,7 @@
 //! Cold Start, Resume, or FailFast — then cycles run, and the `PersistSession` handler saves the
 //! session once at the end of each successful cycle.
 //!
-//! Layer 7: the runtime owns a session: it imports the executor, the session store, hashing and
+//! Layer 8: the runtime owns a session: it imports the executor, the session store, hashing and
 //! validation, and nothing imports it but the demo handlers and the binary.
 
 mod approvals;

@@ -26,9 +26,10 @@ const LAYERS: &[(&str, u32)] = &[
     ("session", 5),
     ("store", 5),
     ("handlers", 5),
-    ("review", 6),
-    ("runtime", 7),
-    ("demo", 8),
+    ("backend", 6),
+    ("review", 7),
+    ("runtime", 8),
+    ("demo", 9),
 ];
 
 /// CONTRIBUTING.md's layer table (the one people read) says what [`LAYERS`] says.

@@ -169,7 +169,10 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
     let console = serve(&["--database".as_ref(), url.as_ref()], &[]);
     let cookie = console.sign_in("ada");
     let inbox = console.get(&cookie, "/inbox").body;
-    assert!(inbox.contains("<title>(1) Inbox") && inbox.contains("tenant-7/conv &lt;b&gt;42&lt;/b&gt;"), "{inbox}");
+    assert!(
+        inbox.contains("<title>(1) Inbox") && inbox.contains("tenant-7&#x2f;conv &lt;b&gt;42&lt;&#x2f;b&gt;"),
+        "{inbox}"
+    );
     let action = format!("/inbox/{}/approve", url_segment(key));
     let body = format!("{}&reason=fine", decide_fields(&inbox, &action));
     let origin = console.origin();
@@ -182,4 +185,50 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
     assert!(page.contains("<td>consumed</td>"), "{page}");
     let sessions = console.get(&cookie, "/sessions").body;
     assert!(sessions.contains("<span class=\"status ready\">ready</span>"), "{sessions}");
+}
+
+/// One backend for where sessions live (issue 40 §2): `backend::connect` makes a database's
+/// backend from its URL, every backend of one URL in a process shares one pool, a session is
+/// opened, read and listed through it, and the CLI takes the URL in `--sessions` as it takes a
+/// directory.
+pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
+    use planlock::backend::{Backend, PgBackend, connect};
+
+    let url = server.database("backend");
+    // The same database as a `postgresql://` URL (the server listens on a socket directory).
+    let param = |k: &str| url.split(' ').find_map(|p| p.strip_prefix(k)?.strip_prefix('=')).unwrap();
+    let as_url =
+        format!("postgresql://{}@/{}?host={}&port={}", param("user"), param("dbname"), param("host"), param("port"));
+    let (a, b) = (block_on(connect(&as_url)).unwrap(), block_on(PgBackend::connect(&url)).unwrap());
+    assert!(!a.lists_by_reading_each() && a.is_session_name("tenant-7/conv 42") && !a.is_session_name(""));
+    let fx = reviewed_fixture();
+    // Opened through the backend: the session's store and where its providers open theirs.
+    let opened = block_on(a.open("t-1")).unwrap();
+    let manifest = a.default_bundle();
+    let resolved = opened.resolve(&StrategyResolver::default(), &manifest).unwrap();
+    let mut runtime = Runtime::builder(&fx.policy, fx.plan.clone(), opened.into_session_store())
+        .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
+        .bundle(manifest)
+        .boot_blocking()
+        .unwrap();
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    // What `a` did, `b` sees, on the one pool of the URL: `b`'s statements are a third's too.
+    let third = block_on(PgBackend::connect(&url)).unwrap();
+    let before = third.database().round_trips();
+    let paused = block_on(b.paused(100)).unwrap();
+    assert!(third.database().round_trips() > before, "one pool per URL in a process");
+    assert_eq!(paused.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["t-1"]);
+    assert!(block_on(b.records("never-opened")).is_err_and(|e| planlock::Failure::code(&e) == "unknown-session"));
+    let glances = block_on(b.glances(Some("paused"), 0, 10, 100)).unwrap();
+    assert_eq!((glances.sessions.len(), glances.paged_total), (1, Some(1)));
+    let (code, listing) = inbox(&url, &["list"]);
+    assert_eq!(code, Some(0), "{listing}");
+    let out = crate::common::cli::planlock()
+        .args(["inbox", "list", "--format", "json", "--sessions", &as_url])
+        .env_remove("PLANLOCK_DATABASE_URL")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), listing, "--sessions URL is --database URL");
 }

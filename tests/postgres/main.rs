@@ -90,6 +90,7 @@ const TESTS: &[(&str, Test)] = &[
         a_worker_acts_on_a_decision_from_another_process_without_a_restart,
     ),
     ("the_console_decides_on_a_database_session", the_console_decides_on_a_database_session),
+    ("one_backend_one_pool_per_url", one_backend_one_pool_per_url),
     (
         "one_decision_per_pause_when_two_decide_at_once_on_postgres",
         one_decision_per_pause_when_two_decide_at_once_on_postgres,

@@ -195,8 +195,10 @@ pub enum InboxCommand {
 /// Where the inbox's sessions are.
 #[derive(clap::Args)]
 pub struct SessionsArgs {
-    /// A directory whose subdirectories are session roots.
-    #[arg(long, required_unless_present = "database", conflicts_with = "database", value_name = "DIR")]
+    /// Where the sessions live: a directory whose subdirectories are session roots, or a
+    /// `postgres://` URL (as --database; prefer that flag's PLANLOCK_DATABASE_URL, which keeps a
+    /// password off the command line).
+    #[arg(long, required_unless_present = "database", conflicts_with = "database", value_name = "DIR|URL")]
     pub sessions: Option<PathBuf>,
     /// A shared PostgreSQL database (`postgres://user:password@host/db`); the password is never
     /// printed.

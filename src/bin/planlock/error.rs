@@ -50,12 +50,6 @@ impl CliError {
         CliError { exit: EXIT_FAIL_FAST, code, message: message.into() }
     }
 
-    /// A database that could not be reached or used: a bad URL is usage (2), the rest FailFast (3).
-    pub fn of_pg(e: &planlock::pg::PgError) -> CliError {
-        let exit = if matches!(e, planlock::pg::PgError::Url { .. }) { EXIT_USAGE } else { EXIT_FAIL_FAST };
-        CliError { exit, code: e.code(), message: e.to_string() }
-    }
-
     /// A place that could not be opened: a bad key or URL is usage (2), the rest FailFast (3).
     pub fn of_place(e: &planlock::runtime::place::PlaceError) -> CliError {
         let exit = if e.is_usage() { EXIT_USAGE } else { EXIT_FAIL_FAST };

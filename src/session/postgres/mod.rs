@@ -24,7 +24,7 @@ mod records;
 use std::time::Duration;
 
 pub use records::PgRecords;
-pub(crate) use records::{OverviewRow, paused_sessions, session_page};
+pub(crate) use records::{paused_sessions, session_page};
 use serde::Serialize;
 use tokio_postgres::types::Type;
 use uuid::Uuid;

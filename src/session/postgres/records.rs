@@ -56,6 +56,12 @@ impl PgRecords {
             .map_err(|e| failed(format!("PostgreSQL at {}: {doing}: {}", self.db.target(), crate::pg::reason(&e))))
     }
 
+    /// Whether the database has a row for the key (a session that was opened once).
+    pub(crate) async fn exists(&self) -> Result<bool, SessionError> {
+        let sql = "SELECT 1 FROM planlock_sessions WHERE session_key = $1";
+        Ok(!self.query("looking for the session", sql, &[(&self.key, Type::TEXT)]).await?.is_empty())
+    }
+
     /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
     pub(super) async fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
         let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());

@@ -2,8 +2,9 @@
 //! on one (approve, reject), a session's approval log. A decision is recorded without the
 //! session's lock or lease; the session acts on it at its next `run`.
 
+use planlock::backend::{FilesBackend, PgBackend};
 use planlock::review::decide;
-use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause, Sessions};
+use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict};
 use serde::Serialize;
 
@@ -40,15 +41,21 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
     }
 }
 
+/// The inbox of the sessions the flags name: `--sessions DIR` (or a `postgres://` URL there), or
+/// `--database URL`; one backend, whose database pool the whole command shares.
 pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
-    match (&args.sessions, &args.database) {
-        (Some(dir), _) => Ok(Inbox::new(Sessions::Dir(dir.clone()))),
-        (None, Some(url)) => {
-            let db = planlock::pg::PgDatabase::connect(url).map_err(|e| CliError::of_pg(&e))?;
-            Ok(Inbox::new(Sessions::Database(db)))
+    let url = match (&args.sessions, &args.database) {
+        (Some(place), _) => {
+            match place.to_str().filter(|p| p.starts_with("postgres://") || p.starts_with("postgresql://")) {
+                Some(url) => url,
+                None => return Ok(Inbox::new(FilesBackend::new(place))),
+            }
         }
-        (None, None) => Err(CliError::usage("usage", "give --sessions DIR or --database URL")),
-    }
+        (None, Some(url)) => url.as_str(),
+        (None, None) => return Err(CliError::usage("usage", "give --sessions DIR or --database URL")),
+    };
+    let backend = planlock::block_on(PgBackend::connect(url)).map_err(|e| CliError::of_place(&e))?;
+    Ok(Inbox::new(backend))
 }
 
 /// The pause of `session`, or why there is none.

@@ -24,7 +24,7 @@ use hyper::body::{Bytes, Incoming};
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use planlock::review::decide;
-use planlock::review::inbox::{Inbox, Sessions};
+use planlock::review::inbox::Inbox;
 use planlock::session::{ReviewDecision, ReviewVerdict};
 use planlock::{Failure, printable};
 
@@ -405,11 +405,7 @@ impl Console {
     /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
     /// 256 bytes).
     fn session_name(&self, name: String) -> Option<String> {
-        let fits = match self.inbox.place() {
-            Sessions::Dir(_) => planlock::review::inbox::is_root_name(&name),
-            _ => !name.is_empty() && name.len() <= 256,
-        };
-        fits.then_some(name)
+        self.inbox.backend().is_session_name(&name).then_some(name)
     }
 }
 

@@ -10,7 +10,7 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use planlock::review::inbox::{InboxError, InboxFilter, InboxListing, Sessions};
+use planlock::review::inbox::{InboxError, InboxFilter, InboxListing};
 use planlock::review::overview::{SessionStatus, SessionsPage};
 
 use super::Console;
@@ -83,9 +83,9 @@ impl Console {
         offset: usize,
         limit: usize,
     ) -> Result<SessionsPage, InboxError> {
-        match self.inbox.place() {
-            Sessions::Dir(_) => Ok(self.snapshot().await?.sessions.page(status, offset, limit)),
-            _ => self.inbox.sessions(status, offset, limit).await,
+        match self.inbox.backend().lists_by_reading_each() {
+            true => Ok(self.snapshot().await?.sessions.page(status, offset, limit)),
+            false => self.inbox.sessions(status, offset, limit).await,
         }
     }
 
@@ -104,16 +104,16 @@ impl Console {
             };
             (listing, all.pauses.len() + all.more)
         };
-        match self.inbox.place() {
-            Sessions::Dir(_) => Ok(page(&self.snapshot().await?.inbox)),
-            _ => Ok(page(&self.inbox.list(&InboxFilter::default()).await?)),
+        match self.inbox.backend().lists_by_reading_each() {
+            true => Ok(page(&self.snapshot().await?.inbox)),
+            false => Ok(page(&self.inbox.list(&InboxFilter::default()).await?)),
         }
     }
 
     /// How many pauses wait for a decision (for the title and the navigation), counted at most
     /// [`FRESH`] ago, so that a page of a database does not list every pause to show one number.
     pub async fn pending(self: &Arc<Self>) -> usize {
-        if matches!(self.inbox.place(), Sessions::Dir(_)) {
+        if self.inbox.backend().lists_by_reading_each() {
             return self.snapshot().await.map_or(0, |s| super::pages::undecided(&s.inbox));
         }
         let count = || async { self.inbox.list(&InboxFilter::default()).await.map(|l| super::pages::undecided(&l)) };

@@ -1,0 +1,94 @@
+//! Why a [`Backend`](super::Backend) could not do what was asked: one error for opening,
+//! reading and listing sessions wherever they live.
+
+use std::path::PathBuf;
+
+use crate::contract::registry::{Failure, FailureKind};
+#[cfg(feature = "postgres")]
+use crate::pg::PgError;
+use crate::session::SessionError;
+use crate::store::bundle::BundleError;
+
+/// Why sessions could not be opened, read or listed where they live.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// The session key is empty or too long.
+    #[error("the session key must be 1 to {max} bytes long (it is {len})")]
+    Key {
+        /// Its length in bytes.
+        len: usize,
+        /// The longest allowed.
+        max: usize,
+    },
+    /// A session name that names no session here.
+    #[error("there is no session `{0}` here: name a session root under the directory, or a session key")]
+    Unknown(String),
+    /// The directory of session roots cannot be read.
+    #[error("cannot read the directory of sessions {}: {source}", dir.display())]
+    Dir {
+        /// The directory.
+        dir: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// The database could not be reached or used.
+    #[cfg(feature = "postgres")]
+    #[error(transparent)]
+    Database(#[from] PgError),
+    /// The session store could not be opened or read (a root that is not a directory, a lease
+    /// held by another worker, a record that does not parse).
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    /// The providers the session's pin names could not be opened.
+    #[error(transparent)]
+    Bundle(#[from] BundleError),
+    /// The embedder given is not the one the session's vectors were made with.
+    #[error(
+        "the session's vectors were made with {pinned}, not {current}: give the embedder it was pinned with (CLI: --embed-url and --embed-model)"
+    )]
+    EmbedderMismatch {
+        /// The pinned model and dimension.
+        pinned: String,
+        /// The given one.
+        current: String,
+    },
+}
+
+impl BackendError {
+    /// Whether the caller's input was wrong (a bad key or URL), not the place: a command line
+    /// reports it as a usage error.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            BackendError::Key { .. } => true,
+            #[cfg(feature = "postgres")]
+            BackendError::Database(PgError::Url { .. }) => true,
+            _ => false,
+        }
+    }
+}
+
+impl Failure for BackendError {
+    /// `"invalid-session-key"`, `"unknown-session"`, `"inbox-dir"`, `"embedder-mismatch"`, or
+    /// the source's code.
+    fn code(&self) -> &'static str {
+        match self {
+            BackendError::Key { .. } => "invalid-session-key",
+            BackendError::Unknown(_) => "unknown-session",
+            BackendError::Dir { .. } => "inbox-dir",
+            #[cfg(feature = "postgres")]
+            BackendError::Database(e) => e.code(),
+            BackendError::Session(e) => e.code(),
+            BackendError::Bundle(e) => e.code(),
+            BackendError::EmbedderMismatch { .. } => "embedder-mismatch",
+        }
+    }
+
+    /// An unknown session is the caller's to fix (CycleFail); everything else is FailFast.
+    fn kind(&self) -> FailureKind {
+        match self {
+            BackendError::Unknown(_) => FailureKind::CycleFail,
+            _ => FailureKind::FailFast,
+        }
+    }
+}

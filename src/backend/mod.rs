@@ -1,0 +1,188 @@
+//! Where sessions live (CONTRACT §12, §14, §15): one [`Backend`] — files under a directory, or a
+//! PostgreSQL database — made from one place with [`connect`] (`./sessions` or `postgres://…`),
+//! as object_store makes a store from a URL. Whatever a program does with sessions goes through
+//! it: open one to run its cycles (its store, with the lock or lease), read one's records
+//! without disturbing a worker, read its memories and decisions through the providers its pin
+//! names, list the paused ones and every one at a glance. The CLI parses its flags into one, the
+//! console holds one, an embedding program calls the same [`connect`].
+//!
+//! The difference between the places lives in the two backend files only
+//! ([`FilesBackend`], `PgBackend` with the feature `postgres`); what is the same everywhere (the pin and embedder check of
+//! a read) is written once here.
+//!
+//! Layer 6: imports sessions, stores and the PostgreSQL pool; the reviewer's domain and the
+//! runtime build on it.
+
+mod error;
+mod files;
+#[cfg(feature = "postgres")]
+mod postgres;
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+pub use error::BackendError;
+pub use files::FilesBackend;
+#[cfg(feature = "postgres")]
+#[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
+pub use postgres::PgBackend;
+
+use crate::session::{
+    BundlePinV1, CycleEntry, InterventionRecord, ReviewDecision, SessionError, SessionRecords, SessionState,
+    SessionStore,
+};
+use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
+use crate::store::provider::ResolvedStore;
+
+/// What a [`Backend`] method returns: a boxed future, so that backends are objects.
+pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;
+
+/// A paused session as a listing reads it: its name, and its pause's record with the decision
+/// recorded on it, or why they cannot be read.
+pub type PausedSession = (String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>);
+
+/// What one session's records hold, as the overview reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Glance {
+    /// Its saved session, if a cycle has completed.
+    pub state: Option<SessionState>,
+    /// Its pause, if a cycle waits for a person.
+    pub paused: Option<InterventionRecord>,
+    /// Its history's last entry.
+    pub last: Option<CycleEntry>,
+}
+
+/// Sessions at a glance: each one's name and records (or why they cannot be read), and, when the
+/// backend filtered and paged them itself (one statement), how many matched in all.
+#[derive(Debug, Default)]
+pub struct Glances {
+    /// The sessions.
+    pub sessions: Vec<(String, Result<Glance, SessionError>)>,
+    /// `Some(total)`: these are the page asked for, of `total`; `None`: these are every session,
+    /// for the caller to filter and page.
+    pub paged_total: Option<usize>,
+}
+
+/// A session opened to run its cycles: its store (the lock or lease held while it lives), and
+/// where its bundle's providers open their stores.
+pub trait OpenedSession: fmt::Debug + Send + Sync {
+    /// The session store.
+    fn session_store(&self) -> &dyn SessionStore;
+
+    /// The stores of `manifest`'s providers, opened by `resolver` where the session is: under its
+    /// root, or in the database session's namespace and cycles.
+    fn resolve(&self, resolver: &StrategyResolver, manifest: &BundleManifest) -> Result<ResolvedStore, BundleError>;
+
+    /// The session store, to boot a runtime on.
+    fn into_session_store(self: Box<Self>) -> Box<dyn SessionStore>;
+}
+
+/// Where sessions live; see the [module docs](self). Two implementations: [`FilesBackend`] and
+/// `PgBackend` (feature `postgres`).
+///
+/// ```
+/// # planlock::block_on(async {
+/// let dir = tempfile::tempdir()?;
+/// std::fs::create_dir(dir.path().join("support-7"))?;
+/// let sessions = planlock::backend::connect(dir.path().to_str().unwrap()).await?;
+/// let opened = sessions.open("support-7").await?;
+/// assert!(opened.session_store().load().await?.is_none(), "a new session holds nothing yet");
+/// assert_eq!(sessions.default_bundle().bundle_id, "default");
+/// assert!(sessions.records("no-such-session").await.is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// # }).unwrap();
+/// ```
+pub trait Backend: fmt::Debug + Send + Sync {
+    /// What messages call session `name`: its root's path, or "session `KEY`" (never a URL).
+    fn describe(&self, name: &str) -> String;
+
+    /// Whether `name` can name a session here: a plain name of a root under the directory (one
+    /// rule, [`is_root_name`](crate::session::is_root_name)), or a key of 1 to 256 bytes.
+    fn is_session_name(&self, name: &str) -> bool;
+
+    /// Whether listing sessions here reads each one's files (a reader of many keeps a snapshot),
+    /// rather than one statement a page.
+    fn lists_by_reading_each(&self) -> bool;
+
+    /// The bundle a session here uses when none is named: providers `hierarchical-sql` and
+    /// `sqlite` under a directory, their PostgreSQL counterparts in a database.
+    fn default_bundle(&self) -> BundleManifest;
+
+    /// Opens session `name` to run its cycles (its lock or lease taken). Under a directory the
+    /// root must exist; a database makes the session's row.
+    fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>>;
+
+    /// Session `name`'s records, for reading or deciding on its pause without taking the session:
+    /// no lock, no lease, so a worker running a cycle is not disturbed. A name that is no session
+    /// here is [`BackendError::Unknown`].
+    fn records<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn SessionRecords>>;
+
+    /// The stores of `manifest`'s providers for session `name`, opened only to read (nothing
+    /// created, no lock, no lease). See [`read_stores`] for the pinned bundle.
+    fn stores_to_read<'a>(
+        &'a self,
+        name: &'a str,
+        resolver: &'a StrategyResolver,
+        manifest: &'a BundleManifest,
+    ) -> BackendFuture<'a, ResolvedStore>;
+
+    /// Every paused session (at most `max` sessions looked at), with its record and decision.
+    fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>>;
+
+    /// Sessions at a glance: the page of `limit` from `offset` of those whose status is `status`
+    /// (`paused`, `expired`, `halted`, `ready`; every one with `None`) where one statement can
+    /// say it, else every session (at most `max`) for the caller to page.
+    fn glances<'a>(
+        &'a self,
+        status: Option<&'a str>,
+        offset: usize,
+        limit: usize,
+        max: usize,
+    ) -> BackendFuture<'a, Glances>;
+}
+
+/// Makes the backend of `place`: a `postgres://` or `postgresql://` URL (connected and migrated;
+/// one pool per URL in a process, shared by every call), or a directory of session roots (which
+/// must exist).
+pub async fn connect(place: &str) -> Result<Arc<dyn Backend>, BackendError> {
+    if place.starts_with("postgres://") || place.starts_with("postgresql://") {
+        #[cfg(feature = "postgres")]
+        return Ok(Arc::new(PgBackend::connect(place).await?));
+        #[cfg(not(feature = "postgres"))]
+        return Err(BackendError::Unknown(
+            "a database (this build has no feature `postgres`: build with it to use one)".to_owned(),
+        ));
+    }
+    Ok(Arc::new(FilesBackend::existing(place)?))
+}
+
+/// The memories and decisions of session `name`, for reading, as its cycles read them: through
+/// the providers its pin names (the backend's default bundle while it has none), with
+/// `resolver`'s embedder, which must be the one the session was pinned with (its vectors mean
+/// what that model meant).
+pub async fn read_stores(
+    backend: &dyn Backend,
+    name: &str,
+    resolver: &StrategyResolver,
+) -> Result<ResolvedStore, BackendError> {
+    let pin = backend.records(name).await?.load_pin().await?;
+    let manifest = match &pin {
+        Some(BundlePinV1 {
+            bundle_id, strategy_provider_id: Some(strategy), memory_provider_id: Some(memory), ..
+        }) => BundleManifest::pinned(bundle_id, strategy, memory),
+        _ => backend.default_bundle(),
+    };
+    if let Some(BundlePinV1 { embedder_model: Some(model), embedder_dimension: Some(dimension), .. }) = &pin {
+        let current = resolver.embedder_of(&manifest);
+        if current.is_none_or(|(m, d)| m != model || d as u64 != *dimension) {
+            let name = |m: &str, d| format!("`{}` ({d} dimensions)", crate::text::printable(m));
+            return Err(BackendError::EmbedderMismatch {
+                pinned: name(model, *dimension),
+                current: current.map_or_else(|| "no embedder".to_owned(), |(m, d)| name(m, d as u64)),
+            });
+        }
+    }
+    backend.stores_to_read(name, resolver, &manifest).await
+}
