@@ -66,36 +66,37 @@
 // that and finds import cycles). The modules are declared in the table's order; the public paths
 // stay short through the re-exports.
 
-// The contract (its own crate, `planlock-contract`, with no async and no network): JSON as the
-// contract reads and writes it, the files the runtime trusts, text as a person may be shown it,
-// the step table and documents, validation, the builder, hashes and what producers call. The
-// same public paths as the crate's; `crate::json`, `crate::contract` and `crate::fsread` stay the
-// internal ones.
+// Layers 0 to 4 of the contract, its own crate (`planlock-contract`, no async and no network):
+// JSON as the contract reads and writes it, the files the runtime trusts, text as a person may be
+// shown it, the step table and documents, validation, the builder, hashes and what producers
+// call. The same public paths as the crate's; `crate::json`, `crate::contract` and
+// `crate::fsread` stay the internal ones.
 #[doc(no_inline)]
 pub use hash::{profile, yaml};
 pub use planlock_contract::{builder, hash, plan, producer, registry, schema, steps, text, validate};
 use planlock_contract::{contract, fsread, json};
-// Telemetry (the OpenTelemetry names, model-call spans, the trace a pause keeps, OTLP export).
-pub mod telemetry;
-// planlock's own I/O runtime (model requests, PostgreSQL, SQLite's blocking calls).
+// Layer 0: planlock's own I/O runtime (model requests, PostgreSQL, SQLite's blocking calls).
 mod io;
-// Running a plan.
+// Layer 2: telemetry (the OpenTelemetry names, model-call spans, the trace a pause keeps, export).
+pub mod telemetry;
+// Layer 4: running a plan; the embedder port; the shared PostgreSQL database (feature `postgres`).
 mod exec;
 pub use exec::{executor, handler, ledger, validator};
 pub mod embed;
-// The shared PostgreSQL database, for the stores of many workers (feature `postgres`).
 #[cfg(feature = "postgres")]
 pub mod pg;
-// Sessions on disk, and storage behind ports; the runtime that owns a session.
+// Layer 5: sessions and their records; storage behind the D-021 ports; the model and prompt
+// handlers.
 pub mod handlers;
-// Where sessions live: files or a database, one backend.
-pub mod backend;
-pub mod runtime;
-// The reviewer's domain: deciding on pauses, the inbox, the overview of sessions.
-pub mod review;
 pub mod session;
 pub mod store;
-// Demo handlers for the CLI and the examples (feature `demo`).
+// Layer 6: where sessions live, one backend (files or a database).
+pub mod backend;
+// Layer 7: the reviewer's domain (deciding on pauses, the inbox, the overview of sessions).
+pub mod review;
+// Layer 8: the runtime that owns a session's cycles.
+pub mod runtime;
+// Layer 9: demo handlers for the CLI and the examples (feature `demo`).
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;

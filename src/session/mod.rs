@@ -2,7 +2,8 @@
 //! [`SessionStore`] interface and the crash-safe [`FileSessionStore`] at
 //! `<root>/ops/runtime/session_state.json`.
 //!
-//! Layer 5: sessions on disk. Imports `hash` (digests), `json` and `fsread`; nothing about running
+//! Layer 5: sessions and their records. Imports the contract (digests, JSON, files read under bounds),
+//! the executor's cycle report (a history entry keeps it) and the PostgreSQL pool; nothing that runs
 //! a plan.
 //!
 //! - **Load** creates nothing. No file means Cold Start. The file must be a regular file (never
