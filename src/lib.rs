@@ -22,7 +22,8 @@
 //! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
 //! `PromptAssemble`), `openai` (the model and embedding client: reqwest with rustls, on a thread
 //! of its own), `postgres` (the shared database stores and sessions), `cli` (the `planlock`
-//! binary; brings `openai`, `prompts`, `postgres` and `demo`), `demo` (the offline demo
+//! binary; brings `openai`, `prompts`, `postgres`, `demo`, `console` and `otel`), `console` (the
+//! reviewer's console: `console::Console`, a tower `Service`), `demo` (the offline demo
 //! handlers, model and review gate of the quickstart and the examples), `testing` (aids for the
 //! tests of code built on planlock: `handler::TestContext` and `store::conformance`), `otel` (OTLP
 //! export of the spans and metrics: `telemetry::Telemetry`; the CLI brings it).
@@ -94,7 +95,10 @@ pub mod store;
 pub mod backend;
 // Layer 7: the reviewer's domain (deciding on pauses, the inbox, the overview of sessions).
 pub mod review;
-// Layer 8: the runtime that owns a session's cycles.
+// Layer 8: the runtime that owns a session's cycles; the reviewer's console (feature `console`).
+#[cfg(feature = "console")]
+#[cfg_attr(docsrs, doc(cfg(feature = "console")))]
+pub mod console;
 pub mod runtime;
 // Layer 9: demo handlers for the CLI and the examples (feature `demo`).
 #[cfg(feature = "demo")]
@@ -120,7 +124,7 @@ pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn
 #[doc(no_inline)]
 pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
 pub use io::block_on;
-#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel"))]
+#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel", feature = "console"))]
 pub use io::io_handle;
 pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 #[doc(no_inline)]

@@ -486,3 +486,40 @@ fn a_page_is_never_older_than_the_freshness_bound() {
     assert_eq!(pauses(&after), before + 1, "the first page after the bound shows the new pause");
     assert!(after.contains("written-later"));
 }
+
+/// A program mounts the console in its own server: [`planlock::console::Console`] is a tower
+/// `Service`, called here with requests the program made (no process, no socket): a stranger is
+/// sent to sign in, a person signs in with the token and reads the inbox with its pauses.
+#[test]
+fn a_program_mounts_the_console_as_a_tower_service() {
+    use http_body_util::{BodyExt, Full};
+    use hyper::body::Bytes;
+    use planlock::console::{Console, ConsoleOptions};
+    use planlock::review::inbox::{Inbox, Sessions};
+    use tower_service::Service;
+
+    let dir = sessions();
+    let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
+    let mut console = Console::new(inbox, TOKEN, ConsoleOptions::default()).unwrap();
+    let mut call = |method: &str, path: &str, headers: &[(&str, &str)], body: &str| {
+        let mut request = hyper::Request::builder().method(method).uri(path).header("host", "console.test");
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let request = request.body(Full::new(Bytes::from(body.to_owned()))).unwrap();
+        let answer = planlock::block_on(console.call(request)).unwrap();
+        let (parts, body) = answer.into_parts();
+        let body = planlock::block_on(body.collect()).unwrap().to_bytes();
+        (parts, String::from_utf8(body.to_vec()).unwrap())
+    };
+    let (stranger, _) = call("GET", "/inbox", &[], "");
+    assert_eq!((stranger.status.as_u16(), stranger.headers["location"].to_str().unwrap()), (303, "/login"));
+    let form = format!("token={TOKEN}&name=ada");
+    let form_type = ("content-type", "application/x-www-form-urlencoded");
+    let (signed, _) = call("POST", "/login", &[form_type, ("origin", "http://console.test")], &form);
+    let cookie = signed.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
+    let (page, html) = call("GET", "/inbox", &[("cookie", &cookie)], "");
+    assert_eq!(page.status.as_u16(), 200, "{html}");
+    assert_eq!(html.matches("<div class=\"pause\">").count(), 3, "the three paused sessions");
+    assert!(page.headers["content-security-policy"].to_str().unwrap().contains("script-src 'self'"));
+}

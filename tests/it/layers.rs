@@ -29,6 +29,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("backend", 6),
     ("review", 7),
     ("runtime", 8),
+    ("console", 8),
     ("demo", 9),
 ];
 

@@ -6,9 +6,9 @@
 
 use std::sync::LazyLock;
 
+use crate::session::Timestamp;
 use minijinja::value::Value;
 use minijinja::{AutoEscape, Environment, Output, State, UndefinedBehavior};
-use planlock::session::Timestamp;
 use serde::Serialize;
 
 /// The templates, named as their files are.
@@ -37,7 +37,7 @@ static ENV: LazyLock<Environment<'static>> = LazyLock::new(|| {
 });
 
 /// The formatter: a string that is not marked safe has its invisible characters shown
-/// (`planlock::text::escape_invisible`) before minijinja's HTML escaping.
+/// (`crate::text::escape_invisible`) before minijinja's HTML escaping.
 fn visible_then_escaped(
     out: &mut Output<'_>,
     state: &mut State<'_, '_>,
@@ -45,7 +45,7 @@ fn visible_then_escaped(
 ) -> Result<(), minijinja::Error> {
     match value.as_str() {
         Some(text) if !value.is_safe() => {
-            let shown = planlock::text::escape_invisible(text);
+            let shown = crate::text::escape_invisible(text);
             minijinja::escape_formatter(out, state, &Value::from(shown.as_ref()))
         }
         _ => minijinja::escape_formatter(out, state, value),

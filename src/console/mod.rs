@@ -1,13 +1,18 @@
-//! `planlock serve`: the console (CONTRACT §15). Sessions, one session's cycles and the inbox in
-//! a web page, and the forms that approve or reject a pause.
+//! The console (CONTRACT §15): sessions, one session's cycles and the inbox in a web page, and
+//! the forms that approve or reject a pause. [`Console`] is a tower [`Service`] a program mounts
+//! in its own server (axum's `nest_service`, hyper through `hyper-util`'s adapter), or serves
+//! itself on a listener with [`Console::serve`], as `planlock serve` does, on planlock's one I/O
+//! runtime ([`io_handle`](crate::io_handle)).
 //!
-//! Secure by default: it listens on 127.0.0.1 unless told otherwise; every page but the login
-//! needs a signed-in browser (the console's token, generated at start and printed once, or
-//! `PLANLOCK_CONSOLE_TOKEN`); every POST needs the login's CSRF token and, when the browser
-//! sends one, an `Origin` equal to the console's own; every response carries a strict
-//! Content-Security-Policy (no inline script or style) and every value is escaped for its context
-//! (`templates.rs`); `--read-only` serves no action. Bounded: pages are paged, bodies capped at 16 KiB,
-//! headers at 16 KiB, a connection that sends no request in 10 s is closed, at most 64 at once.
+//! Secure by default: every page but the login needs a signed-in browser (the console's token,
+//! [`new_token`] or one given, at least 16 characters); every POST needs the login's CSRF token
+//! and, when the browser sends one, an `Origin` equal to the console's own; every response
+//! carries a strict Content-Security-Policy (no inline script or style) and every value is
+//! escaped for its context (`templates.rs`); a read-only console serves no action. Bounded:
+//! pages are paged, bodies capped at 16 KiB, headers at 16 KiB, a connection that sends no
+//! request in 10 s is closed, at most 64 at once.
+//!
+//! Layer 8 (beside the runtime): imports the reviewer's domain, the backends and sessions.
 
 mod pages;
 mod routes;
@@ -15,22 +20,21 @@ mod templates;
 mod view;
 
 use std::collections::HashMap;
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use crate::contract::registry::{Failure, FailureKind};
+use crate::review::decide;
+use crate::review::inbox::Inbox;
+use crate::session::{ReviewDecision, ReviewVerdict};
+use crate::text::printable;
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::{Bytes, Incoming};
+use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
-use planlock::review::decide;
-use planlock::review::inbox::Inbox;
-use planlock::session::{ReviewDecision, ReviewVerdict};
-use planlock::{Failure, printable};
+use tower_service::Service;
 
-use crate::args::SessionsArgs;
-use crate::error::{CliError, EXIT_VALID};
-use crate::output::Output;
 use pages::{Forms, PAUSES_PER_PAGE, PER_PAGE};
 use routes::Route;
 
@@ -38,9 +42,10 @@ const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-
                    form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const MAX_BODY: usize = 16 << 10;
 const MAX_HEADERS: usize = 16 << 10;
-const MAX_CONNECTIONS: usize = 64;
+/// The most connections [`Console::serve`] holds at once.
+pub const MAX_CONNECTIONS: usize = 64;
 /// The most connections one client address may hold at once: one client cannot take every slot.
-const MAX_PER_CLIENT: usize = 16;
+pub const MAX_PER_CLIENT: usize = 16;
 /// How long a client has to send a request's headers, and then its body.
 const HEADER_TIME: Duration = Duration::from_secs(10);
 const BODY_TIME: Duration = Duration::from_secs(10);
@@ -64,7 +69,7 @@ struct Login {
     since: Instant,
 }
 
-struct Console {
+struct State {
     inbox: Inbox,
     token: String,
     read_only: bool,
@@ -73,69 +78,149 @@ struct Console {
     cache: view::Cache,
 }
 
-type Answer = Response<Full<Bytes>>;
+/// What the console answers.
+pub type Answer = Response<Full<Bytes>>;
 
-/// A random token: two v4 UUIDs (244 random bits), as hex.
-fn random_token() -> String {
+/// A fresh console token: two v4 UUIDs (244 random bits), as hex.
+pub fn new_token() -> String {
     format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
 }
 
-pub fn serve(
-    out: &mut Output,
-    sessions: &SessionsArgs,
-    listen: SocketAddr,
-    read_only: bool,
-    user_header: Option<String>,
-) -> Result<u8, CliError> {
-    if let Some(header) = &user_header {
-        identity_header(header).map_err(|why| CliError::usage("usage", why))?;
+/// The shortest console token taken.
+pub const MIN_TOKEN_CHARS: usize = 16;
+
+/// How a console serves, besides its inbox and token.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ConsoleOptions {
+    /// Serve no action: no form is shown and every POST is refused.
+    pub read_only: bool,
+    /// The header an authenticating proxy in front names the person in (`Remote-User`, …):
+    /// decisions are recorded as that person's.
+    pub user_header: Option<String>,
+}
+
+impl ConsoleOptions {
+    /// With [`read_only`](Self::read_only) set to `yes`.
+    pub fn read_only(mut self, yes: bool) -> Self {
+        self.read_only = yes;
+        self
     }
-    let inbox = super::inbox::open(sessions)?;
-    let token = match std::env::var("PLANLOCK_CONSOLE_TOKEN") {
-        Ok(token) if token.len() >= 16 => token,
-        Ok(_) => return Err(CliError::usage("usage", "PLANLOCK_CONSOLE_TOKEN must be at least 16 characters")),
-        Err(_) => random_token(),
-    };
-    let generated = std::env::var_os("PLANLOCK_CONSOLE_TOKEN").is_none();
-    // The console serves on planlock's own I/O runtime, which its reads use too.
-    let runtime = planlock::io_handle().map_err(|e| CliError::usage("io", e))?;
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind(listen))
-        .map_err(|e| CliError::usage("io", format!("cannot listen on {listen}: {e}")))?;
-    let addr = listener.local_addr().map_err(|e| CliError::usage("io", e.to_string()))?;
-    // Said at once (the command serves until it is stopped): where, and the token if it was made
-    // here; the only time the token is shown.
-    let url = format!("http://{addr}/");
-    let said = match out.is_json() {
-        true => crate::output::json_line(&serde_json::json!({
-            "listening": url,
-            "token": generated.then_some(&token),
-            "readOnly": read_only,
-        })),
-        false => {
-            let token = if generated { format!(" (token: {token})") } else { String::new() };
-            let mode = if read_only { " (read-only)" } else { "" };
-            format!("planlock console on {url}{token}{mode}\n")
+
+    /// With [`user_header`](Self::user_header) set to `name`.
+    pub fn user_header(mut self, name: Option<String>) -> Self {
+        self.user_header = name;
+        self
+    }
+}
+
+/// Why a console could not be made.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConsoleError {
+    /// The token is too short to be a secret.
+    #[error("the console's token must be at least {MIN_TOKEN_CHARS} characters")]
+    Token,
+    /// The user header is not one a proxy names its user in.
+    #[error("{0}")]
+    UserHeader(String),
+}
+
+impl Failure for ConsoleError {
+    /// `"console-token"` or `"user-header"`.
+    fn code(&self) -> &'static str {
+        match self {
+            ConsoleError::Token => "console-token",
+            ConsoleError::UserHeader(_) => "user-header",
         }
-    };
-    {
-        use std::io::Write as _;
-        let mut stdout = std::io::stdout().lock();
-        stdout
-            .write_all(said.as_bytes())
-            .and_then(|()| stdout.flush())
-            .map_err(|e| CliError::usage("io", format!("cannot write the output: {e}")))?;
     }
-    let console = Arc::new(Console {
-        inbox,
-        token,
-        read_only,
-        user_header,
-        logins: Mutex::new(HashMap::new()),
-        cache: view::Cache::default(),
-    });
-    runtime.block_on(accept(listener, console));
-    Ok(EXIT_VALID)
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
+
+/// The console of an [`Inbox`]'s sessions, signed in with `token`: a tower [`Service`] of HTTP
+/// requests; see the [module docs](self).
+///
+/// ```
+/// use planlock::console::{Console, ConsoleOptions, new_token};
+/// use planlock::review::inbox::{Inbox, Sessions};
+/// use tower_service::Service as _;
+///
+/// let dir = tempfile::tempdir()?;
+/// let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
+/// let mut console = Console::new(inbox, new_token(), ConsoleOptions::default())?;
+/// let request = hyper::Request::get("/inbox").body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
+/// let answer = planlock::block_on(console.call(request)).unwrap();
+/// assert_eq!(answer.status(), hyper::StatusCode::SEE_OTHER, "a stranger is sent to sign in");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Console {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").field("read_only", &self.state.read_only).finish_non_exhaustive()
+    }
+}
+
+impl Console {
+    /// The console of `inbox`, signed in with `token` (at least [`MIN_TOKEN_CHARS`]).
+    pub fn new(inbox: Inbox, token: impl Into<String>, options: ConsoleOptions) -> Result<Console, ConsoleError> {
+        let token = token.into();
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            return Err(ConsoleError::Token);
+        }
+        if let Some(header) = &options.user_header {
+            identity_header(header).map_err(ConsoleError::UserHeader)?;
+        }
+        let state = State {
+            inbox,
+            token,
+            read_only: options.read_only,
+            user_header: options.user_header,
+            logins: Mutex::new(HashMap::new()),
+            cache: view::Cache::default(),
+        };
+        Ok(Console { state: Arc::new(state) })
+    }
+
+    /// Serves connections on `listener` until the process stops: at most [`MAX_CONNECTIONS`] at
+    /// once and [`MAX_PER_CLIENT`] of one address, each closed when its client stops reading or
+    /// sending. Runs on a tokio runtime (planlock's: [`io_handle`](crate::io_handle)).
+    pub async fn serve(self, listener: tokio::net::TcpListener) {
+        accept(listener, self.state).await
+    }
+}
+
+impl<B> Service<Request<B>> for Console
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Answer;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    /// Answers `req` on planlock's I/O runtime (its timers and reads are tokio's), so that the
+    /// answer can be awaited from any executor.
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let state = self.state.clone();
+        Box::pin(async move {
+            let answered = match crate::io::runtime() {
+                Ok(runtime) => runtime.spawn(async move { handle(&state, req).await }).await.ok(),
+                Err(_) => None,
+            };
+            Ok(answered.unwrap_or_else(|| refused(StatusCode::INTERNAL_SERVER_ERROR, "the console could not answer")))
+        })
+    }
 }
 
 /// The headers an authenticating proxy may name its user in: not one a browser or the HTTP
@@ -211,7 +296,7 @@ impl Drop for ClientSlot {
 /// Serves connections until the process is stopped: at most [`MAX_CONNECTIONS`] at once, at
 /// most [`MAX_PER_CLIENT`] of one address; a connection whose client stops reading or sending
 /// is closed ([`WRITE_TIME`], [`IDLE_TIME`]).
-async fn accept(listener: tokio::net::TcpListener, console: Arc<Console>) {
+async fn accept(listener: tokio::net::TcpListener, console: Arc<State>) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let clients = Arc::new(Mutex::new(HashMap::new()));
     loop {
@@ -270,7 +355,11 @@ fn refused(status: StatusCode, why: &str) -> Answer {
     html(status, templates::refused(why))
 }
 
-async fn handle(console: &Arc<Console>, req: Request<Incoming>) -> Answer {
+async fn handle<B>(console: &Arc<State>, req: Request<B>) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let route = Route::parse(req.method(), req.uri().path(), req.uri().query().unwrap_or(""));
     let login = match route.is_public() {
         true => None,
@@ -313,9 +402,9 @@ async fn handle(console: &Arc<Console>, req: Request<Incoming>) -> Answer {
     }
 }
 
-impl Console {
+impl State {
     /// The login of the request's cookie, if it names a live one.
-    fn login_of(&self, req: &Request<Incoming>) -> Option<Login> {
+    fn login_of<B>(&self, req: &Request<B>) -> Option<Login> {
         let id = cookie(req, COOKIE)?;
         let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
         match logins.get(&id) {
@@ -330,7 +419,7 @@ impl Console {
 }
 
 /// The value of cookie `name`.
-fn cookie(req: &Request<Incoming>, name: &str) -> Option<String> {
+fn cookie<B>(req: &Request<B>, name: &str) -> Option<String> {
     req.headers().get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
         v.split(';').find_map(|pair| {
             let (k, value) = pair.trim().split_once('=')?;
@@ -341,7 +430,7 @@ fn cookie(req: &Request<Incoming>, name: &str) -> Option<String> {
 
 /// Whether the request comes from the console's own pages: its `Origin`, when the browser sends
 /// one, must be this console's (scheme, host and port of its `Host`).
-fn same_origin(req: &Request<Incoming>) -> bool {
+fn same_origin<B>(req: &Request<B>) -> bool {
     let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
     match (req.headers().get(header::ORIGIN).map(|o| o.to_str()), host) {
         (None, _) => req
@@ -355,7 +444,11 @@ fn same_origin(req: &Request<Incoming>) -> bool {
 }
 
 /// The form fields of a request body (at most [`MAX_BODY`] bytes, sent within [`BODY_TIME`]).
-async fn form(req: Request<Incoming>) -> Option<HashMap<String, String>> {
+async fn form<B>(req: Request<B>) -> Option<HashMap<String, String>>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     let body = Limited::new(req.into_body(), MAX_BODY).collect();
     let body = tokio::time::timeout(BODY_TIME, body).await.ok()?.ok()?.to_bytes();
     Some(form_urlencoded::parse(&body).into_owned().collect())
@@ -366,7 +459,11 @@ fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
 }
 
-async fn sign_in(console: &Console, req: Request<Incoming>) -> Answer {
+async fn sign_in<B>(console: &State, req: Request<B>) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     if !same_origin(&req) {
         return refused(StatusCode::FORBIDDEN, "a request from another origin");
     }
@@ -381,8 +478,8 @@ async fn sign_in(console: &Console, req: Request<Incoming>) -> Answer {
     if name.is_empty() || name.chars().count() > 200 {
         return html(StatusCode::BAD_REQUEST, pages::login(Some("Give your name (at most 200 characters).")));
     }
-    let id = random_token();
-    let login = Login { name: name.to_owned(), csrf: random_token(), since: Instant::now() };
+    let id = new_token();
+    let login = Login { name: name.to_owned(), csrf: new_token(), since: Instant::now() };
     {
         let mut logins = console.logins.lock().unwrap_or_else(|p| p.into_inner());
         if logins.len() >= MAX_LOGINS
@@ -400,7 +497,7 @@ async fn sign_in(console: &Console, req: Request<Incoming>) -> Answer {
     response
 }
 
-impl Console {
+impl State {
     /// The session a path segment names (decoded): under a directory, one plain name of a root
     /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
     /// 256 bytes).
@@ -409,7 +506,7 @@ impl Console {
     }
 }
 
-async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> Answer {
+async fn session_page(console: &Arc<State>, name: &str, forms: &Forms<'_>) -> Answer {
     let read = async {
         let records = console.inbox.records(name).await?;
         let history = records.history(100).await?;
@@ -420,7 +517,7 @@ async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> 
             (None, Some(state)) => Some(state.session_id),
             (None, None) => history.entries.first().map(|e| e.session_id),
         };
-        Ok::<_, planlock::review::inbox::InboxError>((history, log, paused, id))
+        Ok::<_, crate::review::inbox::InboxError>((history, log, paused, id))
     };
     match read.await {
         Ok((history, log, paused, id)) => html(
@@ -433,13 +530,17 @@ async fn session_page(console: &Arc<Console>, name: &str, forms: &Forms<'_>) -> 
 }
 
 /// `POST /inbox/{session}/{verdict}`: a decision on the session's pause, by the signed-in person.
-async fn decide_on(
-    console: &Arc<Console>,
+async fn decide_on<B>(
+    console: &Arc<State>,
     session: String,
     verdict: ReviewVerdict,
     login: &Login,
-    req: Request<Incoming>,
-) -> Answer {
+    req: Request<B>,
+) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     if !same_origin(&req) {
         return refused(StatusCode::FORBIDDEN, "a request from another origin");
     }
@@ -466,7 +567,7 @@ async fn decide_on(
     };
     let decided = async {
         let Some(pause) = console.inbox.show(&name).await? else {
-            return Ok::<_, planlock::review::inbox::InboxError>(format!(
+            return Ok::<_, crate::review::inbox::InboxError>(format!(
                 "Nothing is paused in {} any more.",
                 printable(&name)
             ));

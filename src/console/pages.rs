@@ -4,10 +4,10 @@
 //! and the forms that decide on it). Each page is a view — a plain struct of what it shows — and
 //! a template (`templates.rs`) that escapes every value of it.
 
+use crate::review::inbox::{InboxListing, PendingPause};
+use crate::review::overview::{SessionStatus, SessionsPage};
+use crate::session::{ApprovalEvent, ApprovalLog, CycleEntry, PauseRef, Timestamp};
 use minijinja::value::Value;
-use planlock::review::inbox::{InboxListing, PendingPause};
-use planlock::review::overview::{SessionStatus, SessionsPage};
-use planlock::session::{ApprovalEvent, ApprovalLog, CycleEntry, PauseRef, Timestamp};
 use serde::Serialize;
 
 use super::templates::{Ago, page, render, url_segment};

@@ -4,9 +4,9 @@
 
 use std::collections::HashMap;
 
+use crate::review::overview::SessionStatus;
+use crate::session::ReviewVerdict;
 use hyper::Method;
-use planlock::review::overview::SessionStatus;
-use planlock::session::ReviewVerdict;
 
 /// The most a `page` parameter is taken at (a page past the end is an empty page).
 const MAX_PAGE: usize = 100_000;

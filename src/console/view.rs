@@ -10,10 +10,10 @@ use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use planlock::review::inbox::{InboxError, InboxFilter, InboxListing};
-use planlock::review::overview::{SessionStatus, SessionsPage};
+use crate::review::inbox::{InboxError, InboxFilter, InboxListing};
+use crate::review::overview::{SessionStatus, SessionsPage};
 
-use super::Console;
+use super::State;
 
 /// How old what a page shows may be: a snapshot older than this is read again before a request
 /// is answered.
@@ -75,7 +75,7 @@ impl<T: Clone> Kept<T> {
     }
 }
 
-impl Console {
+impl State {
     /// The page of sessions with `status` from `offset`.
     pub async fn sessions_page(
         self: &Arc<Self>,

@@ -1,0 +1,59 @@
+//! `planlock serve`: the library's console ([`planlock::console`]) on a listening address, its
+//! token made here and printed once (or `PLANLOCK_CONSOLE_TOKEN`), on planlock's one I/O runtime.
+
+use std::net::SocketAddr;
+
+use planlock::console::{Console, ConsoleError, ConsoleOptions, new_token};
+
+use crate::args::SessionsArgs;
+use crate::error::{CliError, EXIT_VALID};
+use crate::output::Output;
+
+pub fn serve(
+    out: &mut Output,
+    sessions: &SessionsArgs,
+    listen: SocketAddr,
+    read_only: bool,
+    user_header: Option<String>,
+) -> Result<u8, CliError> {
+    let inbox = super::inbox::open(sessions)?;
+    let given = std::env::var("PLANLOCK_CONSOLE_TOKEN").ok();
+    let token = given.clone().unwrap_or_else(new_token);
+    let options = ConsoleOptions::default().read_only(read_only).user_header(user_header);
+    let console = Console::new(inbox, token.clone(), options).map_err(|e| match e {
+        ConsoleError::Token => CliError::usage("usage", "PLANLOCK_CONSOLE_TOKEN must be at least 16 characters"),
+        e => CliError::usage("usage", e.to_string()),
+    })?;
+    // The console serves on planlock's own I/O runtime, which its reads use too.
+    let runtime = planlock::io_handle().map_err(|e| CliError::usage("io", e))?;
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind(listen))
+        .map_err(|e| CliError::usage("io", format!("cannot listen on {listen}: {e}")))?;
+    let addr = listener.local_addr().map_err(|e| CliError::usage("io", e.to_string()))?;
+    // Said at once (the command serves until it is stopped): where, and the token if it was made
+    // here; the only time the token is shown.
+    let url = format!("http://{addr}/");
+    let generated = given.is_none();
+    let said = match out.is_json() {
+        true => crate::output::json_line(&serde_json::json!({
+            "listening": url,
+            "token": generated.then_some(&token),
+            "readOnly": read_only,
+        })),
+        false => {
+            let token = if generated { format!(" (token: {token})") } else { String::new() };
+            let mode = if read_only { " (read-only)" } else { "" };
+            format!("planlock console on {url}{token}{mode}\n")
+        }
+    };
+    {
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        stdout
+            .write_all(said.as_bytes())
+            .and_then(|()| stdout.flush())
+            .map_err(|e| CliError::fail_fast("io", format!("cannot write the output: {e}")))?;
+    }
+    runtime.block_on(console.serve(listener));
+    Ok(EXIT_VALID)
+}
