@@ -4,7 +4,7 @@
 //! and the forms that decide on it). Each page is a view — a plain struct of what it shows — and
 //! a template (`templates.rs`) that escapes every value of it.
 
-use crate::review::inbox::{InboxListing, PendingPause};
+use crate::review::inbox::{InboxListing, InboxProblem, PendingPause};
 use crate::review::overview::{SessionStatus, SessionsPage};
 use crate::session::{ApprovalEvent, ApprovalLog, CycleEntry, PauseRef, Timestamp};
 use minijinja::value::Value;
@@ -40,20 +40,13 @@ pub fn login(error: Option<&str>) -> String {
     page("Sign in", 0, render("login.html", Login { error }))
 }
 
-/// A session or pause that could not be read, as the pages list it.
-#[derive(Serialize)]
-struct Unreadable<'a> {
-    session: &'a str,
-    code: &'static str,
-    message: &'a str,
-}
-
-fn problems<'a>(problems: impl Iterator<Item = Unreadable<'a>>) -> Value {
+/// The sessions whose records could not be read, listed below a page.
+fn problems(problems: &[InboxProblem]) -> Value {
     #[derive(Serialize)]
     struct Problems<'a> {
-        problems: Vec<Unreadable<'a>>,
+        problems: &'a [InboxProblem],
     }
-    render("problems.html", Problems { problems: problems.collect() })
+    render("problems.html", Problems { problems })
 }
 
 pub fn sessions(list: &SessionsPage, filter: Option<SessionStatus>, at: usize, pending: usize) -> String {
@@ -121,11 +114,7 @@ pub fn sessions(list: &SessionsPage, filter: Option<SessionStatus>, at: usize, p
         more: (shown < list.total).then_some(at + 1),
         shown,
         total: list.total,
-        problems: problems(list.problems.iter().map(|p| Unreadable {
-            session: &p.session,
-            code: p.code,
-            message: &p.message,
-        })),
+        problems: problems(&list.problems),
     };
     page("Sessions", pending, render("sessions.html", view))
 }
@@ -400,11 +389,7 @@ pub fn inbox(
         shown,
         total,
         more: listing.more,
-        problems: problems(listing.problems.iter().map(|p| Unreadable {
-            session: &p.session,
-            code: p.code,
-            message: &p.message,
-        })),
+        problems: problems(&listing.problems),
     };
     page("Inbox", pending, render("inbox.html", view))
 }
