@@ -62,7 +62,7 @@ fn child(mode: &str, root: &Path) {
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                block_on(store.save(update(seq, session_id), CycleGuard::none())).unwrap();
+                let _ = block_on(store.save(update(seq, session_id), CycleGuard::none())).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }
@@ -75,7 +75,7 @@ fn child(mode: &str, root: &Path) {
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                block_on(store.save_intervention(&record(seq), CycleGuard::none())).unwrap();
+                let _ = block_on(store.save_intervention(&record(seq), CycleGuard::none())).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }

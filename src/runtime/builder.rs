@@ -205,7 +205,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             approval_ttl,
             history,
             started: Timestamp::now(),
-            carried: None,
+            unkept: None,
         };
         runtime.upgrade_record().await?;
         Ok(runtime)

@@ -1,14 +1,18 @@
 //! The runtime's half of the cycle history (CONTRACT §15): the entry a finished cycle leaves,
-//! built from how it ended. A completed or paused cycle's goes with its save, on the cycle's
-//! guard (a store that commits the cycle's writes keeps it in the same transaction); any other,
-//! and one no store took, is kept after ([`SessionStore::record_cycle`](crate::session::SessionStore::record_cycle)).
+//! built from how it ended, and kept. A completed or paused cycle's goes with its save, by value
+//! (a store that commits the cycle's writes keeps it in the same transaction, and the save says
+//! so); any other, and one the save gave back, is kept after ([`SessionStore::record_cycle`]).
 
 use serde_json::{Map, Value};
 
 use super::error::RuntimeError;
+use super::{RunOutcome, Runtime};
 use crate::contract::registry::Failure;
 use crate::exec::executor::{Completed, CycleReport, CycleSession, ExecError};
-use crate::session::{CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, InterventionRecord, Timestamp};
+use crate::exec::handler::HandlerSet;
+use crate::session::{
+    CycleEnd, CycleEntry, CycleFailure, CycleGuard, DEFAULT_KEEP, History, InterventionRecord, SessionStore, Timestamp,
+};
 use crate::validate::ValidPlan;
 
 /// What the runtime keeps of its cycles: how many, and whether with their content.
@@ -92,5 +96,51 @@ fn failed_step(e: &RuntimeError) -> Option<String> {
             Some(step_id.clone())
         }
         _ => None,
+    }
+}
+
+impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
+    /// Keeps the finished cycle's entry in the session's history and returns how it ended: a
+    /// completed or paused cycle's went with its save, unless the save gave it back; a
+    /// failed cycle's is written now. A cycle that ended well but whose entry cannot be kept is a
+    /// store failure (FailFast); a failed cycle's own error stands over its entry's.
+    pub(super) async fn record(
+        &mut self,
+        session: CycleSession,
+        started: Timestamp,
+        settled: Result<RunOutcome, RuntimeError>,
+    ) -> Result<RunOutcome, RuntimeError> {
+        let unkept = self.unkept.take();
+        let entry = match &settled {
+            Ok(RunOutcome::Abandoned(_)) => return settled,
+            Ok(_) => match unkept {
+                Some((entry, _)) => entry,
+                None => return settled,
+            },
+            Err(e) => failed(session, started, e),
+        };
+        if self.history.keep == 0 {
+            return settled;
+        }
+        match self.store.record_cycle(&entry, self.history.keep).await {
+            Err(e) if settled.is_ok() => Err(self.fail(e.into())),
+            _ => settled,
+        }
+    }
+
+    /// `guard` with the cycle's history entry, to go with its save (none when no history is
+    /// kept).
+    pub(super) fn carrying(&self, guard: CycleGuard, entry: CycleEntry) -> CycleGuard {
+        match self.history.keep {
+            0 => guard,
+            keep => guard.carrying(entry, keep),
+        }
+    }
+
+    /// The session's last `limit` finished cycles, newest first (CONTRACT §15): each one's
+    /// report, how it ended and when. Read from the store, so a restarted runtime sees the cycles
+    /// of the processes before it.
+    pub async fn history(&self, limit: usize) -> Result<History, RuntimeError> {
+        Ok(self.store.records().history(limit).await?)
     }
 }

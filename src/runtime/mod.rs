@@ -14,7 +14,6 @@ pub mod place;
 mod restore;
 mod stager;
 
-use crate::session::CarriedEntry;
 pub use approvals::abandon_paused;
 pub use builder::RuntimeBuilder;
 pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
@@ -37,7 +36,7 @@ use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
 use crate::exec::validator::Override;
 use crate::hash::{Digest, HashParts};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, CycleEntry, CycleGuard, History, InterventionRecord, ReservedSession,
+    BlockPhase, BundlePinV1, CompletedStep, CycleEntry, CycleGuard, Durable, InterventionRecord, ReservedSession,
     ReviewDecision, SessionState, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
@@ -168,7 +167,9 @@ pub struct Runtime<S, L> {
     /// When the running cycle started.
     started: Timestamp,
     /// The running cycle's history entry, given to its guard for the save.
-    carried: Option<CarriedEntry>,
+    /// The finished cycle's history entry its save or pause record did not keep: the runtime
+    /// keeps it right after ([`record`](Self::record)).
+    unkept: Option<(CycleEntry, usize)>,
 }
 
 impl<S: SessionStore> Runtime<S, Nil> {
@@ -299,48 +300,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session).await;
         let settled = self.settle(outcome, session.cycle, None, guard).await;
         self.record(session, started, settled).await
-    }
-
-    /// Keeps the finished cycle's entry in the session's history and returns how it ended: a
-    /// completed or paused cycle's went with its save, unless the store left it on the guard; a
-    /// failed cycle's is written now. A cycle that ended well but whose entry cannot be kept is a
-    /// store failure (FailFast); a failed cycle's own error stands over its entry's.
-    async fn record(
-        &mut self,
-        session: CycleSession,
-        started: Timestamp,
-        settled: Result<RunOutcome, RuntimeError>,
-    ) -> Result<RunOutcome, RuntimeError> {
-        let carried = self.carried.take();
-        let entry = match &settled {
-            Ok(RunOutcome::Abandoned(_)) => return settled,
-            Ok(_) => match carried.and_then(|c| c.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()) {
-                Some((entry, _)) => entry,
-                None => return settled,
-            },
-            Err(e) => history::failed(session, started, e),
-        };
-        if self.history.keep == 0 {
-            return settled;
-        }
-        match self.store.record_cycle(&entry, self.history.keep).await {
-            Err(e) if settled.is_ok() => Err(self.fail(e.into())),
-            _ => settled,
-        }
-    }
-
-    /// Gives `guard` the cycle's history entry, to go with its save.
-    fn carry(&mut self, guard: &mut CycleGuard, entry: CycleEntry) {
-        if self.history.keep > 0 {
-            self.carried = Some(guard.carry(entry, self.history.keep));
-        }
-    }
-
-    /// The session's last `limit` finished cycles, newest first (CONTRACT §15): each one's
-    /// report, how it ended and when. Read from the store, so a restarted runtime sees the cycles
-    /// of the processes before it.
-    pub async fn history(&self, limit: usize) -> Result<History, RuntimeError> {
-        Ok(self.store.records().history(limit).await?)
     }
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
@@ -492,10 +451,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         done: Completed,
         cycle: u64,
         decision: Option<&ReviewDecision>,
-        mut guard: CycleGuard,
+        guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
         let entry = history::completed(&self.plan, self.cycle_session(cycle), self.started, &done, self.history);
-        self.carry(&mut guard, entry);
+        let guard = self.carrying(guard, entry);
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin).await {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
@@ -506,7 +465,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
         let saved = self.store.save(update, guard).await;
         let saved = match saved {
-            Ok(saved) => saved,
+            Ok(Durable { value, unkept }) => {
+                self.unkept = unkept;
+                value
+            }
             Err(e) => {
                 let cause = HandlerError::with_source("saving the session failed", e);
                 return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
@@ -534,7 +496,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         paused: PausedCycle,
         cycle: u64,
         decision: Option<&ReviewDecision>,
-        mut guard: CycleGuard,
+        guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
         let (intervention, shown, now) = (paused.intervention(), paused.shown(), Timestamp::now());
         let validator = self.executor.validator_signature(&intervention.validator_id);
@@ -575,9 +537,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.log_outcome(event).await.map_err(|e| self.fail(e))?;
         }
         let entry = history::paused(self.cycle_session(cycle), self.started, &record, paused.report(), self.history);
-        self.carry(&mut guard, entry);
-        if let Err(e) = self.store.save_intervention(&record, guard).await {
-            return Err(self.fail(e.into()));
+        let guard = self.carrying(guard, entry);
+        match self.store.save_intervention(&record, guard).await {
+            Ok(Durable { value: (), unkept }) => self.unkept = unkept,
+            Err(e) => return Err(self.fail(e.into())),
         }
         self.state = State::Paused(Box::new(record.clone()));
         Ok(RunOutcome::Paused { record, report: paused.abandon() })

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{CycleGuard, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
+use super::{CycleGuard, Durable, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
 
 /// `inner`, with `check` run before each session save: an `Err` from it is the save's error and
 /// nothing is written. Every other call goes straight to `inner`. Wrapping rather than
@@ -61,7 +61,7 @@ where
     S: SessionStore,
     F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
 {
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
         if let Err(e) = (self.check)(&update) {
             // Refused: the cycle's guard is dropped, so what it wrote is rolled back.
             return Box::pin(std::future::ready(Err(e)));

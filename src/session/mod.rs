@@ -53,8 +53,7 @@ pub use history::{
     PREVIOUS_HISTORY_FILE,
 };
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
-pub(crate) use store::CarriedEntry;
-pub use store::{CycleGuard, SessionStore, StoreFuture};
+pub use store::{CycleGuard, Durable, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

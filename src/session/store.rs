@@ -34,16 +34,12 @@ pub struct CycleGuard {
     end: Option<Box<dyn FnOnce() + Send>>,
     /// The cycle's history entry and how many to keep, when the runtime gave it one to go with
     /// the save (see [`take_entry`](Self::take_entry)).
-    entry: Option<CarriedEntry>,
+    entry: Option<(CycleEntry, usize)>,
 }
-
-/// A finished cycle's history entry (and how many entries to keep) given to its guard: a store
-/// that takes it keeps it with the save; one left in place is kept by the runtime after it.
-pub(crate) type CarriedEntry = std::sync::Arc<std::sync::Mutex<Option<(CycleEntry, usize)>>>;
 
 impl std::fmt::Debug for CycleGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CycleGuard").field("holds", &self.end.is_some()).finish()
+        f.debug_struct("CycleGuard").field("holds", &self.end.is_some()).field("entry", &self.entry.is_some()).finish()
     }
 }
 
@@ -58,19 +54,49 @@ impl CycleGuard {
         CycleGuard { end: Some(Box::new(end)), entry: None }
     }
 
-    /// Gives the guard the cycle's history entry, to go with the save it is given to.
-    pub(crate) fn carry(&mut self, entry: CycleEntry, keep: usize) -> CarriedEntry {
-        let carried: CarriedEntry = std::sync::Arc::new(std::sync::Mutex::new(Some((entry, keep))));
-        self.entry = Some(carried.clone());
-        carried
+    /// The guard with the cycle's history entry (and how many entries to keep), to go with the
+    /// save it is given to.
+    pub(crate) fn carrying(mut self, entry: CycleEntry, keep: usize) -> CycleGuard {
+        self.entry = Some((entry, keep));
+        self
     }
 
     /// The cycle's history entry and how many entries to keep, when the runtime gave the guard
     /// one: a store whose save commits the cycle's writes (PostgreSQL's) takes it and keeps it in
-    /// the same transaction as the save; an entry no store took is kept by the runtime once the
-    /// save is done ([`SessionStore::record_cycle`]). Taken once.
-    pub fn take_entry(&self) -> Option<(CycleEntry, usize)> {
-        self.entry.as_ref()?.lock().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+    /// the same transaction as the save, and says so ([`Durable::keeping`]). Taken once.
+    pub fn take_entry(&mut self) -> Option<(CycleEntry, usize)> {
+        self.entry.take()
+    }
+
+    /// Ends the cycle, giving back its history entry if it has one: what a store that does not
+    /// keep the entry with its save returns ([`Durable::leaving`]).
+    pub fn finish(mut self) -> Option<(CycleEntry, usize)> {
+        self.entry.take()
+    }
+}
+
+/// What a session save or a pause's record made durable, and the finished cycle's history entry
+/// when the store did not keep it with them: the runtime keeps that one right after
+/// ([`SessionStore::record_cycle`]). Said by value, so no entry is kept twice or lost.
+#[derive(Debug)]
+#[must_use = "an entry the store did not keep is the runtime's to keep"]
+pub struct Durable<T> {
+    /// What was saved.
+    pub value: T,
+    /// The cycle's history entry (with how many to keep), if the store did not keep it.
+    pub unkept: Option<(CycleEntry, usize)>,
+}
+
+impl<T> Durable<T> {
+    /// `value` saved with the cycle's history entry, which the store kept in the same write.
+    pub fn keeping(value: T) -> Durable<T> {
+        Durable { value, unkept: None }
+    }
+
+    /// `value` saved, and `cycle` ended: its history entry, if it has one, is left for the
+    /// runtime to keep.
+    pub fn leaving(value: T, cycle: CycleGuard) -> Durable<T> {
+        Durable { value, unkept: cycle.finish() }
     }
 }
 
@@ -102,13 +128,18 @@ pub trait SessionStore: Send + Sync {
         Box::pin(std::future::ready(Ok(CycleGuard::none())))
     }
     /// Saves atomically and durably, filling `updatedAt`, with what `cycle` wrote; returns what
-    /// was saved.
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState>;
+    /// was saved, and the cycle's history entry if the store did not keep it with the save.
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>>;
     /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
     /// Saves the record of a paused cycle, atomically and durably, replacing any other, with what
-    /// `cycle` wrote before the pause (the record lists those steps as completed).
-    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()>;
+    /// `cycle` wrote before the pause (the record lists those steps as completed); returns the
+    /// cycle's history entry if the store did not keep it with the record.
+    fn save_intervention<'a>(
+        &'a self,
+        record: &'a InterventionRecord,
+        cycle: CycleGuard,
+    ) -> StoreFuture<'a, Durable<()>>;
     /// Removes the record of a paused cycle, durably; removing none is not an error.
     fn remove_intervention(&self) -> StoreFuture<'_, ()>;
     /// The session id reserved for a new session whose first cycle has not completed yet, with
@@ -141,13 +172,13 @@ pub trait SessionStore: Send + Sync {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use planlock::session::{CycleGuard, FileSessionStore, SessionState, SessionStore, SessionUpdate, StoreFuture};
+/// use planlock::session::{CycleGuard, Durable, FileSessionStore, SessionState, SessionStore, SessionUpdate, StoreFuture};
 ///
 /// /// Counts the session saves of the store it wraps.
 /// struct CountSaves<S> { inner: S, saves: AtomicUsize }
 ///
 /// impl<S: SessionStore> SessionStore for CountSaves<S> {
-///     fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+///     fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
 ///         self.saves.fetch_add(1, Ordering::Relaxed);
 ///         self.inner.save(update, cycle)
 ///     }
@@ -176,13 +207,13 @@ macro_rules! forward_session_store {
         fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }
     };
     (@ save $this:ident $inner:expr) => {
-        fn save(&self, update: $crate::session::SessionUpdate, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, $crate::session::SessionState> { let $this = self; $inner.save(update, cycle) }
+        fn save(&self, update: $crate::session::SessionUpdate, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, $crate::session::Durable<$crate::session::SessionState>> { let $this = self; $inner.save(update, cycle) }
     };
     (@ load_intervention $this:ident $inner:expr) => {
         fn load_intervention(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::InterventionRecord>> { let $this = self; $inner.load_intervention() }
     };
     (@ save_intervention $this:ident $inner:expr) => {
-        fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_intervention(record, cycle) }
+        fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'a, $crate::session::Durable<()>> { let $this = self; $inner.save_intervention(record, cycle) }
     };
     (@ remove_intervention $this:ident $inner:expr) => {
         fn remove_intervention(&self) -> $crate::session::StoreFuture<'_, ()> { let $this = self; $inner.remove_intervention() }

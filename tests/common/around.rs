@@ -2,7 +2,7 @@
 //! around its writes: `before-save`, `after-save`, `before-removal`, `after-removal`,
 //! `before-pin`. The crash tests stop or abort the process there.
 
-use planlock::session::{BundlePinV1, CycleGuard, SessionState, SessionStore, SessionUpdate, StoreFuture};
+use planlock::session::{BundlePinV1, CycleGuard, Durable, SessionState, SessionStore, SessionUpdate, StoreFuture};
 
 /// `inner`, with `hook` called at every point (it decides which one it acts on).
 pub struct Around<S> {
@@ -26,7 +26,7 @@ impl<S: SessionStore> Around<S> {
 }
 
 impl<S: SessionStore> SessionStore for Around<S> {
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
         Box::pin(async move {
             (self.hook)("before-save");
             let saved = self.inner.save(update, cycle).await?;

@@ -12,8 +12,8 @@ use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError, Status};
 use planlock::schema::*;
 use planlock::session::{
-    CycleGuard, FileSessionStore, INTERVENTION_FILE, InterventionRecord, SESSION_FILE, SessionState, SessionStore,
-    SessionUpdate, StoreFuture,
+    CycleGuard, Durable, FileSessionStore, INTERVENTION_FILE, InterventionRecord, SESSION_FILE, SessionState,
+    SessionStore, SessionUpdate, StoreFuture,
 };
 use planlock::steps::*;
 use planlock::{
@@ -455,11 +455,15 @@ impl SessionStore for Counting {
             counts.ended.fetch_add(1, SeqCst);
         }))))
     }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
         self.counts.saved.fetch_add(1, SeqCst);
         self.inner.save(update, cycle)
     }
-    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+    fn save_intervention<'a>(
+        &'a self,
+        record: &'a InterventionRecord,
+        cycle: CycleGuard,
+    ) -> StoreFuture<'a, Durable<()>> {
         self.counts.saved.fetch_add(1, SeqCst);
         self.inner.save_intervention(record, cycle)
     }

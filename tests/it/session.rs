@@ -176,10 +176,10 @@ fn save_then_load_round_trips_and_sets_updated_at() {
     let root = tempfile::tempdir().unwrap();
     let store = FileSessionStore::open(root.path()).unwrap();
     let before = planlock::session::Timestamp::now();
-    let saved = block_on(store.save(update("m-1"), CycleGuard::none())).unwrap();
+    let saved = block_on(store.save(update("m-1"), CycleGuard::none())).unwrap().value;
     assert!(saved.updated_at >= before);
     assert_eq!(block_on(store.load()).unwrap(), Some(saved.clone()));
-    let again = block_on(store.save(update("m-2"), CycleGuard::none())).unwrap();
+    let again = block_on(store.save(update("m-2"), CycleGuard::none())).unwrap().value;
     assert_eq!(block_on(store.load()).unwrap(), Some(again));
     let leftovers: Vec<_> =
         fs::read_dir(root.path().join("ops/runtime")).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -268,7 +268,9 @@ fn every_save_failure_is_fail_fast_and_leaves_the_old_or_the_new_state() {
             None // the directories must not exist yet for this fault to be reached
         } else {
             Some(
-                block_on(FileSessionStore::open(root.path()).unwrap().save(update("old"), CycleGuard::none())).unwrap(),
+                block_on(FileSessionStore::open(root.path()).unwrap().save(update("old"), CycleGuard::none()))
+                    .unwrap()
+                    .value,
             )
         };
         let log = Arc::new(Mutex::new(Vec::new()));

@@ -259,7 +259,7 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
         hash_parts: None,
         cycle: 1,
     };
-    block_on(session.save(update, cycle)).unwrap();
+    let _ = block_on(session.save(update, cycle)).unwrap();
     assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d4"]);
     // More active decisions than a search reads ahead: it keeps nothing, and the load reads
     // for itself (here: the decision written after the search).

@@ -30,7 +30,7 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, InterventionRecord, ReservedSession, SessionError, SessionRecords,
+    BundlePinV1, CycleEntry, CycleGuard, Durable, InterventionRecord, ReservedSession, SessionError, SessionRecords,
     SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use crate::pg::PgSession;
@@ -301,7 +301,7 @@ impl PgSessionStore {
         what: &'static str,
         set: &str,
         value: &T,
-        cycle: CycleGuard,
+        mut cycle: CycleGuard,
     ) -> Result<(), SessionError> {
         let text = serde_json::to_string(value).map_err(|e| SessionError::Database {
             key: self.records.key.clone(),
@@ -433,24 +433,28 @@ impl SessionStore for PgSessionStore {
             Ok(CycleGuard::ending(move || cycle.end()))
         })
     }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, SessionState> {
+    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
         Box::pin(async move {
             let state = update.into_state();
             // The session exists now: its reserved id has done its work (one statement, so
-            // both or neither).
+            // both or neither). The cycle's history entry is kept in the same commit.
             let set = "state = $5, reserved = NULL";
             self.commit_cycle("saving the session", "session state", set, &state, cycle).await?;
-            Ok(state)
+            Ok(Durable::keeping(state))
         })
     }
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         Box::pin(self.records.read(Column::Intervention))
     }
-    fn save_intervention<'a>(&'a self, record: &'a InterventionRecord, cycle: CycleGuard) -> StoreFuture<'a, ()> {
+    fn save_intervention<'a>(
+        &'a self,
+        record: &'a InterventionRecord,
+        cycle: CycleGuard,
+    ) -> StoreFuture<'a, Durable<()>> {
         Box::pin(async move {
             let (doing, what) = ("saving the intervention record", "intervention record");
             self.commit_cycle(doing, what, "intervention = $5", record, cycle).await?;
-            Ok(())
+            Ok(Durable::keeping(()))
         })
     }
     fn remove_intervention(&self) -> StoreFuture<'_, ()> {
