@@ -1,7 +1,8 @@
 //! The contract's tests, one binary with a module per area: the shared corpus (`tests/corpus/`,
 //! which the Python and Node suites read too), the builder, canonical JSON, the plan hash and its
 //! profile files, YAML, and properties of all of them. They need nothing but this crate:
-//! `cargo test -p planlock-contract` runs them with the compile-fail tests (`tests/ui.rs`).
+//! `cargo test -p planlock-contract -p planlock-contract-ui` runs them with the compile-fail tests
+//! (`contract/ui/`).
 //!
 //! Run one area with its module's name: `cargo test -p planlock-contract --test it corpus`.
 

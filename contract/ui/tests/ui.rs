@@ -7,6 +7,6 @@
 #[test]
 fn builder_diagnostics() {
     let t = trybuild::TestCases::new();
-    t.compile_fail("ui-tests/fail/*.rs");
-    t.pass("ui-tests/pass/*.rs");
+    t.compile_fail("cases/fail/*.rs");
+    t.pass("cases/pass/*.rs");
 }
