@@ -2,11 +2,14 @@
 //! directory of session roots, from a snapshot of every root: read once and served from memory
 //! for at most [`FRESH`]; a request that finds it older reads it again before it answers (one
 //! read at a time: requests that arrive meanwhile take what it read), and a decision from this
-//! console has the next request read it again. A page over a directory is so at most [`FRESH`]
+//! console has the next request read it again. Past half of [`FRESH`], a request starts a read
+//! in the background (and is answered from what is kept), so in steady use no request waits for
+//! one. A page over a directory is so at most [`FRESH`]
 //! behind what a worker wrote, and so is a database's pending count (the number in the title);
 //! an idle console reads nothing.
 
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -36,11 +39,13 @@ pub struct Cache {
 pub struct Kept<T> {
     value: Mutex<Option<(Instant, T)>>,
     reading: tokio::sync::Mutex<()>,
+    /// A read ahead is under way in the background.
+    ahead: AtomicBool,
 }
 
 impl<T> Default for Kept<T> {
     fn default() -> Self {
-        Kept { value: Mutex::new(None), reading: tokio::sync::Mutex::new(()) }
+        Kept { value: Mutex::new(None), reading: tokio::sync::Mutex::new(()), ahead: AtomicBool::new(false) }
     }
 }
 
@@ -67,6 +72,29 @@ impl<T: Clone> Kept<T> {
         let value = read().await?;
         *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), value.clone()));
         Ok(value)
+    }
+
+    /// Whether the caller is to read the value again ahead, in the background: it is past half
+    /// of [`FRESH`] and no read ahead is under way (the caller's is, from now). So in steady use
+    /// a request finds the value fresh and no request waits for a read.
+    fn due_ahead(&self) -> bool {
+        let kept = self.value.lock().unwrap_or_else(|p| p.into_inner());
+        let aging = kept.as_ref().is_some_and(|(at, _)| at.elapsed() > FRESH / 2);
+        drop(kept);
+        aging && !self.ahead.swap(true, Ordering::AcqRel)
+    }
+
+    /// Reads the value again with `read` (one read at a time), ending the read ahead.
+    async fn read_ahead<E, Read>(&self, read: impl FnOnce() -> Read)
+    where
+        Read: Future<Output = Result<T, E>>,
+    {
+        let one = self.reading.lock().await;
+        if let Ok(value) = read().await {
+            *self.value.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), value));
+        }
+        drop(one);
+        self.ahead.store(false, Ordering::Release);
     }
 
     /// Forgets the value: the next request reads it again.
@@ -116,8 +144,16 @@ impl State {
         if self.inbox.backend().lists_by_reading_each() {
             return self.snapshot().await.map_or(0, |s| super::pages::undecided(&s.inbox));
         }
-        let count = || async { self.inbox.list(&InboxFilter::default()).await.map(|l| super::pages::undecided(&l)) };
-        self.cache.pending.fresh(count).await.unwrap_or(0)
+        if self.cache.pending.due_ahead() {
+            let me = self.clone();
+            tokio::spawn(async move { me.cache.pending.read_ahead(|| me.clone().count()).await });
+        }
+        self.cache.pending.fresh(|| self.clone().count()).await.unwrap_or(0)
+    }
+
+    /// How many pauses wait for a decision, counted now.
+    async fn count(self: Arc<Self>) -> Result<usize, InboxError> {
+        Ok(super::pages::undecided(&self.inbox.list(&InboxFilter::default()).await?))
     }
 
     /// After a decision here: the next page reads again, and shows it.
@@ -126,12 +162,18 @@ impl State {
         self.cache.pending.forget();
     }
 
-    async fn snapshot(&self) -> Result<Arc<Snapshot>, InboxError> {
-        let read = || async {
-            let sessions = self.inbox.all_sessions().await?;
-            let inbox = self.inbox.list(&InboxFilter::default()).await?;
-            Ok(Arc::new(Snapshot { sessions, inbox }))
-        };
-        self.cache.snapshot.fresh(read).await
+    async fn snapshot(self: &Arc<Self>) -> Result<Arc<Snapshot>, InboxError> {
+        if self.cache.snapshot.due_ahead() {
+            let me = self.clone();
+            tokio::spawn(async move { me.cache.snapshot.read_ahead(|| me.clone().read_snapshot()).await });
+        }
+        self.cache.snapshot.fresh(|| self.clone().read_snapshot()).await
+    }
+
+    /// Every root read now.
+    async fn read_snapshot(self: Arc<Self>) -> Result<Arc<Snapshot>, InboxError> {
+        let sessions = self.inbox.all_sessions().await?;
+        let inbox = self.inbox.list(&InboxFilter::default()).await?;
+        Ok(Arc::new(Snapshot { sessions, inbox }))
     }
 }
