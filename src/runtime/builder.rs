@@ -204,8 +204,6 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             state,
             approval_ttl,
             history,
-            started: Timestamp::now(),
-            unkept: None,
         };
         runtime.upgrade_record().await?;
         Ok(runtime)

@@ -99,6 +99,22 @@ fn failed_step(e: &RuntimeError) -> Option<String> {
     }
 }
 
+/// A cycle as the call that runs it keeps it, a local of that call (the runtime holds no cycle's
+/// state): its number, when it started, and, once its save is done, the history entry the save
+/// did not keep.
+pub(super) struct CycleRun {
+    pub(super) cycle: u64,
+    pub(super) started: Timestamp,
+    pub(super) unkept: Option<(CycleEntry, usize)>,
+}
+
+impl CycleRun {
+    /// Cycle `cycle`, starting now.
+    pub(super) fn new(cycle: u64) -> CycleRun {
+        CycleRun { cycle, started: Timestamp::now(), unkept: None }
+    }
+}
+
 impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Keeps the finished cycle's entry in the session's history and returns how it ended: a
     /// completed or paused cycle's went with its save, unless the save gave it back; a
@@ -106,14 +122,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// store failure (FailFast); a failed cycle's own error stands over its entry's.
     pub(super) async fn record(
         &mut self,
-        session: CycleSession,
-        started: Timestamp,
+        run: CycleRun,
         settled: Result<RunOutcome, RuntimeError>,
     ) -> Result<RunOutcome, RuntimeError> {
-        let unkept = self.unkept.take();
+        let (session, started) = (self.cycle_session(run.cycle), run.started);
         let entry = match &settled {
             Ok(RunOutcome::Abandoned(_)) => return settled,
-            Ok(_) => match unkept {
+            Ok(_) => match run.unkept {
                 Some((entry, _)) => entry,
                 None => return settled,
             },

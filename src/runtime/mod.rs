@@ -17,7 +17,7 @@ mod stager;
 pub use approvals::abandon_paused;
 pub use builder::RuntimeBuilder;
 pub use error::{BootError, HashMismatch, RecordMismatch, RuntimeError, Saved};
-use history::HistoryOptions;
+use history::{CycleRun, HistoryOptions};
 pub use stager::SessionStager;
 use stager::{WithStager, session_update};
 
@@ -36,8 +36,8 @@ use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
 use crate::exec::validator::Override;
 use crate::hash::{Digest, HashParts};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, CycleEntry, CycleGuard, Durable, InterventionRecord, ReservedSession,
-    ReviewDecision, SessionState, SessionStore, Timestamp,
+    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, Durable, InterventionRecord, ReservedSession, ReviewDecision,
+    SessionState, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
 
@@ -164,12 +164,6 @@ pub struct Runtime<S, L> {
     approval_ttl: Option<std::time::Duration>,
     /// What the session's history keeps of each finished cycle.
     history: HistoryOptions,
-    /// When the running cycle started.
-    started: Timestamp,
-    /// The running cycle's history entry, given to its guard for the save.
-    /// The finished cycle's history entry its save or pause record did not keep: the runtime
-    /// keeps it right after ([`record`](Self::record)).
-    unkept: Option<(CycleEntry, usize)>,
 }
 
 impl<S: SessionStore> Runtime<S, Nil> {
@@ -295,11 +289,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
-        let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
-        self.started = started;
+        let guard = self.begin_cycle().await?;
+        let mut run = CycleRun::new(session.cycle);
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session).await;
-        let settled = self.settle(outcome, session.cycle, None, guard).await;
-        self.record(session, started, settled).await
+        let settled = self.settle(outcome, &mut run, None, guard).await;
+        self.record(run, settled).await
     }
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
@@ -356,12 +350,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Err(e) => return Err(self.fail(e)),
         };
         crate::telemetry::pause_closed();
-        let (guard, started) = (self.begin_cycle().await?, Timestamp::now());
-        self.started = started;
+        let guard = self.begin_cycle().await?;
+        let mut run = CycleRun::new(record.cycle);
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored).await;
-        let cycle = record.cycle;
-        let settled = self.settle(outcome, cycle, decision.as_ref(), guard).await;
-        let settled = self.record(self.cycle_session(cycle), started, settled).await;
+        let settled = self.settle(outcome, &mut run, decision.as_ref(), guard).await;
+        let settled = self.record(run, settled).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
             && e.kind() == FailureKind::CycleFail
@@ -432,13 +425,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     async fn settle(
         &mut self,
         outcome: Result<CycleOutcome, ExecError>,
-        cycle: u64,
+        run: &mut CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
         match outcome {
-            Ok(CycleOutcome::Completed(done)) => self.commit(done, cycle, decision, guard).await,
-            Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(paused, cycle, decision, guard).await,
+            Ok(CycleOutcome::Completed(done)) => self.commit(done, run, decision, guard).await,
+            Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(paused, run, decision, guard).await,
             Err(e) => Err(self.fail(e.into())),
         }
     }
@@ -449,11 +442,12 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     async fn commit(
         &mut self,
         done: Completed,
-        cycle: u64,
+        run: &mut CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
-        let entry = history::completed(&self.plan, self.cycle_session(cycle), self.started, &done, self.history);
+        let cycle = run.cycle;
+        let entry = history::completed(&self.plan, self.cycle_session(cycle), run.started, &done, self.history);
         let guard = self.carrying(guard, entry);
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin).await {
@@ -466,7 +460,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let saved = self.store.save(update, guard).await;
         let saved = match saved {
             Ok(Durable { value, unkept }) => {
-                self.unkept = unkept;
+                run.unkept = unkept;
                 value
             }
             Err(e) => {
@@ -494,10 +488,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     async fn pause(
         &mut self,
         paused: PausedCycle,
-        cycle: u64,
+        run: &mut CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
+        let cycle = run.cycle;
         let (intervention, shown, now) = (paused.intervention(), paused.shown(), Timestamp::now());
         let validator = self.executor.validator_signature(&intervention.validator_id);
         let Some(validator) = validator else {
@@ -536,10 +531,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             let event = approvals::outcome(&decision.pause, Some(paused.report()), false);
             self.log_outcome(event).await.map_err(|e| self.fail(e))?;
         }
-        let entry = history::paused(self.cycle_session(cycle), self.started, &record, paused.report(), self.history);
+        let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
         let guard = self.carrying(guard, entry);
         match self.store.save_intervention(&record, guard).await {
-            Ok(Durable { value: (), unkept }) => self.unkept = unkept,
+            Ok(Durable { value: (), unkept }) => run.unkept = unkept,
             Err(e) => return Err(self.fail(e.into())),
         }
         self.state = State::Paused(Box::new(record.clone()));
