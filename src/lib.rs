@@ -70,12 +70,10 @@
 // Layers 0 to 4 of the contract, its own crate (`planlock-contract`, no async and no network):
 // JSON as the contract reads and writes it, the files the runtime trusts, text as a person may be
 // shown it, the step table and documents, validation, the builder, hashes and what producers
-// call. The same public paths as the crate's; `crate::json`, `crate::contract` and
-// `crate::fsread` stay the internal ones.
-#[doc(no_inline)]
-pub use hash::{profile, yaml};
-pub use planlock_contract::{builder, hash, plan, producer, registry, schema, steps, text, validate};
-use planlock_contract::{contract, fsread, json};
+// call. The same public paths as the crate's.
+// Its root is ours: its modules, the short paths of its items as it documents them, and its
+// hidden building blocks (`crate::json`, `crate::contract`, `crate::fsread` inside planlock).
+pub use planlock_contract::*;
 // Layer 0: planlock's own I/O runtime (model requests, PostgreSQL, SQLite's blocking calls).
 mod io;
 // Layer 2: telemetry (the OpenTelemetry names, model-call spans, the trace a pause keeps, export).
@@ -105,15 +103,9 @@ pub mod runtime;
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
 
-// The short paths of the core items. Each item is documented once, on its module's page;
-// these re-exports only link there (`doc(no_inline)`), so it has one documented path. Items
-// of private modules (problems, values, JSON limits) have only the root path.
-#[doc(no_inline)]
-pub use builder::PlanBuilder;
-pub use contract::json_schema::{PLAN_SCHEMA_ID, plan_json_schema};
-pub use contract::problem::{Problem, ProblemCode, Rejection};
-pub use contract::rules::MAX_STEP_ID_CHARS;
-pub use contract::value::{AnyObject, AnyValue, PositiveInt};
+// The short paths of the core items (the contract's come with its root, above). Each item is
+// documented once, on its module's page; these re-exports only link there (`doc(no_inline)`),
+// so it has one documented path.
 #[doc(no_inline)]
 pub use executor::{
     Completed, CycleOutcome, CycleReport, CycleSession, ExecError, Executor, Intervention, PausedCycle, StepFailure,
@@ -121,27 +113,10 @@ pub use executor::{
 };
 #[doc(no_inline)]
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
-#[doc(no_inline)]
-pub use hash::{CanonicalError, Digest, HashParts, IdempotencyKey, canonical_json, config_hash, plan_hash};
 pub use io::block_on;
 #[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel", feature = "console"))]
 pub use io::io_handle;
-pub use json::{MAX_DEPTH, MAX_PLAN_BYTES, MAX_SAFE_INTEGER};
 #[doc(no_inline)]
 pub use ledger::Ledger;
-#[doc(no_inline)]
-pub use plan::{
-    Budgets, ContractVersion, ExecutionPlan, Extensions, PlanMetadata, StepDefinition, Timeouts, ValidatorSignature,
-};
-#[doc(no_inline)]
-pub use profile::{PolicyProfile, ProfileError};
-#[doc(no_inline)]
-pub use registry::{Failure, FailureKind, REGISTRY, StepClass, StepSpec, StepType};
-#[doc(no_inline)]
-pub use steps::{Step, StepPayload, StepResult};
-#[doc(no_inline)]
-pub use text::{MAX_QUOTED_CHARS, printable};
-#[doc(no_inline)]
-pub use validate::{PlanReadError, ValidPlan};
 #[doc(no_inline)]
 pub use validator::{Override, StepView, Validator, Verdict};

@@ -298,26 +298,33 @@ fn the_checker_sees_an_upward_import_a_root_re_export_and_a_comment() {
 /// only their root path, documented there.
 #[test]
 fn a_root_re_export_of_a_public_modules_item_is_not_documented_twice() {
-    let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lib.rs")).unwrap();
-    let lines: Vec<&str> = lib.lines().collect();
-    // `pub mod m;`, and `pub use private::{m, n};` (modules made public from a private one).
-    let module_list = |l: &str| -> Option<Vec<String>> {
-        let names = l.strip_prefix("pub use ")?.split_once("::{")?.1.strip_suffix("};")?;
-        let names: Vec<String> = names.split(", ").map(str::to_owned).collect();
-        names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')).then_some(names)
-    };
-    let public: Vec<String> = lines
-        .iter()
-        .filter_map(|l| l.strip_prefix("pub mod ").map(|m| vec![m.trim_end_matches(';').to_owned()]).or(module_list(l)))
-        .flatten()
-        .collect();
     let mut checked = 0;
-    for (i, line) in lines.iter().enumerate() {
-        let Some((module, _)) = line.strip_prefix("pub use ").and_then(|p| p.split_once("::")) else { continue };
-        if public.iter().any(|m| m == module) {
-            checked += 1;
-            let above = i.checked_sub(1).map(|p| lines[p]);
-            assert_eq!(above, Some("#[doc(no_inline)]"), "src/lib.rs:{}: `{line}` documents a second path", i + 1);
+    // Both crates' roots: the contract's short paths are the library's too (its glob re-export).
+    for root in ["src/lib.rs", "contract/src/lib.rs"] {
+        let lib = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(root)).unwrap();
+        let lines: Vec<&str> = lib.lines().collect();
+        // `pub mod m;`, and `pub use private::{m, n};` (modules made public from a private one).
+        let module_list = |l: &str| -> Option<Vec<String>> {
+            let names = l.strip_prefix("pub use ")?.split_once("::{")?.1.strip_suffix("};")?;
+            let names: Vec<String> = names.split(", ").map(str::to_owned).collect();
+            names.iter().all(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')).then_some(names)
+        };
+        // A hidden module (the contract's building blocks) has no documented page to link to.
+        let hidden = |i: usize| i.checked_sub(1).is_some_and(|p| lines[p] == "#[doc(hidden)]");
+        let public: Vec<String> = (lines.iter().enumerate())
+            .filter(|(i, _)| !hidden(*i))
+            .filter_map(|(_, l)| {
+                l.strip_prefix("pub mod ").map(|m| vec![m.trim_end_matches(';').to_owned()]).or(module_list(l))
+            })
+            .flatten()
+            .collect();
+        for (i, line) in lines.iter().enumerate() {
+            let Some((module, _)) = line.strip_prefix("pub use ").and_then(|p| p.split_once("::")) else { continue };
+            if public.iter().any(|m| m == module) {
+                checked += 1;
+                let above = i.checked_sub(1).map(|p| lines[p]);
+                assert_eq!(above, Some("#[doc(no_inline)]"), "{root}:{}: `{line}` documents a second path", i + 1);
+            }
         }
     }
     assert!(checked >= 10, "the root re-exports were not found ({checked})");
