@@ -167,7 +167,8 @@ fn main() {
         hash_parts: None,
         cycle: 1,
     };
-    let text = serde_json::to_string(&block_on(store.save(update.clone(), CycleGuard::none())).unwrap().value).unwrap();
+    let text =
+        serde_json::to_string(&block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap().value).unwrap();
     let mut bare = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let statement = bare.prepare("UPDATE planlock_sessions SET state = $2 WHERE session_key = $1").unwrap();
     paired::report(
@@ -177,7 +178,7 @@ fn main() {
                 bare.execute(&statement, &[&"bench-save", &text]).unwrap();
             }),
             ("PgSessionStore::save (compare-and-set)", &mut || {
-                let _ = block_on(store.save(update.clone(), CycleGuard::none())).unwrap();
+                let _ = block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap();
             }),
         ],
     );

@@ -8,6 +8,7 @@
 //! The embedder is fixed (it returns one precomputed vector), so no embedding time is counted.
 //! `cargo bench --bench semantic`; with `-- --quick`-style filters as for every bench here.
 
+use planlock::store::Call;
 use std::hint::black_box;
 use std::path::Path;
 use std::sync::Arc;
@@ -62,7 +63,10 @@ fn loaded(dir: &Path, embedder: Arc<Fixed>) -> (SemanticMemory, Vec<f32>) {
     let store = SqliteStore::open(dir);
     let semantic = SemanticMemory::new(store.clone(), embedder);
     let k = key(0);
-    planlock::block_on(semantic.put(NewMemory { key: &k, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    planlock::block_on(
+        semantic.put(&Call::new().keyed(k), NewMemory { session_ref: "s", summary: "seed", keywords: &[] }),
+    )
+    .unwrap();
     let all = vectors(MEMORIES as usize, 7);
     let mut conn = Connection::open(store.path()).unwrap();
     let tx = conn.transaction().unwrap();
@@ -108,13 +112,13 @@ fn bench(c: &mut Criterion) {
     let text = "note about topic 42";
     let rare = "note 4711";
     // The first search loads the vectors; the bench measures searches after it, as a worker's.
-    assert_eq!(planlock::block_on(semantic.search(text, 10)).unwrap().len(), 10);
+    assert_eq!(planlock::block_on(semantic.search(&Call::new(), text, 10)).unwrap().len(), 10);
 
     let mut g = c.benchmark_group("semantic_top10_of_100k_384d");
     g.sample_size(20);
     g.bench_function("floor_plain_exact_scan", |b| b.iter(|| black_box(scan(&flat, black_box(&query)))));
     g.bench_function("sqlite_semantic_search", |b| {
-        b.iter(|| black_box(planlock::block_on(semantic.search(black_box(text), 10)).unwrap()))
+        b.iter(|| black_box(planlock::block_on(semantic.search(&Call::new(), black_box(text), 10)).unwrap()))
     });
     g.finish();
     paired::report(
@@ -124,10 +128,10 @@ fn bench(c: &mut Criterion) {
                 black_box(scan(&flat, black_box(&query)));
             }),
             ("sqlite_semantic_search", &mut || {
-                drop(black_box(planlock::block_on(semantic.search(black_box(text), 10)).unwrap()))
+                drop(black_box(planlock::block_on(semantic.search(&Call::new(), black_box(text), 10)).unwrap()))
             }),
             ("sqlite_semantic_search_rare_words", &mut || {
-                drop(black_box(planlock::block_on(semantic.search(black_box(rare), 10)).unwrap()))
+                drop(black_box(planlock::block_on(semantic.search(&Call::new(), black_box(rare), 10)).unwrap()))
             }),
         ],
     );
@@ -139,15 +143,17 @@ fn bench(c: &mut Criterion) {
         n += 1;
         let k = key(n);
         black_box(
-            planlock::block_on(plain.put(NewMemory { key: &k, session_ref: "s", summary: "a memory", keywords: &[] }))
-                .unwrap(),
+            planlock::block_on(
+                plain.put(&Call::new().keyed(k), NewMemory { session_ref: "s", summary: "a memory", keywords: &[] }),
+            )
+            .unwrap(),
         );
     };
     let mut put_vector = || {
         m += 1;
         let k = key(m);
-        let memory = NewMemory { key: &k, session_ref: "s", summary: "a memory", keywords: &[] };
-        black_box(planlock::block_on(with_vector.put(memory)).unwrap());
+        let memory = NewMemory { session_ref: "s", summary: "a memory", keywords: &[] };
+        black_box(planlock::block_on(with_vector.put(&Call::new().keyed(k), memory)).unwrap());
     };
     let mut g = c.benchmark_group("persist_memory_with_vector");
     g.sample_size(20);

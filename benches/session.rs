@@ -82,7 +82,7 @@ fn bench(c: &mut Criterion) {
         hash_parts: Some(parts),
         cycle: 1,
     };
-    let saved = block_on(store.save(update.clone(), CycleGuard::none())).unwrap().value;
+    let saved = block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap().value;
     let bytes = std::fs::read(store.path()).unwrap();
     let hand_dir = base.join("hand");
 
@@ -90,7 +90,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(30);
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&bytes))));
     g.bench_function("file_session_store_save", |b| {
-        b.iter(|| block_on(store.save(black_box(update.clone()), CycleGuard::none())).unwrap().value)
+        b.iter(|| block_on(store.save(black_box(update.clone()), CycleGuard::none(), None)).unwrap().value)
     });
     g.finish();
     paired::report(
@@ -98,20 +98,22 @@ fn bench(c: &mut Criterion) {
         &mut [
             ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&bytes))),
             ("file_session_store_save", &mut || {
-                drop(black_box(block_on(store.save(black_box(update.clone()), CycleGuard::none())).unwrap().value))
+                drop(black_box(
+                    block_on(store.save(black_box(update.clone()), CycleGuard::none(), None)).unwrap().value,
+                ))
             }),
         ],
     );
 
     // The record of a paused cycle, with the results of five completed steps, saved the same way.
     let record = intervention(&plan, &saved);
-    let _ = block_on(store.save_intervention(&record, CycleGuard::none())).unwrap();
+    let _ = block_on(store.save_intervention(&record, CycleGuard::none(), None)).unwrap();
     let record_bytes = std::fs::read(base.join("store").join(planlock::session::INTERVENTION_FILE)).unwrap();
     let mut g = c.benchmark_group("intervention_save");
     g.sample_size(30);
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&record_bytes))));
     g.bench_function("file_session_store_save_intervention", |b| {
-        b.iter(|| block_on(store.save_intervention(black_box(&record), CycleGuard::none())).unwrap().value)
+        b.iter(|| block_on(store.save_intervention(black_box(&record), CycleGuard::none(), None)).unwrap().value)
     });
     g.finish();
     paired::report(
@@ -119,7 +121,7 @@ fn bench(c: &mut Criterion) {
         &mut [
             ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&record_bytes))),
             ("file_session_store_save_intervention", &mut || {
-                block_on(store.save_intervention(black_box(&record), CycleGuard::none())).unwrap().value
+                block_on(store.save_intervention(black_box(&record), CycleGuard::none(), None)).unwrap().value
             }),
         ],
     );

@@ -12,6 +12,7 @@
 //! The data is loaded in bulk through rusqlite into the schema the store created, then every
 //! case reads or writes the same database file under `target/`.
 
+use planlock::store::Call;
 use std::hint::black_box;
 use std::path::Path;
 
@@ -40,7 +41,10 @@ fn key(n: u64) -> IdempotencyKey {
 fn loaded(dir: &Path) -> (SqliteStore, Connection) {
     let store = SqliteStore::open(dir);
     let k = key(0);
-    planlock::block_on(store.put(NewMemory { key: &k, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    planlock::block_on(
+        store.put(&Call::new().keyed(k), NewMemory { session_ref: "s", summary: "seed", keywords: &[] }),
+    )
+    .unwrap();
     let mut conn = Connection::open(store.path()).unwrap();
     let tx = conn.transaction().unwrap();
     {
@@ -130,12 +134,15 @@ fn bench(c: &mut Criterion) {
     println!("database: {MEMORIES} memories and {DECISIONS} decisions in {:.1} MiB", size as f64 / (1 << 20) as f64);
     let query = "how do I rotate the vault key?";
     let expression = "\"how\" OR \"do\" OR \"I\" OR \"rotate\" OR \"the\" OR \"vault\" OR \"key\"";
-    assert_eq!(planlock::block_on(store.search(query, 10)).unwrap().len(), direct_search(&conn, expression));
+    assert_eq!(
+        planlock::block_on(store.search(&Call::new(), query, 10)).unwrap().len(),
+        direct_search(&conn, expression)
+    );
 
     let mut g = c.benchmark_group("retrieve_memory_top10_of_100k");
     g.bench_function("floor_direct_fts5_query", |b| b.iter(|| black_box(direct_search(&conn, black_box(expression)))));
     g.bench_function("sqlite_store_search", |b| {
-        b.iter(|| black_box(planlock::block_on(store.search(black_box(query), 10)).unwrap()))
+        b.iter(|| black_box(planlock::block_on(store.search(&Call::new(), black_box(query), 10)).unwrap()))
     });
     g.finish();
     paired::report(
@@ -145,7 +152,7 @@ fn bench(c: &mut Criterion) {
                 black_box(direct_search(&conn, black_box(expression)));
             }),
             ("sqlite_store_search", &mut || {
-                drop(black_box(planlock::block_on(store.search(black_box(query), 10)).unwrap()))
+                drop(black_box(planlock::block_on(store.search(&Call::new(), black_box(query), 10)).unwrap()))
             }),
         ],
     );
@@ -158,17 +165,21 @@ fn bench(c: &mut Criterion) {
     let ten = WORDS[..10].join(" ");
     let mut g = c.benchmark_group("retrieve_memory_20000_words");
     g.sample_size(20);
-    g.bench_function("ten_word_query", |b| b.iter(|| black_box(planlock::block_on(store.search(&ten, 10)).unwrap())));
+    g.bench_function("ten_word_query", |b| {
+        b.iter(|| black_box(planlock::block_on(store.search(&Call::new(), &ten, 10)).unwrap()))
+    });
     g.bench_function("hostile_20000_word_query", |b| {
-        b.iter(|| black_box(planlock::block_on(store.search(&hostile, 10)).unwrap()))
+        b.iter(|| black_box(planlock::block_on(store.search(&Call::new(), &hostile, 10)).unwrap()))
     });
     g.finish();
     paired::report(
         "retrieve_memory_20000_words",
         &mut [
-            ("ten_word_query", &mut || drop(black_box(planlock::block_on(store.search(&ten, 10)).unwrap()))),
+            ("ten_word_query", &mut || {
+                drop(black_box(planlock::block_on(store.search(&Call::new(), &ten, 10)).unwrap()))
+            }),
             ("hostile_20000_word_query", &mut || {
-                drop(black_box(planlock::block_on(store.search(&hostile, 10)).unwrap()))
+                drop(black_box(planlock::block_on(store.search(&Call::new(), &hostile, 10)).unwrap()))
             }),
         ],
     );
@@ -176,7 +187,7 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("decision_context_10k_in_50_domains");
     g.bench_function("floor_direct_sql", |b| b.iter(|| black_box(direct_decisions(&conn, black_box("d7")))));
     g.bench_function("sqlite_store_load", |b| {
-        b.iter(|| black_box(planlock::block_on(store.load("", Some(black_box("d7")))).unwrap()))
+        b.iter(|| black_box(planlock::block_on(store.load(&Call::new(), "", Some(black_box("d7")))).unwrap()))
     });
     g.finish();
     paired::report(
@@ -186,7 +197,7 @@ fn bench(c: &mut Criterion) {
                 black_box(direct_decisions(&conn, black_box("d7")));
             }),
             ("sqlite_store_load", &mut || {
-                drop(black_box(planlock::block_on(store.load("", Some(black_box("d7")))).unwrap()))
+                drop(black_box(planlock::block_on(store.load(&Call::new(), "", Some(black_box("d7")))).unwrap()))
             }),
         ],
     );
@@ -206,8 +217,8 @@ fn bench(c: &mut Criterion) {
     let mut put = || {
         m += 1;
         let k = key(m);
-        let memory = NewMemory { key: &k, session_ref: "s", summary: "a put through the store", keywords: &[] };
-        black_box(planlock::block_on(store.put(memory)).unwrap());
+        let memory = NewMemory { session_ref: "s", summary: "a put through the store", keywords: &[] };
+        black_box(planlock::block_on(store.put(&Call::new().keyed(k), memory)).unwrap());
     };
     let mut g = c.benchmark_group("persist_memory");
     g.sample_size(20);

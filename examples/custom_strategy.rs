@@ -7,6 +7,7 @@
 
 use std::path::Path;
 
+use planlock::ValidPlan;
 use planlock::demo::Demo;
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::schema::{Anchor, Decision, Evidence};
@@ -14,15 +15,21 @@ use planlock::session::FileSessionStore;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::provider::ProviderPlace;
 use planlock::store::sqlite::SqliteStore;
-use planlock::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError, StoreHandlers};
-use planlock::{IdempotencyKey, ValidPlan};
+use planlock::store::{
+    Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError, StoreHandlers,
+};
 
 /// Decisions in the session root's SQLite store, the most recent first.
 struct RecentFirst(SqliteStore);
 
 impl DecisionContextProviderPort for RecentFirst {
-    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        let mut context = self.0.load(input, current_domain).await?;
+    async fn load(
+        &self,
+        call: &Call<'_>,
+        input: &str,
+        current_domain: Option<&str>,
+    ) -> Result<DecisionContext, StoreError> {
+        let mut context = self.0.load(call, input, current_domain).await?;
         // The store returns them in the order they were written; newest first is this strategy.
         context.decisions.reverse();
         Ok(context)
@@ -30,14 +37,14 @@ impl DecisionContextProviderPort for RecentFirst {
 }
 
 impl DecisionWritePort for RecentFirst {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.0.persist_decision(decision, key).await
+    async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
+        self.0.persist_decision(call, decision).await
     }
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.0.persist_evidence(evidence, key).await
+    async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
+        self.0.persist_evidence(call, evidence).await
     }
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.0.link(anchor, key).await
+    async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
+        self.0.link(call, anchor).await
     }
 }
 

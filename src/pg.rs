@@ -187,6 +187,12 @@ impl PgDatabase {
         self.pool.round_trips()
     }
 
+    /// Whether `other` shares this database's pool (is a clone of it): a store joins a cycle
+    /// only on the pool the cycle began on.
+    pub(crate) fn same_pool(&self, other: &PgDatabase) -> bool {
+        Arc::ptr_eq(&self.pool, &other.pool)
+    }
+
     /// A connection from the pool, once one is free (the wait holds no thread).
     pub(crate) async fn connection(&self) -> Result<Pooled, PgError> {
         self.pool.get().await

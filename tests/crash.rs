@@ -11,6 +11,7 @@
 
 use planlock::block_on;
 use planlock::session::CycleGuard;
+use planlock::store::Call;
 use std::io::Write;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -62,7 +63,7 @@ fn child(mode: &str, root: &Path) {
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                let _ = block_on(store.save(update(seq, session_id), CycleGuard::none())).unwrap();
+                let _ = block_on(store.save(update(seq, session_id), CycleGuard::none(), None)).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }
@@ -75,7 +76,7 @@ fn child(mode: &str, root: &Path) {
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                let _ = block_on(store.save_intervention(&record(seq), CycleGuard::none())).unwrap();
+                let _ = block_on(store.save_intervention(&record(seq), CycleGuard::none(), None)).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }
@@ -90,10 +91,10 @@ fn child(mode: &str, root: &Path) {
             for n in 0..SHARED_WRITES {
                 let key =
                     planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &Digest::of(b"w"), writer * 1000 + n, "m");
-                let memory = NewMemory { key: &key, session_ref: "s", summary: "shared writes", keywords: &[] };
-                planlock::block_on(db.put(memory)).unwrap();
+                let memory = NewMemory { session_ref: "s", summary: "shared writes", keywords: &[] };
+                planlock::block_on(db.put(&Call::new().keyed(key), memory)).unwrap();
                 // The same key again: written once.
-                planlock::block_on(db.put(memory)).unwrap();
+                planlock::block_on(db.put(&Call::new().keyed(key), memory)).unwrap();
             }
             writeln!(out, "done").unwrap();
         }
@@ -334,7 +335,7 @@ fn two_processes_write_one_sqlite_database_at_once() {
         assert!(out.status.success(), "a writer failed: {}", String::from_utf8_lossy(&out.stdout));
     }
     let db = SqliteStore::at(data.path().join("shared.sqlite3"));
-    let all = planlock::block_on(db.search("", 10_000)).unwrap();
+    let all = planlock::block_on(db.search(&Call::new(), "", 10_000)).unwrap();
     assert_eq!(all.len() as u64, 2 * SHARED_WRITES, "every write of both processes, each once");
     println!(
         "sqlite: two processes wrote {} memories into one database at once in {:.1?}, each once, none lost",

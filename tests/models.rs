@@ -8,6 +8,7 @@
 //! This file is its own test harness (the servers live as long as the run).
 
 use planlock::block_on;
+use planlock::store::Call;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::{Arc, Mutex};
@@ -191,12 +192,15 @@ fn a_search_by_meaning_finds_what_words_miss(m: &Models) {
     let texts = [RUNBOOK, "lunch menu for the team offsite on friday", "deploy checklist for the web frontend"];
     for (n, summary) in texts.iter().enumerate() {
         let key = planlock::store::conformance::key(n as u64 + 1);
-        planlock::block_on(semantic.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] })).unwrap();
+        planlock::block_on(
+            semantic.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary, keywords: &[] }),
+        )
+        .unwrap();
     }
-    let found = planlock::block_on(semantic.search(QUESTION, 3)).unwrap();
+    let found = planlock::block_on(semantic.search(&Call::new(), QUESTION, 3)).unwrap();
     assert_eq!(found.first().map(|m| m.summary.as_str()), Some(RUNBOOK), "{found:?}");
     // Words alone (BM25 over the same memories) find nothing: no word is shared.
-    let words = planlock::block_on(SqliteStore::open(root.path()).search(QUESTION, 3)).unwrap();
+    let words = planlock::block_on(SqliteStore::open(root.path()).search(&Call::new(), QUESTION, 3)).unwrap();
     assert!(words.is_empty(), "{words:?}");
     println!("models: \"{QUESTION}\" found the runbook by meaning; by words, nothing");
 }

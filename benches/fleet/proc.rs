@@ -207,7 +207,7 @@ pub fn cas_floor(url: &str, clients: usize, window: Duration) -> f64 {
                 };
                 let mut saves = 0u64;
                 while Instant::now() < stop {
-                    let _ = block_on(store.save(update.clone(), CycleGuard::none())).unwrap();
+                    let _ = block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap();
                     saves += 1;
                 }
                 saves

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
 use crate::contract::registry::{Failure, FailureKind};
 use crate::contract::steps::StepResult;
-use crate::exec::handler::{HandlerSet, Handlers, Nil, StepContext, StepNotes};
+use crate::exec::handler::{CycleGuard, HandlerSet, Handlers, Nil, StepContext, StepNotes};
 use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
 use crate::validate::{ValidPlan, check_result};
 
@@ -215,7 +215,7 @@ impl<L: HandlerSet> Executor<L> {
     pub async fn run_with(&self, plan: &ValidPlan, session: CycleSession) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let checked = self.check(plan)?;
-        self.run_checked(plan, &checked, session).await
+        self.run_checked(plan, &checked, session, None).await
     }
 
     /// Runs one cycle of `plan`, which [`check`](Self::check) found runnable as `checked`.
@@ -224,9 +224,10 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         checked: &Checked,
         session: CycleSession,
+        open: Option<&CycleGuard>,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
-        self.run_steps(plan, &self.resolved(checked), Cycle::new(session)).await
+        self.run_steps(plan, &self.resolved(checked), Cycle::new(session), open).await
     }
 
     /// Resumes a cycle the runtime restored from its durable record, of `plan`, which
@@ -236,13 +237,14 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         checked: &Checked,
         restored: RestoredCycle,
+        open: Option<&CycleGuard>,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let resolved = self.resolved(checked);
         let RestoredCycle { session, next, ledger, over, paused_by, trace } = restored;
         let report = CycleReport { interventions: vec![paused_by], ..CycleReport::default() };
         let cycle = Cycle { session, next, ledger, report, over, trace };
-        self.run_steps(plan, &resolved, cycle).await
+        self.run_steps(plan, &resolved, cycle, open).await
     }
 
     fn refuse_if_halted(&self) -> Result<(), ExecError> {
@@ -300,11 +302,12 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         validators: &Resolved<'_>,
         mut cycle: Cycle,
+        open: Option<&CycleGuard>,
     ) -> Result<CycleOutcome, ExecError> {
         let trace = cycle.trace.take();
         let span = spans::cycle_span(plan.metadata(), &cycle, plan.steps().len(), trace);
         let started = Instant::now();
-        let mut result = self.steps(plan, validators, cycle, &span).await;
+        let mut result = self.steps(plan, validators, cycle, open, &span).await;
         spans::cycle_ended(&span, started, &mut result);
         result
     }
@@ -314,6 +317,7 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         validators: &Resolved<'_>,
         mut cycle: Cycle,
+        open: Option<&CycleGuard>,
         cycle_span: &tracing::Span,
     ) -> Result<CycleOutcome, ExecError> {
         let steps = plan.steps();
@@ -365,6 +369,7 @@ impl<L: HandlerSet> Executor<L> {
                 deadline: limit.map(|(d, _)| call_start + d),
                 notes: &notes,
                 record_content: self.options.record_content,
+                open_cycle: open,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {

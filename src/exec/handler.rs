@@ -21,6 +21,7 @@ use crate::contract::plan::{PlanMetadata, StepDefinition};
 use crate::contract::registry::StepType;
 use crate::contract::steps::{Step, StepPayload, StepResult};
 use crate::exec::ledger::Ledger;
+pub use crate::exec::open_cycle::CycleGuard;
 use crate::exec::report::TokenUsage;
 use crate::hash::{Digest, IdempotencyKey};
 
@@ -88,6 +89,7 @@ pub struct StepContext<'a> {
     pub(crate) deadline: Option<Instant>,
     pub(crate) notes: &'a StepNotes,
     pub(crate) record_content: bool,
+    pub(crate) open_cycle: Option<&'a CycleGuard>,
 }
 
 /// What a step's handler leaves for the step's record: the tokens its model reported, and its
@@ -174,6 +176,14 @@ impl<'a> StepContext<'a> {
     /// puts prompts, answers and texts on its spans only then.
     pub fn records_content(&self) -> bool {
         self.record_content
+    }
+    /// The cycle as its session store began it, when the step runs in a session's cycle (a
+    /// [`Runtime`](crate::runtime::Runtime)'s): a storage handler hands it to its store
+    /// ([`store::Call::of_step`](crate::store::Call::of_step)) so the store's writes join what
+    /// the session store holds for the cycle (PostgreSQL's: one transaction with the session
+    /// save). `None` for a cycle run by an [`Executor`](crate::Executor) alone.
+    pub fn open_cycle(&self) -> Option<&'a CycleGuard> {
+        self.open_cycle
     }
     /// Records tokens a model reported using for this step: they appear in the step's
     /// [`StepRecord::usage`](crate::executor::StepRecord::usage) and in

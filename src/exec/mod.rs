@@ -10,6 +10,7 @@ mod failure;
 mod guard;
 pub mod handler;
 pub mod ledger;
+mod open_cycle;
 pub(crate) mod report;
 mod shown;
 mod spans;

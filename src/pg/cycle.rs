@@ -1,27 +1,26 @@
-//! A session's cycle on its database, as one value (CONTRACT §13: a cycle's store writes and its
-//! session save are durable together where they share a database).
+//! A session's cycle on its database (CONTRACT §13: a cycle's store writes and its session save
+//! are durable together where they share a database).
 //!
-//! A [`PgSession`] (the session's key and its [`SessionCycle`]) is made with the session store
-//! that takes the session's lease ([`PgSessionStore`](crate::session::postgres::PgSessionStore))
-//! and shared, not looked up, with the stores opened for that session
-//! ([`PgStore::of_session`](crate::store::postgres::PgStore::of_session)).
-//! The runtime opens a cycle ([`open`](SessionCycle::open), through the session store) and ends
-//! it: the session save commits what the cycle wrote, or the cycle's guard is dropped and
-//! everything it wrote is rolled back. In between, the cycle's first write begins its
-//! transaction and every later write joins it; a read the cycle makes early for a later step (the
-//! memory search reads the decision context ahead) is kept here, typed, and taken once.
+//! A [`PgSession`] is a session of the database: its key, and the database. The session store
+//! ([`PgSessionStore`](crate::session::postgres::PgSessionStore)) begins each cycle as a
+//! [`PgCycle`] inside the cycle's [`CycleGuard`](crate::session::CycleGuard), which the runtime
+//! keeps as a local of the cycle and hands to its steps; a
+//! [`PgStore`](crate::store::postgres::PgStore) of the same session on the same pool joins the
+//! cycle it is handed. The cycle's first write begins its transaction
+//! and every later write joins it; a read the cycle makes early for a later step (the memory
+//! search reads the decision context ahead) is kept in it, typed, and taken once. The session
+//! save takes the guard by value and commits the transaction; dropped, the guard rolls it back.
+//! Nothing else holds a cycle: no slot, no open flag.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 
 use super::{Conn, PgDatabase, PgError, Pooled};
 use crate::contract::schema::{Anchor, Decision};
 
-/// One session of the database as the stores opened for it share it: its key (their
-/// namespace) and its cycle, whose transaction their writes join while the runtime has it open.
-/// Made by [`PgSessionStore`](crate::session::postgres::PgSessionStore) (its
+/// One session of the database: its key (the namespace of the stores opened for it) and the
+/// database. Made by [`PgSessionStore`](crate::session::postgres::PgSessionStore) (its
 /// [`session`](crate::session::postgres::PgSessionStore::session)), given to
 /// [`StrategyResolver::resolve_for_session`](crate::store::bundle::StrategyResolver::resolve_for_session).
 ///
@@ -39,13 +38,12 @@ use crate::contract::schema::{Anchor, Decision};
 pub struct PgSession {
     db: PgDatabase,
     key: Arc<str>,
-    cycle: Arc<SessionCycle>,
 }
 
 impl PgSession {
-    /// Session `key` of `db`, with a cycle of its own.
+    /// Session `key` of `db`.
     pub(crate) fn new(db: &PgDatabase, key: &str) -> PgSession {
-        PgSession { db: db.clone(), key: key.into(), cycle: Arc::default() }
+        PgSession { db: db.clone(), key: key.into() }
     }
 
     /// The database.
@@ -56,11 +54,6 @@ impl PgSession {
     /// The session key.
     pub fn key(&self) -> &str {
         &self.key
-    }
-
-    /// The session's cycle.
-    pub(crate) fn cycle(&self) -> &Arc<SessionCycle> {
-        &self.cycle
     }
 }
 
@@ -74,11 +67,11 @@ pub(crate) struct KeptDecisions {
     pub(crate) links: Vec<Anchor>,
 }
 
-/// One session's cycle in progress on its database (see the module docs).
-#[derive(Debug, Default)]
-pub(crate) struct SessionCycle {
-    /// Whether a cycle is open: its writes join its transaction.
-    open: AtomicBool,
+/// One session's cycle in progress on its database, held in the cycle's
+/// [`CycleGuard`](crate::session::CycleGuard) (see the module docs).
+#[derive(Debug)]
+pub(crate) struct PgCycle {
+    session: PgSession,
     inner: Mutex<Inner>,
 }
 
@@ -116,40 +109,27 @@ impl std::fmt::Debug for Inner {
     }
 }
 
-impl SessionCycle {
-    /// Opens a cycle: its writes join one transaction from now on. Anything an earlier cycle
-    /// left (one whose end could not clear it) is dropped first: its transaction rolled back.
-    pub(crate) async fn open(&self) {
-        *self.inner.lock().await = Inner::default();
-        self.open.store(true, Ordering::Release);
+impl PgCycle {
+    /// A cycle of `session`, holding nothing yet.
+    pub(crate) fn new(session: &PgSession) -> PgCycle {
+        PgCycle { session: session.clone(), inner: Mutex::default() }
     }
 
-    /// Whether a cycle is open.
-    pub(crate) fn is_open(&self) -> bool {
-        self.open.load(Ordering::Acquire)
-    }
-
-    /// Ends the cycle (without a save, or after it): what it wrote and did not commit is rolled
-    /// back (its connection goes back to the pool through a rollback), what it kept is
-    /// forgotten. Should a write still hold the state (a dropped cycle's), the next
-    /// [`open`](Self::open) clears it: nothing a closed cycle holds is ever committed.
-    pub(crate) fn end(&self) {
-        self.open.store(false, Ordering::Release);
-        if let Ok(mut inner) = self.inner.try_lock() {
-            *inner = Inner::default();
-        }
+    /// Whether this is a cycle of session `key` on `db`'s pool: what a store of that session
+    /// joins. A cycle of another session or pool is not joined (the store's writes then commit
+    /// alone).
+    pub(crate) fn is_of(&self, db: &PgDatabase, key: &str) -> bool {
+        &*self.session.key == key && self.session.db.same_pool(db)
     }
 
     /// The cycle's transaction, begun now if this is its first write (`BEGIN` on a connection of
-    /// `db`, once the cycle has a place among those holding one); `None` when no cycle is open
-    /// or the pool holds none open (a write then commits alone). Held, the transaction is this
-    /// caller's until the guard drops.
-    pub(crate) async fn transaction(&self, db: &PgDatabase) -> Result<Option<MappedMutexGuard<'_, Conn>>, PgError> {
-        if !self.is_open() {
-            return Ok(None);
-        }
+    /// the pool, once the cycle has a place among those holding one); `None` when the pool holds
+    /// none open (a write then commits alone). Held, the transaction is this caller's until the
+    /// guard drops.
+    pub(crate) async fn transaction(&self) -> Result<Option<MappedMutexGuard<'_, Conn>>, PgError> {
         let mut inner = self.inner.lock().await;
         if inner.tx.is_none() {
+            let db = &self.session.db;
             let Some(place) = db.cycle_place().await else { return Ok(None) };
             let mut conn = db.connection().await?;
             // Sent with the cycle's first statements.
@@ -161,26 +141,19 @@ impl SessionCycle {
         Ok(Some(MutexGuard::map(inner, |inner| &mut **inner.tx.as_mut().expect("begun above"))))
     }
 
-    /// The cycle's transaction, if its writes began one: taken out, to be committed by the save
-    /// (or dropped: rolled back). The cycle stays open until [`end`](Self::end).
-    pub(crate) async fn take_transaction(&self) -> Option<OpenTransaction> {
-        let mut inner = self.inner.lock().await;
-        inner.reads = None;
-        inner.tx.take()
+    /// The cycle's transaction, if its writes began one: what the save commits (or drops:
+    /// rolled back).
+    pub(crate) fn into_transaction(self) -> Option<OpenTransaction> {
+        self.inner.into_inner().tx
     }
 
-    /// Keeps `reads` for the open cycle's decision load (nothing kept outside a cycle).
+    /// Keeps `reads` for the cycle's decision load.
     pub(crate) async fn keep(&self, reads: KeptDecisions) {
-        if self.is_open() {
-            self.inner.lock().await.reads = Some(reads);
-        }
+        self.inner.lock().await.reads = Some(reads);
     }
 
-    /// What the open cycle's search kept, taken out.
+    /// What the cycle's search kept, taken out.
     pub(crate) async fn take_kept(&self) -> Option<KeptDecisions> {
-        if !self.is_open() {
-            return None;
-        }
         self.inner.lock().await.reads.take()
     }
 }

@@ -162,7 +162,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         upgraded.shown_digest = Some(shown.digest);
         upgraded.shown_truncated = shown.truncated;
         // Outside a cycle: nothing of one to make durable with it, and no history entry.
-        let _no_entry = self.store.save_intervention(&upgraded, crate::session::CycleGuard::none()).await?;
+        let _no_entry = self.store.save_intervention(&upgraded, crate::session::CycleGuard::none(), None).await?;
         self.state = State::Paused(Box::new(upgraded));
         Ok(())
     }

@@ -11,7 +11,8 @@ use crate::contract::registry::Failure;
 use crate::exec::executor::{Completed, CycleReport, CycleSession, ExecError};
 use crate::exec::handler::HandlerSet;
 use crate::session::{
-    CycleEnd, CycleEntry, CycleFailure, CycleGuard, DEFAULT_KEEP, History, InterventionRecord, SessionStore, Timestamp,
+    CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, History, HistoryEntry, InterventionRecord, SessionStore,
+    Timestamp,
 };
 use crate::validate::ValidPlan;
 
@@ -105,7 +106,7 @@ fn failed_step(e: &RuntimeError) -> Option<String> {
 pub(super) struct CycleRun {
     pub(super) cycle: u64,
     pub(super) started: Timestamp,
-    pub(super) unkept: Option<(CycleEntry, usize)>,
+    pub(super) unkept: Option<HistoryEntry>,
 }
 
 impl CycleRun {
@@ -143,12 +144,12 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
     }
 
-    /// `guard` with the cycle's history entry, to go with its save (none when no history is
-    /// kept).
-    pub(super) fn carrying(&self, guard: CycleGuard, entry: CycleEntry) -> CycleGuard {
+    /// The cycle's history entry as it goes with its save, with how many to keep (none when no
+    /// history is kept).
+    pub(super) fn to_keep(&self, entry: CycleEntry) -> Option<HistoryEntry> {
         match self.history.keep {
-            0 => guard,
-            keep => guard.carrying(entry, keep),
+            0 => None,
+            keep => Some((entry, keep)),
         }
     }
 

@@ -291,7 +291,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let session = self.cycle_session(self.cycle() + 1);
         let guard = self.begin_cycle().await?;
         let mut run = CycleRun::new(session.cycle);
-        let outcome = self.executor.run_checked(&self.plan, &self.checked, session).await;
+        let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(&guard)).await;
         let settled = self.settle(outcome, &mut run, None, guard).await;
         self.record(run, settled).await
     }
@@ -352,7 +352,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         crate::telemetry::pause_closed();
         let guard = self.begin_cycle().await?;
         let mut run = CycleRun::new(record.cycle);
-        let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored).await;
+        let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(&guard)).await;
         let settled = self.settle(outcome, &mut run, decision.as_ref(), guard).await;
         let settled = self.record(run, settled).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
@@ -448,16 +448,16 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     ) -> Result<RunOutcome, RuntimeError> {
         let cycle = run.cycle;
         let entry = history::completed(&self.plan, self.cycle_session(cycle), run.started, &done, self.history);
-        let guard = self.carrying(guard, entry);
+        let entry = self.to_keep(entry);
         if let Some(pin) = &self.pin {
-            if let Err(e) = self.store.save_pin(pin).await {
+            if let Err(e) = self.store.save_pin(pin, &guard).await {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
                 return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
             }
             self.pin = None;
         }
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
-        let saved = self.store.save(update, guard).await;
+        let saved = self.store.save(update, guard, entry).await;
         let saved = match saved {
             Ok(Durable { value, unkept }) => {
                 run.unkept = unkept;
@@ -532,8 +532,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.log_outcome(event).await.map_err(|e| self.fail(e))?;
         }
         let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
-        let guard = self.carrying(guard, entry);
-        match self.store.save_intervention(&record, guard).await {
+        let entry = self.to_keep(entry);
+        match self.store.save_intervention(&record, guard, entry).await {
             Ok(Durable { value: (), unkept }) => run.unkept = unkept,
             Err(e) => return Err(self.fail(e.into())),
         }

@@ -10,8 +10,8 @@ use super::history::{HISTORY_FILE, PREVIOUS_HISTORY_FILE};
 use super::records::{FileRecords, SessionRecords, open_log};
 use super::store::ready;
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, Durable, INTERVENTION_FILE, InterventionRecord, PIN_FILE, RESERVED_FILE,
-    ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, INTERVENTION_FILE, InterventionRecord, PIN_FILE,
+    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -62,7 +62,7 @@ impl SaveFs for RealFs {}
 ///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
 ///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None, cycle: 1,
 /// };
-/// let saved = wait(store.save(update, wait(store.begin_cycle())?))?.value;
+/// let saved = wait(store.save(update, wait(store.begin_cycle())?, None))?.value;
 /// assert_eq!(wait(store.load())?, Some(saved));
 /// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -271,13 +271,18 @@ impl SessionStore for FileSessionStore {
         self.records.load()
     }
 
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
+    fn save(
+        &self,
+        update: SessionUpdate,
+        _cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
+    ) -> StoreFuture<'_, Durable<SessionState>> {
         let reserved = self.root.join(RESERVED_FILE);
         let state = update.into_state();
         // The session exists now: its reserved id has done its work. The cycle's history entry
         // is the runtime's to append, after.
         let saved = self.write_durably(&self.file, &state).and_then(|()| self.remove_durably(&reserved));
-        ready(saved.map(|()| Durable::leaving(state, cycle)))
+        ready(saved.map(|()| Durable::leaving(state, entry)))
     }
 
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
@@ -287,9 +292,10 @@ impl SessionStore for FileSessionStore {
     fn save_intervention<'a>(
         &'a self,
         record: &'a InterventionRecord,
-        cycle: CycleGuard,
+        _cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>> {
-        ready(self.write_durably(&self.intervention, record).map(|()| Durable::leaving((), cycle)))
+        ready(self.write_durably(&self.intervention, record).map(|()| Durable::leaving((), entry)))
     }
 
     fn remove_intervention(&self) -> StoreFuture<'_, ()> {
@@ -308,7 +314,7 @@ impl SessionStore for FileSessionStore {
         self.records.load_pin()
     }
 
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, _cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
         ready(self.write_durably(&self.root.join(PIN_FILE), pin))
     }
 

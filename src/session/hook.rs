@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{CycleGuard, Durable, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
+use super::{CycleGuard, Durable, HistoryEntry, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
 
 /// `inner`, with `check` run before each session save: an `Err` from it is the save's error and
 /// nothing is written. Every other call goes straight to `inner`. Wrapping rather than
@@ -25,7 +25,7 @@ use super::{CycleGuard, Durable, SessionError, SessionState, SessionStore, Sessi
 ///     hash_parts: None,
 ///     cycle: 1,
 /// };
-/// assert!(wait(store.save(update, wait(store.begin_cycle())?)).is_err());
+/// assert!(wait(store.save(update, wait(store.begin_cycle())?, None)).is_err());
 /// assert!(wait(store.load())?.is_none(), "a refused save writes nothing");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -61,12 +61,17 @@ where
     S: SessionStore,
     F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
 {
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
+    fn save(
+        &self,
+        update: SessionUpdate,
+        cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
+    ) -> StoreFuture<'_, Durable<SessionState>> {
         if let Err(e) = (self.check)(&update) {
             // Refused: the cycle's guard is dropped, so what it wrote is rolled back.
             return Box::pin(std::future::ready(Err(e)));
         }
-        self.inner.save(update, cycle)
+        self.inner.save(update, cycle, entry)
     }
     crate::forward_session_store!(this => this.inner;
         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,

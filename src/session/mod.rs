@@ -53,7 +53,7 @@ pub use history::{
     PREVIOUS_HISTORY_FILE,
 };
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
-pub use store::{CycleGuard, Durable, SessionStore, StoreFuture};
+pub use store::{CycleGuard, Durable, HistoryEntry, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

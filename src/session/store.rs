@@ -1,11 +1,15 @@
 //! [`SessionStore`]: where a session lives, as the one runtime that owns it uses it. Every call is
 //! a future (the file store's finish at once; PostgreSQL's wait on the server, holding no
-//! thread), and a cycle is a value the runtime opens on the store ([`SessionStore::begin_cycle`])
-//! and ends: by the session save, which makes the cycle's writes durable with it where they share
-//! a database, or by dropping its [`CycleGuard`], which rolls them back.
+//! thread), and a cycle is a value the runtime begins on the store ([`SessionStore::begin_cycle`]),
+//! hands to the cycle's steps, and ends: by the session save, which takes it by value and makes the
+//! cycle's writes durable with it where they share a database, or by dropping it, which rolls them
+//! back.
 
 use std::future::Future;
 use std::pin::Pin;
+
+#[doc(no_inline)]
+pub use crate::exec::handler::CycleGuard;
 
 use super::{
     BundlePinV1, CycleEntry, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState,
@@ -21,60 +25,6 @@ pub(crate) fn ready<'a, T: Send + 'a>(result: Result<T, SessionError>) -> StoreF
     Box::pin(std::future::ready(result))
 }
 
-/// A cycle in progress on a store, from [`SessionStore::begin_cycle`]: given to the session save
-/// (or the record of a pause), which makes what the cycle wrote durable with it; dropped, it ends
-/// the cycle and what it wrote is rolled back (where the store holds the writes: PostgreSQL's).
-///
-/// ```
-/// let guard = planlock::session::CycleGuard::none();
-/// drop(guard); // a cycle of a store that holds nothing open: nothing to roll back
-/// ```
-#[must_use = "a cycle's writes are rolled back when its guard is dropped"]
-pub struct CycleGuard {
-    end: Option<Box<dyn FnOnce() + Send>>,
-    /// The cycle's history entry and how many to keep, when the runtime gave it one to go with
-    /// the save (see [`take_entry`](Self::take_entry)).
-    entry: Option<(CycleEntry, usize)>,
-}
-
-impl std::fmt::Debug for CycleGuard {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CycleGuard").field("holds", &self.end.is_some()).field("entry", &self.entry.is_some()).finish()
-    }
-}
-
-impl CycleGuard {
-    /// The guard of a store that holds nothing open for a cycle.
-    pub fn none() -> CycleGuard {
-        CycleGuard { end: None, entry: None }
-    }
-
-    /// A guard that runs `end` when the cycle ends (committed or dropped).
-    pub fn ending(end: impl FnOnce() + Send + 'static) -> CycleGuard {
-        CycleGuard { end: Some(Box::new(end)), entry: None }
-    }
-
-    /// The guard with the cycle's history entry (and how many entries to keep), to go with the
-    /// save it is given to.
-    pub(crate) fn carrying(mut self, entry: CycleEntry, keep: usize) -> CycleGuard {
-        self.entry = Some((entry, keep));
-        self
-    }
-
-    /// The cycle's history entry and how many entries to keep, when the runtime gave the guard
-    /// one: a store whose save commits the cycle's writes (PostgreSQL's) takes it and keeps it in
-    /// the same transaction as the save, and says so ([`Durable::keeping`]). Taken once.
-    pub fn take_entry(&mut self) -> Option<(CycleEntry, usize)> {
-        self.entry.take()
-    }
-
-    /// Ends the cycle, giving back its history entry if it has one: what a store that does not
-    /// keep the entry with its save returns ([`Durable::leaving`]).
-    pub fn finish(mut self) -> Option<(CycleEntry, usize)> {
-        self.entry.take()
-    }
-}
-
 /// What a session save or a pause's record made durable, and the finished cycle's history entry
 /// when the store did not keep it with them: the runtime keeps that one right after
 /// ([`SessionStore::record_cycle`]). Said by value, so no entry is kept twice or lost.
@@ -84,7 +34,7 @@ pub struct Durable<T> {
     /// What was saved.
     pub value: T,
     /// The cycle's history entry (with how many to keep), if the store did not keep it.
-    pub unkept: Option<(CycleEntry, usize)>,
+    pub unkept: Option<HistoryEntry>,
 }
 
 impl<T> Durable<T> {
@@ -93,20 +43,16 @@ impl<T> Durable<T> {
         Durable { value, unkept: None }
     }
 
-    /// `value` saved, and `cycle` ended: its history entry, if it has one, is left for the
-    /// runtime to keep.
-    pub fn leaving(value: T, cycle: CycleGuard) -> Durable<T> {
-        Durable { value, unkept: cycle.finish() }
+    /// `value` saved without the cycle's history `entry` (if the runtime gave one): left for
+    /// the runtime to keep.
+    pub fn leaving(value: T, entry: Option<HistoryEntry>) -> Durable<T> {
+        Durable { value, unkept: entry }
     }
 }
 
-impl Drop for CycleGuard {
-    fn drop(&mut self) {
-        if let Some(end) = self.end.take() {
-            end();
-        }
-    }
-}
+/// A finished cycle's history entry as the runtime gives it to the save: the entry, and how many
+/// of the session's entries to keep with it (see [`SessionStore::record_cycle`]).
+pub type HistoryEntry = (CycleEntry, usize);
 
 /// Where sessions live: the session state and the record of a paused cycle. The runtime
 /// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
@@ -120,25 +66,34 @@ pub trait SessionStore: Send + Sync {
     fn claim(&self) -> Result<(), SessionError>;
     /// The saved session, or `None` (Cold Start). Creates nothing.
     fn load(&self) -> StoreFuture<'_, Option<SessionState>>;
-    /// Opens a cycle: a store whose stores' writes can be durable with the session save
-    /// (PostgreSQL's) holds them in one transaction from now until the cycle's guard is given to
-    /// [`save`](Self::save) or [`save_intervention`](Self::save_intervention), or dropped (rolled
-    /// back). By default, nothing is held.
+    /// Begins a cycle: the value the runtime keeps while the cycle runs and hands to its steps.
+    /// A store whose stores' writes can be durable with the session save (PostgreSQL's) holds
+    /// in it what those writes join (their transaction, begun by the first of them) until the
+    /// value is given to [`save`](Self::save) or [`save_intervention`](Self::save_intervention),
+    /// or dropped (rolled back). By default, nothing is held.
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         Box::pin(std::future::ready(Ok(CycleGuard::none())))
     }
-    /// Saves atomically and durably, filling `updatedAt`, with what `cycle` wrote; returns what
-    /// was saved, and the cycle's history entry if the store did not keep it with the save.
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>>;
+    /// Saves atomically and durably, filling `updatedAt`, with what `cycle` wrote, and the
+    /// cycle's history `entry` where the store can keep it in the same write; returns what was
+    /// saved, and the entry if the store did not keep it.
+    fn save(
+        &self,
+        update: SessionUpdate,
+        cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
+    ) -> StoreFuture<'_, Durable<SessionState>>;
     /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
     /// Saves the record of a paused cycle, atomically and durably, replacing any other, with what
-    /// `cycle` wrote before the pause (the record lists those steps as completed); returns the
-    /// cycle's history entry if the store did not keep it with the record.
+    /// `cycle` wrote before the pause (the record lists those steps as completed) and the
+    /// cycle's history `entry` as [`save`](Self::save) does; returns the entry if the store did
+    /// not keep it with the record.
     fn save_intervention<'a>(
         &'a self,
         record: &'a InterventionRecord,
         cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>>;
     /// Removes the record of a paused cycle, durably; removing none is not an error.
     fn remove_intervention(&self) -> StoreFuture<'_, ()>;
@@ -151,9 +106,9 @@ pub trait SessionStore: Send + Sync {
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()>;
     /// The session's bundle pin, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
-    /// Saves the session's bundle pin, atomically and durably (in the open cycle, where the
-    /// store holds one: then durable with the session save).
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()>;
+    /// Saves the session's bundle pin, atomically and durably: in `cycle`, where the store holds
+    /// one for it (then durable with the session save).
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()>;
     /// Keeps `entry`, a finished cycle's, in the session's history, durably, with the `keep - 1`
     /// entries before it (older ones are dropped whole; `keep` 0 keeps nothing). Called by the
     /// runtime once the cycle has ended (after its save, the record of its pause, or its
@@ -172,15 +127,15 @@ pub trait SessionStore: Send + Sync {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use planlock::session::{CycleGuard, Durable, FileSessionStore, SessionState, SessionStore, SessionUpdate, StoreFuture};
+/// use planlock::session::{CycleGuard, Durable, FileSessionStore, HistoryEntry, SessionState, SessionStore, SessionUpdate, StoreFuture};
 ///
 /// /// Counts the session saves of the store it wraps.
 /// struct CountSaves<S> { inner: S, saves: AtomicUsize }
 ///
 /// impl<S: SessionStore> SessionStore for CountSaves<S> {
-///     fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
+///     fn save(&self, update: SessionUpdate, cycle: CycleGuard, entry: Option<HistoryEntry>) -> StoreFuture<'_, Durable<SessionState>> {
 ///         self.saves.fetch_add(1, Ordering::Relaxed);
-///         self.inner.save(update, cycle)
+///         self.inner.save(update, cycle, entry)
 ///     }
 ///     planlock::forward_session_store!(this => this.inner;
 ///         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
@@ -207,13 +162,13 @@ macro_rules! forward_session_store {
         fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }
     };
     (@ save $this:ident $inner:expr) => {
-        fn save(&self, update: $crate::session::SessionUpdate, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, $crate::session::Durable<$crate::session::SessionState>> { let $this = self; $inner.save(update, cycle) }
+        fn save(&self, update: $crate::session::SessionUpdate, cycle: $crate::session::CycleGuard, entry: Option<$crate::session::HistoryEntry>) -> $crate::session::StoreFuture<'_, $crate::session::Durable<$crate::session::SessionState>> { let $this = self; $inner.save(update, cycle, entry) }
     };
     (@ load_intervention $this:ident $inner:expr) => {
         fn load_intervention(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::InterventionRecord>> { let $this = self; $inner.load_intervention() }
     };
     (@ save_intervention $this:ident $inner:expr) => {
-        fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'a, $crate::session::Durable<()>> { let $this = self; $inner.save_intervention(record, cycle) }
+        fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard, entry: Option<$crate::session::HistoryEntry>) -> $crate::session::StoreFuture<'a, $crate::session::Durable<()>> { let $this = self; $inner.save_intervention(record, cycle, entry) }
     };
     (@ remove_intervention $this:ident $inner:expr) => {
         fn remove_intervention(&self) -> $crate::session::StoreFuture<'_, ()> { let $this = self; $inner.remove_intervention() }
@@ -228,7 +183,7 @@ macro_rules! forward_session_store {
         fn load_pin(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::BundlePinV1>> { let $this = self; $inner.load_pin() }
     };
     (@ save_pin $this:ident $inner:expr) => {
-        fn save_pin<'a>(&'a self, pin: &'a $crate::session::BundlePinV1) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_pin(pin) }
+        fn save_pin<'a>(&'a self, pin: &'a $crate::session::BundlePinV1, cycle: &'a $crate::session::CycleGuard) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_pin(pin, cycle) }
     };
     (@ record_cycle $this:ident $inner:expr) => {
         fn record_cycle<'a>(&'a self, entry: &'a $crate::session::CycleEntry, keep: usize) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.record_cycle(entry, keep) }

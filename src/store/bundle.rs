@@ -248,7 +248,7 @@ impl Default for StrategyResolver {
         #[cfg(feature = "postgres")]
         let resolver = resolver.memory(POSTGRES_MEMORY, |cx| match cx.place {
             ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
-            ProviderPlace::Session(session) => Ok(super::postgres::PgStore::of_session(session)),
+            ProviderPlace::Session(session) => Ok(super::postgres::PgStore::new(session.database(), session.key())),
         });
         resolver
     }
@@ -288,7 +288,9 @@ fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider
         #[cfg(not(feature = "sqlite"))]
         ProviderPlace::Root(_) => Ok(Arc::new(InMemoryStore::new())),
         #[cfg(feature = "postgres")]
-        ProviderPlace::Session(session) => Ok(Arc::new(super::postgres::PgStore::of_session(session))),
+        ProviderPlace::Session(session) => {
+            Ok(Arc::new(super::postgres::PgStore::new(session.database(), session.key())))
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use super::{NewMemory, Storage, StoreError};
+use super::{Call, NewMemory, Storage, StoreError};
 use crate::contract::schema::*;
 use crate::contract::steps::{
     LinkDecisionEvidence, PersistDecision, PersistEvidence, PersistMemory, RetrieveDecisionContext, RetrieveMemory,
@@ -79,25 +79,16 @@ fn failed(doing: &'static str) -> impl FnOnce(StoreError) -> HandlerError {
     move |e| HandlerError::with_source(doing, e)
 }
 
-/// One warning on the step for what a read passed over, never a failure.
-fn passed_over(cx: &StepContext<'_>, count: usize, what: &str) {
-    if count > 0 {
-        cx.warn(format!(
-            "{count} stored {what} could not be read (a deleted row, a damaged or degenerate vector) and were left out"
-        ));
-    }
-}
-
 impl<P: Storage> Handler<RetrieveMemory> for StoreHandlers<P> {
     async fn call(
         &self,
         cx: &StepContext<'_>,
         p: &RetrieveMemoryPayload,
     ) -> Result<RetrieveMemoryResult, HandlerError> {
-        let search = self.ports.search_reporting(&p.input, p.top_k.get(), cx.deadline());
-        let found = search.await.map_err(failed("searching memories failed"))?;
-        passed_over(cx, found.passed_over, "memories");
-        Ok(RetrieveMemoryResult { items: found.value })
+        let call = Call::of_step(cx);
+        let items =
+            self.ports.search(&call, &p.input, p.top_k.get()).await.map_err(failed("searching memories failed"))?;
+        Ok(RetrieveMemoryResult { items })
     }
 }
 
@@ -107,18 +98,20 @@ impl<P: Storage> Handler<RetrieveDecisionContext> for StoreHandlers<P> {
         cx: &StepContext<'_>,
         p: &RetrieveDecisionContextPayload,
     ) -> Result<RetrieveDecisionContextResult, HandlerError> {
-        let load = self.ports.load_reporting(&p.input, p.current_domain.as_deref(), cx.deadline());
-        let found = load.await.map_err(failed("loading the decision context failed"))?;
-        passed_over(cx, found.passed_over, "decision vectors");
-        Ok(RetrieveDecisionContextResult { decisions: found.value.decisions, anchors: found.value.anchors })
+        let call = Call::of_step(cx);
+        let found = self
+            .ports
+            .load(&call, &p.input, p.current_domain.as_deref())
+            .await
+            .map_err(failed("loading the decision context failed"))?;
+        Ok(RetrieveDecisionContextResult { decisions: found.decisions, anchors: found.anchors })
     }
 }
 
 impl<P: Storage> Handler<PersistMemory> for StoreHandlers<P> {
     async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
-        let key = cx.idempotency_key();
-        let memory = NewMemory { key: &key, session_ref: &p.session_ref, summary: &p.summary, keywords: &p.keywords };
-        let stored = self.ports.put_within(memory, cx.deadline()).await;
+        let memory = NewMemory { session_ref: &p.session_ref, summary: &p.summary, keywords: &p.keywords };
+        let stored = self.ports.put(&Call::of_step(cx), memory).await;
         let id = stored.map_err(failed("storing the memory failed"))?;
         Ok(PersistMemoryResult { id })
     }
@@ -130,8 +123,7 @@ impl<P: Storage> Handler<PersistDecision> for StoreHandlers<P> {
         cx: &StepContext<'_>,
         p: &PersistDecisionPayload,
     ) -> Result<PersistDecisionResult, HandlerError> {
-        let key = cx.idempotency_key();
-        let stored = self.ports.persist_decision_within(&p.decision, &key, cx.deadline()).await;
+        let stored = self.ports.persist_decision(&Call::of_step(cx), &p.decision).await;
         let id = stored.map_err(failed("storing the decision failed"))?;
         Ok(PersistDecisionResult { id })
     }
@@ -143,8 +135,8 @@ impl<P: Storage> Handler<PersistEvidence> for StoreHandlers<P> {
         cx: &StepContext<'_>,
         p: &PersistEvidencePayload,
     ) -> Result<PersistEvidenceResult, HandlerError> {
-        let key = cx.idempotency_key();
-        let id = self.ports.persist_evidence(&p.evidence, &key).await.map_err(failed("storing the evidence failed"))?;
+        let stored = self.ports.persist_evidence(&Call::of_step(cx), &p.evidence).await;
+        let id = stored.map_err(failed("storing the evidence failed"))?;
         Ok(PersistEvidenceResult { id })
     }
 }
@@ -155,10 +147,9 @@ impl<P: Storage> Handler<LinkDecisionEvidence> for StoreHandlers<P> {
         cx: &StepContext<'_>,
         p: &LinkDecisionEvidencePayload,
     ) -> Result<LinkDecisionEvidenceResult, HandlerError> {
-        let key = cx.idempotency_key();
         let anchor = Anchor { decision_id: p.decision_id.clone(), evidence_id: p.evidence_id.clone() };
-        let status =
-            self.ports.link(&anchor, &key).await.map_err(failed("linking the decision and evidence failed"))?;
+        let linked = self.ports.link(&Call::of_step(cx), &anchor).await;
+        let status = linked.map_err(failed("linking the decision and evidence failed"))?;
         Ok(LinkDecisionEvidenceResult { status })
     }
 }

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use super::write::{self, Answer, Change, End, Read, RowByRow};
 use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
+    Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, StoreError,
     query_words,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
@@ -49,7 +49,7 @@ impl InMemoryStore {
 }
 
 impl MemoryRepositoryPort for InMemoryStore {
-    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+    async fn search(&self, _call: &Call<'_>, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
         let inner = self.lock()?;
         let words: Vec<String> = query_words(query).into_iter().map(str::to_lowercase).collect();
         let top_k = usize::try_from(top_k).unwrap_or(usize::MAX);
@@ -66,43 +66,52 @@ impl MemoryRepositoryPort for InMemoryStore {
         Ok(hits.into_iter().take(top_k).map(|(_, _, m)| m.item.clone()).collect())
     }
 
-    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
+    async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        let key = call.key()?;
         let mut inner = self.lock()?;
-        if let Some(id) = inner.writes.get(memory.key) {
+        if let Some(id) = inner.writes.get(key) {
             return Ok(id.clone());
         }
-        let id = format!("mem-{}", &memory.key.to_string()[..16]);
+        let id = format!("mem-{}", &key.to_string()[..16]);
         let text = format!("{} {}", memory.summary, memory.keywords.join(" "));
         let words = query_words(&text).into_iter().map(str::to_lowercase).collect();
         let timestamp = super::now();
         let item = MemoryItem { id: id.clone(), summary: memory.summary.to_owned(), timestamp };
         inner.memories.push(StoredMemory { item, words });
-        inner.writes.insert(*memory.key, id.clone());
+        inner.writes.insert(*key, id.clone());
         Ok(id)
     }
 }
 
 impl DecisionContextProviderPort for InMemoryStore {
-    async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
+    async fn load(
+        &self,
+        _call: &Call<'_>,
+        _input: &str,
+        current_domain: Option<&str>,
+    ) -> Result<DecisionContext, StoreError> {
         let inner = self.lock()?;
         Ok(DecisionContext::in_scope(&inner.decisions, &inner.links, current_domain))
     }
 }
 
 impl DecisionWritePort for InMemoryStore {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
+    async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
+        let key = call.key()?;
         let mut inner = self.lock()?;
         // The rows are in memory: the write is ready at once.
         crate::io::block_on(write::persist_decision(&mut *inner, decision, key))
     }
 
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
+    async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
+        let key = call.key()?;
         let mut inner = self.lock()?;
         // The rows are in memory: the write is ready at once.
         crate::io::block_on(write::persist_evidence(&mut *inner, evidence, key))
     }
 
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
+    async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
+        let key = call.key()?;
         let mut inner = self.lock()?;
         // The rows are in memory: the write is ready at once.
         crate::io::block_on(write::link(&mut *inner, anchor, key))

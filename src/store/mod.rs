@@ -15,9 +15,9 @@
 use std::future::Future;
 
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
-use crate::hash::IdempotencyKey;
 
 pub mod bundle;
+mod call;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod conformance;
@@ -30,13 +30,12 @@ pub mod provider;
 pub mod sqlite;
 mod write;
 
+pub use call::Call;
 pub use handlers::StoreHandlers;
 
-/// A memory to store: what `PersistMemory` carries, under its cycle's idempotency key.
+/// A memory to store: what `PersistMemory` carries (stored under its call's idempotency key).
 #[derive(Debug, Clone, Copy)]
 pub struct NewMemory<'a> {
-    /// The step's idempotency key: a memory put twice under one key is stored once.
-    pub key: &'a IdempotencyKey,
     /// The policy's session reference, passed through.
     pub session_ref: &'a str,
     /// The summary, searched.
@@ -140,130 +139,65 @@ impl crate::contract::registry::Failure for StoreError {
 }
 
 /// Memories: searched by text with a top-k limit, stored under an idempotency key (D-021
-/// `MemoryRepositoryPort`).
+/// `MemoryRepositoryPort`). Each operation takes its [`Call`]: the step's key, deadline, cycle
+/// and warnings.
 pub trait MemoryRepositoryPort: Send + Sync + 'static {
     /// At most `top_k` memories matching `query`, best first (by relevance, then the most
     /// recent); a query with no words returns the most recent `top_k`. The query is text, never
-    /// a query language.
-    fn search(&self, query: &str, top_k: u64) -> impl Future<Output = Result<Vec<MemoryItem>, StoreError>> + Send;
-    /// [`search`](Self::search), stopped when `deadline` passes (the step's, from
-    /// `StepContext::deadline`), so that no query outlives its step: the `RetrieveMemory` handler
-    /// calls this one. The default ignores the deadline (the executor still fails a step that
-    /// runs past it); a store whose queries can be interrupted overrides it, as the SQLite
-    /// (progress handler) and PostgreSQL (`statement_timeout`) stores do.
-    fn search_within(
+    /// a query language. A store whose queries can be interrupted stops at the call's deadline
+    /// (so no query outlives its step); stored entries it cannot read (a memory row deleted
+    /// under its vector, a damaged vector) are left out and said once
+    /// ([`Call::passed_over`]), never a failure.
+    fn search(
         &self,
+        call: &Call<'_>,
         query: &str,
         top_k: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> impl Future<Output = Result<Vec<MemoryItem>, StoreError>> + Send {
-        let _ = deadline;
-        self.search(query, top_k)
-    }
-    /// [`search_within`](Self::search_within), saying also how many stored entries the search
-    /// passed over because they could not be read (a memory row deleted under its vector, a
-    /// damaged or degenerate vector): one bad row never fails a search, and the
-    /// `RetrieveMemory` handler reports the count as a warning on its step. The default passes
-    /// over nothing.
-    fn search_reporting(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> impl Future<Output = Result<Found<Vec<MemoryItem>>, StoreError>> + Send {
-        async move { self.search_within(query, top_k, deadline).await.map(Found::all) }
-    }
-    /// Stores a memory; returns its id. Put again under the same key, it returns the first id and
-    /// stores nothing.
-    fn put(&self, memory: NewMemory<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
-    /// [`put`](Self::put), stopped when `deadline` passes (the step's): what the
-    /// `PersistMemory` handler calls. A store that embeds what it stores waits for its embedder
-    /// within it, and only for a key not stored yet. The default ignores the deadline.
-    fn put_within(
-        &self,
-        memory: NewMemory<'_>,
-        deadline: Option<std::time::Instant>,
-    ) -> impl Future<Output = Result<String, StoreError>> + Send {
-        let _ = deadline;
-        self.put(memory)
-    }
-}
-
-/// What a read found, and how many stored entries it passed over because they could not be
-/// read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found<T> {
-    /// What was found.
-    pub value: T,
-    /// How many stored entries were left out as unreadable.
-    pub passed_over: usize,
-}
-
-impl<T> Found<T> {
-    /// `value`, with nothing passed over.
-    pub fn all(value: T) -> Found<T> {
-        Found { value, passed_over: 0 }
-    }
+    ) -> impl Future<Output = Result<Vec<MemoryItem>, StoreError>> + Send;
+    /// Stores a memory under the call's key ([`Call::key`]); returns its id. Put again under the
+    /// same key, it returns the first id and stores nothing. A store that embeds what it stores
+    /// waits for its embedder within the call's deadline, and only for a key not stored yet.
+    fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
 /// Decisions in scope for an input (D-021 `DecisionContextProviderPort`).
 pub trait DecisionContextProviderPort: Send + Sync + 'static {
     /// The active decisions with scope `global` and `axis`, and `domain:<current_domain>` when
-    /// one is named, ordered global, axis, domain; and the links of those decisions.
+    /// one is named, ordered global, axis, domain; and the links of those decisions. Within the
+    /// call's deadline; what it passes over as unreadable said as
+    /// [`MemoryRepositoryPort::search`] says it.
     fn load(
         &self,
+        call: &Call<'_>,
         input: &str,
         current_domain: Option<&str>,
     ) -> impl Future<Output = Result<DecisionContext, StoreError>> + Send;
-    /// [`load`](Self::load), stopped when `deadline` passes (the step's), and saying how many
-    /// stored entries it passed over as unreadable (see
-    /// [`MemoryRepositoryPort::search_reporting`]): what the `RetrieveDecisionContext` handler
-    /// calls. The default ignores the deadline and passes over nothing.
-    fn load_reporting(
-        &self,
-        input: &str,
-        current_domain: Option<&str>,
-        deadline: Option<std::time::Instant>,
-    ) -> impl Future<Output = Result<Found<DecisionContext>, StoreError>> + Send {
-        let _ = deadline;
-        async move { self.load(input, current_domain).await.map(Found::all) }
-    }
 }
 
-/// The decision writes: versioned decisions, evidence and their links. Each write is one
-/// transaction and idempotent: the same write again (a re-run under the same key, or the same
-/// plan's next cycle) returns the first result and writes nothing; the same id with other content
-/// is a [`StoreError::Conflict`].
+/// The decision writes: versioned decisions, evidence and their links, each under the call's
+/// idempotency key ([`Call::key`]). Each write is one transaction (or joins the call's cycle's)
+/// and idempotent: the same write again (a re-run under the same key, or the same plan's next
+/// cycle) returns the first result and writes nothing; the same id with other content is a
+/// [`StoreError::Conflict`].
 pub trait DecisionWritePort: Send + Sync + 'static {
     /// Stores a decision version. With `previousVersionId` it must name the active version of
     /// the same `rootId` and carry its version + 1, and that version is deactivated in the same
-    /// transaction (compare-and-set); without it, the decision starts a root at version 1.
+    /// transaction (compare-and-set); without it, the decision starts a root at version 1. A
+    /// strategy that embeds decisions waits for its embedder within the call's deadline, and
+    /// only for a key not written yet.
     fn persist_decision(
         &self,
+        call: &Call<'_>,
         decision: &Decision,
-        key: &IdempotencyKey,
     ) -> impl Future<Output = Result<String, StoreError>> + Send;
-    /// [`persist_decision`](Self::persist_decision), stopped when `deadline` passes (the
-    /// step's): what the `PersistDecision` handler calls. A strategy that embeds decisions waits
-    /// for its embedder within it, and only for a key not written yet. The default ignores the
-    /// deadline.
-    fn persist_decision_within(
-        &self,
-        decision: &Decision,
-        key: &IdempotencyKey,
-        deadline: Option<std::time::Instant>,
-    ) -> impl Future<Output = Result<String, StoreError>> + Send {
-        let _ = deadline;
-        self.persist_decision(decision, key)
-    }
     /// Stores evidence; returns its id.
     fn persist_evidence(
         &self,
+        call: &Call<'_>,
         evidence: &Evidence,
-        key: &IdempotencyKey,
     ) -> impl Future<Output = Result<String, StoreError>> + Send;
     /// Links a stored decision and stored evidence; returns a status (`"linked"`).
-    fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> impl Future<Output = Result<String, StoreError>> + Send;
+    fn link(&self, call: &Call<'_>, anchor: &Anchor) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
 /// A store behind all three ports: what [`StoreHandlers`] runs the storage steps on. Every type

@@ -9,51 +9,46 @@
 //! One active version per decision root is a partial unique index. Every write is one
 //! transaction; keyed writes are recorded in `planlock_writes` and never happen twice.
 //!
-//! A store opened for a session ([`PgStore::of_session`]) shares that session's cycle (one value:
-//! `pg::cycle`): while the runtime has a cycle open, the store's writes join the cycle's one
+//! A call made in a cycle of the store's session (the cycle its session store began, handed to
+//! the store with the call: [`Call::cycle`]) joins that cycle: its writes join the cycle's one
 //! transaction, which the session save commits (CONTRACT §13) or the cycle's end rolls back; and
 //! its memory search reads the decision context ahead for the cycle's decision load, kept in the
-//! cycle, typed, so the two retrievals are one read-only transaction. A store made with
-//! [`PgStore::new`] writes each write in a transaction of its own.
+//! cycle, typed, so the two retrievals are one read-only transaction. A call outside such a
+//! cycle writes in a transaction of its own.
 //!
 //! Every call is a future on planlock's I/O runtime: a wait for a connection or the server holds
 //! no thread.
 
-use std::sync::Arc;
-
 use super::write::{self, Answer, Change, End, Read, WriteRows};
 use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
+    Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
     StoreError, query_words,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
-use crate::pg::cycle::{KeptDecisions, SessionCycle};
-use crate::pg::{Conn, PgDatabase, PgSession, Pooled, Query, Then, reason};
+use crate::pg::cycle::{KeptDecisions, PgCycle};
+use crate::pg::{Conn, PgDatabase, Pooled, Query, Then, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
-/// pool (and the session's cycle).
+/// pool.
 #[derive(Debug, Clone)]
 pub struct PgStore {
     db: PgDatabase,
     namespace: String,
-    /// The cycle of the session this store was opened for.
-    cycle: Option<Arc<SessionCycle>>,
 }
 
 impl PgStore {
-    /// The store of `namespace` (a session key, a tenant: whatever the memories belong to); each
-    /// write commits alone.
+    /// The store of `namespace` (a session key, a tenant: whatever the memories belong to). A
+    /// call in a cycle of the session whose key is `namespace`, begun on `db`'s pool, joins the
+    /// cycle; any other write commits alone.
     pub fn new(db: &PgDatabase, namespace: impl Into<String>) -> PgStore {
-        PgStore { db: db.clone(), namespace: namespace.into(), cycle: None }
+        PgStore { db: db.clone(), namespace: namespace.into() }
     }
 
-    /// The store of `session`'s namespace (its key), in its cycles: while the runtime has a
-    /// cycle open, the writes are durable with its session save or not at all.
-    pub fn of_session(session: &PgSession) -> PgStore {
-        let (db, namespace) = (session.database().clone(), session.key().to_owned());
-        PgStore { db, namespace, cycle: Some(session.cycle().clone()) }
+    /// The cycle of this store's session that `call` is made in, if it is.
+    fn cycle<'a>(&self, call: &Call<'a>) -> Option<&'a PgCycle> {
+        call.cycle()?.held::<PgCycle>().filter(|cycle| cycle.is_of(&self.db, &self.namespace))
     }
 
     /// The namespace.
@@ -82,16 +77,17 @@ impl PgStore {
         Ok(out)
     }
 
-    /// Runs the write `f` in the open cycle's transaction (left open for the session save), or
+    /// Runs the write `f` in the call's cycle's transaction (left open for the session save), or
     /// in one of its own outside a cycle. A failed statement aborts the cycle's transaction:
     /// the cycle fails, and its end rolls back all of its writes.
     async fn write<T>(
         &self,
+        call: &Call<'_>,
         doing: &'static str,
         f: impl AsyncFnOnce(&mut Conn, &str) -> Result<T, StoreError>,
     ) -> Result<T, StoreError> {
-        if let Some(cycle) = &self.cycle {
-            let tx = cycle.transaction(&self.db).await.map_err(|e| StoreError::Backend(e.to_string()))?;
+        if let Some(cycle) = self.cycle(call) {
+            let tx = cycle.transaction().await.map_err(|e| StoreError::Backend(e.to_string()))?;
             if let Some(mut tx) = tx {
                 return f(&mut tx, &self.namespace).await;
             }
@@ -142,20 +138,12 @@ fn item(row: &tokio_postgres::Row) -> MemoryItem {
 }
 
 impl MemoryRepositoryPort for PgStore {
-    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        self.search_within(query, top_k, None).await
-    }
-
-    async fn search_within(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> Result<Vec<MemoryItem>, StoreError> {
+    /// The server stops the search at the call's deadline (`statement_timeout`).
+    async fn search(&self, call: &Call<'_>, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
         let words = query_words(query).join(" | ");
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
-        let in_cycle = self.cycle.as_ref().filter(|c| c.is_open());
-        let begin = Begin { deadline, custom_plans: true };
+        let in_cycle = self.cycle(call);
+        let begin = Begin { deadline: call.deadline(), custom_plans: true };
         let (items, ahead) = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
                 let search = if words.is_empty() {
@@ -200,11 +188,11 @@ impl MemoryRepositoryPort for PgStore {
         Ok(items)
     }
 
-    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        let key = memory.key.to_string();
+    async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        let key = call.key()?.to_string();
         let (session_ref, summary) = (memory.session_ref.to_owned(), memory.summary.to_owned());
         let keywords = memory.keywords.join(" ");
-        self.write("storing a memory", async |tx: &mut Conn, namespace: &str| {
+        self.write(call, "storing a memory", async |tx: &mut Conn, namespace: &str| {
             let id = format!("mem-{}", &key[..16]);
             // A memory's key is its own unique column: a put again under it finds it there.
             let inserted = tx
@@ -324,47 +312,57 @@ impl<'a> ActiveQueries<'a> {
 }
 
 impl DecisionContextProviderPort for PgStore {
-    /// In a session's cycle, the decisions its memory search read in the same transaction (see
-    /// [`MemoryRepositoryPort::search_within`] on this type); otherwise one transaction of its
-    /// own for both reads: one commit, and anchors that match the decisions read.
-    async fn load(&self, _input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        if let Some(cycle) = &self.cycle
+    /// In a cycle of the store's session, the decisions its memory search read in the same
+    /// transaction (see [`MemoryRepositoryPort::search`] on this type); otherwise one
+    /// transaction of its own for both reads: one commit, and anchors that match the decisions
+    /// read.
+    async fn load(
+        &self,
+        call: &Call<'_>,
+        _input: &str,
+        current_domain: Option<&str>,
+    ) -> Result<DecisionContext, StoreError> {
+        if let Some(cycle) = self.cycle(call)
             && let Some(kept) = cycle.take_kept().await
         {
             return Ok(DecisionContext::in_scope(&kept.decisions, &kept.links, current_domain));
         }
         let active = self
-            .alone("loading decisions", Begin::default(), async |conn: &mut Conn, namespace: &str| {
-                let reads = ActiveQueries::new(Which::For(current_domain));
-                let rows = conn.pipeline(&reads.queries(&namespace), Then::Commit).await;
-                let rows = rows.map_err(backend("loading decisions"))?;
-                Ok(reads.kept(&rows[0], &rows[1]))
-            })
+            .alone(
+                "loading decisions",
+                Begin { deadline: call.deadline(), custom_plans: false },
+                async |conn: &mut Conn, namespace: &str| {
+                    let reads = ActiveQueries::new(Which::For(current_domain));
+                    let rows = conn.pipeline(&reads.queries(&namespace), Then::Commit).await;
+                    let rows = rows.map_err(backend("loading decisions"))?;
+                    Ok(reads.kept(&rows[0], &rows[1]))
+                },
+            )
             .await?;
         Ok(active.map(|a| DecisionContext::in_scope(&a.decisions, &a.links, current_domain)).unwrap_or_default())
     }
 }
 
 impl DecisionWritePort for PgStore {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let doing = "storing a decision";
-        self.write(doing, async |tx: &mut Conn, namespace: &str| {
+    async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
+        let (doing, key) = ("storing a decision", call.key()?);
+        self.write(call, doing, async |tx: &mut Conn, namespace: &str| {
             write::persist_decision(&mut Rows { tx, namespace, doing }, decision, key).await
         })
         .await
     }
 
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let doing = "storing evidence";
-        self.write(doing, async |tx: &mut Conn, namespace: &str| {
+    async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
+        let (doing, key) = ("storing evidence", call.key()?);
+        self.write(call, doing, async |tx: &mut Conn, namespace: &str| {
             write::persist_evidence(&mut Rows { tx, namespace, doing }, evidence, key).await
         })
         .await
     }
 
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let doing = "linking";
-        self.write(doing, async |tx: &mut Conn, namespace: &str| {
+    async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
+        let (doing, key) = ("linking", call.key()?);
+        self.write(call, doing, async |tx: &mut Conn, namespace: &str| {
             write::link(&mut Rows { tx, namespace, doing }, anchor, key).await
         })
         .await

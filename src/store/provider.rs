@@ -10,15 +10,13 @@ use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Instant;
 
 use super::{
-    DecisionContext, DecisionContextProviderPort, DecisionWritePort, Found, MemoryRepositoryPort, NewMemory, Storage,
+    Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Storage,
     StoreError,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::embed::Embedder;
-use crate::hash::IdempotencyKey;
 
 /// A boxed future of a provider's call.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -29,9 +27,9 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 pub enum ProviderPlace<'a> {
     /// Files under a session root (`ops/store/…`).
     Root(&'a Path),
-    /// A session of a shared PostgreSQL database: its namespace (the session key) and its
-    /// cycle, which a store opened with [`PgStore::of_session`](crate::store::postgres::PgStore::of_session)
-    /// joins, so the store's writes are durable with the session save.
+    /// A session of a shared PostgreSQL database: its namespace (the session key), whose cycles
+    /// a [`PgStore`](crate::store::postgres::PgStore) of it joins when a step hands it one, so
+    /// the store's writes are durable with the session save.
     #[cfg(feature = "postgres")]
     Session(&'a crate::pg::PgSession),
 }
@@ -66,92 +64,82 @@ impl std::fmt::Debug for ProviderContext<'_> {
 
 /// The object-safe form of [`MemoryRepositoryPort`]; every implementation of the port is one.
 pub trait DynMemoryProvider: Send + Sync + 'static {
-    /// [`MemoryRepositoryPort::search_reporting`].
-    fn search_reporting<'a>(
+    /// [`MemoryRepositoryPort::search`].
+    fn search<'a>(
         &'a self,
+        call: &'a Call<'_>,
         query: &'a str,
         top_k: u64,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<Found<Vec<MemoryItem>>, StoreError>>;
-    /// [`MemoryRepositoryPort::put_within`].
-    fn put_within<'a>(
-        &'a self,
-        memory: NewMemory<'a>,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<String, StoreError>>;
+    ) -> BoxFuture<'a, Result<Vec<MemoryItem>, StoreError>>;
+    /// [`MemoryRepositoryPort::put`].
+    fn put<'a>(&'a self, call: &'a Call<'_>, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>>;
 }
 
 impl<T: MemoryRepositoryPort> DynMemoryProvider for T {
-    fn search_reporting<'a>(
+    fn search<'a>(
         &'a self,
+        call: &'a Call<'_>,
         query: &'a str,
         top_k: u64,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<Found<Vec<MemoryItem>>, StoreError>> {
-        Box::pin(MemoryRepositoryPort::search_reporting(self, query, top_k, deadline))
+    ) -> BoxFuture<'a, Result<Vec<MemoryItem>, StoreError>> {
+        Box::pin(MemoryRepositoryPort::search(self, call, query, top_k))
     }
-    fn put_within<'a>(
-        &'a self,
-        memory: NewMemory<'a>,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(MemoryRepositoryPort::put_within(self, memory, deadline))
+    fn put<'a>(&'a self, call: &'a Call<'_>, memory: NewMemory<'a>) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(MemoryRepositoryPort::put(self, call, memory))
     }
 }
 
 /// The object-safe form of a strategy provider: [`DecisionContextProviderPort`] and the
 /// decision writes it reads back ([`DecisionWritePort`]); every implementation of both is one.
 pub trait DynStrategyProvider: Send + Sync + 'static {
-    /// [`DecisionContextProviderPort::load_reporting`].
-    fn load_reporting<'a>(
+    /// [`DecisionContextProviderPort::load`].
+    fn load<'a>(
         &'a self,
+        call: &'a Call<'_>,
         input: &'a str,
         current_domain: Option<&'a str>,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<Found<DecisionContext>, StoreError>>;
-    /// [`DecisionWritePort::persist_decision_within`].
-    fn persist_decision_within<'a>(
+    ) -> BoxFuture<'a, Result<DecisionContext, StoreError>>;
+    /// [`DecisionWritePort::persist_decision`].
+    fn persist_decision<'a>(
         &'a self,
+        call: &'a Call<'_>,
         decision: &'a Decision,
-        key: &'a IdempotencyKey,
-        deadline: Option<Instant>,
     ) -> BoxFuture<'a, Result<String, StoreError>>;
     /// [`DecisionWritePort::persist_evidence`].
     fn persist_evidence<'a>(
         &'a self,
+        call: &'a Call<'_>,
         evidence: &'a Evidence,
-        key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<String, StoreError>>;
     /// [`DecisionWritePort::link`].
-    fn link<'a>(&'a self, anchor: &'a Anchor, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<String, StoreError>>;
+    fn link<'a>(&'a self, call: &'a Call<'_>, anchor: &'a Anchor) -> BoxFuture<'a, Result<String, StoreError>>;
 }
 
 impl<T: DecisionContextProviderPort + DecisionWritePort> DynStrategyProvider for T {
-    fn load_reporting<'a>(
+    fn load<'a>(
         &'a self,
+        call: &'a Call<'_>,
         input: &'a str,
         current_domain: Option<&'a str>,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Result<Found<DecisionContext>, StoreError>> {
-        Box::pin(DecisionContextProviderPort::load_reporting(self, input, current_domain, deadline))
+    ) -> BoxFuture<'a, Result<DecisionContext, StoreError>> {
+        Box::pin(DecisionContextProviderPort::load(self, call, input, current_domain))
     }
-    fn persist_decision_within<'a>(
+    fn persist_decision<'a>(
         &'a self,
+        call: &'a Call<'_>,
         decision: &'a Decision,
-        key: &'a IdempotencyKey,
-        deadline: Option<Instant>,
     ) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(DecisionWritePort::persist_decision_within(self, decision, key, deadline))
+        Box::pin(DecisionWritePort::persist_decision(self, call, decision))
     }
     fn persist_evidence<'a>(
         &'a self,
+        call: &'a Call<'_>,
         evidence: &'a Evidence,
-        key: &'a IdempotencyKey,
     ) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(DecisionWritePort::persist_evidence(self, evidence, key))
+        Box::pin(DecisionWritePort::persist_evidence(self, call, evidence))
     }
-    fn link<'a>(&'a self, anchor: &'a Anchor, key: &'a IdempotencyKey) -> BoxFuture<'a, Result<String, StoreError>> {
-        Box::pin(DecisionWritePort::link(self, anchor, key))
+    fn link<'a>(&'a self, call: &'a Call<'_>, anchor: &'a Anchor) -> BoxFuture<'a, Result<String, StoreError>> {
+        Box::pin(DecisionWritePort::link(self, call, anchor))
     }
 }
 
@@ -162,10 +150,10 @@ impl<T: DecisionContextProviderPort + DecisionWritePort> DynStrategyProvider for
 /// ```
 /// use planlock::store::provider::ResolvedStore;
 /// use planlock::store::memory::InMemoryStore;
-/// use planlock::store::{MemoryRepositoryPort, StoreHandlers};
+/// use planlock::store::{Call, MemoryRepositoryPort, StoreHandlers};
 /// // One store that implements every port serves as both providers.
 /// let resolved = ResolvedStore::single(InMemoryStore::new());
-/// assert!(planlock::block_on(resolved.search("keys", 5))?.is_empty());
+/// assert!(planlock::block_on(resolved.search(&Call::new(), "keys", 5))?.is_empty());
 /// let _handlers = StoreHandlers::new(resolved);
 /// # Ok::<(), planlock::store::StoreError>(())
 /// ```
@@ -198,63 +186,33 @@ impl ResolvedStore {
 }
 
 impl MemoryRepositoryPort for ResolvedStore {
-    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        self.search_within(query, top_k, None).await
+    async fn search(&self, call: &Call<'_>, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
+        self.memory.search(call, query, top_k).await
     }
-    async fn search_within(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<MemoryItem>, StoreError> {
-        Ok(self.memory.search_reporting(query, top_k, deadline).await?.value)
-    }
-    async fn search_reporting(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<Instant>,
-    ) -> Result<Found<Vec<MemoryItem>>, StoreError> {
-        self.memory.search_reporting(query, top_k, deadline).await
-    }
-    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        self.memory.put_within(memory, None).await
-    }
-    async fn put_within(&self, memory: NewMemory<'_>, deadline: Option<Instant>) -> Result<String, StoreError> {
-        self.memory.put_within(memory, deadline).await
+    async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        self.memory.put(call, memory).await
     }
 }
 
 impl DecisionContextProviderPort for ResolvedStore {
-    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        Ok(self.strategy.load_reporting(input, current_domain, None).await?.value)
-    }
-    async fn load_reporting(
+    async fn load(
         &self,
+        call: &Call<'_>,
         input: &str,
         current_domain: Option<&str>,
-        deadline: Option<Instant>,
-    ) -> Result<Found<DecisionContext>, StoreError> {
-        self.strategy.load_reporting(input, current_domain, deadline).await
+    ) -> Result<DecisionContext, StoreError> {
+        self.strategy.load(call, input, current_domain).await
     }
 }
 
 impl DecisionWritePort for ResolvedStore {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.strategy.persist_decision_within(decision, key, None).await
+    async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
+        self.strategy.persist_decision(call, decision).await
     }
-    async fn persist_decision_within(
-        &self,
-        decision: &Decision,
-        key: &IdempotencyKey,
-        deadline: Option<Instant>,
-    ) -> Result<String, StoreError> {
-        self.strategy.persist_decision_within(decision, key, deadline).await
+    async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
+        self.strategy.persist_evidence(call, evidence).await
     }
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.strategy.persist_evidence(evidence, key).await
-    }
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.strategy.link(anchor, key).await
+    async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
+        self.strategy.link(call, anchor).await
     }
 }

@@ -2,7 +2,9 @@
 //! around its writes: `before-save`, `after-save`, `before-removal`, `after-removal`,
 //! `before-pin`. The crash tests stop or abort the process there.
 
-use planlock::session::{BundlePinV1, CycleGuard, Durable, SessionState, SessionStore, SessionUpdate, StoreFuture};
+use planlock::session::{
+    BundlePinV1, CycleGuard, Durable, HistoryEntry, SessionState, SessionStore, SessionUpdate, StoreFuture,
+};
 
 /// `inner`, with `hook` called at every point (it decides which one it acts on).
 pub struct Around<S> {
@@ -26,10 +28,15 @@ impl<S: SessionStore> Around<S> {
 }
 
 impl<S: SessionStore> SessionStore for Around<S> {
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
+    fn save(
+        &self,
+        update: SessionUpdate,
+        cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
+    ) -> StoreFuture<'_, Durable<SessionState>> {
         Box::pin(async move {
             (self.hook)("before-save");
-            let saved = self.inner.save(update, cycle).await?;
+            let saved = self.inner.save(update, cycle, entry).await?;
             (self.hook)("after-save");
             Ok(saved)
         })
@@ -42,9 +49,9 @@ impl<S: SessionStore> SessionStore for Around<S> {
             Ok(())
         })
     }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
         (self.hook)("before-pin");
-        self.inner.save_pin(pin)
+        self.inner.save_pin(pin, cycle)
     }
     planlock::forward_session_store!(this => this.inner;
         claim, load, begin_cycle, load_intervention, save_intervention, load_reserved, save_reserved,

@@ -2,6 +2,7 @@
 //! first completed cycle (never at boot), an older pin upgraded, a changed bundle refused.
 #![cfg(feature = "sqlite")]
 
+use planlock::store::Call;
 use std::path::Path;
 
 use planlock::demo::Demo;
@@ -133,35 +134,32 @@ struct Counting {
 impl planlock::store::DecisionContextProviderPort for Counting {
     async fn load(
         &self,
+        call: &Call<'_>,
         input: &str,
         domain: Option<&str>,
     ) -> Result<planlock::store::DecisionContext, planlock::store::StoreError> {
         self.loads.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.store.load(input, domain).await
+        self.store.load(call, input, domain).await
     }
 }
 
 impl planlock::store::DecisionWritePort for Counting {
     async fn persist_decision(
         &self,
+        call: &Call<'_>,
         d: &planlock::schema::Decision,
-        k: &planlock::IdempotencyKey,
     ) -> Result<String, planlock::store::StoreError> {
-        self.store.persist_decision(d, k).await
+        self.store.persist_decision(call, d).await
     }
     async fn persist_evidence(
         &self,
+        call: &Call<'_>,
         e: &planlock::schema::Evidence,
-        k: &planlock::IdempotencyKey,
     ) -> Result<String, planlock::store::StoreError> {
-        self.store.persist_evidence(e, k).await
+        self.store.persist_evidence(call, e).await
     }
-    async fn link(
-        &self,
-        a: &planlock::schema::Anchor,
-        k: &planlock::IdempotencyKey,
-    ) -> Result<String, planlock::store::StoreError> {
-        self.store.link(a, k).await
+    async fn link(&self, call: &Call<'_>, a: &planlock::schema::Anchor) -> Result<String, planlock::store::StoreError> {
+        self.store.link(call, a).await
     }
 }
 
@@ -252,7 +250,11 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
     // A root nothing ran in: read, nothing is created.
     let empty = tempfile::tempdir().unwrap();
     let demo = || StrategyResolver::default().embedder(Arc::new(DemoEmbedder::new()));
-    let found = planlock::block_on(Place::Root(empty.path().to_owned()).read_stores(&demo()).unwrap().search("x", 5));
+    let found = planlock::block_on(Place::Root(empty.path().to_owned()).read_stores(&demo()).unwrap().search(
+        &Call::new(),
+        "x",
+        5,
+    ));
     assert!(found.unwrap().is_empty());
     assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0, "nothing created");
 
@@ -261,7 +263,8 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
     let memory = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(DemoEmbedder::new()));
     for (n, summary) in [(1, "rotation of the api keys in the vault"), (2, "lunch menu for friday")] {
         let key = planlock::store::conformance::key(n);
-        planlock::block_on(memory.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] })).unwrap();
+        planlock::block_on(memory.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary, keywords: &[] }))
+            .unwrap();
     }
     let pin = BundlePinV1 {
         version: PinVersion,
@@ -272,10 +275,13 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
         embedder_dimension: Some(DemoEmbedder::DIMENSION as u64),
         pinned_at: Timestamp::now(),
     };
-    planlock::block_on(FileSessionStore::open(root.path()).unwrap().save_pin(&pin)).unwrap();
+    planlock::block_on(
+        FileSessionStore::open(root.path()).unwrap().save_pin(&pin, &planlock::session::CycleGuard::none()),
+    )
+    .unwrap();
     let place = Place::Root(root.path().to_owned());
     // By meaning, as RetrieveMemory searches it: `rotating` is no word of the memory.
-    let found = planlock::block_on(place.read_stores(&demo()).unwrap().search("rotating", 1)).unwrap();
+    let found = planlock::block_on(place.read_stores(&demo()).unwrap().search(&Call::new(), "rotating", 1)).unwrap();
     assert_eq!(found.len(), 1, "found by meaning, not by words");
     assert_eq!(found[0].summary, "rotation of the api keys in the vault");
     // Another embedder's vectors would mean something else: refused, naming both.

@@ -126,7 +126,7 @@ fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
         hash_parts: None,
         cycle: 4,
     };
-    let _ = block_on(FileSessionStore::open(root.path()).unwrap().save(update, CycleGuard::none())).unwrap();
+    let _ = block_on(FileSessionStore::open(root.path()).unwrap().save(update, CycleGuard::none(), None)).unwrap();
     let mut runtime = boot(pol.path(), plan, counting(root.path(), false).0, &Demo::new()).unwrap();
     assert!(matches!(runtime.boot_kind(), Boot::Resume(_)));
     runtime.run_cycle_blocking().unwrap();

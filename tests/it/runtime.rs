@@ -12,8 +12,8 @@ use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError, Status};
 use planlock::schema::*;
 use planlock::session::{
-    CycleGuard, Durable, FileSessionStore, INTERVENTION_FILE, InterventionRecord, SESSION_FILE, SessionState,
-    SessionStore, SessionUpdate, StoreFuture,
+    CycleGuard, Durable, FileSessionStore, HistoryEntry, INTERVENTION_FILE, InterventionRecord, SESSION_FILE,
+    SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use planlock::steps::*;
 use planlock::{
@@ -455,17 +455,23 @@ impl SessionStore for Counting {
             counts.ended.fetch_add(1, SeqCst);
         }))))
     }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
+    fn save(
+        &self,
+        update: SessionUpdate,
+        cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
+    ) -> StoreFuture<'_, Durable<SessionState>> {
         self.counts.saved.fetch_add(1, SeqCst);
-        self.inner.save(update, cycle)
+        self.inner.save(update, cycle, entry)
     }
     fn save_intervention<'a>(
         &'a self,
         record: &'a InterventionRecord,
         cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>> {
         self.counts.saved.fetch_add(1, SeqCst);
-        self.inner.save_intervention(record, cycle)
+        self.inner.save_intervention(record, cycle, entry)
     }
     planlock::forward_session_store!(this => this.inner;
         claim, load, load_intervention, remove_intervention, load_reserved, save_reserved, load_pin, save_pin,

@@ -5,6 +5,7 @@
 //! refused at boot. `tests/models.rs` does the same with a real embedding model.
 #![cfg(feature = "sqlite")]
 
+use planlock::store::Call;
 use std::sync::Arc;
 
 use planlock::demo::Demo;
@@ -20,7 +21,7 @@ use common::{plan_with, policy};
 
 fn put(store: &impl MemoryRepositoryPort, n: u64, summary: &str) -> Result<String, planlock::store::StoreError> {
     let key = planlock::store::conformance::key(n);
-    planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary, keywords: &[] }))
+    planlock::block_on(store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary, keywords: &[] }))
 }
 
 fn semantic(root: &std::path::Path, embedder: Arc<dyn Embedder>) -> SemanticMemory {
@@ -36,12 +37,12 @@ fn meaning_and_words_are_fused_and_an_exact_identifier_wins() {
     put(&store, 3, "incident INC4711 postmortem").unwrap();
     put(&store, 4, "deploying the web frontend").unwrap();
     // `rotating` shares no word with the first memory, only pieces of one (the demo embedder).
-    let found = planlock::block_on(store.search("rotating keys", 2)).unwrap();
+    let found = planlock::block_on(store.search(&Call::new(), "rotating keys", 2)).unwrap();
     assert_eq!(found[0].summary, "rotation of the api keys in the vault", "{found:?}");
-    let found = planlock::block_on(store.search("INC4711", 1)).unwrap();
+    let found = planlock::block_on(store.search(&Call::new(), "INC4711", 1)).unwrap();
     assert_eq!(found[0].summary, "incident INC4711 postmortem");
     // No words: the most recent, as every provider does.
-    let found = planlock::block_on(store.search("", 1)).unwrap();
+    let found = planlock::block_on(store.search(&Call::new(), "", 1)).unwrap();
     assert_eq!(found[0].summary, "deploying the web frontend");
 }
 
@@ -52,13 +53,13 @@ fn ties_go_to_the_most_recent_every_time() {
     let ids: Vec<String> = (1..=4).map(|n| put(&store, n, "the same text").unwrap()).collect();
     for _ in 0..3 {
         let found: Vec<String> =
-            planlock::block_on(store.search("same text", 4)).unwrap().into_iter().map(|m| m.id).collect();
+            planlock::block_on(store.search(&Call::new(), "same text", 4)).unwrap().into_iter().map(|m| m.id).collect();
         assert_eq!(found, ids.iter().rev().cloned().collect::<Vec<_>>());
     }
     // Another process (another store on the same file) sees the rows added since.
     let other = semantic(root.path(), Arc::new(DemoEmbedder::new()));
     put(&store, 9, "the same text").unwrap();
-    assert_eq!(planlock::block_on(other.search("same text", 9)).unwrap().len(), 5);
+    assert_eq!(planlock::block_on(other.search(&Call::new(), "same text", 9)).unwrap().len(), 5);
 }
 
 /// An embedder of another model (or one that fails), for the refusals.
@@ -89,11 +90,14 @@ fn a_failed_embedding_writes_nothing_and_another_models_vectors_are_refused() {
     let failing = semantic(root.path(), Arc::new(Other { model: "m", fail: true }));
     let err = put(&failing, 1, "never stored").unwrap_err();
     assert!(err.to_string().contains("the server is down"), "{err}");
-    assert!(planlock::block_on(SqliteStore::open(root.path()).search("", 5)).unwrap().is_empty());
+    assert!(planlock::block_on(SqliteStore::open(root.path()).search(&Call::new(), "", 5)).unwrap().is_empty());
 
     put(&semantic(root.path(), Arc::new(DemoEmbedder::new())), 2, "stored with the demo").unwrap();
     let other = semantic(root.path(), Arc::new(Other { model: "another-model", fail: false }));
-    for err in [put(&other, 3, "refused").unwrap_err(), planlock::block_on(other.search("stored", 5)).unwrap_err()] {
+    for err in [
+        put(&other, 3, "refused").unwrap_err(),
+        planlock::block_on(other.search(&Call::new(), "stored", 5)).unwrap_err(),
+    ] {
         assert!(
             err.to_string().contains("planlock-demo-embedder") && err.to_string().contains("another-model"),
             "{err}"
@@ -124,14 +128,17 @@ fn semantic_sql_orders_the_decisions_in_scope_by_meaning_and_words() {
         decision("x", "rotate keys in other domains", "domain:elsewhere"),
     ];
     for (n, d) in all.iter().enumerate() {
-        planlock::block_on(strategy.persist_decision(d, &planlock::store::conformance::key(n as u64))).unwrap();
+        planlock::block_on(
+            strategy.persist_decision(&Call::new().keyed(planlock::store::conformance::key(n as u64)), d),
+        )
+        .unwrap();
     }
-    let ctx = planlock::block_on(strategy.load("how often do we rotate keys", Some("office"))).unwrap();
+    let ctx = planlock::block_on(strategy.load(&Call::new(), "how often do we rotate keys", Some("office"))).unwrap();
     let ids: Vec<&str> = ctx.decisions.iter().map(|d| d.id.as_str()).collect();
     assert_eq!(ids[0], "a", "{ids:?}");
     assert_eq!(ids.len(), 3, "the scopes are hierarchical-sql's: another domain stays out: {ids:?}");
     // Without words, the hierarchical order.
-    let ctx = planlock::block_on(strategy.load("", Some("office"))).unwrap();
+    let ctx = planlock::block_on(strategy.load(&Call::new(), "", Some("office"))).unwrap();
     assert_eq!(ctx.decisions.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["g", "a", "d"]);
 }
 
@@ -177,10 +184,12 @@ fn the_vectors_held_for_the_scan_are_bounded() {
     }
     // Room for two vectors of 384 numbers, and the store holds three.
     let reader = semantic(root.path(), Arc::new(DemoEmbedder::new())).max_index_bytes(2 * 384 * 4);
-    let err = planlock::block_on(reader.search("memory", 5)).unwrap_err();
+    let err = planlock::block_on(reader.search(&Call::new(), "memory", 5)).unwrap_err();
     assert!(err.to_string().contains("MAX_INDEX_BYTES"), "{err}");
     assert_eq!(
-        planlock::block_on(semantic(root.path(), Arc::new(DemoEmbedder::new())).search("memory", 5)).unwrap().len(),
+        planlock::block_on(semantic(root.path(), Arc::new(DemoEmbedder::new())).search(&Call::new(), "memory", 5))
+            .unwrap()
+            .len(),
         3
     );
 }

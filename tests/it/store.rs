@@ -3,6 +3,7 @@
 //! with a clear error, and keeps a session's memories across cycles without duplicates.
 #![cfg(feature = "sqlite")]
 
+use planlock::store::Call;
 use std::time::Duration;
 
 use planlock::demo::Demo;
@@ -35,15 +36,15 @@ fn the_sqlite_store_conforms() {
 fn the_database_is_created_by_the_first_write_never_by_a_read() {
     let root = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(root.path());
-    assert!(planlock::block_on(store.search("anything", 5)).unwrap().is_empty());
+    assert!(planlock::block_on(store.search(&Call::new(), "anything", 5)).unwrap().is_empty());
     assert!(!root.path().join(DATABASE_FILE).exists(), "a read created nothing");
     let key = conformance::key(1);
-    let memory = NewMemory { key: &key, session_ref: "s", summary: "first", keywords: &[] };
-    planlock::block_on(store.put(memory)).unwrap();
+    let memory = NewMemory { session_ref: "s", summary: "first", keywords: &[] };
+    planlock::block_on(store.put(&Call::new().keyed(key), memory)).unwrap();
     assert!(root.path().join(DATABASE_FILE).exists());
     // Another store on the same file sees it.
     let again = SqliteStore::open(root.path());
-    assert_eq!(planlock::block_on(again.search("first", 5)).unwrap().len(), 1);
+    assert_eq!(planlock::block_on(again.search(&Call::new(), "first", 5)).unwrap().len(), 1);
 }
 
 /// A file the store cannot use: not a database at all (SQLite's error), or refused by the store.
@@ -76,7 +77,7 @@ fn a_file_that_is_not_the_database_is_refused_naming_it() {
     let text = b"this is not a database, just text that is long enough to look like a header";
     std::fs::write(&path, text).unwrap();
     let store = SqliteStore::open(root.path());
-    let message = backend_error(planlock::block_on(store.search("x", 5)));
+    let message = backend_error(planlock::block_on(store.search(&Call::new(), "x", 5)));
     assert!(message.contains("planlock.sqlite3"), "{message}");
     assert_eq!(std::fs::read(&path).unwrap(), text, "the file was not changed");
 
@@ -87,7 +88,7 @@ fn a_file_that_is_not_the_database_is_refused_naming_it() {
     let conn = rusqlite::Connection::open(&path).unwrap();
     conn.pragma_update(None, "user_version", 99).unwrap();
     drop(conn);
-    let message = backend_error(planlock::block_on(SqliteStore::open(other.path()).search("x", 5)));
+    let message = backend_error(planlock::block_on(SqliteStore::open(other.path()).search(&Call::new(), "x", 5)));
     assert!(message.contains("schema version is not one this library knows (found 99"), "{message}");
 }
 
@@ -96,17 +97,21 @@ fn a_write_locked_out_past_the_busy_timeout_fails_and_writes_nothing() {
     let root = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(root.path()).busy_timeout(Duration::from_millis(200));
     let key = conformance::key(1);
-    planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "first", keywords: &[] })).unwrap();
+    planlock::block_on(
+        store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: "first", keywords: &[] }),
+    )
+    .unwrap();
     // Another connection (as another process would) holds the write lock.
     let other = rusqlite::Connection::open(root.path().join(DATABASE_FILE)).unwrap();
     other.execute_batch("BEGIN IMMEDIATE").unwrap();
     let key = conformance::key(2);
-    let blocked =
-        planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "second", keywords: &[] }));
+    let blocked = planlock::block_on(
+        store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: "second", keywords: &[] }),
+    );
     let message = backend_error(blocked);
     assert!(message.contains("locked") || message.contains("busy"), "{message}");
     other.execute_batch("ROLLBACK").unwrap();
-    assert_eq!(planlock::block_on(store.search("", 10)).unwrap().len(), 1, "nothing half-written");
+    assert_eq!(planlock::block_on(store.search(&Call::new(), "", 10)).unwrap().len(), 1, "nothing half-written");
 }
 
 fn runtime(
@@ -135,7 +140,7 @@ fn cycles_accumulate_memories_and_retrieve_them_and_a_rerun_writes_once() {
         let RunOutcome::Completed(_) = rt.run_cycle_blocking().unwrap() else { panic!("paused") };
     }
     let store = SqliteStore::open(root.path());
-    let all = planlock::block_on(store.search("", 100)).unwrap();
+    let all = planlock::block_on(store.search(&Call::new(), "", 100)).unwrap();
     assert_eq!(all.len(), 3, "three cycles, three memories; the failed run of cycle 1 wrote once: {all:?}");
     // The fourth cycle's RetrieveMemory finds them (the demo plan asks about key rotation).
     let RunOutcome::Completed(done) = rt.run_cycle_blocking().unwrap() else { panic!("paused") };
@@ -168,8 +173,8 @@ fn a_full_disk_fails_the_write_and_leaves_nothing_half_written() {
     let mut stored = 0;
     let failure = loop {
         let key = conformance::key(stored + 1);
-        let memory = NewMemory { key: &key, session_ref: "s", summary: &summary, keywords: &[] };
-        match planlock::block_on(store.put(memory)) {
+        let memory = NewMemory { session_ref: "s", summary: &summary, keywords: &[] };
+        match planlock::block_on(store.put(&Call::new().keyed(key), memory)) {
             Ok(_) => stored += 1,
             Err(e) => break e,
         }
@@ -178,9 +183,9 @@ fn a_full_disk_fails_the_write_and_leaves_nothing_half_written() {
     assert_eq!(failure.code(), "store-backend");
     assert!(failure.to_string().contains("full"), "{failure}");
     // Every acknowledged write is there, searchable, and the failed one left no trace.
-    let all = planlock::block_on(store.search("", 10_000)).unwrap();
+    let all = planlock::block_on(store.search(&Call::new(), "", 10_000)).unwrap();
     assert_eq!(all.len() as u64, stored);
-    assert_eq!(planlock::block_on(store.search("memory", 10_000)).unwrap().len() as u64, stored);
+    assert_eq!(planlock::block_on(store.search(&Call::new(), "memory", 10_000)).unwrap().len() as u64, stored);
     assert!(stored > 0);
 }
 
@@ -189,7 +194,10 @@ fn bulk(n: u64) -> (tempfile::TempDir, SqliteStore) {
     let root = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(root.path());
     let key = conformance::key(0);
-    planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    planlock::block_on(
+        store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: "seed", keywords: &[] }),
+    )
+    .unwrap();
     let mut conn = rusqlite::Connection::open(store.path()).unwrap();
     let tx = conn.transaction().unwrap();
     for i in 1..n {
@@ -206,12 +214,13 @@ fn bulk(n: u64) -> (tempfile::TempDir, SqliteStore) {
 #[test]
 fn a_search_past_its_deadline_is_interrupted_on_its_thread() {
     let (_root, store) = bulk(5_000);
-    let err = planlock::block_on(store.search_within("rotate key", 10, Some(std::time::Instant::now()))).unwrap_err();
+    let err =
+        planlock::block_on(store.search(&Call::new().until(std::time::Instant::now()), "rotate key", 10)).unwrap_err();
     assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
     // The connection is usable again, with no handler left behind.
-    assert_eq!(planlock::block_on(store.search_within("rotate key", 10, None)).unwrap().len(), 10);
+    assert_eq!(planlock::block_on(store.search(&Call::new(), "rotate key", 10)).unwrap().len(), 10);
     let later = std::time::Instant::now() + Duration::from_secs(60);
-    assert_eq!(planlock::block_on(store.search_within("rotate key", 10, Some(later))).unwrap().len(), 10);
+    assert_eq!(planlock::block_on(store.search(&Call::new().until(later), "rotate key", 10)).unwrap().len(), 10);
 }
 
 #[test]
@@ -223,9 +232,9 @@ fn a_query_of_20000_words_searches_its_first_distinct_ones() {
     assert_eq!(words.len(), planlock::store::MAX_QUERY_WORDS);
     assert_eq!(words[..3], ["w0", "w1", "w2"]);
     // Words past the cap are not searched: `rotate` after 1,000 distinct others finds nothing…
-    let found = planlock::block_on(store.search(&format!("{} rotate", text.join(" ")), 5)).unwrap();
+    let found = planlock::block_on(store.search(&Call::new(), &format!("{} rotate", text.join(" ")), 5)).unwrap();
     assert!(found.is_empty(), "{found:?}");
     // …and the same word first does.
-    let found = planlock::block_on(store.search(&format!("rotate {}", text.join(" ")), 5)).unwrap();
+    let found = planlock::block_on(store.search(&Call::new(), &format!("rotate {}", text.join(" ")), 5)).unwrap();
     assert_eq!(found.len(), 5);
 }

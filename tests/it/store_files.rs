@@ -5,6 +5,7 @@
 #![cfg(all(feature = "cli", unix))]
 
 use crate::common;
+use planlock::store::Call;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -150,8 +151,8 @@ fn a_read_only_store_refuses_every_write() {
     let root = tempfile::tempdir().unwrap();
     let store = SqliteStore::open(root.path()).read_only();
     let key = planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &planlock::Digest::of(b"p"), 1, "remember");
-    let memory = planlock::store::NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] };
-    let err = planlock::block_on(store.put(memory)).unwrap_err();
+    let memory = planlock::store::NewMemory { session_ref: "s", summary: "x", keywords: &[] };
+    let err = planlock::block_on(store.put(&Call::new().keyed(key), memory)).unwrap_err();
     assert_eq!(err.code(), "store-refused", "{err}");
     assert!(!root.path().join("ops").exists());
 }
@@ -174,9 +175,8 @@ fn connections_opening_one_new_database_at_once_all_accept_it() {
                     let store = SqliteStore::at(file);
                     start.wait();
                     let key = planlock::IdempotencyKey::derive(uuid::Uuid::nil(), &planlock::Digest::of(b"p"), n, "m");
-                    let memory =
-                        planlock::store::NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] };
-                    planlock::block_on(store.put(memory)).map(drop)
+                    let memory = planlock::store::NewMemory { session_ref: "s", summary: "x", keywords: &[] };
+                    planlock::block_on(store.put(&Call::new().keyed(key), memory)).map(drop)
                 })
             })
             .collect();

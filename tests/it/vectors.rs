@@ -7,6 +7,7 @@
 #![cfg(all(feature = "sqlite", feature = "cli", unix))]
 
 use crate::common;
+use planlock::store::Call;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -113,14 +114,19 @@ fn a_nan_vector_no_longer_ranks_first() {
     let store = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(DemoEmbedder::new()));
     for (n, text) in ["lunch menu for friday", "rotation of the api keys"].iter().enumerate() {
         let key = planlock::store::conformance::key(n as u64);
-        planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: text, keywords: &[] })).unwrap();
+        planlock::block_on(
+            store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: text, keywords: &[] }),
+        )
+        .unwrap();
     }
     let nan: Vec<u8> = std::iter::repeat_n(f32::NAN.to_le_bytes(), 384).flatten().collect();
     database(root.path()).execute("UPDATE memory_vectors SET vector = ?1 WHERE memory_rowid = 1", [nan]).unwrap();
     let reader = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(DemoEmbedder::new()));
-    let found = planlock::block_on(reader.search_reporting("api keys", 1, None)).unwrap();
-    assert_eq!(found.value[0].summary, "rotation of the api keys");
-    assert_eq!(found.passed_over, 1);
+    let call = Call::new();
+    let found = planlock::block_on(reader.search(&call, "api keys", 1)).unwrap();
+    assert_eq!(found[0].summary, "rotation of the api keys");
+    assert_eq!(call.warnings().len(), 1, "{:?}", call.warnings());
+    assert!(call.warnings()[0].starts_with("1 stored memories could not be read"), "{:?}", call.warnings());
 }
 
 #[test]
@@ -134,7 +140,8 @@ fn a_huge_vector_blob_is_not_loaded() {
         "scope": "axis", "isActive": true
     }))
     .unwrap();
-    planlock::block_on(strategy.persist_decision(&second, &planlock::store::conformance::key(7))).unwrap();
+    planlock::block_on(strategy.persist_decision(&Call::new().keyed(planlock::store::conformance::key(7)), &second))
+        .unwrap();
     // Its connection closed: the journal mode changes below only with none open.
     drop(strategy);
     // A search, and a cycle (its RetrieveMemory and its semantic-sql RetrieveDecisionContext),
@@ -224,14 +231,19 @@ fn degenerate_vectors_from_an_embedder_are_refused() {
         let root = tempfile::tempdir().unwrap();
         let store = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(Degenerate(vector)));
         let key = planlock::store::conformance::key(1);
-        let err = planlock::block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }))
-            .unwrap_err();
+        let err = planlock::block_on(
+            store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: "x", keywords: &[] }),
+        )
+        .unwrap_err();
         assert!(err.to_string().contains(why), "{why}: {err}");
         assert_eq!(err.code(), "embed-answer");
-        let err = planlock::block_on(store.search("x", 1)).unwrap_err();
+        let err = planlock::block_on(store.search(&Call::new(), "x", 1)).unwrap_err();
         assert!(err.to_string().contains(why), "{why}: {err}");
         let strategy = SemanticDecisions::new(SqliteStore::open(root.path()), Arc::new(Degenerate(vector)));
-        assert!(planlock::block_on(strategy.load("x", None)).is_ok(), "nothing to rank, nothing embedded");
+        assert!(
+            planlock::block_on(strategy.load(&Call::new(), "x", None)).is_ok(),
+            "nothing to rank, nothing embedded"
+        );
     }
 }
 
@@ -279,12 +291,15 @@ fn the_semantic_decision_load_stops_at_the_steps_deadline() {
             is_active: true,
             previous_version_id: None,
         };
-        planlock::block_on(strategy.persist_decision(&decision, &planlock::store::conformance::key(n))).unwrap();
+        planlock::block_on(
+            strategy.persist_decision(&Call::new().keyed(planlock::store::conformance::key(n)), &decision),
+        )
+        .unwrap();
     }
-    let err = planlock::block_on(strategy.load_reporting("rotate keys", None, Some(std::time::Instant::now())))
+    let err = planlock::block_on(strategy.load(&Call::new().until(std::time::Instant::now()), "rotate keys", None))
         .expect_err("a deadline already passed stops the load");
     assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
-    assert_eq!(planlock::block_on(strategy.load("rotate keys", None)).unwrap().decisions.len(), 300);
+    assert_eq!(planlock::block_on(strategy.load(&Call::new(), "rotate keys", None)).unwrap().decisions.len(), 300);
 }
 
 /// An embedder that counts its calls and, as a server would, answers only within a deadline: it
@@ -343,7 +358,11 @@ fn a_semantic_write_again_under_its_key_embeds_nothing() {
     let calls = || embedder.calls.load(std::sync::atomic::Ordering::SeqCst);
     let memory = SemanticMemory::new(SqliteStore::open(root.path()), embedder.clone());
     let key = planlock::store::conformance::key(1);
-    let put = || planlock::block_on(memory.put(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }));
+    let put = || {
+        planlock::block_on(
+            memory.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: "x", keywords: &[] }),
+        )
+    };
     let first = put().unwrap();
     assert_eq!(calls(), 1);
     assert_eq!(put().unwrap(), first, "the same memory");
@@ -352,7 +371,10 @@ fn a_semantic_write_again_under_its_key_embeds_nothing() {
     let strategy = SemanticDecisions::new(SqliteStore::open(root.path()), embedder.clone());
     let key = planlock::store::conformance::key(2);
     for _ in 0..3 {
-        assert_eq!(planlock::block_on(strategy.persist_decision(&decision(1), &key)).unwrap(), "d-1");
+        assert_eq!(
+            planlock::block_on(strategy.persist_decision(&Call::new().keyed(key), &decision(1))).unwrap(),
+            "d-1"
+        );
     }
     assert_eq!(calls(), 2, "one embedding for the decision, written once");
 }
@@ -367,13 +389,13 @@ fn the_steps_deadline_reaches_the_embedder_of_a_semantic_write() {
     let strategy = SemanticDecisions::new(SqliteStore::open(root.path()), embedder.clone());
     let key = planlock::store::conformance::key(1);
     let started = std::time::Instant::now();
-    let deadline = Some(started + std::time::Duration::from_millis(200));
-    let put = memory.put_within(NewMemory { key: &key, session_ref: "s", summary: "x", keywords: &[] }, deadline);
+    let call = Call::new().keyed(key).until(started + std::time::Duration::from_millis(200));
+    let put = memory.put(&call, NewMemory { session_ref: "s", summary: "x", keywords: &[] });
     let err = planlock::block_on(put).unwrap_err();
     assert!(err.to_string().contains("deadline"), "{err}");
-    let err = planlock::block_on(strategy.persist_decision_within(&decision(1), &key, deadline)).unwrap_err();
+    let err = planlock::block_on(strategy.persist_decision(&call, &decision(1))).unwrap_err();
     assert!(err.to_string().contains("deadline"), "{err}");
     assert!(started.elapsed() < std::time::Duration::from_secs(5), "stopped at the deadline: {:?}", started.elapsed());
     // Nothing was stored by the writes that failed.
-    assert!(planlock::block_on(SqliteStore::open(root.path()).search("x", 5)).unwrap().is_empty());
+    assert!(planlock::block_on(SqliteStore::open(root.path()).search(&Call::new(), "x", 5)).unwrap().is_empty());
 }

@@ -60,12 +60,13 @@ pub(super) fn the_storage_ports_pass_the_conformance_suite(server: &PgServer) {
 }
 
 pub(super) fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgServer) {
-    use planlock::store::{MemoryRepositoryPort, NewMemory};
+    use planlock::store::{Call, MemoryRepositoryPort, NewMemory};
     let url = server.database("deadline");
     let db = PgDatabase::connect(&url).unwrap();
     let store = PgStore::new(&db, "big");
     let key = planlock::store::conformance::key(1);
-    block_on(store.put(NewMemory { key: &key, session_ref: "s", summary: "seed", keywords: &[] })).unwrap();
+    block_on(store.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary: "seed", keywords: &[] }))
+        .unwrap();
     // 300,000 memories that all match, so ranking them takes the server well over a millisecond.
     server.sql(
         "deadline",
@@ -75,10 +76,10 @@ pub(super) fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgS
     );
     let words = "rotate key the";
     let started = std::time::Instant::now();
-    let err = block_on(store.search_within(words, 10, Some(std::time::Instant::now()))).unwrap_err();
+    let err = block_on(store.search(&Call::new().until(std::time::Instant::now()), words, 10)).unwrap_err();
     assert!(err.to_string().contains("stopped at the step's deadline"), "{err}");
     assert!(started.elapsed() < Duration::from_secs(5), "cancelled, not run to its end");
-    assert_eq!(block_on(store.search_within(words, 10, None)).unwrap().len(), 10);
+    assert_eq!(block_on(store.search(&Call::new(), words, 10)).unwrap().len(), 10);
     say(format_args!("postgres: a search past its deadline was cancelled in {:?}", started.elapsed()));
 }
 
@@ -220,37 +221,39 @@ pub(super) fn a_cycles_writes_are_durable_with_its_save_or_not_at_all(server: &P
 /// takes it from there, once; a later load, or one after the cycle's save, reads afresh.
 pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
     use planlock::store::conformance::{decision, key};
-    use planlock::store::{DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort};
+    use planlock::store::{Call, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort};
     let url = server.database("one_read");
     let ids = |context: planlock::store::DecisionContext| -> Vec<String> {
         context.decisions.into_iter().map(|d| d.id).collect()
     };
     // Another worker's pool: its writes commit at once, whatever this worker's cycle does.
     let other = PgStore::new(&PgDatabase::connect(&url).unwrap(), "reads");
-    block_on(other.persist_decision(&decision("d1", "r1", 1, "global", None), &key(1))).unwrap();
+    block_on(other.persist_decision(&Call::new().keyed(key(1)), &decision("d1", "r1", 1, "global", None))).unwrap();
 
     let db = PgDatabase::connect(&url).unwrap();
     let session = PgSessionStore::open(&db, "reads").unwrap();
-    let store = PgStore::of_session(session.session());
-    // The runtime opens a cycle: the store's reads in it are the cycle's.
+    let store = PgStore::new(session.session().database(), session.session().key());
+    // The runtime begins a cycle and hands it to the steps: the store's reads in it are the cycle's.
     let cycle = block_on(session.begin_cycle()).unwrap();
-    block_on(store.search("anything", 5)).unwrap();
-    block_on(other.persist_decision(&decision("d2", "r2", 1, "global", None), &key(2))).unwrap();
-    let kept = block_on(store.load("anything", None)).unwrap();
+    let in_cycle = Call::new().in_cycle(&cycle);
+    block_on(store.search(&in_cycle, "anything", 5)).unwrap();
+    block_on(other.persist_decision(&Call::new().keyed(key(2)), &decision("d2", "r2", 1, "global", None))).unwrap();
+    let kept = block_on(store.load(&in_cycle, "anything", None)).unwrap();
     assert_eq!(ids(kept), ["d1"], "the load took what the search read, in the search's transaction");
-    let fresh = block_on(store.load("anything", None)).unwrap();
+    let fresh = block_on(store.load(&in_cycle, "anything", None)).unwrap();
     assert_eq!(ids(fresh), ["d1", "d2"], "taken once: the next load reads");
 
     // A domain's decision is in a kept context only for a load naming that domain.
-    block_on(other.persist_decision(&decision("d3", "r3", 1, "domain:billing", None), &key(3))).unwrap();
-    block_on(store.search("anything", 5)).unwrap();
-    assert_eq!(ids(block_on(store.load("anything", Some("billing"))).unwrap()), ["d1", "d2", "d3"]);
-    block_on(store.search("anything", 5)).unwrap();
-    assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2"]);
+    block_on(other.persist_decision(&Call::new().keyed(key(3)), &decision("d3", "r3", 1, "domain:billing", None)))
+        .unwrap();
+    block_on(store.search(&in_cycle, "anything", 5)).unwrap();
+    assert_eq!(ids(block_on(store.load(&in_cycle, "anything", Some("billing"))).unwrap()), ["d1", "d2", "d3"]);
+    block_on(store.search(&in_cycle, "anything", 5)).unwrap();
+    assert_eq!(ids(block_on(store.load(&in_cycle, "anything", None)).unwrap()), ["d1", "d2"]);
 
     // The cycle's save forgets what its search kept: the next cycle's load is its own.
-    block_on(store.search("anything", 5)).unwrap();
-    block_on(other.persist_decision(&decision("d4", "r4", 1, "axis", None), &key(4))).unwrap();
+    block_on(store.search(&in_cycle, "anything", 5)).unwrap();
+    block_on(other.persist_decision(&Call::new().keyed(key(4)), &decision("d4", "r4", 1, "axis", None))).unwrap();
     let update = planlock::session::SessionUpdate {
         session_id: uuid::Uuid::new_v4(),
         memory_ref: None,
@@ -259,8 +262,26 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
         hash_parts: None,
         cycle: 1,
     };
-    let _ = block_on(session.save(update, cycle)).unwrap();
-    assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d4"]);
+    // A store of another pool, or of another session, handed the cycle does not join it: its
+    // write commits alone, while the session's own store's write waits for the save.
+    let evidence = |id: &str| planlock::schema::Evidence { id: id.into(), summary: "s".into(), source: "t".into() };
+    let writes = [
+        (PgStore::new(&PgDatabase::connect(&url).unwrap(), "reads"), "e-pool", 90),
+        (PgStore::new(&db, "other"), "e-other", 91),
+        (store.clone(), "e-joined", 92),
+    ];
+    for (writer, id, n) in &writes {
+        block_on(writer.persist_evidence(&Call::new().in_cycle(&cycle).keyed(key(*n)), &evidence(id))).unwrap();
+    }
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut stored = |id: &str| -> i64 {
+        client.query_one("SELECT count(*) FROM planlock_evidence WHERE id = $1", &[&id]).unwrap().get(0)
+    };
+    assert_eq!((stored("e-pool"), stored("e-other"), stored("e-joined")), (1, 1, 0));
+    drop(in_cycle);
+    let _ = block_on(session.save(update, cycle, None)).unwrap();
+    assert_eq!(stored("e-joined"), 1, "the joined write is committed with the save");
+    assert_eq!(ids(block_on(store.load(&Call::new(), "anything", None)).unwrap()), ["d1", "d2", "d4"]);
     // More active decisions than a search reads ahead: it keeps nothing, and the load reads
     // for itself (here: the decision written after the search).
     let many = planlock::store::postgres::MAX_READ_AHEAD;
@@ -273,25 +294,27 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
         ),
     );
     let many_session = PgSessionStore::open(&db, "many").unwrap();
-    let crowded = PgStore::of_session(many_session.session());
+    let crowded = PgStore::new(&db, "many");
     let many_cycle = block_on(many_session.begin_cycle()).unwrap();
-    block_on(crowded.search("anything", 5)).unwrap();
+    let in_many = Call::new().in_cycle(&many_cycle);
+    block_on(crowded.search(&in_many, "anything", 5)).unwrap();
     let late = PgStore::new(&PgDatabase::connect(&url).unwrap(), "many");
-    block_on(late.persist_decision(&decision("g1", "g1", 1, "global", None), &key(6))).unwrap();
-    assert_eq!(ids(block_on(crowded.load("anything", None)).unwrap()), ["g1"], "read by the load itself");
+    block_on(late.persist_decision(&Call::new().keyed(key(6)), &decision("g1", "g1", 1, "global", None))).unwrap();
+    assert_eq!(ids(block_on(crowded.load(&in_many, "anything", None)).unwrap()), ["g1"], "read by the load itself");
+    drop(in_many);
     drop((many_cycle, many_session));
 
     // Outside a cycle a search keeps nothing.
-    block_on(store.search("anything", 5)).unwrap();
-    block_on(other.persist_decision(&decision("d5", "r5", 1, "global", None), &key(5))).unwrap();
-    assert_eq!(ids(block_on(store.load("anything", None)).unwrap()), ["d1", "d2", "d5", "d4"]);
+    block_on(store.search(&Call::new(), "anything", 5)).unwrap();
+    block_on(other.persist_decision(&Call::new().keyed(key(5)), &decision("d5", "r5", 1, "global", None))).unwrap();
+    assert_eq!(ids(block_on(store.load(&Call::new(), "anything", None)).unwrap()), ["d1", "d2", "d5", "d4"]);
 }
 
 /// Two workers writing under the same key at once take turns on the key: one writes, the other
 /// finds its result; each write happens once.
 pub(super) fn the_same_keyed_write_from_two_workers_happens_once(server: &PgServer) {
-    use planlock::store::DecisionWritePort;
     use planlock::store::conformance::{decision, key};
+    use planlock::store::{Call, DecisionWritePort};
     let url = server.database("same_key");
     let stores: Vec<PgStore> = (0..2).map(|_| PgStore::new(&PgDatabase::connect(&url).unwrap(), "shared")).collect();
     let rounds = 40u64;
@@ -311,10 +334,10 @@ pub(super) fn the_same_keyed_write_from_two_workers_happens_once(server: &PgServ
                         // Errors are kept, not unwrapped: a panic here would leave the other
                         // thread at the barrier for ever.
                         barrier.wait();
-                        let e = block_on(store.persist_evidence(&evidence, &key(1000 + n)));
+                        let e = block_on(store.persist_evidence(&Call::new().keyed(key(1000 + n)), &evidence));
                         barrier.wait();
                         let d = decision(&format!("d{n}"), &format!("r{n}"), 1, "global", None);
-                        let d = block_on(store.persist_decision(&d, &key(2000 + n)));
+                        let d = block_on(store.persist_decision(&Call::new().keyed(key(2000 + n)), &d));
                         (e.map_err(|e| e.to_string()), d.map_err(|e| e.to_string()))
                     })
                     .collect::<Vec<_>>()

@@ -132,6 +132,7 @@ impl TestContext {
             deadline: self.deadline,
             notes: &self.notes,
             record_content: self.record_content,
+            open_cycle: None,
         }
     }
 }

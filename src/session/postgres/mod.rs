@@ -10,11 +10,11 @@
 //! - Every write is one `UPDATE … WHERE row_version = $seen AND lease_owner = $me`: a worker whose
 //!   lease was taken over (it stalled past it) finds no row to update, writes nothing, and gets
 //!   [`SessionError::Fenced`] (FailFast). Each write also extends the lease.
-//! - A cycle is one value: the store makes the session's [`PgSession`] (its key and cycle) and
-//!   shares it with the stores opened for the session ([`PgStore::of_session`](crate::store::postgres::PgStore::of_session));
-//!   the runtime opens it ([`SessionStore::begin_cycle`]); the cycle's writes join one
-//!   transaction, which the session save's compare-and-set commits (or the record of a pause,
-//!   with the writes before it); a cycle that ends otherwise is rolled back.
+//! - A cycle is one value: the store begins it ([`SessionStore::begin_cycle`]), the runtime keeps
+//!   it and hands it to the cycle's steps, and the stores of the session (its [`PgSession`]) join
+//!   it: the cycle's writes are one transaction, which the session save's compare-and-set commits
+//!   (or the record of a pause, with the writes before it); a cycle that ends otherwise is rolled
+//!   back.
 //! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
 //! - The store holds no connection between its operations: each takes one from the pool and
 //!   gives it back, so a worker keeps as many sessions open as it likes on a few connections.
@@ -30,10 +30,11 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, Durable, InterventionRecord, ReservedSession, SessionError, SessionRecords,
-    SessionState, SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, InterventionRecord, ReservedSession, SessionError,
+    SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use crate::pg::PgSession;
+use crate::pg::cycle::PgCycle;
 use crate::pg::{Param, PgDatabase, Pooled, Query, Then};
 
 /// How long a lease runs unless configured otherwise; every write extends it.
@@ -87,7 +88,7 @@ pub struct PgSessionStore {
     lease: Duration,
     /// Whether a runtime has claimed this store.
     claimed: std::sync::atomic::AtomicBool,
-    /// The session's key and cycle, shared with the stores opened for it.
+    /// The session's database and key, for the stores opened for it.
     session: PgSession,
     /// The `row_version` this worker last read or wrote (what its next write expects): held
     /// through a write, so a write's check and its new version go together.
@@ -97,15 +98,14 @@ pub struct PgSessionStore {
 }
 
 /// How a write of the session store meets the cycle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum InCycle {
+enum InCycle<'a> {
     /// On a connection of its own, committed alone.
     Alone,
-    /// In the cycle's transaction if one is open, left open (the bundle pin, before the save).
-    Join,
+    /// In the cycle's transaction, left open (the bundle pin, before the save).
+    Join(&'a PgCycle),
     /// In the cycle's transaction if its writes began one, which it then commits (the session
     /// save, and the record of a paused cycle with the writes of the steps before the pause).
-    Commit,
+    Commit(Box<PgCycle>),
 }
 
 impl std::fmt::Debug for PgSessionStore {
@@ -192,7 +192,7 @@ impl PgSessionStore {
         &self.records.db
     }
 
-    /// The session's key and cycle, for the stores opened for it
+    /// The session's database and key, for the stores opened for it
     /// ([`StrategyResolver::resolve_for_session`](crate::store::bundle::StrategyResolver::resolve_for_session)).
     pub fn session(&self) -> &PgSession {
         &self.session
@@ -222,7 +222,7 @@ impl PgSessionStore {
         doing: &'static str,
         set: &str,
         params: &[Param<'_>],
-        in_cycle: InCycle,
+        in_cycle: InCycle<'_>,
     ) -> Result<(), SessionError> {
         self.write_with(doing, set, params, in_cycle, None).await
     }
@@ -234,8 +234,8 @@ impl PgSessionStore {
         doing: &'static str,
         set: &str,
         params: &[Param<'_>],
-        in_cycle: InCycle,
-        entry: Option<(CycleEntry, usize)>,
+        in_cycle: InCycle<'_>,
+        entry: Option<HistoryEntry>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
         let sql = format!(
@@ -268,7 +268,7 @@ impl PgSessionStore {
         };
         let rows = match in_cycle {
             InCycle::Alone => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
-            InCycle::Join => match self.session.cycle().transaction(&self.records.db).await {
+            InCycle::Join(cycle) => match cycle.transaction().await {
                 Ok(Some(mut tx)) => tx.pipeline(&query, Then::Stay).await.map_err(failed)?,
                 Ok(None) => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
                 Err(e) => return Err(SessionError::Database { key: self.records.key.clone(), reason: e.to_string() }),
@@ -277,7 +277,7 @@ impl PgSessionStore {
             // too, and the COMMIT goes with it. Not this worker's row any more (fenced), or a
             // failure: the server rolls the transaction back, and none of the cycle's writes
             // happen.
-            InCycle::Commit => match self.session.cycle().take_transaction().await {
+            InCycle::Commit(cycle) => match cycle.into_transaction() {
                 Some(mut tx) => tx.pipeline(&query, Then::Commit).await.map_err(failed)?,
                 None => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             },
@@ -293,24 +293,28 @@ impl PgSessionStore {
     }
 
     /// The write that ends a cycle (the session save or the record of its pause): `value`'s JSON
-    /// set by `set` (`$5`), the cycle's history entry with it when the runtime gave the guard one,
-    /// and the COMMIT, in one batch; the guard ends the cycle after.
+    /// set by `set` (`$5`), the cycle's history `entry` with it when the runtime gave one, and
+    /// the COMMIT of what the cycle wrote, in one batch.
     async fn commit_cycle<T: Serialize + Sync>(
         &self,
         doing: &'static str,
         what: &'static str,
         set: &str,
         value: &T,
-        mut cycle: CycleGuard,
+        (cycle, entry): (CycleGuard, Option<HistoryEntry>),
     ) -> Result<(), SessionError> {
         let text = serde_json::to_string(value).map_err(|e| SessionError::Database {
             key: self.records.key.clone(),
             reason: format!("cannot write the {what}: {e}"),
         })?;
         let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
-        self.write_with(doing, set, &params, InCycle::Commit, cycle.take_entry()).await?;
-        drop(cycle);
-        Ok(())
+        let ours = |cycle: &PgCycle| cycle.is_of(&self.records.db, &self.records.key);
+        // A cycle of another session is dropped here: rolled back.
+        let in_cycle = match cycle.into_held::<PgCycle>().filter(ours) {
+            Some(cycle) => InCycle::Commit(Box::new(cycle)),
+            None => InCycle::Alone,
+        };
+        self.write_with(doing, set, &params, in_cycle, entry).await
     }
 
     async fn write_json<T: Serialize + Sync>(
@@ -318,7 +322,7 @@ impl PgSessionStore {
         doing: &'static str,
         column: Column,
         value: Option<&T>,
-        in_cycle: InCycle,
+        in_cycle: InCycle<'_>,
     ) -> Result<(), SessionError> {
         let text = value.map(serde_json::to_string).transpose().map_err(|e| SessionError::Database {
             key: self.records.key.clone(),
@@ -382,7 +386,6 @@ impl HistoryRow {
 
 impl Drop for PgSessionStore {
     fn drop(&mut self) {
-        self.session.cycle().end();
         if !self.holds_lease {
             return;
         }
@@ -427,19 +430,20 @@ impl SessionStore for PgSessionStore {
         Box::pin(self.records.read(Column::State))
     }
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
-        Box::pin(async move {
-            self.session.cycle().open().await;
-            let cycle = self.session.cycle().clone();
-            Ok(CycleGuard::ending(move || cycle.end()))
-        })
+        super::store::ready(Ok(CycleGuard::holding(PgCycle::new(&self.session))))
     }
-    fn save(&self, update: SessionUpdate, cycle: CycleGuard) -> StoreFuture<'_, Durable<SessionState>> {
+    fn save(
+        &self,
+        update: SessionUpdate,
+        cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
+    ) -> StoreFuture<'_, Durable<SessionState>> {
         Box::pin(async move {
             let state = update.into_state();
             // The session exists now: its reserved id has done its work (one statement, so
             // both or neither). The cycle's history entry is kept in the same commit.
             let set = "state = $5, reserved = NULL";
-            self.commit_cycle("saving the session", "session state", set, &state, cycle).await?;
+            self.commit_cycle("saving the session", "session state", set, &state, (cycle, entry)).await?;
             Ok(Durable::keeping(state))
         })
     }
@@ -450,10 +454,11 @@ impl SessionStore for PgSessionStore {
         &'a self,
         record: &'a InterventionRecord,
         cycle: CycleGuard,
+        entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>> {
         Box::pin(async move {
             let (doing, what) = ("saving the intervention record", "intervention record");
-            self.commit_cycle(doing, what, "intervention = $5", record, cycle).await?;
+            self.commit_cycle(doing, what, "intervention = $5", record, (cycle, entry)).await?;
             Ok(Durable::keeping(()))
         })
     }
@@ -470,8 +475,13 @@ impl SessionStore for PgSessionStore {
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         Box::pin(self.records.read(Column::Pin))
     }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1) -> StoreFuture<'a, ()> {
-        Box::pin(self.write_json("saving the bundle pin", Column::Pin, Some(pin), InCycle::Join))
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
+        let ours = |cycle: &&PgCycle| cycle.is_of(&self.records.db, &self.records.key);
+        let in_cycle = match cycle.held::<PgCycle>().filter(ours) {
+            Some(cycle) => InCycle::Join(cycle),
+            None => InCycle::Alone,
+        };
+        Box::pin(self.write_json("saving the bundle pin", Column::Pin, Some(pin), in_cycle))
     }
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
         Box::pin(async move {

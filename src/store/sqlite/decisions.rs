@@ -9,7 +9,7 @@ use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::contract::value::PositiveInt;
 use crate::hash::IdempotencyKey;
 use crate::store::write::{self, Answer, Change, End, Read, RowByRow};
-use crate::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, Found, Scope, StoreError};
+use crate::store::{Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, Scope, StoreError};
 
 /// What the write under `key` returned, if it happened.
 fn written(tx: &rusqlite::Transaction<'_>, key: &str) -> Result<Option<String>, StoreError> {
@@ -47,20 +47,16 @@ fn decision_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Decision> {
 }
 
 impl DecisionContextProviderPort for SqliteStore {
-    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        Ok(self.load_reporting(input, current_domain, None).await?.value)
-    }
-
-    /// The decisions in scope, the query interrupted at `deadline` (the step's).
-    async fn load_reporting(
+    /// The decisions in scope, the query interrupted at the call's deadline.
+    async fn load(
         &self,
+        call: &Call<'_>,
         _input: &str,
         current_domain: Option<&str>,
-        deadline: Option<std::time::Instant>,
-    ) -> Result<Found<DecisionContext>, StoreError> {
+    ) -> Result<DecisionContext, StoreError> {
         let domain = current_domain.map(str::to_owned);
         let context = self
-            .read_within(deadline, move |conn| {
+            .read_within(call.deadline(), move |conn| {
                 let in_scope = "is_active = 1 AND (scope_kind IN ('global', 'axis') OR (scope_kind = 'domain' AND scope_domain = ?1))";
                 let sql = format!(
                     "SELECT {DECISION_COLUMNS} FROM decisions WHERE {in_scope}
@@ -78,27 +74,27 @@ impl DecisionContextProviderPort for SqliteStore {
                 Ok(DecisionContext { decisions, anchors })
             })
             .await?;
-        Ok(Found::all(context.unwrap_or_default()))
+        Ok(context.unwrap_or_default())
     }
 }
 
 impl DecisionWritePort for SqliteStore {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (decision, key) = (decision.clone(), *key);
+    async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
+        let (decision, key) = (decision.clone(), *call.key()?);
         self.keyed("storing a decision", move |rows| {
             crate::io::block_on(write::persist_decision(rows, &decision, &key))
         })
         .await
     }
 
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (evidence, key) = (evidence.clone(), *key);
+    async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
+        let (evidence, key) = (evidence.clone(), *call.key()?);
         self.keyed("storing evidence", move |rows| crate::io::block_on(write::persist_evidence(rows, &evidence, &key)))
             .await
     }
 
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        let (anchor, key) = (anchor.clone(), *key);
+    async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
+        let (anchor, key) = (anchor.clone(), *call.key()?);
         self.keyed("linking", move |rows| crate::io::block_on(write::link(rows, &anchor, &key))).await
     }
 }

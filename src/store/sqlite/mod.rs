@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
-use super::{MemoryRepositoryPort, NewMemory, StoreError, query_words};
+use super::{Call, MemoryRepositoryPort, NewMemory, StoreError, query_words};
 use crate::contract::schema::MemoryItem;
 
 mod decisions;
@@ -129,10 +129,10 @@ impl SqliteStore {
     ///
     /// ```
     /// use planlock::store::sqlite::SqliteStore;
-    /// use planlock::store::MemoryRepositoryPort;
+    /// use planlock::store::{Call, MemoryRepositoryPort};
     /// let root = tempfile::tempdir()?;
     /// let store = SqliteStore::open(root.path()).read_only();
-    /// assert!(planlock::block_on(store.search("keys", 5))?.is_empty());
+    /// assert!(planlock::block_on(store.search(&Call::new(), "keys", 5))?.is_empty());
     /// assert!(!root.path().join("ops").exists());
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -253,24 +253,16 @@ fn match_expression(text: &str) -> Option<String> {
 const PROGRESS_STEPS: std::ffi::c_int = 1000;
 
 impl MemoryRepositoryPort for SqliteStore {
-    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        self.search_within(query, top_k, None).await
-    }
-
-    async fn search_within(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<std::time::Instant>,
-    ) -> Result<Vec<MemoryItem>, StoreError> {
+    /// The query is interrupted at the call's deadline.
+    async fn search(&self, call: &Call<'_>, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
         let expression = match_expression(query);
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
-        let found = self.read_within(deadline, move |conn| search_rows(conn, expression.as_deref(), limit)).await?;
-        Ok(found.unwrap_or_default())
+        let search = self.read_within(call.deadline(), move |conn| search_rows(conn, expression.as_deref(), limit));
+        Ok(search.await?.unwrap_or_default())
     }
 
-    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        self.put_with(memory, |_, _| Ok(())).await
+    async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        self.put_with(call.key()?, memory, |_, _| Ok(())).await
     }
 }
 
@@ -337,10 +329,11 @@ impl SqliteStore {
     /// provider keeps beside a memory is written with it or not at all.
     pub(crate) async fn put_with(
         &self,
+        key: &crate::hash::IdempotencyKey,
         memory: NewMemory<'_>,
         also: impl FnOnce(&rusqlite::Transaction<'_>, i64) -> Result<(), StoreError> + Send + 'static,
     ) -> Result<String, StoreError> {
-        let key = memory.key.to_string();
+        let key = key.to_string();
         let (session_ref, summary) = (memory.session_ref.to_owned(), memory.summary.to_owned());
         let keywords = memory.keywords.join(" ");
         let id = self

@@ -3,7 +3,7 @@
 
 use planlock::Failure as _;
 use planlock::schema::{Anchor, Decision};
-use planlock::store::DecisionContextProviderPort;
+use planlock::store::{Call, DecisionContextProviderPort};
 use serde::Serialize;
 
 use crate::args::SessionPlace;
@@ -33,8 +33,8 @@ impl Report for DecisionsReport {
 
 pub fn decisions(out: &mut Output, place: &SessionPlace, domain: Option<&str>) -> Result<u8, CliError> {
     let store = super::read_stores(&place.place(), None)?;
-    let context =
-        planlock::block_on(store.load("", domain)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+    let context = planlock::block_on(store.load(&Call::new(), "", domain))
+        .map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     out.report(&DecisionsReport { decisions: context.decisions, anchors: context.anchors });
     Ok(EXIT_VALID)
 }

@@ -4,21 +4,26 @@
 
 use planlock::Failure as _;
 use planlock::schema::MemoryItem;
-use planlock::store::MemoryRepositoryPort;
+use planlock::store::{Call, MemoryRepositoryPort};
 use serde::Serialize;
 
 use crate::args::{EmbedArgs, SessionPlace};
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::{Output, Report, Text, line};
 
-/// The report: the memories found, best first.
+/// The report: the memories found, best first, and what the search passed over.
 #[derive(Serialize)]
 struct SearchReport {
     items: Vec<MemoryItem>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    warnings: Vec<String>,
 }
 
 impl Report for SearchReport {
     fn text(&self, out: &mut Text) {
+        for warning in &self.warnings {
+            line!(out, "warning: {warning}");
+        }
         if self.items.is_empty() {
             return line!(out, "no memory matches");
         }
@@ -36,8 +41,9 @@ pub fn search(
     text: &str,
 ) -> Result<u8, CliError> {
     let store = super::read_stores(&place.place(), Some(embed))?;
-    let items =
-        planlock::block_on(store.search(text, top_k)).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
-    out.report(&SearchReport { items });
+    let call = Call::new();
+    let items = planlock::block_on(store.search(&call, text, top_k))
+        .map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
+    out.report(&SearchReport { items, warnings: call.warnings() });
     Ok(EXIT_VALID)
 }

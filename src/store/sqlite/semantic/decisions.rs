@@ -2,16 +2,14 @@
 //! words together.
 
 use std::sync::Arc;
-use std::time::Instant;
 
 use rusqlite::{OptionalExtension, params};
 
 use super::{blob, embed_checked, embed_one, ensure_vectors, fuse, has_vectors, usable};
 use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::embed::{Embedder, Purpose, dot};
-use crate::hash::IdempotencyKey;
 use crate::store::sqlite::{SqliteStore, backend};
-use crate::store::{DecisionContext, DecisionContextProviderPort, DecisionWritePort, Found, StoreError, query_words};
+use crate::store::{Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError, query_words};
 
 /// The strategy `semantic-sql`: the decisions `hierarchical-sql` would load (the same scopes, the
 /// active versions), ordered by meaning and words together instead of by scope (see the module
@@ -65,23 +63,20 @@ fn lower_words(text: &str) -> Vec<String> {
 }
 
 impl DecisionContextProviderPort for SemanticDecisions {
-    async fn load(&self, input: &str, current_domain: Option<&str>) -> Result<DecisionContext, StoreError> {
-        Ok(self.load_reporting(input, current_domain, None).await?.value)
-    }
-
-    /// The load, bounded by `deadline` (the step's) in its reads and its embeddings, passing over
-    /// a stored vector that cannot be used (another length, degenerate): that decision is
-    /// embedded again for this read, as one without a vector is.
-    async fn load_reporting(
+    /// The load, bounded by the call's deadline in its reads and its embeddings, passing over
+    /// a stored vector that cannot be used (another length, degenerate; said on the call): that
+    /// decision is embedded again for this read, as one without a vector is.
+    async fn load(
         &self,
+        call: &Call<'_>,
         input: &str,
         current_domain: Option<&str>,
-        deadline: Option<Instant>,
-    ) -> Result<Found<DecisionContext>, StoreError> {
-        let Found { value: mut context, .. } = self.store.load_reporting(input, current_domain, deadline).await?;
+    ) -> Result<DecisionContext, StoreError> {
+        let deadline = call.deadline();
+        let mut context = self.store.load(call, input, current_domain).await?;
         let words = lower_words(input);
         if words.is_empty() || context.decisions.len() < 2 {
-            return Ok(Found::all(context));
+            return Ok(context);
         }
         let ids: Vec<String> = context.decisions.iter().map(|d| d.id.clone()).collect();
         let dimension = self.embedder.dimension();
@@ -149,27 +144,20 @@ impl DecisionContextProviderPort for SemanticDecisions {
         let order = fuse(&[&by_meaning, &by_words], positions.len(), |a, b| a.cmp(b));
         let mut decisions: Vec<Option<Decision>> = context.decisions.into_iter().map(Some).collect();
         context.decisions = order.into_iter().filter_map(|i| decisions[i].take()).collect();
-        Ok(Found { value: context, passed_over })
+        call.passed_over(passed_over, "decision vectors");
+        Ok(context)
     }
 }
 
 impl DecisionWritePort for SemanticDecisions {
-    async fn persist_decision(&self, decision: &Decision, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.persist_decision_within(decision, key, None).await
-    }
     /// A key written already answers before anything is embedded (a re-run pays for no
-    /// embedding); a new decision is embedded within `deadline`.
-    async fn persist_decision_within(
-        &self,
-        decision: &Decision,
-        key: &IdempotencyKey,
-        deadline: Option<Instant>,
-    ) -> Result<String, StoreError> {
-        if let Some(done) = self.store.written(key).await? {
+    /// embedding); a new decision is embedded within the call's deadline.
+    async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
+        if let Some(done) = self.store.written(call.key()?).await? {
             return Ok(done);
         }
-        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage, deadline).await?;
-        let id = self.store.persist_decision(decision, key).await?;
+        let vector = embed_one(&*self.embedder, decision.text.clone(), Purpose::Passage, call.deadline()).await?;
+        let id = self.store.persist_decision(call, decision).await?;
         let (model, dimension, decision_id) = (self.embedder.model().to_owned(), self.embedder.dimension(), id.clone());
         self.store
             .write(move |tx| {
@@ -184,11 +172,11 @@ impl DecisionWritePort for SemanticDecisions {
             .await?;
         Ok(id)
     }
-    async fn persist_evidence(&self, evidence: &Evidence, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.store.persist_evidence(evidence, key).await
+    async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
+        self.store.persist_evidence(call, evidence).await
     }
-    async fn link(&self, anchor: &Anchor, key: &IdempotencyKey) -> Result<String, StoreError> {
-        self.store.link(anchor, key).await
+    async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
+        self.store.link(call, anchor).await
     }
 }
 

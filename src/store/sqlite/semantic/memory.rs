@@ -2,7 +2,6 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use rusqlite::{Connection, OptionalExtension, params};
 
@@ -11,7 +10,7 @@ use super::{CANDIDATES, COMMON_AT, MAX_COMMON_WORDS, blob, embed_one, ensure_vec
 use crate::contract::schema::MemoryItem;
 use crate::embed::{Embedder, Purpose};
 use crate::store::sqlite::{SqliteStore, backend};
-use crate::store::{Found, MemoryRepositoryPort, NewMemory, StoreError, query_words};
+use crate::store::{Call, MemoryRepositoryPort, NewMemory, StoreError, query_words};
 
 /// Words found common, each with how many memories it was counted in (at least). Memories are
 /// never deleted, so a word's count only grows: while what was counted still passes the
@@ -103,31 +102,15 @@ impl SemanticMemory {
 }
 
 impl MemoryRepositoryPort for SemanticMemory {
-    async fn search(&self, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        Ok(self.search_reporting(query, top_k, None).await?.value)
-    }
-
-    async fn search_within(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<Instant>,
-    ) -> Result<Vec<MemoryItem>, StoreError> {
-        Ok(self.search_reporting(query, top_k, deadline).await?.value)
-    }
-
-    /// The search, passing over what cannot be read: a vector row whose memory is gone (or a
-    /// word match whose row is), a vector of another length or a degenerate one.
-    async fn search_reporting(
-        &self,
-        query: &str,
-        top_k: u64,
-        deadline: Option<Instant>,
-    ) -> Result<Found<Vec<MemoryItem>>, StoreError> {
+    /// The search, within the call's deadline, passing over what cannot be read (said on the
+    /// call): a vector row whose memory is gone (or a word match whose row is), a vector of
+    /// another length or a degenerate one.
+    async fn search(&self, call: &Call<'_>, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
         let words = query_words(query);
+        let deadline = call.deadline();
         if words.is_empty() {
             // No words: the most recent, as every memory provider does.
-            return self.store.search_within(query, top_k, deadline).await.map(Found::all);
+            return self.store.search(call, query, top_k).await;
         }
         // The query as the word ranking reads it: its bounded words, nothing else.
         let vector = embed_one(&*self.embedder, words.join(" "), Purpose::Query, deadline).await?;
@@ -161,9 +144,9 @@ impl MemoryRepositoryPort for SemanticMemory {
                 // `top_k` that can be read.
                 let fused = fuse(&[&by_meaning, &by_words], CANDIDATES * 2, |a, b| b.cmp(a));
                 let mut stmt = conn.prepare_cached("SELECT id, summary, created_at FROM memories WHERE rowid = ?1")?;
-                let mut found = Found { value: Vec::with_capacity(n.min(fused.len())), passed_over: index.passed_over };
+                let mut found = (Vec::with_capacity(n.min(fused.len())), index.passed_over);
                 for rowid in fused {
-                    if found.value.len() == n {
+                    if found.0.len() == n {
                         break;
                     }
                     let item = stmt
@@ -172,39 +155,40 @@ impl MemoryRepositoryPort for SemanticMemory {
                         })
                         .optional()?;
                     match item {
-                        Some(item) => found.value.push(item),
-                        None => found.passed_over += 1,
+                        Some(item) => found.0.push(item),
+                        None => found.1 += 1,
                     }
                 }
                 Ok(Ok(found))
             })
             .await?;
         match found {
-            None => Ok(Found::all(Vec::new())),
-            Some(result) => result,
+            None => Ok(Vec::new()),
+            Some(result) => {
+                let (items, passed_over) = result?;
+                call.passed_over(passed_over, "memories");
+                Ok(items)
+            }
         }
     }
 
-    async fn put(&self, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        self.put_within(memory, None).await
-    }
-
     /// A key stored already answers before anything is embedded (a re-run pays for no
-    /// embedding); a new memory is embedded within `deadline`.
-    async fn put_within(&self, memory: NewMemory<'_>, deadline: Option<Instant>) -> Result<String, StoreError> {
-        if let Some(id) = self.store.stored_memory(memory.key).await? {
+    /// embedding); a new memory is embedded within the call's deadline.
+    async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
+        let key = call.key()?;
+        if let Some(id) = self.store.stored_memory(key).await? {
             return Ok(id);
         }
         let text = std::iter::once(memory.summary)
             .chain(memory.keywords.iter().map(String::as_str))
             .collect::<Vec<_>>()
             .join(" ");
-        let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
+        let vector = embed_one(&*self.embedder, text, Purpose::Passage, call.deadline()).await?;
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
         let ready = self.tables_ready.clone();
         let stored = self
             .store
-            .put_with(memory, move |tx, rowid| {
+            .put_with(key, memory, move |tx, rowid| {
                 if !ready.load(std::sync::atomic::Ordering::Acquire) {
                     ensure_vectors(tx, &model, dimension)?;
                 }
