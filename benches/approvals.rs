@@ -81,7 +81,7 @@ fn bench(c: &mut Criterion) {
     g.sample_size(30);
     g.bench_function("floor_bare_durable_append", |b| b.iter(|| bare_append(&floor, black_box(&line))));
     g.bench_function("record_decision", |b| {
-        b.iter(|| block_on(records.record_decision(black_box(&fresh_decision(&template, &mut n)))).unwrap())
+        b.iter(|| block_on(records.record_decision(black_box(&fresh_decision(&template, &mut n)), 1)).unwrap())
     });
     g.finish();
     paired::report(
@@ -89,7 +89,7 @@ fn bench(c: &mut Criterion) {
         &mut [
             ("floor_bare_durable_append", &mut || bare_append(&floor, black_box(&line))),
             ("record_decision", &mut || {
-                black_box(block_on(records.record_decision(&fresh_decision(&template, &mut n))).unwrap());
+                black_box(block_on(records.record_decision(&fresh_decision(&template, &mut n), 1)).unwrap());
             }),
         ],
     );
@@ -174,7 +174,7 @@ fn postgres(c: &mut Criterion) {
     g.sample_size(30);
     g.bench_function("floor_bare_insert", |b| b.iter(|| floor.execute(&insert, &[&key, &pause, &event]).unwrap()));
     g.bench_function("record_decision", |b| {
-        b.iter(|| block_on(records.record_decision(&fresh_decision(&template, &mut n))).unwrap())
+        b.iter(|| block_on(records.record_decision(&fresh_decision(&template, &mut n), 1)).unwrap())
     });
     g.finish();
     paired::report(
@@ -184,7 +184,7 @@ fn postgres(c: &mut Criterion) {
                 black_box(floor.execute(&insert, &[&key, &pause, &event]).unwrap());
             }),
             ("record_decision", &mut || {
-                black_box(block_on(records.record_decision(&fresh_decision(&template, &mut n))).unwrap());
+                black_box(block_on(records.record_decision(&fresh_decision(&template, &mut n), 1)).unwrap());
             }),
         ],
     );

@@ -174,7 +174,7 @@ impl Backend for FilesBackend {
             for (name, records) in self.roots(max)? {
                 let read = match records.load_intervention().await {
                     Ok(Some(record)) => {
-                        records.decision_on(&PauseRef::of(&record)).await.map(|decision| Some((record, decision)))
+                        records.decisions_on(&PauseRef::of(&record)).await.map(|decided| Some((record, decided)))
                     }
                     Ok(None) => Ok(None),
                     Err(e) => Err(e),

@@ -30,8 +30,7 @@ pub use files::FilesBackend;
 pub use postgres::PgBackend;
 
 use crate::session::{
-    BundlePinV1, CycleEntry, InterventionRecord, ReviewDecision, SessionError, SessionRecords, SessionState,
-    SessionStore,
+    BundlePinV1, CycleEntry, Decisions, InterventionRecord, SessionError, SessionRecords, SessionState, SessionStore,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::ResolvedStore;
@@ -39,9 +38,9 @@ use crate::store::provider::ResolvedStore;
 /// What a [`Backend`] method returns: a boxed future, so that backends are objects.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;
 
-/// A paused session as a listing reads it: its name, and its pause's record with the decision
-/// recorded on it, or why they cannot be read.
-pub type PausedSession = (String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>);
+/// A paused session as a listing reads it: its name, and its pause's record with what is decided
+/// on it so far, or why they cannot be read.
+pub type PausedSession = (String, Result<(InterventionRecord, Decisions), SessionError>);
 
 /// What one session's records hold, as the overview reads them.
 #[derive(Debug, Clone, PartialEq)]

@@ -4,6 +4,7 @@
 
 use tracing::Instrument;
 
+use super::access::Access;
 use crate::contract::registry::{Failure, FailureKind};
 use crate::session::SessionRecords;
 use crate::session::{Recorded, ReviewDecision};
@@ -60,6 +61,16 @@ pub enum DecideError {
     /// The justification or the decider's name cannot be used.
     #[error("the decision cannot be used: {0}")]
     Invalid(String),
+    /// The decider may not decide on this validator's pauses (CONTRACT §18).
+    #[error(
+        "`{by}` may not decide on pauses of validator `{validator}`: the access file does not list them among its approvers; ask one of them"
+    )]
+    NotAnApprover {
+        /// Who tried.
+        by: String,
+        /// The validator of the pause.
+        validator: String,
+    },
     /// The store failed, or the pause already has another decision (`already-decided`).
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -73,13 +84,16 @@ impl Failure for DecideError {
             DecideError::Expired { .. } => "approval-expired",
             DecideError::DigestMismatch { .. } => "digest-mismatch",
             DecideError::Invalid(_) => "decision-invalid",
+            DecideError::NotAnApprover { .. } => "not-an-approver",
             DecideError::Session(e) => e.code(),
         }
     }
 
-    /// CycleFail: nothing was written, the session goes on; the decider may look again.
+    /// CycleFail: nothing was written, the session goes on; the decider may look again. One who
+    /// may not decide is FailFast: looking again changes nothing.
     fn kind(&self) -> FailureKind {
         match self {
+            DecideError::NotAnApprover { .. } => FailureKind::FailFast,
             DecideError::Session(e) if !matches!(e, SessionError::AlreadyDecided { .. }) => e.kind(),
             _ => FailureKind::CycleFail,
         }
@@ -149,8 +163,49 @@ pub fn check_decider(by: &str) -> Result<(), String> {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result<Recorded, DecideError> {
+    decide_with(records, decision, None).await
+}
+
+/// [`decide`] under the rules of `access` (CONTRACT §18): the decider must be a user of the
+/// access file allowed for the pause's validator (else [`DecideError::NotAnApprover`], nothing
+/// written), the decision is recorded as verified, and a pause whose validator needs `required:
+/// N` approvals is approved by N distinct allowed people on the same digest
+/// ([`Recorded::Counted`] until then); one rejection rejects. Without `access`, one operator
+/// decides and the name is recorded as unverified.
+///
+/// ```
+/// use planlock::Failure;
+/// use planlock::review::access::{Access, token_sha256};
+/// use planlock::review::decide_with;
+/// use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict};
+/// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+/// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
+/// let access = Access::parse("access.yaml", &format!("users:\n  ada: {{ tokenSha256: \"{}\" }}\n", token_sha256("t")))?;
+/// let records = FileRecords::new(tempfile::tempdir()?.path());
+/// let eve = ReviewDecision::new(&record, ReviewVerdict::Approve, "eve", "looks fine");
+/// let refused = planlock::block_on(decide_with(&records, &eve, Some(&access))).unwrap_err();
+/// assert_eq!(refused.code(), "not-an-approver");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn decide_with(
+    records: &dyn SessionRecords,
+    decision: &ReviewDecision,
+    access: Option<&Access>,
+) -> Result<Recorded, DecideError> {
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
     check_decider(&decision.by).map_err(DecideError::Invalid)?;
+    let validator = &decision.pause.validator_id;
+    let required = match access {
+        Some(access) if !access.may_decide(&decision.by, validator) => {
+            return Err(DecideError::NotAnApprover {
+                by: printable(&decision.by).into_owned(),
+                validator: printable(validator).into_owned(),
+            });
+        }
+        Some(access) => access.rule(validator).required,
+        None => 1,
+    };
+    let decision = &ReviewDecision { verified: Some(access.is_some()), ..decision.clone() };
     let record = records.load_intervention().await?.ok_or(DecideError::NotPaused)?;
     if crate::session::PauseRef::of(&record) != decision.pause {
         let step_id = printable(&decision.pause.step_id).into_owned();
@@ -188,7 +243,7 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
     if let Some(parent) = record.trace_parent {
         parent.adopt(&span);
     }
-    let recorded = records.record_decision(decision).instrument(span).await?;
+    let recorded = records.record_decision(decision, required).instrument(span).await?;
     crate::telemetry::approval(verdict);
     Ok(recorded)
 }

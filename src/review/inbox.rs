@@ -15,7 +15,7 @@ use serde::Serialize;
 
 use crate::backend::{Backend, FilesBackend};
 use crate::contract::registry::{Failure, StepType};
-use crate::session::{InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
+use crate::session::{Decisions, InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
 
 /// The rule for a session root's name, where the inbox's users first found it.
 pub use crate::session::{MAX_ROOT_NAME_BYTES, is_root_name};
@@ -72,6 +72,51 @@ pub struct PendingPause {
     pub record: InterventionRecord,
     /// The decision recorded on it, waiting for the session's next run.
     pub decision: Option<ReviewDecision>,
+    /// Who approved it so far, where its validator needs several approvals and it has fewer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<String>,
+    /// How many approvals it needs, once one of several is counted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required: Option<usize>,
+}
+
+impl PendingPause {
+    /// The pause of `session`, with what is decided on it, as it stands at `now`.
+    fn new(session: String, record: InterventionRecord, decided: Decisions, now: Timestamp) -> PendingPause {
+        PendingPause {
+            session,
+            expired: record.expired_at(now),
+            age_seconds: now.since(record.created_at).as_secs(),
+            record,
+            decision: decided.decision,
+            approvals: decided.approvals,
+            required: decided.required,
+        }
+    }
+
+    /// Where it stands: `expired`, `approved` or `rejected`, `1 of 2 (ada)`, or `waiting`.
+    ///
+    /// ```
+    /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+    /// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
+    /// use planlock::review::inbox::PendingPause;
+    /// let pause = PendingPause {
+    ///     session: "s1".into(), expired: false, age_seconds: 5, record, decision: None,
+    ///     approvals: vec!["ada".into()], required: Some(2),
+    /// };
+    /// assert_eq!(pause.state(), "1 of 2 (ada)");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn state(&self) -> String {
+        match (&self.decision, self.required) {
+            _ if self.expired => "expired".to_owned(),
+            (Some(d), _) => d.verdict.past().to_owned(),
+            (None, Some(required)) if !self.approvals.is_empty() => {
+                format!("{} of {required} ({})", self.approvals.len(), self.approvals.join(", "))
+            }
+            _ => "waiting".to_owned(),
+        }
+    }
 }
 
 /// A session whose records could not be read: listed beside the pauses, not fatal.
@@ -140,14 +185,8 @@ impl Inbox {
         let mut found = Vec::new();
         for (session, read) in self.backend.paused(MAX_SESSIONS).await? {
             match read {
-                Ok((record, decision)) => {
-                    let pause = PendingPause {
-                        session,
-                        expired: record.expired_at(now),
-                        age_seconds: now.since(record.created_at).as_secs(),
-                        record,
-                        decision,
-                    };
+                Ok((record, decided)) => {
+                    let pause = PendingPause::new(session, record, decided, now);
                     if matches(&pause, filter) {
                         found.push(pause);
                     }
@@ -171,14 +210,8 @@ impl Inbox {
         let records = self.records(session).await?;
         let Some(record) = records.load_intervention().await? else { return Ok(None) };
         let now = Timestamp::now();
-        let decision = records.decision_on(&crate::session::PauseRef::of(&record)).await?;
-        Ok(Some(PendingPause {
-            session: session.to_owned(),
-            expired: record.expired_at(now),
-            age_seconds: now.since(record.created_at).as_secs(),
-            record,
-            decision,
-        }))
+        let decided = records.decisions_on(&crate::session::PauseRef::of(&record)).await?;
+        Ok(Some(PendingPause::new(session.to_owned(), record, decided, now)))
     }
 
     /// The records of one session, to decide on its pause ([`decide`](super::decide)) or read

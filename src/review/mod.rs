@@ -1,5 +1,6 @@
 //! The reviewer's domain (CONTRACT §14, §15): what a person who decides on paused cycles does and
-//! sees, above the sessions whose records hold it — [`decide`] on a pause (checked against the
+//! sees, above the sessions whose records hold it — the [`access`] file (who may decide what,
+//! CONTRACT §18), [`decide`] on a pause (checked against the
 //! pause it names, recorded without the session's lock or lease), the [`inbox`] of every pause
 //! waiting across sessions, and the [`overview`] of every session's status.
 //!
@@ -7,8 +8,9 @@
 //! a plan. The old paths (`session::inbox`, `session::overview`, `session::decide`) still name
 //! the same items.
 
+pub mod access;
 mod decide;
 pub mod inbox;
 pub mod overview;
 
-pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide};
+pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, decide_with};

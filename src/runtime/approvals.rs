@@ -16,7 +16,7 @@ use crate::exec::validator::Override;
 use crate::review::{DecideError, decide};
 use crate::session::{
     ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError,
-    SessionRecords, SessionStore, Timestamp,
+    SessionRecords, SessionStore, Timestamp, Via,
 };
 
 /// Logs `outcome` in `records` once (see [`SessionRecords::log_outcome`]).
@@ -121,7 +121,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         over: &Override,
     ) -> Result<ReviewDecision, RuntimeError> {
         let by = over.by.clone().unwrap_or_else(|| "runtime".to_owned());
-        let mut decision = ReviewDecision::new(record, ReviewVerdict::Approve, by, over.justification.clone());
+        let mut decision =
+            ReviewDecision::new(record, ReviewVerdict::Approve, by, over.justification.clone()).via(Via::Library);
         if over.shown_digest.is_some() {
             decision.shown_digest = over.shown_digest;
         }

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::{InterventionRecord, Timestamp};
+use super::{InterventionRecord, SessionError, Timestamp};
 use crate::hash::Digest;
 
 /// The longest approval log read back, in bytes (16 MiB); past it, the log's last 16 MiB are
@@ -129,6 +129,31 @@ pub struct ReviewDecision {
     /// record of an older version, which shows nothing to bind to.
     #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
     pub shown_digest: Option<Digest>,
+    /// Whether `by` was checked against an access file (CONTRACT §18): `true` when the decider
+    /// is a user of it allowed for the validator, `false` when no access file was used (one
+    /// operator, the name as typed). Set when the decision is recorded; absent in a record of an
+    /// older version.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub verified: Option<bool>,
+    /// Where it was made: the console, the CLI or the library.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub via: Option<Via>,
+    /// The approval of a pause that needs more than one (`required: N`): everyone whose approval
+    /// counted, in the order they approved (`by` is the last of them). Empty otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvers: Vec<String>,
+}
+
+/// Where a decision was made: who vouches for its `by`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Via {
+    /// The console: a person signed in (with an access file, by their own token).
+    Console,
+    /// The CLI: the operator's tool; whoever can write the session's records is trusted.
+    Cli,
+    /// A program through the library (a `Runtime`'s resume with an override).
+    Library,
 }
 
 impl ReviewDecision {
@@ -146,16 +171,37 @@ impl ReviewDecision {
             at: Timestamp::now(),
             justification: justification.into(),
             shown_digest: record.shown_digest,
+            verified: None,
+            via: None,
+            approvers: Vec::new(),
         }
     }
 
-    /// Whether `other` says the same thing on the same pause (the time it was made aside): a
-    /// decision made again changes nothing.
+    /// This decision, made through `via`.
+    pub fn via(mut self, via: Via) -> ReviewDecision {
+        self.via = Some(via);
+        self
+    }
+
+    /// Who approved, for a pause's approval: everyone in [`approvers`](Self::approvers), or
+    /// `by` alone.
+    pub fn approved_by(&self) -> Vec<&str> {
+        match self.approvers.is_empty() {
+            true => vec![self.by.as_str()],
+            false => self.approvers.iter().map(String::as_str).collect(),
+        }
+    }
+
+    /// Whether `other` says the same thing on the same pause (the time it was made, where and how
+    /// it was checked aside): a decision made again changes nothing. `other` by one of this
+    /// approval's approvers, approving the same digest, is the same.
     pub fn same_as(&self, other: &ReviewDecision) -> bool {
+        let same_person = self.by == other.by || self.approvers.contains(&other.by);
+        let same_words = self.justification == other.justification || !self.approvers.is_empty();
         self.pause == other.pause
             && self.verdict == other.verdict
-            && self.by == other.by
-            && self.justification == other.justification
+            && same_person
+            && same_words
             && self.shown_digest == other.shown_digest
     }
 }
@@ -167,6 +213,14 @@ pub enum Recorded {
     New,
     /// The same decision was already recorded; nothing changed.
     Again,
+    /// An approval of a pause that needs more than one: it counts (or counted already), and the
+    /// pause is not approved yet.
+    Counted {
+        /// The distinct approvals so far.
+        approvals: usize,
+        /// How many approve the pause.
+        required: usize,
+    },
 }
 
 /// One line of the approval log: a decision, or what became of one.
@@ -177,6 +231,18 @@ pub enum ApprovalEvent {
     Decided {
         /// The decision.
         decision: ReviewDecision,
+    },
+    /// One person's approval of a pause that needs more than one (`approval 1 of 2 by ada`):
+    /// the pause is approved when enough distinct people approved the same digest (the
+    /// [`Decided`](Self::Decided) event that follows says so).
+    #[serde(rename_all = "camelCase")]
+    Voted {
+        /// The approval.
+        decision: ReviewDecision,
+        /// How many distinct approvals the pause had with it.
+        count: usize,
+        /// How many it needs.
+        required: usize,
     },
     /// The approval let the blocked step pass; the resumed cycle ended (completed, or failed
     /// after it).
@@ -230,7 +296,7 @@ impl ApprovalEvent {
     /// The pause the event is about.
     pub fn pause(&self) -> &PauseRef {
         match self {
-            ApprovalEvent::Decided { decision } => &decision.pause,
+            ApprovalEvent::Decided { decision } | ApprovalEvent::Voted { decision, .. } => &decision.pause,
             ApprovalEvent::Consumed { pause, .. }
             | ApprovalEvent::Stale { pause, .. }
             | ApprovalEvent::Expired { pause, .. }
@@ -239,20 +305,116 @@ impl ApprovalEvent {
         }
     }
 
-    /// Whether it says what became of a decision (anything but [`ApprovalEvent::Decided`]).
+    /// Whether it says what became of a decision (anything but a decision or an approval).
     pub fn is_outcome(&self) -> bool {
-        !matches!(self, ApprovalEvent::Decided { .. })
+        !matches!(self, ApprovalEvent::Decided { .. } | ApprovalEvent::Voted { .. })
     }
 
     /// The event's name as the log writes it (`decided`, `consumed`, …).
     pub fn name(&self) -> &'static str {
         match self {
             ApprovalEvent::Decided { .. } => "decided",
+            ApprovalEvent::Voted { .. } => "voted",
             ApprovalEvent::Consumed { .. } => "consumed",
             ApprovalEvent::Stale { .. } => "stale",
             ApprovalEvent::Expired { .. } => "expired",
             ApprovalEvent::Abandoned { .. } => "abandoned",
             ApprovalEvent::Superseded { .. } => "superseded",
         }
+    }
+}
+
+/// What is decided on one pause so far: its decision, if it has one, and the approvals counted
+/// toward one where its validator needs several ("1 of 2 (ada)").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Decisions {
+    /// The pause's decision.
+    pub decision: Option<ReviewDecision>,
+    /// Who approved it so far, in order, while it needs more (empty once it is decided).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<String>,
+    /// How many approvals it needs, as the last of them counted (`None` without one).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub required: Option<usize>,
+}
+
+/// The approvals of a pause so far: who approved which digest, in order.
+impl super::ApprovalLog {
+    /// What is decided on `pause` so far.
+    pub fn decisions_on(&self, pause: &PauseRef) -> Decisions {
+        let decision = self.decision_on(pause).cloned();
+        let mut approvals: Vec<String> = Vec::new();
+        let mut required = None;
+        if decision.is_none() {
+            for event in &self.events {
+                if let ApprovalEvent::Voted { decision, required: needs, .. } = event
+                    && decision.pause == *pause
+                {
+                    required = Some(*needs);
+                    if !approvals.contains(&decision.by) {
+                        approvals.push(decision.by.clone());
+                    }
+                }
+            }
+        }
+        Decisions { decision, approvals, required }
+    }
+
+    /// The distinct people who approved `pause` on `digest`, in the order they approved (a pause
+    /// that needs more than one approval: see [`ApprovalEvent::Voted`]).
+    pub fn approvals_on(&self, pause: &PauseRef, digest: Option<Digest>) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for event in &self.events {
+            if let ApprovalEvent::Voted { decision, .. } = event
+                && decision.pause == *pause
+                && decision.shown_digest == digest
+                && !names.contains(&decision.by.as_str())
+            {
+                names.push(&decision.by);
+            }
+        }
+        names
+    }
+
+    /// What recording `decision` on a pause that needs `required` distinct approvals does, as
+    /// the log holds that pause's events now (the rule of CONTRACT §14 and §18, the same for
+    /// every store): the events to append and what they do.
+    ///
+    /// - The pause has a decision: the same one again changes nothing (an approval by one of its
+    ///   approvers is the same); another is [`SessionError::AlreadyDecided`].
+    /// - A rejection, or an approval where one is enough, is the pause's decision.
+    /// - Otherwise it is one person's approval ([`ApprovalEvent::Voted`]): the same person twice
+    ///   counts once; the approval that makes `required` distinct people on the same digest also
+    ///   writes the pause's decision, naming them all.
+    pub(crate) fn tally(
+        &self,
+        decision: &ReviewDecision,
+        required: usize,
+    ) -> Result<(Recorded, Vec<ApprovalEvent>), SessionError> {
+        if let Some(existing) = self.decision_on(&decision.pause) {
+            if existing.same_as(decision) {
+                return Ok((Recorded::Again, Vec::new()));
+            }
+            let by = crate::text::printable(&existing.approved_by().join(", ")).into_owned();
+            return Err(SessionError::AlreadyDecided { verdict: existing.verdict, by });
+        }
+        let decided = |decision: ReviewDecision| vec![ApprovalEvent::Decided { decision }];
+        if decision.verdict == ReviewVerdict::Reject || required <= 1 {
+            return Ok((Recorded::New, decided(decision.clone())));
+        }
+        let mut approvers: Vec<String> =
+            self.approvals_on(&decision.pause, decision.shown_digest).into_iter().map(str::to_owned).collect();
+        if approvers.contains(&decision.by) {
+            return Ok((Recorded::Counted { approvals: approvers.len(), required }, Vec::new()));
+        }
+        approvers.push(decision.by.clone());
+        let count = approvers.len();
+        let mut events = vec![ApprovalEvent::Voted { decision: decision.clone(), count, required }];
+        if count < required {
+            return Ok((Recorded::Counted { approvals: count, required }, events));
+        }
+        events.extend(decided(ReviewDecision { approvers, ..decision.clone() }));
+        Ok((Recorded::New, events))
     }
 }

@@ -43,7 +43,7 @@ mod pin;
 pub mod postgres;
 mod records;
 mod store;
-pub use approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict};
+pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict, Via};
 // The reviewer's operations live in `review/` (a layer above); their first paths stay.
 #[doc(hidden)]
 pub use crate::review::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, inbox, overview};

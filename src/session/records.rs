@@ -11,7 +11,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, Write};
 use std::path::{Path, PathBuf};
 
-use super::approval::{ApprovalEvent, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision};
+use super::approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision};
 use super::history::{HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE};
 use super::store::{StoreFuture, ready};
 use super::{
@@ -78,11 +78,16 @@ pub trait SessionRecords: Send + Sync {
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
     /// The decision recorded on `pause`, or `None`.
     fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>>;
-    /// Records `decision` on its pause in the approval log, durably before it returns, if the
-    /// pause has none: [`Recorded::New`]; the same decision again: [`Recorded::Again`]; a
-    /// different one: [`SessionError::AlreadyDecided`]. Two processes deciding at once: one wins.
-    /// Checks nothing else: [`decide`](super::decide) does.
-    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded>;
+    /// What is decided on `pause` so far: its decision, or the approvals counted toward one.
+    fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions>;
+    /// Records `decision` on its pause in the approval log, durably before it returns, by the
+    /// rule of [`ApprovalLog::tally`] for a pause that needs `required` distinct approvals: the
+    /// pause's decision ([`Recorded::New`]), the same again ([`Recorded::Again`]), one approval
+    /// of several ([`Recorded::Counted`]), or a different decision than the one recorded
+    /// ([`SessionError::AlreadyDecided`]). Processes deciding at once take turns on the pause: one
+    /// decision wins, and no approval is counted twice or lost. Checks nothing else:
+    /// [`decide`](super::decide) does.
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision, required: usize) -> StoreFuture<'a, Recorded>;
     /// Appends `outcome` (what became of a decision, or of a pause without one) to the approval
     /// log, durably, unless the log already has the outcome of its pause: a crash may stop a
     /// process after it logged and before it removed the record, and the next one must not log
@@ -122,30 +127,19 @@ impl FileRecords {
         &self.root
     }
 
-    fn decision(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
+    /// The approval log's events on `pause` (none without a log).
+    fn events_on(&self, pause: &PauseRef) -> Result<ApprovalLog, SessionError> {
         let path = self.root.join(APPROVAL_LOG_FILE);
-        let log = match fsread::open_regular(&path) {
-            Ok(mut file) => events_of(&mut file, &path, pause)?,
-            Err(ReadError::NotFound) => return Ok(None),
-            Err(ReadError::NotRegular(kind)) => {
-                return Err(SessionError::Corrupt { file: path, problem: kind.to_owned() });
-            }
-            Err(ReadError::TooLarge) => return Ok(None),
-            Err(ReadError::Io(op, source)) => return Err(SessionError::Io { file: path, op, source }),
-        };
-        Ok(log.decision_on(pause).cloned())
+        match fsread::open_regular(&path) {
+            Ok(mut file) => events_of(&mut file, &path, pause),
+            Err(ReadError::NotFound) | Err(ReadError::TooLarge) => Ok(ApprovalLog::default()),
+            Err(ReadError::NotRegular(kind)) => Err(SessionError::Corrupt { file: path, problem: kind.to_owned() }),
+            Err(ReadError::Io(op, source)) => Err(SessionError::Io { file: path, op, source }),
+        }
     }
 
-    fn record(&self, decision: &ReviewDecision) -> Result<Recorded, SessionError> {
-        let event = ApprovalEvent::Decided { decision: decision.clone() };
-        self.append_unless(&event, |log| match log.decision_on(&decision.pause) {
-            Some(existing) if existing.same_as(decision) => Err(Ok(Recorded::Again)),
-            Some(existing) => {
-                let by = crate::text::printable(&existing.by).into_owned();
-                Err(Err(SessionError::AlreadyDecided { verdict: existing.verdict, by }))
-            }
-            None => Ok(Recorded::New),
-        })
+    fn record(&self, decision: &ReviewDecision, required: usize) -> Result<Recorded, SessionError> {
+        self.append_with(&decision.pause, |log| log.tally(decision, required))
     }
 
     fn log(&self) -> Result<ApprovalLog, SessionError> {
@@ -180,14 +174,19 @@ impl SessionRecords for FileRecords {
         ready(self.unlinked(|| read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")))
     }
     fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
-        ready(self.unlinked(|| self.decision(pause)))
+        ready(self.unlinked(|| Ok(self.events_on(pause)?.decision_on(pause).cloned())))
     }
-    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded> {
-        ready(self.unlinked(|| self.record(decision)))
+    fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
+        ready(self.unlinked(|| Ok(self.events_on(pause)?.decisions_on(pause))))
+    }
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision, required: usize) -> StoreFuture<'a, Recorded> {
+        ready(self.unlinked(|| self.record(decision, required)))
     }
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         ready(self.unlinked(|| {
-            self.append_unless(outcome, |log| if log.has_outcome(outcome.pause()) { Err(Ok(false)) } else { Ok(true) })
+            self.append_with(outcome.pause(), |log| {
+                Ok(if log.has_outcome(outcome.pause()) { (false, Vec::new()) } else { (true, vec![outcome.clone()]) })
+            })
         }))
     }
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
@@ -222,14 +221,15 @@ impl FileRecords {
 const LOG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl FileRecords {
-    /// Appends `event` to the approval log, durably, when `check` (given the log as it is, read
-    /// under the log's lock, so no other writer comes between) says to: `Ok(value)` appends and
-    /// returns `value`; `Err(answer)` appends nothing and answers. The lock is the log file's
-    /// own (an advisory lock of a few milliseconds), not the session's.
-    fn append_unless<T>(
+    /// Appends what `check` says to the approval log, durably, in one write: `check` is given
+    /// the log's events on `pause` as they are, read under the log's lock (so no other writer
+    /// comes between), and answers a value and the events to append (none: nothing is written).
+    /// The lock is the log file's own (an advisory lock of a few milliseconds), not the
+    /// session's.
+    fn append_with<T>(
         &self,
-        event: &ApprovalEvent,
-        check: impl FnOnce(&ApprovalLog) -> Result<T, Result<T, SessionError>>,
+        pause: &PauseRef,
+        check: impl FnOnce(&ApprovalLog) -> Result<(T, Vec<ApprovalEvent>), SessionError>,
     ) -> Result<T, SessionError> {
         let path = self.root.join(APPROVAL_LOG_FILE);
         let dir = self.runtime_dir()?;
@@ -256,11 +256,11 @@ impl FileRecords {
                 Err(fs::TryLockError::Error(e)) => return Err(io("lock")(e)),
             }
         }
-        let log = events_of(&mut file, &path, event.pause())?;
-        let value = match check(&log) {
-            Ok(value) => value,
-            Err(answer) => return answer,
-        };
+        let log = events_of(&mut file, &path, pause)?;
+        let (value, events) = check(&log)?;
+        if events.is_empty() {
+            return Ok(value);
+        }
         let before = file.metadata().map_err(io("inspect"))?.len();
         // A log that does not end with a newline (a line a crash or a full disk cut short, an
         // edit) would swallow this line into its torn one, where no reader finds it: the torn
@@ -270,8 +270,10 @@ impl FileRecords {
         if torn {
             line.push(b'\n');
         }
-        serde_json::to_writer(&mut line, event).map_err(|e| io("encode")(io::Error::other(e)))?;
-        line.push(b'\n');
+        for event in &events {
+            serde_json::to_writer(&mut line, event).map_err(|e| io("encode")(io::Error::other(e)))?;
+            line.push(b'\n');
+        }
         // One write of a whole line at the end (O_APPEND), made durable before the call returns.
         // A write or sync that fails (a full disk, a file size limit) is undone: a part of a line
         // left behind would be the torn tail of the next append, and the caller is told.

@@ -74,9 +74,9 @@ impl Handler<LLMCall> for Model {
     }
 }
 
-struct Session {
-    policy: tempfile::TempDir,
-    sessions: tempfile::TempDir,
+pub(crate) struct Session {
+    pub(crate) policy: tempfile::TempDir,
+    pub(crate) sessions: tempfile::TempDir,
 }
 
 impl Session {
@@ -446,7 +446,7 @@ fn reviewed_plan_file(s: &Session) -> std::path::PathBuf {
 }
 
 /// A session of the CLI paused at the review gate's write: (the session, the run's arguments).
-fn paused_by_the_cli() -> (Session, Vec<String>) {
+pub(crate) fn paused_by_the_cli() -> (Session, Vec<String>) {
     let s = Session::new();
     let plan = reviewed_plan_file(&s);
     let path = |p: &std::path::Path| p.to_str().unwrap().to_owned();

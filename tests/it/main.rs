@@ -22,6 +22,7 @@ mod hostile_templates;
 mod layers;
 mod lifecycle;
 mod openai;
+mod people;
 mod prompts;
 mod readme;
 mod records;

@@ -232,3 +232,56 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), listing, "--sessions URL is --database URL");
 }
+
+/// Two-person approvals on PostgreSQL (CONTRACT §18): approvers sending at the same moment, from
+/// processes of their own (the CLI), many rounds: each person counts once, none is lost, and the
+/// worker acts only on the complete approval.
+pub(super) fn racing_two_person_approvals_count_each_person_once_on_postgres(server: &PgServer) {
+    let url = server.database("two_people");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    let access = fx.policy.join("access.yaml");
+    let user = |u: &str| format!("  {u}: {{ tokenSha256: \"{}\" }}\n", planlock::review::access::token_sha256(u));
+    std::fs::write(
+        &access,
+        format!(
+            "users:\n{}{}validators:\n  demo-review: {{ approvers: [ada, bob], required: 2 }}\n",
+            user("ada"),
+            user("bob")
+        ),
+    )
+    .unwrap();
+    for round in 0..10 {
+        let key = format!("two-{round}");
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
+        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+        let approve = |by: &str| {
+            crate::common::cli::planlock()
+                .args(["inbox", "approve", "--format", "json", "--database", &url, "--by", by, "--reason", "ok"])
+                .arg("--access")
+                .arg(&access)
+                .arg(&key)
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        };
+        if round == 0 {
+            // One approval of two: the worker does not act on it.
+            let out = approve("ada").wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+            assert!(matches!(runtime.run_cycle_blocking(), Err(planlock::runtime::RuntimeError::Paused { .. })));
+        }
+        let children: Vec<_> = ["ada", "bob", "ada", "bob"].iter().map(|by| approve(by)).collect();
+        for child in children {
+            let out = child.wait_with_output().unwrap();
+            assert_eq!(out.status.code(), Some(0), "round {round}: {}", String::from_utf8_lossy(&out.stdout));
+        }
+        assert_eq!(log_of(&db, &key), ["voted", "voted", "decided"], "round {round}");
+        let log = block_on(PgRecords::new(&db, &key).unwrap().approval_log()).unwrap();
+        let Some(ApprovalEvent::Decided { decision }) = log.events.last() else { panic!("decided") };
+        let mut approvers = decision.approvers.clone();
+        approvers.sort_unstable();
+        assert_eq!((approvers, decision.verified), (vec!["ada".to_owned(), "bob".to_owned()], Some(true)));
+        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))), "round {round}");
+    }
+}

@@ -96,6 +96,10 @@ const TESTS: &[(&str, Test)] = &[
         one_decision_per_pause_when_two_decide_at_once_on_postgres,
     ),
     (
+        "racing_two_person_approvals_count_each_person_once_on_postgres",
+        racing_two_person_approvals_count_each_person_once_on_postgres,
+    ),
+    (
         "an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres",
         an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres,
     ),

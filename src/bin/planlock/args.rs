@@ -124,6 +124,18 @@ pub enum Command {
         #[command(subcommand)]
         command: InboxCommand,
     },
+    /// The access file's tools (CONTRACT §18): who may decide on pauses.
+    Access {
+        #[command(subcommand)]
+        command: AccessCommand,
+    },
+}
+
+#[derive(Subcommand)]
+pub enum AccessCommand {
+    /// Print a fresh personal token (256 random bits) once, and its `tokenSha256` for the access
+    /// file: give the token to its person, keep only the hash. Nothing is written.
+    NewToken,
 }
 
 #[derive(Subcommand)]
@@ -215,6 +227,11 @@ pub struct DeciderArgs {
     /// Why (not blank, at most 2,000 characters).
     #[arg(long, value_parser = parse_reason)]
     pub reason: String,
+    /// The access file (CONTRACT §18): `--by` must name a user it allows for the pause's
+    /// validator, and a validator that needs N approvals counts this one. Without it, one
+    /// operator decides and the name is recorded as unverified.
+    #[arg(long, value_name = "FILE")]
+    pub access: Option<std::path::PathBuf>,
 }
 
 /// `90s`, `15m`, `2h` or `1d`: a whole number and a unit.

@@ -7,10 +7,10 @@ use serde::de::DeserializeOwned;
 use tokio_postgres::types::Type;
 
 use super::{Column, check_key};
-use crate::pg::{Param, PgDatabase};
+use crate::pg::{Param, PgDatabase, Query, Then};
 use crate::session::{
-    ApprovalEvent, ApprovalLog, BundlePinV1, History, InterventionRecord, PauseRef, Recorded, ReservedSession,
-    ReviewDecision, SessionError, SessionRecords, SessionState, StoreFuture,
+    ApprovalEvent, ApprovalLog, BundlePinV1, Decisions, History, InterventionRecord, PauseRef, Recorded,
+    ReservedSession, ReviewDecision, SessionError, SessionRecords, SessionState, StoreFuture,
 };
 
 /// The most approval log events read back for one session (its latest).
@@ -93,6 +93,58 @@ impl PgRecords {
         Ok(!self.query("appending to the approval log", &sql, &params).await?.is_empty())
     }
 
+    /// Records `decision` by [`ApprovalLog::tally`], in one transaction that holds the pause's
+    /// advisory lock (deciders of one pause take turns: no approval counted twice or lost): the
+    /// pause's events read, the new ones inserted, committed. The unique indexes (one decision
+    /// a pause, one approval a person) hold even without the lock.
+    async fn record(&self, decision: &ReviewDecision, required: usize) -> Result<Recorded, SessionError> {
+        let pause = serde_json::to_string(&decision.pause).unwrap_or_default();
+        let failed = |e: tokio_postgres::Error| SessionError::Database {
+            key: self.key.clone(),
+            reason: format!("PostgreSQL at {}: recording a decision: {}", self.db.target(), crate::pg::reason(&e)),
+        };
+        let mut conn = self
+            .db
+            .connection()
+            .await
+            .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
+        conn.begin("BEGIN");
+        let read = [
+            Query::typed(
+                "SELECT pg_advisory_xact_lock(hashtextextended($1 || $2, 7))",
+                &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
+            ),
+            Query::typed(
+                "SELECT event FROM planlock_approval_log WHERE session_key = $1 AND pause = $2 ORDER BY seq",
+                &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
+            ),
+        ];
+        let rows = conn.pipeline(&read, Then::Stay).await.map_err(failed)?;
+        let log = ApprovalLog::parse(rows[1].iter().map(|r| r.get::<_, String>(0)));
+        let (recorded, events) = log.tally(decision, required)?;
+        let texts: Vec<(String, &str, Option<&str>)> = events
+            .iter()
+            .map(|event| {
+                let (kind, voter) = match event {
+                    ApprovalEvent::Voted { decision, .. } => ("vote", Some(decision.by.as_str())),
+                    _ => ("decided", None),
+                };
+                (serde_json::to_string(event).unwrap_or_default(), kind, voter)
+            })
+            .collect();
+        let writes: Vec<Query<'_>> = texts
+            .iter()
+            .map(|(text, kind, voter)| {
+                Query::typed(
+                    "INSERT INTO planlock_approval_log (session_key, pause, kind, event, voter) VALUES ($1, $2, $3, $4, $5)",
+                    &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (kind, Type::TEXT), (text, Type::TEXT), (voter, Type::TEXT)],
+                )
+            })
+            .collect();
+        conn.pipeline(&writes, Then::Commit).await.map_err(failed)?;
+        Ok(recorded)
+    }
+
     async fn decision(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
         let pause = serde_json::to_string(pause).unwrap_or_default();
         let rows = self
@@ -126,20 +178,22 @@ impl SessionRecords for PgRecords {
     fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
         Box::pin(self.decision(pause))
     }
-    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision) -> StoreFuture<'a, Recorded> {
+    fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
         Box::pin(async move {
-            if self.insert_event(&ApprovalEvent::Decided { decision: decision.clone() }, "decided").await? {
-                return Ok(Recorded::New);
-            }
-            match self.decision(&decision.pause).await? {
-                Some(existing) if existing.same_as(decision) => Ok(Recorded::Again),
-                Some(existing) => {
-                    let by = crate::text::printable(&existing.by).into_owned();
-                    Err(SessionError::AlreadyDecided { verdict: existing.verdict, by })
-                }
-                None => Err(SessionError::AlreadyDecided { verdict: decision.verdict, by: "another decider".into() }),
-            }
+            let text = serde_json::to_string(pause).unwrap_or_default();
+            let rows = self
+                .query(
+                    "reading the decisions",
+                    "SELECT event FROM planlock_approval_log
+                     WHERE session_key = $1 AND pause = $2 AND kind IN ('decided', 'vote') ORDER BY seq",
+                    &[(&self.key, Type::TEXT), (&text, Type::TEXT)],
+                )
+                .await?;
+            Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))).decisions_on(pause))
         })
+    }
+    fn record_decision<'a>(&'a self, decision: &'a ReviewDecision, required: usize) -> StoreFuture<'a, Recorded> {
+        Box::pin(self.record(decision, required))
     }
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         Box::pin(self.insert_event(outcome, "outcome"))
@@ -174,8 +228,8 @@ impl SessionRecords for PgRecords {
     }
 }
 
-/// A paused session's record and the decision on it, or why they cannot be read.
-pub(crate) type PausedSession = (String, Result<(InterventionRecord, Option<ReviewDecision>), SessionError>);
+/// A paused session's record and what is decided on it, or why they cannot be read.
+pub(crate) type PausedSession = (String, Result<(InterventionRecord, Decisions), SessionError>);
 
 /// Every paused session of `db` (at most `max`): its key, and its record with the decision on
 /// it (or why they cannot be read). Two statements: the sessions with a record, through a
@@ -199,7 +253,7 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
         let decided = conn
             .query_typed(
                 "SELECT session_key, pause, event FROM planlock_approval_log
-                 WHERE kind = 'decided' AND session_key = ANY($1)",
+                 WHERE kind IN ('decided', 'vote') AND session_key = ANY($1) ORDER BY seq",
                 &[(&keys, Type::TEXT_ARRAY)],
             )
             .await
@@ -207,8 +261,10 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
         Ok::<_, SessionError>((rows, decided))
     }
     .await?;
-    let decisions: HashMap<(String, String), String> =
-        decided.iter().map(|r| ((r.get(0), r.get(1)), r.get(2))).collect();
+    let mut events: HashMap<(String, String), Vec<String>> = HashMap::new();
+    for r in &decided {
+        events.entry((r.get(0), r.get(1))).or_default().push(r.get(2));
+    }
     Ok(rows
         .iter()
         .map(|row| {
@@ -216,15 +272,14 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
             let records = PgRecords { db: db.clone(), key: key.clone() };
             let read = records.parse::<InterventionRecord>("intervention record", &row.get::<_, String>(1)).and_then(
                 |record| {
-                    let pause = serde_json::to_string(&PauseRef::of(&record)).unwrap_or_default();
-                    let decision = match decisions.get(&(key.clone(), pause)) {
-                        Some(text) => match records.parse::<ApprovalEvent>("approval log event", text)? {
-                            ApprovalEvent::Decided { decision } => Some(decision),
-                            _ => None,
-                        },
-                        None => None,
-                    };
-                    Ok((record, decision))
+                    let pause = PauseRef::of(&record);
+                    let text = serde_json::to_string(&pause).unwrap_or_default();
+                    let lines = events.get(&(key.clone(), text)).map(Vec::as_slice).unwrap_or_default();
+                    for line in lines {
+                        // An event that cannot be read is corrupt, as the record would be.
+                        records.parse::<ApprovalEvent>("approval log event", line)?;
+                    }
+                    Ok((record, ApprovalLog::parse(lines).decisions_on(&pause)))
                 },
             );
             (key, read)

@@ -3,9 +3,10 @@
 //! session's lock or lease; the session acts on it at its next `run`.
 
 use planlock::backend::{FilesBackend, PgBackend};
-use planlock::review::decide;
+use planlock::review::access::Access;
+use planlock::review::decide_with;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
-use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict};
+use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
 use serde::Serialize;
 
 use crate::args::{DeciderArgs, InboxCommand, SessionsArgs};
@@ -84,9 +85,10 @@ fn decide_on(
     decider: DeciderArgs,
     shown: Shown,
 ) -> Result<u8, CliError> {
+    let access = decider.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
     let inbox = open(sessions)?;
     let pause = paused(&inbox, session)?;
-    let mut decision = ReviewDecision::new(&pause.record, verdict, decider.by, decider.reason);
+    let mut decision = ReviewDecision::new(&pause.record, verdict, decider.by, decider.reason).via(Via::Cli);
     if let Some(hex) = shown.digest {
         let parsed =
             hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
@@ -97,9 +99,15 @@ fn decide_on(
     }
     let recorded = planlock::block_on(async {
         let records = inbox.records(session).await.map_err(|e| CliError::of(&e))?;
-        decide(records.as_ref(), &decision).await.map_err(|e| CliError::of(&e))
+        decide_with(records.as_ref(), &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))
     })?;
-    out.report(&DecidedReport { session: session.to_owned(), decision, again: recorded == Recorded::Again });
+    decision.verified = Some(access.is_some());
+    let (again, counted) = match recorded {
+        Recorded::New => (false, None),
+        Recorded::Again => (true, None),
+        Recorded::Counted { approvals, required } => (false, Some((approvals, required))),
+    };
+    out.report(&DecidedReport { session: session.to_owned(), decision, again, counted });
     Ok(EXIT_VALID)
 }
 
@@ -128,11 +136,7 @@ impl Report for ListReport {
         }
         for p in &listing.pauses {
             let r = &p.record;
-            let state = match (&p.decision, p.expired) {
-                (_, true) => "expired".to_owned(),
-                (Some(d), _) => d.verdict.past().to_owned(),
-                (None, false) => "waiting".to_owned(),
-            };
+            let state = p.state();
             line!(
                 out,
                 "{:<24} {:>5}  {:<28} {:<14} {:>8}  {:<10} {}",
@@ -194,7 +198,11 @@ impl Report for ShowReport {
             (None, _) => line!(out, "expires:    never"),
         }
         match &p.decision {
-            Some(d) => line!(out, "decision:   {} by `{}` at {}: {}", d.verdict, d.by, d.at, d.justification),
+            Some(d) => {
+                let by = d.approved_by().join("`, `");
+                line!(out, "decision:   {} by `{by}` at {}: {}{}", d.verdict, d.at, d.justification, unverified(d))
+            }
+            None if !p.approvals.is_empty() => line!(out, "decision:   approved {}, waiting for more", p.state()),
             None => line!(out, "decision:   none yet"),
         }
         match (&r.shown, &r.shown_digest) {
@@ -228,11 +236,25 @@ struct DecidedReport {
     decision: ReviewDecision,
     /// The same decision was already recorded; nothing changed.
     again: bool,
+    /// An approval of a pause that needs several: how many it has, of how many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    counted: Option<(usize, usize)>,
 }
 
 impl Report for DecidedReport {
     fn text(&self, out: &mut Text) {
         let d = &self.decision;
+        if let Some((approvals, required)) = self.counted {
+            return line!(
+                out,
+                "approval {approvals} of {required} by `{}` of cycle {} at step `{}` in session `{}` is recorded; the pause waits for {} more",
+                d.by,
+                d.pause.cycle,
+                d.pause.step_id,
+                self.session,
+                required.saturating_sub(approvals)
+            );
+        }
         let what = if self.again { "was already recorded (nothing changed)" } else { "is recorded" };
         line!(
             out,
@@ -269,7 +291,17 @@ impl Report for LogReport {
             let p = event.pause();
             let detail = match event {
                 ApprovalEvent::Decided { decision: d } => {
-                    format!("decided: {} by `{}` at {}: {}", d.verdict, d.by, d.at, d.justification)
+                    let by = d.approved_by().join("`, `");
+                    format!("decided: {} by `{by}` at {}: {}{}", d.verdict, d.at, d.justification, unverified(d))
+                }
+                ApprovalEvent::Voted { decision: d, count, required } => {
+                    format!(
+                        "approval {count} of {required} by `{}` at {}: {}{}",
+                        d.by,
+                        d.at,
+                        d.justification,
+                        unverified(d)
+                    )
                 }
                 ApprovalEvent::Consumed { cycle, completed, at, .. } => {
                     format!("consumed by cycle {cycle} at {at}{}", if *completed { ", which completed" } else { "" })
@@ -284,5 +316,13 @@ impl Report for LogReport {
         if self.log.unreadable > 0 {
             line!(out, "({} line(s) of the log could not be read)", self.log.unreadable);
         }
+    }
+}
+
+/// How a log line marks a name no access file vouched for.
+fn unverified(d: &ReviewDecision) -> &'static str {
+    match d.verified {
+        Some(false) => " (unverified name)",
+        _ => "",
     }
 }

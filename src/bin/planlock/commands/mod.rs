@@ -4,6 +4,7 @@
 //! having written nothing (`main` writes it, as JSON or on stderr).
 
 mod abandon;
+mod access;
 mod decisions;
 mod hash;
 mod inbox;
@@ -19,7 +20,7 @@ use std::path::Path;
 
 use planlock::{Failure, FailureKind, PlanReadError, Problem, Rejection, ValidPlan};
 
-use crate::args::{Command, MemoryCommand};
+use crate::args::{AccessCommand, Command, MemoryCommand};
 use crate::error::{CliError, class_exit};
 use crate::output::Output;
 
@@ -42,6 +43,7 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
             run::run(out, cycle, Some(over))
         }
         Command::Inbox { command } => inbox::inbox(out, command),
+        Command::Access { command: AccessCommand::NewToken } => access::new_token(out),
         Command::Serve { sessions, listen, read_only, user_header } => {
             serve::serve(out, &sessions, listen, read_only, user_header)
         }

@@ -1,0 +1,394 @@
+//! The access file (CONTRACT §18): the people who may decide on a pause, their personal tokens
+//! (only each token's SHA-256 is stored), which validators each may decide, and how many
+//! distinct approvals a validator needs.
+//!
+//! ```yaml
+//! users:
+//!   ada: { tokenSha256: "<64 hex>" }
+//!   bob: { tokenSha256: "<64 hex>" }
+//! validators:
+//!   demo-review: { approvers: [ada, bob], required: 2 }
+//! webhooks:
+//!   - url: "http://127.0.0.1:9000/hook"
+//!     secretEnv: PLANLOCK_WEBHOOK_SECRET
+//!     events: [pause.created, pause.decided, pause.expired, pause.resolved]
+//! console: { url: "https://console.example.com" }
+//! ```
+//!
+//! Read as the policy files are (a regular file, at most [`MAX_ACCESS_FILE_BYTES`], no link; the
+//! JSON-compatible subset of YAML). A validator the file does not name may be decided by any of
+//! its users, with one approval. Unknown fields, a rule naming an unknown user or one twice,
+//! `required` larger than its approvers, a duplicate name, a token hash that is not 64 hex
+//! digits, or two users with one token are refused, with the line.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+use subtle::ConstantTimeEq;
+
+use crate::contract::registry::{Failure, FailureKind};
+use crate::fsread::{self, ReadError};
+
+/// The largest access file read, in bytes (as a policy file).
+pub const MAX_ACCESS_FILE_BYTES: u64 = 1 << 20;
+
+/// The events a webhook may ask for.
+pub const WEBHOOK_EVENTS: [&str; 4] = ["pause.created", "pause.decided", "pause.expired", "pause.resolved"];
+
+/// Why an access file was not used.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}:{line}: {problem}")]
+pub struct AccessError {
+    /// The file, as it was named.
+    pub file: String,
+    /// The 1-based line the problem is on (1 when it is about the whole file).
+    pub line: usize,
+    /// What is wrong, and what to write instead.
+    pub problem: String,
+}
+
+impl Failure for AccessError {
+    /// `access-invalid`.
+    fn code(&self) -> &'static str {
+        "access-invalid"
+    }
+
+    /// FailFast: nothing runs on an access file that cannot be read as written.
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
+
+/// The file as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct AccessFile {
+    users: BTreeMap<String, UserEntry>,
+    #[serde(default)]
+    validators: BTreeMap<String, RuleEntry>,
+    #[serde(default)]
+    webhooks: Vec<Webhook>,
+    #[serde(default)]
+    console: Option<ConsoleEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct UserEntry {
+    token_sha256: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RuleEntry {
+    approvers: Vec<String>,
+    #[serde(default = "one")]
+    required: usize,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ConsoleEntry {
+    url: String,
+}
+
+/// A receiver of the pause events, as the access file names it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Webhook {
+    /// Where the events are POSTed.
+    pub url: String,
+    /// The environment variable holding its `whsec_…` secret (never the secret itself).
+    pub secret_env: String,
+    /// The events it receives (of [`WEBHOOK_EVENTS`]).
+    pub events: Vec<String>,
+}
+
+/// Who may decide on a validator's pauses, and how many distinct approvals it needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The users who may approve or reject (every user of the file for a validator it does not
+    /// name).
+    pub approvers: Vec<String>,
+    /// How many distinct approvals approve a pause.
+    pub required: usize,
+}
+
+/// The access file, read and checked (see the [module docs](self)).
+///
+/// ```
+/// use planlock::review::access::{Access, token_sha256};
+/// let yaml = format!(
+///     "users:\n  ada: {{ tokenSha256: \"{}\" }}\n  bob: {{ tokenSha256: \"{}\" }}\nvalidators:\n  demo-review: {{ approvers: [ada, bob], required: 2 }}\n",
+///     token_sha256("ada's token"),
+///     token_sha256("bob's token"),
+/// );
+/// let access = Access::parse("access.yaml", &yaml)?;
+/// assert_eq!(access.sign_in("bob's token"), Some("bob"));
+/// assert_eq!(access.sign_in("a guess"), None);
+/// assert!(access.may_decide("ada", "demo-review"));
+/// assert_eq!(access.rule("demo-review").required, 2);
+/// assert_eq!(access.rule("another").required, 1); // any user, one approval
+/// let refused = Access::parse("access.yaml", "users:\n  ada: { tokenSha256: \"00\" }\n").unwrap_err();
+/// assert_eq!(refused.line, 2);
+/// # Ok::<(), planlock::review::access::AccessError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Access {
+    /// Each user's token hash, by name.
+    users: BTreeMap<String, [u8; 32]>,
+    validators: BTreeMap<String, Rule>,
+    webhooks: Vec<Webhook>,
+    console_url: Option<String>,
+}
+
+/// The SHA-256 of `token`, as the access file writes it (64 lowercase hex digits).
+pub fn token_sha256(token: &str) -> String {
+    Sha256::digest(token.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A fresh personal token (256 random bits, as 64 hex digits) and its `tokenSha256`: what
+/// `planlock access new-token` prints once.
+pub fn new_token() -> Result<(String, String), AccessError> {
+    let mut bytes = [0u8; 32];
+    getrandom::fill(&mut bytes).map_err(|e| AccessError {
+        file: "(the system's random source)".into(),
+        line: 1,
+        problem: format!("no random bytes for a token: {e}"),
+    })?;
+    let token: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    let hash = token_sha256(&token);
+    Ok((token, hash))
+}
+
+impl Access {
+    /// Reads the access file at `path`: a regular file (no link), at most
+    /// [`MAX_ACCESS_FILE_BYTES`].
+    pub fn load(path: &Path) -> Result<Access, AccessError> {
+        let name = path.display().to_string();
+        let fail = |problem: String| AccessError { file: name.clone(), line: 1, problem };
+        let bytes = match fsread::read_regular(path, MAX_ACCESS_FILE_BYTES) {
+            Ok(bytes) => bytes,
+            Err(ReadError::NotFound) => return Err(fail("there is no such file".into())),
+            Err(ReadError::NotRegular(what)) => return Err(fail(format!("it is {what}; name the file itself"))),
+            Err(ReadError::TooLarge) => {
+                return Err(fail(format!("it is larger than {MAX_ACCESS_FILE_BYTES} bytes")));
+            }
+            Err(ReadError::Io(op, e)) => return Err(fail(format!("cannot {op} it: {e}"))),
+        };
+        let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
+        Access::parse(&name, &text)
+    }
+
+    /// The access file `text`, named `file` in errors.
+    pub fn parse(file: &str, text: &str) -> Result<Access, AccessError> {
+        let at = |line: usize, problem: String| AccessError { file: file.to_owned(), line, problem };
+        let value = crate::yaml::parse(file, text).map_err(|e| at(e.line, e.message))?;
+        let written: AccessFile = serde_json::from_value(value).map_err(|e| {
+            let problem = e.to_string();
+            // serde names the field in backquotes; its line is where it is written.
+            let line = problem.split('`').nth(1).map_or(1, |field| line_of(text, field));
+            at(line, format!("{problem} (the access file has users, validators, webhooks and console)"))
+        })?;
+        let mut users = BTreeMap::new();
+        let mut hashes: Vec<(&str, [u8; 32])> = Vec::new();
+        for (name, entry) in &written.users {
+            crate::review::check_decider(name).map_err(|e| at(line_of(text, name), e))?;
+            let hash = parse_hash(&entry.token_sha256).ok_or_else(|| {
+                at(
+                    line_of(text, name),
+                    format!(
+                        "user `{}`: tokenSha256 must be 64 hex digits (the SHA-256 of the token, as `planlock access new-token` prints it)",
+                        crate::text::printable(name)
+                    ),
+                )
+            })?;
+            if let Some((other, _)) = hashes.iter().find(|(_, h)| *h == hash) {
+                return Err(at(
+                    line_of(text, name),
+                    format!("users `{other}` and `{name}` have one token; give each person a token of their own"),
+                ));
+            }
+            hashes.push((name, hash));
+            users.insert(name.clone(), hash);
+        }
+        let mut validators = BTreeMap::new();
+        for (id, rule) in written.validators {
+            let line = line_of(text, &id);
+            let mut approvers: Vec<String> = Vec::with_capacity(rule.approvers.len());
+            for user in rule.approvers {
+                if !users.contains_key(&user) {
+                    return Err(at(line, format!("validator `{id}` names `{user}`, who is not among the users")));
+                }
+                if approvers.contains(&user) {
+                    return Err(at(line, format!("validator `{id}` names `{user}` twice")));
+                }
+                approvers.push(user);
+            }
+            if rule.required == 0 || rule.required > approvers.len() {
+                return Err(at(
+                    line,
+                    format!(
+                        "validator `{id}` needs {} approvals from {} approvers; `required` is 1 to the number of approvers",
+                        rule.required,
+                        approvers.len()
+                    ),
+                ));
+            }
+            validators.insert(id, Rule { approvers, required: rule.required });
+        }
+        for hook in &written.webhooks {
+            let line = line_with(text, &hook.url);
+            if !(hook.url.starts_with("http://") || hook.url.starts_with("https://")) {
+                return Err(at(line, format!("webhook `{}`: the url must be http:// or https://", hook.url)));
+            }
+            if let Some(event) = hook.events.iter().find(|e| !WEBHOOK_EVENTS.contains(&e.as_str())) {
+                return Err(at(
+                    line,
+                    format!("webhook `{}`: unknown event `{event}` (one of {WEBHOOK_EVENTS:?})", hook.url),
+                ));
+            }
+            if hook.secret_env.is_empty() {
+                return Err(at(line, format!("webhook `{}`: secretEnv must name a variable", hook.url)));
+            }
+        }
+        Ok(Access {
+            users,
+            validators,
+            webhooks: written.webhooks,
+            console_url: written.console.map(|c| c.url.trim_end_matches('/').to_owned()),
+        })
+    }
+
+    /// The user whose personal token is `token`, if any. Every user's hash is compared, each in
+    /// constant time, so how long it takes says nothing about which one matched or how closely.
+    pub fn sign_in(&self, token: &str) -> Option<&str> {
+        let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        let mut found = None;
+        for (name, hash) in &self.users {
+            if bool::from(presented.ct_eq(hash)) {
+                found = Some(name.as_str());
+            }
+        }
+        found
+    }
+
+    /// Whether `user` is a user of the file.
+    pub fn is_user(&self, user: &str) -> bool {
+        self.users.contains_key(user)
+    }
+
+    /// The users, by name.
+    pub fn users(&self) -> impl Iterator<Item = &str> {
+        self.users.keys().map(String::as_str)
+    }
+
+    /// Who may decide on `validator`'s pauses, and how many approvals they need: the file's rule,
+    /// or every user with one approval for a validator it does not name.
+    pub fn rule(&self, validator: &str) -> Rule {
+        self.validators
+            .get(validator)
+            .cloned()
+            .unwrap_or_else(|| Rule { approvers: self.users.keys().cloned().collect(), required: 1 })
+    }
+
+    /// Whether `user` may approve or reject `validator`'s pauses.
+    pub fn may_decide(&self, user: &str, validator: &str) -> bool {
+        match self.validators.get(validator) {
+            Some(rule) => rule.approvers.iter().any(|a| a == user),
+            None => self.is_user(user),
+        }
+    }
+
+    /// The webhooks.
+    pub fn webhooks(&self) -> &[Webhook] {
+        &self.webhooks
+    }
+
+    /// The console's address for links in notifications, without a trailing `/`.
+    pub fn console_url(&self) -> Option<&str> {
+        self.console_url.as_deref()
+    }
+}
+
+/// 64 hex digits, as 32 bytes.
+fn parse_hash(hex: &str) -> Option<[u8; 32]> {
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (i, byte) in out.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(&hex[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(out)
+}
+
+/// The 1-based line where `key` is first written as a mapping's key, plain or quoted, in block or
+/// flow style (1 when it is not found): what an error about a name points at.
+fn line_of(text: &str, key: &str) -> usize {
+    let forms = [format!("{key}:"), format!("\"{key}\":"), format!("'{key}':")];
+    let is_key = |line: &str| {
+        line.split(['{', ',', '-'])
+            .map(str::trim_start)
+            .any(|part| forms.iter().any(|form| part.starts_with(form.as_str())))
+    };
+    text.lines().position(is_key).map_or(1, |at| at + 1)
+}
+
+/// The 1-based line where `value` is first written (1 when it is not found).
+fn line_with(text: &str, value: &str) -> usize {
+    text.lines().position(|line| line.contains(value)).map_or(1, |at| at + 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(rest: &str) -> String {
+        format!(
+            "users:\n  ada: {{ tokenSha256: \"{}\" }}\n  bob: {{ tokenSha256: \"{}\" }}\n{rest}",
+            token_sha256("a"),
+            token_sha256("b")
+        )
+    }
+
+    #[test]
+    fn every_mistake_is_refused_with_its_line() {
+        let cases = [
+            ("validators:\n  v: { approvers: [ada, eve] }\n", 5, "not among the users"),
+            ("validators:\n  v: { approvers: [ada], required: 2 }\n", 5, "needs 2 approvals from 1"),
+            ("validators:\n  v: { approvers: [ada, ada] }\n", 5, "twice"),
+            ("validators:\n  v: { approvers: [ada], requierd: 1 }\n", 5, "unknown field `requierd`"),
+            ("console: { url: \"x\" }\ncolour: red\n", 5, "unknown field `colour`"),
+            ("users:\n  eve: {}\n", 4, "more than once"),
+            ("webhooks:\n  - { url: \"ftp://x\", secretEnv: S, events: [pause.created] }\n", 5, "http"),
+            ("webhooks:\n  - { url: \"http://x\", secretEnv: S, events: [pause.eaten] }\n", 5, "unknown event"),
+        ];
+        for (rest, line, says) in cases {
+            let err = Access::parse("a.yaml", &file(rest)).unwrap_err();
+            assert_eq!(err.line, line, "{rest}: {err}");
+            assert!(err.to_string().contains(says), "{rest}: {err}");
+            assert_eq!((err.code(), err.kind()), ("access-invalid", FailureKind::FailFast));
+        }
+        let same =
+            "users:\n  ada: { tokenSha256: \"%\" }\n  bob: { tokenSha256: \"%\" }\n".replace('%', &token_sha256("x"));
+        assert!(Access::parse("a.yaml", &same).unwrap_err().to_string().contains("one token"));
+    }
+
+    #[test]
+    fn a_fresh_token_signs_its_user_in_and_no_other() {
+        let (token, hash) = new_token().unwrap();
+        assert_eq!((token.len(), hash.len()), (64, 64));
+        assert_ne!(new_token().unwrap().0, token, "fresh each time");
+        let access = Access::parse("a.yaml", &format!("users:\n  ada: {{ tokenSha256: \"{hash}\" }}\n")).unwrap();
+        assert_eq!(access.sign_in(&token), Some("ada"));
+        assert_eq!(access.sign_in(&hash), None, "the hash is not the token");
+        assert_eq!(access.sign_in(""), None);
+    }
+}
