@@ -14,6 +14,7 @@
 //!
 //! Layer 8 (beside the runtime): imports the reviewer's domain, the backends and sessions.
 
+mod auth;
 mod pages;
 mod routes;
 mod templates;
@@ -22,12 +23,13 @@ mod view;
 use std::collections::HashMap;
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crate::contract::registry::{Failure, FailureKind};
-use crate::review::decide;
+use crate::review::access::Access;
+use crate::review::decide_with;
 use crate::review::inbox::Inbox;
-use crate::session::{ReviewDecision, ReviewVerdict};
+use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
@@ -35,6 +37,8 @@ use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tower_service::Service;
 
+use auth::{Auth, COOKIE, ClientAddr, Login, Refusal, same_secret};
+pub use auth::{FAILURE_WINDOW, LOCKOUT, LOGIN_LIFE, MAX_FAILURES, PROXY_SECRET_HEADER};
 use pages::{Forms, PAUSES_PER_PAGE, PER_PAGE};
 use routes::Route;
 
@@ -57,33 +61,19 @@ const IDLE_TIME: Duration = Duration::from_secs(30);
 /// The kernel's send buffer of a connection: what a client that does not read can leave
 /// waiting there (64 connections: 4 MiB at most, not the hundreds the autotuned default allows).
 const SEND_BUFFER: usize = 64 << 10;
-const MAX_LOGINS: usize = 1000;
-const LOGIN_LIFE: Duration = Duration::from_secs(12 * 3600);
-const COOKIE: &str = "planlock_console";
-
-/// A signed-in browser.
-#[derive(Clone)]
-struct Login {
-    name: String,
-    csrf: String,
-    since: Instant,
-}
-
 struct State {
     inbox: Inbox,
-    token: String,
+    auth: Auth,
     read_only: bool,
-    user_header: Option<String>,
-    logins: Mutex<HashMap<String, Login>>,
     cache: view::Cache,
 }
 
 /// What the console answers.
 pub type Answer = Response<Full<Bytes>>;
 
-/// A fresh console token: two v4 UUIDs (244 random bits), as hex.
+/// A fresh console token: 256 random bits, as hex.
 pub fn new_token() -> String {
-    format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple())
+    auth::secret()
 }
 
 /// The shortest console token taken.
@@ -96,8 +86,16 @@ pub struct ConsoleOptions {
     /// Serve no action: no form is shown and every POST is refused.
     pub read_only: bool,
     /// The header an authenticating proxy in front names the person in (`Remote-User`, …):
-    /// decisions are recorded as that person's.
+    /// decisions are recorded as that person's. Taken only with an access file (the header must
+    /// name one of its users) and the proxy's shared secret.
     pub user_header: Option<String>,
+    /// The access file (CONTRACT §18): people sign in with their personal tokens (the console's
+    /// token is then not used), and decide only where it allows them. Without it one operator
+    /// signs in with the console's token and a name, recorded as unverified.
+    pub access: Option<Arc<Access>>,
+    /// The secret an authenticating proxy sends in [`PROXY_SECRET_HEADER`] with every request;
+    /// needed with [`user_header`](Self::user_header).
+    pub proxy_secret: Option<String>,
 }
 
 impl ConsoleOptions {
@@ -110,6 +108,18 @@ impl ConsoleOptions {
     /// With [`user_header`](Self::user_header) set to `name`.
     pub fn user_header(mut self, name: Option<String>) -> Self {
         self.user_header = name;
+        self
+    }
+
+    /// With the access file `access`.
+    pub fn access(mut self, access: Option<Access>) -> Self {
+        self.access = access.map(Arc::new);
+        self
+    }
+
+    /// With the proxy's shared secret.
+    pub fn proxy_secret(mut self, secret: Option<String>) -> Self {
+        self.proxy_secret = secret;
         self
     }
 }
@@ -174,15 +184,22 @@ impl Console {
         if token.chars().count() < MIN_TOKEN_CHARS {
             return Err(ConsoleError::Token);
         }
-        if let Some(header) = &options.user_header {
-            identity_header(header).map_err(ConsoleError::UserHeader)?;
-        }
+        let proxy = match (options.user_header, options.proxy_secret) {
+            (None, _) => None,
+            (Some(header), Some(secret)) if options.access.is_some() && secret.chars().count() >= MIN_TOKEN_CHARS => {
+                identity_header(&header).map_err(ConsoleError::UserHeader)?;
+                Some((header, secret))
+            }
+            (Some(_), _) => {
+                return Err(ConsoleError::UserHeader(format!(
+                    "a user header is taken only with an access file (--access) naming the users it may carry and                      the proxy's shared secret (--proxy-secret-env, at least {MIN_TOKEN_CHARS} characters), which                      the proxy sends in {PROXY_SECRET_HEADER} with every request"
+                )));
+            }
+        };
         let state = State {
             inbox,
-            token,
+            auth: Auth::new(token, options.access, proxy),
             read_only: options.read_only,
-            user_header: options.user_header,
-            logins: Mutex::new(HashMap::new()),
             cache: view::Cache::default(),
         };
         Ok(Console { state: Arc::new(state) })
@@ -307,7 +324,9 @@ async fn accept(listener: tokio::net::TcpListener, console: Arc<State>) {
         let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
         let console = console.clone();
         tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |req| {
+            let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
+                // Who sends it, for the count of failed sign-ins.
+                req.extensions_mut().insert(ClientAddr(peer.ip()));
                 let console = console.clone();
                 async move { Ok::<_, std::convert::Infallible>(handle(&console, req).await) }
             });
@@ -363,7 +382,7 @@ where
     let route = Route::parse(req.method(), req.uri().path(), req.uri().query().unwrap_or(""));
     let login = match route.is_public() {
         true => None,
-        false => match console.login_of(&req) {
+        false => match console.auth.login_of(&req) {
             Some(login) => Some(login),
             None => return redirect("/login"),
         },
@@ -371,14 +390,18 @@ where
     match (route, login) {
         (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
         (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
-        (Route::LoginForm, _) => html(StatusCode::OK, pages::login(None)),
+        (Route::LoginForm, _) => login_form(console, &req),
         (Route::SignIn, _) => sign_in(console, req).await,
+        (Route::SignOut, Some(login)) => sign_out(console, &login, req).await,
         (Route::MethodNotAllowed, _) => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
         (Route::NotFound, _) | (_, None) => refused(StatusCode::NOT_FOUND, "no such page"),
         (Route::Home, _) => redirect("/sessions"),
-        (Route::Sessions { status, page }, Some(_)) => {
+        (Route::Sessions { status, page }, Some(login)) => {
             match console.sessions_page(status, page * PER_PAGE, PER_PAGE).await {
-                Ok(list) => html(StatusCode::OK, pages::sessions(&list, status, page, console.pending().await)),
+                Ok(list) => {
+                    let forms = console.forms(&login);
+                    html(StatusCode::OK, pages::sessions(&list, status, page, console.pending().await, &forms))
+                }
                 Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
         }
@@ -386,16 +409,14 @@ where
             match console.inbox_page(page * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
                 Ok((listing, total)) => {
                     let pending = console.pending().await;
-                    let forms = Forms { csrf: &login.csrf, read_only: console.read_only };
+                    let forms = console.forms(&login);
                     html(StatusCode::OK, pages::inbox(&listing, page, total, pending, &forms, notice.as_deref()))
                 }
                 Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
             }
         }
         (Route::Session(name), Some(login)) => match console.session_name(name) {
-            Some(name) => {
-                session_page(console, &name, &Forms { csrf: &login.csrf, read_only: console.read_only }).await
-            }
+            Some(name) => session_page(console, &name, &console.forms(&login)).await,
             None => refused(StatusCode::NOT_FOUND, "no such page"),
         },
         (Route::Decide { session, verdict }, Some(login)) => decide_on(console, session, verdict, &login, req).await,
@@ -403,29 +424,10 @@ where
 }
 
 impl State {
-    /// The login of the request's cookie, if it names a live one.
-    fn login_of<B>(&self, req: &Request<B>) -> Option<Login> {
-        let id = cookie(req, COOKIE)?;
-        let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
-        match logins.get(&id) {
-            Some(login) if login.since.elapsed() < LOGIN_LIFE => Some(login.clone()),
-            Some(_) => {
-                logins.remove(&id);
-                None
-            }
-            None => None,
-        }
+    /// What a page's forms need for `login`: its CSRF token, who it is, where it may decide.
+    fn forms<'a>(&'a self, login: &'a Login) -> Forms<'a> {
+        Forms { login, read_only: self.read_only, auth: &self.auth }
     }
-}
-
-/// The value of cookie `name`.
-fn cookie<B>(req: &Request<B>, name: &str) -> Option<String> {
-    req.headers().get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
-        v.split(';').find_map(|pair| {
-            let (k, value) = pair.trim().split_once('=')?;
-            (k == name).then(|| value.to_owned())
-        })
-    })
 }
 
 /// Whether the request comes from the console's own pages: its `Origin`, when the browser sends
@@ -454,9 +456,26 @@ where
     Some(form_urlencoded::parse(&body).into_owned().collect())
 }
 
-/// Compares two secrets in time independent of where they differ.
-fn same_secret(a: &str, b: &str) -> bool {
-    a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |d, (x, y)| d | (x ^ y)) == 0
+/// `GET /login`: the sign-in form (personal token, or the console's token and a name); behind a
+/// proxy, the login of the user it names.
+fn login_form<B>(console: &State, req: &Request<B>) -> Answer {
+    if console.auth.by_proxy() {
+        return match console.auth.proxy_login(req) {
+            Some((id, _)) => signed_in(&id),
+            None => refused(StatusCode::FORBIDDEN, "the proxy in front did not name a user of the access file"),
+        };
+    }
+    html(StatusCode::OK, pages::login(None, console.auth.has_access()))
+}
+
+/// To the inbox, with the login's cookie.
+fn signed_in(id: &str) -> Answer {
+    let mut response = redirect("/inbox");
+    let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", LOGIN_LIFE.as_secs());
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
 }
 
 async fn sign_in<B>(console: &State, req: Request<B>) -> Answer
@@ -467,32 +486,50 @@ where
     if !same_origin(&req) {
         return refused(StatusCode::FORBIDDEN, "a request from another origin");
     }
+    if console.auth.by_proxy() {
+        return refused(StatusCode::FORBIDDEN, "the proxy in front signs people in");
+    }
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
     let Some(fields) = form(req).await else {
         return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
     };
     let token = fields.get("token").map(String::as_str).unwrap_or("");
-    let name = fields.get("name").map(|n| n.trim()).unwrap_or("");
-    if !same_secret(token, &console.token) {
-        return html(StatusCode::UNAUTHORIZED, pages::login(Some("That is not the console's token.")));
-    }
-    if name.is_empty() || name.chars().count() > 200 {
-        return html(StatusCode::BAD_REQUEST, pages::login(Some("Give your name (at most 200 characters).")));
-    }
-    let id = new_token();
-    let login = Login { name: name.to_owned(), csrf: new_token(), since: Instant::now() };
-    {
-        let mut logins = console.logins.lock().unwrap_or_else(|p| p.into_inner());
-        if logins.len() >= MAX_LOGINS
-            && let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.since).map(|(k, _)| k.clone())
-        {
-            logins.remove(&oldest);
+    let name = fields.get("name").map(String::as_str).unwrap_or("");
+    match console.auth.sign_in(client, token, name) {
+        Ok((id, _)) => signed_in(&id),
+        Err(Refusal::Wrong(why)) => html(StatusCode::UNAUTHORIZED, pages::login(Some(why), console.auth.has_access())),
+        Err(Refusal::TooMany(wait)) => {
+            let why = format!("Too many failed sign-ins from here: try again in {} s.", wait.as_secs().max(1));
+            let mut answer = html(StatusCode::TOO_MANY_REQUESTS, pages::login(Some(&why), console.auth.has_access()));
+            if let Ok(after) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+                answer.headers_mut().insert(header::RETRY_AFTER, after);
+            }
+            answer
         }
-        logins.insert(id.clone(), login);
     }
-    let mut response = redirect("/inbox");
-    let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/");
-    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
+}
+
+/// `POST /logout`: ends the login (with its CSRF token), and the cookie with it.
+async fn sign_out<B>(console: &State, login: &Login, req: Request<B>) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if !same_origin(&req) {
+        return refused(StatusCode::FORBIDDEN, "a request from another origin");
+    }
+    let id = auth::cookie(&req, COOKIE).unwrap_or_default();
+    let Some(fields) = form(req).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
+    };
+    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
+        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
+    }
+    console.auth.sign_out(&id);
+    let mut response = redirect("/login");
+    let gone = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    if let Ok(gone) = HeaderValue::from_str(&gone) {
+        response.headers_mut().insert(header::SET_COOKIE, gone);
     }
     response
 }
@@ -547,13 +584,6 @@ where
     if console.read_only {
         return refused(StatusCode::FORBIDDEN, "this console is read-only");
     }
-    let by = match &console.user_header {
-        Some(h) => match req.headers().get(h.as_str()).and_then(|v| v.to_str().ok()) {
-            Some(name) if !name.trim().is_empty() => name.trim().to_owned(),
-            _ => return refused(StatusCode::FORBIDDEN, "the decider's header is missing"),
-        },
-        None => login.name.clone(),
-    };
     let Some(fields) = form(req).await else {
         return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
     };
@@ -567,28 +597,44 @@ where
     };
     let decided = async {
         let Some(pause) = console.inbox.show(&name).await? else {
-            return Ok::<_, crate::review::inbox::InboxError>(format!(
+            return Ok::<_, crate::review::inbox::InboxError>(Ok(format!(
                 "Nothing is paused in {} any more.",
                 printable(&name)
-            ));
+            )));
         };
-        let mut decision = ReviewDecision::new(&pause.record, verdict, by, reason);
+        // Only where the login may decide: refused before anything is read further.
+        if !console.auth.may_decide(login, &pause.record.validator.id) {
+            return Ok(Err(()));
+        }
+        let mut decision = ReviewDecision::new(&pause.record, verdict, login.name.clone(), reason).via(Via::Console);
         // Bound to what this page showed: a pause that changed since is refused.
         decision.shown_digest = fields.get("digest").and_then(|d| d.parse().ok());
         // And to the pause it showed: a later one of the same session is not decided by it.
         let decision = match decision.on_pause(pause_id) {
             Ok(decision) => decision,
-            Err(e) => return Ok(format!("Not recorded: {} ({})", e, e.code())),
+            Err(e) => return Ok(Ok(format!("Not recorded: {} ({})", e, e.code()))),
         };
         let records = console.inbox.records(&name).await?;
-        match decide(records.as_ref(), &decision).await {
-            Ok(_) => Ok(format!("Recorded: {} on {} (acted on at its next run).", decision.verdict, printable(&name))),
-            Err(e) => Ok(format!("Not recorded: {} ({})", e, e.code())),
-        }
+        Ok(Ok(match decide_with(records.as_ref(), &decision, console.auth.access()).await {
+            Ok(Recorded::Counted { approvals, required }) => format!(
+                "Recorded: approval {approvals} of {required} on {}; it waits for {} more.",
+                printable(&name),
+                required.saturating_sub(approvals)
+            ),
+            Ok(_) => format!("Recorded: {} on {} (acted on at its next run).", decision.verdict, printable(&name)),
+            Err(e) => format!("Not recorded: {} ({})", e, e.code()),
+        }))
     };
     let decided = decided.await;
     match decided {
-        Ok(notice) => {
+        Ok(Err(())) => refused(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "{} may not decide on this pause: the access file does not list them among its validator's approvers (not-an-approver)",
+                printable(&login.name)
+            ),
+        ),
+        Ok(Ok(notice)) => {
             console.decided();
             let notice: String = form_urlencoded::byte_serialize(notice.as_bytes()).collect();
             redirect(&format!("/inbox?notice={notice}"))

@@ -26,18 +26,38 @@ pub const PREVIEW_BYTES: usize = 2048;
 /// The approval log's newest events a session page lists.
 pub const LOG_EVENTS: usize = 200;
 
-/// What a form needs to be accepted: the login's CSRF token, and whether actions are served.
+/// Who is looking, and what their forms need: the login (its CSRF token, its name), whether
+/// actions are served, and where the login may decide.
 pub struct Forms<'a> {
-    pub csrf: &'a str,
+    pub login: &'a super::Login,
     pub read_only: bool,
+    pub auth: &'a super::Auth,
 }
 
-pub fn login(error: Option<&str>) -> String {
+impl Forms<'_> {
+    /// The signed-in person as the header shows them, with the sign-out form.
+    fn viewer(&self) -> Viewer<'_> {
+        Viewer { name: &self.login.name, verified: self.login.verified, csrf: &self.login.csrf }
+    }
+}
+
+/// The signed-in person, as every page's header shows them.
+#[derive(Serialize)]
+pub struct Viewer<'a> {
+    pub name: &'a str,
+    pub verified: bool,
+    pub csrf: &'a str,
+}
+
+/// The sign-in page: a personal token (with an access file), or the console's token and a name
+/// (one operator, names unverified).
+pub fn login(error: Option<&str>, personal: bool) -> String {
     #[derive(Serialize)]
     struct Login<'a> {
         error: Option<&'a str>,
+        personal: bool,
     }
-    page("Sign in", 0, render("login.html", Login { error }))
+    page("Sign in", 0, None, render("login.html", Login { error, personal }))
 }
 
 /// The sessions whose records could not be read, listed below a page.
@@ -49,7 +69,13 @@ fn problems(problems: &[InboxProblem]) -> Value {
     render("problems.html", Problems { problems })
 }
 
-pub fn sessions(list: &SessionsPage, filter: Option<SessionStatus>, at: usize, pending: usize) -> String {
+pub fn sessions(
+    list: &SessionsPage,
+    filter: Option<SessionStatus>,
+    at: usize,
+    pending: usize,
+    forms: &Forms<'_>,
+) -> String {
     #[derive(Serialize)]
     struct Filter {
         name: &'static str,
@@ -116,7 +142,7 @@ pub fn sessions(list: &SessionsPage, filter: Option<SessionStatus>, at: usize, p
         total: list.total,
         problems: problems(&list.problems),
     };
-    page("Sessions", pending, render("sessions.html", view))
+    page("Sessions", pending, Some(forms.viewer()), render("sessions.html", view))
 }
 
 pub fn session(
@@ -249,7 +275,7 @@ pub fn session(
         log: log_events,
         log_total: log.events.len(),
     };
-    page(&format!("Session {name}"), pending, render("session.html", view))
+    page(&format!("Session {name}"), pending, Some(forms.viewer()), render("session.html", view))
 }
 
 /// How much of what a pause shows a page puts on it.
@@ -295,6 +321,8 @@ fn pause_block(pause: &PendingPause, forms: &Forms<'_>, now: Timestamp, how: Sho
         decide_there: bool,
         csrf: &'a str,
         pause_id: String,
+        approvals: Option<String>,
+        not_yours: bool,
     }
     let r = &pause.record;
     let pretty = r.shown.as_ref().map(|shown| serde_json::to_string_pretty(shown).unwrap_or_default());
@@ -314,7 +342,8 @@ fn pause_block(pause: &PendingPause, forms: &Forms<'_>, now: Timestamp, how: Sho
     let decided = pause.decision.is_some();
     // The forms name the pause they were shown for: a later pause of the same session (the
     // re-run of a rejected cycle may show the same thing) is not decided by them.
-    let forms_shown = if decided || forms.read_only || cut {
+    let may = forms.auth.may_decide(forms.login, &r.validator.id);
+    let forms_shown = if decided || forms.read_only || cut || !may {
         Vec::new()
     } else {
         [("approve", "Approve"), ("reject", "Reject")]
@@ -343,8 +372,10 @@ fn pause_block(pause: &PendingPause, forms: &Forms<'_>, now: Timestamp, how: Sho
             justification: &d.justification,
         }),
         forms: forms_shown,
-        decide_there: !decided && cut && !forms.read_only,
-        csrf: forms.csrf,
+        decide_there: !decided && cut && !forms.read_only && may,
+        csrf: &forms.login.csrf,
+        approvals: (!pause.approvals.is_empty()).then(|| pause.state()),
+        not_yours: !decided && !may,
         pause_id: PauseRef::of(r).id(),
     };
     render("pause.html", view)
@@ -391,5 +422,5 @@ pub fn inbox(
         more: listing.more,
         problems: problems(&listing.problems),
     };
-    page("Inbox", pending, render("inbox.html", view))
+    page("Inbox", pending, Some(forms.viewer()), render("inbox.html", view))
 }

@@ -22,6 +22,8 @@ pub enum Route {
     LoginForm,
     /// `POST /login`.
     SignIn,
+    /// `POST /logout`.
+    SignOut,
     /// `GET /`: to the sessions.
     Home,
     /// `GET /sessions?status=…&page=…`.
@@ -57,6 +59,7 @@ impl Route {
             (true, "/favicon.ico") => Route::NoIcon,
             (true, "/login") => Route::LoginForm,
             (false, "/login") => Route::SignIn,
+            (false, "/logout") => Route::SignOut,
             (true, "/") => Route::Home,
             (true, "/sessions") => {
                 let params = params();

@@ -65,15 +65,17 @@ pub fn render(name: &str, view: impl Serialize) -> Value {
     Value::from_safe_string(html)
 }
 
-/// A whole page: `title`, the navigation with the pending count, and `main` (rendered).
-pub fn page(title: &str, pending: usize, main: Value) -> String {
+/// A whole page: `title`, the navigation with the pending count and who is signed in (with the
+/// sign-out form), and `main` (rendered).
+pub fn page(title: &str, pending: usize, viewer: Option<super::pages::Viewer<'_>>, main: Value) -> String {
     #[derive(Serialize)]
     struct Page<'a> {
         title: &'a str,
         pending: usize,
+        viewer: Option<super::pages::Viewer<'a>>,
         main: Value,
     }
-    render("page.html", Page { title, pending, main }).to_string()
+    render("page.html", Page { title, pending, viewer, main }).to_string()
 }
 
 /// A page that refuses a request, saying why.
@@ -82,7 +84,7 @@ pub fn refused(why: &str) -> String {
     struct Refused<'a> {
         why: &'a str,
     }
-    page("Refused", 0, render("refused.html", Refused { why }))
+    page("Refused", 0, None, render("refused.html", Refused { why }))
 }
 
 /// A time as a template shows it: exact (`at`, for `datetime` and `title`) and as a person reads

@@ -23,11 +23,17 @@ impl Drop for Console {
 /// `planlock serve` on `place` (`--sessions DIR` or `--database URL`) with the console token
 /// [`TOKEN`], on a free port.
 pub fn serve(place: &[&std::ffi::OsStr], extra: &[&str]) -> Console {
+    serve_with(place, extra, &[])
+}
+
+/// [`serve`] with more environment variables.
+pub fn serve_with(place: &[&std::ffi::OsStr], extra: &[&str], env: &[(&str, &str)]) -> Console {
     let mut child = super::cli::planlock()
         .args(["serve", "--listen", "127.0.0.1:0"])
         .args(place)
         .args(extra)
         .env("PLANLOCK_CONSOLE_TOKEN", TOKEN)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .spawn()
         .unwrap();

@@ -204,7 +204,7 @@ fn a_read_only_console_serves_no_action_and_requests_are_bounded() {
 }
 
 /// Where Debian's Chromium is, if it is installed.
-fn chromium() -> Option<PathBuf> {
+pub(crate) fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"].iter().map(PathBuf::from).find(|p| p.exists())
 }
 
@@ -314,25 +314,29 @@ fn the_consoles_edges_hold() {
         .unwrap();
     let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(list["pauses"].as_array().unwrap().iter().all(|p| p["session"] != "back\\slash"), "{list}");
-    // `--user-header` names a header a proxy puts its user in, never one the browser sends.
+    // `--user-header` names a header a proxy puts its user in, never one the browser sends; and
+    // only with an access file and the proxy's secret (tests/it/people.rs has the proxy itself).
+    let access = dir.path().join("access.yaml");
+    std::fs::write(&access, "users:\n  grace: { tokenSha256: \"".to_owned() + &"0".repeat(64) + "\" }\n").unwrap();
     for header in ["Host", "Cookie", "cookie", "User-Agent", "Origin", "X-Forwarded-For", "Content-Length"] {
         let out = crate::common::cli::planlock()
-            .args(["serve", "--listen", "127.0.0.1:0", "--user-header", header, "--sessions"])
+            .args(["serve", "--listen", "127.0.0.1:0", "--user-header", header, "--proxy-secret-env", "SECRET"])
+            .arg("--access")
+            .arg(&access)
+            .arg("--sessions")
             .arg(dir.path())
+            .env("SECRET", "a-secret-of-the-proxy-0123456789")
             .output()
             .unwrap();
         assert_eq!(out.status.code(), Some(2), "{header}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let proxied = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &["--user-header", "X-Forwarded-User"]);
-    let (cookie, origin) = (proxied.sign_in("typed"), proxied.origin());
-    let inbox = proxied.get(&cookie, "/inbox").body;
-    let body = format!("{}&reason=by+the+proxy", decide_fields(&inbox, "/inbox/review/approve"));
-    let headers = [("Cookie", cookie.as_str()), ("Origin", origin.as_str()), ("X-Forwarded-User", "grace")];
-    let reply = proxied.request("POST", "/inbox/review/approve", &headers, &body);
-    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
-    let log = planlock::block_on(FileRecords::new(dir.path().join("review")).approval_log()).unwrap();
-    let ApprovalEvent::Decided { decision } = &log.events[0] else { panic!("{log:?}") };
-    assert_eq!(decision.by, "grace");
+    let alone = crate::common::cli::planlock()
+        .args(["serve", "--listen", "127.0.0.1:0", "--user-header", "X-Forwarded-User", "--sessions"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(alone.status.code(), Some(2), "a user header alone is refused");
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("--access"), "{alone:?}");
 }
 
 /// A form shown for one pause does not decide a later one: the re-run of a rejected cycle

@@ -167,3 +167,166 @@ fn racing_approvals_never_count_one_person_twice_and_never_lose_one() {
         assert_eq!(approvers, ["ada", "bob"], "round {round}");
     }
 }
+
+/// `token=…` for the sign-in form.
+fn signs_in(console: &crate::common::console::Console, token: &str) -> crate::common::console::Reply {
+    let origin = console.origin();
+    console.request("POST", "/login", &[("Origin", &origin)], &format!("token={}", token.replace('\'', "%27")))
+}
+
+fn cookie_of(reply: &crate::common::console::Reply) -> String {
+    let line = reply.headers.lines().find_map(|l| l.strip_prefix("set-cookie: ")).expect("a cookie");
+    line.split(';').next().unwrap().to_owned()
+}
+
+#[test]
+fn a_person_signs_in_with_their_own_token_decides_only_where_allowed_and_signs_out() {
+    use crate::common::console::{decide_fields, field, serve};
+    let (s, _) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_file(s.policy.path(), 2);
+    let console = serve(&["--sessions".as_ref(), dir.as_os_str(), "--access".as_ref(), access.as_os_str()], &[]);
+    let origin = console.origin();
+    let form = console.request("GET", "/login", &[], "").body;
+    assert!(form.contains("Your personal token") && !form.contains("name=\"name\""), "nothing typed but the token");
+    // The console's own token signs no one in when there is an access file.
+    assert_eq!(signs_in(&console, crate::common::console::TOKEN).status, 401);
+    // eve may sign in, but not decide on demo-review: no form, and a POST is refused.
+    let eve = cookie_of(&signs_in(&console, "eve's token"));
+    let page = console.get(&eve, "/inbox").body;
+    assert!(page.contains("not among this validator") && !page.contains("action=\"/inbox/s1/approve\""), "{page}");
+    assert!(page.contains(">eve<") || page.contains("eve</span>"), "the header names who is signed in");
+    let csrf = field(&page, "/logout", "csrf").to_owned();
+    let forged = format!("csrf={csrf}&digest=x&pause=x&reason=mine");
+    let reply = console.request("POST", "/inbox/s1/approve", &[("Cookie", &eve), ("Origin", &origin)], &forged);
+    assert_eq!(reply.status, 403, "{}", reply.body);
+    assert!(reply.body.contains("not-an-approver"), "{}", reply.body);
+    assert!(log_events(dir).is_empty(), "nothing recorded");
+    // ada approves: one of two.
+    let ada = cookie_of(&signs_in(&console, "ada's token"));
+    let page = console.get(&ada, "/inbox").body;
+    let body = format!("{}&reason=checked", decide_fields(&page, "/inbox/s1/approve"));
+    let reply = console.request("POST", "/inbox/s1/approve", &[("Cookie", &ada), ("Origin", &origin)], &body);
+    assert_eq!(reply.status, 303, "{}", reply.body);
+    assert!(
+        reply.headers.contains("approval%201%20of%202") || reply.headers.contains("approval+1+of+2"),
+        "{}",
+        reply.headers
+    );
+    assert!(console.get(&ada, "/inbox").body.contains("1 of 2 (ada)"));
+    let log = log_events(dir);
+    assert_eq!(names(&log), ["voted"]);
+    assert_eq!((&log[0]["decision"]["via"], &log[0]["decision"]["verified"]), (&json!("console"), &json!(true)));
+    // Signed out, the cookie is worth nothing.
+    let out = console.request(
+        "POST",
+        "/logout",
+        &[("Cookie", &ada), ("Origin", &origin)],
+        &format!("csrf={}", field(&page, "/logout", "csrf")),
+    );
+    assert_eq!(out.status, 303);
+    assert!(out.headers.contains("max-age=0"), "{}", out.headers);
+    let after = console.get(&ada, "/inbox");
+    assert_eq!((after.status, after.headers.contains("location: /login")), (303, true));
+}
+
+#[test]
+fn five_wrong_tokens_in_a_minute_are_answered_429_even_with_the_right_one() {
+    use crate::common::console::serve;
+    let (s, _) = paused_by_the_cli();
+    let access = access_file(s.policy.path(), 1);
+    let console =
+        serve(&["--sessions".as_ref(), s.sessions.path().as_os_str(), "--access".as_ref(), access.as_os_str()], &[]);
+    for n in 0..planlock::console::MAX_FAILURES {
+        assert_eq!(signs_in(&console, &format!("guess-{n}")).status, 401);
+    }
+    let locked = signs_in(&console, "ada's token");
+    assert_eq!(locked.status, 429, "{}", locked.body);
+    assert!(locked.headers.contains("retry-after:"), "{}", locked.headers);
+}
+
+#[test]
+fn behind_a_proxy_only_requests_with_its_secret_name_a_person() {
+    use crate::common::console::{decide_fields, serve_with};
+    let (s, _) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_file(s.policy.path(), 1);
+    let secret = "the-proxys-shared-secret-0123456789";
+    let console = serve_with(
+        &["--sessions".as_ref(), dir.as_os_str(), "--access".as_ref(), access.as_os_str()],
+        &["--user-header", "X-Forwarded-User", "--proxy-secret-env", "PROXY_SECRET"],
+        &[("PROXY_SECRET", secret)],
+    );
+    let origin = console.origin();
+    // Without the secret the header names no one, whoever sends it.
+    let forged = console.request("GET", "/login", &[("X-Forwarded-User", "ada")], "");
+    assert_eq!(forged.status, 403, "{}", forged.body);
+    let wrong =
+        console.request("GET", "/login", &[("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", "guess")], "");
+    assert_eq!(wrong.status, 403);
+    let stranger =
+        console.request("GET", "/login", &[("X-Forwarded-User", "mallory"), ("X-Planlock-Proxy-Secret", secret)], "");
+    assert_eq!(stranger.status, 403, "a name the access file does not hold");
+    let ada = [("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", secret)];
+    let cookie = cookie_of(&console.request("GET", "/login", &ada, ""));
+    let with = |headers: &[(&str, &str)]| {
+        let mut all = vec![("Cookie", cookie.as_str())];
+        all.extend_from_slice(headers);
+        console.request("GET", "/inbox", &all, "")
+    };
+    assert_eq!(with(&ada).status, 200);
+    assert_eq!(with(&[]).status, 303, "the cookie alone, without the proxy, is no login");
+    assert_eq!(
+        with(&[("X-Forwarded-User", "bob"), ("X-Planlock-Proxy-Secret", secret)]).status,
+        303,
+        "another person's"
+    );
+    let page = with(&ada).body;
+    let body = format!("{}&reason=via+the+proxy", decide_fields(&page, "/inbox/s1/approve"));
+    let mut headers = vec![("Cookie", cookie.as_str()), ("Origin", origin.as_str())];
+    headers.extend_from_slice(&ada);
+    assert_eq!(console.request("POST", "/inbox/s1/approve", &headers, &body).status, 303);
+    let log = log_events(dir);
+    assert_eq!((&log[0]["decision"]["by"], &log[0]["decision"]["verified"]), (&json!("ada"), &json!(true)));
+}
+
+/// The same, as a person does it in Debian's headless Chromium at a phone's width: three people
+/// by their own tokens, forms only where allowed, one approval of two, sign-out.
+#[test]
+fn people_sign_in_with_their_tokens_in_a_real_browser() {
+    let node = std::process::Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
+    let (Some(chromium), true) = (crate::console::chromium(), node) else {
+        assert!(std::env::var_os("CI").is_none(), "CI installs chromium and node (.ci/run)");
+        eprintln!("\n    SKIPPED: Chromium or node is not installed: the access file's browser test did not run.\n");
+        return;
+    };
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    if !tests.join("node_modules/.package-lock.json").exists() {
+        let out = std::process::Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--prefer-offline"])
+            .current_dir(&tests)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "npm ci: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let (s, _) = paused_by_the_cli();
+    let access = access_file(s.policy.path(), 2);
+    let console = crate::common::console::serve(
+        &["--sessions".as_ref(), s.sessions.path().as_os_str(), "--access".as_ref(), access.as_os_str()],
+        &[],
+    );
+    let out = std::process::Command::new("node")
+        .arg("access.mjs")
+        .current_dir(&tests)
+        .env("CONSOLE_URL", console.origin())
+        .env("CHROMIUM", chromium)
+        .env("ADA_TOKEN", "ada's token")
+        .env("BOB_TOKEN", "bob's token")
+        .env("EVE_TOKEN", "eve's token")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "the browser test failed:\n{said}");
+    assert_eq!(said.matches("ok: ").count(), 6, "{said}");
+    assert_eq!(names(&log_events(s.sessions.path())), ["voted", "voted", "decided"]);
+}

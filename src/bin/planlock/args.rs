@@ -112,10 +112,20 @@ pub enum Command {
         /// Serve the pages only: no approve or reject.
         #[arg(long)]
         read_only: bool,
-        /// Take the decider's name from this request header (set by an authenticating proxy in
-        /// front of the console) instead of the name given at login.
-        #[arg(long, value_name = "HEADER")]
+        /// Take the person from this request header, set by an authenticating proxy in front of
+        /// the console (oauth2-proxy's `X-Forwarded-User`, …): only with `--access` (the header
+        /// must name one of its users) and `--proxy-secret-env`.
+        #[arg(long, value_name = "HEADER", requires_all = ["access", "proxy_secret_env"])]
         user_header: Option<String>,
+        /// The access file (CONTRACT §18): people sign in with their own tokens and decide only
+        /// where it allows them. Without it one operator signs in with the console's token and a
+        /// name, recorded as unverified.
+        #[arg(long, value_name = "FILE")]
+        access: Option<std::path::PathBuf>,
+        /// The environment variable holding the secret the proxy sends in
+        /// `X-Planlock-Proxy-Secret` with every request (with `--user-header`).
+        #[arg(long, value_name = "VAR", requires = "user_header")]
+        proxy_secret_env: Option<String>,
     },
     /// The pauses waiting for a person across sessions: list them, show one with what is being
     /// approved, approve or reject it (from any machine that reaches the sessions; the session

@@ -44,8 +44,9 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         }
         Command::Inbox { command } => inbox::inbox(out, command),
         Command::Access { command: AccessCommand::NewToken } => access::new_token(out),
-        Command::Serve { sessions, listen, read_only, user_header } => {
-            serve::serve(out, &sessions, listen, read_only, user_header)
+        Command::Serve { sessions, listen, read_only, user_header, access, proxy_secret_env } => {
+            let people = serve::People { user_header, access, proxy_secret_env };
+            serve::serve(out, &sessions, listen, read_only, people)
         }
         Command::Abandon { place } => abandon::abandon(out, &place),
         Command::Memory { command: MemoryCommand::Search { place, top_k, embed, text } } => {

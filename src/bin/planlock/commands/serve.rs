@@ -1,25 +1,47 @@
 //! `planlock serve`: the library's console ([`planlock::console`]) on a listening address, its
 //! token made here and printed once (or `PLANLOCK_CONSOLE_TOKEN`), on planlock's one I/O runtime.
+//! With `--access`, people sign in with their own tokens instead, and no console token is shown.
 
 use std::net::SocketAddr;
 
 use planlock::console::{Console, ConsoleError, ConsoleOptions, new_token};
+use planlock::review::access::Access;
 
 use crate::args::SessionsArgs;
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::Output;
+
+/// Who may sign in: the flags of CONTRACT §18.
+pub struct People {
+    pub user_header: Option<String>,
+    pub access: Option<std::path::PathBuf>,
+    pub proxy_secret_env: Option<String>,
+}
 
 pub fn serve(
     out: &mut Output,
     sessions: &SessionsArgs,
     listen: SocketAddr,
     read_only: bool,
-    user_header: Option<String>,
+    people: People,
 ) -> Result<u8, CliError> {
+    let access = people.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
+    let personal = access.is_some();
+    let proxy_secret = match &people.proxy_secret_env {
+        Some(var) => Some(
+            std::env::var(var)
+                .map_err(|_| CliError::usage("usage", format!("--proxy-secret-env names `{var}`, which is not set")))?,
+        ),
+        None => None,
+    };
     let inbox = super::inbox::open(sessions)?;
     let given = std::env::var("PLANLOCK_CONSOLE_TOKEN").ok();
     let token = given.clone().unwrap_or_else(new_token);
-    let options = ConsoleOptions::default().read_only(read_only).user_header(user_header);
+    let options = ConsoleOptions::default()
+        .read_only(read_only)
+        .user_header(people.user_header)
+        .access(access)
+        .proxy_secret(proxy_secret);
     let console = Console::new(inbox, token.clone(), options).map_err(|e| match e {
         ConsoleError::Token => CliError::usage("usage", "PLANLOCK_CONSOLE_TOKEN must be at least 16 characters"),
         e => CliError::usage("usage", e.to_string()),
@@ -33,16 +55,22 @@ pub fn serve(
     // Said at once (the command serves until it is stopped): where, and the token if it was made
     // here; the only time the token is shown.
     let url = format!("http://{addr}/");
-    let generated = given.is_none();
+    // With an access file people use their own tokens: the console's is never shown.
+    let generated = given.is_none() && !personal;
     let said = match out.is_json() {
         true => crate::output::json_line(&serde_json::json!({
             "listening": url,
             "token": generated.then_some(&token),
             "readOnly": read_only,
+            "access": personal,
         })),
         false => {
             let token = if generated { format!(" (token: {token})") } else { String::new() };
-            let mode = if read_only { " (read-only)" } else { "" };
+            let mode = match (read_only, personal) {
+                (true, _) => " (read-only)",
+                (false, true) => " (personal tokens of the access file)",
+                (false, false) => " (one operator: names recorded unverified)",
+            };
             format!("planlock console on {url}{token}{mode}\n")
         }
     };

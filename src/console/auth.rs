@@ -1,0 +1,261 @@
+//! Who is signed in to the console (CONTRACT §18), in one of three ways:
+//!
+//! - **One operator** (no access file): the console's token and a name typed at sign-in; every
+//!   decision is recorded with the name marked unverified.
+//! - **Personal tokens** (an access file): each person signs in with their own token (compared
+//!   in constant time); their name comes from the file, nothing typed.
+//! - **A proxy** (an access file, a user header and the proxy's shared secret): the proxy signs
+//!   people in; every request must carry the secret, and the header must name a user of the file.
+//!
+//! Logins expire ([`LOGIN_LIFE`]) and can be signed out; a client that fails to sign in
+//! [`MAX_FAILURES`] times within [`FAILURE_WINDOW`] is answered 429 for [`LOCKOUT`], its tries
+//! not even looked at.
+//!
+//! Layer 8, with the console.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hyper::Request;
+use hyper::header;
+use subtle::ConstantTimeEq;
+
+use crate::review::access::Access;
+
+/// How long a login lasts.
+pub const LOGIN_LIFE: Duration = Duration::from_secs(12 * 3600);
+/// How many failed sign-ins of one client within [`FAILURE_WINDOW`] lock it out.
+pub const MAX_FAILURES: usize = 5;
+/// The window [`MAX_FAILURES`] are counted in.
+pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
+/// How long a locked-out client is answered 429.
+pub const LOCKOUT: Duration = Duration::from_secs(300);
+/// The header a proxy sends the shared secret in (`--proxy-secret-env`).
+pub const PROXY_SECRET_HEADER: &str = "x-planlock-proxy-secret";
+/// The most logins held; past it the oldest is dropped.
+const MAX_LOGINS: usize = 1000;
+/// The most clients whose failures are remembered; past it the longest quiet is forgotten.
+const MAX_CLIENTS: usize = 10_000;
+/// The login cookie.
+pub const COOKIE: &str = "planlock_console";
+
+/// The client address of a request, as the console's own server puts it in the request's
+/// extensions (a console mounted in another server sees none: its clients share one count).
+#[derive(Debug, Clone, Copy)]
+pub struct ClientAddr(pub IpAddr);
+
+/// A signed-in browser.
+#[derive(Debug, Clone)]
+pub struct Login {
+    /// Who: a user of the access file, or the name typed (unverified).
+    pub name: String,
+    /// Whether an access file vouches for the name.
+    pub verified: bool,
+    /// The login's CSRF token, which its forms carry.
+    pub csrf: String,
+    since: Instant,
+}
+
+/// How the console knows people (see the module docs).
+pub struct Auth {
+    token: String,
+    access: Option<Arc<Access>>,
+    proxy: Option<(String, String)>,
+    logins: Mutex<HashMap<String, Login>>,
+    failures: Mutex<HashMap<Option<IpAddr>, Tries>>,
+}
+
+/// A client's recent failed sign-ins.
+#[derive(Default)]
+struct Tries {
+    failed: Vec<Instant>,
+    locked_until: Option<Instant>,
+}
+
+/// Why a sign-in was refused.
+pub enum Refusal {
+    /// Too many failures: try again after this long.
+    TooMany(Duration),
+    /// The token (or the name) does not sign anyone in; the message says which.
+    Wrong(&'static str),
+}
+
+/// A fresh secret: 256 random bits as hex (two v4 UUIDs where the system has no random source).
+pub fn secret() -> String {
+    let mut bytes = [0u8; 32];
+    match getrandom::fill(&mut bytes) {
+        Ok(()) => bytes.iter().map(|b| format!("{b:02x}")).collect(),
+        Err(_) => format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()),
+    }
+}
+
+/// Compares two secrets in time independent of where they differ.
+pub fn same_secret(a: &str, b: &str) -> bool {
+    a.len() == b.len() && bool::from(a.as_bytes().ct_eq(b.as_bytes()))
+}
+
+impl Auth {
+    /// One operator with `token`, personal tokens of `access`, or (`proxy`: its user header and
+    /// shared secret) a proxy's users.
+    pub fn new(token: String, access: Option<Arc<Access>>, proxy: Option<(String, String)>) -> Auth {
+        Auth { token, access, proxy, logins: Mutex::default(), failures: Mutex::default() }
+    }
+
+    /// Whether people sign in with personal tokens or through a proxy (names are verified).
+    pub fn has_access(&self) -> bool {
+        self.access.is_some()
+    }
+
+    /// Whether a proxy signs people in.
+    pub fn by_proxy(&self) -> bool {
+        self.proxy.is_some()
+    }
+
+    /// Whether `login` may decide on `validator`'s pauses: by the access file, or anyone without
+    /// one.
+    pub fn may_decide(&self, login: &Login, validator: &str) -> bool {
+        self.access.as_ref().is_none_or(|access| access.may_decide(&login.name, validator))
+    }
+
+    /// The access file, if the console has one.
+    pub fn access(&self) -> Option<&Access> {
+        self.access.as_deref()
+    }
+
+    /// The proxy's user of `req`, when its secret is the one the console was given and its
+    /// header names a user of the access file.
+    fn proxy_user<B>(&self, req: &Request<B>) -> Option<String> {
+        let (user_header, secret) = self.proxy.as_ref()?;
+        let sent = req.headers().get(PROXY_SECRET_HEADER)?.to_str().ok()?;
+        if !same_secret(sent, secret) {
+            return None;
+        }
+        let name = req.headers().get(user_header.as_str())?.to_str().ok()?.trim();
+        self.access.as_ref().filter(|access| access.is_user(name)).map(|_| name.to_owned())
+    }
+
+    /// The live login of the request's cookie (behind a proxy: only while the proxy still names
+    /// that login's user, with its secret).
+    pub fn login_of<B>(&self, req: &Request<B>) -> Option<Login> {
+        let id = cookie(req, COOKIE)?;
+        let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
+        let login = match logins.get(&id) {
+            Some(login) if login.since.elapsed() < LOGIN_LIFE => login.clone(),
+            Some(_) => {
+                logins.remove(&id);
+                return None;
+            }
+            None => return None,
+        };
+        drop(logins);
+        if self.proxy.is_some() && self.proxy_user(req).as_deref() != Some(login.name.as_str()) {
+            return None;
+        }
+        Some(login)
+    }
+
+    /// Behind a proxy, a login for the user it names (a cookie id and the login); `None` when it
+    /// names none (or without its secret).
+    pub fn proxy_login<B>(&self, req: &Request<B>) -> Option<(String, Login)> {
+        let name = self.proxy_user(req)?;
+        Some(self.keep(name, true))
+    }
+
+    /// A sign-in by `client` with the form's `token` and (one operator) `name`: a cookie id and
+    /// the login, or why not. A locked-out client's try is not looked at.
+    pub fn sign_in(&self, client: Option<IpAddr>, token: &str, name: &str) -> Result<(String, Login), Refusal> {
+        let now = Instant::now();
+        if let Some(wait) = self.locked(client, now) {
+            return Err(Refusal::TooMany(wait));
+        }
+        let signed = match &self.access {
+            Some(access) => access.sign_in(token).map(|user| (user.to_owned(), true)).ok_or("That token is no one's."),
+            None if !same_secret(token, &self.token) => Err("That is not the console's token."),
+            None if name.trim().is_empty() || name.trim().chars().count() > 200 => {
+                return Err(Refusal::Wrong("Give your name (at most 200 characters)."));
+            }
+            None => Ok((name.trim().to_owned(), false)),
+        };
+        match signed {
+            Ok((name, verified)) => Ok(self.keep(name, verified)),
+            Err(why) => {
+                self.failed(client, now);
+                Err(Refusal::Wrong(why))
+            }
+        }
+    }
+
+    /// Ends the login of cookie id `id`.
+    pub fn sign_out(&self, id: &str) {
+        self.logins.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
+    }
+
+    /// A new login for `name`, kept (the oldest dropped past [`MAX_LOGINS`]).
+    fn keep(&self, name: String, verified: bool) -> (String, Login) {
+        let id = secret();
+        let login = Login { name, verified, csrf: secret(), since: Instant::now() };
+        let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
+        if logins.len() >= MAX_LOGINS
+            && let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.since).map(|(k, _)| k.clone())
+        {
+            logins.remove(&oldest);
+        }
+        logins.insert(id.clone(), login.clone());
+        (id, login)
+    }
+
+    /// How long `client` is still locked out, if it is.
+    fn locked(&self, client: Option<IpAddr>, now: Instant) -> Option<Duration> {
+        let failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        let until = failures.get(&client)?.locked_until?;
+        (until > now).then(|| until - now)
+    }
+
+    /// Counts a failed sign-in of `client`; the [`MAX_FAILURES`]th within [`FAILURE_WINDOW`]
+    /// locks it out for [`LOCKOUT`].
+    fn failed(&self, client: Option<IpAddr>, now: Instant) {
+        let mut failures = self.failures.lock().unwrap_or_else(|p| p.into_inner());
+        if failures.len() >= MAX_CLIENTS && !failures.contains_key(&client) {
+            let quietest = failures.iter().min_by_key(|(_, t)| t.failed.last().copied()).map(|(k, _)| *k);
+            if let Some(quietest) = quietest {
+                failures.remove(&quietest);
+            }
+        }
+        let tries = failures.entry(client).or_default();
+        tries.failed.retain(|at| now.duration_since(*at) < FAILURE_WINDOW);
+        tries.failed.push(now);
+        if tries.failed.len() >= MAX_FAILURES {
+            tries.failed.clear();
+            tries.locked_until = Some(now + LOCKOUT);
+        }
+    }
+}
+
+/// The value of cookie `name`.
+pub fn cookie<B>(req: &Request<B>, name: &str) -> Option<String> {
+    req.headers().get_all(header::COOKIE).iter().filter_map(|v| v.to_str().ok()).find_map(|v| {
+        v.split(';').find_map(|pair| {
+            let (k, value) = pair.trim().split_once('=')?;
+            (k == name).then(|| value.to_owned())
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn five_failures_in_a_minute_lock_the_client_out_and_the_right_token_then_waits_too() {
+        let auth = Auth::new("the console's token".into(), None, None);
+        let client = Some(IpAddr::from([127, 0, 0, 9]));
+        for _ in 0..MAX_FAILURES {
+            assert!(matches!(auth.sign_in(client, "guess", "ada"), Err(Refusal::Wrong(_))));
+        }
+        assert!(matches!(auth.sign_in(client, "the console's token", "ada"), Err(Refusal::TooMany(_))));
+        // Another client is not held up by it.
+        assert!(auth.sign_in(Some(IpAddr::from([127, 0, 0, 8])), "the console's token", "ada").is_ok());
+    }
+}
