@@ -9,7 +9,14 @@
 
 use std::future::Future;
 
-#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel", feature = "console"))]
+#[cfg(any(
+    feature = "sqlite",
+    feature = "openai",
+    feature = "postgres",
+    feature = "otel",
+    feature = "console",
+    feature = "notify"
+))]
 /// The background runtime: two worker threads (named `planlock-io`) and tokio's blocking pool;
 /// `None` if the system refused the threads (every call then fails, saying so).
 pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
@@ -35,7 +42,14 @@ pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
 /// assert_eq!(handle.block_on(async { 1 + 1 }), 2);
 /// # Ok::<(), String>(())
 /// ```
-#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel", feature = "console"))]
+#[cfg(any(
+    feature = "sqlite",
+    feature = "openai",
+    feature = "postgres",
+    feature = "otel",
+    feature = "console",
+    feature = "notify"
+))]
 #[cfg_attr(
     docsrs,
     doc(cfg(any(
@@ -43,7 +57,8 @@ pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
         feature = "openai",
         feature = "postgres",
         feature = "otel",
-        feature = "console"
+        feature = "console",
+        feature = "notify"
     )))
 )]
 pub fn io_handle() -> Result<tokio::runtime::Handle, String> {

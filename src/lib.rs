@@ -114,7 +114,14 @@ pub use executor::{
 #[doc(no_inline)]
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
 pub use io::block_on;
-#[cfg(any(feature = "sqlite", feature = "openai", feature = "postgres", feature = "otel", feature = "console"))]
+#[cfg(any(
+    feature = "sqlite",
+    feature = "openai",
+    feature = "postgres",
+    feature = "otel",
+    feature = "console",
+    feature = "notify"
+))]
 pub use io::io_handle;
 #[doc(no_inline)]
 pub use ledger::Ledger;

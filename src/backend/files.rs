@@ -4,8 +4,13 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Backend, BackendError, BackendFuture, Glance, Glances, OpenedSession, PausedSession};
-use crate::session::{FileRecords, FileSessionStore, PauseRef, SessionRecords, SessionStore, is_root_name};
+use super::{
+    Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
+    PausedSession,
+};
+use crate::session::{
+    ApprovalEvent, FileRecords, FileSessionStore, PauseRef, SessionRecords, SessionStore, Timestamp, is_root_name,
+};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::{ProviderPlace, ResolvedStore};
 
@@ -166,6 +171,43 @@ impl Backend for FilesBackend {
             let root = self.existing_root(name)?;
             Ok(resolver.resolve_to_read(manifest, ProviderPlace::Root(&root))?)
         })
+    }
+
+    fn recent_events(&self, since: Timestamp, max: usize) -> BackendFuture<'_, Vec<Logged>> {
+        Box::pin(async move {
+            let mut out = Vec::new();
+            for (name, records) in self.roots(super::outbox::MAX_SESSIONS_SCANNED)? {
+                // A root whose records cannot be read sends nothing; it is listed as a problem by
+                // the inbox, not here.
+                let (Ok(log), Ok(notices)) = (records.approval_log().await, records.notices().await) else { continue };
+                let mut events: Vec<_> =
+                    notices.events.into_iter().chain(log.events).filter(|e| e.at() >= since).collect();
+                events.sort_by_key(ApprovalEvent::at);
+                out.extend(events.into_iter().map(|event| Logged { session: name.clone(), event }));
+                if out.len() >= max {
+                    out.truncate(max);
+                    break;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    fn claim_delivery<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+        hook: &'a str,
+        _hold: std::time::Duration,
+    ) -> BackendFuture<'a, Option<DeliveryClaim>> {
+        Box::pin(async move {
+            let root = self.existing_root(session)?;
+            Ok(super::outbox::claim_in_root(&root, session, id, hook, Timestamp::now())?)
+        })
+    }
+
+    fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()> {
+        Box::pin(async move { Ok(super::outbox::finish_in_root(claim, outcome)?) })
     }
 
     fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>> {

@@ -15,6 +15,7 @@
 
 mod error;
 mod files;
+mod outbox;
 #[cfg(feature = "postgres")]
 mod postgres;
 
@@ -25,12 +26,14 @@ use std::sync::Arc;
 
 pub use error::BackendError;
 pub use files::FilesBackend;
+pub use outbox::{DeliveryClaim, DeliveryOutcome, Logged};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PgBackend;
 
 use crate::session::{
     BundlePinV1, CycleEntry, Decisions, InterventionRecord, SessionError, SessionRecords, SessionState, SessionStore,
+    Timestamp,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::ResolvedStore;
@@ -129,6 +132,25 @@ pub trait Backend: fmt::Debug + Send + Sync {
 
     /// Every paused session (at most `max` sessions looked at), with its record and decision.
     fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>>;
+
+    /// The events of every session's records (its approval log and its notices: the outbox of
+    /// notifications, CONTRACT §18) at or after `since`, at most `max` of them, oldest first
+    /// within a session.
+    fn recent_events(&self, since: Timestamp, max: usize) -> BackendFuture<'_, Vec<Logged>>;
+
+    /// Claims the delivery of event `id` of session `session` to receiver `hook`, when it is due
+    /// (not done, its retry time come) and no other sender holds it; a claim held past `hold`
+    /// (its sender stopped) may be taken by another. `None`: not now.
+    fn claim_delivery<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+        hook: &'a str,
+        hold: std::time::Duration,
+    ) -> BackendFuture<'a, Option<DeliveryClaim>>;
+
+    /// Ends a claimed attempt with `outcome`, durably.
+    fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()>;
 
     /// Sessions at a glance: the page of `limit` from `offset` of those whose status is `status`
     /// (`paused`, `expired`, `halted`, `ready`; every one with `None`) where one statement can

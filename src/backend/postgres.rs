@@ -4,12 +4,17 @@
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
-use super::{Backend, BackendError, BackendFuture, Glance, Glances, OpenedSession, PausedSession};
+use super::{
+    Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
+    PausedSession,
+};
 use crate::pg::{PgDatabase, PgOptions, PgSession};
+use crate::session::Timestamp;
 use crate::session::postgres::{DEFAULT_LEASE, MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
 use crate::session::{SessionRecords, SessionStore};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::{ProviderPlace, ResolvedStore};
+use tokio_postgres::types::Type;
 
 /// Sessions in a PostgreSQL database: each session a key (a tenant or conversation id, 1 to 256
 /// bytes) of planlock's tables, shared by many workers; a session's cycles hold a lease.
@@ -113,6 +118,92 @@ impl Backend for PgBackend {
         })
     }
 
+    fn recent_events(&self, since: Timestamp, max: usize) -> BackendFuture<'_, Vec<Logged>> {
+        Box::pin(async move {
+            let (since, limit) = (since.to_string(), i64::try_from(max).unwrap_or(i64::MAX));
+            let rows = self
+                .query(
+                    "reading the recent notifications",
+                    "SELECT session_key, event FROM planlock_approval_log WHERE logged_at >= $1::text::timestamptz
+                     ORDER BY seq LIMIT $2",
+                    &[(&since, Type::TEXT), (&limit, Type::INT8)],
+                )
+                .await?;
+            // An event that cannot be read sends nothing (the session's log shows it as unreadable).
+            Ok(rows
+                .iter()
+                .filter_map(|r| {
+                    let event = serde_json::from_str(&r.get::<_, String>(1)).ok()?;
+                    Some(Logged { session: r.get(0), event })
+                })
+                .collect())
+        })
+    }
+
+    fn claim_delivery<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+        hook: &'a str,
+        hold: std::time::Duration,
+    ) -> BackendFuture<'a, Option<DeliveryClaim>> {
+        Box::pin(async move {
+            let owner = uuid::Uuid::new_v4();
+            let hold = hold.as_secs_f64();
+            let rows = self
+                .query(
+                    "claiming a delivery",
+                    "INSERT INTO planlock_deliveries AS d (session_key, event_id, hook, lease_owner, lease_until)
+                     VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
+                     ON CONFLICT (session_key, event_id, hook) DO UPDATE
+                       SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
+                       WHERE NOT d.done AND d.next_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
+                     RETURNING attempts",
+                    &[
+                        (&session, Type::TEXT),
+                        (&id, Type::TEXT),
+                        (&hook, Type::TEXT),
+                        (&owner, Type::UUID),
+                        (&hold, Type::FLOAT8),
+                    ],
+                )
+                .await?;
+            Ok(rows.first().map(|row| DeliveryClaim {
+                session: session.to_owned(),
+                id: id.to_owned(),
+                hook: hook.to_owned(),
+                attempts: u32::try_from(row.get::<_, i32>(0)).unwrap_or(0),
+                holder: Box::new(owner),
+            }))
+        })
+    }
+
+    fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()> {
+        Box::pin(async move {
+            let owner = claim.holder.downcast_ref::<uuid::Uuid>().copied().unwrap_or_default();
+            let (next, done) = match outcome {
+                DeliveryOutcome::Delivered | DeliveryOutcome::GivenUp => (Timestamp::now().to_string(), true),
+                DeliveryOutcome::RetryAt(at) => (at.to_string(), false),
+            };
+            self.query(
+                "finishing a delivery",
+                "UPDATE planlock_deliveries SET attempts = attempts + 1, next_at = $4::text::timestamptz, done = $5,
+                   lease_owner = NULL, lease_until = NULL
+                 WHERE session_key = $1 AND event_id = $2 AND hook = $3 AND lease_owner = $6",
+                &[
+                    (&claim.session, Type::TEXT),
+                    (&claim.id, Type::TEXT),
+                    (&claim.hook, Type::TEXT),
+                    (&next, Type::TEXT),
+                    (&done, Type::BOOL),
+                    (&owner, Type::UUID),
+                ],
+            )
+            .await
+            .map(drop)
+        })
+    }
+
     fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>> {
         Box::pin(async move { Ok(crate::session::postgres::paused_sessions(&self.db, max).await?) })
     }
@@ -143,6 +234,22 @@ impl Backend for PgBackend {
                 .collect();
             Ok(Glances { sessions, paged_total: Some(total) })
         })
+    }
+}
+
+impl PgBackend {
+    /// Runs `sql` on a connection of the pool: its rows.
+    async fn query(
+        &self,
+        doing: &'static str,
+        sql: &str,
+        params: &[crate::pg::Param<'_>],
+    ) -> Result<Vec<tokio_postgres::Row>, BackendError> {
+        let failed = |reason: String| crate::session::SessionError::Database { key: "(every session)".into(), reason };
+        let mut conn = self.db.connection().await.map_err(|e| failed(e.to_string()))?;
+        let rows = conn.query_typed(sql, params).await;
+        Ok(rows
+            .map_err(|e| failed(format!("PostgreSQL at {}: {doing}: {}", self.db.target(), crate::pg::reason(&e))))?)
     }
 }
 

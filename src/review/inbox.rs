@@ -178,6 +178,11 @@ impl Inbox {
         self.backend.as_ref()
     }
 
+    /// Where its sessions are, shared (for a notifier of the same sessions).
+    pub fn backend_arc(&self) -> Arc<dyn Backend> {
+        self.backend.clone()
+    }
+
     /// The pauses that match `filter`, oldest first.
     pub async fn list(&self, filter: &InboxFilter) -> Result<InboxListing, InboxError> {
         let now = Timestamp::now();

@@ -11,6 +11,9 @@
 pub mod access;
 mod decide;
 pub mod inbox;
+#[cfg(feature = "notify")]
+#[cfg_attr(docsrs, doc(cfg(feature = "notify")))]
+pub mod notify;
 pub mod overview;
 
 pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, decide_with};

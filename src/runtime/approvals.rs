@@ -73,6 +73,14 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.store.records().decision_on(&pause).await.map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
+    /// Logs that `record`'s pause was made, unless the log says so already; a failure is only
+    /// traced (the notifier and the next boot log it).
+    pub(super) async fn log_paused(&self, record: &InterventionRecord) {
+        if let Err(e) = self.store.records().log_notice(&ApprovalEvent::paused(record)).await {
+            tracing::warn!(error = %e, "the pause could not be logged; it will be when its record is seen next");
+        }
+    }
+
     /// [`log_outcome`] in this session's records.
     pub(super) async fn log_outcome(&self, outcome: ApprovalEvent) -> Result<(), RuntimeError> {
         log_outcome(self.store.records(), &outcome).await.map_err(|e| RuntimeError::Session(Arc::new(e)))

@@ -206,6 +206,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             history,
         };
         runtime.upgrade_record().await?;
+        // A pause whose record a stopped process saved without logging it is logged now.
+        if let State::Paused(record) = &runtime.state {
+            runtime.log_paused(record).await;
+        }
         Ok(runtime)
     }
 

@@ -227,6 +227,31 @@ pub enum Recorded {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "camelCase", deny_unknown_fields)]
 pub enum ApprovalEvent {
+    /// A cycle paused for a person: logged right after the pause's record is saved (and, should
+    /// a process stop between the two, by the next one that finds the record without it), so the
+    /// log says every pause there was — what `pause.created` notifications are sent from.
+    #[serde(rename_all = "camelCase")]
+    Paused {
+        /// The pause.
+        pause: PauseRef,
+        /// The blocked step's type.
+        step_type: crate::contract::registry::StepType,
+        /// Why the validator blocked it.
+        reason: String,
+        /// The digest of what it shows.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shown_digest: Option<Digest>,
+        /// When it expires, if it does.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        expires_at: Option<Timestamp>,
+    },
+    /// A pause was seen past its `expiresAt` without a decision (once: `pause.expired`).
+    ExpiryNoticed {
+        /// The pause.
+        pause: PauseRef,
+        /// When it was seen.
+        at: Timestamp,
+    },
     /// A decision was recorded.
     Decided {
         /// The decision.
@@ -297,6 +322,7 @@ impl ApprovalEvent {
     pub fn pause(&self) -> &PauseRef {
         match self {
             ApprovalEvent::Decided { decision } | ApprovalEvent::Voted { decision, .. } => &decision.pause,
+            ApprovalEvent::Paused { pause, .. } | ApprovalEvent::ExpiryNoticed { pause, .. } => pause,
             ApprovalEvent::Consumed { pause, .. }
             | ApprovalEvent::Stale { pause, .. }
             | ApprovalEvent::Expired { pause, .. }
@@ -305,14 +331,49 @@ impl ApprovalEvent {
         }
     }
 
-    /// Whether it says what became of a decision (anything but a decision or an approval).
+    /// Whether it says what became of a decision or a pause (`consumed`, `stale`, `expired`,
+    /// `abandoned`, `superseded`): one a pause, at most.
     pub fn is_outcome(&self) -> bool {
-        !matches!(self, ApprovalEvent::Decided { .. } | ApprovalEvent::Voted { .. })
+        !matches!(self, ApprovalEvent::Decided { .. } | ApprovalEvent::Voted { .. } | ApprovalEvent::Paused { .. })
+            && !matches!(self, ApprovalEvent::ExpiryNoticed { .. })
+    }
+
+    /// When it happened: the pause's making, the decision's, the outcome's or the notice's.
+    pub fn at(&self) -> Timestamp {
+        match self {
+            ApprovalEvent::Paused { pause, .. } => pause.created_at,
+            ApprovalEvent::Decided { decision } | ApprovalEvent::Voted { decision, .. } => decision.at,
+            ApprovalEvent::ExpiryNoticed { at, .. }
+            | ApprovalEvent::Consumed { at, .. }
+            | ApprovalEvent::Stale { at, .. }
+            | ApprovalEvent::Expired { at, .. }
+            | ApprovalEvent::Abandoned { at, .. }
+            | ApprovalEvent::Superseded { at, .. } => *at,
+        }
+    }
+
+    /// Whether it is a notice (`paused`, `expiryNoticed`): logged once a pause, by whoever sees
+    /// it first.
+    pub fn is_notice(&self) -> bool {
+        matches!(self, ApprovalEvent::Paused { .. } | ApprovalEvent::ExpiryNoticed { .. })
+    }
+
+    /// The event that says `record`'s pause was made.
+    pub fn paused(record: &InterventionRecord) -> ApprovalEvent {
+        ApprovalEvent::Paused {
+            pause: PauseRef::of(record),
+            step_type: record.step_type,
+            reason: record.reason.clone(),
+            shown_digest: record.shown_digest,
+            expires_at: record.expires_at,
+        }
     }
 
     /// The event's name as the log writes it (`decided`, `consumed`, …).
     pub fn name(&self) -> &'static str {
         match self {
+            ApprovalEvent::Paused { .. } => "paused",
+            ApprovalEvent::ExpiryNoticed { .. } => "expiryNoticed",
             ApprovalEvent::Decided { .. } => "decided",
             ApprovalEvent::Voted { .. } => "voted",
             ApprovalEvent::Consumed { .. } => "consumed",
@@ -387,7 +448,7 @@ impl super::ApprovalLog {
     /// - Otherwise it is one person's approval ([`ApprovalEvent::Voted`]): the same person twice
     ///   counts once; the approval that makes `required` distinct people on the same digest also
     ///   writes the pause's decision, naming them all.
-    pub(crate) fn tally(
+    pub fn tally(
         &self,
         decision: &ReviewDecision,
         required: usize,

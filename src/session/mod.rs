@@ -52,7 +52,8 @@ pub use history::{
     CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES,
     PREVIOUS_HISTORY_FILE,
 };
-pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, SessionRecords};
+pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, NOTICES_FILE, SessionRecords};
+pub(crate) use records::{open_log, read_log};
 pub use store::{CycleGuard, Durable, HistoryEntry, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
@@ -97,6 +98,16 @@ impl Timestamp {
     /// `duration` later; `None` past the last time a timestamp can say.
     pub fn plus(self, duration: std::time::Duration) -> Option<Timestamp> {
         self.0.checked_add(time::Duration::try_from(duration).ok()?).map(Timestamp)
+    }
+
+    /// `duration` earlier; `None` before the first time a timestamp can say.
+    pub fn minus(self, duration: std::time::Duration) -> Option<Timestamp> {
+        self.0.checked_sub(time::Duration::try_from(duration).ok()?).map(Timestamp)
+    }
+
+    /// Seconds since the Unix epoch.
+    pub fn unix_seconds(self) -> i64 {
+        self.0.unix_timestamp()
     }
 
     /// How long after `earlier` this is (zero when it is not after).

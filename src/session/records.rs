@@ -23,6 +23,10 @@ use crate::fsread::{self, ReadError};
 /// The approval log, relative to the root: one JSON object a line.
 pub const APPROVAL_LOG_FILE: &str = "ops/runtime/approvals.jsonl";
 
+/// The pauses' notices ([`ApprovalEvent::is_notice`]), relative to the root: one JSON object a
+/// line, beside the approval log (which holds decisions and outcomes only).
+pub const NOTICES_FILE: &str = "ops/runtime/notices.jsonl";
+
 /// The approval log as read back: its events in order, and how many lines could not be read (a
 /// line a crash cut short, or one edited).
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
@@ -93,6 +97,12 @@ pub trait SessionRecords: Send + Sync {
     /// process after it logged and before it removed the record, and the next one must not log
     /// again. Whether it was appended.
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool>;
+    /// Appends `notice` ([`ApprovalEvent::is_notice`]) to the session's notices, durably, unless
+    /// they hold that notice of its pause already (whoever sees a pause first logs it). Whether
+    /// it was appended.
+    fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> StoreFuture<'a, bool>;
+    /// The session's notices (at most the last [`MAX_LOG_BYTES`] of them), oldest first.
+    fn notices(&self) -> StoreFuture<'_, ApprovalLog>;
     /// The approval log (at most its last [`MAX_LOG_BYTES`]).
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog>;
     /// The session's last `limit` finished cycles, newest first (see [`CycleEntry`](super::CycleEntry)).
@@ -139,11 +149,11 @@ impl FileRecords {
     }
 
     fn record(&self, decision: &ReviewDecision, required: usize) -> Result<Recorded, SessionError> {
-        self.append_with(&decision.pause, |log| log.tally(decision, required))
+        self.append_with(APPROVAL_LOG_FILE, &decision.pause, |log| log.tally(decision, required))
     }
 
-    fn log(&self) -> Result<ApprovalLog, SessionError> {
-        let path = self.root.join(APPROVAL_LOG_FILE);
+    fn log_of(&self, file: &str) -> Result<ApprovalLog, SessionError> {
+        let path = self.root.join(file);
         match fsread::open_regular(&path) {
             Ok(mut file) => read_log(&mut file, &path, MAX_LOG_BYTES).map(|text| ApprovalLog::parse(text.lines())),
             Err(ReadError::NotFound) => Ok(ApprovalLog::default()),
@@ -184,13 +194,24 @@ impl SessionRecords for FileRecords {
     }
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         ready(self.unlinked(|| {
-            self.append_with(outcome.pause(), |log| {
+            self.append_with(APPROVAL_LOG_FILE, outcome.pause(), |log| {
                 Ok(if log.has_outcome(outcome.pause()) { (false, Vec::new()) } else { (true, vec![outcome.clone()]) })
             })
         }))
     }
+    fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
+        ready(self.unlinked(|| {
+            self.append_with(NOTICES_FILE, notice.pause(), |log| {
+                let there = log.events.iter().any(|e| e.name() == notice.name() && e.pause() == notice.pause());
+                Ok(if there { (false, Vec::new()) } else { (true, vec![notice.clone()]) })
+            })
+        }))
+    }
+    fn notices(&self) -> StoreFuture<'_, ApprovalLog> {
+        ready(self.unlinked(|| self.log_of(NOTICES_FILE)))
+    }
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
-        ready(self.unlinked(|| self.log()))
+        ready(self.unlinked(|| self.log_of(APPROVAL_LOG_FILE)))
     }
     fn history(&self, limit: usize) -> StoreFuture<'_, History> {
         ready(self.unlinked(|| self.read_history(limit)))
@@ -221,17 +242,19 @@ impl FileRecords {
 const LOG_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl FileRecords {
-    /// Appends what `check` says to the approval log, durably, in one write: `check` is given
+    /// Appends what `check` says to the log `file` (the approval log or the notices), durably, in
+    /// one write: `check` is given
     /// the log's events on `pause` as they are, read under the log's lock (so no other writer
     /// comes between), and answers a value and the events to append (none: nothing is written).
     /// The lock is the log file's own (an advisory lock of a few milliseconds), not the
     /// session's.
     fn append_with<T>(
         &self,
+        file: &str,
         pause: &PauseRef,
         check: impl FnOnce(&ApprovalLog) -> Result<(T, Vec<ApprovalEvent>), SessionError>,
     ) -> Result<T, SessionError> {
-        let path = self.root.join(APPROVAL_LOG_FILE);
+        let path = self.root.join(file);
         let dir = self.runtime_dir()?;
         let io = |op: &'static str| {
             let file = path.clone();
@@ -332,7 +355,7 @@ impl FileRecords {
 
 /// Opens a log (the approval log, the history) to read and append, creating it, never through a
 /// symbolic link.
-pub(super) fn open_log(path: &Path) -> io::Result<File> {
+pub(crate) fn open_log(path: &Path) -> io::Result<File> {
     let mut options = OpenOptions::new();
     options.read(true).append(true).create(true);
     #[cfg(unix)]
@@ -384,7 +407,7 @@ fn events_of(file: &mut File, path: &Path, pause: &PauseRef) -> Result<ApprovalL
 
 /// The text of the log in `file`: at most its last `cap` bytes; read from the middle, the first
 /// line is cut, and is not one of the log's.
-pub(super) fn read_log(file: &mut File, path: &Path, cap: u64) -> Result<String, SessionError> {
+pub(crate) fn read_log(file: &mut File, path: &Path, cap: u64) -> Result<String, SessionError> {
     let io = |op: &'static str| {
         let file = path.to_owned();
         move |source| SessionError::Io { file, op, source }

@@ -11,6 +11,7 @@ pub mod console;
 pub mod models;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod webhooks;
 
 use std::path::Path;
 

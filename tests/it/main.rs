@@ -36,3 +36,4 @@ mod terminal;
 mod typescript;
 mod upgrade;
 mod vectors;
+mod webhooks;

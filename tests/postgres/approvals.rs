@@ -285,3 +285,60 @@ pub(super) fn racing_two_person_approvals_count_each_person_once_on_postgres(ser
         assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))), "round {round}");
     }
 }
+
+/// Notifications from a database (CONTRACT §18): `planlock notify --database` delivers a
+/// worker's pause and its approvals, each verified by the `standardwebhooks` package; a receiver
+/// that fails first gets the same id again; two senders at once deliver each event once at a time.
+pub(super) fn notifications_are_delivered_from_the_database(server: &PgServer) {
+    use crate::common::webhooks::{Receiver, SECRET, python};
+    let Some(python) = python() else { return };
+    let url = server.database("notify");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    let (ok, failing) = (Receiver::start(&python, "slow"), Receiver::start(&python, "fail-first"));
+    let access = fx.policy.join("hooks.yaml");
+    let hook = |u: &str| {
+        format!("  - {{ url: \"{u}\", secretEnv: HOOK, events: [pause.created, pause.decided, pause.resolved] }}\n")
+    };
+    let user = |u: &str| format!("  {u}: {{ tokenSha256: \"{}\" }}\n", planlock::review::access::token_sha256(u));
+    std::fs::write(&access, format!("users:\n{}webhooks:\n{}{}", user("ada"), hook(&ok.url), hook(&failing.url)))
+        .unwrap();
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, "notified").unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    let (code, _) = inbox(&url, &["approve", "--by", "ada", "--reason", "ok", "notified"]);
+    assert_eq!(code, Some(0));
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))));
+    let notify = || {
+        let mut cmd = crate::common::cli::planlock();
+        cmd.args(["notify", "--timeout", "2s", "--first-retry", "1s", "--database", &url, "--access"])
+            .arg(&access)
+            .env("HOOK", SECRET)
+            .stdout(std::process::Stdio::null());
+        cmd
+    };
+    let mut senders: Vec<_> = (0..2).map(|_| notify().spawn().unwrap()).collect();
+    let done = |r: &Receiver| r.answered().iter().filter(|e| e["status"] == 200).count() >= 3;
+    let arrived = ok.wait_for(Duration::from_secs(20), |_| done(&ok))
+        && failing.wait_for(Duration::from_secs(20), |_| done(&failing));
+    for sender in &mut senders {
+        let _ = sender.kill();
+        let _ = sender.wait();
+    }
+    assert!(arrived, "{:?} {:?}", ok.entries(), failing.entries());
+    for receiver in [&ok, &failing] {
+        let got = receiver.answered();
+        assert!(got.iter().all(|e| e["verified"] == true), "{got:?}");
+        let mut kinds: Vec<&str> =
+            got.iter().filter(|e| e["status"] == 200).map(|e| e["type"].as_str().unwrap()).collect();
+        kinds.sort_unstable();
+        assert_eq!(kinds, ["pause.created", "pause.decided", "pause.resolved"]);
+        for (i, a) in got.iter().enumerate() {
+            for b in &got[i + 1..] {
+                let apart = a["end"].as_f64() <= b["start"].as_f64() || b["end"].as_f64() <= a["start"].as_f64();
+                assert!(a["id"] != b["id"] || apart, "one event delivered twice at once: {a} {b}");
+            }
+        }
+    }
+    // The failing receiver got each id twice: a 500, then the same id again.
+    assert_eq!(failing.answered().iter().filter(|e| e["status"] == 500).count(), 3);
+}

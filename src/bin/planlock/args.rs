@@ -134,6 +134,26 @@ pub enum Command {
         #[command(subcommand)]
         command: InboxCommand,
     },
+    /// Send the pauses' notifications (created, decided, expired, resolved) to the access file's
+    /// webhooks, signed per Standard Webhooks, at least once: a long-running sender (several may
+    /// run at once), or with `--once` what is due now. Each attempt is printed; no secret is.
+    Notify {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// The access file naming the webhooks (their secrets in the variables it names).
+        #[arg(long, value_name = "FILE")]
+        access: PathBuf,
+        /// Deliver what is due now, and exit.
+        #[arg(long)]
+        once: bool,
+        /// How long a receiver has to answer.
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        timeout: std::time::Duration,
+        /// The wait before the first retry of a failed delivery (then doubled each time, at most
+        /// an hour; retried until the event is a day old).
+        #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+        first_retry: std::time::Duration,
+    },
     /// The access file's tools (CONTRACT §18): who may decide on pauses.
     Access {
         #[command(subcommand)]

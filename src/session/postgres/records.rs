@@ -145,6 +145,18 @@ impl PgRecords {
         Ok(recorded)
     }
 
+    /// The newest [`MAX_LOG_EVENTS`] events of the log of kinds `kinds` (an SQL condition), oldest
+    /// first.
+    async fn log_of(&self, what: &'static str, kinds: &'static str) -> Result<ApprovalLog, SessionError> {
+        let sql = format!(
+            "SELECT event FROM (SELECT seq, event FROM planlock_approval_log WHERE session_key = $1 AND {kinds}
+             ORDER BY seq DESC LIMIT $2) latest ORDER BY seq"
+        );
+        let doing = if what == "notices" { "reading the notices" } else { "reading the approval log" };
+        let rows = self.query(doing, &sql, &[(&self.key, Type::TEXT), (&MAX_LOG_EVENTS, Type::INT8)]).await?;
+        Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))))
+    }
+
     async fn decision(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
         let pause = serde_json::to_string(pause).unwrap_or_default();
         let rows = self
@@ -198,18 +210,14 @@ impl SessionRecords for PgRecords {
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         Box::pin(self.insert_event(outcome, "outcome"))
     }
+    fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
+        Box::pin(self.insert_event(notice, notice.name()))
+    }
+    fn notices(&self) -> StoreFuture<'_, ApprovalLog> {
+        Box::pin(self.log_of("notices", "kind IN ('paused', 'expiryNoticed')"))
+    }
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
-        Box::pin(async move {
-            let rows = self
-                .query(
-                    "reading the approval log",
-                    "SELECT event FROM (SELECT seq, event FROM planlock_approval_log WHERE session_key = $1
-                     ORDER BY seq DESC LIMIT $2) latest ORDER BY seq",
-                    &[(&self.key, Type::TEXT), (&MAX_LOG_EVENTS, Type::INT8)],
-                )
-                .await?;
-            Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))))
-        })
+        Box::pin(self.log_of("approval log", "kind IN ('decided', 'outcome', 'vote')"))
     }
     fn history(&self, limit: usize) -> StoreFuture<'_, History> {
         Box::pin(async move {

@@ -294,6 +294,11 @@ impl Report for LogReport {
                     let by = d.approved_by().join("`, `");
                     format!("decided: {} by `{by}` at {}: {}{}", d.verdict, d.at, d.justification, unverified(d))
                 }
+                ApprovalEvent::Paused { reason, expires_at, .. } => match expires_at {
+                    Some(at) => format!("paused: {reason} (expires {at})"),
+                    None => format!("paused: {reason}"),
+                },
+                ApprovalEvent::ExpiryNoticed { at, .. } => format!("seen expired and undecided at {at}"),
                 ApprovalEvent::Voted { decision: d, count, required } => {
                     format!(
                         "approval {count} of {required} by `{}` at {}: {}{}",

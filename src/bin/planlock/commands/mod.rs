@@ -9,6 +9,7 @@ mod decisions;
 mod hash;
 mod inbox;
 mod memory;
+mod notify;
 mod run;
 mod schema;
 mod serve;
@@ -44,6 +45,10 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         }
         Command::Inbox { command } => inbox::inbox(out, command),
         Command::Access { command: AccessCommand::NewToken } => access::new_token(out),
+        Command::Notify { sessions, access, once, timeout, first_retry } => {
+            let options = planlock::review::notify::NotifyOptions::default().timeout(timeout).first_retry(first_retry);
+            notify::notify(out, &sessions, &access, once, options)
+        }
         Command::Serve { sessions, listen, read_only, user_header, access, proxy_secret_env } => {
             let people = serve::People { user_header, access, proxy_secret_env };
             serve::serve(out, &sessions, listen, read_only, people)

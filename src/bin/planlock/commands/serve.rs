@@ -35,6 +35,14 @@ pub fn serve(
         None => None,
     };
     let inbox = super::inbox::open(sessions)?;
+    // The console delivers the access file's notifications too, when it names webhooks.
+    let notifier = match &access {
+        Some(access) if !access.webhooks().is_empty() && !read_only => Some(
+            planlock::review::notify::Notifier::new(inbox.backend_arc(), access, Default::default())
+                .map_err(|e| CliError::of(&e))?,
+        ),
+        _ => None,
+    };
     let given = std::env::var("PLANLOCK_CONSOLE_TOKEN").ok();
     let token = given.clone().unwrap_or_else(new_token);
     let options = ConsoleOptions::default()
@@ -81,6 +89,17 @@ pub fn serve(
             .write_all(said.as_bytes())
             .and_then(|()| stdout.flush())
             .map_err(|e| CliError::fail_fast("io", format!("cannot write the output: {e}")))?;
+    }
+    if let Some(notifier) = notifier {
+        let report: std::sync::Arc<dyn Fn(&planlock::review::notify::Attempted) + Send + Sync> =
+            std::sync::Arc::new(|a| {
+                if a.outcome != "delivered" {
+                    let why = a.why.as_deref().unwrap_or("");
+                    let said = format!("planlock: notification {} {} to {}: {why}", a.id, a.outcome, a.url);
+                    eprintln!("{}", planlock::text::escape_invisible(&said));
+                }
+            });
+        runtime.spawn(notifier.run(report));
     }
     runtime.block_on(console.serve(listener));
     Ok(EXIT_VALID)

@@ -1,0 +1,95 @@
+//! `planlock notify`: the sender of the pauses' notifications ([`planlock::review::notify`]) on
+//! the sessions the flags name, for the webhooks of an access file; every attempt printed (JSON
+//! lines with `--format json`), no secret ever.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use planlock::review::access::Access;
+use planlock::review::notify::{Attempted, Notifier, NotifyOptions};
+use serde::Serialize;
+
+use crate::args::SessionsArgs;
+use crate::error::{CliError, EXIT_VALID};
+use crate::output::{Output, Report, Text, line};
+
+/// `--once`: what each attempt did.
+#[derive(Serialize)]
+struct SentReport {
+    attempts: Vec<AttemptLine>,
+}
+
+/// One attempt, as printed.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct AttemptLine {
+    url: String,
+    id: String,
+    kind: &'static str,
+    session: String,
+    outcome: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    why: Option<String>,
+}
+
+impl From<&Attempted> for AttemptLine {
+    fn from(a: &Attempted) -> Self {
+        AttemptLine {
+            url: a.url.clone(),
+            id: a.id.clone(),
+            kind: a.kind,
+            session: a.session.clone(),
+            outcome: a.outcome,
+            why: a.why.clone(),
+        }
+    }
+}
+
+impl AttemptLine {
+    fn text(&self) -> String {
+        let why = self.why.as_deref().map(|w| format!(": {w}")).unwrap_or_default();
+        format!("{} {} {} of `{}` to {}{why}", self.outcome, self.kind, self.id, self.session, self.url)
+    }
+}
+
+impl Report for SentReport {
+    fn text(&self, out: &mut Text) {
+        if self.attempts.is_empty() {
+            line!(out, "nothing was due");
+        }
+        for a in &self.attempts {
+            line!(out, "{}", a.text());
+        }
+    }
+}
+
+pub fn notify(
+    out: &mut Output,
+    sessions: &SessionsArgs,
+    access: &Path,
+    once: bool,
+    options: NotifyOptions,
+) -> Result<u8, CliError> {
+    let access = Access::load(access).map_err(|e| CliError::of(&e))?;
+    let backend = super::inbox::open(sessions)?.backend_arc();
+    let notifier = Notifier::new(backend, &access, options).map_err(|e| CliError::of(&e))?;
+    if once {
+        let attempted = planlock::block_on(notifier.once()).map_err(|e| CliError::of(&e))?;
+        out.report(&SentReport { attempts: attempted.iter().map(AttemptLine::from).collect() });
+        return Ok(EXIT_VALID);
+    }
+    let json = out.is_json();
+    let report: Arc<dyn Fn(&Attempted) + Send + Sync> = Arc::new(move |a| {
+        let line = AttemptLine::from(a);
+        let said = match json {
+            true => crate::output::json_line(&line),
+            false => format!("{}\n", planlock::text::escape_invisible(&line.text())),
+        };
+        use std::io::Write as _;
+        let mut stdout = std::io::stdout().lock();
+        let _ = stdout.write_all(said.as_bytes()).and_then(|()| stdout.flush());
+    });
+    let runtime = planlock::io_handle().map_err(|e| CliError::usage("io", e))?;
+    runtime.block_on(notifier.run(report));
+    Ok(EXIT_VALID)
+}

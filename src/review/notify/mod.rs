@@ -1,0 +1,355 @@
+//! Notifications that reach people (CONTRACT §18): the `pause.created`, `pause.decided`,
+//! `pause.expired` and `pause.resolved` events of the sessions' records, signed per Standard
+//! Webhooks and POSTed to the access file's webhooks, at least once.
+//!
+//! The outbox is the sessions' own records ([`Backend::recent_events`]): an event is durable
+//! with what causes it, so a sender killed at any point loses nothing. Each event's delivery to
+//! each receiver is claimed by one sender at a time ([`Backend::claim_delivery`]), so two
+//! senders never deliver one event to one receiver at once; a 2xx ends it, anything else is
+//! tried again with exponential back-off and jitter ([`NotifyOptions::first_retry`], doubling,
+//! at most an hour apart) under the same `webhook-id`, until the event is
+//! [`NotifyOptions::give_up_after`] old (then given up, and said). Each receiver is served by a
+//! loop of its own, each request cut at [`NotifyOptions::timeout`]: a receiver that hangs holds
+//! up no other.
+//!
+//! Layer 7, with the reviewer's domain (feature `notify`).
+
+mod event;
+mod sign;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use sha2::{Digest as _, Sha256};
+
+pub use event::Notification;
+pub use sign::Secret;
+
+use super::access::Access;
+use crate::backend::{Backend, BackendError, DeliveryOutcome, Logged};
+use crate::contract::registry::{Failure, FailureKind};
+use crate::session::{ApprovalEvent, Timestamp};
+
+/// The most events one look at the outbox reads.
+pub const MAX_EVENTS: usize = 100_000;
+
+/// Why notifications cannot be sent.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NotifyError {
+    /// A webhook's secret variable is missing or not a Standard Webhooks secret (its value is
+    /// never said).
+    #[error("webhook secret `{var}`: {why}; set it to the receiver's `whsec_…` secret")]
+    Secret {
+        /// The variable.
+        var: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Where the sessions live could not be read or written.
+    #[error(transparent)]
+    Backend(#[from] BackendError),
+    /// The HTTP client could not be made.
+    #[error("cannot make the HTTP client: {0}")]
+    Client(String),
+}
+
+impl Failure for NotifyError {
+    fn code(&self) -> &'static str {
+        match self {
+            NotifyError::Secret { .. } => "webhook-secret",
+            NotifyError::Backend(e) => e.code(),
+            NotifyError::Client(_) => "webhook-client",
+        }
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
+
+/// How notifications are sent.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct NotifyOptions {
+    /// How long a receiver has to answer (default 10 s).
+    pub timeout: Duration,
+    /// The wait before the first retry (default 10 s); each next one doubles, at most an hour.
+    pub first_retry: Duration,
+    /// How old an event may get and still be tried (default 24 h).
+    pub give_up_after: Duration,
+    /// How often a sender looks at the outbox (default 1 s).
+    pub poll: Duration,
+}
+
+impl Default for NotifyOptions {
+    fn default() -> Self {
+        NotifyOptions {
+            timeout: Duration::from_secs(10),
+            first_retry: Duration::from_secs(10),
+            give_up_after: Duration::from_secs(24 * 3600),
+            poll: Duration::from_secs(1),
+        }
+    }
+}
+
+impl NotifyOptions {
+    /// With [`timeout`](Self::timeout) `timeout`.
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// With [`first_retry`](Self::first_retry) `wait`.
+    pub fn first_retry(mut self, wait: Duration) -> Self {
+        self.first_retry = wait;
+        self
+    }
+
+    /// With [`poll`](Self::poll) `every`.
+    pub fn poll(mut self, every: Duration) -> Self {
+        self.poll = every;
+        self
+    }
+}
+
+/// A receiver: its id (the SHA-256 of its URL, 16 hex digits), URL, secret and events.
+#[derive(Debug, Clone)]
+struct Hook {
+    id: String,
+    url: String,
+    secret: Secret,
+    events: Vec<String>,
+}
+
+/// What one attempt did, as a sender reports it (never with a secret).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempted {
+    /// The receiver's URL.
+    pub url: String,
+    /// The notification's id.
+    pub id: String,
+    /// Its kind.
+    pub kind: &'static str,
+    /// The session.
+    pub session: String,
+    /// `delivered`, `retry` or `given-up`.
+    pub outcome: &'static str,
+    /// Why it failed, when it did.
+    pub why: Option<String>,
+}
+
+/// The sender (see the module docs).
+#[derive(Clone)]
+pub struct Notifier {
+    backend: Arc<dyn Backend>,
+    hooks: Vec<Hook>,
+    console: Option<String>,
+    options: NotifyOptions,
+    client: reqwest::Client,
+}
+
+impl std::fmt::Debug for Notifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let urls: Vec<&str> = self.hooks.iter().map(|h| h.url.as_str()).collect();
+        f.debug_struct("Notifier").field("hooks", &urls).finish_non_exhaustive()
+    }
+}
+
+impl Notifier {
+    /// The sender of `backend`'s notifications to `access`'s webhooks, each secret read from its
+    /// variable now (a missing or malformed one is refused, by name).
+    pub fn new(backend: Arc<dyn Backend>, access: &Access, options: NotifyOptions) -> Result<Notifier, NotifyError> {
+        let hooks = access
+            .webhooks()
+            .iter()
+            .map(|hook| {
+                let text = std::env::var(&hook.secret_env)
+                    .map_err(|_| NotifyError::Secret { var: hook.secret_env.clone(), why: "it is not set".into() })?;
+                let id: String =
+                    Sha256::digest(hook.url.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect();
+                Ok(Hook {
+                    id,
+                    url: hook.url.clone(),
+                    secret: Secret::parse(&text, &hook.secret_env)?,
+                    events: hook.events.clone(),
+                })
+            })
+            .collect::<Result<Vec<_>, NotifyError>>()?;
+        let client = reqwest::Client::builder()
+            .timeout(options.timeout)
+            .connect_timeout(options.timeout)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| NotifyError::Client(e.to_string()))?;
+        Ok(Notifier { backend, hooks, console: access.console_url().map(str::to_owned), options, client })
+    }
+
+    /// Whether there is anyone to notify.
+    pub fn has_hooks(&self) -> bool {
+        !self.hooks.is_empty()
+    }
+
+    /// Logs what the records say without anyone having logged it: a paused record's `paused`
+    /// notice (a process stopped between saving the record and logging it), and an undecided
+    /// pause seen past its expiry (`expiryNoticed`, once).
+    pub async fn notice(&self) -> Result<(), NotifyError> {
+        let now = Timestamp::now();
+        for (session, read) in self.backend.paused(MAX_EVENTS).await? {
+            let Ok((record, decided)) = read else { continue };
+            let records = self.backend.records(&session).await?;
+            let logged = records.log_notice(&ApprovalEvent::paused(&record)).await;
+            if let Err(e) = logged {
+                tracing::warn!(error = %e, "a pause could not be logged");
+            }
+            if record.expired_at(now) && decided.decision.is_none() {
+                let noticed = ApprovalEvent::ExpiryNoticed { pause: crate::session::PauseRef::of(&record), at: now };
+                if let Err(e) = records.log_notice(&noticed).await {
+                    tracing::warn!(error = %e, "an expired pause could not be logged");
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// One look at the outbox: notices logged, then every notification due delivered to every
+    /// receiver (the receivers at once, each its own in turn); what each attempt did.
+    pub async fn once(&self) -> Result<Vec<Attempted>, NotifyError> {
+        self.notice().await?;
+        let sends = self.hooks.iter().map(|hook| self.deliver_due(hook));
+        let mut attempted = Vec::new();
+        for sent in futures_util::future::join_all(sends).await {
+            attempted.extend(sent?);
+        }
+        Ok(attempted)
+    }
+
+    /// Sends until the process stops: a loop for the notices and one for each receiver, each
+    /// looking again every [`NotifyOptions::poll`]; every attempt is given to `report`.
+    pub async fn run(self, report: Arc<dyn Fn(&Attempted) + Send + Sync>) {
+        let notices = {
+            let this = self.clone();
+            async move {
+                loop {
+                    if let Err(e) = this.notice().await {
+                        tracing::warn!(error = %e, "looking for notices failed");
+                    }
+                    tokio::time::sleep(this.options.poll).await;
+                }
+            }
+        };
+        let loops = self.hooks.clone().into_iter().map(|hook| {
+            let (this, report) = (self.clone(), report.clone());
+            async move {
+                loop {
+                    match this.deliver_due(&hook).await {
+                        Ok(attempted) => attempted.iter().for_each(|a| report(a)),
+                        Err(e) => tracing::warn!(error = %e, url = %hook.url, "reading the outbox failed"),
+                    }
+                    tokio::time::sleep(this.options.poll).await;
+                }
+            }
+        });
+        futures_util::future::join(notices, futures_util::future::join_all(loops)).await;
+    }
+
+    /// Delivers to `hook` every notification of its kinds that is due.
+    async fn deliver_due(&self, hook: &Hook) -> Result<Vec<Attempted>, NotifyError> {
+        let horizon = self.options.give_up_after + Duration::from_secs(3600);
+        let since = Timestamp::now().minus(horizon).unwrap_or_else(Timestamp::now);
+        let mut attempted = Vec::new();
+        for logged in self.backend.recent_events(since, MAX_EVENTS).await? {
+            let notification = Notification::of(&logged, self.console.as_deref());
+            if !hook.events.iter().any(|e| e == notification.kind) {
+                continue;
+            }
+            if let Some(done) = self.deliver(hook, &logged, &notification).await? {
+                attempted.push(done);
+            }
+        }
+        Ok(attempted)
+    }
+
+    /// One attempt to deliver `notification` to `hook`, if it is due and this sender claims it.
+    async fn deliver(
+        &self,
+        hook: &Hook,
+        logged: &Logged,
+        notification: &Notification,
+    ) -> Result<Option<Attempted>, NotifyError> {
+        // A claim outlives the request: another sender takes it over only once this one has
+        // plainly stopped.
+        let hold = self.options.timeout * 2 + Duration::from_secs(5);
+        let claim = self.backend.claim_delivery(&logged.session, &notification.id, &hook.id, hold).await?;
+        let Some(claim) = claim else { return Ok(None) };
+        let attempts = claim.attempts;
+        let now = Timestamp::now();
+        let attempt = |outcome: &'static str, why: Option<String>| Attempted {
+            url: hook.url.clone(),
+            id: notification.id.clone(),
+            kind: notification.kind,
+            session: logged.session.clone(),
+            outcome,
+            why,
+        };
+        if now.since(notification.at) > self.options.give_up_after {
+            self.backend.finish_delivery(claim, DeliveryOutcome::GivenUp).await?;
+            return Ok(Some(attempt("given-up", Some("older than the time it may be tried".into()))));
+        }
+        let sent = self.post(hook, notification, now).await;
+        let (outcome, done) = match sent {
+            Ok(()) => (DeliveryOutcome::Delivered, attempt("delivered", None)),
+            Err(why) => {
+                let next = now.plus(backoff(self.options.first_retry, attempts)).unwrap_or(now);
+                let past = next.since(notification.at) > self.options.give_up_after;
+                match past {
+                    true => (DeliveryOutcome::GivenUp, attempt("given-up", Some(why))),
+                    false => (DeliveryOutcome::RetryAt(next), attempt("retry", Some(why))),
+                }
+            }
+        };
+        self.backend.finish_delivery(claim, outcome).await?;
+        Ok(Some(done))
+    }
+
+    /// POSTs `notification` to `hook`, signed: `Ok` on a 2xx answer, else why not.
+    async fn post(&self, hook: &Hook, notification: &Notification, now: Timestamp) -> Result<(), String> {
+        let timestamp = now.unix_seconds();
+        let signature = hook.secret.sign(&notification.id, timestamp, &notification.body);
+        let request = self
+            .client
+            .post(&hook.url)
+            .header("content-type", "application/json")
+            .header("webhook-id", &notification.id)
+            .header("webhook-timestamp", timestamp.to_string())
+            .header("webhook-signature", signature)
+            .body(notification.body.clone());
+        // On planlock's I/O runtime, whatever runtime awaits it.
+        let sent = async move {
+            match request.send().await {
+                Ok(answer) if answer.status().is_success() => Ok(()),
+                Ok(answer) => Err(format!("the receiver answered {}", answer.status())),
+                Err(e) if e.is_timeout() => Err("the receiver did not answer in time".to_owned()),
+                Err(e) => {
+                    Err(format!("cannot reach the receiver: {}", crate::text::printable(&e.without_url().to_string())))
+                }
+            }
+        };
+        match crate::io::runtime() {
+            Ok(runtime) => runtime.spawn(sent).await.unwrap_or_else(|_| Err("the request was stopped".into())),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
+/// The wait after failed attempt `attempts` (0 the first): `first` doubled each time, at most an
+/// hour, give or take a fifth at random so that retries of many senders spread out.
+fn backoff(first: Duration, attempts: u32) -> Duration {
+    let base = first.saturating_mul(1u32 << attempts.min(16)).min(Duration::from_secs(3600));
+    let mut byte = [0u8; 1];
+    let spread = match getrandom::fill(&mut byte) {
+        Ok(()) => f64::from(byte[0]) / 255.0 * 0.4 + 0.8,
+        Err(_) => 1.0,
+    };
+    base.mul_f64(spread)
+}

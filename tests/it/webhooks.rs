@@ -1,0 +1,207 @@
+//! Notifications that reach people (CONTRACT §18): `planlock notify` delivers the pauses'
+//! events to receivers that verify every signature with the `standardwebhooks` package from
+//! PyPI (in the virtual environment `.ci/webhooks` makes: `PLANLOCK_WEBHOOKS`), at least once,
+//! with retries under the same id; a receiver that hangs holds up no other, a killed sender loses
+//! nothing, two senders never deliver one event at once, and an expired pause is said once.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use planlock::review::access::token_sha256;
+use serde_json::Value;
+
+use crate::approvals::paused_by_the_cli;
+use crate::common::cli::{json, planlock};
+use crate::common::webhooks::{Receiver, SECRET, python};
+
+/// An access file in `dir`: ada and bob (demo-review needs both), and `hooks` (URL, secret
+/// variable) receiving every event.
+fn access_with_hooks(dir: &Path, hooks: &[(&str, &str)]) -> PathBuf {
+    let path = dir.join("access.yaml");
+    let mut text = String::from("users:\n");
+    for u in ["ada", "bob"] {
+        text.push_str(&format!("  {u}: {{ tokenSha256: \"{}\" }}\n", token_sha256(&format!("{u}'s token"))));
+    }
+    text.push_str("validators:\n  demo-review: { approvers: [ada, bob], required: 2 }\nwebhooks:\n");
+    for (url, var) in hooks {
+        text.push_str(&format!(
+            "  - {{ url: \"{url}\", secretEnv: {var}, events: [pause.created, pause.decided, pause.expired, pause.resolved] }}\n"
+        ));
+    }
+    text.push_str("console: { url: \"https://console.example.com/\" }\n");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `planlock notify` on `dir` with `access`: the command, to add `--once` to or to spawn.
+fn notify(dir: &Path, access: &Path) -> Command {
+    let mut cmd = planlock();
+    cmd.args(["notify", "--format", "json", "--timeout", "2s", "--first-retry", "1s", "--sessions"])
+        .arg(dir)
+        .arg("--access")
+        .arg(access)
+        .envs([("HOOK_A", SECRET), ("HOOK_B", SECRET)]);
+    cmd
+}
+
+fn once(dir: &Path, access: &Path) -> Vec<Value> {
+    let out = notify(dir, access).arg("--once").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    json(&out)["attempts"].as_array().unwrap().clone()
+}
+
+fn approve(dir: &Path, by: &str, access: &Path) {
+    let out = planlock()
+        .args(["inbox", "approve", "--format", "json", "--sessions"])
+        .arg(dir)
+        .args(["--by", by, "--reason", "checked", "--access"])
+        .arg(access)
+        .arg("s1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+#[test]
+fn every_notification_arrives_signed_and_says_nothing_of_what_was_shown() {
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "ok");
+    let (s, run) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_A")]);
+    approve(dir, "ada", &access);
+    approve(dir, "bob", &access);
+    assert_eq!(planlock().args(&run).output().unwrap().status.code(), Some(0), "completed with both approvals");
+    let attempts = once(dir, &access);
+    assert!(attempts.iter().all(|a| a["outcome"] == "delivered"), "{attempts:?}");
+    let got = receiver.answered();
+    assert!(got.iter().all(|e| e["verified"] == true), "every signature verifies: {got:?}");
+    let mut kinds: Vec<&str> = got.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    kinds.sort_unstable();
+    assert_eq!(kinds, ["pause.created", "pause.decided", "pause.decided", "pause.decided", "pause.resolved"]);
+    let created = got.iter().find(|e| e["type"] == "pause.created").unwrap();
+    assert_eq!(created["data"]["stepId"], "remember");
+    assert_eq!(created["data"]["url"], "https://console.example.com/sessions/s1");
+    assert!(created["data"]["shownDigest"].as_str().is_some_and(|d| d.len() == 64));
+    let complete = got.iter().find(|e| e["data"]["complete"] == true).unwrap();
+    assert_eq!(complete["data"]["by"], serde_json::json!(["ada", "bob"]));
+    for e in &got {
+        assert!(!e["body"].as_str().unwrap().contains("key rotation"), "no shown content: {}", e["body"]);
+    }
+    assert!(once(dir, &access).is_empty(), "each delivered once: nothing is due again");
+    assert_eq!(receiver.answered().len(), 5);
+}
+
+#[test]
+fn a_failed_delivery_is_retried_under_the_same_id() {
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "fail-first");
+    let (s, _) = paused_by_the_cli();
+    let (dir, access) = (s.sessions.path(), access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_A")]));
+    let first = once(dir, &access);
+    assert_eq!(first.len(), 1, "{first:?}");
+    assert_eq!(
+        (first[0]["outcome"].as_str(), first[0]["why"].as_str()),
+        (Some("retry"), Some("the receiver answered 500 Internal Server Error"))
+    );
+    assert!(once(dir, &access).is_empty(), "not due again before its retry time");
+    std::thread::sleep(Duration::from_millis(1300));
+    let second = once(dir, &access);
+    assert_eq!(second[0]["outcome"], "delivered", "{second:?}");
+    let got = receiver.answered();
+    assert_eq!(got.len(), 2);
+    assert_eq!((got[0]["id"].clone(), got[0]["status"].clone()), (got[1]["id"].clone(), 500.into()));
+    assert_eq!(got[1]["status"], 200);
+}
+
+#[test]
+fn a_receiver_that_hangs_holds_up_no_other() {
+    let Some(python) = python() else { return };
+    let (hanging, healthy) = (Receiver::start(&python, "hang"), Receiver::start(&python, "ok"));
+    let (s, _) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_with_hooks(s.policy.path(), &[(&hanging.url, "HOOK_A"), (&healthy.url, "HOOK_B")]);
+    let mut sender = notify(dir, &access).stdout(Stdio::null()).spawn().unwrap();
+    let started = Instant::now();
+    let arrived = healthy.wait_for(Duration::from_secs(5), |e| e.iter().any(|e| e["phase"] == "end"));
+    let took = started.elapsed();
+    let _ = sender.kill();
+    let _ = sender.wait();
+    assert!(arrived && took < Duration::from_secs(4), "the healthy receiver waited {took:?}");
+    assert!(hanging.entries().iter().any(|e| e["phase"] == "start"), "the hanging one was asked");
+}
+
+#[test]
+fn a_sender_killed_mid_delivery_loses_nothing() {
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "slow-first");
+    let (s, _) = paused_by_the_cli();
+    let (dir, access) = (s.sessions.path(), access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_A")]));
+    let mut sender = notify(dir, &access).stdout(Stdio::null()).spawn().unwrap();
+    assert!(receiver.wait_for(Duration::from_secs(5), |e| !e.is_empty()), "the delivery began");
+    // Killed while the receiver has not answered yet.
+    sender.kill().unwrap();
+    sender.wait().unwrap();
+    let again = once(dir, &access);
+    assert_eq!(again.len(), 1, "{again:?}");
+    assert_eq!(again[0]["outcome"], "delivered");
+    let starts: Vec<Value> =
+        receiver.entries().into_iter().filter(|e| e["phase"] == "start").map(|e| e["id"].clone()).collect();
+    assert_eq!(starts.len(), 2, "the same event, sent again: {starts:?}");
+    assert_eq!(starts[0], starts[1]);
+}
+
+#[test]
+fn two_senders_never_deliver_one_event_at_once() {
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "slow");
+    let (s, run) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_A")]);
+    approve(dir, "ada", &access);
+    approve(dir, "bob", &access);
+    assert_eq!(planlock().args(&run).output().unwrap().status.code(), Some(0));
+    let mut senders: Vec<Child> = (0..2).map(|_| notify(dir, &access).stdout(Stdio::null()).spawn().unwrap()).collect();
+    let all = receiver.wait_for(Duration::from_secs(20), |e| e.iter().filter(|e| e["phase"] == "end").count() >= 5);
+    std::thread::sleep(Duration::from_secs(2));
+    for sender in &mut senders {
+        let _ = sender.kill();
+        let _ = sender.wait();
+    }
+    assert!(all, "{:?}", receiver.entries());
+    let got = receiver.answered();
+    for (i, a) in got.iter().enumerate() {
+        for b in &got[i + 1..] {
+            if a["id"] == b["id"] {
+                let (a0, a1, b0, b1) = (a["start"].as_f64(), a["end"].as_f64(), b["start"].as_f64(), b["end"].as_f64());
+                assert!(a1 <= b0 || b1 <= a0, "one event delivered twice at once: {a} {b}");
+            }
+        }
+    }
+    let mut ids: Vec<&str> = got.iter().map(|e| e["id"].as_str().unwrap()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 5, "every event delivered: {got:?}");
+}
+
+#[test]
+fn an_expired_pause_is_said_once() {
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "ok");
+    let (s, mut run) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_A")]);
+    // A second session whose pause expires in a second.
+    let root = dir.join("s2");
+    std::fs::create_dir(&root).unwrap();
+    let at = run.iter().position(|a| a == "--root").unwrap() + 1;
+    run[at] = root.to_str().unwrap().to_owned();
+    run.extend(["--approval-ttl".to_owned(), "1s".to_owned()]);
+    assert_eq!(planlock().args(&run).output().unwrap().status.code(), Some(4));
+    std::thread::sleep(Duration::from_millis(1200));
+    once(dir, &access);
+    once(dir, &access);
+    let expired: Vec<Value> = receiver.answered().into_iter().filter(|e| e["type"] == "pause.expired").collect();
+    assert_eq!(expired.len(), 1, "{expired:?}");
+    assert_eq!(expired[0]["data"]["session"], "s2");
+}
