@@ -10,7 +10,8 @@ use crate::session::{ApprovalEvent, ApprovalLog, CycleEntry, PauseRef, Timestamp
 use minijinja::value::Value;
 use serde::Serialize;
 
-use super::templates::{Ago, page, render, url_segment};
+use super::auth::{Auth, Login};
+use super::templates::{Ago, Viewer, page, render, url_segment};
 
 /// Sessions a page lists.
 pub const PER_PAGE: usize = 50;
@@ -29,9 +30,9 @@ pub const LOG_EVENTS: usize = 200;
 /// Who is looking, and what their forms need: the login (its CSRF token, its name), whether
 /// actions are served, and where the login may decide.
 pub struct Forms<'a> {
-    pub login: &'a super::Login,
+    pub login: &'a Login,
     pub read_only: bool,
-    pub auth: &'a super::Auth,
+    pub auth: &'a Auth,
 }
 
 impl Forms<'_> {
@@ -39,14 +40,6 @@ impl Forms<'_> {
     fn viewer(&self) -> Viewer<'_> {
         Viewer { name: &self.login.name, verified: self.login.verified, csrf: &self.login.csrf }
     }
-}
-
-/// The signed-in person, as every page's header shows them.
-#[derive(Serialize)]
-pub struct Viewer<'a> {
-    pub name: &'a str,
-    pub verified: bool,
-    pub csrf: &'a str,
 }
 
 /// The sign-in page: a personal token (with an access file), or the console's token and a name

@@ -65,14 +65,22 @@ pub fn render(name: &str, view: impl Serialize) -> Value {
     Value::from_safe_string(html)
 }
 
+/// The signed-in person, as every page's header shows them (with the sign-out form's CSRF token).
+#[derive(Serialize)]
+pub struct Viewer<'a> {
+    pub name: &'a str,
+    pub verified: bool,
+    pub csrf: &'a str,
+}
+
 /// A whole page: `title`, the navigation with the pending count and who is signed in (with the
 /// sign-out form), and `main` (rendered).
-pub fn page(title: &str, pending: usize, viewer: Option<super::pages::Viewer<'_>>, main: Value) -> String {
+pub fn page(title: &str, pending: usize, viewer: Option<Viewer<'_>>, main: Value) -> String {
     #[derive(Serialize)]
     struct Page<'a> {
         title: &'a str,
         pending: usize,
-        viewer: Option<super::pages::Viewer<'a>>,
+        viewer: Option<Viewer<'a>>,
         main: Value,
     }
     render("page.html", Page { title, pending, viewer, main }).to_string()

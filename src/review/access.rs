@@ -189,7 +189,7 @@ impl Access {
     /// The access file `text`, named `file` in errors.
     pub fn parse(file: &str, text: &str) -> Result<Access, AccessError> {
         let at = |line: usize, problem: String| AccessError { file: file.to_owned(), line, problem };
-        let value = crate::yaml::parse(file, text).map_err(|e| at(e.line, e.message))?;
+        let value = crate::hash::yaml::parse(file, text).map_err(|e| at(e.line, e.message))?;
         let written: AccessFile = serde_json::from_value(value).map_err(|e| {
             let problem = e.to_string();
             // serde names the field in backquotes; its line is where it is written.

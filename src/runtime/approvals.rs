@@ -15,12 +15,25 @@ use crate::exec::handler::HandlerSet;
 use crate::exec::validator::Override;
 use crate::review::{DecideError, decide};
 use crate::session::{
-    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError,
-    SessionRecords, SessionStore, Timestamp, Via,
+    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError, SessionStore,
+    Timestamp, Via,
 };
 
-/// Logs `outcome` in `records` once (see [`SessionRecords::log_outcome`]).
-pub(super) async fn log_outcome(records: &dyn SessionRecords, outcome: &ApprovalEvent) -> Result<(), SessionError> {
+/// Logs `outcome` in `store`'s records once (see
+/// [`SessionRecords::log_outcome`](crate::session::SessionRecords::log_outcome)); first, where
+/// the store does not log a pause's notice with its record, the `paused` notice of the pause it
+/// ends, unless a notifier logged it already: every pause's making is logged before its end.
+pub(super) async fn log_outcome<S: SessionStore + ?Sized>(
+    store: &S,
+    outcome: &ApprovalEvent,
+) -> Result<(), SessionError> {
+    let records = store.records();
+    if !store.notices_with_record()
+        && let Some(record) = records.load_intervention().await?
+        && PauseRef::of(&record) == *outcome.pause()
+    {
+        records.log_notice(&ApprovalEvent::paused(&record)).await?;
+    }
     if records.log_outcome(outcome).await? {
         tracing::info!(event = outcome.name(), step_id = %outcome.pause().step_id, "approval log");
     }
@@ -43,7 +56,7 @@ pub(super) async fn log_outcome(records: &dyn SessionRecords, outcome: &Approval
 pub async fn abandon_paused(store: &dyn SessionStore) -> Result<Option<InterventionRecord>, SessionError> {
     let Some(record) = store.load_intervention().await? else { return Ok(None) };
     let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
-    log_outcome(store.records(), &event).await?;
+    log_outcome(store, &event).await?;
     store.remove_intervention().await?;
     crate::telemetry::pause_closed();
     Ok(Some(record))
@@ -73,17 +86,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.store.records().decision_on(&pause).await.map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
-    /// Logs that `record`'s pause was made, unless the log says so already; a failure is only
-    /// traced (the notifier and the next boot log it).
-    pub(super) async fn log_paused(&self, record: &InterventionRecord) {
-        if let Err(e) = self.store.records().log_notice(&ApprovalEvent::paused(record)).await {
-            tracing::warn!(error = %e, "the pause could not be logged; it will be when its record is seen next");
-        }
-    }
-
     /// [`log_outcome`] in this session's records.
     pub(super) async fn log_outcome(&self, outcome: ApprovalEvent) -> Result<(), RuntimeError> {
-        log_outcome(self.store.records(), &outcome).await.map_err(|e| RuntimeError::Session(Arc::new(e)))
+        log_outcome(&self.store, &outcome).await.map_err(|e| RuntimeError::Session(Arc::new(e)))
     }
 
     /// Acts on the paused cycle's decision, if one is recorded: an approval resumes the cycle

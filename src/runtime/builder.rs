@@ -137,7 +137,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
                 if store.records().decision_on(&pause).await?.is_some() {
                     let at = Timestamp::now();
                     let event = ApprovalEvent::Consumed { pause, cycle: record.cycle, completed: true, at };
-                    approvals::log_outcome(store.records(), &event).await?;
+                    approvals::log_outcome(&store, &event).await?;
                 }
                 store.remove_intervention().await?;
                 pending.take()
@@ -206,10 +206,6 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             history,
         };
         runtime.upgrade_record().await?;
-        // A pause whose record a stopped process saved without logging it is logged now.
-        if let State::Paused(record) = &runtime.state {
-            runtime.log_paused(record).await;
-        }
         Ok(runtime)
     }
 

@@ -537,10 +537,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(Durable { value: (), unkept }) => run.unkept = unkept,
             Err(e) => return Err(self.fail(e.into())),
         }
-        // The log says the pause was made (what `pause.created` is sent from). Not a failure of
-        // the cycle if it cannot: whoever sees the record next without it logs it
-        // (`review::notify`), as the next boot does.
-        self.log_paused(&record).await;
         self.state = State::Paused(Box::new(record.clone()));
         Ok(RunOutcome::Paused { record, report: paused.abandon() })
     }

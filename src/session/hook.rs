@@ -74,6 +74,6 @@ where
         self.inner.save(update, cycle, entry)
     }
     crate::forward_session_store!(this => this.inner;
-        claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
+        claim, load, begin_cycle, load_intervention, save_intervention, notices_with_record, remove_intervention,
         load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 }

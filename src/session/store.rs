@@ -95,6 +95,13 @@ pub trait SessionStore: Send + Sync {
         cycle: CycleGuard,
         entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>>;
+    /// Whether [`save_intervention`](Self::save_intervention) logs the pause's `paused` notice
+    /// (the outbox of `pause.created`, CONTRACT §18) in the same write as the record (PostgreSQL:
+    /// one transaction). Otherwise (files, by default) the record itself is the durable cause: the
+    /// first notifier that sees it logs the notice, or the pause's outcome does, before it.
+    fn notices_with_record(&self) -> bool {
+        false
+    }
     /// Removes the record of a paused cycle, durably; removing none is not an error.
     fn remove_intervention(&self) -> StoreFuture<'_, ()>;
     /// The session id reserved for a new session whose first cycle has not completed yet, with
@@ -138,8 +145,8 @@ pub trait SessionStore: Send + Sync {
 ///         self.inner.save(update, cycle, entry)
 ///     }
 ///     planlock::forward_session_store!(this => this.inner;
-///         claim, load, begin_cycle, load_intervention, save_intervention, remove_intervention,
-///         load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
+///         claim, load, begin_cycle, load_intervention, save_intervention, notices_with_record,
+///         remove_intervention, load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 /// }
 ///
 /// let dir = tempfile::tempdir()?;
@@ -170,6 +177,9 @@ macro_rules! forward_session_store {
     (@ save_intervention $this:ident $inner:expr) => {
         fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard, entry: Option<$crate::session::HistoryEntry>) -> $crate::session::StoreFuture<'a, $crate::session::Durable<()>> { let $this = self; $inner.save_intervention(record, cycle, entry) }
     };
+    (@ notices_with_record $this:ident $inner:expr) => {
+        fn notices_with_record(&self) -> bool { let $this = self; $inner.notices_with_record() }
+    };
     (@ remove_intervention $this:ident $inner:expr) => {
         fn remove_intervention(&self) -> $crate::session::StoreFuture<'_, ()> { let $this = self; $inner.remove_intervention() }
     };
@@ -197,6 +207,6 @@ macro_rules! forward_session_store {
 /// configuration names (`Box<dyn SessionStore>`, as [`Place::open`](crate::runtime::place::Place::open) gives).
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     crate::forward_session_store!(this => (**this);
-        claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
+        claim, load, begin_cycle, save, load_intervention, save_intervention, notices_with_record, remove_intervention,
         load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 }

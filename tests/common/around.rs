@@ -54,6 +54,6 @@ impl<S: SessionStore> SessionStore for Around<S> {
         self.inner.save_pin(pin, cycle)
     }
     planlock::forward_session_store!(this => this.inner;
-        claim, load, begin_cycle, load_intervention, save_intervention, load_reserved, save_reserved,
+        claim, load, begin_cycle, load_intervention, save_intervention, notices_with_record, load_reserved, save_reserved,
         load_pin, record_cycle, records);
 }

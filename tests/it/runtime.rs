@@ -105,7 +105,7 @@ struct Forward(Arc<FileSessionStore>);
 
 impl SessionStore for Forward {
     planlock::forward_session_store!(this => this.0;
-        claim, load, begin_cycle, save, load_intervention, save_intervention, remove_intervention,
+        claim, load, begin_cycle, save, load_intervention, save_intervention, notices_with_record, remove_intervention,
         load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
 }
 
@@ -474,7 +474,7 @@ impl SessionStore for Counting {
         self.inner.save_intervention(record, cycle, entry)
     }
     planlock::forward_session_store!(this => this.inner;
-        claim, load, load_intervention, remove_intervention, load_reserved, save_reserved, load_pin, save_pin,
+        claim, load, load_intervention, notices_with_record, remove_intervention, load_reserved, save_reserved, load_pin, save_pin,
         record_cycle, records);
 }
 

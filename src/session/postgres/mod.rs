@@ -30,8 +30,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, InterventionRecord, ReservedSession, SessionError,
-    SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    ApprovalEvent, BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, InterventionRecord, ReservedSession,
+    SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
@@ -224,7 +224,7 @@ impl PgSessionStore {
         params: &[Param<'_>],
         in_cycle: InCycle<'_>,
     ) -> Result<(), SessionError> {
-        self.write_with(doing, set, params, in_cycle, None).await
+        self.write_with(doing, set, params, in_cycle, None, None).await
     }
 
     /// [`write`](Self::write), with the cycle's history `entry` (and how many to keep) added
@@ -236,6 +236,7 @@ impl PgSessionStore {
         params: &[Param<'_>],
         in_cycle: InCycle<'_>,
         entry: Option<HistoryEntry>,
+        notice: Option<&ApprovalEvent>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
         let sql = format!(
@@ -257,16 +258,33 @@ impl PgSessionStore {
         all.extend_from_slice(params);
         let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
         let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
-        let mut query = Vec::with_capacity(2);
+        let notice = notice.map(|n| {
+            (serde_json::to_string(n.pause()).unwrap_or_default(), serde_json::to_string(n).unwrap_or_default())
+        });
+        let notice_params = notice.as_ref().map(|(pause, text)| -> [Param<'_>; 3] {
+            [(&self.records.key, Type::TEXT), (pause, Type::TEXT), (text, Type::TEXT)]
+        });
+        let mut query = Vec::with_capacity(3);
         if let Some(params) = &history_params {
             query.push(Query::typed(HISTORY_SQL, params));
         }
+        let cas_at = query.len();
         query.push(Query::typed(&sql, &all));
+        // After the compare-and-set: a fenced write raises there, and the notice goes with it.
+        if let Some(params) = &notice_params {
+            query.push(Query::typed(PAUSED_SQL, params));
+        }
         let failed = |e: tokio_postgres::Error| match e.code().map(|c| c.code()) {
             Some("PLF01") => SessionError::Fenced { key: self.records.key.clone() },
             _ => self.database(doing, &e),
         };
         let rows = match in_cycle {
+            // A notice goes with its record or not at all: the two in one transaction.
+            InCycle::Alone if notice_params.is_some() => {
+                let mut conn = self.connection().await?;
+                conn.begin("BEGIN");
+                conn.pipeline(&query, Then::Commit).await.map_err(failed)?
+            }
             InCycle::Alone => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             InCycle::Join(cycle) => match cycle.transaction().await {
                 Ok(Some(mut tx)) => tx.pipeline(&query, Then::Stay).await.map_err(failed)?,
@@ -279,11 +297,18 @@ impl PgSessionStore {
             // happen.
             InCycle::Commit(cycle) => match cycle.into_transaction() {
                 Some(mut tx) => tx.pipeline(&query, Then::Commit).await.map_err(failed)?,
-                None => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
+                None => {
+                    let mut conn = self.connection().await?;
+                    if notice_params.is_some() {
+                        conn.begin("BEGIN");
+                    }
+                    let then = if notice_params.is_some() { Then::Commit } else { Then::Stay };
+                    conn.pipeline(&query, then).await.map_err(failed)?
+                }
             },
         };
-        // The compare-and-set's row: the batch's last statement.
-        match rows.last().and_then(|rows| rows.first()) {
+        // The compare-and-set's row.
+        match rows.get(cas_at).and_then(|rows| rows.first()) {
             Some(row) => {
                 *seen = row.get(0);
                 Ok(())
@@ -302,6 +327,7 @@ impl PgSessionStore {
         set: &str,
         value: &T,
         (cycle, entry): (CycleGuard, Option<HistoryEntry>),
+        notice: Option<&ApprovalEvent>,
     ) -> Result<(), SessionError> {
         let text = serde_json::to_string(value).map_err(|e| SessionError::Database {
             key: self.records.key.clone(),
@@ -314,7 +340,7 @@ impl PgSessionStore {
             Some(cycle) => InCycle::Commit(Box::new(cycle)),
             None => InCycle::Alone,
         };
-        self.write_with(doing, set, &params, in_cycle, entry).await
+        self.write_with(doing, set, &params, in_cycle, entry, notice).await
     }
 
     async fn write_json<T: Serialize + Sync>(
@@ -350,6 +376,10 @@ const HISTORY_SQL: &str = "WITH added AS (
          SELECT seq FROM planlock_cycle_history WHERE session_key = $1
          ORDER BY seq DESC OFFSET $6 LIMIT 1))
      SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
+
+/// The `paused` notice of a pause, logged with its record (CONTRACT §18): once.
+const PAUSED_SQL: &str = "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
+     VALUES ($1, $2, 'paused', $3) ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING";
 
 /// The values of [`HISTORY_SQL`] for one entry.
 struct HistoryRow {
@@ -443,7 +473,7 @@ impl SessionStore for PgSessionStore {
             // The session exists now: its reserved id has done its work (one statement, so
             // both or neither). The cycle's history entry is kept in the same commit.
             let set = "state = $5, reserved = NULL";
-            self.commit_cycle("saving the session", "session state", set, &state, (cycle, entry)).await?;
+            self.commit_cycle("saving the session", "session state", set, &state, (cycle, entry), None).await?;
             Ok(Durable::keeping(state))
         })
     }
@@ -458,9 +488,13 @@ impl SessionStore for PgSessionStore {
     ) -> StoreFuture<'a, Durable<()>> {
         Box::pin(async move {
             let (doing, what) = ("saving the intervention record", "intervention record");
-            self.commit_cycle(doing, what, "intervention = $5", record, (cycle, entry)).await?;
+            let notice = ApprovalEvent::paused(record);
+            self.commit_cycle(doing, what, "intervention = $5", record, (cycle, entry), Some(&notice)).await?;
             Ok(Durable::keeping(()))
         })
+    }
+    fn notices_with_record(&self) -> bool {
+        true
     }
     fn remove_intervention(&self) -> StoreFuture<'_, ()> {
         let doing = "removing the intervention record";
