@@ -134,20 +134,27 @@ fn main() {
             let db = planlock::pg::PgDatabase::connect(&url).unwrap();
             let store = PgSessionStore::open(&db, "pausing").unwrap();
             let mut floor = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            // The record's own write as the store sends it (the lease-checked compare-and-set, its
+            // version aside), without the notice.
             let update = floor
                 .prepare(
-                    "UPDATE planlock_sessions SET intervention = $2, row_version = row_version + 1, updated_at = now()
-                     WHERE session_key = $1 RETURNING row_version",
+                    "WITH written AS (
+                       UPDATE planlock_sessions
+                       SET intervention = $2, row_version = row_version + 1,
+                           lease_until = now() + make_interval(secs => 30::float8), updated_at = now()
+                       WHERE session_key = $1 AND row_version = row_version AND lease_owner IS NOT NULL
+                       RETURNING row_version)
+                     SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))",
                 )
                 .unwrap();
             let text = serde_json::to_string(&record(1)).unwrap();
             let key = "floor".to_owned();
-            drop(PgSessionStore::open(&db, &key).unwrap());
+            let _leased = PgSessionStore::open(&db, &key).unwrap();
             let mut n = 0u64;
             paired::report_always(
                 "pause_postgres",
                 &mut [
-                    ("floor_bare_record_update", &mut || {
+                    ("floor_the_record_alone", &mut || {
                         black_box(floor.query(&update, &[&key, &text]).unwrap());
                     }),
                     ("pause_record_with_its_notice", &mut || {

@@ -48,6 +48,8 @@ fn notify(dir: &Path, access: &Path) -> Command {
 fn once(dir: &Path, access: &Path) -> Vec<Value> {
     let out = notify(dir, access).arg("--once").output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!said.contains(&SECRET[6..]), "no secret in any output: {said}");
     json(&out)["attempts"].as_array().unwrap().clone()
 }
 
@@ -204,4 +206,26 @@ fn an_expired_pause_is_said_once() {
     let expired: Vec<Value> = receiver.answered().into_iter().filter(|e| e["type"] == "pause.expired").collect();
     assert_eq!(expired.len(), 1, "{expired:?}");
     assert_eq!(expired[0]["data"]["session"], "s2");
+}
+
+#[test]
+fn a_missing_or_malformed_secret_is_refused_by_its_name_never_its_value() {
+    let dir = tempfile::tempdir().unwrap();
+    let access = access_with_hooks(dir.path(), &[("http://127.0.0.1:9/hook", "HOOK_A")]);
+    let run = |value: Option<&str>| {
+        let mut cmd = planlock();
+        cmd.args(["notify", "--once", "--format", "json", "--sessions"]).arg(dir.path()).arg("--access").arg(&access);
+        cmd.env_remove("HOOK_A");
+        if let Some(value) = value {
+            cmd.env("HOOK_A", value);
+        }
+        let out = cmd.output().unwrap();
+        (out.status.code(), json(&out))
+    };
+    let (code, missing) = run(None);
+    assert_eq!((code, &missing["errorCode"]), (Some(3), &serde_json::json!("webhook-secret")), "{missing}");
+    assert!(missing["error"].as_str().unwrap().contains("HOOK_A"), "{missing}");
+    let (code, malformed) = run(Some("s3cr3t-value-not-whsec"));
+    assert_eq!(code, Some(3));
+    assert!(!malformed.to_string().contains("s3cr3t-value"), "the value is never said: {malformed}");
 }

@@ -185,6 +185,48 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
     assert!(page.contains("<td>consumed</td>"), "{page}");
     let sessions = console.get(&cookie, "/sessions").body;
     assert!(sessions.contains("<span class=\"status ready\">ready</span>"), "{sessions}");
+
+    // With an access file (CONTRACT §18): a personal token signs its person in; one who is not
+    // an approver of the validator gets no form and a 403, and nothing is recorded; an approver
+    // decides, verified, through the console.
+    let access = fx.policy.join("access.yaml");
+    let user = |u: &str| format!("  {u}: {{ tokenSha256: \"{}\" }}\n", planlock::review::access::token_sha256(u));
+    let rule = "validators:\n  demo-review: { approvers: [ada] }\n";
+    std::fs::write(&access, format!("users:\n{}{}{rule}", user("ada"), user("eve"))).unwrap();
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })), "cycle 2 pauses");
+    let console = serve(&["--database".as_ref(), url.as_ref(), "--access".as_ref(), access.as_os_str()], &[]);
+    let origin = console.origin();
+    let sign_in = |token: &str| {
+        let reply = console.request("POST", "/login", &[("Origin", &origin)], &format!("token={token}"));
+        assert_eq!(reply.status, 303, "{}", reply.body);
+        let line = reply.headers.lines().find_map(|l| l.strip_prefix("set-cookie: ")).unwrap().to_owned();
+        line.split(';').next().unwrap().to_owned()
+    };
+    let eve = sign_in("eve");
+    let page = console.get(&eve, "/inbox").body;
+    assert!(!page.contains(&format!("action=\"{action}\"")), "no form for eve");
+    let ada = sign_in("ada");
+    let page = console.get(&ada, "/inbox").body;
+    let body = format!("{}&reason=fine", decide_fields(&page, &action));
+    let refused = console.request(
+        "POST",
+        &action,
+        &[("Cookie", &eve), ("Origin", &origin)],
+        &body.replace(
+            common::console::field(&page, &action, "csrf"),
+            common::console::field(&console.get(&eve, "/inbox").body, "/logout", "csrf"),
+        ),
+    );
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert_eq!(log_of(&db, key), ["decided", "consumed"], "nothing recorded for eve");
+    let reply = console.request("POST", &action, &[("Cookie", &ada), ("Origin", &origin)], &body);
+    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    let log = block_on(PgRecords::new(&db, key).unwrap().approval_log()).unwrap();
+    let Some(ApprovalEvent::Decided { decision }) = log.events.last() else { panic!("{log:?}") };
+    assert_eq!(
+        (decision.by.as_str(), decision.verified, decision.via),
+        ("ada", Some(true), Some(planlock::session::Via::Console))
+    );
 }
 
 /// One backend for where sessions live (issue 40 §2): `backend::connect` makes a database's

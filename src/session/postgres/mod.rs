@@ -239,13 +239,25 @@ impl PgSessionStore {
         notice: Option<&ApprovalEvent>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
+        // A pause's notice is logged by the same statement as its record, and only if the record
+        // is written (its two parameters follow the write's own).
+        let noticed = match notice {
+            Some(_) => format!(
+                ", noticed AS (INSERT INTO planlock_approval_log (session_key, pause, kind, event)
+                   SELECT $1, ${}::text, 'paused', ${}::text WHERE EXISTS (SELECT 1 FROM written)
+                   ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING)",
+                5 + params.len(),
+                6 + params.len()
+            ),
+            None => String::new(),
+        };
         let sql = format!(
             "WITH written AS (
                UPDATE planlock_sessions
                SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
                    updated_at = now()
                WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
-               RETURNING row_version)
+               RETURNING row_version){noticed}
              SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))"
         );
         let (version, lease) = (*seen, self.lease.as_secs_f64());
@@ -256,35 +268,25 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
-        let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
-        let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
         let notice = notice.map(|n| {
             (serde_json::to_string(n.pause()).unwrap_or_default(), serde_json::to_string(n).unwrap_or_default())
         });
-        let notice_params = notice.as_ref().map(|(pause, text)| -> [Param<'_>; 3] {
-            [(&self.records.key, Type::TEXT), (pause, Type::TEXT), (text, Type::TEXT)]
-        });
-        let mut query = Vec::with_capacity(3);
+        if let Some((pause, text)) = &notice {
+            all.push((pause, Type::TEXT));
+            all.push((text, Type::TEXT));
+        }
+        let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
+        let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
+        let mut query = Vec::with_capacity(2);
         if let Some(params) = &history_params {
             query.push(Query::typed(HISTORY_SQL, params));
         }
-        let cas_at = query.len();
         query.push(Query::typed(&sql, &all));
-        // After the compare-and-set: a fenced write raises there, and the notice goes with it.
-        if let Some(params) = &notice_params {
-            query.push(Query::typed(PAUSED_SQL, params));
-        }
         let failed = |e: tokio_postgres::Error| match e.code().map(|c| c.code()) {
             Some("PLF01") => SessionError::Fenced { key: self.records.key.clone() },
             _ => self.database(doing, &e),
         };
         let rows = match in_cycle {
-            // A notice goes with its record or not at all: the two in one transaction.
-            InCycle::Alone if notice_params.is_some() => {
-                let mut conn = self.connection().await?;
-                conn.begin("BEGIN");
-                conn.pipeline(&query, Then::Commit).await.map_err(failed)?
-            }
             InCycle::Alone => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             InCycle::Join(cycle) => match cycle.transaction().await {
                 Ok(Some(mut tx)) => tx.pipeline(&query, Then::Stay).await.map_err(failed)?,
@@ -297,18 +299,11 @@ impl PgSessionStore {
             // happen.
             InCycle::Commit(cycle) => match cycle.into_transaction() {
                 Some(mut tx) => tx.pipeline(&query, Then::Commit).await.map_err(failed)?,
-                None => {
-                    let mut conn = self.connection().await?;
-                    if notice_params.is_some() {
-                        conn.begin("BEGIN");
-                    }
-                    let then = if notice_params.is_some() { Then::Commit } else { Then::Stay };
-                    conn.pipeline(&query, then).await.map_err(failed)?
-                }
+                None => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
             },
         };
-        // The compare-and-set's row.
-        match rows.get(cas_at).and_then(|rows| rows.first()) {
+        // The compare-and-set's row: the batch's last statement.
+        match rows.last().and_then(|rows| rows.first()) {
             Some(row) => {
                 *seen = row.get(0);
                 Ok(())
@@ -376,10 +371,6 @@ const HISTORY_SQL: &str = "WITH added AS (
          SELECT seq FROM planlock_cycle_history WHERE session_key = $1
          ORDER BY seq DESC OFFSET $6 LIMIT 1))
      SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
-
-/// The `paused` notice of a pause, logged with its record (CONTRACT §18): once.
-const PAUSED_SQL: &str = "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
-     VALUES ($1, $2, 'paused', $3) ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING";
 
 /// The values of [`HISTORY_SQL`] for one entry.
 struct HistoryRow {
