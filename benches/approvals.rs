@@ -23,26 +23,15 @@ use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
-use planlock::session::{FileRecords, InterventionRecord, ReviewDecision, ReviewVerdict, SessionRecords, Timestamp};
+use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords, Timestamp};
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "common/paired.rs"]
 mod paired;
-
-/// A paused cycle's record like the runtime writes (the fixture of 0.1 with what it shows).
-fn record(cycle: u64) -> InterventionRecord {
-    let mut record: InterventionRecord =
-        serde_json::from_str(include_str!("../tests/fixtures/v0.1/files/paused/ops/runtime/intervention.json"))
-            .unwrap();
-    record.cycle = cycle;
-    record.created_at = Timestamp::now();
-    let shown =
-        planlock::executor::Shown::of(serde_json::json!({ "payload": { "summary": "key rotation" }, "results": {} }));
-    record.shown = Some(shown.value);
-    record.shown_digest = Some(shown.digest);
-    record
-}
+#[path = "common/pause.rs"]
+mod pause;
+use pause::record;
 
 /// A decision on a new pause each time (one decision per pause): `base` on cycle `n + 1`.
 fn fresh_decision(base: &ReviewDecision, n: &mut u64) -> ReviewDecision {

@@ -25,29 +25,17 @@ use planlock::review::access::Access;
 use planlock::review::notify::{Notifier, NotifyOptions};
 use planlock::session::{
     ApprovalEvent, CycleGuard, FileRecords, FileSessionStore, InterventionRecord, SessionRecords, SessionStore,
-    Timestamp,
 };
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 #[path = "common/paired.rs"]
 mod paired;
+#[path = "common/pause.rs"]
+mod pause;
+use pause::record;
 
 const SECRET: &str = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
-
-/// A paused cycle's record like the runtime writes, made `n` (a new pause each time).
-fn record(n: u64) -> InterventionRecord {
-    let mut record: InterventionRecord =
-        serde_json::from_str(include_str!("../tests/fixtures/v0.1/files/paused/ops/runtime/intervention.json"))
-            .unwrap();
-    record.cycle = n;
-    record.created_at = Timestamp::now();
-    let shown =
-        planlock::executor::Shown::of(serde_json::json!({ "payload": { "summary": "key rotation" }, "results": {} }));
-    record.shown = Some(shown.value);
-    record.shown_digest = Some(shown.digest);
-    record
-}
 
 /// A receiver on 127.0.0.1 answering 204 at once, keeping when each `webhook-id` first arrived.
 fn receiver() -> (String, Arc<Mutex<HashMap<String, Instant>>>) {
@@ -90,9 +78,6 @@ fn quick() -> bool {
 }
 
 fn main() {
-    // Before any thread: the webhook's secret, read from its variable as `planlock notify` does.
-    // SAFETY: no other thread exists yet.
-    unsafe { std::env::set_var("BENCH_HOOK_SECRET", SECRET) };
     let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-notify");
     let _ = std::fs::remove_dir_all(&base);
 
@@ -185,7 +170,8 @@ fn main() {
         }
     }
     let backend: Arc<dyn planlock::backend::Backend> = Arc::new(planlock::backend::FilesBackend::new(&sessions));
-    let notifier = Notifier::new(backend, &access(&url), NotifyOptions::default()).unwrap();
+    let notifier =
+        Notifier::with_secrets(backend, &access(&url), NotifyOptions::default(), |_| Some(SECRET.to_owned())).unwrap();
     let started = Instant::now();
     let sent = block_on(notifier.once()).unwrap();
     let took = started.elapsed();
@@ -201,7 +187,8 @@ fn main() {
     let root = watched.join("s0");
     std::fs::create_dir_all(root.join("ops/runtime")).unwrap();
     let backend: Arc<dyn planlock::backend::Backend> = Arc::new(planlock::backend::FilesBackend::new(&watched));
-    let notifier = Notifier::new(backend, &access(&url), NotifyOptions::default()).unwrap();
+    let notifier =
+        Notifier::with_secrets(backend, &access(&url), NotifyOptions::default(), |_| Some(SECRET.to_owned())).unwrap();
     let runtime = planlock::io_handle().unwrap();
     let report: Arc<dyn Fn(&planlock::review::notify::Attempted) + Send + Sync> = Arc::new(|_| {});
     let sender = runtime.spawn(notifier.run(report));

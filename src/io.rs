@@ -9,14 +9,7 @@
 
 use std::future::Future;
 
-#[cfg(any(
-    feature = "sqlite",
-    feature = "openai",
-    feature = "postgres",
-    feature = "otel",
-    feature = "console",
-    feature = "notify"
-))]
+#[cfg(feature = "io")]
 /// The background runtime: two worker threads (named `planlock-io`) and tokio's blocking pool;
 /// `None` if the system refused the threads (every call then fails, saying so).
 pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
@@ -42,25 +35,8 @@ pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
 /// assert_eq!(handle.block_on(async { 1 + 1 }), 2);
 /// # Ok::<(), String>(())
 /// ```
-#[cfg(any(
-    feature = "sqlite",
-    feature = "openai",
-    feature = "postgres",
-    feature = "otel",
-    feature = "console",
-    feature = "notify"
-))]
-#[cfg_attr(
-    docsrs,
-    doc(cfg(any(
-        feature = "sqlite",
-        feature = "openai",
-        feature = "postgres",
-        feature = "otel",
-        feature = "console",
-        feature = "notify"
-    )))
-)]
+#[cfg(feature = "io")]
+#[cfg_attr(docsrs, doc(cfg(feature = "io")))]
 pub fn io_handle() -> Result<tokio::runtime::Handle, String> {
     Ok(runtime()?.handle().clone())
 }

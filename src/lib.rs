@@ -114,14 +114,7 @@ pub use executor::{
 #[doc(no_inline)]
 pub use handler::{Handler, HandlerError, Handlers, StepContext, async_handler_fn, handler_fn};
 pub use io::block_on;
-#[cfg(any(
-    feature = "sqlite",
-    feature = "openai",
-    feature = "postgres",
-    feature = "otel",
-    feature = "console",
-    feature = "notify"
-))]
+#[cfg(feature = "io")]
 pub use io::io_handle;
 #[doc(no_inline)]
 pub use ledger::Ledger;

@@ -229,3 +229,24 @@ fn a_missing_or_malformed_secret_is_refused_by_its_name_never_its_value() {
     assert_eq!(code, Some(3));
     assert!(!malformed.to_string().contains("s3cr3t-value"), "the value is never said: {malformed}");
 }
+
+/// An event older than the sender may try is given up, said, and never sent; done, it is not
+/// due again.
+#[test]
+fn an_event_too_old_to_try_is_given_up_and_said() {
+    use planlock::review::notify::{Notifier, NotifyOptions};
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "ok");
+    let (s, _) = paused_by_the_cli();
+    let access = access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_GIVE_UP")]);
+    let access = planlock::review::access::Access::load(&access).unwrap();
+    let backend: std::sync::Arc<dyn planlock::backend::Backend> =
+        std::sync::Arc::new(planlock::backend::FilesBackend::new(s.sessions.path()));
+    let options = NotifyOptions::default().give_up_after(Duration::ZERO);
+    let notifier = Notifier::with_secrets(backend, &access, options, |_| Some(SECRET.to_owned())).unwrap();
+    let attempted = planlock::block_on(notifier.once()).unwrap();
+    assert_eq!(attempted.len(), 1, "{attempted:?}");
+    assert_eq!(attempted[0].outcome, "given-up");
+    assert!(planlock::block_on(notifier.once()).unwrap().is_empty(), "given up is done");
+    assert!(receiver.entries().is_empty(), "nothing was sent");
+}

@@ -106,6 +106,12 @@ impl NotifyOptions {
         self
     }
 
+    /// With [`give_up_after`](Self::give_up_after) `age`.
+    pub fn give_up_after(mut self, age: Duration) -> Self {
+        self.give_up_after = age;
+        self
+    }
+
     /// With [`poll`](Self::poll) `every`.
     pub fn poll(mut self, every: Duration) -> Self {
         self.poll = every;
@@ -160,12 +166,23 @@ impl Notifier {
     /// The sender of `backend`'s notifications to `access`'s webhooks, each secret read from its
     /// variable now (a missing or malformed one is refused, by name).
     pub fn new(backend: Arc<dyn Backend>, access: &Access, options: NotifyOptions) -> Result<Notifier, NotifyError> {
+        Notifier::with_secrets(backend, access, options, |var| std::env::var(var).ok())
+    }
+
+    /// [`new`](Self::new), each webhook's secret looked up by `secret` from its variable's name
+    /// (for a program that keeps its secrets elsewhere than in its environment).
+    pub fn with_secrets(
+        backend: Arc<dyn Backend>,
+        access: &Access,
+        options: NotifyOptions,
+        secret: impl Fn(&str) -> Option<String>,
+    ) -> Result<Notifier, NotifyError> {
         let hooks = access
             .webhooks()
             .iter()
             .map(|hook| {
-                let text = std::env::var(&hook.secret_env)
-                    .map_err(|_| NotifyError::Secret { var: hook.secret_env.clone(), why: "it is not set".into() })?;
+                let text = secret(&hook.secret_env)
+                    .ok_or_else(|| NotifyError::Secret { var: hook.secret_env.clone(), why: "it is not set".into() })?;
                 let id: String =
                     Sha256::digest(hook.url.as_bytes()).iter().take(8).map(|b| format!("{b:02x}")).collect();
                 Ok(Hook {
