@@ -132,6 +132,24 @@ fn main() {
                      SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))",
                 )
                 .unwrap();
+            // The same statement with the notice's insert in it, as the store sends it: what the
+            // outbox itself costs the database, the client aside.
+            let mut floor_notice = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let with_notice = floor_notice
+                .prepare(
+                    "WITH written AS (
+                       UPDATE planlock_sessions
+                       SET intervention = $2, row_version = row_version + 1,
+                           lease_until = now() + make_interval(secs => 30::float8), updated_at = now()
+                       WHERE session_key = $1 AND row_version = row_version AND lease_owner IS NOT NULL
+                       RETURNING row_version),
+                     noticed AS (INSERT INTO planlock_approval_log (session_key, pause, kind, event)
+                       SELECT $1, $3::text, 'paused', $4::text WHERE EXISTS (SELECT 1 FROM written)
+                       ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING)
+                     SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))",
+                )
+                .unwrap();
+            let mut k = 0u64;
             let text = serde_json::to_string(&record(1)).unwrap();
             let key = "floor".to_owned();
             let _leased = PgSessionStore::open(&db, &key).unwrap();
@@ -141,6 +159,13 @@ fn main() {
                 &mut [
                     ("floor_the_record_alone", &mut || {
                         black_box(floor.query(&update, &[&key, &text]).unwrap());
+                    }),
+                    ("floor_the_record_with_its_notice_statement", &mut || {
+                        k += 1;
+                        let notice = ApprovalEvent::paused(&record(2_000_000 + k));
+                        let pause = serde_json::to_string(notice.pause()).unwrap();
+                        let event = serde_json::to_string(&notice).unwrap();
+                        black_box(floor_notice.query(&with_notice, &[&key, &text, &pause, &event]).unwrap());
                     }),
                     ("pause_record_with_its_notice", &mut || {
                         n += 1;
