@@ -18,7 +18,7 @@ CREATE UNIQUE INDEX planlock_approval_log_one_paused ON planlock_approval_log (s
 CREATE UNIQUE INDEX planlock_approval_log_one_expiry ON planlock_approval_log (session_key, pause)
     WHERE kind = 'expiryNoticed';
 -- Notifications are read by the time they were logged, across sessions.
-CREATE INDEX planlock_approval_log_recent ON planlock_approval_log (logged_at);
+CREATE INDEX planlock_approval_log_recent ON planlock_approval_log USING brin (logged_at);
 
 -- Each notification's delivery to each webhook: attempts, when to try again, and who is trying
 -- now (a lease, so two senders never deliver one event to one receiver at once).
