@@ -212,21 +212,40 @@ impl Notifier {
     /// pause seen past its expiry (`expiryNoticed`, once).
     pub async fn notice(&self) -> Result<(), NotifyError> {
         let now = Timestamp::now();
+        // The notices logged already (within the horizon): a pause seen again costs no write.
+        let known: std::collections::HashSet<(String, String, &'static str)> = self
+            .backend
+            .recent_events(self.since(now), MAX_EVENTS)
+            .await?
+            .into_iter()
+            .filter(|l| l.event.is_notice())
+            .map(|l| (l.session, l.event.pause().id(), l.event.name()))
+            .collect();
         for (session, read) in self.backend.paused(MAX_EVENTS).await? {
             let Ok((record, decided)) = read else { continue };
+            let pause = crate::session::PauseRef::of(&record);
+            let missing = |name: &'static str| !known.contains(&(session.clone(), pause.id(), name));
+            let expired = record.expired_at(now) && decided.decision.is_none() && missing("expiryNoticed");
+            if !missing("paused") && !expired {
+                continue;
+            }
             let records = self.backend.records(&session).await?;
-            let logged = records.log_notice(&ApprovalEvent::paused(&record)).await;
-            if let Err(e) = logged {
+            if missing("paused")
+                && let Err(e) = records.log_notice(&ApprovalEvent::paused(&record)).await
+            {
                 tracing::warn!(error = %e, "a pause could not be logged");
             }
-            if record.expired_at(now) && decided.decision.is_none() {
-                let noticed = ApprovalEvent::ExpiryNoticed { pause: crate::session::PauseRef::of(&record), at: now };
-                if let Err(e) = records.log_notice(&noticed).await {
-                    tracing::warn!(error = %e, "an expired pause could not be logged");
-                }
+            if expired && let Err(e) = records.log_notice(&ApprovalEvent::ExpiryNoticed { pause, at: now }).await {
+                tracing::warn!(error = %e, "an expired pause could not be logged");
             }
         }
         Ok(())
+    }
+
+    /// The oldest an event may be and still be looked at: [`NotifyOptions::give_up_after`] and an
+    /// hour more.
+    fn since(&self, now: Timestamp) -> Timestamp {
+        now.minus(self.options.give_up_after + Duration::from_secs(3600)).unwrap_or(now)
     }
 
     /// One look at the outbox: notices logged, then every notification due delivered to every
@@ -272,10 +291,8 @@ impl Notifier {
 
     /// Delivers to `hook` every notification of its kinds that is due.
     async fn deliver_due(&self, hook: &Hook) -> Result<Vec<Attempted>, NotifyError> {
-        let horizon = self.options.give_up_after + Duration::from_secs(3600);
-        let since = Timestamp::now().minus(horizon).unwrap_or_else(Timestamp::now);
         let mut attempted = Vec::new();
-        for logged in self.backend.recent_events(since, MAX_EVENTS).await? {
+        for logged in self.backend.recent_events(self.since(Timestamp::now()), MAX_EVENTS).await? {
             let notification = Notification::of(&logged, self.console.as_deref());
             if !hook.events.iter().any(|e| e == notification.kind) {
                 continue;
