@@ -17,6 +17,9 @@ CREATE UNIQUE INDEX planlock_approval_log_one_paused ON planlock_approval_log (s
     WHERE kind = 'paused';
 CREATE UNIQUE INDEX planlock_approval_log_one_expiry ON planlock_approval_log (session_key, pause)
     WHERE kind = 'expiryNoticed';
+-- A pause's `paused` notice, kept on the session's row by the statement that writes its record;
+-- the first sender that sees it, or the pause's outcome, copies it into the log.
+ALTER TABLE planlock_sessions ADD COLUMN pause_notice text;
 -- Notifications are read by the time they were logged, across sessions.
 CREATE INDEX planlock_approval_log_recent ON planlock_approval_log USING brin (logged_at);
 

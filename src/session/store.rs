@@ -95,10 +95,11 @@ pub trait SessionStore: Send + Sync {
         cycle: CycleGuard,
         entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>>;
-    /// Whether [`save_intervention`](Self::save_intervention) logs the pause's `paused` notice
-    /// (the outbox of `pause.created`, CONTRACT §18) in the same write as the record (PostgreSQL:
-    /// one transaction). Otherwise (files, by default) the record itself is the durable cause: the
-    /// first notifier that sees it logs the notice, or the pause's outcome does, before it.
+    /// Whether the store keeps the pause's `paused` notice (the outbox of `pause.created`,
+    /// CONTRACT §18) with its record and copies it into the log with the pause's outcome itself
+    /// (PostgreSQL: on the session's row, by the same statement). Otherwise (files, by default)
+    /// the record itself is the durable cause, and the runtime logs the notice before the
+    /// pause's outcome when no notifier has.
     fn notices_with_record(&self) -> bool {
         false
     }

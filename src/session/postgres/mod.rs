@@ -239,17 +239,12 @@ impl PgSessionStore {
         notice: Option<&ApprovalEvent>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
-        // A pause's notice is logged by the same statement as its record, and only if the record
-        // is written (its two parameters follow the write's own).
-        let noticed = match notice {
-            Some(_) => format!(
-                ", noticed AS (INSERT INTO planlock_approval_log (session_key, pause, kind, event)
-                   SELECT $1, ${}::text, 'paused', ${}::text WHERE EXISTS (SELECT 1 FROM written)
-                   ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING)",
-                5 + params.len(),
-                6 + params.len()
-            ),
-            None => String::new(),
+        // A pause's notice is kept on the session's row with its record, by the same statement
+        // (its parameter follows the write's own): no row, index entry or round trip of its own.
+        // The first sender that sees it, or the pause's outcome, copies it into the log.
+        let set = match notice {
+            Some(_) => format!("{set}, pause_notice = ${}", 5 + params.len()),
+            None => set.to_owned(),
         };
         let sql = format!(
             "WITH written AS (
@@ -257,7 +252,7 @@ impl PgSessionStore {
                SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
                    updated_at = now()
                WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
-               RETURNING row_version){noticed}
+               RETURNING row_version)
              SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))"
         );
         let (version, lease) = (*seen, self.lease.as_secs_f64());
@@ -268,11 +263,8 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
-        let notice = notice.map(|n| {
-            (serde_json::to_string(n.pause()).unwrap_or_default(), serde_json::to_string(n).unwrap_or_default())
-        });
-        if let Some((pause, text)) = &notice {
-            all.push((pause, Type::TEXT));
+        let notice = notice.map(|n| serde_json::to_string(n).unwrap_or_default());
+        if let Some(text) = &notice {
             all.push((text, Type::TEXT));
         }
         let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));

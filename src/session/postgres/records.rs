@@ -207,8 +207,39 @@ impl SessionRecords for PgRecords {
     fn record_decision<'a>(&'a self, decision: &'a ReviewDecision, required: usize) -> StoreFuture<'a, Recorded> {
         Box::pin(self.record(decision, required))
     }
+    /// The pause's `paused` notice, kept on the session's row with its record, is copied into
+    /// the log first, in the same round trip (unless a sender copied it already).
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
-        Box::pin(self.insert_event(outcome, "outcome"))
+        Box::pin(async move {
+            let pause = serde_json::to_string(outcome.pause()).unwrap_or_default();
+            let text = serde_json::to_string(outcome).unwrap_or_default();
+            let failed = |e: tokio_postgres::Error| SessionError::Database {
+                key: self.key.clone(),
+                reason: format!("PostgreSQL at {}: logging an outcome: {}", self.db.target(), crate::pg::reason(&e)),
+            };
+            let mut conn = self
+                .db
+                .connection()
+                .await
+                .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
+            let batch = [
+                Query::typed(
+                    "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
+                     SELECT session_key, $2, 'paused', pause_notice FROM planlock_sessions
+                     WHERE session_key = $1 AND pause_notice IS NOT NULL
+                       AND (pause_notice::jsonb -> 'pause') = $2::jsonb
+                     ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING",
+                    &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
+                ),
+                Query::typed(
+                    "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, 'outcome', $3)
+                     ON CONFLICT (session_key, pause) WHERE kind = 'outcome' DO NOTHING RETURNING 1",
+                    &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (&text, Type::TEXT)],
+                ),
+            ];
+            let rows = conn.pipeline(&batch, Then::Stay).await.map_err(failed)?;
+            Ok(rows.last().is_some_and(|rows| !rows.is_empty()))
+        })
     }
     fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         Box::pin(self.insert_event(notice, notice.name()))
