@@ -124,6 +124,8 @@ impl NotifyOptions {
 struct Hook {
     id: String,
     url: String,
+    /// The URL as it may be printed: without a user or password in it.
+    shown: String,
     secret: Secret,
     events: Vec<String>,
 }
@@ -131,7 +133,7 @@ struct Hook {
 /// What one attempt did, as a sender reports it (never with a secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Attempted {
-    /// The receiver's URL.
+    /// The receiver's URL, without any user or password in it.
     pub url: String,
     /// The notification's id.
     pub id: String,
@@ -157,7 +159,7 @@ pub struct Notifier {
 
 impl std::fmt::Debug for Notifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let urls: Vec<&str> = self.hooks.iter().map(|h| h.url.as_str()).collect();
+        let urls: Vec<&str> = self.hooks.iter().map(|h| h.shown.as_str()).collect();
         f.debug_struct("Notifier").field("hooks", &urls).finish_non_exhaustive()
     }
 }
@@ -188,6 +190,7 @@ impl Notifier {
                 Ok(Hook {
                     id,
                     url: hook.url.clone(),
+                    shown: without_userinfo(&hook.url),
                     secret: Secret::parse(&text, &hook.secret_env)?,
                     events: hook.events.clone(),
                 })
@@ -280,7 +283,7 @@ impl Notifier {
                 loop {
                     match this.deliver_due(&hook).await {
                         Ok(attempted) => attempted.iter().for_each(|a| report(a)),
-                        Err(e) => tracing::warn!(error = %e, url = %hook.url, "reading the outbox failed"),
+                        Err(e) => tracing::warn!(error = %e, url = %hook.shown, "reading the outbox failed"),
                     }
                     tokio::time::sleep(this.options.poll).await;
                 }
@@ -319,7 +322,7 @@ impl Notifier {
         let attempts = claim.attempts;
         let now = Timestamp::now();
         let attempt = |outcome: &'static str, why: Option<String>| Attempted {
-            url: hook.url.clone(),
+            url: hook.shown.clone(),
             id: notification.id.clone(),
             kind: notification.kind,
             session: logged.session.clone(),
@@ -376,6 +379,17 @@ impl Notifier {
     }
 }
 
+/// `url` with any `user:password@` of its authority shown as `…@`: a credential in a webhook's
+/// URL is never printed.
+fn without_userinfo(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    match rest[..end].rfind('@') {
+        Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]),
+        None => url.to_owned(),
+    }
+}
+
 /// The wait after failed attempt `attempts` (0 the first): `first` doubled each time, at most an
 /// hour, give or take a fifth at random so that retries of many senders spread out.
 fn backoff(first: Duration, attempts: u32) -> Duration {
@@ -386,4 +400,19 @@ fn backoff(first: Duration, attempts: u32) -> Duration {
         Err(_) => 1.0,
     };
     base.mul_f64(spread)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::without_userinfo;
+
+    #[test]
+    fn a_credential_in_a_webhook_url_is_never_shown() {
+        assert_eq!(
+            without_userinfo("https://bot:s3cret@hooks.example.com/in?x=a@b"),
+            "https://…@hooks.example.com/in?x=a@b"
+        );
+        assert_eq!(without_userinfo("http://127.0.0.1:9000/hook"), "http://127.0.0.1:9000/hook");
+        assert!(!without_userinfo("http://u:p@h@host/").contains("p@h"));
+    }
 }
