@@ -285,3 +285,20 @@ async fn migrate(conn: &mut Conn, target: &str) -> Result<(), PgError> {
     }
     conn.commit().await.map_err(failed("committing the migration"))
 }
+
+/// `words` as `ILIKE` patterns, each matching a text that holds the word (`%`, `_` and `\\`
+/// taken as themselves): the session search of the console's pages.
+pub(crate) fn like_patterns(words: &[String]) -> Vec<String> {
+    let escape = |word: &String| {
+        let mut pattern = String::from("%");
+        for c in word.chars() {
+            if matches!(c, '%' | '_' | '\\') {
+                pattern.push('\\');
+            }
+            pattern.push(c);
+        }
+        pattern + "%"
+    };
+    words.iter().map(escape).collect()
+}
+

@@ -234,6 +234,7 @@ impl Backend for FilesBackend {
     fn glances<'a>(
         &'a self,
         _status: Option<&'a str>,
+        _words: &'a [String],
         _offset: usize,
         _limit: usize,
         max: usize,

@@ -153,11 +153,13 @@ pub trait Backend: fmt::Debug + Send + Sync {
     fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()>;
 
     /// Sessions at a glance: the page of `limit` from `offset` of those whose status is `status`
-    /// (`paused`, `expired`, `halted`, `ready`; every one with `None`) where one statement can
-    /// say it, else every session (at most `max`) for the caller to page.
+    /// (`paused`, `expired`, `halted`, `ready`; every one with `None`) and whose name holds every
+    /// one of `words` (lowercase; in any case) where one statement can say it, else every session
+    /// (at most `max`) for the caller to filter and page.
     fn glances<'a>(
         &'a self,
         status: Option<&'a str>,
+        words: &'a [String],
         offset: usize,
         limit: usize,
         max: usize,

@@ -211,12 +211,13 @@ impl Backend for PgBackend {
     fn glances<'a>(
         &'a self,
         status: Option<&'a str>,
+        words: &'a [String],
         offset: usize,
         limit: usize,
         _max: usize,
     ) -> BackendFuture<'a, Glances> {
         Box::pin(async move {
-            let (rows, total) = crate::session::postgres::session_page(&self.db, status, offset, limit).await?;
+            let (rows, total) = crate::session::postgres::session_page(&self.db, status, words, offset, limit).await?;
             let sessions = rows
                 .into_iter()
                 .map(|row| {

@@ -434,6 +434,7 @@ impl<L: HandlerSet> Executor<L> {
             span.record(crate::telemetry::names::OUTCOME, "completed");
             cycle.report.steps.push(StepRecord {
                 index,
+                id: step.id.clone(),
                 step_type: step.step_type(),
                 status: StepStatus::Completed,
                 duration,
@@ -597,5 +598,6 @@ fn attempt(
     started: Instant,
     usage: Option<TokenUsage>,
 ) -> StepRecord {
-    StepRecord { index, step_type: step.step_type(), status, duration: started.elapsed(), warnings, usage }
+    let id = step.id.clone();
+    StepRecord { index, id, step_type: step.step_type(), status, duration: started.elapsed(), warnings, usage }
 }

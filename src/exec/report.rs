@@ -60,6 +60,9 @@ pub enum StepStatus {
 pub struct StepRecord {
     /// The step's position in the plan.
     pub index: usize,
+    /// The step's id (empty in a record of an older version, which kept only the type).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     /// The step's type.
     pub step_type: StepType,
     /// How it ended.
@@ -72,6 +75,17 @@ pub struct StepRecord {
     /// ([`StepContext::record_usage`](crate::StepContext::record_usage)).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<TokenUsage>,
+}
+
+impl StepRecord {
+    /// The step as people read it everywhere: its id with its type, `remember (PersistMemory)`
+    /// (the type alone in a record of an older version).
+    pub fn label(&self) -> String {
+        match self.id.is_empty() {
+            true => self.step_type.to_string(),
+            false => format!("{} ({})", self.id, self.step_type),
+        }
+    }
 }
 
 /// Tokens a model server reported using (its `usage.prompt_tokens` and
@@ -161,6 +175,10 @@ pub struct CycleReport {
     pub overrides: Vec<OverrideRecord>,
     /// Every approval that did not apply because the re-run met something else.
     pub stale: Vec<StaleApproval>,
+    /// The trace the cycle's spans are in (32 hex digits), when an OpenTelemetry layer recorded
+    /// them (`otel` feature): what a trace UI's link names.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
 }
 
 impl CycleReport {

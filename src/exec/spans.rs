@@ -100,13 +100,15 @@ pub(crate) fn cycle_content(span: &tracing::Span, result: &crate::contract::step
 pub(crate) fn cycle_ended(span: &tracing::Span, started: Instant, result: &mut Result<CycleOutcome, ExecError>) {
     let duration = started.elapsed();
     match result {
-        Ok(CycleOutcome::Completed(_)) => {
+        Ok(CycleOutcome::Completed(done)) => {
             span.record(OUTCOME, "completed");
+            done.report.trace_id = TraceParent::of_span(span).map(|t| t.trace_id());
             telemetry::cycle_ended("completed", duration, None);
         }
         Ok(CycleOutcome::InterventionRequired(paused)) => {
             span.record(OUTCOME, "paused");
             paused.trace = TraceParent::of_span(span);
+            paused.cycle.report.trace_id = paused.trace.map(|t| t.trace_id());
             telemetry::cycle_ended("paused", duration, None);
         }
         Err(err) => {

@@ -7,7 +7,7 @@ use tracing::Instrument;
 use super::access::Access;
 use crate::contract::registry::{Failure, FailureKind};
 use crate::session::SessionRecords;
-use crate::session::{Recorded, ReviewDecision};
+use crate::session::{Recorded, ReviewDecision, ReviewVerdict};
 use crate::session::{SessionError, Timestamp};
 use crate::text::printable;
 
@@ -211,12 +211,16 @@ pub async fn decide_with(
         let step_id = printable(&decision.pause.step_id).into_owned();
         return Err(DecideError::PauseEnded { cycle: decision.pause.cycle, step_id });
     }
+    // An expired pause can only be abandoned; an abandon judges nothing shown, so it binds to
+    // the pause alone.
+    let abandon = decision.verdict == ReviewVerdict::Abandon;
     if let Some(expired_at) = record.expires_at
         && decision.at > expired_at
+        && !abandon
     {
         return Err(DecideError::Expired { expired_at });
     }
-    if decision.shown_digest != record.shown_digest {
+    if decision.shown_digest != record.shown_digest && !abandon {
         let name = |d: Option<crate::hash::Digest>| {
             d.map_or_else(|| "(none: a record of an older version)".into(), |d| d.to_string())
         };

@@ -14,11 +14,12 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::backend::{Backend, FilesBackend};
-use crate::contract::registry::{Failure, StepType};
+use crate::contract::registry::Failure;
 use crate::session::{Decisions, InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
 
 /// The rule for a session root's name, where the inbox's users first found it.
 pub use crate::session::{MAX_ROOT_NAME_BYTES, is_root_name};
+pub use super::filter::{FilterError, InboxFilter, MAX_WORDS, PARAMETERS, PauseState, parse_duration};
 /// Why an inbox could not be read: the [`Backend`]'s error.
 pub type InboxError = crate::backend::BackendError;
 
@@ -37,25 +38,6 @@ pub enum Sessions {
     /// The sessions of a shared database.
     #[cfg(feature = "postgres")]
     Database(crate::pg::PgDatabase),
-}
-
-/// Which pauses to list.
-///
-/// ```
-/// use planlock::review::inbox::InboxFilter;
-/// let filter = InboxFilter { validator: Some("pii-guard".into()), ..InboxFilter::default() };
-/// assert!(filter.expired.is_none());
-/// ```
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct InboxFilter {
-    /// Only this validator's.
-    pub validator: Option<String>,
-    /// Only pauses at this step type.
-    pub step_type: Option<StepType>,
-    /// Only pauses at least this old.
-    pub older_than: Option<std::time::Duration>,
-    /// Only expired ones (`Some(true)`) or only live ones (`Some(false)`).
-    pub expired: Option<bool>,
 }
 
 /// One pause waiting for a person.
@@ -134,7 +116,7 @@ pub struct InboxProblem {
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct InboxListing {
-    /// The pauses, oldest first, at most [`MAX_INBOX`].
+    /// The pauses, oldest first (newest first when the filter asks), at most [`MAX_INBOX`].
     pub pauses: Vec<PendingPause>,
     /// How many more matched than are listed.
     pub more: usize,
@@ -192,7 +174,7 @@ impl Inbox {
             match read {
                 Ok((record, decided)) => {
                     let pause = PendingPause::new(session, record, decided, now);
-                    if matches(&pause, filter) {
+                    if filter.matches(&pause) {
                         found.push(pause);
                     }
                 }
@@ -204,6 +186,9 @@ impl Inbox {
             }
         }
         found.sort_by(|a, b| a.record.created_at.cmp(&b.record.created_at).then_with(|| a.session.cmp(&b.session)));
+        if filter.newest_first {
+            found.reverse();
+        }
         listing.more = found.len().saturating_sub(MAX_INBOX);
         found.truncate(MAX_INBOX);
         listing.pauses = found;
@@ -224,12 +209,4 @@ impl Inbox {
     pub async fn records(&self, session: &str) -> Result<Box<dyn SessionRecords>, InboxError> {
         self.backend.records(session).await
     }
-}
-
-/// Whether `pause` is one `filter` asks for.
-fn matches(pause: &PendingPause, filter: &InboxFilter) -> bool {
-    filter.validator.as_ref().is_none_or(|v| *v == pause.record.validator.id)
-        && filter.step_type.is_none_or(|t| t == pause.record.step_type)
-        && filter.older_than.is_none_or(|age| pause.age_seconds >= age.as_secs())
-        && filter.expired.is_none_or(|expired| expired == pause.expired)
 }

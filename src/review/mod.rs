@@ -10,6 +10,7 @@
 
 pub mod access;
 mod decide;
+mod filter;
 pub mod inbox;
 #[cfg(feature = "notify")]
 #[cfg_attr(docsrs, doc(cfg(feature = "notify")))]

@@ -158,18 +158,31 @@ impl Inbox {
         offset: usize,
         limit: usize,
     ) -> Result<SessionsPage, InboxError> {
+        self.find_sessions(status, &[], offset, limit).await
+    }
+
+    /// [`sessions`](Self::sessions) whose name holds every one of `words` (lowercase, as
+    /// [`InboxFilter::words`](super::inbox::InboxFilter::words) has them), in any case.
+    pub async fn find_sessions(
+        &self,
+        status: Option<SessionStatus>,
+        words: &[String],
+        offset: usize,
+        limit: usize,
+    ) -> Result<SessionsPage, InboxError> {
         let limit = limit.min(MAX_PAGE);
-        let glances = self.backend().glances(status.map(SessionStatus::as_str), offset, limit, MAX_SESSIONS).await?;
+        let status_name = status.map(SessionStatus::as_str);
+        let glances = self.backend().glances(status_name, words, offset, limit, MAX_SESSIONS).await?;
         Ok(match glances.paged_total {
             Some(_) => summaries(glances),
-            None => in_order(summaries(glances)).page(status, offset, limit),
+            None => in_order(summaries(glances)).find(status, words, offset, limit),
         })
     }
 
     /// Every session (at most [`MAX_SESSIONS`]), in the order of [`sessions`](Self::sessions):
     /// what a console keeps to page through without reading every root again.
     pub async fn all_sessions(&self) -> Result<SessionsPage, InboxError> {
-        Ok(in_order(summaries(self.backend().glances(None, 0, MAX_SESSIONS, MAX_SESSIONS).await?)))
+        Ok(in_order(summaries(self.backend().glances(None, &[], 0, MAX_SESSIONS, MAX_SESSIONS).await?)))
     }
 }
 
@@ -204,8 +217,15 @@ fn summaries(glances: Glances) -> SessionsPage {
 impl SessionsPage {
     /// The page of at most `limit` sessions with `status` from `offset`, of this full listing.
     pub fn page(&self, status: Option<SessionStatus>, offset: usize, limit: usize) -> SessionsPage {
-        let matching: Vec<&SessionSummary> =
-            self.sessions.iter().filter(|s| status.is_none_or(|wanted| s.status == wanted)).collect();
+        self.find(status, &[], offset, limit)
+    }
+
+    /// [`page`](Self::page) of the sessions whose name holds every one of `words` (lowercase).
+    pub fn find(&self, status: Option<SessionStatus>, words: &[String], offset: usize, limit: usize) -> SessionsPage {
+        let wanted = |s: &&SessionSummary| {
+            status.is_none_or(|wanted| s.status == wanted) && super::filter::holds_words(words, &s.session)
+        };
+        let matching: Vec<&SessionSummary> = self.sessions.iter().filter(wanted).collect();
         SessionsPage {
             total: matching.len(),
             sessions: matching.into_iter().skip(offset).take(limit.min(MAX_PAGE)).cloned().collect(),

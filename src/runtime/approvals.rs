@@ -105,6 +105,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         // came another way, or with a clock that disagrees).
         if let Some(expired_at) = record.expires_at
             && decision.at > expired_at
+            && decision.verdict != ReviewVerdict::Abandon
         {
             let event = ApprovalEvent::Expired { pause: decision.pause.clone(), at: Timestamp::now() };
             return Some(self.log_outcome(event).await.and(Err(self.paused_error(&record))));
@@ -114,7 +115,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 let over = override_of(&decision);
                 self.resume_with(record, Some(over), Some(decision)).await
             }
-            ReviewVerdict::Reject => {
+            ReviewVerdict::Reject | ReviewVerdict::Abandon => {
                 // The run that acts on a rejection is part of the paused cycle's trace too: its
                 // span, a child of the paused cycle's, says the cycle was abandoned.
                 let span = abandon_span(self.plan.metadata(), &record);

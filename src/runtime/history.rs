@@ -7,7 +7,6 @@ use serde_json::{Map, Value};
 
 use super::error::RuntimeError;
 use super::{RunOutcome, Runtime};
-use crate::contract::registry::Failure;
 use crate::exec::executor::{Completed, CycleReport, CycleSession, ExecError};
 use crate::exec::handler::HandlerSet;
 use crate::session::{
@@ -64,7 +63,7 @@ pub(super) fn paused(
 
 /// The entry of a cycle that failed with `e`.
 pub(super) fn failed(session: CycleSession, started: Timestamp, e: &RuntimeError) -> CycleEntry {
-    let failure = CycleFailure { code: e.code().to_owned(), class: e.kind(), step_id: failed_step(e) };
+    let failure = CycleFailure::of(e, failed_step(e));
     entry(session, started, CycleEnd::Failed, e.report().cloned().unwrap_or_default(), Some(failure), None)
 }
 
@@ -88,6 +87,14 @@ fn entry(
         content,
         truncated: false,
     }
+}
+
+/// The entry of the paused cycle `record`, abandoned (on a person's decision, or by `planlock
+/// abandon`): the approval log holds who and why.
+pub(super) fn abandoned(session: CycleSession, record: &InterventionRecord) -> CycleEntry {
+    let mut report = CycleReport::default();
+    report.trace_id = record.trace_parent.map(|t| t.trace_id());
+    entry(session, Timestamp::now(), CycleEnd::Abandoned, report, None, None)
 }
 
 /// The step a failure stopped at, when one did.
@@ -128,6 +135,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     ) -> Result<RunOutcome, RuntimeError> {
         let (session, started) = (self.cycle_session(run.cycle), run.started);
         let entry = match &settled {
+            // Its entry was kept when it was abandoned.
             Ok(RunOutcome::Abandoned(_)) => return settled,
             Ok(_) => match run.unkept {
                 Some((entry, _)) => entry,
@@ -151,6 +159,16 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             0 => None,
             keep => Some((entry, keep)),
         }
+    }
+
+    /// Keeps the entry of the paused cycle `record`, abandoned now. One that cannot be kept is
+    /// no failure of the abandon (its record is gone, durably, and the log says so).
+    pub(super) async fn record_abandoned(&self, record: &InterventionRecord) {
+        if self.history.keep == 0 {
+            return;
+        }
+        let entry = abandoned(self.cycle_session(record.cycle), record);
+        let _ = self.store.record_cycle(&entry, self.history.keep).await;
     }
 
     /// The session's last `limit` finished cycles, newest first (CONTRACT §15): each one's

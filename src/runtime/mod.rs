@@ -395,6 +395,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         if let Err(e) = approvals::abandon_paused(&self.store).await {
             return Err(self.fail(e.into()));
         }
+        self.record_abandoned(&record).await;
         self.state = State::Ready;
         Ok(record)
     }

@@ -64,33 +64,45 @@ impl PauseRef {
     }
 }
 
-/// Approve or reject.
+/// Approve, reject, or abandon.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ReviewVerdict {
     /// The blocked step may run (once, while it meets what was approved).
     Approve,
-    /// The paused cycle is abandoned.
+    /// What the pause shows is refused: the paused cycle is abandoned.
     Reject,
+    /// The paused cycle is given up without a judgement on what it shows: the one way to end an
+    /// expired pause (taken after its expiry too), and a waiting one's (CONTRACT §14).
+    Abandon,
 }
 
 impl ReviewVerdict {
-    /// `approve` or `reject`.
+    /// Every verdict, as a form offers them.
+    pub const ALL: [ReviewVerdict; 3] = [ReviewVerdict::Approve, ReviewVerdict::Reject, ReviewVerdict::Abandon];
+
+    /// `approve`, `reject` or `abandon`.
     pub fn as_str(self) -> &'static str {
         match self {
             ReviewVerdict::Approve => "approve",
             ReviewVerdict::Reject => "reject",
+            ReviewVerdict::Abandon => "abandon",
         }
     }
-}
 
-impl ReviewVerdict {
-    /// `approved` or `rejected`: what a pause with this decision is.
+    /// `approved`, `rejected` or `abandoned`: what a pause with this decision is.
     pub fn past(self) -> &'static str {
         match self {
             ReviewVerdict::Approve => "approved",
             ReviewVerdict::Reject => "rejected",
+            ReviewVerdict::Abandon => "abandoned",
         }
+    }
+
+    /// Whether the session's next run abandons the paused cycle on it (a rejection, an abandon):
+    /// one such decision ends a pause however many approvals it needs.
+    pub fn ends_the_cycle(self) -> bool {
+        self != ReviewVerdict::Approve
     }
 }
 
@@ -444,7 +456,7 @@ impl super::ApprovalLog {
     ///
     /// - The pause has a decision: the same one again changes nothing (an approval by one of its
     ///   approvers is the same); another is [`SessionError::AlreadyDecided`].
-    /// - A rejection, or an approval where one is enough, is the pause's decision.
+    /// - A rejection or an abandon, or an approval where one is enough, is the pause's decision.
     /// - Otherwise it is one person's approval ([`ApprovalEvent::Voted`]): the same person twice
     ///   counts once; the approval that makes `required` distinct people on the same digest also
     ///   writes the pause's decision, naming them all.
@@ -461,7 +473,7 @@ impl super::ApprovalLog {
             return Err(SessionError::AlreadyDecided { verdict: existing.verdict, by });
         }
         let decided = |decision: ReviewDecision| vec![ApprovalEvent::Decided { decision }];
-        if decision.verdict == ReviewVerdict::Reject || required <= 1 {
+        if decision.verdict.ends_the_cycle() || required <= 1 {
             return Ok((Recorded::New, decided(decision.clone())));
         }
         let mut approvers: Vec<String> =

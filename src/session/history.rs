@@ -53,15 +53,19 @@ pub enum CycleEnd {
     Paused,
     /// A step (or the store) failed; the failure says which and how.
     Failed,
+    /// Its pause was ended by a person (a rejection, an abandon; the approval log says who and
+    /// why) or by `planlock abandon`: nothing of it was kept.
+    Abandoned,
 }
 
 impl CycleEnd {
-    /// Its name: `completed`, `paused`, `failed`.
+    /// Its name: `completed`, `paused`, `failed`, `abandoned`.
     pub fn as_str(self) -> &'static str {
         match self {
             CycleEnd::Completed => "completed",
             CycleEnd::Paused => "paused",
             CycleEnd::Failed => "failed",
+            CycleEnd::Abandoned => "abandoned",
         }
     }
 }
@@ -77,6 +81,28 @@ pub struct CycleFailure {
     /// The step that failed, when one did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step_id: Option<String>,
+    /// What went wrong, as the error says it (printable, at most [`MAX_FAILURE_MESSAGE_CHARS`];
+    /// secrets were scrubbed where the error was made, as in every output).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
+/// The longest failure message an entry keeps, in characters.
+pub const MAX_FAILURE_MESSAGE_CHARS: usize = 2000;
+
+impl CycleFailure {
+    /// The failure of `failure` (a stable code, a class, its message bounded), at `step_id`.
+    pub fn of<F: crate::contract::registry::Failure + std::fmt::Display + ?Sized>(
+        failure: &F,
+        step_id: Option<String>,
+    ) -> CycleFailure {
+        let text = failure.to_string();
+        let mut message: String = crate::text::printable(&text).chars().take(MAX_FAILURE_MESSAGE_CHARS).collect();
+        if text.chars().count() > MAX_FAILURE_MESSAGE_CHARS {
+            message.push('…');
+        }
+        CycleFailure { code: failure.code().to_owned(), class: failure.kind(), step_id, message: Some(message) }
+    }
 }
 
 /// One finished cycle of a session, as the history keeps it.

@@ -170,7 +170,8 @@ pub enum AccessCommand {
 
 #[derive(Subcommand)]
 pub enum InboxCommand {
-    /// Every pause waiting for a person, oldest first.
+    /// Every pause waiting for a person, oldest first: filtered as the console's inbox is (the
+    /// same parameters, the same code).
     List {
         #[command(flatten)]
         sessions: SessionsArgs,
@@ -183,9 +184,19 @@ pub enum InboxCommand {
         /// Only pauses at least this old (`90s`, `15m`, `2h`, `1d`).
         #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
         older_than: Option<std::time::Duration>,
-        /// Only expired pauses (which can only be abandoned).
-        #[arg(long)]
+        /// Only pauses that stand so: waiting (nothing decided), decided (a decision or some of
+        /// the approvals it needs), expired (they can only be abandoned).
+        #[arg(long, value_parser = ["waiting", "decided", "expired"])]
+        state: Option<String>,
+        /// Only expired pauses (`--state expired`).
+        #[arg(long, conflicts_with = "state")]
         expired: bool,
+        /// Only pauses whose session name, step id or reason holds every one of these words.
+        #[arg(long, value_name = "WORDS")]
+        q: Option<String>,
+        /// Newest first (else the one waiting longest first).
+        #[arg(long)]
+        newest_first: bool,
     },
     /// One pause: its record and what is being approved (`shown`, with its digest).
     Show {
@@ -220,6 +231,20 @@ pub enum InboxCommand {
         decider: DeciderArgs,
         /// The pause you decide on, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
         /// waiting now. A decision for a pause that has ended is refused.
+        #[arg(long, value_name = "ID")]
+        pause: Option<String>,
+        /// The session: a root's name under `--sessions`, or a key in `--database`.
+        session: String,
+    },
+    /// Abandon a pause without judging what it shows: its cycle is given up at the session's
+    /// next `run`. The one way to end an expired pause; a waiting one too.
+    Abandon {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        #[command(flatten)]
+        decider: DeciderArgs,
+        /// The pause you abandon, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
+        /// waiting now.
         #[arg(long, value_name = "ID")]
         pause: Option<String>,
         /// The session: a root's name under `--sessions`, or a key in `--database`.
@@ -266,18 +291,7 @@ pub struct DeciderArgs {
 
 /// `90s`, `15m`, `2h` or `1d`: a whole number and a unit.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
-    let split = s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len());
-    let (number, unit) = s.split_at(split);
-    let n: u64 =
-        number.parse().map_err(|_| format!("`{s}` is not a duration: write a number and a unit (90s, 15m, 2h, 1d)"))?;
-    let seconds = match unit {
-        "s" => 1,
-        "m" => 60,
-        "h" => 3600,
-        "d" => 86_400,
-        _ => return Err(format!("`{s}` has no unit: s, m, h or d (90s, 15m, 2h, 1d)")),
-    };
-    n.checked_mul(seconds).map(std::time::Duration::from_secs).ok_or_else(|| format!("`{s}` is too long"))
+    planlock::review::inbox::parse_duration(s).map_err(|why| format!("`{s}` is not a duration: {why}"))
 }
 
 #[derive(Subcommand)]

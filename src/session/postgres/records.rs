@@ -333,9 +333,11 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
 pub(crate) async fn session_page(
     db: &PgDatabase,
     status: Option<&str>,
+    words: &[String],
     offset: usize,
     limit: usize,
 ) -> Result<(Vec<OverviewRow>, usize), SessionError> {
+    let patterns = crate::pg::like_patterns(words);
     let (offset, limit) = (i64::try_from(offset).unwrap_or(i64::MAX), i64::try_from(limit).unwrap_or(i64::MAX));
     let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
     let mut conn = db.connection().await.map_err(|e| failed(e.to_string()))?;
@@ -353,7 +355,7 @@ pub(crate) async fn session_page(
            WHERE state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL),
          chosen AS (
            SELECT session_key, status, active, count(*) OVER () AS total FROM page
-           WHERE $1::text IS NULL OR status = $1
+           WHERE ($1::text IS NULL OR status = $1) AND session_key ILIKE ALL($4::text[])
            ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], status), active DESC, session_key
            OFFSET $2 LIMIT $3)
          SELECT c.session_key, s.state, s.intervention,
@@ -362,7 +364,10 @@ pub(crate) async fn session_page(
          FROM chosen c JOIN planlock_sessions s USING (session_key)
          ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], c.status), c.active DESC, c.session_key";
     let rows = conn
-        .query_typed(sql, &[(&status, Type::TEXT), (&offset, Type::INT8), (&limit, Type::INT8)])
+        .query_typed(
+            sql,
+            &[(&status, Type::TEXT), (&offset, Type::INT8), (&limit, Type::INT8), (&patterns, Type::TEXT_ARRAY)],
+        )
         .await
         .map_err(|e| failed(format!("PostgreSQL at {}: listing sessions: {}", db.target(), crate::pg::reason(&e))))?;
     let total = rows.first().map_or(0, |r| r.get::<_, i64>(4).max(0) as usize);

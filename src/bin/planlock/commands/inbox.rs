@@ -7,6 +7,7 @@ use planlock::review::access::Access;
 use planlock::review::decide_with;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
+use planlock::Failure;
 use serde::Serialize;
 
 use crate::args::{DeciderArgs, InboxCommand, SessionsArgs};
@@ -15,8 +16,14 @@ use crate::output::{Output, Report, Text, line};
 
 pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
     match command {
-        InboxCommand::List { sessions, validator, step_type, older_than, expired } => {
-            let filter = InboxFilter { validator, step_type, older_than, expired: expired.then_some(true) };
+        InboxCommand::List { sessions, validator, step_type, older_than, state, expired, q, newest_first } => {
+            // The console's inbox reads the same parameters into the same filter.
+            let mut filter =
+                InboxFilter { validator, step_type, older_than, newest_first, ..InboxFilter::default() };
+            let state = if expired { Some("expired") } else { state.as_deref() };
+            for (name, value) in [("state", state), ("q", q.as_deref())] {
+                filter.set(name, value.unwrap_or_default()).map_err(|e| CliError::usage(e.code(), e.to_string()))?;
+            }
             let listing = planlock::block_on(open(&sessions)?.list(&filter)).map_err(|e| CliError::of(&e))?;
             out.report(&ListReport(listing));
             Ok(EXIT_VALID)
@@ -31,6 +38,9 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
         }
         InboxCommand::Reject { sessions, decider, pause, session } => {
             decide_on(out, &sessions, &session, ReviewVerdict::Reject, decider, Shown { digest: None, pause })
+        }
+        InboxCommand::Abandon { sessions, decider, pause, session } => {
+            decide_on(out, &sessions, &session, ReviewVerdict::Abandon, decider, Shown { digest: None, pause })
         }
         InboxCommand::Log { sessions, session } => {
             let inbox = open(&sessions)?;
@@ -269,7 +279,9 @@ impl Report for DecidedReport {
             ReviewVerdict::Approve => {
                 line!(out, "the session resumes the step at its next run, while it meets what was approved")
             }
-            ReviewVerdict::Reject => line!(out, "the session abandons the paused cycle at its next run"),
+            ReviewVerdict::Reject | ReviewVerdict::Abandon => {
+                line!(out, "the session abandons the paused cycle at its next run")
+            }
         }
     }
 }

@@ -122,10 +122,13 @@ fn history_text(out: &mut Text, history: &[CycleEntry], unreadable: usize) {
                 Some(step) => line!(out, "    failure: {} ({:?}) at step `{step}`", f.code, f.class),
                 None => line!(out, "    failure: {} ({:?})", f.code, f.class),
             }
+            if let Some(message) = &f.message {
+                line!(out, "      {message}");
+            }
         }
         for step in &entry.report.steps {
             let tokens = step.usage.map(|u| format!(", {} + {} tokens", u.input, u.output)).unwrap_or_default();
-            line!(out, "    #{} {} {:?} {:.1?}{tokens}", step.index, step.step_type, step.status, step.duration);
+            line!(out, "    #{} {} {:?} {:.1?}{tokens}", step.index, step.label(), step.status, step.duration);
             for warning in &step.warnings {
                 line!(out, "      warning: {}", warning.message);
             }
