@@ -301,4 +301,3 @@ pub(crate) fn like_patterns(words: &[String]) -> Vec<String> {
     };
     words.iter().map(escape).collect()
 }
-

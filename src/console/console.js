@@ -1,5 +1,5 @@
-// planlock console: relative times kept fresh. Served from /static (the CSP allows no inline
-// script); the pages work without it.
+// planlock console: relative times kept fresh, and the pages live (CONTRACT §15). Served from
+// /static (the CSP allows no inline script); every page works without it.
 "use strict";
 function ago(seconds) {
   if (seconds < 60) return Math.max(0, Math.floor(seconds)) + " s ago";
@@ -14,4 +14,46 @@ function refresh() {
     if (!Number.isNaN(at)) t.textContent = ago((Date.now() - at) / 1000);
   }
 }
-document.addEventListener("DOMContentLoaded", () => { refresh(); setInterval(refresh, 30000); });
+// Whether the person is writing: a reason typed, or a field in use. Their page is then not
+// replaced; a note says it changed.
+function writing() {
+  const active = document.activeElement;
+  if (active && active.matches("textarea, input:not([type=hidden]), select")) return true;
+  return [...document.querySelectorAll("textarea")].some((t) => t.value.trim() !== "");
+}
+// The page read again and its main part put in place of this one's (the server escaped it).
+async function reload() {
+  if (writing()) {
+    if (!document.querySelector(".live-note")) {
+      const note = document.createElement("p");
+      note.className = "live-note";
+      note.append("This page changed since it was shown: ");
+      const link = document.createElement("a");
+      link.href = location.href;
+      link.textContent = "reload";
+      note.append(link);
+      document.querySelector("main").append(note);
+    }
+    return;
+  }
+  const answer = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
+  if (!answer.ok || answer.redirected) return;
+  const page = new DOMParser().parseFromString(await answer.text(), "text/html");
+  const main = page.querySelector("main");
+  if (!main) return;
+  document.querySelector("main").replaceWith(document.adoptNode(main));
+  document.title = page.title;
+  refresh();
+}
+function live() {
+  if (!document.body.hasAttribute("data-live") || !window.EventSource) return;
+  let version = null;
+  const events = new EventSource("/events");
+  events.addEventListener("pulse", (e) => {
+    const pulse = JSON.parse(e.data);
+    for (const count of document.querySelectorAll("[data-pending]")) count.textContent = String(pulse.pending);
+    if (version !== null && version !== pulse.version) reload();
+    version = pulse.version;
+  });
+}
+document.addEventListener("DOMContentLoaded", () => { refresh(); setInterval(refresh, 30000); live(); });

@@ -15,61 +15,58 @@
 //! Layer 8 (beside the runtime): imports the reviewer's domain, the backends and sessions.
 
 mod auth;
+mod decide;
+mod events;
+mod flash;
+mod login;
 mod pages;
+mod read;
 mod routes;
+mod server;
 mod templates;
 mod view;
 
 use std::collections::HashMap;
-use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::contract::registry::{Failure, FailureKind};
 use crate::review::access::Access;
-use crate::review::decide_with;
 use crate::review::inbox::Inbox;
-use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
+use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
 use tower_service::Service;
 
-use auth::{Auth, COOKIE, ClientAddr, Login, Refusal, same_secret};
+use auth::{Auth, Login};
 pub use auth::{FAILURE_WINDOW, LOCKOUT, LOGIN_LIFE, MAX_FAILURES, PROXY_SECRET_HEADER};
-use pages::{Forms, PAUSES_PER_PAGE, PER_PAGE};
+use pages::Forms;
 use routes::Route;
 
 const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
-                   form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
 const MAX_BODY: usize = 16 << 10;
 const MAX_HEADERS: usize = 16 << 10;
 /// The most connections [`Console::serve`] holds at once.
 pub const MAX_CONNECTIONS: usize = 64;
 /// The most connections one client address may hold at once: one client cannot take every slot.
 pub const MAX_PER_CLIENT: usize = 16;
-/// How long a client has to send a request's headers, and then its body.
-const HEADER_TIME: Duration = Duration::from_secs(10);
+/// How long a client has to send a request's body.
 const BODY_TIME: Duration = Duration::from_secs(10);
-/// How long a write may wait for a client that does not read (pipelined requests never read
-/// hold a connection and its response in memory), and a read for one that sends nothing (an
-/// idle kept-alive connection): then the connection is closed.
-const WRITE_TIME: Duration = Duration::from_secs(10);
-const IDLE_TIME: Duration = Duration::from_secs(30);
-/// The kernel's send buffer of a connection: what a client that does not read can leave
-/// waiting there (64 connections: 4 MiB at most, not the hundreds the autotuned default allows).
-const SEND_BUFFER: usize = 64 << 10;
 struct State {
     inbox: Inbox,
     auth: Auth,
     read_only: bool,
     cache: view::Cache,
+    flashes: flash::Flashes,
+    trace_url: Option<String>,
 }
 
-/// What the console answers.
-pub type Answer = Response<Full<Bytes>>;
+/// What the console answers: a page (its body whole), or `/events`' stream.
+pub type Answer = Response<BoxBody<Bytes, std::convert::Infallible>>;
 
 /// A fresh console token: 256 random bits, as hex.
 pub fn new_token() -> String {
@@ -96,6 +93,10 @@ pub struct ConsoleOptions {
     /// The secret an authenticating proxy sends in [`PROXY_SECRET_HEADER`] with every request;
     /// needed with [`user_header`](Self::user_header).
     pub proxy_secret: Option<String>,
+    /// A trace UI's address of one trace, with `{traceId}` where the trace's id goes
+    /// (`http://127.0.0.1:6006/projects/…/traces/{traceId}`): each cycle of a session's page
+    /// links to its trace.
+    pub trace_url: Option<String>,
 }
 
 impl ConsoleOptions {
@@ -120,6 +121,12 @@ impl ConsoleOptions {
     /// With the proxy's shared secret.
     pub fn proxy_secret(mut self, secret: Option<String>) -> Self {
         self.proxy_secret = secret;
+        self
+    }
+
+    /// With the trace UI's address template (`{traceId}` in it).
+    pub fn trace_url(mut self, template: Option<String>) -> Self {
+        self.trace_url = template;
         self
     }
 }
@@ -201,6 +208,8 @@ impl Console {
             auth: Auth::new(token, options.access, proxy),
             read_only: options.read_only,
             cache: view::Cache::default(),
+            flashes: flash::Flashes::default(),
+            trace_url: options.trace_url,
         };
         Ok(Console { state: Arc::new(state) })
     }
@@ -209,7 +218,7 @@ impl Console {
     /// once and [`MAX_PER_CLIENT`] of one address, each closed when its client stops reading or
     /// sending. Runs on a tokio runtime (planlock's: [`io_handle`](crate::io_handle)).
     pub async fn serve(self, listener: tokio::net::TcpListener) {
-        accept(listener, self.state).await
+        server::accept(listener, self.state).await
     }
 }
 
@@ -279,74 +288,17 @@ fn identity_header(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// A client address's share of the connections; given back when dropped.
-struct ClientSlot {
-    clients: Arc<Mutex<HashMap<IpAddr, usize>>>,
-    ip: IpAddr,
-}
-
-impl ClientSlot {
-    /// A slot for `ip`, unless it holds [`MAX_PER_CLIENT`] already.
-    fn take(clients: &Arc<Mutex<HashMap<IpAddr, usize>>>, ip: IpAddr) -> Option<ClientSlot> {
-        let mut held = clients.lock().unwrap_or_else(|p| p.into_inner());
-        let count = held.entry(ip).or_insert(0);
-        if *count >= MAX_PER_CLIENT {
-            return None;
-        }
-        *count += 1;
-        Some(ClientSlot { clients: clients.clone(), ip })
-    }
-}
-
-impl Drop for ClientSlot {
-    fn drop(&mut self) {
-        let mut held = self.clients.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(count) = held.get_mut(&self.ip) {
-            *count -= 1;
-            if *count == 0 {
-                held.remove(&self.ip);
-            }
-        }
-    }
-}
-
-/// Serves connections until the process is stopped: at most [`MAX_CONNECTIONS`] at once, at
-/// most [`MAX_PER_CLIENT`] of one address; a connection whose client stops reading or sending
-/// is closed ([`WRITE_TIME`], [`IDLE_TIME`]).
-async fn accept(listener: tokio::net::TcpListener, console: Arc<State>) {
-    let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
-    let clients = Arc::new(Mutex::new(HashMap::new()));
-    loop {
-        let Ok(slot) = slots.clone().acquire_owned().await else { return };
-        let Ok((stream, peer)) = listener.accept().await else { continue };
-        // Closed at once: the slot goes back for another client.
-        let Some(client) = ClientSlot::take(&clients, peer.ip()) else { continue };
-        let _ = socket2::SockRef::from(&stream).set_send_buffer_size(SEND_BUFFER);
-        let console = console.clone();
-        tokio::spawn(async move {
-            let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
-                // Who sends it, for the count of failed sign-ins.
-                req.extensions_mut().insert(ClientAddr(peer.ip()));
-                let console = console.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&console, req).await) }
-            });
-            let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
-            stream.set_write_timeout(Some(WRITE_TIME));
-            stream.set_read_timeout(Some(IDLE_TIME));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .timer(hyper_util::rt::TokioTimer::new())
-                .header_read_timeout(HEADER_TIME)
-                .max_buf_size(MAX_HEADERS)
-                .serve_connection(hyper_util::rt::TokioIo::new(Box::pin(stream)), service)
-                .await;
-            drop((slot, client));
-        });
-    }
-}
-
 /// A response with the console's security headers.
 fn respond(status: StatusCode, content_type: &'static str, body: impl Into<Bytes>) -> Answer {
-    let mut response = Response::new(Full::new(body.into()));
+    respond_with(status, content_type, Full::new(body.into()))
+}
+
+/// A response of `body` (whole, or a stream) with the console's security headers.
+fn respond_with<B>(status: StatusCode, content_type: &'static str, body: B) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes, Error = std::convert::Infallible> + Send + Sync + 'static,
+{
+    let mut response = Response::new(body.boxed());
     *response.status_mut() = status;
     let headers = response.headers_mut();
     headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
@@ -390,36 +342,32 @@ where
     match (route, login) {
         (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
         (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
-        (Route::LoginForm, _) => login_form(console, &req),
-        (Route::SignIn, _) => sign_in(console, req).await,
-        (Route::SignOut, Some(login)) => sign_out(console, &login, req).await,
+        (Route::LoginForm, _) => login::login_form(console, &req),
+        (Route::SignIn, _) => login::sign_in(console, req).await,
+        (Route::SignOut, Some(login)) => login::sign_out(console, &login, req).await,
         (Route::MethodNotAllowed, _) => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
         (Route::NotFound, _) | (_, None) => refused(StatusCode::NOT_FOUND, "no such page"),
         (Route::Home, _) => redirect("/sessions"),
-        (Route::Sessions { status, page }, Some(login)) => {
-            match console.sessions_page(status, page * PER_PAGE, PER_PAGE).await {
-                Ok(list) => {
-                    let forms = console.forms(&login);
-                    html(StatusCode::OK, pages::sessions(&list, status, page, console.pending().await, &forms))
-                }
-                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-            }
+        (Route::Events, Some(_)) => read::events(console),
+        (Route::Sessions { status, words, page }, Some(login)) => {
+            read::sessions(console, status, &words, page, &console.forms(&login)).await
         }
-        (Route::Inbox { page, notice }, Some(login)) => {
-            match console.inbox_page(page * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
-                Ok((listing, total)) => {
-                    let pending = console.pending().await;
-                    let forms = console.forms(&login);
-                    html(StatusCode::OK, pages::inbox(&listing, page, total, pending, &forms, notice.as_deref()))
-                }
-                Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-            }
+        (Route::Inbox { filter, page, flash }, Some(login)) => {
+            read::inbox(console, filter, page, flash.as_deref(), &console.forms(&login)).await
         }
-        (Route::Session(name), Some(login)) => match console.session_name(name) {
-            Some(name) => session_page(console, &name, &console.forms(&login)).await,
+        (Route::Pause { session, cycle, step, flash, back }, Some(login)) => match console.session_name(session) {
+            Some(name) => {
+                read::pause(console, &name, cycle, &step, (flash.as_deref(), &back), &console.forms(&login)).await
+            }
             None => refused(StatusCode::NOT_FOUND, "no such page"),
         },
-        (Route::Decide { session, verdict }, Some(login)) => decide_on(console, session, verdict, &login, req).await,
+        (Route::Session(name), Some(login)) => match console.session_name(name) {
+            Some(name) => read::session(console, &name, &console.forms(&login)).await,
+            None => refused(StatusCode::NOT_FOUND, "no such page"),
+        },
+        (Route::Decide { session, verdict }, Some(login)) => {
+            decide::decide_on(console, session, verdict, &login, req).await
+        }
     }
 }
 
@@ -456,191 +404,11 @@ where
     Some(form_urlencoded::parse(&body).into_owned().collect())
 }
 
-/// `GET /login`: the sign-in form (personal token, or the console's token and a name); behind a
-/// proxy, the login of the user it names.
-fn login_form<B>(console: &State, req: &Request<B>) -> Answer {
-    if console.auth.by_proxy() {
-        return match console.auth.proxy_login(req) {
-            Some((id, _)) => signed_in(&id),
-            None => refused(StatusCode::FORBIDDEN, "the proxy in front did not name a user of the access file"),
-        };
-    }
-    html(StatusCode::OK, pages::login(None, console.auth.has_access()))
-}
-
-/// To the inbox, with the login's cookie.
-fn signed_in(id: &str) -> Answer {
-    let mut response = redirect("/inbox");
-    let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", LOGIN_LIFE.as_secs());
-    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
-        response.headers_mut().insert(header::SET_COOKIE, cookie);
-    }
-    response
-}
-
-async fn sign_in<B>(console: &State, req: Request<B>) -> Answer
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !same_origin(&req) {
-        return refused(StatusCode::FORBIDDEN, "a request from another origin");
-    }
-    if console.auth.by_proxy() {
-        return refused(StatusCode::FORBIDDEN, "the proxy in front signs people in");
-    }
-    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
-    let Some(fields) = form(req).await else {
-        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
-    };
-    let token = fields.get("token").map(String::as_str).unwrap_or("");
-    let name = fields.get("name").map(String::as_str).unwrap_or("");
-    match console.auth.sign_in(client, token, name) {
-        Ok((id, _)) => signed_in(&id),
-        Err(Refusal::Wrong(why)) => html(StatusCode::UNAUTHORIZED, pages::login(Some(why), console.auth.has_access())),
-        Err(Refusal::TooMany(wait)) => {
-            let why = format!("Too many failed sign-ins from here: try again in {} s.", wait.as_secs().max(1));
-            let mut answer = html(StatusCode::TOO_MANY_REQUESTS, pages::login(Some(&why), console.auth.has_access()));
-            if let Ok(after) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
-                answer.headers_mut().insert(header::RETRY_AFTER, after);
-            }
-            answer
-        }
-    }
-}
-
-/// `POST /logout`: ends the login (with its CSRF token), and the cookie with it.
-async fn sign_out<B>(console: &State, login: &Login, req: Request<B>) -> Answer
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !same_origin(&req) {
-        return refused(StatusCode::FORBIDDEN, "a request from another origin");
-    }
-    let id = auth::cookie(&req, COOKIE).unwrap_or_default();
-    let Some(fields) = form(req).await else {
-        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
-    };
-    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
-        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
-    }
-    console.auth.sign_out(&id);
-    let mut response = redirect("/login");
-    let gone = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
-    if let Ok(gone) = HeaderValue::from_str(&gone) {
-        response.headers_mut().insert(header::SET_COOKIE, gone);
-    }
-    response
-}
-
 impl State {
     /// The session a path segment names (decoded): under a directory, one plain name of a root
     /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
     /// 256 bytes).
     fn session_name(&self, name: String) -> Option<String> {
         self.inbox.backend().is_session_name(&name).then_some(name)
-    }
-}
-
-async fn session_page(console: &Arc<State>, name: &str, forms: &Forms<'_>) -> Answer {
-    let read = async {
-        let records = console.inbox.records(name).await?;
-        let history = records.history(100).await?;
-        let log = records.approval_log().await?;
-        let paused = console.inbox.show(name).await?;
-        let id = match (&paused, records.load().await?) {
-            (Some(p), _) => Some(p.record.session_id),
-            (None, Some(state)) => Some(state.session_id),
-            (None, None) => history.entries.first().map(|e| e.session_id),
-        };
-        Ok::<_, crate::review::inbox::InboxError>((history, log, paused, id))
-    };
-    match read.await {
-        Ok((history, log, paused, id)) => html(
-            StatusCode::OK,
-            pages::session(name, id, &history.entries, paused.as_ref(), &log, forms, console.pending().await),
-        ),
-        Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
-        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
-    }
-}
-
-/// `POST /inbox/{session}/{verdict}`: a decision on the session's pause, by the signed-in person.
-async fn decide_on<B>(
-    console: &Arc<State>,
-    session: String,
-    verdict: ReviewVerdict,
-    login: &Login,
-    req: Request<B>,
-) -> Answer
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !same_origin(&req) {
-        return refused(StatusCode::FORBIDDEN, "a request from another origin");
-    }
-    if console.read_only {
-        return refused(StatusCode::FORBIDDEN, "this console is read-only");
-    }
-    let Some(fields) = form(req).await else {
-        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
-    };
-    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
-        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
-    }
-    let Some(name) = console.session_name(session) else { return refused(StatusCode::NOT_FOUND, "no such session") };
-    let reason = fields.get("reason").cloned().unwrap_or_default();
-    let Some(pause_id) = fields.get("pause") else {
-        return refused(StatusCode::BAD_REQUEST, "the form does not name the pause it was shown for");
-    };
-    let decided = async {
-        let Some(pause) = console.inbox.show(&name).await? else {
-            return Ok::<_, crate::review::inbox::InboxError>(Ok(format!(
-                "Nothing is paused in {} any more.",
-                printable(&name)
-            )));
-        };
-        // Only where the login may decide: refused before anything is read further.
-        if !console.auth.may_decide(login, &pause.record.validator.id) {
-            return Ok(Err(()));
-        }
-        let mut decision = ReviewDecision::new(&pause.record, verdict, login.name.clone(), reason).via(Via::Console);
-        // Bound to what this page showed: a pause that changed since is refused.
-        decision.shown_digest = fields.get("digest").and_then(|d| d.parse().ok());
-        // And to the pause it showed: a later one of the same session is not decided by it.
-        let decision = match decision.on_pause(pause_id) {
-            Ok(decision) => decision,
-            Err(e) => return Ok(Ok(format!("Not recorded: {} ({})", e, e.code()))),
-        };
-        let records = console.inbox.records(&name).await?;
-        Ok(Ok(match decide_with(records.as_ref(), &decision, console.auth.access()).await {
-            Ok(Recorded::Counted { approvals, required }) => format!(
-                "Recorded: approval {approvals} of {required} on {}; it waits for {} more.",
-                printable(&name),
-                required.saturating_sub(approvals)
-            ),
-            Ok(_) => format!("Recorded: {} on {} (acted on at its next run).", decision.verdict, printable(&name)),
-            Err(e) => format!("Not recorded: {} ({})", e, e.code()),
-        }))
-    };
-    let decided = decided.await;
-    match decided {
-        Ok(Err(())) => refused(
-            StatusCode::FORBIDDEN,
-            &format!(
-                "{} may not decide on this pause: the access file does not list them among its validator's approvers (not-an-approver)",
-                printable(&login.name)
-            ),
-        ),
-        Ok(Ok(notice)) => {
-            console.decided();
-            let notice: String = form_urlencoded::byte_serialize(notice.as_bytes()).collect();
-            redirect(&format!("/inbox?notice={notice}"))
-        }
-        // A name that is no session here: nothing was read or written.
-        Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
-        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
 }

@@ -2,8 +2,7 @@
 //! the console then answers with one `match`. A path the table does not hold is
 //! [`Route::NotFound`]; nothing downstream looks at the path again.
 
-use std::collections::HashMap;
-
+use crate::review::inbox::{FilterError, InboxFilter};
 use crate::review::overview::SessionStatus;
 use crate::session::ReviewVerdict;
 use hyper::Method;
@@ -26,20 +25,29 @@ pub enum Route {
     SignOut,
     /// `GET /`: to the sessions.
     Home,
-    /// `GET /sessions?status=…&page=…`.
-    Sessions { status: Option<SessionStatus>, page: usize },
-    /// `GET /inbox?page=…&notice=…`.
-    Inbox { page: usize, notice: Option<String> },
+    /// `GET /sessions?status=…&q=…&page=…`.
+    Sessions { status: Option<SessionStatus>, words: Vec<String>, page: usize },
+    /// `GET /inbox?validator=…&stepType=…&state=…&olderThan=…&q=…&order=…&page=…&flash=…`: the
+    /// filter (or why its parameters are not one), the page, the id of a result to show once.
+    Inbox { filter: Result<InboxFilter, FilterError>, page: usize, flash: Option<String> },
+    /// `GET /inbox/{session}/{cycle}/{step}`: one pause's own page (`?flash=…`, and the inbox's
+    /// filter it returns to, as a query read as a filter).
+    Pause { session: String, cycle: u64, step: String, flash: Option<String>, back: String },
     /// `GET /sessions/{name}`: the name percent-decoded (still to be checked against where the
     /// sessions live).
     Session(String),
-    /// `POST /inbox/{name}/approve` or `…/reject`.
+    /// `GET /events`: the live updates of the pages (`text/event-stream`).
+    Events,
+    /// `POST /inbox/{name}/approve`, `…/reject` or `…/abandon`.
     Decide { session: String, verdict: ReviewVerdict },
     /// A method other than GET, HEAD and POST.
     MethodNotAllowed,
     /// Anything else.
     NotFound,
 }
+
+/// The parameters of a page that are not the filter's.
+const PAGE_PARAMETERS: [&str; 2] = ["page", "flash"];
 
 impl Route {
     /// The route of `method` on `path` with `query`. HEAD is GET (hyper sends the headers
@@ -49,10 +57,10 @@ impl Route {
         if !get && *method != Method::POST {
             return Route::MethodNotAllowed;
         }
-        let params = || -> HashMap<String, String> { form_urlencoded::parse(query.as_bytes()).into_owned().collect() };
-        let page = |params: &HashMap<String, String>| {
-            params.get("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(MAX_PAGE)
-        };
+        let params: Vec<(String, String)> = form_urlencoded::parse(query.as_bytes()).into_owned().collect();
+        let param = |name: &str| params.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone());
+        let page = param("page").and_then(|p| p.parse::<usize>().ok()).unwrap_or(0).min(MAX_PAGE);
+        let flash = param("flash");
         match (get, path) {
             (true, "/static/console.css") => Route::Static("text/css; charset=utf-8", include_str!("console.css")),
             (true, "/static/console.js") => Route::Static("text/javascript; charset=utf-8", include_str!("console.js")),
@@ -61,31 +69,48 @@ impl Route {
             (false, "/login") => Route::SignIn,
             (false, "/logout") => Route::SignOut,
             (true, "/") => Route::Home,
+            (true, "/events") => Route::Events,
             (true, "/sessions") => {
-                let params = params();
-                Route::Sessions {
-                    status: params.get("status").and_then(|s| SessionStatus::parse(s)),
-                    page: page(&params),
-                }
+                let mut words = InboxFilter::default();
+                // The sessions' search is the inbox's: the same words, the same rule.
+                let _ = words.set("q", &param("q").unwrap_or_default());
+                Route::Sessions { status: param("status").and_then(|s| SessionStatus::parse(&s)), words: words.q, page }
             }
             (true, "/inbox") => {
-                let mut params = params();
-                Route::Inbox { page: page(&params), notice: params.remove("notice") }
+                let filters = params.iter().filter(|(k, _)| !PAGE_PARAMETERS.contains(&k.as_str()));
+                let filter = InboxFilter::from_pairs(filters.map(|(k, v)| (k.as_str(), v.as_str())));
+                Route::Inbox { filter, page, flash }
             }
-            (true, _) => match path.strip_prefix("/sessions/").and_then(segment) {
-                Some(name) => Route::Session(name),
-                None => Route::NotFound,
-            },
+            (true, _) => {
+                if let Some(rest) = path.strip_prefix("/inbox/") {
+                    let mut parts = rest.split('/');
+                    return match (parts.next().and_then(segment), parts.next(), parts.next().and_then(segment)) {
+                        (Some(session), Some(cycle), Some(step)) if parts.next().is_none() => {
+                            match cycle.parse::<u64>() {
+                                Ok(cycle) => {
+                                    let filters = params.iter().filter(|(k, _)| !PAGE_PARAMETERS.contains(&k.as_str()));
+                                    let back = InboxFilter::from_pairs(filters.map(|(k, v)| (k.as_str(), v.as_str())));
+                                    let back = back.map(|f| f.to_query()).unwrap_or_default();
+                                    Route::Pause { session, cycle, step, flash, back }
+                                }
+                                Err(_) => Route::NotFound,
+                            }
+                        }
+                        _ => Route::NotFound,
+                    };
+                }
+                match path.strip_prefix("/sessions/").and_then(segment) {
+                    Some(name) => Route::Session(name),
+                    None => Route::NotFound,
+                }
+            }
             (false, _) => {
                 let Some(rest) = path.strip_prefix("/inbox/") else { return Route::NotFound };
-                let (verdict, name) = match (rest.strip_suffix("/approve"), rest.strip_suffix("/reject")) {
-                    (Some(name), _) => (ReviewVerdict::Approve, name),
-                    (_, Some(name)) => (ReviewVerdict::Reject, name),
-                    _ => return Route::NotFound,
-                };
-                match segment(name) {
-                    Some(session) => Route::Decide { session, verdict },
-                    None => Route::NotFound,
+                let Some((name, verdict)) = rest.rsplit_once('/') else { return Route::NotFound };
+                let verdict = ReviewVerdict::ALL.into_iter().find(|v| v.as_str() == verdict);
+                match (segment(name), verdict) {
+                    (Some(session), Some(verdict)) => Route::Decide { session, verdict },
+                    _ => Route::NotFound,
                 }
             }
         }
@@ -97,13 +122,11 @@ impl Route {
     }
 }
 
-/// One path segment, percent-decoded; `None` when it holds a `/` or its bytes are not UTF-8 (an
-/// overlong `%c0%ae` is not a dot: nothing is repaired).
+/// One path segment, percent-decoded; `None` when it holds a `/` (written or encoded) or its
+/// bytes are not UTF-8 (an overlong `%c0%ae` is not a dot: nothing is repaired).
 fn segment(text: &str) -> Option<String> {
-    if text.contains('/') {
-        return None;
-    }
-    percent_encoding::percent_decode_str(text).decode_utf8().ok().map(|name| name.into_owned())
+    let decoded = percent_encoding::percent_decode_str(text).decode_utf8().ok()?;
+    (!text.contains('/') && !decoded.contains('/')).then(|| decoded.into_owned())
 }
 
 #[cfg(test)]
@@ -125,9 +148,34 @@ mod tests {
         );
         assert_eq!(Route::parse(&Method::POST, "/inbox/s1/delete", ""), Route::NotFound);
         assert_eq!(
-            Route::parse(&Method::GET, "/sessions", "status=paused&page=999999999"),
-            Route::Sessions { status: Some(SessionStatus::Paused), page: MAX_PAGE }
+            Route::parse(&Method::POST, "/inbox/s%2F1/abandon", ""),
+            Route::NotFound,
+            "a name with a slash is no session"
         );
+        assert_eq!(
+            Route::parse(&Method::GET, "/sessions", "status=paused&page=999999999&q=Ada%20b"),
+            Route::Sessions {
+                status: Some(SessionStatus::Paused),
+                words: vec!["ada".into(), "b".into()],
+                page: MAX_PAGE
+            }
+        );
+        assert_eq!(
+            get("/inbox/s1/3/remember"),
+            Route::Pause { session: "s1".into(), cycle: 3, step: "remember".into(), flash: None, back: String::new() }
+        );
+        assert_eq!(get("/inbox/s1/x/remember"), Route::NotFound);
+        assert_eq!(get("/inbox/s1/3/remember/more"), Route::NotFound);
+        let Route::Inbox { filter, page: 2, flash: Some(flash) } =
+            Route::parse(&Method::GET, "/inbox", "state=expired&page=2&flash=abc")
+        else {
+            panic!("an inbox route")
+        };
+        assert_eq!((filter.unwrap().state.map(|s| s.as_str()), flash.as_str()), (Some("expired"), "abc"));
+        let Route::Inbox { filter: Err(e), .. } = Route::parse(&Method::GET, "/inbox", "notice=Recorded") else {
+            panic!("an inbox route")
+        };
+        assert!(e.to_string().contains("not a filter"), "{e}");
         assert!(get("/static/console.css").is_public() && !get("/inbox").is_public());
     }
 }

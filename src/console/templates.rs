@@ -71,6 +71,8 @@ pub struct Viewer<'a> {
     pub name: &'a str,
     pub verified: bool,
     pub csrf: &'a str,
+    /// The console serves no action: every page says so at its top.
+    pub read_only: bool,
 }
 
 /// A whole page: `title`, the navigation with the pending count and who is signed in (with the

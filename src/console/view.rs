@@ -28,11 +28,33 @@ pub struct Snapshot {
     inbox: InboxListing,
 }
 
-/// The snapshot (of a directory) and the pending count (of a database).
+/// The snapshot (of a directory), and the pending count and pulse (of a database).
 #[derive(Default)]
 pub struct Cache {
     snapshot: Kept<Arc<Snapshot>>,
     pending: Kept<usize>,
+    pulse: Kept<Pulse>,
+}
+
+/// How many pauses wait for a decision, and a fingerprint of what the pages show: every pause's
+/// state and the sessions' first page. A change of either is what `/events` reports.
+pub type Pulse = (usize, u64);
+
+/// The fingerprint of `inbox` and `sessions`.
+fn fingerprint(inbox: &InboxListing, sessions: &SessionsPage) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut hash = std::collections::hash_map::DefaultHasher::new();
+    for pause in &inbox.pauses {
+        (&pause.session, pause.record.cycle, &pause.record.step_id, pause.record.created_at.to_string())
+            .hash(&mut hash);
+        (pause.state(), pause.decision.as_ref().map(|d| d.verdict.as_str())).hash(&mut hash);
+    }
+    inbox.more.hash(&mut hash);
+    for s in &sessions.sessions {
+        (&s.session, s.status.as_str(), s.cycles, s.last.as_ref().map(|l| (l.cycle, l.end.as_str()))).hash(&mut hash);
+    }
+    sessions.total.hash(&mut hash);
+    hash.finish()
 }
 
 /// A value as last read and when, and the lock that makes its reads one at a time.
@@ -104,37 +126,46 @@ impl<T: Clone> Kept<T> {
 }
 
 impl State {
-    /// The page of sessions with `status` from `offset`.
+    /// The page of sessions with `status` whose names hold `words`, from `offset`.
     pub async fn sessions_page(
         self: &Arc<Self>,
         status: Option<SessionStatus>,
+        words: &[String],
         offset: usize,
         limit: usize,
     ) -> Result<SessionsPage, InboxError> {
         match self.inbox.backend().lists_by_reading_each() {
-            true => Ok(self.snapshot().await?.sessions.page(status, offset, limit)),
-            false => self.inbox.sessions(status, offset, limit).await,
+            true => Ok(self.snapshot().await?.sessions.find(status, words, offset, limit)),
+            false => self.inbox.find_sessions(status, words, offset, limit).await,
         }
     }
 
-    /// The page of at most `limit` pauses waiting for a person from `offset` (a copy of those
-    /// only: a listing's records may hold 64 KiB each), and how many wait in all.
+    /// The page of at most `limit` pauses that `filter` asks for from `offset` (a copy of those
+    /// only: a listing's records may hold 64 KiB each), and how many it asks for in all.
     pub async fn inbox_page(
         self: &Arc<Self>,
+        filter: &InboxFilter,
         offset: usize,
         limit: usize,
     ) -> Result<(InboxListing, usize), InboxError> {
-        let page = |all: &InboxListing| {
+        let page = |all: &InboxListing, filter: Option<&InboxFilter>| {
+            let mut matching: Vec<&crate::review::inbox::PendingPause> =
+                all.pauses.iter().filter(|p| filter.is_none_or(|f| f.matches(p))).collect();
+            if filter.is_some_and(|f| f.newest_first) {
+                matching.reverse();
+            }
+            let total = matching.len() + if filter.is_some() { 0 } else { all.more };
             let listing = InboxListing {
-                pauses: all.pauses.iter().skip(offset).take(limit).cloned().collect(),
+                pauses: matching.into_iter().skip(offset).take(limit).cloned().collect(),
                 more: all.more,
                 problems: all.problems.clone(),
             };
-            (listing, all.pauses.len() + all.more)
+            (listing, total)
         };
         match self.inbox.backend().lists_by_reading_each() {
-            true => Ok(page(&self.snapshot().await?.inbox)),
-            false => Ok(page(&self.inbox.list(&InboxFilter::default()).await?)),
+            // The snapshot holds every pause, oldest first: the filter is the one `list` uses.
+            true => Ok(page(&self.snapshot().await?.inbox, Some(filter))),
+            false => Ok(page(&self.inbox.list(filter).await?, None)),
         }
     }
 
@@ -156,10 +187,31 @@ impl State {
         Ok(super::pages::undecided(&self.inbox.list(&InboxFilter::default()).await?))
     }
 
+    /// The pulse of the sessions, read at most [`FRESH`] ago (for every `/events` stream at
+    /// once).
+    pub async fn pulse(self: &Arc<Self>) -> Pulse {
+        if self.inbox.backend().lists_by_reading_each() {
+            return match self.snapshot().await {
+                Ok(s) => (super::pages::undecided(&s.inbox), fingerprint(&s.inbox, &s.sessions)),
+                Err(_) => (0, 0),
+            };
+        }
+        let read = || {
+            let me = self.clone();
+            async move {
+                let inbox = me.inbox.list(&InboxFilter::default()).await?;
+                let sessions = me.inbox.sessions(None, 0, super::pages::PER_PAGE).await?;
+                Ok::<_, InboxError>((super::pages::undecided(&inbox), fingerprint(&inbox, &sessions)))
+            }
+        };
+        self.cache.pulse.fresh(read).await.unwrap_or((0, 0))
+    }
+
     /// After a decision here: the next page reads again, and shows it.
     pub fn decided(&self) {
         self.cache.snapshot.forget();
         self.cache.pending.forget();
+        self.cache.pulse.forget();
     }
 
     async fn snapshot(self: &Arc<Self>) -> Result<Arc<Snapshot>, InboxError> {

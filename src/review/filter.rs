@@ -256,9 +256,9 @@ mod tests {
         ])
         .unwrap();
         let query = filter.to_query();
-        let back = InboxFilter::from_pairs(form_urlencoded::parse(query.as_bytes()).collect::<Vec<_>>().iter().map(
-            |(k, v)| (k.as_ref(), v.as_ref()),
-        ))
+        let back = InboxFilter::from_pairs(
+            form_urlencoded::parse(query.as_bytes()).collect::<Vec<_>>().iter().map(|(k, v)| (k.as_ref(), v.as_ref())),
+        )
         .unwrap();
         assert_eq!(back, filter);
         filter.set("q", "").unwrap();

@@ -17,9 +17,9 @@ use crate::backend::{Backend, FilesBackend};
 use crate::contract::registry::Failure;
 use crate::session::{Decisions, InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
 
+pub use super::filter::{FilterError, InboxFilter, MAX_WORDS, PARAMETERS, PauseState, parse_duration};
 /// The rule for a session root's name, where the inbox's users first found it.
 pub use crate::session::{MAX_ROOT_NAME_BYTES, is_root_name};
-pub use super::filter::{FilterError, InboxFilter, MAX_WORDS, PARAMETERS, PauseState, parse_duration};
 /// Why an inbox could not be read: the [`Backend`]'s error.
 pub type InboxError = crate::backend::BackendError;
 

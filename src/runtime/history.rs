@@ -92,8 +92,7 @@ fn entry(
 /// The entry of the paused cycle `record`, abandoned (on a person's decision, or by `planlock
 /// abandon`): the approval log holds who and why.
 pub(super) fn abandoned(session: CycleSession, record: &InterventionRecord) -> CycleEntry {
-    let mut report = CycleReport::default();
-    report.trace_id = record.trace_parent.map(|t| t.trace_id());
+    let report = CycleReport { trace_id: record.trace_parent.map(|t| t.trace_id()), ..CycleReport::default() };
     entry(session, Timestamp::now(), CycleEnd::Abandoned, report, None, None)
 }
 

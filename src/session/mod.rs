@@ -49,8 +49,8 @@ pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, 
 pub use crate::review::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, inbox, overview};
 pub use file::FileSessionStore;
 pub use history::{
-    CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES, MAX_HISTORY_READ_BYTES,
-    PREVIOUS_HISTORY_FILE,
+    CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES,
+    MAX_FAILURE_MESSAGE_CHARS, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE,
 };
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, NOTICES_FILE, SessionRecords};
 pub(crate) use records::{open_log, read_log};

@@ -43,6 +43,7 @@ try {
   await signIn(env("EVE_TOKEN"));
   assert.match(page.url(), /\/inbox$/);
   assert.match(await page.textContent("header .viewer"), /eve/);
+  await page.locator("tr[data-row] a").first().click();
   assert.equal(await page.locator("form.decide").count(), 0, "eve sees no decide form");
   assert.ok((await page.locator("p.not-yours").count()) > 0);
   ok("eve is signed in by her token and sees no form where she may not decide");
@@ -50,19 +51,19 @@ try {
   ok("eve signed out");
 
   await signIn(env("ADA_TOKEN"));
-  const review = page.locator(".pause").first();
-  await review.locator("form.approve input[name=reason]").fill("checked");
-  await review.locator("form.approve button").click();
-  assert.match(await page.textContent("p.notice"), /approval 1 of 2/);
+  await page.locator("tr[data-row] a").first().click();
+  await page.locator("form.approve textarea[name=reason]").fill("checked");
+  await page.locator("form.approve button").click();
+  assert.match(await page.textContent("p.flash.ok"), /approval 1 of 2/);
   assert.match(await page.textContent("main"), /1 of 2 \(ada\)/);
   ok("ada's approval is one of two");
   await signOut();
 
   await signIn(env("BOB_TOKEN"));
-  const again = page.locator(".pause", { hasText: "1 of 2 (ada)" }).first();
-  await again.locator("form.approve input[name=reason]").fill("checked too");
-  await again.locator("form.approve button").click();
-  assert.match(await page.textContent("p.notice"), /Recorded: approve/);
+  await page.locator("tr[data-row]", { hasText: "1 of 2 (ada)" }).locator("a").first().click();
+  await page.locator("form.approve textarea[name=reason]").fill("checked too");
+  await page.locator("form.approve button").click();
+  assert.match(await page.textContent("p.flash.ok"), /Recorded: approve/);
   ok("bob's approval makes two: the pause is approved");
   await signOut();
   assert.deepEqual(ran, []);

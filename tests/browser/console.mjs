@@ -16,9 +16,9 @@ const url = env("CONSOLE_URL").replace(/\/$/, "");
 const shots = env("SCREENSHOTS");
 
 /** `planlock run` on one session root: its exit code. */
-function run(session) {
+function run(session, ...extra) {
   try {
-    execFileSync(env("PLANLOCK_BIN"), ["run", "--root", session, "--policy-root", env("POLICY_ROOT"), env("REVIEWED_PLAN")], {
+    execFileSync(env("PLANLOCK_BIN"), ["run", "--root", session, ...extra, "--policy-root", env("POLICY_ROOT"), env("REVIEWED_PLAN")], {
       cwd: env("SESSIONS_DIR"),
       stdio: "ignore",
     });
@@ -73,72 +73,161 @@ try {
   assert.deepEqual(ran, ["console: Failed to load resource: the server responded with a status of 401 (Unauthorized)"]);
   ran.length = 0;
   ok("signed in; the inbox's title counts 3 pending");
+  // One row per pause, each linking to its own page.
+  assert.equal(await page.locator("tr[data-row]").count(), 3);
+  const links = await page.locator("tr[data-row] td:first-child a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
+  assert.ok(links.every((h) => /^\/inbox\/[^/]+\/1\/remember$/.test(h)), links.join());
   await page.screenshot({ path: `${shots}/console-inbox.png`, fullPage: false });
+  ok("a row per pause, each with its own page's link");
+
+  // Filters and search, as GET parameters a link carries.
+  await page.fill("input[name=q]", "other");
+  await page.click("form.filters button");
+  assert.match(page.url(), /[?&]q=other/);
+  assert.equal(await page.locator("tr[data-row]").count(), 1);
+  await page.goto(`${url}/inbox?state=expired`);
+  assert.equal(await page.locator("tr[data-row]").count(), 0);
+  assert.match(await page.textContent("p.empty"), /No pause matches/);
+  await page.goto(`${url}/inbox?stepType=PersistMemory&state=waiting&olderThan=0s&order=newest`);
+  assert.equal(await page.locator("tr[data-row]").count(), 3);
+  await page.goto(`${url}/inbox?stepType=LLMCall`);
+  assert.equal(await page.locator("tr[data-row]").count(), 0);
+  ok("filters (state, stepType, olderThan, order) and search narrow the rows");
+
+  // A result is shown only when the server made it: text in the URL is never shown as one.
+  await page.goto(`${url}/inbox?flash=Recorded%3A%20approve%20on%20everything`);
+  assert.equal(await page.locator("p.flash.ok").count(), 0);
+  await page.goto(`${url}/inbox?notice=Recorded%3A%20approve%20on%20everything`);
+  assert.equal(await page.locator("p.flash.ok").count(), 0);
+  assert.match(await page.textContent("p.flash.error"), /not a filter/);
+  // That page's 400 is the one error so far.
+  assert.deepEqual(ran, ["console: Failed to load resource: the server responded with a status of 400 (Bad Request)"]);
+  ran.length = 0;
+  ok("a flash cannot be forged from the URL");
 
   // What is being approved, shown as text; hovering and clicking around runs nothing.
-  const hostile = page.locator(".pause", { hasText: "onerror=alert(3)" });
-  const shown = await hostile.locator("pre.shown").textContent();
+  await page.goto(`${url}/inbox`);
+  await page.locator("tr[data-row]", { hasText: "onerror=alert(3)" }).locator("a").first().click();
+  const shown = await page.locator("pre.shown").first().textContent();
   assert.ok(shown.includes("<script>alert(1)</script>"), shown);
   assert.ok(shown.includes('\\"onmouseover=alert(2)'), shown);
   assert.ok(shown.includes("\\u001b[31m") && shown.includes("\\u{202e}evil"), shown);
   assert.equal(await page.locator("pre.shown script, pre.shown img").count(), 0);
-  await hostile.locator("pre.shown").hover();
-  await hostile.locator("code").first().hover();
-  await hostile.locator("a").first().hover();
+  await page.locator("pre.shown").first().hover();
+  await page.locator("h1 code").first().hover();
   assert.deepEqual(ran, []);
   ok("a plan string with <script>, \"onmouseover=, ESC and U+202E shows as text and runs nothing");
 
-  // Approving with a reason records the decision; the session's next run completes.
-  const review = page.locator(".pause", { has: page.locator('a[href="/sessions/review"]') });
-  await review.locator("form.approve input[name=reason]").fill("checked: no personal data");
-  await review.locator("form.approve button").click();
-  assert.match(await page.textContent("p.notice"), /Recorded: approve on review/);
+  // Approving with the keyboard alone: Tab to the reason, type it, Tab to the button, Enter.
+  await page.goto(`${url}/inbox`);
+  await page.locator("tr[data-row]", { hasText: "review" }).locator("a").first().click();
+  await page.screenshot({ path: `${shots}/console-pause.png`, fullPage: false });
+  let focused = "";
+  for (let i = 0; i < 60 && focused !== "reason-approve"; i++) {
+    await page.keyboard.press("Tab");
+    focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
+  }
+  assert.equal(focused, "reason-approve");
+  await page.keyboard.type("checked: no personal data");
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement.textContent), "Approve");
+  await page.keyboard.press("Enter");
+  await page.waitForURL(/\/inbox\?flash=[0-9a-f]+#p-[0-9a-f]{16}$/);
+  assert.match(await page.textContent("p.flash.ok"), /Recorded: approve on review at step remember/);
   assert.match(await page.title(), /^\(2\) Inbox/);
-  ok("approved from the inbox; 2 pending");
+  const anchor = new URL(page.url()).hash.slice(1);
+  assert.match(await page.locator(`tr#${anchor}`).textContent(), /approved/);
+  await page.reload();
+  assert.equal(await page.locator("p.flash").count(), 0, "shown once");
+  ok("approved with the keyboard alone; the inbox returns to the row, the result shown once");
+
   assert.equal(run("review"), 0);
   await page.goto(`${url}/sessions/review`);
+  assert.equal(await page.locator("section.cycle").count(), 1, "the resumed cycle once");
   const cycle = page.locator("section.cycle.completed").first();
   assert.match(await cycle.locator("h3").textContent(), /Cycle 1\s+completed/);
-  assert.match(await cycle.textContent(), /Approved at remember by ada: checked: no personal data/);
-  const statuses = await cycle.locator("tbody tr td:nth-child(3)").allTextContents();
-  assert.ok(statuses.length >= 2 && statuses.every((s) => s === "completed"), statuses.join());
-  const paused = page.locator("section.cycle.paused").first();
-  const steps = await paused.locator("tbody tr").count();
-  assert.ok(steps >= 8, `the paused cycle lists its ${steps} steps`);
-  assert.match(await page.textContent("main"), /decided\s*1/);
-  ok(`the session's next run completed it; its page shows the cycle with every step (${steps} before the pause)`);
+  const timeline = await cycle.locator("ol.timeline").textContent();
+  assert.match(timeline, /paused at remember \(PersistMemory\) by demo-review/);
+  assert.match(timeline, /approved by ada: checked: no personal data/);
+  assert.match(await cycle.textContent(), /remember \(PersistMemory\)/);
+  ok("the session's next run completed it; its page shows the cycle once, its pause and decision inside");
   await page.screenshot({ path: `${shots}/console-session.png`, fullPage: false });
 
-  // Rejecting: the next run abandons the cycle.
-  await page.goto(`${url}/inbox`);
-  const other = page.locator(".pause", { has: page.locator('a[href="/sessions/other"]') });
-  await other.locator("form.reject input[name=reason]").fill("not this one");
-  await other.locator("form.reject button").click();
-  assert.match(await page.textContent("p.notice"), /Recorded: reject on other/);
+  // Rejecting: the next run abandons the cycle; the pause that comes back says so.
+  await page.goto(`${url}/inbox?q=other`);
+  await page.locator("tr[data-row] a").first().click();
+  await page.fill("form.reject textarea", "not this one");
+  await page.click("form.reject button");
+  assert.match(await page.textContent("p.flash.ok"), /Recorded: reject on other/);
   assert.equal(run("other"), 1);
+  assert.equal(run("other"), 4, "paused again");
+  await page.goto(`${url}/inbox?q=other`);
+  await page.locator("tr[data-row] a").first().click();
+  assert.match(await page.textContent("ul.earlier"), /rejected by ada: not this one \(an earlier pause\)/);
   await page.goto(`${url}/sessions/other`);
-  assert.match(await page.textContent("main"), /abandoned/);
-  ok("rejected from the inbox; the next run abandoned the cycle");
+  assert.match(await page.textContent("section.cycle"), /abandoned/);
+  ok("rejected: the cycle is abandoned, and the pause that came back names the rejection");
 
-  // Sessions: paused first, filterable. Over a directory the page is read from a snapshot at
-  // most a few seconds old: the runs above were another process's, so it is read until it
-  // shows them (10 s at most).
-  let ready = [];
-  for (const started = Date.now(); Date.now() - started < 10000; await page.waitForTimeout(200)) {
-    await page.goto(`${url}/sessions`);
-    const first = await page.locator("tbody tr").first().locator("td:nth-child(3)").textContent();
-    assert.equal(first, "paused");
-    await page.click("a[href='/sessions?status=ready']");
-    ready = await page.locator("tbody tr td:nth-child(3)").allTextContents();
-    if (ready.length === 3) break;
-  }
-  assert.ok(ready.length === 3 && ready.every((s) => s === "ready"), ready.join());
-  // Each session's id beside its name: what its traces carry as session.id.
+  // An expired pause offers Abandon alone; abandoning it is recorded, and its run ends it.
+  assert.equal(run("expiring", "--approval-ttl", "1s"), 4);
+  await page.waitForTimeout(2600);
+  await page.goto(`${url}/inbox?state=expired`);
+  assert.equal(await page.locator("tr[data-row]").count(), 1);
+  await page.locator("tr[data-row] a").first().click();
+  assert.deepEqual(await page.locator("form.decide button").allTextContents(), ["Abandon"]);
+  await page.fill("form.abandon textarea", "too late to judge");
+  await page.click("form.abandon button");
+  assert.match(await page.textContent("p.flash.ok"), /Recorded: abandon on expiring/);
+  assert.equal(run("expiring"), 1, "abandoned at its run");
+  ok("an expired pause offers Abandon, and only that");
+
+  // Live: a pause another process makes appears without a reload.
+  await page.goto(`${url}/inbox`);
+  await page.waitForTimeout(1500);
+  const loaded = page.url();
+  assert.equal(run("late"), 4);
+  await page.locator("tr[data-row]", { hasText: "late" }).waitFor({ timeout: 5000 });
+  assert.equal(page.url(), loaded, "no navigation");
+  const waiting = await page.locator("tr[data-row] .status.waiting, tr[data-row] .status.expired").count();
+  assert.equal(await page.textContent("nav [data-pending]"), String(waiting));
+  ok("a pause made by another process appears live, without a reload");
+
+  // Sessions: paused first, filterable, searchable.
+  await page.goto(`${url}/sessions`);
+  assert.equal(await page.locator("tbody tr").first().locator("td:nth-child(3)").textContent(), "paused");
+  await page.click("a[href='/sessions?status=ready']");
+  const ready = await page.locator("tbody tr td:nth-child(3)").allTextContents();
+  assert.ok(ready.length >= 2 && ready.every((s) => s === "ready"), ready.join());
   const ids = await page.locator("tbody tr td:nth-child(2)").allTextContents();
   assert.ok(ids.every((id) => /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[0-9a-f]{4}-[0-9a-f]{12}$/.test(id)), ids.join());
-  ok("sessions: paused first; the ready filter lists the 3 ready ones");
+  await page.goto(`${url}/sessions?q=CAL`);
+  assert.deepEqual(await page.locator("tbody tr td:first-child").allTextContents(), ["calm"]);
+  ok("sessions: paused first; the ready filter and the search");
   await page.goto(`${url}/sessions`);
   await page.screenshot({ path: `${shots}/console-sessions.png`, fullPage: false });
+
+  // At a phone's width nothing scrolls sideways and the buttons are on screen; dark mode.
+  await page.setViewportSize({ width: 390, height: 844 });
+  for (const path of ["/inbox", "/sessions", "/sessions/review"]) {
+    await page.goto(`${url}${path}`);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    assert.ok(width <= 390, `${path} is ${width} px wide`);
+  }
+  await page.goto(`${url}/inbox?q=late`);
+  await page.locator("tr[data-row] a").first().click();
+  assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
+  for (const button of await page.locator("form.decide button").all()) {
+    const box = await button.boundingBox();
+    assert.ok(box && box.x >= 0 && box.x + box.width <= 390, JSON.stringify(box));
+  }
+  await page.screenshot({ path: `${shots}/console-pause-390.png`, fullPage: false });
+  await page.emulateMedia({ colorScheme: "dark" });
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  const [r, g, b] = bg.match(/\d+/g).map(Number);
+  assert.ok(r + g + b < 120, bg);
+  await page.emulateMedia({ colorScheme: "light" });
+  await page.setViewportSize({ width: 1280, height: 900 });
+  ok("at 390 px nothing scrolls sideways and the buttons are on screen; dark mode is honoured");
 
   // A POST without the form's token, or from another origin, is refused (with the login's cookie).
   const csrf = await page.request.post(`${url}/inbox/review/approve`, {

@@ -88,6 +88,45 @@ impl Console {
     pub fn get(&self, cookie: &str, path: &str) -> Reply {
         self.request("GET", path, &[("Cookie", cookie)], "")
     }
+
+    /// The page of `session`'s pause, reached from its row in the inbox (where its forms are).
+    pub fn pause_page(&self, cookie: &str, session: &str) -> Reply {
+        // Found by the inbox's search, whichever page its row is on.
+        let q: String = form_urlencoded_byte(session);
+        let inbox = self.get(cookie, &format!("/inbox?q={q}")).body;
+        let start = format!("href=\"/inbox/{}/", url_segment(session));
+        let at = inbox.find(&start).unwrap_or_else(|| panic!("no row of {session}: {inbox}")) + 6;
+        let href = &inbox[at..at + inbox[at..].find('"').unwrap()];
+        let href = href.split('?').next().unwrap().to_owned();
+        self.get(cookie, &href)
+    }
+
+    /// The result an action's answer `reply` returns to, as the page it redirects to shows it
+    /// once: `ok: …` or `error: …` (empty when it shows none).
+    pub fn flash(&self, cookie: &str, reply: &Reply) -> String {
+        let Some(to) = reply.headers.lines().find_map(|l| l.strip_prefix("location: ")) else { return String::new() };
+        let page = self.get(cookie, to.split('#').next().unwrap()).body;
+        let Some(at) = page.find("<p class=\"flash ") else { return String::new() };
+        let flash = &page[at + 16..];
+        let kind = &flash[..flash.find('"').unwrap()];
+        let text = &flash[flash.find('>').unwrap() + 1..flash.find("</p>").unwrap()];
+        format!("{kind}: {text}")
+    }
+}
+
+/// `text` as a query value.
+fn form_urlencoded_byte(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b.is_ascii_alphanumeric() {
+            true => (b as char).to_string(),
+            false => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// The rows of an inbox page.
+pub fn rows(html: &str) -> usize {
+    html.matches(" data-row>").count()
 }
 
 pub fn field<'a>(html: &'a str, form_action: &str, name: &str) -> &'a str {

@@ -14,7 +14,7 @@ use std::process::Command;
 use planlock::session::{ApprovalEvent, FileRecords, SessionRecords};
 
 use crate::common;
-use common::console::{TOKEN, decide_fields, field, serve, url_segment};
+use common::console::{TOKEN, decide_fields, field, rows, serve, url_segment};
 
 const HOSTILE: &str = "<script>alert(1)</script> \"onmouseover=alert(2) \u{1b}[31m \u{202e}evil";
 const HOSTILE_NAME: &str = "x\u{1b}[2J\u{202e}<img src=x onerror=alert(3)>";
@@ -66,10 +66,13 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     let wrong = console.request("POST", "/login", &[("Origin", &origin)], "token=not-it-at-all-nope&name=eve");
     assert_eq!(wrong.status, 401);
     let cookie = console.sign_in("ada");
-    let inbox = console.get(&cookie, "/inbox");
+    let list = console.get(&cookie, "/inbox");
+    assert_eq!(list.status, 200);
+    assert!(list.body.contains("<title>(3) Inbox"), "the pending count is in the title");
+    assert!(list.headers.contains("content-security-policy: default-src 'none'; style-src 'self'; script-src 'self'"));
+    assert_eq!(rows(&list.body), 3, "a row per pause");
+    let inbox = console.pause_page(&cookie, "review");
     assert_eq!(inbox.status, 200);
-    assert!(inbox.body.contains("<title>(3) Inbox"), "the pending count is in the title");
-    assert!(inbox.headers.contains("content-security-policy: default-src 'none'; style-src 'self'; script-src 'self'"));
     let csrf = field(&inbox.body, "/inbox/review/approve", "csrf").to_owned();
     let digest = field(&inbox.body, "/inbox/review/approve", "digest").to_owned();
     assert_eq!(digest.len(), 64);
@@ -88,18 +91,21 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     // Accepted: recorded with who decided and the digest the page showed.
     let done = approve(&[("Cookie", &cookie), ("Origin", &origin)], &body);
     assert_eq!(done.status, 303);
-    assert!(done.headers.contains("location: /inbox?notice=recorded"), "{}", done.headers);
+    assert!(done.headers.contains("location: /inbox?flash="), "{}", done.headers);
+    assert!(console.flash(&cookie, &done).starts_with("ok: Recorded: approve on review at step remember"));
+    assert_eq!(console.flash(&cookie, &done), "", "shown once");
     let log = planlock::block_on(records.approval_log()).unwrap();
     let ApprovalEvent::Decided { decision } = &log.events[0] else { panic!("{log:?}") };
     assert_eq!((decision.by.as_str(), decision.justification.as_str()), ("ada", "checked by hand"));
     assert_eq!(decision.shown_digest.map(|d| d.to_string()), Some(digest));
     // A decision on what the page did not show is refused, and says why.
-    let page = console.get(&cookie, "/inbox").body;
+    let page = console.pause_page(&cookie, "other").body;
     let csrf_other = field(&page, "/inbox/other/reject", "csrf").to_owned();
     let pause_other = url_segment(field(&page, "/inbox/other/reject", "pause"));
     let stale = format!("csrf={csrf_other}&digest={}&pause={pause_other}&reason=no", "0".repeat(64));
     let reply = console.request("POST", "/inbox/other/reject", &[("Cookie", &cookie), ("Origin", &origin)], &stale);
-    assert!(reply.headers.contains("notice=not+recorded"), "{}", reply.headers);
+    let said = console.flash(&cookie, &reply);
+    assert!(said.starts_with("error: Not recorded on other at step remember (PersistMemory)"), "{said}");
     // The session's next run completes the approved cycle; its page shows every step.
     let policy = manifest("examples/policy");
     let plan = manifest("examples/plans/reviewed_plan.json");
@@ -108,13 +114,14 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     let page = console.get(&cookie, "/sessions/review");
     assert_eq!(page.status, 200);
     assert!(page.body.contains("Cycle 1 <span class=\"status completed\">completed</span>"), "{}", page.body);
-    assert!(page.body.contains("Approved at <code>remember</code> by ada: checked by hand"));
-    assert!(page.body.contains("<td>PersistSession</td>"));
+    assert!(page.body.contains("approved by ada: checked by hand"), "{}", page.body);
+    assert!(page.body.contains("<td>save (PersistSession)</td>"), "{}", page.body);
+    assert_eq!(page.body.matches("<section class=\"cycle").count(), 1, "the resumed cycle once");
     // Rejected from the inbox: the next run abandons the cycle.
-    let inbox = console.get(&cookie, "/inbox").body;
+    let inbox = console.pause_page(&cookie, "other").body;
     let body = format!("{}&reason=not+this+one", decide_fields(&inbox, "/inbox/other/reject"));
     let reply = console.request("POST", "/inbox/other/reject", &[("Cookie", &cookie), ("Origin", &origin)], &body);
-    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    assert!(console.flash(&cookie, &reply).starts_with("ok: Recorded"), "{}", reply.headers);
     let args = ["run", "--root", "other", "--policy-root", policy.to_str().unwrap(), plan.to_str().unwrap()];
     assert_eq!(planlock(&args, dir.path()), 1, "abandoned");
     // A page over a directory is read from a snapshot a few seconds old at most (the runs were
@@ -147,7 +154,8 @@ fn every_value_shows_as_text_and_nothing_from_a_plan_or_a_name_runs() {
         assert_eq!(body.matches("<script").count(), 1, "{path}");
         assert!(body.contains("<script src=\"/static/console.js\" defer></script>"));
     }
-    let inbox = console.get(&cookie, "/inbox").body;
+    let inbox = console.pause_page(&cookie, HOSTILE_NAME).body;
+    assert!(!inbox.contains("<script>alert") && !inbox.contains("\u{202e}"), "{inbox}");
     assert!(inbox.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"), "the plan's text is shown as text");
     // JSON's own escape for ESC (what is shown is the pretty JSON), planlock's for U+202E.
     assert!(inbox.contains("\\u001b[31m") && inbox.contains("\\u{202e}evil"), "invisible characters shown");
@@ -257,8 +265,8 @@ fn a_person_uses_the_console_in_a_real_browser() {
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     eprintln!("{said}");
     assert!(out.status.success(), "the browser test failed:\n{said}");
-    assert_eq!(said.matches("ok: ").count(), 8, "{said}");
-    for page in ["inbox", "session", "sessions"] {
+    assert_eq!(said.matches("ok: ").count(), 14, "{said}");
+    for page in ["inbox", "pause", "session", "sessions", "pause-390"] {
         let png = std::fs::read(shots_dir.join(format!("console-{page}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{page}");
     }
@@ -288,13 +296,13 @@ fn the_consoles_edges_hold() {
     let inbox = console.get(&cookie, "/inbox").body;
     assert!(!inbox.contains("back\\slash") && !inbox.contains("/inbox/back"), "{inbox}");
     assert!(inbox.contains("linked") && inbox.contains("symbolic link"), "listed as a problem: {inbox}");
-    assert!(!inbox.contains("/inbox/linked/approve"), "no form for it");
-    let fields = decide_fields(&inbox, "/inbox/review/approve");
+    assert!(!inbox.contains("/inbox/linked/"), "no row for it");
+    let fields = decide_fields(&console.pause_page(&cookie, "review").body, "/inbox/review/approve");
     let body = format!("{fields}&reason=fine");
     let post = |path: &str| console.request("POST", path, &[("Cookie", &cookie), ("Origin", &origin)], &body);
     // Through the link, nothing is written into the other root's log.
     let reply = post("/inbox/linked/approve");
-    assert!(!reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    assert!(!console.flash(&cookie, &reply).starts_with("ok"), "{}", reply.headers);
     let logs = || {
         ["review", "other", "calm", "back\\slash"]
             .map(|r| std::fs::read(dir.path().join(r).join(planlock::session::APPROVAL_LOG_FILE)).unwrap_or_default())
@@ -346,11 +354,11 @@ fn an_old_form_does_not_decide_a_new_pause() {
     let dir = sessions();
     let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
     let (cookie, origin) = (console.sign_in("ada"), console.origin());
-    let old_page = console.get(&cookie, "/inbox").body;
+    let old_page = console.pause_page(&cookie, "other").body;
     let reject = format!("{}&reason=no", decide_fields(&old_page, "/inbox/other/reject"));
     let post =
         |path: &str, body: &str| console.request("POST", path, &[("Cookie", &cookie), ("Origin", &origin)], body);
-    assert!(post("/inbox/other/reject", &reject).headers.contains("notice=recorded"));
+    assert!(console.flash(&cookie, &post("/inbox/other/reject", &reject)).starts_with("ok: Recorded"));
     let policy = manifest("examples/policy");
     let plan = manifest("examples/plans/reviewed_plan.json");
     let args = ["run", "--root", "other", "--policy-root", policy.to_str().unwrap(), plan.to_str().unwrap()];
@@ -360,11 +368,11 @@ fn an_old_form_does_not_decide_a_new_pause() {
     assert_eq!(planlock(&args, dir.path()), 4, "paused again");
     let approve = format!("{}&reason=yes", decide_fields(&old_page, "/inbox/other/approve"));
     let reply = post("/inbox/other/approve", &approve);
-    assert!(
-        reply.headers.contains("notice=not+recorded") && reply.headers.contains("pause-ended"),
-        "{}",
-        reply.headers
-    );
+    let said = console.flash(&cookie, &reply);
+    assert!(said.starts_with("error: Not recorded") && said.contains("pause-ended"), "{said}");
+    // The pause that came back says what was decided on its step before: who rejected it, why.
+    let again = console.pause_page(&cookie, "other").body;
+    assert!(again.contains("<strong>rejected</strong> by ada: no <span class=\"muted\">(an earlier pause)"), "{again}");
     let records = FileRecords::new(dir.path().join("other"));
     let record = planlock::block_on(records.load_intervention()).unwrap().unwrap();
     assert!(planlock::block_on(records.decision_on(&planlock::session::PauseRef::of(&record))).unwrap().is_none());
@@ -373,8 +381,8 @@ fn an_old_form_does_not_decide_a_new_pause() {
     assert!(sessions.contains(&format!("<code class=\"session-id\">{}</code>", record.session_id)), "{sessions}");
 }
 
-/// The inbox is paged, and a list never carries whole `shown` values: a pause that shows more
-/// than the list holds is decided on its session's page, where it is shown whole.
+/// The inbox is paged, a row per pause, and its list never carries `shown` values: each row
+/// links to its pause's own page, which shows what it shows whole, and where it is decided.
 #[test]
 fn the_inbox_is_paged_and_its_list_is_bounded() {
     let dir = sessions();
@@ -391,25 +399,24 @@ fn the_inbox_is_paged_and_its_list_is_bounded() {
     let args = ["run", "--root", "big", "--policy-root", policy.to_str().unwrap(), big.to_str().unwrap()];
     assert_eq!(planlock(&args, dir.path()), 4);
     std::fs::remove_file(big).unwrap();
-    for i in 0..30 {
+    for i in 0..60 {
         copy_root(&dir.path().join("review"), &dir.path().join(format!("copy-{i:02}")));
     }
     let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
     let cookie = console.sign_in("ada");
     let first = console.get(&cookie, "/inbox").body;
     let second = console.get(&cookie, "/inbox?page=1").body;
-    let pauses = |page: &str| page.matches("<div class=\"pause\">").count();
-    assert_eq!((pauses(&first), pauses(&second)), (20, 14), "34 pauses, 20 a page");
-    assert!(first.contains("20 of 34") && first.contains("href=\"/inbox?page=1\""), "a link to the next page");
-    assert!(first.len() < 200_000, "a page of 20 pauses is small: {} bytes", first.len());
+    let pauses = rows;
+    assert_eq!((pauses(&first), pauses(&second)), (50, 14), "64 pauses, 50 a page");
+    assert!(first.contains("50 of 64") && first.contains("href=\"/inbox?page=1\""), "a link to the next page");
+    assert!(first.len() < 100_000, "a page of 50 rows is small: {} bytes", first.len());
     let both = format!("{first}{second}");
-    assert!(!both.contains("/inbox/big/approve"), "no form for a pause the list does not show whole");
-    assert!(both.contains("href=\"/sessions/big\">read it whole and decide there"), "a link to where it is");
-    assert!(both.matches("long words").count() < 400, "at most a preview of what it shows");
-    let page = console.get(&cookie, "/sessions/big").body;
-    assert_eq!(page.matches("long words").count(), 3000, "the session page shows it whole");
+    assert!(!both.contains("/inbox/big/approve") && !both.contains("long words"), "no form and no shown value");
+    let page = console.pause_page(&cookie, "big").body;
+    assert_eq!(page.matches("long words").count(), 3000, "the pause's page shows it whole");
     assert!(page.contains("/inbox/big/approve"), "and is where it is decided");
-    assert!(page.contains("Session id <code>"), "with the session's id");
+    let session = console.get(&cookie, "/sessions/big").body;
+    assert!(session.contains("Session id <code>") && session.contains("href=\"/inbox/big/1/remember\""), "{session}");
 }
 
 /// A client that sends pipelined requests and never reads, on many connections, holds neither
@@ -482,7 +489,7 @@ fn a_page_is_never_older_than_the_freshness_bound() {
     let dir = sessions();
     let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
     let cookie = console.sign_in("ada");
-    let pauses = |page: &str| page.matches("<div class=\"pause\">").count();
+    let pauses = rows;
     let before = pauses(&console.get(&cookie, "/inbox").body);
     copy_root(&dir.path().join("review"), &dir.path().join("written-later"));
     std::thread::sleep(std::time::Duration::from_millis(2500));
@@ -524,7 +531,7 @@ fn a_program_mounts_the_console_as_a_tower_service() {
     let cookie = signed.headers["set-cookie"].to_str().unwrap().split(';').next().unwrap().to_owned();
     let (page, html) = call("GET", "/inbox", &[("cookie", &cookie)], "");
     assert_eq!(page.status.as_u16(), 200, "{html}");
-    assert_eq!(html.matches("<div class=\"pause\">").count(), 3, "the three paused sessions");
+    assert_eq!(rows(&html), 3, "the three paused sessions");
     assert!(page.headers["content-security-policy"].to_str().unwrap().contains("script-src 'self'"));
 }
 
@@ -536,7 +543,7 @@ fn a_page_past_half_the_bound_reads_ahead_in_the_background() {
     let dir = sessions();
     let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
     let cookie = console.sign_in("ada");
-    let pauses = |page: &str| page.matches("<div class=\"pause\">").count();
+    let pauses = rows;
     let before = pauses(&console.get(&cookie, "/inbox").body);
     let read_at = std::time::Instant::now();
     copy_root(&dir.path().join("review"), &dir.path().join("written-meanwhile"));

@@ -174,15 +174,15 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
         "{inbox}"
     );
     let action = format!("/inbox/{}/approve", url_segment(key));
-    let body = format!("{}&reason=fine", decide_fields(&inbox, &action));
+    let body = format!("{}&reason=fine", decide_fields(&console.pause_page(&cookie, key).body, &action));
     let origin = console.origin();
     let reply = console.request("POST", &action, &[("Cookie", &cookie), ("Origin", &origin)], &body);
-    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    assert!(console.flash(&cookie, &reply).starts_with("ok: Recorded"), "{}", reply.headers);
     assert_eq!(log_of(&db, key), ["decided"]);
     assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))));
     let page = console.get(&cookie, &format!("/sessions/{}", url_segment(key))).body;
     assert!(page.contains("Cycle 1 <span class=\"status completed\">completed</span>"), "{page}");
-    assert!(page.contains("<td>consumed</td>"), "{page}");
+    assert!(page.contains("<td>consumed</td>") && page.contains("approved by ada: fine"), "{page}");
     let sessions = console.get(&cookie, "/sessions").body;
     assert!(sessions.contains("<span class=\"status ready\">ready</span>"), "{sessions}");
 
@@ -203,10 +203,10 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
         line.split(';').next().unwrap().to_owned()
     };
     let eve = sign_in("eve");
-    let page = console.get(&eve, "/inbox").body;
+    let page = console.pause_page(&eve, key).body;
     assert!(!page.contains(&format!("action=\"{action}\"")), "no form for eve");
     let ada = sign_in("ada");
-    let page = console.get(&ada, "/inbox").body;
+    let page = console.pause_page(&ada, key).body;
     let body = format!("{}&reason=fine", decide_fields(&page, &action));
     let refused = console.request(
         "POST",
@@ -220,7 +220,7 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
     assert_eq!(refused.status, 403, "{}", refused.body);
     assert_eq!(log_of(&db, key), ["decided", "consumed"], "nothing recorded for eve");
     let reply = console.request("POST", &action, &[("Cookie", &ada), ("Origin", &origin)], &body);
-    assert!(reply.headers.contains("notice=recorded"), "{}", reply.headers);
+    assert!(console.flash(&ada, &reply).starts_with("ok: Recorded"), "{}", reply.headers);
     let log = block_on(PgRecords::new(&db, key).unwrap().approval_log()).unwrap();
     let Some(ApprovalEvent::Decided { decision }) = log.events.last() else { panic!("{log:?}") };
     assert_eq!(
@@ -262,8 +262,17 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     assert!(third.database().round_trips() > before, "one pool per URL in a process");
     assert_eq!(paused.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["t-1"]);
     assert!(block_on(b.records("never-opened")).is_err_and(|e| planlock::Failure::code(&e) == "unknown-session"));
-    let glances = block_on(b.glances(Some("paused"), 0, 10, 100)).unwrap();
+    let glances = block_on(b.glances(Some("paused"), &[], 0, 10, 100)).unwrap();
     assert_eq!((glances.sessions.len(), glances.paged_total), (1, Some(1)));
+    // The sessions' search: every word in the name, in any case, `%` and `_` as themselves.
+    let found = |words: &[&str]| {
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        block_on(b.glances(None, &words, 0, 10, 100)).unwrap().paged_total
+    };
+    assert_eq!(
+        (found(&["t-"]), found(&["t-", "1"]), found(&["t-", "2"]), found(&["t%"]), found(&["_"])),
+        (Some(1), Some(1), Some(0), Some(0), Some(0))
+    );
     let (code, listing) = inbox(&url, &["list"]);
     assert_eq!(code, Some(0), "{listing}");
     let out = crate::common::cli::planlock()

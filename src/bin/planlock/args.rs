@@ -126,6 +126,11 @@ pub enum Command {
         /// `X-Planlock-Proxy-Secret` with every request (with `--user-header`).
         #[arg(long, value_name = "VAR", requires = "user_header")]
         proxy_secret_env: Option<String>,
+        /// A trace UI's address of one trace, with `{traceId}` where the id goes (Phoenix:
+        /// `http://127.0.0.1:6006/projects/UHJvamVjdDox/traces/{traceId}`): each cycle of a
+        /// session's page links to its trace.
+        #[arg(long, value_name = "URL", value_parser = parse_trace_url)]
+        trace_url: Option<String>,
     },
     /// The pauses waiting for a person across sessions: list them, show one with what is being
     /// approved, approve or reject it (from any machine that reaches the sessions; the session
@@ -312,6 +317,13 @@ pub enum MemoryCommand {
 
 fn parse_reason(s: &str) -> Result<String, String> {
     planlock::validator::check_justification(s).map(|()| s.to_owned())
+}
+
+fn parse_trace_url(s: &str) -> Result<String, String> {
+    match (s.starts_with("http://") || s.starts_with("https://"), s.contains("{traceId}")) {
+        (true, true) => Ok(s.to_owned()),
+        _ => Err(format!("`{s}` is not a trace URL template: give an http(s) address with {{traceId}} in it")),
+    }
 }
 
 fn parse_step_type(s: &str) -> Result<StepType, String> {

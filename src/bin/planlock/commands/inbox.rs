@@ -2,12 +2,12 @@
 //! on one (approve, reject), a session's approval log. A decision is recorded without the
 //! session's lock or lease; the session acts on it at its next `run`.
 
+use planlock::Failure;
 use planlock::backend::{FilesBackend, PgBackend};
 use planlock::review::access::Access;
 use planlock::review::decide_with;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
-use planlock::Failure;
 use serde::Serialize;
 
 use crate::args::{DeciderArgs, InboxCommand, SessionsArgs};
@@ -18,8 +18,7 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
     match command {
         InboxCommand::List { sessions, validator, step_type, older_than, state, expired, q, newest_first } => {
             // The console's inbox reads the same parameters into the same filter.
-            let mut filter =
-                InboxFilter { validator, step_type, older_than, newest_first, ..InboxFilter::default() };
+            let mut filter = InboxFilter { validator, step_type, older_than, newest_first, ..InboxFilter::default() };
             let state = if expired { Some("expired") } else { state.as_deref() };
             for (name, value) in [("state", state), ("q", q.as_deref())] {
                 filter.set(name, value.unwrap_or_default()).map_err(|e| CliError::usage(e.code(), e.to_string()))?;

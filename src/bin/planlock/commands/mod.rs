@@ -49,9 +49,9 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
             let options = planlock::review::notify::NotifyOptions::default().timeout(timeout).first_retry(first_retry);
             notify::notify(out, &sessions, &access, once, options)
         }
-        Command::Serve { sessions, listen, read_only, user_header, access, proxy_secret_env } => {
+        Command::Serve { sessions, listen, read_only, user_header, access, proxy_secret_env, trace_url } => {
             let people = serve::People { user_header, access, proxy_secret_env };
-            serve::serve(out, &sessions, listen, read_only, people)
+            serve::serve(out, &sessions, listen, (read_only, trace_url), people)
         }
         Command::Abandon { place } => abandon::abandon(out, &place),
         Command::Memory { command: MemoryCommand::Search { place, top_k, embed, text } } => {

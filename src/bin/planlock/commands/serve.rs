@@ -22,7 +22,7 @@ pub fn serve(
     out: &mut Output,
     sessions: &SessionsArgs,
     listen: SocketAddr,
-    read_only: bool,
+    (read_only, trace_url): (bool, Option<String>),
     people: People,
 ) -> Result<u8, CliError> {
     let access = people.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
@@ -49,7 +49,8 @@ pub fn serve(
         .read_only(read_only)
         .user_header(people.user_header)
         .access(access)
-        .proxy_secret(proxy_secret);
+        .proxy_secret(proxy_secret)
+        .trace_url(trace_url);
     let console = Console::new(inbox, token.clone(), options).map_err(|e| match e {
         ConsoleError::Token => CliError::usage("usage", "PLANLOCK_CONSOLE_TOKEN must be at least 16 characters"),
         e => CliError::usage("usage", e.to_string()),

@@ -1,0 +1,114 @@
+//! `POST /inbox/{session}/{verdict}`: a decision on a session's pause — approve, reject or
+//! abandon — by the signed-in person, where they may decide, bound to the pause and to what its
+//! page showed. The answer returns to the inbox, to the row acted on, with the result shown once
+//! ([`Flash`]): a success, or an error naming the session and step.
+
+use std::sync::Arc;
+
+use hyper::body::Bytes;
+use hyper::{Request, StatusCode};
+
+use super::auth::{Login, same_secret};
+use super::flash::Flash;
+use super::pages::row_anchor;
+use super::{Answer, State, form, redirect, refused, same_origin};
+use crate::contract::registry::Failure;
+use crate::review::decide_with;
+use crate::review::inbox::{InboxError, InboxFilter};
+use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
+use crate::text::printable;
+
+/// Decides `verdict` on `session`'s pause for `login`; see the module docs.
+pub(super) async fn decide_on<B>(
+    console: &Arc<State>,
+    session: String,
+    verdict: ReviewVerdict,
+    login: &Login,
+    req: Request<B>,
+) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if !same_origin(&req) {
+        return refused(StatusCode::FORBIDDEN, "a request from another origin");
+    }
+    if console.read_only {
+        return refused(StatusCode::FORBIDDEN, "this console is read-only");
+    }
+    let Some(fields) = form(req).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
+    };
+    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
+        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
+    }
+    let Some(name) = console.session_name(session) else { return refused(StatusCode::NOT_FOUND, "no such session") };
+    let Some(pause_id) = fields.get("pause") else {
+        return refused(StatusCode::BAD_REQUEST, "the form does not name the pause it was shown for");
+    };
+    // Where to return: the inbox as the page had it filtered, read as a filter (nothing else of
+    // the form goes into the address).
+    let back = fields.get("back").map(String::as_str).unwrap_or("");
+    let back = InboxFilter::from_pairs(
+        form_urlencoded::parse(back.as_bytes()).collect::<Vec<_>>().iter().map(|(k, v)| (k.as_ref(), v.as_ref())),
+    )
+    .map(|f| f.to_query())
+    .unwrap_or_default();
+    let reason = fields.get("reason").cloned().unwrap_or_default();
+    let shown_digest = fields.get("digest").and_then(|d| d.parse().ok());
+    let outcome = async {
+        let Some(pause) = console.inbox.show(&name).await? else {
+            let text = format!("Not recorded: nothing is paused in {} any more.", printable(&name));
+            return Ok::<_, InboxError>(Some((Flash::error(text), None)));
+        };
+        let r = &pause.record;
+        let at = format!("{} at step {} ({})", printable(&name), printable(&r.step_id), r.step_type);
+        let anchor = row_anchor(&name, r.cycle, &r.step_id);
+        // Only where the login may decide: refused before anything is read further.
+        if !console.auth.may_decide(login, &r.validator.id) {
+            return Ok(None);
+        }
+        let mut decision = ReviewDecision::new(r, verdict, login.name.clone(), reason).via(Via::Console);
+        // Bound to what this page showed: a pause that changed since is refused.
+        decision.shown_digest = shown_digest;
+        // And to the pause it showed: a later one of the same session is not decided by it.
+        let decision = match decision.on_pause(pause_id) {
+            Ok(decision) => decision,
+            Err(e) => return Ok(Some((Flash::error(format!("Not recorded on {at}: {e} ({})", e.code())), None))),
+        };
+        let records = console.inbox.records(&name).await?;
+        let flash = match decide_with(records.as_ref(), &decision, console.auth.access()).await {
+            Ok(Recorded::Counted { approvals, required }) => Flash::ok(format!(
+                "Recorded: approval {approvals} of {required} on {at}; it waits for {} more.",
+                required.saturating_sub(approvals)
+            )),
+            Ok(_) => Flash::ok(format!("Recorded: {} on {at} (acted on at the session's next run).", decision.verdict)),
+            Err(e) => Flash::error(format!("Not recorded on {at}: {e} ({})", e.code())),
+        };
+        Ok(Some((flash, Some(anchor))))
+    };
+    match outcome.await {
+        Ok(None) => refused(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "{} may not decide on this pause: the access file does not list them among its validator's approvers (not-an-approver)",
+                printable(&login.name)
+            ),
+        ),
+        Ok(Some((flash, anchor))) => {
+            console.decided();
+            let id = console.flashes.put(&login.csrf, flash);
+            let query = [back.as_str(), &["flash=", &id].concat()]
+                .iter()
+                .filter(|p| !p.is_empty())
+                .cloned()
+                .collect::<Vec<_>>()
+                .join("&");
+            let anchor = anchor.map(|a| ["#", &a].concat()).unwrap_or_default();
+            redirect(&["/inbox?", &query, &anchor].concat())
+        }
+        // A name that is no session here: nothing was read or written.
+        Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
+        Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
+    }
+}

@@ -1,0 +1,71 @@
+//! `GET /events`: the pages' live updates (CONTRACT §15), a `text/event-stream` a page's script
+//! opens with `EventSource`. Each second the stream looks at the console's pulse — how many
+//! pauses wait, and a fingerprint of every pause's state and the sessions' first page — read at
+//! most once per [`FRESH`](super::view::FRESH) for all streams together; when it changed, it
+//! sends `{"pending": N, "version": "…"}` and the page reads the rows that changed. A stream is
+//! a task and a channel of four messages: no thread, a few hundred bytes, and it ends when the
+//! browser goes (its next send fails).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use hyper::body::{Body, Bytes, Frame};
+
+use super::State;
+
+/// How often a stream looks at the pulse.
+const LOOK_EVERY: Duration = Duration::from_secs(1);
+/// How often a stream with nothing to say sends a comment (proxies close silent streams).
+const KEEP_ALIVE: Duration = Duration::from_secs(15);
+/// The messages a stream holds for a slow reader; past them it waits.
+const CHANNEL: usize = 4;
+
+/// The body of an event stream: what its task sends, as it sends it.
+pub struct EventBody {
+    messages: tokio::sync::mpsc::Receiver<Bytes>,
+}
+
+impl Body for EventBody {
+    type Data = Bytes;
+    type Error = std::convert::Infallible;
+
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
+        self.messages.poll_recv(cx).map(|message| message.map(|bytes| Ok(Frame::data(bytes))))
+    }
+}
+
+/// A stream of `console`'s pulse, from now until the browser goes.
+pub fn stream(console: Arc<State>) -> EventBody {
+    let (send, messages) = tokio::sync::mpsc::channel(CHANNEL);
+    tokio::spawn(async move {
+        // A browser that loses the stream opens it again after a second.
+        if send.send(Bytes::from_static(b"retry: 1000\n\n")).await.is_err() {
+            return;
+        }
+        let mut last = None;
+        let mut quiet = Duration::ZERO;
+        loop {
+            let pulse = console.pulse().await;
+            let message = match last == Some(pulse) {
+                true if quiet >= KEEP_ALIVE => Some(": still here\n\n".to_owned()),
+                true => None,
+                false => Some(format!(
+                    "event: pulse\ndata: {{\"pending\":{},\"version\":\"{:016x}\"}}\n\n",
+                    pulse.0, pulse.1
+                )),
+            };
+            if let Some(message) = message {
+                quiet = Duration::ZERO;
+                if send.send(Bytes::from(message)).await.is_err() {
+                    return;
+                }
+            }
+            last = Some(pulse);
+            tokio::time::sleep(LOOK_EVERY).await;
+            quiet += LOOK_EVERY;
+        }
+    });
+    EventBody { messages }
+}

@@ -1,0 +1,99 @@
+//! Signing in and out of the console: the sign-in form (a personal token, or the console's token
+//! and a name; none for a read-only console's reader), the login's cookie, the sign-out.
+
+use hyper::Request;
+use hyper::StatusCode;
+use hyper::body::Bytes;
+use hyper::header::{self, HeaderValue};
+
+use super::auth::{COOKIE, ClientAddr, LOGIN_LIFE, Login, Refusal, same_secret};
+use super::{Answer, State, form, html, pages, redirect, refused, same_origin};
+
+/// The name a read-only console's reader signs in under when they give none (they decide nothing).
+const READER: &str = "reader";
+
+/// `GET /login`: the sign-in form (personal token, or the console's token and a name); behind a
+/// proxy, the login of the user it names.
+pub(super) fn login_form<B>(console: &State, req: &Request<B>) -> Answer {
+    if console.auth.by_proxy() {
+        return match console.auth.proxy_login(req) {
+            Some((id, _)) => signed_in(&id),
+            None => refused(StatusCode::FORBIDDEN, "the proxy in front did not name a user of the access file"),
+        };
+    }
+    html(StatusCode::OK, pages::login(None, console.auth.has_access(), console.read_only))
+}
+
+/// To the inbox, with the login's cookie.
+fn signed_in(id: &str) -> Answer {
+    let mut response = redirect("/inbox");
+    let cookie = format!("{COOKIE}={id}; HttpOnly; SameSite=Strict; Path=/; Max-Age={}", LOGIN_LIFE.as_secs());
+    if let Ok(cookie) = HeaderValue::from_str(&cookie) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+pub(super) async fn sign_in<B>(console: &State, req: Request<B>) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if !same_origin(&req) {
+        return refused(StatusCode::FORBIDDEN, "a request from another origin");
+    }
+    if console.auth.by_proxy() {
+        return refused(StatusCode::FORBIDDEN, "the proxy in front signs people in");
+    }
+    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    let Some(fields) = form(req).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
+    };
+    let token = fields.get("token").map(String::as_str).unwrap_or("");
+    let name = match fields.get("name").map(String::as_str).unwrap_or("") {
+        "" if console.read_only => READER,
+        name => name,
+    };
+    match console.auth.sign_in(client, token, name) {
+        Ok((id, _)) => signed_in(&id),
+        Err(Refusal::Wrong(why)) => {
+            html(StatusCode::UNAUTHORIZED, pages::login(Some(why), console.auth.has_access(), console.read_only))
+        }
+        Err(Refusal::TooMany(wait)) => {
+            let why = format!("Too many failed sign-ins from here: try again in {} s.", wait.as_secs().max(1));
+            let mut answer = html(
+                StatusCode::TOO_MANY_REQUESTS,
+                pages::login(Some(&why), console.auth.has_access(), console.read_only),
+            );
+            if let Ok(after) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+                answer.headers_mut().insert(header::RETRY_AFTER, after);
+            }
+            answer
+        }
+    }
+}
+
+/// `POST /logout`: ends the login (with its CSRF token), and the cookie with it.
+pub(super) async fn sign_out<B>(console: &State, login: &Login, req: Request<B>) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    if !same_origin(&req) {
+        return refused(StatusCode::FORBIDDEN, "a request from another origin");
+    }
+    let id = super::auth::cookie(&req, COOKIE).unwrap_or_default();
+    let Some(fields) = form(req).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
+    };
+    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
+        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
+    }
+    console.auth.sign_out(&id);
+    let mut response = redirect("/login");
+    let gone = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");
+    if let Ok(gone) = HeaderValue::from_str(&gone) {
+        response.headers_mut().insert(header::SET_COOKIE, gone);
+    }
+    response
+}

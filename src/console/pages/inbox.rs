@@ -1,0 +1,329 @@
+//! The inbox as a reviewer triages it (CONTRACT §15): a row per pause with its own page's link,
+//! filters and search a link carries, and a pause's page — what it shows (the payload first,
+//! the earlier results folded), its digest, the forms the signed-in person may use, and what was
+//! decided on the same step of that session before.
+
+use crate::review::inbox::{InboxFilter, InboxListing, PauseState, PendingPause};
+use crate::session::{ApprovalEvent, ApprovalLog, PauseRef, ReviewVerdict, Timestamp};
+use minijinja::value::Value;
+use serde::Serialize;
+use serde_json::Value as Json;
+
+use super::super::flash::Flash;
+use super::super::templates::{Ago, page, render, url_segment};
+use super::{Forms, problems};
+
+/// Pauses an inbox page lists.
+pub const PAUSES_PER_PAGE: usize = 50;
+
+/// The most characters of a reason a row shows (its page shows it whole).
+const REASON_CHARS: usize = 160;
+
+/// The most earlier events on a step a pause's page lists, newest first.
+const EARLIER_EVENTS: usize = 50;
+
+/// A pause's own page, `/inbox/{session}/{cycle}/{step}`, as a template writes it: the path
+/// segments (percent-encoded) after the literal `/inbox/`.
+#[derive(Serialize)]
+pub struct PauseLink {
+    session: String,
+    cycle: u64,
+    step: String,
+}
+
+impl PauseLink {
+    /// The link to the pause of `session` at `cycle` and `step`.
+    pub fn to(session: &str, cycle: u64, step: &str) -> PauseLink {
+        PauseLink { session: url_segment(session), cycle, step: url_segment(step) }
+    }
+}
+
+/// The anchor of a pause's row: what the inbox returns to after an action on it.
+pub fn row_anchor(session: &str, cycle: u64, step: &str) -> String {
+    let digest = crate::hash::Digest::of([session, &cycle.to_string(), step].join("\n").as_bytes()).to_string();
+    ["p-", &digest[..16]].concat()
+}
+
+/// A page of the inbox: `listing` holds the page's pauses (page `at`) of `total` that `filter`
+/// asks for; `pending` wait for a decision in all.
+#[allow(clippy::too_many_arguments, reason = "one page's parts, named where it is called")]
+pub fn inbox(
+    listing: &InboxListing,
+    filter: &InboxFilter,
+    filter_error: Option<&str>,
+    at: usize,
+    total: usize,
+    pending: usize,
+    forms: &Forms<'_>,
+    flash: Option<Flash>,
+) -> String {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        anchor: String,
+        link: PauseLink,
+        session: &'a str,
+        cycle: u64,
+        step: &'a str,
+        step_type: String,
+        validator: &'a str,
+        reason: String,
+        created: Ago,
+        expires: Option<Ago>,
+        state: &'static str,
+        state_text: String,
+    }
+    #[derive(Serialize)]
+    struct Choice {
+        value: String,
+        current: bool,
+    }
+    #[derive(Serialize)]
+    struct Inbox<'a> {
+        pending: usize,
+        flash: Option<Flash>,
+        filter_error: Option<&'a str>,
+        rows: Vec<Row<'a>>,
+        validators: Vec<Choice>,
+        step_types: Vec<Choice>,
+        states: Vec<Choice>,
+        older_than: String,
+        q: String,
+        newest_first: bool,
+        filtered: bool,
+        query: String,
+        older: Option<usize>,
+        newer: Option<usize>,
+        shown: usize,
+        total: usize,
+        more: usize,
+        problems: Value,
+    }
+    let now = Timestamp::now();
+    let shown = (at * PAUSES_PER_PAGE + listing.pauses.len()).min(total);
+    // A row's link carries the filter (`query`), for the pause's page to return to.
+    let query = filter.to_query();
+    let rows = listing
+        .pauses
+        .iter()
+        .map(|p| {
+            let r = &p.record;
+            let mut reason: String = r.reason.chars().take(REASON_CHARS).collect();
+            if r.reason.chars().count() > REASON_CHARS {
+                reason.push('…');
+            }
+            Row {
+                anchor: row_anchor(&p.session, r.cycle, &r.step_id),
+                link: PauseLink::to(&p.session, r.cycle, &r.step_id),
+                session: &p.session,
+                cycle: r.cycle,
+                step: &r.step_id,
+                step_type: r.step_type.to_string(),
+                validator: &r.validator.id,
+                reason,
+                created: Ago::of(r.created_at, now),
+                expires: r.expires_at.map(|at| Ago::of(at, now)),
+                state: PauseState::of(p).as_str(),
+                state_text: p.state(),
+            }
+        })
+        .collect();
+    // The choices offered: the validators of the pauses listed, and every step type.
+    let mut validators: Vec<String> = listing.pauses.iter().map(|p| p.record.validator.id.clone()).collect();
+    validators.extend(filter.validator.clone());
+    validators.sort();
+    validators.dedup();
+    let choice = |value: String, current: bool| Choice { value, current };
+    let view = Inbox {
+        pending,
+        flash,
+        filter_error,
+        rows,
+        validators: validators.into_iter().map(|v| choice(v.clone(), filter.validator.as_ref() == Some(&v))).collect(),
+        step_types: crate::contract::registry::StepType::ALL
+            .iter()
+            .map(|t| choice(t.wire_name().to_owned(), filter.step_type == Some(*t)))
+            .collect(),
+        states: PauseState::ALL.iter().map(|s| choice(s.as_str().to_owned(), filter.state == Some(*s))).collect(),
+        older_than: filter.older_than.map(|d| format!("{}s", d.as_secs())).unwrap_or_default(),
+        q: filter.q.join(" "),
+        newest_first: filter.newest_first,
+        filtered: *filter != InboxFilter::default(),
+        query,
+        older: at.checked_sub(1),
+        newer: (shown < total).then_some(at + 1),
+        shown,
+        total,
+        more: listing.more,
+        problems: problems(&listing.problems),
+    };
+    page("Inbox", pending, Some(forms.viewer()), render("inbox.html", view))
+}
+
+/// A pause's own page: where, why, since when, until when, what it shows (the payload first,
+/// the earlier results folded), its digest, the forms `forms`' login may use, and what `log`
+/// holds on the same step before; `back` is the inbox query it returns to.
+pub fn pause_page(
+    pause: &PendingPause,
+    log: &ApprovalLog,
+    forms: &Forms<'_>,
+    pending: usize,
+    back: &str,
+    flash: Option<Flash>,
+) -> String {
+    #[derive(Serialize)]
+    struct Part {
+        name: String,
+        json: String,
+    }
+    #[derive(Serialize)]
+    struct Form {
+        verdict: &'static str,
+        label: &'static str,
+        hint: &'static str,
+    }
+    #[derive(Serialize)]
+    struct Earlier {
+        at: Ago,
+        what: String,
+        by: String,
+        why: String,
+        this_pause: bool,
+    }
+    #[derive(Serialize)]
+    struct Pause<'a> {
+        session: &'a str,
+        /// The session's name as a path segment.
+        segment: String,
+        cycle: u64,
+        step: &'a str,
+        step_type: String,
+        validator: &'a str,
+        created: Ago,
+        expires: Option<Ago>,
+        state: &'static str,
+        state_text: String,
+        reason: &'a str,
+        digest: Option<String>,
+        payload: Option<Part>,
+        results: Vec<Part>,
+        cut: bool,
+        decision: Option<Earlier>,
+        forms: Vec<Form>,
+        csrf: &'a str,
+        pause_id: String,
+        back: &'a str,
+        anchor: String,
+        not_yours: bool,
+        read_only: bool,
+        earlier: Vec<Earlier>,
+        flash: Option<Flash>,
+    }
+    let now = Timestamp::now();
+    let r = &pause.record;
+    let pretty = |value: &Json| serde_json::to_string_pretty(value).unwrap_or_default();
+    // What it shows: a step's input is `{payload, results}`, shown payload first; anything else
+    // (a step's result, a record cut to 64 KiB) whole.
+    let (payload, results) = match (&r.shown, r.shown_truncated) {
+        (Some(Json::Object(shown)), false) if shown.contains_key("payload") => {
+            let results = match shown.get("results") {
+                Some(Json::Object(results)) => {
+                    results.iter().map(|(name, value)| Part { name: name.clone(), json: pretty(value) }).collect()
+                }
+                _ => Vec::new(),
+            };
+            (shown.get("payload").map(|p| Part { name: "payload".into(), json: pretty(p) }), results)
+        }
+        (Some(value), _) => (Some(Part { name: "shown".into(), json: pretty(value) }), Vec::new()),
+        (None, _) => (None, Vec::new()),
+    };
+    let decided = pause.decision.is_some();
+    let may = forms.auth.may_decide(forms.login, &r.validator.id) && !forms.read_only;
+    // Only the buttons that can be taken: an expired pause can only be abandoned.
+    let offered = if decided || !may {
+        Vec::new()
+    } else {
+        ReviewVerdict::ALL
+            .into_iter()
+            .filter(|v| *v == ReviewVerdict::Abandon || (!pause.expired && r.shown_digest.is_some()))
+            .map(|v| Form {
+                verdict: v.as_str(),
+                label: match v {
+                    ReviewVerdict::Approve => "Approve",
+                    ReviewVerdict::Reject => "Reject",
+                    ReviewVerdict::Abandon => "Abandon",
+                },
+                hint: match v {
+                    ReviewVerdict::Approve => "the step runs on what is shown here",
+                    ReviewVerdict::Reject => "what is shown is refused: the cycle is abandoned",
+                    ReviewVerdict::Abandon => "the cycle is given up, without a judgement on what it shows",
+                },
+            })
+            .collect()
+    };
+    let this = PauseRef::of(r);
+    let earlier = log
+        .events
+        .iter()
+        .rev()
+        .filter(|e| {
+            e.pause().step_id == r.step_id
+                && matches!(
+                    e,
+                    ApprovalEvent::Decided { .. }
+                        | ApprovalEvent::Voted { .. }
+                        | ApprovalEvent::Abandoned { .. }
+                        | ApprovalEvent::Expired { .. }
+                )
+        })
+        .take(EARLIER_EVENTS)
+        .map(|e| {
+            let (by, why) = match e {
+                ApprovalEvent::Decided { decision } | ApprovalEvent::Voted { decision, .. } => {
+                    (decision.by.clone(), decision.justification.clone())
+                }
+                _ => (String::new(), String::new()),
+            };
+            let what = match e {
+                ApprovalEvent::Decided { decision } => decision.verdict.past().to_owned(),
+                ApprovalEvent::Voted { count, required, .. } => format!("approval {count} of {required}"),
+                other => other.name().to_owned(),
+            };
+            Earlier { at: Ago::of(e.at(), now), what, by, why, this_pause: *e.pause() == this }
+        })
+        .collect();
+    let view = Pause {
+        session: &pause.session,
+        segment: url_segment(&pause.session),
+        cycle: r.cycle,
+        step: &r.step_id,
+        step_type: r.step_type.to_string(),
+        validator: &r.validator.id,
+        created: Ago::of(r.created_at, now),
+        expires: r.expires_at.map(|at| Ago::of(at, now)),
+        state: PauseState::of(pause).as_str(),
+        state_text: pause.state(),
+        reason: &r.reason,
+        digest: r.shown.as_ref().and(r.shown_digest).map(|d| d.to_string()),
+        payload,
+        results,
+        cut: r.shown_truncated,
+        decision: pause.decision.as_ref().map(|d| Earlier {
+            at: Ago::of(d.at, now),
+            what: d.verdict.past().to_owned(),
+            by: d.approved_by().join(", "),
+            why: d.justification.clone(),
+            this_pause: true,
+        }),
+        forms: offered,
+        csrf: &forms.login.csrf,
+        pause_id: this.id(),
+        back,
+        anchor: row_anchor(&pause.session, r.cycle, &r.step_id),
+        not_yours: !decided && !forms.read_only && !forms.auth.may_decide(forms.login, &r.validator.id),
+        read_only: forms.read_only,
+        earlier,
+        flash,
+    };
+    let title = ["Pause: ", &r.step_id, " in ", &pause.session].concat();
+    page(&title, pending, Some(forms.viewer()), render("pause.html", view))
+}

@@ -1,0 +1,164 @@
+//! The console's pages and its login form, rendered on the server from the library's reads: the
+//! sessions (paused first, filterable, searchable, paged), one session ([`history`]: each cycle
+//! once, with its pause, decisions and failure), the inbox ([`inbox`]: a row per pause, filters
+//! and search) and a pause's own page (what it shows, the forms that decide on it, what was
+//! decided on its step before). Each page is a view — a plain struct of what it shows — and a
+//! template (`templates.rs`) that escapes every value of it.
+
+mod history;
+mod inbox;
+
+pub use history::session;
+pub use inbox::{PAUSES_PER_PAGE, inbox, pause_page, row_anchor};
+
+use crate::review::inbox::{InboxListing, InboxProblem};
+use crate::review::overview::{SessionStatus, SessionsPage};
+use crate::session::Timestamp;
+use minijinja::value::Value;
+use serde::Serialize;
+
+use super::auth::{Auth, Login};
+use super::templates::{Ago, Viewer, page, render, url_segment};
+
+/// Sessions a page lists.
+pub const PER_PAGE: usize = 50;
+
+/// Who is looking, and what their forms need: the login (its CSRF token, its name), whether
+/// actions are served, and where the login may decide.
+pub struct Forms<'a> {
+    pub login: &'a Login,
+    pub read_only: bool,
+    pub auth: &'a Auth,
+}
+
+impl Forms<'_> {
+    /// The signed-in person as the header shows them, with the sign-out form.
+    fn viewer(&self) -> Viewer<'_> {
+        Viewer {
+            name: &self.login.name,
+            verified: self.login.verified,
+            csrf: &self.login.csrf,
+            read_only: self.read_only,
+        }
+    }
+}
+
+/// The sign-in page: a personal token (with an access file), or the console's token and a name
+/// (one operator, names unverified).
+pub fn login(error: Option<&str>, personal: bool, read_only: bool) -> String {
+    #[derive(Serialize)]
+    struct Login<'a> {
+        error: Option<&'a str>,
+        personal: bool,
+        read_only: bool,
+    }
+    page("Sign in", 0, None, render("login.html", Login { error, personal, read_only }))
+}
+
+/// The sessions whose records could not be read, listed below a page.
+fn problems(problems: &[InboxProblem]) -> Value {
+    #[derive(Serialize)]
+    struct Problems<'a> {
+        problems: &'a [InboxProblem],
+    }
+    render("problems.html", Problems { problems })
+}
+
+pub fn sessions(
+    list: &SessionsPage,
+    filter: Option<SessionStatus>,
+    words: &[String],
+    at: usize,
+    pending: usize,
+    forms: &Forms<'_>,
+) -> String {
+    #[derive(Serialize)]
+    struct Filter {
+        name: &'static str,
+        current: bool,
+        query: String,
+    }
+    #[derive(Serialize)]
+    struct Last<'a> {
+        cycle: u64,
+        end: &'static str,
+        failure: Option<&'a str>,
+    }
+    #[derive(Serialize)]
+    struct Row<'a> {
+        href: String,
+        name: &'a str,
+        id: String,
+        status: &'static str,
+        cycles: u64,
+        last: Option<Last<'a>>,
+        active: Option<Ago>,
+    }
+    #[derive(Serialize)]
+    struct Sessions<'a> {
+        filters: Vec<Filter>,
+        rows: Vec<Row<'a>>,
+        status: Option<&'static str>,
+        q: String,
+        /// The query of the page's links: its status and words.
+        query: String,
+        newer: Option<usize>,
+        more: Option<usize>,
+        shown: usize,
+        total: usize,
+        problems: Value,
+    }
+    let now = Timestamp::now();
+    let current = filter.map_or("all", SessionStatus::as_str);
+    let filters = ["all", "paused", "expired", "halted", "ready"]
+        .into_iter()
+        .map(|name| {
+            let mut query = form_urlencoded::Serializer::new(String::new());
+            (name != "all").then(|| query.append_pair("status", name));
+            (!words.is_empty()).then(|| query.append_pair("q", &words.join(" ")));
+            Filter { name, current: name == current, query: query.finish() }
+        })
+        .collect();
+    let rows = list
+        .sessions
+        .iter()
+        .map(|s| Row {
+            href: url_segment(&s.session),
+            name: &s.session,
+            id: s.session_id.map(|id| id.to_string()).unwrap_or_default(),
+            status: s.status.as_str(),
+            cycles: s.cycles,
+            last: s.last.as_ref().map(|l| Last {
+                cycle: l.cycle,
+                end: l.end.as_str(),
+                failure: l.failure.as_ref().map(|f| f.code.as_str()),
+            }),
+            active: s.last.as_ref().map(|l| l.finished_at).max(s.updated_at).map(|t| Ago::of(t, now)),
+        })
+        .collect();
+    let shown = (at * PER_PAGE + list.sessions.len()).min(list.total);
+    let view = Sessions {
+        filters,
+        rows,
+        status: filter.map(SessionStatus::as_str),
+        q: words.join(" "),
+        query: {
+            let mut query = form_urlencoded::Serializer::new(String::new());
+            filter.map(|s| query.append_pair("status", s.as_str()));
+            (!words.is_empty()).then(|| query.append_pair("q", &words.join(" ")));
+            query.finish()
+        },
+        newer: at.checked_sub(1),
+        more: (shown < list.total).then_some(at + 1),
+        shown,
+        total: list.total,
+        problems: problems(&list.problems),
+    };
+    page("Sessions", pending, Some(forms.viewer()), render("sessions.html", view))
+}
+
+/// The pauses of `listing` waiting for a decision (one decided waits only for its session's next
+/// run).
+pub fn undecided(listing: &InboxListing) -> usize {
+    listing.pauses.iter().filter(|p| p.decision.is_none()).count() + listing.more
+}
