@@ -7,8 +7,6 @@ use std::time::Duration;
 
 use crate::contract::registry::{Failure, FailureKind, StepType};
 
-use super::inbox::PendingPause;
-
 /// The most words a search takes (the rest are not looked for), and the longest it reads.
 pub const MAX_WORDS: usize = 8;
 const MAX_QUERY_CHARS: usize = 200;
@@ -35,15 +33,6 @@ impl PauseState {
             PauseState::Waiting => "waiting",
             PauseState::Decided => "decided",
             PauseState::Expired => "expired",
-        }
-    }
-
-    /// Where `pause` stands.
-    pub fn of(pause: &PendingPause) -> PauseState {
-        match (pause.expired, pause.decision.is_some() || !pause.approvals.is_empty()) {
-            (true, _) => PauseState::Expired,
-            (false, true) => PauseState::Decided,
-            (false, false) => PauseState::Waiting,
         }
     }
 }
@@ -169,22 +158,6 @@ impl InboxFilter {
     /// Whether `text` (a session's name) holds every word searched for, in any case.
     pub fn holds_words(&self, text: &str) -> bool {
         holds_words(&self.q, text)
-    }
-
-    /// Whether `pause` is one this filter asks for.
-    pub fn matches(&self, pause: &PendingPause) -> bool {
-        let record = &pause.record;
-        let holds = |word: &String| {
-            [pause.session.as_str(), record.step_id.as_str(), record.reason.as_str()]
-                .iter()
-                .any(|text| text.to_lowercase().contains(word.as_str()))
-        };
-        self.validator.as_ref().is_none_or(|v| *v == record.validator.id)
-            && self.step_type.is_none_or(|t| t == record.step_type)
-            && self.older_than.is_none_or(|age| pause.age_seconds >= age.as_secs())
-            && self.expired.is_none_or(|expired| expired == pause.expired)
-            && self.state.is_none_or(|state| state == PauseState::of(pause))
-            && self.q.iter().all(holds)
     }
 
     /// The parameters of this filter, as a query string a link carries (empty when it asks for

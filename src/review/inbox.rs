@@ -210,3 +210,34 @@ impl Inbox {
         self.backend.records(session).await
     }
 }
+
+// Where a pause stands and whether a filter asks for it: read from the pause, here beside it (the
+// filter's module knows nothing of pauses).
+impl PauseState {
+    /// Where `pause` stands.
+    pub fn of(pause: &PendingPause) -> PauseState {
+        match (pause.expired, pause.decision.is_some() || !pause.approvals.is_empty()) {
+            (true, _) => PauseState::Expired,
+            (false, true) => PauseState::Decided,
+            (false, false) => PauseState::Waiting,
+        }
+    }
+}
+
+impl InboxFilter {
+    /// Whether `pause` is one this filter asks for.
+    pub fn matches(&self, pause: &PendingPause) -> bool {
+        let record = &pause.record;
+        let holds = |word: &String| {
+            [pause.session.as_str(), record.step_id.as_str(), record.reason.as_str()]
+                .iter()
+                .any(|text| text.to_lowercase().contains(word.as_str()))
+        };
+        self.validator.as_ref().is_none_or(|v| *v == record.validator.id)
+            && self.step_type.is_none_or(|t| t == record.step_type)
+            && self.older_than.is_none_or(|age| pause.age_seconds >= age.as_secs())
+            && self.expired.is_none_or(|expired| expired == pause.expired)
+            && self.state.is_none_or(|state| state == PauseState::of(pause))
+            && self.q.iter().all(holds)
+    }
+}
