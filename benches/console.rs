@@ -7,6 +7,11 @@
 //! their files copied into 10,000 roots, or their rows copied into 10,000 rows with SQL. Each round,
 //! every client sends one request of each kind in turn; p50/p99 per kind over all rounds.
 //!
+//! The triage inbox is measured with its filters and search (`state`, `stepType`, `olderThan`,
+//! `q`), and the sessions page with its search; last, what an open `/events` stream costs the
+//! console: its resident memory and threads before and after 16 streams are opened (the most one
+//! client may hold), per stream.
+//!
 //! Run: `cargo bench --bench console --features cli,postgres` (quick: `-- --quick`, 3 rounds).
 
 use std::path::Path;
@@ -91,10 +96,12 @@ fn database_sessions(server: &common::pg::PgServer, name: &str, url: &str, dir: 
 /// Rounds of `CLIENTS` clients, each sending one request of each kind per round: every
 /// request's time, by kind.
 fn measure(console: &Console, rounds: usize) -> Vec<(&'static str, Vec<Duration>)> {
-    let kinds: [(&str, &str); 3] = [
+    let kinds: [(&str, &str); 5] = [
         ("floor: GET /static/console.css", "/static/console.css"),
         ("GET /sessions", "/sessions"),
+        ("GET /sessions?q=", "/sessions?q=t-00"),
         ("GET /inbox", "/inbox"),
+        ("GET /inbox?filters", "/inbox?state=waiting&stepType=PersistMemory&olderThan=0s&q=t-00&order=newest"),
     ];
     let cookies: Vec<String> = (0..CLIENTS).map(|c| console.sign_in(&format!("client-{c}"))).collect();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); kinds.len()];
@@ -118,6 +125,40 @@ fn measure(console: &Console, rounds: usize) -> Vec<(&'static str, Vec<Duration>
         }
     }
     kinds.iter().map(|(name, _)| *name).zip(times).collect()
+}
+
+/// A field of the console process's `/proc/{pid}/status` (`VmRSS` in KiB, `Threads`).
+fn proc_status(console: &Console, field: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", console.child.id())).unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+/// What 16 open `/events` streams cost the console: resident KiB and threads, per stream.
+fn events_cost(console: &Console) {
+    use std::io::{Read, Write};
+    const STREAMS: usize = 16;
+    let cookie = console.sign_in("events");
+    let settle = || std::thread::sleep(Duration::from_millis(1500));
+    settle();
+    let (rss, threads) = (proc_status(console, "VmRSS"), proc_status(console, "Threads"));
+    let streams: Vec<std::net::TcpStream> = (0..STREAMS)
+        .map(|_| {
+            let mut s = std::net::TcpStream::connect(&console.addr).unwrap();
+            let ask = format!("GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n", console.addr);
+            s.write_all(ask.as_bytes()).unwrap();
+            let mut first = [0u8; 512];
+            let _ = s.read(&mut first).unwrap();
+            s
+        })
+        .collect();
+    settle();
+    let (rss_open, threads_open) = (proc_status(console, "VmRSS"), proc_status(console, "Threads"));
+    println!(
+        "  /events: {STREAMS} open streams: resident {rss} -> {rss_open} KiB ({:+.1} KiB a stream), threads {threads} -> {threads_open}",
+        (rss_open as f64 - rss as f64) / STREAMS as f64
+    );
+    drop(streams);
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -145,6 +186,7 @@ fn main() {
     let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
     console.get(&console.sign_in("warm"), "/sessions");
     report("files", measure(&console, rounds));
+    events_cost(&console);
     drop(console);
     let Some(server) = common::pg::PgServer::start() else {
         assert!(std::env::var_os("CI").is_none(), "CI installs PostgreSQL");
@@ -156,4 +198,5 @@ fn main() {
     let console = serve(&["--database".as_ref(), url.as_ref()], &[]);
     console.get(&console.sign_in("warm"), "/sessions");
     report("PostgreSQL", measure(&console, rounds));
+    events_cost(&console);
 }

@@ -162,6 +162,8 @@ impl InboxFilter {
 
     /// The parameters of this filter, as a query string a link carries (empty when it asks for
     /// everything), in the order of [`PARAMETERS`].
+    #[cfg(feature = "console")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "console")))]
     pub fn to_query(&self) -> String {
         let mut query = form_urlencoded::Serializer::new(String::new());
         if let Some(v) = &self.validator {
@@ -218,6 +220,7 @@ mod tests {
     use super::*;
 
     #[test]
+    #[cfg(feature = "console")]
     fn a_filter_goes_to_a_link_and_back() {
         let mut filter = InboxFilter::from_pairs([
             ("validator", "pii-guard"),

@@ -92,7 +92,14 @@ try {
   assert.equal(await page.locator("tr[data-row]").count(), 3);
   await page.goto(`${url}/inbox?stepType=LLMCall`);
   assert.equal(await page.locator("tr[data-row]").count(), 0);
-  ok("filters (state, stepType, olderThan, order) and search narrow the rows");
+  await page.goto(`${url}/inbox`);
+  await page.selectOption("select[name=validator]", "demo-review");
+  await page.click("form.filters button");
+  assert.match(page.url(), /validator=demo-review/);
+  assert.equal(await page.locator("tr[data-row]").count(), 3);
+  await page.goto(`${url}/inbox?validator=someone-else`);
+  assert.equal(await page.locator("tr[data-row]").count(), 0);
+  ok("filters (validator, state, stepType, olderThan, order) and search narrow the rows");
 
   // A result is shown only when the server made it: text in the URL is never shown as one.
   await page.goto(`${url}/inbox?flash=Recorded%3A%20approve%20on%20everything`);
@@ -205,6 +212,15 @@ try {
   ok("sessions: paused first; the ready filter and the search");
   await page.goto(`${url}/sessions`);
   await page.screenshot({ path: `${shots}/console-sessions.png`, fullPage: false });
+
+  // The first page after 30 s idle is current: a pause another process made a moment before the
+  // request is in it (a snapshot older than 2 s is read again before the answer).
+  await page.goto("about:blank");
+  await page.waitForTimeout(30000);
+  execFileSync("cp", ["-a", `${env("SESSIONS_DIR")}/late`, `${env("SESSIONS_DIR")}/made-while-idle`]);
+  await page.goto(`${url}/inbox`);
+  assert.equal(await page.locator("tr[data-row]", { hasText: "made-while-idle" }).count(), 1);
+  ok("the first page after 30 s idle shows a pause made a moment before");
 
   // At a phone's width nothing scrolls sideways and the buttons are on screen; dark mode.
   await page.setViewportSize({ width: 390, height: 844 });

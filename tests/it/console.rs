@@ -29,7 +29,7 @@ fn planlock(args: &[&str], root: &Path) -> i32 {
 
 /// Session roots under a directory: `calm` completed, `review` paused, a hostile one paused with
 /// hostile text in what it shows.
-fn sessions() -> tempfile::TempDir {
+pub(crate) fn sessions() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let policy = manifest("examples/policy");
     let policy = policy.to_str().unwrap();
@@ -265,7 +265,7 @@ fn a_person_uses_the_console_in_a_real_browser() {
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     eprintln!("{said}");
     assert!(out.status.success(), "the browser test failed:\n{said}");
-    assert_eq!(said.matches("ok: ").count(), 14, "{said}");
+    assert_eq!(said.matches("ok: ").count(), 15, "{said}");
     for page in ["inbox", "pause", "session", "sessions", "pause-390"] {
         let png = std::fs::read(shots_dir.join(format!("console-{page}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 10_000, "{page}");
@@ -273,7 +273,7 @@ fn a_person_uses_the_console_in_a_real_browser() {
 }
 
 /// Copies the session root `from` to `to` (a root paused the same way, under another name).
-fn copy_root(from: &Path, to: &Path) {
+pub(crate) fn copy_root(from: &Path, to: &Path) {
     let ok = Command::new("cp").arg("-a").arg(from).arg(to).status().unwrap().success();
     assert!(ok);
 }

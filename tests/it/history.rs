@@ -72,7 +72,16 @@ fn every_finished_cycle_is_kept_with_its_steps_and_read_back_newest_first_after_
     let failure = failed.failure.as_ref().unwrap();
     assert_eq!((failure.code.as_str(), failure.class), ("step-failed", FailureKind::CycleFail), "{failure:?}");
     assert_eq!(failure.step_id.as_deref(), Some("llm"));
+    // What went wrong, as the error said it, kept (bounded) for the console and `status`.
+    let message = failure.message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains("llm") && message.chars().count() <= planlock::session::MAX_FAILURE_MESSAGE_CHARS,
+        "{failure:?}"
+    );
     assert_eq!(failed.report.steps.last().unwrap().status, StepStatus::Failed);
+    // Each step by its id with its type, as people read it everywhere.
+    assert_eq!(failed.report.steps.last().unwrap().label(), "llm (LLMCall)");
+    assert_eq!(resumed.report.steps.last().unwrap().label(), "save (PersistSession)");
     assert_eq!(paused.report.interventions.len(), 1);
     assert_eq!(paused.report.steps.last().unwrap().status, StepStatus::Blocked);
     assert_eq!(paused.report.steps.len(), 1 + plan(true).steps().iter().position(|s| s.id == "remember").unwrap());
@@ -80,6 +89,19 @@ fn every_finished_cycle_is_kept_with_its_steps_and_read_back_newest_first_after_
     // The runtime reads the same history.
     let rt = runtime(&d, plan(true), &demo, None, false);
     assert_eq!(planlock::block_on(rt.history(2)).unwrap().entries, history.entries[..2]);
+}
+
+#[test]
+fn an_abandoned_cycle_is_kept_once_and_its_number_runs_again() {
+    let d = dirs();
+    let mut rt = runtime(&d, plan(true), &Demo::new(), None, false);
+    assert!(matches!(rt.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
+    rt.abandon_blocking().unwrap();
+    assert!(matches!(rt.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
+    let history = planlock::block_on(FileRecords::new(d.root.path()).history(10)).unwrap();
+    let ends: Vec<(u64, CycleEnd)> = history.entries.iter().map(|e| (e.cycle, e.end)).collect();
+    assert_eq!(ends, [(1, CycleEnd::Paused), (1, CycleEnd::Abandoned), (1, CycleEnd::Paused)]);
+    assert!(history.entries[1].report.steps.is_empty(), "an abandoned cycle ran nothing more");
 }
 
 #[test]

@@ -342,7 +342,8 @@ pub(crate) async fn session_page(
     let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
     let mut conn = db.connection().await.map_err(|e| failed(e.to_string()))?;
     // The order comes from the sessions' rows alone (their last cycle's outcome is kept there);
-    // the records' texts are read for the page's rows only.
+    // the records' texts are read for the page's rows only. The count is its own aggregate, so
+    // the page is the top of a bounded sort (a window count over every row would sort them all).
     let sql = "WITH page AS (
            SELECT session_key,
                   CASE WHEN intervention IS NOT NULL AND
@@ -352,15 +353,16 @@ pub(crate) async fn session_page(
                        ELSE 'ready' END AS status,
                   GREATEST(updated_at, last_cycle_at) AS active
            FROM planlock_sessions
-           WHERE state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL),
+           WHERE (state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL)
+             AND session_key ILIKE ALL($4::text[])),
+         matching AS MATERIALIZED (SELECT * FROM page WHERE $1::text IS NULL OR status = $1),
          chosen AS (
-           SELECT session_key, status, active, count(*) OVER () AS total FROM page
-           WHERE ($1::text IS NULL OR status = $1) AND session_key ILIKE ALL($4::text[])
+           SELECT session_key, status, active FROM matching
            ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], status), active DESC, session_key
            OFFSET $2 LIMIT $3)
          SELECT c.session_key, s.state, s.intervention,
                 (SELECT entry FROM planlock_cycle_history WHERE session_key = c.session_key ORDER BY seq DESC LIMIT 1),
-                c.total
+                (SELECT count(*) FROM matching)
          FROM chosen c JOIN planlock_sessions s USING (session_key)
          ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], c.status), c.active DESC, c.session_key";
     let rows = conn
