@@ -414,6 +414,7 @@ fn the_inbox_is_paged_and_its_list_is_bounded() {
     assert!(!both.contains("/inbox/big/approve") && !both.contains("long words"), "no form and no shown value");
     let page = console.pause_page(&cookie, "big").body;
     assert_eq!(page.matches("long words").count(), 3000, "the pause's page shows it whole");
+    assert!(page.contains("<pre class=\"shown\">{\n  &quot;"), "as lines of pretty JSON, not escaped line breaks");
     assert!(page.contains("/inbox/big/approve"), "and is where it is decided");
     let session = console.get(&cookie, "/sessions/big").body;
     assert!(session.contains("Session id <code>") && session.contains("href=\"/inbox/big/1/remember\""), "{session}");

@@ -170,10 +170,12 @@ pub fn pause_page(
     back: &str,
     flash: Option<Flash>,
 ) -> String {
+    /// A part of what is shown, as lines of pretty JSON (the template puts the line breaks: a
+    /// value's own control characters are shown as escapes).
     #[derive(Serialize)]
     struct Part {
         name: String,
-        json: String,
+        lines: Vec<String>,
     }
     #[derive(Serialize)]
     struct Form {
@@ -220,20 +222,22 @@ pub fn pause_page(
     }
     let now = Timestamp::now();
     let r = &pause.record;
-    let pretty = |value: &Json| serde_json::to_string_pretty(value).unwrap_or_default();
+    let pretty = |value: &Json| {
+        serde_json::to_string_pretty(value).unwrap_or_default().split('\n').map(str::to_owned).collect::<Vec<_>>()
+    };
     // What it shows: a step's input is `{payload, results}`, shown payload first; anything else
     // (a step's result, a record cut to 64 KiB) whole.
     let (payload, results) = match (&r.shown, r.shown_truncated) {
         (Some(Json::Object(shown)), false) if shown.contains_key("payload") => {
             let results = match shown.get("results") {
                 Some(Json::Object(results)) => {
-                    results.iter().map(|(name, value)| Part { name: name.clone(), json: pretty(value) }).collect()
+                    results.iter().map(|(name, value)| Part { name: name.clone(), lines: pretty(value) }).collect()
                 }
                 _ => Vec::new(),
             };
-            (shown.get("payload").map(|p| Part { name: "payload".into(), json: pretty(p) }), results)
+            (shown.get("payload").map(|p| Part { name: "payload".into(), lines: pretty(p) }), results)
         }
-        (Some(value), _) => (Some(Part { name: "shown".into(), json: pretty(value) }), Vec::new()),
+        (Some(value), _) => (Some(Part { name: "shown".into(), lines: pretty(value) }), Vec::new()),
         (None, _) => (None, Vec::new()),
     };
     let decided = pause.decision.is_some();
