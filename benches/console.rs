@@ -99,9 +99,9 @@ fn measure(console: &Console, rounds: usize) -> Vec<(&'static str, Vec<Duration>
     let kinds: [(&str, &str); 5] = [
         ("floor: GET /static/console.css", "/static/console.css"),
         ("GET /sessions", "/sessions"),
-        ("GET /sessions?q=", "/sessions?q=t-00"),
+        ("GET /sessions?q=", "/sessions?q=S000"),
         ("GET /inbox", "/inbox"),
-        ("GET /inbox?filters", "/inbox?state=waiting&stepType=PersistMemory&olderThan=0s&q=t-00&order=newest"),
+        ("GET /inbox?filters", "/inbox?state=waiting&stepType=PersistMemory&olderThan=0s&q=s000+remember&order=newest"),
     ];
     let cookies: Vec<String> = (0..CLIENTS).map(|c| console.sign_in(&format!("client-{c}"))).collect();
     let mut times: Vec<Vec<Duration>> = vec![Vec::new(); kinds.len()];
@@ -134,31 +134,34 @@ fn proc_status(console: &Console, field: &str) -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// What 16 open `/events` streams cost the console: resident KiB and threads, per stream.
+/// What open `/events` streams cost the console: resident KiB and threads, per stream.
 fn events_cost(console: &Console) {
     use std::io::{Read, Write};
-    const STREAMS: usize = 16;
+    // Beside the warm one: 16 in all, the most one client address may hold.
+    const STREAMS: usize = 15;
     let cookie = console.sign_in("events");
-    let settle = || std::thread::sleep(Duration::from_millis(1500));
+    let settle = || std::thread::sleep(Duration::from_millis(2500));
+    let open = || {
+        let mut s = std::net::TcpStream::connect(&console.addr).unwrap();
+        let ask = format!("GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n", console.addr);
+        s.write_all(ask.as_bytes()).unwrap();
+        let mut first = [0u8; 512];
+        let _ = s.read(&mut first).unwrap();
+        s
+    };
+    // One stream first, so that what any stream makes the console read (the pulse: over a
+    // directory, the snapshot of every root) is in the baseline; then 16 more.
+    let warm = open();
     settle();
     let (rss, threads) = (proc_status(console, "VmRSS"), proc_status(console, "Threads"));
-    let streams: Vec<std::net::TcpStream> = (0..STREAMS)
-        .map(|_| {
-            let mut s = std::net::TcpStream::connect(&console.addr).unwrap();
-            let ask = format!("GET /events HTTP/1.1\r\nHost: {}\r\nCookie: {cookie}\r\n\r\n", console.addr);
-            s.write_all(ask.as_bytes()).unwrap();
-            let mut first = [0u8; 512];
-            let _ = s.read(&mut first).unwrap();
-            s
-        })
-        .collect();
+    let streams: Vec<std::net::TcpStream> = (0..STREAMS).map(|_| open()).collect();
     settle();
     let (rss_open, threads_open) = (proc_status(console, "VmRSS"), proc_status(console, "Threads"));
     println!(
         "  /events: {STREAMS} open streams: resident {rss} -> {rss_open} KiB ({:+.1} KiB a stream), threads {threads} -> {threads_open}",
         (rss_open as f64 - rss as f64) / STREAMS as f64
     );
-    drop(streams);
+    drop((warm, streams));
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -186,6 +189,16 @@ fn main() {
     let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
     console.get(&console.sign_in("warm"), "/sessions");
     report("files", measure(&console, rounds));
+    drop(console);
+    // What a stream costs, measured on a console of a few roots: over 10,000 the pulse's
+    // snapshot is re-read every 2 s while a stream is open, and its allocations would be counted.
+    let few = tempfile::tempdir().unwrap();
+    for name in ["s00000", "s09999"] {
+        let copied = Command::new("cp").arg("-a").arg(dir.path().join(name)).arg(few.path()).status().unwrap();
+        assert!(copied.success());
+    }
+    let console = serve(&["--sessions".as_ref(), few.path().as_os_str()], &[]);
+    println!("== files, 2 sessions");
     events_cost(&console);
     drop(console);
     let Some(server) = common::pg::PgServer::start() else {
@@ -195,6 +208,11 @@ fn main() {
     };
     let url = server.database("console");
     database_sessions(&server, "console", &url, dir.path());
+    if let Ok(hold) = std::env::var("PLANLOCK_BENCH_HOLD") {
+        // To look at the database by hand (`psql "$URL"`): its URL, and a wait.
+        println!("holding the database for {hold} s: {url}");
+        std::thread::sleep(Duration::from_secs(hold.parse().unwrap_or(600)));
+    }
     let console = serve(&["--database".as_ref(), url.as_ref()], &[]);
     console.get(&console.sign_in("warm"), "/sessions");
     report("PostgreSQL", measure(&console, rounds));

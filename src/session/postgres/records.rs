@@ -342,29 +342,29 @@ pub(crate) async fn session_page(
     let failed = |reason: String| SessionError::Database { key: "(every session)".into(), reason };
     let mut conn = db.connection().await.map_err(|e| failed(e.to_string()))?;
     // The order comes from the sessions' rows alone (their last cycle's outcome is kept there);
-    // the records' texts are read for the page's rows only. The count is its own aggregate, so
-    // the page is the top of a bounded sort (a window count over every row would sort them all).
+    // the records' texts are read for the page's rows only. The count is its own aggregate (a
+    // second scan of the rows, cheaper than keeping them), so the page is the top of a bounded
+    // sort (a window count over every row would sort them all).
+    // Statuses as ranks in their order (paused, expired, halted, ready), from columns alone: a
+    // pause's expiry is kept beside its record (schema 7), so no record is parsed to order them.
     let sql = "WITH page AS (
            SELECT session_key,
-                  CASE WHEN intervention IS NOT NULL AND
-                            (intervention::jsonb ->> 'expiresAt')::timestamptz < now() THEN 'expired'
-                       WHEN intervention IS NOT NULL THEN 'paused'
-                       WHEN last_class = 'FailFast' THEN 'halted'
-                       ELSE 'ready' END AS status,
+                  CASE WHEN intervention IS NULL THEN (CASE WHEN last_class = 'FailFast' THEN 2 ELSE 3 END)
+                       WHEN pause_expires_at < now() THEN 1
+                       ELSE 0 END AS rank,
                   GREATEST(updated_at, last_cycle_at) AS active
            FROM planlock_sessions
            WHERE (state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL)
-             AND session_key ILIKE ALL($4::text[])),
-         matching AS MATERIALIZED (SELECT * FROM page WHERE $1::text IS NULL OR status = $1),
-         chosen AS (
-           SELECT session_key, status, active FROM matching
-           ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], status), active DESC, session_key
-           OFFSET $2 LIMIT $3)
+             AND (cardinality($4::text[]) = 0 OR session_key ILIKE ALL($4::text[]))),
+         matching AS NOT MATERIALIZED (
+           SELECT * FROM page
+           WHERE $1::text IS NULL OR rank = array_position(ARRAY['paused', 'expired', 'halted', 'ready'], $1) - 1),
+         chosen AS (SELECT session_key, rank, active FROM matching ORDER BY rank, active DESC, session_key OFFSET $2 LIMIT $3)
          SELECT c.session_key, s.state, s.intervention,
                 (SELECT entry FROM planlock_cycle_history WHERE session_key = c.session_key ORDER BY seq DESC LIMIT 1),
                 (SELECT count(*) FROM matching)
          FROM chosen c JOIN planlock_sessions s USING (session_key)
-         ORDER BY array_position(ARRAY['paused', 'expired', 'halted', 'ready'], c.status), c.active DESC, c.session_key";
+         ORDER BY c.rank, c.active DESC, c.session_key";
     let rows = conn
         .query_typed(
             sql,
