@@ -251,7 +251,7 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     let mut runtime = Runtime::builder(&fx.policy, fx.plan.clone(), opened.into_session_store())
         .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
-        .bundle(manifest)
+        .bundle(manifest.clone())
         .boot_blocking()
         .unwrap();
     assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
@@ -264,6 +264,28 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     assert!(block_on(b.records("never-opened")).is_err_and(|e| planlock::Failure::code(&e) == "unknown-session"));
     let glances = block_on(b.glances(Some("paused"), &[], 0, 10, 100)).unwrap();
     assert_eq!((glances.sessions.len(), glances.paged_total), (1, Some(1)));
+    // A pause past its expiry is `expired`, ordered after the paused ones: from the expiry the
+    // server keeps beside the record (schema 7), no record parsed.
+    let opened = block_on(a.open("t-expiring")).unwrap();
+    let resolved = opened.resolve(&StrategyResolver::default(), &manifest).unwrap();
+    let mut expiring = Runtime::builder(&fx.policy, fx.plan.clone(), opened.into_session_store())
+        .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).boxed())
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &json!({}), ReviewGate)
+        .bundle(manifest.clone())
+        .approval_ttl(std::time::Duration::from_millis(300))
+        .boot_blocking()
+        .unwrap();
+    assert!(matches!(expiring.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    let names = |status: Option<&'static str>| {
+        let glances = block_on(b.glances(status, &[], 0, 10, 100)).unwrap();
+        glances.sessions.into_iter().map(|(name, _)| name).collect::<Vec<_>>()
+    };
+    assert_eq!(
+        (names(Some("paused")), names(Some("expired"))),
+        (vec!["t-1".to_owned()], vec!["t-expiring".to_owned()])
+    );
+    assert_eq!(names(None), ["t-1", "t-expiring"], "paused, then expired");
     // The sessions' search: every word in the name, in any case, `%` and `_` as themselves.
     let found = |words: &[&str]| {
         let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
@@ -271,7 +293,7 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     };
     assert_eq!(
         (found(&["t-"]), found(&["t-", "1"]), found(&["t-", "2"]), found(&["t%"]), found(&["_"])),
-        (Some(1), Some(1), Some(0), Some(0), Some(0))
+        (Some(2), Some(1), Some(0), Some(0), Some(0))
     );
     let (code, listing) = inbox(&url, &["list"]);
     assert_eq!(code, Some(0), "{listing}");
