@@ -173,6 +173,21 @@ pub enum AccessCommand {
     NewToken,
 }
 
+/// The pause a decision is on, and who decides: what `inbox approve|reject|abandon` share.
+#[derive(clap::Args)]
+pub struct OnPause {
+    #[command(flatten)]
+    pub sessions: SessionsArgs,
+    #[command(flatten)]
+    pub decider: DeciderArgs,
+    /// The pause you decide on, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
+    /// waiting now. A decision for a pause that has ended is refused.
+    #[arg(long, value_name = "ID")]
+    pub pause: Option<String>,
+    /// The session: a root's name under `--sessions`, or a key in `--database`.
+    pub session: String,
+}
+
 #[derive(Subcommand)]
 pub enum InboxCommand {
     /// Every pause waiting for a person, oldest first: filtered as the console's inbox is (the
@@ -214,46 +229,22 @@ pub enum InboxCommand {
     /// was shown.
     Approve {
         #[command(flatten)]
-        sessions: SessionsArgs,
-        #[command(flatten)]
-        decider: DeciderArgs,
+        on: OnPause,
         /// The digest of what you approve (`inbox show` prints it); without it, what the record
         /// shows now.
         #[arg(long, value_name = "HEX")]
         digest: Option<String>,
-        /// The pause you decide on, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
-        /// waiting now. A decision for a pause that has ended is refused.
-        #[arg(long, value_name = "ID")]
-        pause: Option<String>,
-        /// The session: a root's name under `--sessions`, or a key in `--database`.
-        session: String,
     },
     /// Reject a pause: its cycle is abandoned at the session's next `run`.
     Reject {
         #[command(flatten)]
-        sessions: SessionsArgs,
-        #[command(flatten)]
-        decider: DeciderArgs,
-        /// The pause you decide on, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
-        /// waiting now. A decision for a pause that has ended is refused.
-        #[arg(long, value_name = "ID")]
-        pause: Option<String>,
-        /// The session: a root's name under `--sessions`, or a key in `--database`.
-        session: String,
+        on: OnPause,
     },
     /// Abandon a pause without judging what it shows: its cycle is given up at the session's
     /// next `run`. The one way to end an expired pause; a waiting one too.
     Abandon {
         #[command(flatten)]
-        sessions: SessionsArgs,
-        #[command(flatten)]
-        decider: DeciderArgs,
-        /// The pause you abandon, `CYCLE@CREATED` (`inbox show` prints it); without it, the one
-        /// waiting now.
-        #[arg(long, value_name = "ID")]
-        pause: Option<String>,
-        /// The session: a root's name under `--sessions`, or a key in `--database`.
-        session: String,
+        on: OnPause,
     },
     /// A session's approval log: every decision and what became of it.
     Log {

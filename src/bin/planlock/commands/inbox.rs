@@ -10,7 +10,7 @@ use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
 use serde::Serialize;
 
-use crate::args::{DeciderArgs, InboxCommand, SessionsArgs};
+use crate::args::{InboxCommand, OnPause, SessionsArgs};
 use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_VALID};
 use crate::output::{Output, Report, Text, line};
 
@@ -32,15 +32,9 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
             out.report(&ShowReport(pause));
             Ok(EXIT_VALID)
         }
-        InboxCommand::Approve { sessions, decider, digest, pause, session } => {
-            decide_on(out, &sessions, &session, ReviewVerdict::Approve, decider, Shown { digest, pause })
-        }
-        InboxCommand::Reject { sessions, decider, pause, session } => {
-            decide_on(out, &sessions, &session, ReviewVerdict::Reject, decider, Shown { digest: None, pause })
-        }
-        InboxCommand::Abandon { sessions, decider, pause, session } => {
-            decide_on(out, &sessions, &session, ReviewVerdict::Abandon, decider, Shown { digest: None, pause })
-        }
+        InboxCommand::Approve { on, digest } => decide_on(out, on, ReviewVerdict::Approve, digest),
+        InboxCommand::Reject { on } => decide_on(out, on, ReviewVerdict::Reject, None),
+        InboxCommand::Abandon { on } => decide_on(out, on, ReviewVerdict::Abandon, None),
         InboxCommand::Log { sessions, session } => {
             let inbox = open(&sessions)?;
             let records = planlock::block_on(inbox.records(&session)).map_err(|e| CliError::of(&e))?;
@@ -80,34 +74,24 @@ fn paused(inbox: &Inbox, session: &str) -> Result<PendingPause, CliError> {
     }
 }
 
-/// What the decider was shown, as the command line names it: the digest and the pause.
-struct Shown {
-    digest: Option<String>,
-    pause: Option<String>,
-}
-
-fn decide_on(
-    out: &mut Output,
-    sessions: &SessionsArgs,
-    session: &str,
-    verdict: ReviewVerdict,
-    decider: DeciderArgs,
-    shown: Shown,
-) -> Result<u8, CliError> {
+/// Records `verdict` on the pause `on` names, by its decider; an approval bound to `digest`
+/// when given (what `inbox show` printed).
+fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Option<String>) -> Result<u8, CliError> {
+    let OnPause { sessions, decider, pause: pause_id, session } = on;
     let access = decider.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
-    let inbox = open(sessions)?;
-    let pause = paused(&inbox, session)?;
+    let inbox = open(&sessions)?;
+    let pause = paused(&inbox, &session)?;
     let mut decision = ReviewDecision::new(&pause.record, verdict, decider.by, decider.reason).via(Via::Cli);
-    if let Some(hex) = shown.digest {
+    if let Some(hex) = digest {
         let parsed =
             hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
         decision.shown_digest = Some(parsed);
     }
-    if let Some(id) = shown.pause {
+    if let Some(id) = pause_id {
         decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
     }
     let recorded = planlock::block_on(async {
-        let records = inbox.records(session).await.map_err(|e| CliError::of(&e))?;
+        let records = inbox.records(&session).await.map_err(|e| CliError::of(&e))?;
         decide_with(records.as_ref(), &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))
     })?;
     decision.verified = Some(access.is_some());
@@ -116,7 +100,7 @@ fn decide_on(
         Recorded::Again => (true, None),
         Recorded::Counted { approvals, required } => (false, Some((approvals, required))),
     };
-    out.report(&DecidedReport { session: session.to_owned(), decision, again, counted });
+    out.report(&DecidedReport { session, decision, again, counted });
     Ok(EXIT_VALID)
 }
 
