@@ -1,5 +1,5 @@
 //! `GET /events`: the pages' live updates (CONTRACT §15), a `text/event-stream` a page's script
-//! opens with `EventSource`. Each second the stream looks at the console's pulse — how many
+//! opens with `EventSource`. Twice a second the stream looks at the console's pulse — how many
 //! pauses wait, and a fingerprint of every pause's state and the sessions' first page — read at
 //! most once per [`FRESH`](super::view::FRESH) for all streams together; when it changed, it
 //! sends `{"pending": N, "version": "…"}` and the page reads the rows that changed. A stream is
@@ -15,8 +15,9 @@ use hyper::body::{Body, Bytes, Frame};
 
 use super::State;
 
-/// How often a stream looks at the pulse.
-const LOOK_EVERY: Duration = Duration::from_secs(1);
+/// How often a stream looks at the pulse (kept for all streams, at most 2 s old): a change is
+/// sent within 2.5 s.
+const LOOK_EVERY: Duration = Duration::from_millis(500);
 /// How often a stream with nothing to say sends a comment (proxies close silent streams).
 const KEEP_ALIVE: Duration = Duration::from_secs(15);
 /// The messages a stream holds for a slow reader; past them it waits.

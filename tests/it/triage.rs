@@ -101,6 +101,9 @@ fn an_expired_pause_is_abandoned_with_who_and_why_and_its_next_run_ends_it() {
     let (_, status, _) = cli(d, &["status", "--root", "late", "--history", "5"]);
     assert_eq!(status["history"][0]["end"], "abandoned", "{status}");
     assert_eq!(status["history"][0]["cycle"], 1, "{status}");
+    let text = planlock().current_dir(d).args(["status", "--root", "late", "--history", "5"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("cycle 1 abandoned") && text.contains("remember (PersistMemory) Blocked"), "{text}");
     // A waiting pause may be abandoned too; one abandon ends a pause that needs two approvals.
     assert_eq!(run(d, "late", &[]), 4, "the same cycle runs again and pauses");
     let (code, _, stderr) =
