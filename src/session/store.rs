@@ -95,11 +95,11 @@ pub trait SessionStore: Send + Sync {
         cycle: CycleGuard,
         entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>>;
-    /// Whether the store keeps the pause's `paused` notice (the outbox of `pause.created`,
-    /// CONTRACT §18) with its record and copies it into the log with the pause's outcome itself
-    /// (PostgreSQL: on the session's row, by the same statement). Otherwise (files, by default)
-    /// the record itself is the durable cause, and the runtime logs the notice before the
-    /// pause's outcome when no notifier has.
+    /// Whether the store logs the pause's `paused` notice (the outbox of `pause.created`,
+    /// CONTRACT §18) itself when it logs the pause's outcome, unless a notifier has (PostgreSQL:
+    /// made from the record on the session's row, in the outcome's round trip). Otherwise
+    /// (files, by default) the runtime does, reading the record first. Either way the record
+    /// is the notice's durable cause, and a pause's own write is its record alone.
     fn notices_with_record(&self) -> bool {
         false
     }

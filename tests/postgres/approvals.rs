@@ -276,6 +276,17 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
         .boot_blocking()
         .unwrap();
     assert!(matches!(expiring.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    // A pause's `paused` event, as the server makes it from the record (what its outcome logs
+    // first where no sender has), is the one the library makes: with an expiry and without.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    for key in ["t-1", "t-expiring"] {
+        let row = client
+            .query_one("SELECT planlock_paused_event(intervention), intervention FROM planlock_sessions WHERE session_key = $1", &[&key])
+            .unwrap();
+        let (made, record): (String, String) = (row.get(0), row.get(1));
+        let record: planlock::session::InterventionRecord = serde_json::from_str(&record).unwrap();
+        assert_eq!(serde_json::from_str::<ApprovalEvent>(&made).unwrap(), ApprovalEvent::paused(&record), "{key}");
+    }
     std::thread::sleep(std::time::Duration::from_millis(400));
     let names = |status: Option<&'static str>| {
         let glances = block_on(b.glances(status, &[], 0, 10, 100)).unwrap();

@@ -30,8 +30,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    ApprovalEvent, BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, InterventionRecord, ReservedSession,
-    SessionError, SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, InterventionRecord, ReservedSession, SessionError,
+    SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
@@ -224,7 +224,7 @@ impl PgSessionStore {
         params: &[Param<'_>],
         in_cycle: InCycle<'_>,
     ) -> Result<(), SessionError> {
-        self.write_with(doing, set, params, in_cycle, None, None).await
+        self.write_with(doing, set, params, in_cycle, None).await
     }
 
     /// [`write`](Self::write), with the cycle's history `entry` (and how many to keep) added
@@ -236,16 +236,8 @@ impl PgSessionStore {
         params: &[Param<'_>],
         in_cycle: InCycle<'_>,
         entry: Option<HistoryEntry>,
-        notice: Option<&ApprovalEvent>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
-        // A pause's notice is kept on the session's row with its record, by the same statement
-        // (its parameter follows the write's own): no row, index entry or round trip of its own.
-        // The first sender that sees it, or the pause's outcome, copies it into the log.
-        let set = match notice {
-            Some(_) => format!("{set}, pause_notice = ${}", 5 + params.len()),
-            None => set.to_owned(),
-        };
         let sql = format!(
             "WITH written AS (
                UPDATE planlock_sessions
@@ -263,10 +255,6 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
-        let notice = notice.map(|n| serde_json::to_string(n).unwrap_or_default());
-        if let Some(text) = &notice {
-            all.push((text, Type::TEXT));
-        }
         let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
         let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
         let mut query = Vec::with_capacity(2);
@@ -314,7 +302,6 @@ impl PgSessionStore {
         set: &str,
         value: &T,
         (cycle, entry): (CycleGuard, Option<HistoryEntry>),
-        notice: Option<&ApprovalEvent>,
     ) -> Result<(), SessionError> {
         let text = serde_json::to_string(value).map_err(|e| SessionError::Database {
             key: self.records.key.clone(),
@@ -327,7 +314,7 @@ impl PgSessionStore {
             Some(cycle) => InCycle::Commit(Box::new(cycle)),
             None => InCycle::Alone,
         };
-        self.write_with(doing, set, &params, in_cycle, entry, notice).await
+        self.write_with(doing, set, &params, in_cycle, entry).await
     }
 
     async fn write_json<T: Serialize + Sync>(
@@ -456,7 +443,7 @@ impl SessionStore for PgSessionStore {
             // The session exists now: its reserved id has done its work (one statement, so
             // both or neither). The cycle's history entry is kept in the same commit.
             let set = "state = $5, reserved = NULL";
-            self.commit_cycle("saving the session", "session state", set, &state, (cycle, entry), None).await?;
+            self.commit_cycle("saving the session", "session state", set, &state, (cycle, entry)).await?;
             Ok(Durable::keeping(state))
         })
     }
@@ -470,9 +457,9 @@ impl SessionStore for PgSessionStore {
         entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>> {
         Box::pin(async move {
+            // The record alone: its `paused` event is made from it when it is logged (schema 7).
             let (doing, what) = ("saving the intervention record", "intervention record");
-            let notice = ApprovalEvent::paused(record);
-            self.commit_cycle(doing, what, "intervention = $5", record, (cycle, entry), Some(&notice)).await?;
+            self.commit_cycle(doing, what, "intervention = $5", record, (cycle, entry)).await?;
             Ok(Durable::keeping(()))
         })
     }

@@ -207,8 +207,9 @@ impl SessionRecords for PgRecords {
     fn record_decision<'a>(&'a self, decision: &'a ReviewDecision, required: usize) -> StoreFuture<'a, Recorded> {
         Box::pin(self.record(decision, required))
     }
-    /// The pause's `paused` notice, kept on the session's row with its record, is copied into
-    /// the log first, in the same round trip (unless a sender copied it already).
+    /// The pause's `paused` notice, made from its record on the session's row (the outcome is
+    /// logged before the record is removed or replaced), is logged first, in the same round trip
+    /// (unless a sender logged it already).
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
         Box::pin(async move {
             let pause = serde_json::to_string(outcome.pause()).unwrap_or_default();
@@ -225,9 +226,9 @@ impl SessionRecords for PgRecords {
             let batch = [
                 Query::typed(
                     "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
-                     SELECT session_key, $2, 'paused', pause_notice FROM planlock_sessions
-                     WHERE session_key = $1 AND pause_notice IS NOT NULL
-                       AND (pause_notice::jsonb -> 'pause') = $2::jsonb
+                     SELECT session_key, $2, 'paused', planlock_paused_event(intervention) FROM planlock_sessions
+                     WHERE session_key = $1 AND intervention IS NOT NULL
+                       AND (planlock_paused_event(intervention)::jsonb -> 'pause') = $2::jsonb
                      ON CONFLICT (session_key, pause) WHERE kind = 'paused' DO NOTHING",
                     &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
                 ),
