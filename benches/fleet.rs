@@ -13,8 +13,11 @@
 //! PostgreSQL's processes and the model server), peak RSS per worker and per in-flight session
 //! (growth over the worker's RSS before it booted its sessions), PostgreSQL commits per cycle
 //! (`pg_stat_database.xact_commit` over the window) and of those the ones that wrote (transaction
-//! ids assigned over the window: the commits that wait for a WAL flush). The floor: bare compare-and-set session
-//! saves/s with W clients, in the same run. The peer: `benches/peers/langgraph_fleet.py`, the same
+//! ids assigned over the window: the commits that wait for a WAL flush), the WAL bytes written.
+//! The floor: bare compare-and-set session saves/s with W clients, measured right before and
+//! right after each window it is compared with (PostgreSQL, latency 0), so that the machine's
+//! load moves both alike; such a configuration runs `FLEET_ROUNDS` alternating windows (3; 1 in
+//! a quick run) and the spread of its ratio to the floor over them is printed. The peer: `benches/peers/langgraph_fleet.py`, the same
 //! 12-step work as a LangGraph graph with `langgraph-checkpoint-postgres` and LangGraph's
 //! PostgreSQL store on the same server, the same mock model, S sessions as threads driven by
 //! asyncio in W processes, in a virtual environment this bench creates and reuses.
@@ -102,6 +105,9 @@ pub struct Figures {
     /// Round trips to PostgreSQL over the window, as the workers' pools counted them (a
     /// pipelined batch of statements is one); none on files, or for the peer.
     pub round_trips: Option<u64>,
+    /// The write-ahead log PostgreSQL wrote over the window, in bytes (every process's: the
+    /// window's work is the only work).
+    pub wal_bytes: Option<u64>,
     pub errors: u64,
 }
 
@@ -113,6 +119,12 @@ impl Figures {
 
 /// The configurations of a full run: every latency × S × W on PostgreSQL and on files, and
 /// S = 256 too at 500 ms with 2 workers, for the plot.
+/// How many alternating windows a configuration with a floor gets (`FLEET_ROUNDS`; 3, or 1 in
+/// a quick run): the spread over them is printed.
+fn floor_rounds(quick: bool) -> usize {
+    std::env::var("FLEET_ROUNDS").ok().and_then(|r| r.parse().ok()).unwrap_or(if quick { 1 } else { 3 })
+}
+
 fn configs(quick: bool) -> Vec<Config> {
     // `FLEET_CONFIG=postgres:500:1000:2` (backend:latency:S:W) runs that one alone.
     if let Ok(one) = std::env::var("FLEET_CONFIG") {
@@ -242,6 +254,7 @@ fn measure(
     progress("booted; waiting for PostgreSQL's statistics to settle");
     let commits_before = pg.map(|pg| pg.settled_commits(Duration::from_millis(10_500), Duration::from_secs(1)));
     let xid_before = pg.map(proc::PgWatch::next_xid);
+    let wal_before = pg.map(proc::PgWatch::wal_bytes);
     progress("window");
     if let Some(pg) = pg {
         pg.reset_statements();
@@ -258,6 +271,7 @@ fn measure(
     // counted nowhere).
     let (pg_cpu_after, model_cpu_after) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     let writes = pg.zip(xid_before).map(|(pg, before)| pg.next_xid().saturating_sub(before));
+    let wal_bytes = pg.zip(wal_before).map(|(pg, before)| pg.wal_bytes().saturating_sub(before));
     if let Some(pg) = pg {
         pg.print_statements(results.iter().map(|r| r["all_cycles"].as_u64().unwrap_or(0)).sum());
     }
@@ -290,11 +304,26 @@ fn measure(
         commits,
         writes,
         round_trips: results.iter().map(|r| r["round_trips"].as_u64()).sum(),
+        wal_bytes,
         errors: results.iter().map(|r| r["errors"].as_u64().unwrap_or(0)).sum(),
     })
 }
 
-fn print(system: &str, config: Config, f: &Figures, floor: Option<f64>) {
+/// The compare-and-set floor measured right before and right after a window (same W), so that
+/// a machine's load moves the floor and the configuration alike.
+#[derive(Debug, Clone, Copy)]
+pub struct Floors {
+    pub before: f64,
+    pub after: f64,
+}
+
+impl Floors {
+    fn mean(self) -> f64 {
+        (self.before + self.after) / 2.0
+    }
+}
+
+fn print(system: &str, config: Config, f: &Figures, floor: Option<Floors>) {
     let backend = match config.backend {
         Backend::Postgres => "PostgreSQL",
         Backend::Files => "files + SQLite",
@@ -308,7 +337,12 @@ fn print(system: &str, config: Config, f: &Figures, floor: Option<f64>) {
         let ideal = config.sessions as f64 / (2.0 * config.latency_ms as f64 / 1000.0);
         format!("({:.2}x the ideal S / (2 calls x latency) = {ideal:.0})", rate / ideal)
     } else if let Some(floor) = floor {
-        format!("({:.3}x the bare compare-and-set saves/s floor, {floor:.0}, same W)", rate / floor)
+        format!(
+            "({:.3}x the bare compare-and-set saves/s floor, {:.0} before and {:.0} after, same W)",
+            rate / floor.mean(),
+            floor.before,
+            floor.after
+        )
     } else {
         String::new()
     };
@@ -329,6 +363,9 @@ fn print(system: &str, config: Config, f: &Figures, floor: Option<f64>) {
     if let Some(r) = f.round_trips {
         println!("  PostgreSQL round trips per cycle  {:>10.2}", r as f64 / cycles);
     }
+    if let Some(w) = f.wal_bytes {
+        println!("  PostgreSQL WAL bytes per cycle    {:>10.0}", w as f64 / cycles);
+    }
     if f.errors > 0 {
         println!("  failed cycles                     {:>10}", f.errors);
     }
@@ -344,6 +381,7 @@ fn record(system: &str, config: Config, f: &Figures) -> Value {
         "commitsPerCycle": f.commits.map(|c| c as f64 / f.all_cycles.max(1) as f64),
         "writesPerCycle": f.writes.map(|w| w as f64 / f.all_cycles.max(1) as f64), "errors": f.errors,
         "roundTripsPerCycle": f.round_trips.map(|r| r as f64 / f.all_cycles.max(1) as f64),
+        "walBytesPerCycle": f.wal_bytes.map(|w| w as f64 / f.all_cycles.max(1) as f64),
     })
 }
 
@@ -383,7 +421,6 @@ fn main() {
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fleet");
     std::fs::create_dir_all(&out).unwrap();
     let mut records = Vec::new();
-    let mut floors = std::collections::HashMap::new();
     let mut models: Vec<(u64, proc::ModelServer)> = Vec::new();
     let began = Instant::now();
     println!("fleet: {} configurations, {} s windows, {} cores", configs(quick).len(), window.as_secs(), cores());
@@ -392,8 +429,10 @@ fn main() {
             models.push((config.latency_ms, proc::ModelServer::start(config.latency_ms)));
         }
         let model = &models.iter().find(|(l, _)| *l == config.latency_ms).unwrap().1;
-        let floor = (config.backend == Backend::Postgres && config.latency_ms == 0)
-            .then(|| *floors.entry(config.workers).or_insert_with(|| proc::cas_floor(&url, config.workers, window)));
+        // The floor is measured around each window it is compared with (latency 0, PostgreSQL).
+        let floored = config.backend == Backend::Postgres && config.latency_ms == 0;
+        let floor_now = || proc::cas_floor(&url, config.workers, window);
+        let mut last_floor = floored.then(floor_now);
         let tag = format!("c{n}");
         let place = match config.backend {
             Backend::Postgres => {
@@ -402,18 +441,47 @@ fn main() {
             }
             Backend::Files => dir.path().join(&tag).display().to_string(),
         };
-        let commands = (0..config.workers)
-            .map(|w| worker::command(config, w, &tag, &place, &model.url, &policy, &plan, window))
-            .collect();
         let watch = (config.backend == Backend::Postgres).then_some(&pg);
-        if let Some(f) = measure(config, window, watch, model, commands) {
+        // Alternating windows where there is a floor: configuration, floor, configuration …
+        let rounds = if floored { floor_rounds(quick) } else { 1 };
+        let mut ratios = Vec::new();
+        for round in 0..rounds {
+            // Each round its own sessions: the last round's workers left their leases held.
+            let tag = if round == 0 { tag.clone() } else { format!("{tag}r{round}") };
+            if round > 0 {
+                worker::fill_queue(&url, &tag, config.sessions);
+            }
+            let commands = (0..config.workers)
+                .map(|w| worker::command(config, w, &tag, &place, &model.url, &policy, &plan, window))
+                .collect();
+            let Some(f) = measure(config, window, watch, model, commands) else { continue };
+            let floor = last_floor.map(|before| Floors { before, after: floor_now() });
             print("planlock", config, &f, floor);
+            if let Some(floor) = floor {
+                ratios.push(f.per_second() / floor.mean());
+                records.push(json!({
+                    "system": "floor: bare compare-and-set saves", "workers": config.workers,
+                    "perSecondBefore": floor.before, "perSecondAfter": floor.after,
+                }));
+                last_floor = Some(floor.after);
+            }
             records.push(record("planlock", config, &f));
+        }
+        if ratios.len() > 1 {
+            ratios.sort_by(f64::total_cmp);
+            println!(
+                "  against the floor, over {} rounds: {:.3}x median, {:.3}x to {:.3}x",
+                ratios.len(),
+                ratios[ratios.len() / 2],
+                ratios[0],
+                ratios[ratios.len() - 1]
+            );
         }
         if let (Some(peer), Backend::Postgres) = (&peer, config.backend) {
             let commands =
                 (0..config.workers).map(|w| peer.command(config, w, &tag, &url, &model.url, window)).collect();
             if let Some(f) = measure(config, window, Some(&pg), model, commands) {
+                let floor = last_floor.map(|before| Floors { before, after: floor_now() });
                 print("LangGraph", config, &f, floor);
                 records.push(record("LangGraph", config, &f));
             }
@@ -423,9 +491,6 @@ fn main() {
         }
     }
     telemetry_overhead(quick, window, &url, &pg, &mut models, &policy, &plan, &mut records);
-    for (w, floor) in &floors {
-        records.push(json!({ "system": "floor: bare compare-and-set saves", "workers": w, "perSecond": floor }));
-    }
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&records).unwrap()).unwrap();
     if !quick {
         std::fs::write(out.join("fleet.svg"), plot::svg(&records)).unwrap();

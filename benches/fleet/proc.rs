@@ -82,6 +82,19 @@ impl PgWatch {
             .unwrap_or(0)
     }
 
+    /// Where the server's write-ahead log is now, in bytes from its start: the difference over
+    /// a window is the WAL the window wrote.
+    pub fn wal_bytes(&self) -> u64 {
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let rows = client.simple_query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint::text").unwrap();
+        rows.iter()
+            .find_map(|m| match m {
+                postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
+                _ => None,
+            })
+            .unwrap_or(0)
+    }
+
     /// Whether the server counts statements (`FLEET_STATEMENTS=1`: `pg_stat_statements` loaded).
     fn counts_statements() -> bool {
         std::env::var_os("FLEET_STATEMENTS").is_some()
