@@ -17,7 +17,11 @@
 //! The floor: bare compare-and-set session saves/s with W clients, measured right before and
 //! right after each window it is compared with (PostgreSQL, latency 0), so that the machine's
 //! load moves both alike; such a configuration runs `FLEET_ROUNDS` alternating windows (3; 1 in
-//! a quick run) and the spread of its ratio to the floor over them is printed. The peer: `benches/peers/langgraph_fleet.py`, the same
+//! a quick run) and the spread of its ratio to the floor over them is printed. The peers
+//! (`FLEET_PEER=langgraph|dbos|all`; the full run: all): `benches/peers/dbos_fleet.py`, the
+//! same 12 steps as a DBOS workflow (each step checkpointed in DBOS's system database on the same
+//! server, the application's rows through psycopg), sessions as asyncio tasks in W processes; and
+//! `benches/peers/langgraph_fleet.py`, the same
 //! 12-step work as a LangGraph graph with `langgraph-checkpoint-postgres` and LangGraph's
 //! PostgreSQL store on the same server, the same mock model, S sessions as threads driven by
 //! asyncio in W processes, in a virtual environment this bench creates and reuses.
@@ -26,7 +30,7 @@
 //! `results.json` and `fleet.svg`). Smoke (one configuration, no peer; what `.ci/run` does):
 //! `cargo test --all-features --bench fleet -- --quick`. One configuration:
 //! `FLEET_CONFIG=postgres:500:1000:2 cargo bench --bench fleet --all-features -- --quick`
-//! (backend:latency ms:S:W; with `FLEET_PEER=1`, LangGraph too; with `FLEET_STATEMENTS=1`, where
+//! (backend:latency ms:S:W; with `FLEET_PEER=dbos|langgraph|all`, the peers too; with `FLEET_STATEMENTS=1`, where
 //! PostgreSQL's time went, statement by statement, from `pg_stat_statements`; with
 //! `FLEET_WRAP=heaptrack` (or any command), each worker runs under that command).
 //!
@@ -415,9 +419,11 @@ fn main() {
     let policy = dir.path().join("policy");
     common::policy(&policy, "friendly");
     let plan = worker::plan_file(dir.path(), &policy);
-    // The smoke run leaves the peer out unless FLEET_PEER is set (its install takes a minute).
-    let with_peer = !quick || std::env::var_os("FLEET_PEER").is_some();
-    let peer = if with_peer { peer::Peer::install(&url, &policy) } else { None };
+    // The smoke run leaves the peers out unless FLEET_PEER is set (an install takes a minute).
+    let chosen = std::env::var("FLEET_PEER").ok();
+    let kinds = if quick && chosen.is_none() { Vec::new() } else { peer::Kind::chosen(chosen.as_deref()) };
+    let peers: Vec<peer::Peer> =
+        kinds.into_iter().filter_map(|kind| peer::Peer::install(kind, &url, &policy)).collect();
     let out = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/fleet");
     std::fs::create_dir_all(&out).unwrap();
     let mut records = Vec::new();
@@ -477,13 +483,13 @@ fn main() {
                 ratios[ratios.len() - 1]
             );
         }
-        if let (Some(peer), Backend::Postgres) = (&peer, config.backend) {
+        for peer in peers.iter().filter(|_| config.backend == Backend::Postgres) {
             let commands =
                 (0..config.workers).map(|w| peer.command(config, w, &tag, &url, &model.url, window)).collect();
             if let Some(f) = measure(config, window, Some(&pg), model, commands) {
                 let floor = last_floor.map(|before| Floors { before, after: floor_now() });
-                print("LangGraph", config, &f, floor);
-                records.push(record("LangGraph", config, &f));
+                print(peer.kind.name(), config, &f, floor);
+                records.push(record(peer.kind.name(), config, &f));
             }
         }
         if config.backend == Backend::Files {

@@ -56,9 +56,14 @@ impl PgWatch {
         total as f64 / ticks()
     }
 
-    /// The counter now: one simple query, one transaction.
-    fn commits(&self, client: &mut postgres::Client) -> u64 {
-        let sql = "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()";
+    /// The counter now: of the bench's database (`all`: false), or of every database of the
+    /// server (a peer may keep its checkpoints in a database of its own, as DBOS's system
+    /// database). One simple query, one transaction.
+    fn commits(&self, client: &mut postgres::Client, all: bool) -> u64 {
+        let sql = match all {
+            false => "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
+            true => "SELECT sum(xact_commit)::bigint FROM pg_stat_database WHERE datname IS NOT NULL",
+        };
         let rows = client.simple_query(sql).unwrap();
         rows.iter()
             .find_map(|m| match m {
@@ -132,25 +137,29 @@ impl PgWatch {
         }
     }
 
-    /// The database's commits once every backend has reported, less this call's own looks:
+    /// The server's commits (every database's) once every backend of the bench's database has
+    /// reported, less this call's own looks:
     /// waits at least `at_least`, then until the count has held still for `quiet` (but for the
     /// looks' own commits: one per look). A backend idle since before the call reports within
     /// 10 s of going idle; one that ended, at once.
     pub fn settled_commits(&self, at_least: Duration, quiet: Duration) -> u64 {
         let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
         let began = Instant::now();
-        let (mut last, mut looks, mut quiet_since) = (self.commits(&mut client), 1u64, Instant::now());
+        // Settled by the bench's database (a peer's own may never be quiet: DBOS polls it), then
+        // read over every database.
+        let (mut last, mut looks, mut quiet_since) = (self.commits(&mut client, false), 1u64, Instant::now());
         while began.elapsed() < at_least || quiet_since.elapsed() < quiet {
             std::thread::sleep(Duration::from_millis(500));
-            let now = self.commits(&mut client);
+            let now = self.commits(&mut client, false);
             looks += 1;
             if now > last + 2 {
                 quiet_since = Instant::now();
             }
             last = now;
         }
+        let all = self.commits(&mut client, true);
         drop(client);
-        last.saturating_sub(looks)
+        all.saturating_sub(looks + 1)
     }
 }
 
