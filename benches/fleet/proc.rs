@@ -64,40 +64,26 @@ impl PgWatch {
             false => "SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()",
             true => "SELECT sum(xact_commit)::bigint FROM pg_stat_database WHERE datname IS NOT NULL",
         };
-        let rows = client.simple_query(sql).unwrap();
-        rows.iter()
-            .find_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
-                _ => None,
-            })
-            .unwrap_or(0)
+        first_number(&client.simple_query(sql).unwrap())
     }
 
     /// The next transaction id the server will assign, read without assigning one: the
     /// difference over a window is the number of transactions that wrote (a read-only one gets
     /// no id, and its commit waits for no WAL flush).
     pub fn next_xid(&self) -> u64 {
+        self.number("SELECT pg_snapshot_xmax(pg_current_snapshot())::text")
+    }
+
+    /// The number one query answers, on a connection of its own.
+    fn number(&self, sql: &str) -> u64 {
         let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
-        let rows = client.simple_query("SELECT pg_snapshot_xmax(pg_current_snapshot())::text").unwrap();
-        rows.iter()
-            .find_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
-                _ => None,
-            })
-            .unwrap_or(0)
+        first_number(&client.simple_query(sql).unwrap())
     }
 
     /// Where the server's write-ahead log is now, in bytes from its start: the difference over
     /// a window is the WAL the window wrote.
     pub fn wal_bytes(&self) -> u64 {
-        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
-        let rows = client.simple_query("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint::text").unwrap();
-        rows.iter()
-            .find_map(|m| match m {
-                postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
-                _ => None,
-            })
-            .unwrap_or(0)
+        self.number("SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint::text")
     }
 
     /// Whether the server counts statements (`FLEET_STATEMENTS=1`: `pg_stat_statements` loaded).
@@ -238,4 +224,15 @@ pub fn cas_floor(url: &str, clients: usize, window: Duration) -> f64 {
         .collect();
     let saves: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
     saves as f64 / window.as_secs_f64()
+}
+
+/// The first row's first column of a simple query's answer, as a number (0 if there is none).
+fn first_number(messages: &[postgres::SimpleQueryMessage]) -> u64 {
+    messages
+        .iter()
+        .find_map(|m| match m {
+            postgres::SimpleQueryMessage::Row(row) => row.get(0).and_then(|v| v.parse().ok()),
+            _ => None,
+        })
+        .unwrap_or(0)
 }

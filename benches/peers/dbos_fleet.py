@@ -7,9 +7,9 @@ database (the bench's), written by the steps through a psycopg pool; the model c
 same mock server over HTTP (httpx). The worker's S/W sessions are asyncio tasks, each running one
 workflow (one cycle) after another.
 
-Protocol (as the Rust workers): environment FLEET_*; prints READY, waits for a line on stdin,
-runs for the window, prints `RESULT {json}` and exits. `FLEET_SETUP=1` creates the tables and
-DBOS's system database once.
+Protocol (as the Rust workers, `fleet_driver.py`): environment FLEET_*; prints READY, waits for
+a line on stdin, runs for the window, prints `RESULT {json}` and exits. `FLEET_SETUP=1` creates
+the tables and DBOS's system database once.
 """
 
 import asyncio
@@ -17,15 +17,14 @@ import hashlib
 import json
 import logging
 import os
-import resource
-import sys
-import time
 from urllib.parse import quote
 
 import httpx
 from dbos import DBOS
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
+
+from fleet_driver import drive, status_kib
 
 TEMPLATE = "Answer {question} using {context}"
 QUESTION = "How do I rotate the API key?"
@@ -155,14 +154,6 @@ def steps(pool, http, model_url, policy):
     return cycle
 
 
-def status_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
-
-
 async def main():
     url = os.environ["FLEET_PLACE"]
     logging.getLogger("dbos").setLevel(logging.WARNING)
@@ -180,41 +171,7 @@ async def main():
                 os._exit(0)
             base = status_kib("VmRSS:")
             DBOS.launch()
-            index, workers = int(os.environ["FLEET_INDEX"]), int(os.environ["FLEET_WORKERS"])
-            sessions, tag = int(os.environ["FLEET_SESSIONS"]), os.environ["FLEET_TAG"]
-            window = int(os.environ["FLEET_WINDOW_MS"]) / 1000.0
-            keys = [f"{tag}/session-{i:04}" for i in range(index, sessions, workers)]
-            print("READY", flush=True)
-            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            cpu_before = usage.ru_utime + usage.ru_stime
-            end = time.monotonic() + window
-            walls, errors = [], [0]
-            period = 2 * int(os.environ["FLEET_LATENCY_MS"]) / 1000.0
-
-            async def session(i, key):
-                # As the other workers: each session starts at its own point of one cycle's model
-                # time; cycles start until the window ends, and the one in flight finishes.
-                await asyncio.sleep(period * i / max(1, len(keys)))
-                number = 0
-                while time.monotonic() < end:
-                    number += 1
-                    started = time.monotonic()
-                    try:
-                        await cycle(key, number)
-                    except Exception as e:  # counted, and the session stops, as a planlock worker's does
-                        errors[0] += 1
-                        print(f"{key}: {e!r}", file=sys.stderr)
-                        return
-                    walls.append(((time.monotonic() - started) * 1e3, time.monotonic() <= end))
-
-            await asyncio.gather(*(session(i, k) for i, k in enumerate(keys)))
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            result = {"cycles": sum(1 for w in walls if w[1]), "all_cycles": len(walls),
-                      "walls_ms": [w[0] for w in walls], "cpu_s": usage.ru_utime + usage.ru_stime - cpu_before,
-                      "peak_kib": status_kib("VmHWM:"), "base_kib": base, "sessions": len(keys), "errors": errors[0]}
-            print("RESULT " + json.dumps(result), flush=True)
-            os._exit(0)
+            await drive(cycle, base)
 
 
 if __name__ == "__main__":

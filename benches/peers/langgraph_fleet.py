@@ -6,17 +6,15 @@ defaults) and its PostgreSQL store for memories, decisions, evidence and links, 
 server; the model calls go to the same mock server over HTTP (httpx). The worker's S/W sessions
 are threads (`thread_id`), all driven at once by asyncio, each cycle after cycle.
 
-Protocol (as the Rust workers): environment FLEET_*; prints READY, waits for a line on stdin,
-runs for the window, prints `RESULT {json}` and exits. `FLEET_SETUP=1` creates the tables once.
+Protocol (as the Rust workers, `fleet_driver.py`): environment FLEET_*; prints READY, waits for
+a line on stdin, runs for the window, prints `RESULT {json}` and exits. `FLEET_SETUP=1` creates
+the tables once.
 """
 
 import asyncio
 import hashlib
 import json
 import os
-import resource
-import sys
-import time
 from typing import TypedDict
 
 import httpx
@@ -25,6 +23,8 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
+
+from fleet_driver import drive, status_kib
 
 
 class Cycle(TypedDict, total=False):
@@ -124,18 +124,6 @@ def build(store, http, model_url, policy):
     return graph
 
 
-def status_kib(field):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field):
-                return int(line.split()[1])
-    return 0
-
-
-def rss_kib():
-    return status_kib("VmRSS:")
-
-
 async def main():
     url = os.environ["FLEET_PLACE"]
     kwargs = {"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row}
@@ -146,46 +134,15 @@ async def main():
             await saver.setup()
             return
         model_url = os.environ["FLEET_MODEL_URL"]
-        index, workers = int(os.environ["FLEET_INDEX"]), int(os.environ["FLEET_WORKERS"])
-        sessions, tag = int(os.environ["FLEET_SESSIONS"]), os.environ["FLEET_TAG"]
-        window = int(os.environ["FLEET_WINDOW_MS"]) / 1000.0
-        base = rss_kib()
+        base = status_kib("VmRSS:")
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=1000)
         async with httpx.AsyncClient(timeout=30.0, limits=limits) as http:
             app = build(store, http, model_url, os.environ["FLEET_POLICY"]).compile(checkpointer=saver)
-            keys = [f"{tag}/session-{i:04}" for i in range(index, sessions, workers)]
-            print("READY", flush=True)
-            await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            cpu_before = usage.ru_utime + usage.ru_stime
-            end = time.monotonic() + window
-            walls, errors = [], [0]
 
-            period = 2 * int(os.environ["FLEET_LATENCY_MS"]) / 1000.0
+            async def run_cycle(key, _number):
+                await app.ainvoke({"question": "How do I rotate the API key?"}, {"configurable": {"thread_id": key}})
 
-            async def session(i, key):
-                # Sessions do not arrive together: each starts at its own point of one cycle's
-                # model time. Cycles start until the window ends; the one in flight then finishes
-                # (as planlock's).
-                await asyncio.sleep(period * i / max(1, len(keys)))
-                config = {"configurable": {"thread_id": key}}
-                while time.monotonic() < end:
-                    started = time.monotonic()
-                    try:
-                        await app.ainvoke({"question": "How do I rotate the API key?"}, config)
-                    except Exception as e:  # counted, and the session stops, as a planlock worker's does
-                        errors[0] += 1
-                        print(f"{key}: {e!r}", file=sys.stderr)
-                        return
-                    walls.append(((time.monotonic() - started) * 1e3, time.monotonic() <= end))
-
-            await asyncio.gather(*(session(i, k) for i, k in enumerate(keys)))
-            usage = resource.getrusage(resource.RUSAGE_SELF)
-            result = {"cycles": sum(1 for w in walls if w[1]), "all_cycles": len(walls),
-                      "walls_ms": [w[0] for w in walls], "cpu_s": usage.ru_utime + usage.ru_stime - cpu_before,
-                      "peak_kib": status_kib("VmHWM:"), "base_kib": base, "sessions": len(keys), "errors": errors[0]}
-            print("RESULT " + json.dumps(result), flush=True)
-            os._exit(0)
+            await drive(run_cycle, base)
 
 
 if __name__ == "__main__":
