@@ -24,7 +24,7 @@ from dbos import DBOS
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from fleet_driver import drive, status_kib
+from fleet_driver import drive, model_chat, status_kib
 
 TEMPLATE = "Answer {question} using {context}"
 QUESTION = "How do I rotate the API key?"
@@ -53,11 +53,7 @@ def steps(pool, http, model_url, policy):
     """The 12 steps, each a DBOS step (checkpointed), and the workflow that runs them."""
 
     async def chat(system, user, extra):
-        body = {"model": "fleet-mock", "max_tokens": 512, "messages": [
-            {"role": "system", "content": system}, {"role": "user", "content": user}], **extra}
-        r = await http.post(f"{model_url}/chat/completions", json=body)
-        r.raise_for_status()
-        return r.json()["choices"][0]["message"]["content"]
+        return await model_chat(http, model_url, system, user, extra)
 
     async def execute(sql, args, fetch=False):
         async with pool.connection() as conn:

@@ -1,6 +1,6 @@
 """What every peer worker of `cargo bench --bench fleet` does around its cycles, one way for all
 (the Rust workers' protocol): its share of the S sessions, READY, a line on stdin, the window,
-`RESULT {json}`. A peer gives only how to run one cycle of one session."""
+`RESULT {json}`; and the model request. A peer gives only how to run one cycle of one session."""
 
 import asyncio
 import json
@@ -8,6 +8,15 @@ import os
 import resource
 import sys
 import time
+
+
+async def model_chat(http, model_url, system, user, extra):
+    """One request to the mock model's chat completions, as every peer makes it: its answer."""
+    body = {"model": "fleet-mock", "max_tokens": 512, "messages": [
+        {"role": "system", "content": system}, {"role": "user", "content": user}], **extra}
+    r = await http.post(f"{model_url}/chat/completions", json=body)
+    r.raise_for_status()
+    return r.json()["choices"][0]["message"]["content"]
 
 
 def status_kib(field):

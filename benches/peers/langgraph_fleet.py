@@ -24,7 +24,7 @@ from langgraph.store.postgres.aio import AsyncPostgresStore
 from psycopg.rows import dict_row
 from psycopg_pool import AsyncConnectionPool
 
-from fleet_driver import drive, status_kib
+from fleet_driver import drive, model_chat, status_kib
 
 
 class Cycle(TypedDict, total=False):
@@ -50,11 +50,7 @@ TEMPLATE = "Answer {question} using {context}"
 
 def build(store, http, model_url, policy):
     async def chat(system, user, extra):
-        body = {"model": "fleet-mock", "max_tokens": 512, "messages": [
-            {"role": "system", "content": system}, {"role": "user", "content": user}], **extra}
-        r = await http.post(f"{model_url}/chat/completions", json=body)
-        r.raise_for_status()
-        return r.json()["choices"][0]["message"]["content"]
+        return await model_chat(http, model_url, system, user, extra)
 
     def repo_scan(state):
         names = sorted(os.path.join(d, f) for d, _, fs in os.walk(policy) for f in fs)
