@@ -28,6 +28,8 @@ use crate::contract::registry::{Failure, FailureKind};
 mod conn;
 pub(crate) mod cycle;
 pub use cycle::PgSession;
+pub(crate) mod writes;
+pub use writes::WriteFailure;
 
 pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 
@@ -35,7 +37,7 @@ pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: i32 = 7;
+pub const SCHEMA_VERSION: i32 = 8;
 
 /// Any number, the same everywhere: the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
@@ -49,6 +51,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (5, include_str!("pg/v5.sql")),
     (6, include_str!("pg/v6.sql")),
     (7, include_str!("pg/v7.sql")),
+    (8, include_str!("pg/v8.sql")),
 ];
 
 /// Why the database cannot be used.

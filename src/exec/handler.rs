@@ -165,6 +165,16 @@ impl<'a> StepContext<'a> {
     pub fn idempotency_key(&self) -> IdempotencyKey {
         IdempotencyKey::derive(self.session_id, self.plan_hash, self.cycle, &self.step.id)
     }
+    /// The idempotency keys of this step and of every step after it in the plan, in order: what
+    /// a store that sends a cycle's writes late reads ahead, to know which are written.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn keys_from_here(&self) -> Vec<IdempotencyKey> {
+        let here = self.steps.iter().position(|s| s.id == self.step.id).unwrap_or(0);
+        self.steps[here..]
+            .iter()
+            .map(|s| IdempotencyKey::derive(self.session_id, self.plan_hash, self.cycle, &s.id))
+            .collect()
+    }
     /// When the step's deadline passes, if it has one (`metadata.timeouts`, or the default of
     /// its step type; docs/CONTRACT.md, "Execution"). The executor fails a result that comes
     /// later; a handler that does blocking work (a query, a render) gives it this limit, so

@@ -96,9 +96,19 @@ impl Conn {
     /// fail too, and a `COMMIT` sent with them rolls back. Outside one each statement commits
     /// alone: batch only reads there.
     pub(crate) async fn pipeline(&mut self, queries: &[Query<'_>], then: Then) -> Result<Vec<Vec<Row>>, Error> {
+        self.pipeline_at(queries, then).await.map_err(|(_, e)| e)
+    }
+
+    /// [`pipeline`](Self::pipeline), its failure with the index of the query that failed first
+    /// (`None`: the `BEGIN`, the `COMMIT`, or preparing a statement).
+    pub(crate) async fn pipeline_at(
+        &mut self,
+        queries: &[Query<'_>],
+        then: Then,
+    ) -> Result<Vec<Vec<Row>>, (Option<usize>, Error)> {
         let mut statements = Vec::with_capacity(queries.len());
         for query in queries {
-            statements.push(self.statement(query.sql, &query.types).await?);
+            statements.push(self.statement(query.sql, &query.types).await.map_err(|e| (None, e))?);
         }
         let begin = self.begin.take();
         let commit = then == Then::Commit && self.in_transaction;
@@ -129,9 +139,12 @@ impl Conn {
         if commit {
             self.in_transaction = false;
         }
-        begun?;
-        let rows = ran.into_iter().collect::<Result<Vec<_>, _>>()?;
-        committed?;
+        begun.map_err(|e| (None, e))?;
+        let mut rows = Vec::with_capacity(ran.len());
+        for (at, ran) in ran.into_iter().enumerate() {
+            rows.push(ran.map_err(|e| (Some(at), e))?);
+        }
+        committed.map_err(|e| (None, e))?;
         Ok(rows)
     }
 

@@ -6,16 +6,20 @@
 //! [`PgCycle`] inside the cycle's [`CycleGuard`](crate::session::CycleGuard), which the runtime
 //! keeps as a local of the cycle and hands to its steps; a
 //! [`PgStore`](crate::store::postgres::PgStore) of the same session on the same pool joins the
-//! cycle it is handed. The cycle's first write begins its transaction
-//! and every later write joins it; a read the cycle makes early for a later step (the memory
-//! search reads the decision context ahead) is kept in it, typed, and taken once. The session
-//! save takes the guard by value and commits the transaction; dropped, the guard rolls it back.
+//! cycle it is handed. The cycle's store writes are kept in it ([`super::writes`]) and sent by
+//! the save, with its compare-and-set and COMMIT; a write of the session store before the save
+//! (the bundle pin) begins the cycle's transaction, which the save then commits. A read the
+//! cycle makes early for a later step (the memory search reads the decision context ahead, and
+//! which of the cycle's keys are written) is kept in it, typed. The session save takes the guard
+//! by value; dropped, the guard sends nothing and rolls back what it began.
 //! Nothing else holds a cycle: no slot, no open flag.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
 
+use super::writes::PendingWrite;
 use super::{Conn, PgDatabase, PgError, Pooled};
 use crate::contract::schema::{Anchor, Decision};
 
@@ -81,6 +85,11 @@ struct Inner {
     tx: Option<OpenTransaction>,
     /// What the cycle's memory search read for its decision load.
     reads: Option<KeptDecisions>,
+    /// The idempotency keys whose writes the cycle knows of: what the write under each returned
+    /// (read from the database, or kept for the save), `None` for one not written.
+    known: HashMap<String, Option<String>>,
+    /// The writes kept for the session save, in the order they were made.
+    pending: Vec<PendingWrite>,
 }
 
 /// A cycle's open transaction: its connection, and its place among the cycles holding one
@@ -105,7 +114,10 @@ impl std::ops::DerefMut for OpenTransaction {
 
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner").field("in_transaction", &self.tx.is_some()).finish_non_exhaustive()
+        f.debug_struct("Inner")
+            .field("in_transaction", &self.tx.is_some())
+            .field("pending", &self.pending)
+            .finish_non_exhaustive()
     }
 }
 
@@ -141,10 +153,41 @@ impl PgCycle {
         Ok(Some(MutexGuard::map(inner, |inner| &mut **inner.tx.as_mut().expect("begun above"))))
     }
 
-    /// The cycle's transaction, if its writes began one: what the save commits (or drops:
-    /// rolled back).
-    pub(crate) fn into_transaction(self) -> Option<OpenTransaction> {
-        self.inner.into_inner().tx
+    /// The cycle's transaction, if a write began one, and the writes kept for the save: what the
+    /// save sends and commits (or drops: rolled back, and nothing sent).
+    pub(crate) fn into_parts(self) -> (Option<OpenTransaction>, Vec<PendingWrite>) {
+        let inner = self.inner.into_inner();
+        (inner.tx, inner.pending)
+    }
+
+    /// Whether the cycle knows if the write under `key` was made.
+    pub(crate) async fn knows(&self, key: &str) -> bool {
+        self.inner.lock().await.known.contains_key(key)
+    }
+
+    /// Learns which of `keys` are written: `written` holds those that are, with what each
+    /// returned.
+    pub(crate) async fn learn(&self, keys: &[String], written: impl IntoIterator<Item = (String, String)>) {
+        let mut inner = self.inner.lock().await;
+        for key in keys {
+            inner.known.entry(key.clone()).or_insert(None);
+        }
+        for (key, result) in written {
+            inner.known.insert(key, Some(result));
+        }
+    }
+
+    /// Keeps `write` under `key` for the save, and gives the result the step goes on with:
+    /// `expected`, or what the key's write returned if it was made before (then nothing is
+    /// kept). The caller has made the cycle know the key ([`learn`](Self::learn)).
+    pub(crate) async fn defer(&self, key: &str, expected: String, write: PendingWrite) -> String {
+        let mut inner = self.inner.lock().await;
+        if let Some(Some(done)) = inner.known.get(key) {
+            return done.clone();
+        }
+        inner.known.insert(key.to_owned(), Some(expected.clone()));
+        inner.pending.push(write);
+        expected
     }
 
     /// Keeps `reads` for the cycle's decision load.

@@ -9,14 +9,16 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::contract::problem::Rejection;
-use crate::contract::registry::{Failure, FailureKind};
-use crate::exec::executor::ExecError;
+use crate::contract::registry::{Failure, FailureKind, StepType};
+use crate::exec::executor::{CycleReport, ExecError, StepFailure, StepStatus};
+use crate::exec::handler::HandlerError;
 use crate::hash::Digest;
 use crate::hash::profile::ProfileError;
 use crate::review::DecideError;
 use crate::session::{INTERVENTION_FILE, SessionError};
 use crate::store::bundle::BundleError;
 use crate::text::printable;
+use crate::validate::ValidPlan;
 
 /// What was saved under a plan hash that no longer holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -333,4 +335,62 @@ impl Failure for RuntimeError {
             | RuntimeError::Halted { .. } => FailureKind::FailFast,
         }
     }
+}
+
+/// A `PersistSession` failure of `plan`: FailFast, as the registry says of every storage write.
+/// The cycle's `report` goes with it, its `PersistSession` step (which only staged the update)
+/// marked failed.
+pub(super) fn persist_failure(plan: &ValidPlan, cause: HandlerError, mut report: CycleReport) -> ExecError {
+    let step = plan.steps().iter().find(|s| s.step_type() == StepType::PersistSession);
+    if let Some(record) = report.steps.iter_mut().rev().find(|s| s.step_type == StepType::PersistSession) {
+        record.status = StepStatus::Failed;
+    }
+    ExecError::StepFailed {
+        step_id: step.map(|s| s.id.clone()).unwrap_or_default(),
+        step_type: StepType::PersistSession,
+        kind: StepType::PersistSession.failure_kind(),
+        cause: StepFailure::Handler(cause),
+        report: Box::new(report),
+    }
+}
+
+/// The failure of a completed cycle's session save, its `report` given: a store write sent with
+/// the save that failed is its step's ([`write_failure`]); anything else is `PersistSession`'s.
+pub(super) fn save_failure(plan: &ValidPlan, e: SessionError, report: CycleReport) -> ExecError {
+    write_failure(plan, e, report).unwrap_or_else(|other| {
+        let (e, report) = *other;
+        persist_failure(plan, HandlerError::with_source("saving the session failed", e), report)
+    })
+}
+
+/// A store write of the cycle that failed when its session store sent it with the save
+/// (CONTRACT §13: "each write's failure still reported as its step's"): the failure its step's
+/// handler would have returned, with its step's class, and the cycle's `report` cut after that
+/// step, marked failed (the steps after it ran, but nothing of the cycle was written). Any
+/// other failure comes back as it was, with the report.
+pub(super) fn write_failure(
+    plan: &ValidPlan,
+    e: SessionError,
+    report: CycleReport,
+) -> Result<ExecError, Box<(SessionError, CycleReport)>> {
+    #[cfg(feature = "postgres")]
+    if let SessionError::StepWrite { step_id: Some(id), source, .. } = &e
+        && let Some((index, step)) = plan.steps().iter().enumerate().find(|(_, s)| &s.id == id)
+    {
+        let (step_type, mut report) = (step.step_type(), report);
+        if let Some(at) = report.steps.iter().position(|r| r.index == index) {
+            report.steps.truncate(at + 1);
+            report.steps[at].status = StepStatus::Failed;
+        }
+        let cause = crate::store::step_failure(step_type, source.clone().into());
+        return Ok(ExecError::StepFailed {
+            step_id: id.clone(),
+            step_type,
+            kind: step_type.failure_kind(),
+            cause: StepFailure::Handler(cause),
+            report: Box::new(report),
+        });
+    }
+    let _ = plan;
+    Err(Box::new((e, report)))
 }

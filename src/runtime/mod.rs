@@ -27,10 +27,10 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use crate::contract::problem::Rejection;
-use crate::contract::registry::{Failure, FailureKind, StepType};
+use crate::contract::registry::{Failure, FailureKind};
 use crate::exec::executor::{
     Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, PausedCycle, Phase,
-    RestoredCycle, StepFailure, StepStatus, override_fits,
+    RestoredCycle, override_fits,
 };
 use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
 use crate::exec::validator::Override;
@@ -453,7 +453,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         if let Some(pin) = &self.pin {
             if let Err(e) = self.store.save_pin(pin, &guard).await {
                 let cause = HandlerError::with_source("saving the bundle pin failed", e);
-                return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
+                return Err(self.fail(error::persist_failure(&self.plan, cause, done.report).into()));
             }
             self.pin = None;
         }
@@ -464,10 +464,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
                 run.unkept = unkept;
                 value
             }
-            Err(e) => {
-                let cause = HandlerError::with_source("saving the session failed", e);
-                return Err(self.fail(persist_failure(&self.plan, cause, done.report).into()));
-            }
+            Err(e) => return Err(self.fail(error::save_failure(&self.plan, e, done.report).into())),
         };
         self.session = Some(saved);
         if matches!(self.state, State::Paused(_)) {
@@ -536,7 +533,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let entry = self.to_keep(entry);
         match self.store.save_intervention(&record, guard, entry).await {
             Ok(Durable { value: (), unkept }) => run.unkept = unkept,
-            Err(e) => return Err(self.fail(e.into())),
+            Err(e) => match error::write_failure(&self.plan, e, paused.report().clone()) {
+                Ok(step_failed) => return Err(self.fail(step_failed.into())),
+                Err(other) => return Err(self.fail(other.0.into())),
+            },
         }
         self.state = State::Paused(Box::new(record.clone()));
         Ok(RunOutcome::Paused { record, report: paused.abandon() })
@@ -545,22 +545,5 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// The cycle a record describes, ready to re-run its blocked step.
     fn restore(&self, record: &InterventionRecord, over: Option<Override>) -> Result<RestoredCycle, RuntimeError> {
         restore::restore_cycle(&self.plan, record, over, self.cycle_session(record.cycle))
-    }
-}
-
-/// A `PersistSession` failure of `plan`: FailFast, as the registry says of every storage write.
-/// The cycle's `report` goes with it, its `PersistSession` step (which only staged the update)
-/// marked failed.
-fn persist_failure(plan: &ValidPlan, cause: HandlerError, mut report: CycleReport) -> ExecError {
-    let step = plan.steps().iter().find(|s| s.step_type() == StepType::PersistSession);
-    if let Some(record) = report.steps.iter_mut().rev().find(|s| s.step_type == StepType::PersistSession) {
-        record.status = StepStatus::Failed;
-    }
-    ExecError::StepFailed {
-        step_id: step.map(|s| s.id.clone()).unwrap_or_default(),
-        step_type: StepType::PersistSession,
-        kind: StepType::PersistSession.failure_kind(),
-        cause: StepFailure::Handler(cause),
-        report: Box::new(report),
     }
 }

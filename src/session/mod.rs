@@ -316,6 +316,19 @@ pub enum SessionError {
         problem: String,
     },
     #[cfg(feature = "postgres")]
+    /// A store write of the cycle, sent with its save (CONTRACT §13), failed: the failure is
+    /// the write's step's (the runtime reports it as that step's), and the server rolled back
+    /// all of the cycle, the save included.
+    #[error("session `{key}`: the write of step `{}`, sent with the save, failed: {source}; nothing of the cycle was written", step_id.as_deref().unwrap_or("(none)"))]
+    StepWrite {
+        /// The session key.
+        key: String,
+        /// The step that made the write (`None` for a program's own call in the cycle).
+        step_id: Option<String>,
+        /// Why it failed.
+        source: crate::pg::WriteFailure,
+    },
+    #[cfg(feature = "postgres")]
     /// The shared database failed.
     #[error("session `{key}`: {reason}")]
     Database {
@@ -345,6 +358,8 @@ impl Failure for SessionError {
             SessionError::CorruptRow { .. } => "session-corrupt",
             #[cfg(feature = "postgres")]
             SessionError::Database { .. } => "session-database",
+            #[cfg(feature = "postgres")]
+            SessionError::StepWrite { .. } => "session-step-write",
         }
     }
 

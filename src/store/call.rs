@@ -115,6 +115,26 @@ impl<'a> Call<'a> {
         self.cycle
     }
 
+    /// The id of the step that made the call, if a step did: a store that sends the write later
+    /// names it in the write's failure.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn step_id(&self) -> Option<&'a str> {
+        match &self.warnings {
+            Warnings::Step(cx) => Some(cx.step_id()),
+            Warnings::Kept(_) => None,
+        }
+    }
+
+    /// The idempotency keys of the call's step and of the steps after it (for a program's own
+    /// call, its key): what a store reads ahead to know which of a cycle's writes were made.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn keys_ahead(&self) -> Vec<String> {
+        match &self.warnings {
+            Warnings::Step(cx) => cx.keys_from_here().iter().map(ToString::to_string).collect(),
+            Warnings::Kept(_) => self.key.iter().map(ToString::to_string).collect(),
+        }
+    }
+
     /// Records a warning: on the step's record for a step's call (at most
     /// [`MAX_STEP_WARNINGS`] a step), else in the call.
     pub fn warn(&self, message: impl Into<String>) {

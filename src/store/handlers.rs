@@ -3,9 +3,11 @@
 use std::sync::Arc;
 
 use super::{Call, NewMemory, Storage, StoreError};
+use crate::contract::registry::StepType;
 use crate::contract::schema::*;
 use crate::contract::steps::{
     LinkDecisionEvidence, PersistDecision, PersistEvidence, PersistMemory, RetrieveDecisionContext, RetrieveMemory,
+    Step,
 };
 use crate::exec::handler::{Entry, Handler, HandlerError, HandlerSet, Handlers, StepContext};
 
@@ -74,9 +76,26 @@ impl<P: Storage> StoreHandlers<P> {
     }
 }
 
-/// A port's failure as the step's: what it was doing, and why.
-fn failed(doing: &'static str) -> impl FnOnce(StoreError) -> HandlerError {
-    move |e| HandlerError::with_source(doing, e)
+/// What each storage step's handler says when its port fails: the handlers', and a write's that
+/// failed later, sent with the session save (`Runtime`, CONTRACT §13).
+const FAILED: [(StepType, &str); 6] = [
+    (StepType::RetrieveMemory, "searching memories failed"),
+    (StepType::RetrieveDecisionContext, "loading the decision context failed"),
+    (StepType::PersistMemory, "storing the memory failed"),
+    (StepType::PersistDecision, "storing the decision failed"),
+    (StepType::PersistEvidence, "storing the evidence failed"),
+    (StepType::LinkDecisionEvidence, "linking the decision and evidence failed"),
+];
+
+/// A port's failure `e` as the failure of a `step`'s handler: what it was doing, and why.
+pub(crate) fn step_failure(step: StepType, e: StoreError) -> HandlerError {
+    let doing = FAILED.iter().find(|(t, _)| *t == step).map_or("the storage port failed", |(_, doing)| doing);
+    HandlerError::with_source(doing, e)
+}
+
+/// [`step_failure`] for step type `S`.
+fn failed<S: Step>() -> impl FnOnce(StoreError) -> HandlerError {
+    move |e| step_failure(S::TYPE, e)
 }
 
 impl<P: Storage> Handler<RetrieveMemory> for StoreHandlers<P> {
@@ -86,8 +105,7 @@ impl<P: Storage> Handler<RetrieveMemory> for StoreHandlers<P> {
         p: &RetrieveMemoryPayload,
     ) -> Result<RetrieveMemoryResult, HandlerError> {
         let call = Call::of_step(cx);
-        let items =
-            self.ports.search(&call, &p.input, p.top_k.get()).await.map_err(failed("searching memories failed"))?;
+        let items = self.ports.search(&call, &p.input, p.top_k.get()).await.map_err(failed::<RetrieveMemory>())?;
         Ok(RetrieveMemoryResult { items })
     }
 }
@@ -103,7 +121,7 @@ impl<P: Storage> Handler<RetrieveDecisionContext> for StoreHandlers<P> {
             .ports
             .load(&call, &p.input, p.current_domain.as_deref())
             .await
-            .map_err(failed("loading the decision context failed"))?;
+            .map_err(failed::<RetrieveDecisionContext>())?;
         Ok(RetrieveDecisionContextResult { decisions: found.decisions, anchors: found.anchors })
     }
 }
@@ -112,7 +130,7 @@ impl<P: Storage> Handler<PersistMemory> for StoreHandlers<P> {
     async fn call(&self, cx: &StepContext<'_>, p: &PersistMemoryPayload) -> Result<PersistMemoryResult, HandlerError> {
         let memory = NewMemory { session_ref: &p.session_ref, summary: &p.summary, keywords: &p.keywords };
         let stored = self.ports.put(&Call::of_step(cx), memory).await;
-        let id = stored.map_err(failed("storing the memory failed"))?;
+        let id = stored.map_err(failed::<PersistMemory>())?;
         Ok(PersistMemoryResult { id })
     }
 }
@@ -124,7 +142,7 @@ impl<P: Storage> Handler<PersistDecision> for StoreHandlers<P> {
         p: &PersistDecisionPayload,
     ) -> Result<PersistDecisionResult, HandlerError> {
         let stored = self.ports.persist_decision(&Call::of_step(cx), &p.decision).await;
-        let id = stored.map_err(failed("storing the decision failed"))?;
+        let id = stored.map_err(failed::<PersistDecision>())?;
         Ok(PersistDecisionResult { id })
     }
 }
@@ -136,7 +154,7 @@ impl<P: Storage> Handler<PersistEvidence> for StoreHandlers<P> {
         p: &PersistEvidencePayload,
     ) -> Result<PersistEvidenceResult, HandlerError> {
         let stored = self.ports.persist_evidence(&Call::of_step(cx), &p.evidence).await;
-        let id = stored.map_err(failed("storing the evidence failed"))?;
+        let id = stored.map_err(failed::<PersistEvidence>())?;
         Ok(PersistEvidenceResult { id })
     }
 }
@@ -149,7 +167,7 @@ impl<P: Storage> Handler<LinkDecisionEvidence> for StoreHandlers<P> {
     ) -> Result<LinkDecisionEvidenceResult, HandlerError> {
         let anchor = Anchor { decision_id: p.decision_id.clone(), evidence_id: p.evidence_id.clone() };
         let linked = self.ports.link(&Call::of_step(cx), &anchor).await;
-        let status = linked.map_err(failed("linking the decision and evidence failed"))?;
+        let status = linked.map_err(failed::<LinkDecisionEvidence>())?;
         Ok(LinkDecisionEvidenceResult { status })
     }
 }

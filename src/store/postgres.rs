@@ -6,29 +6,30 @@
 //! Memories are searched with `tsvector` and `ts_rank` over `summary` and `keywords` (the
 //! `simple` configuration: no stemming, any language), every word of the input joined with `|`
 //! (the words hold only letters and digits, so no operator of the input reaches the query).
-//! One active version per decision root is a partial unique index. Every write is one
-//! transaction; keyed writes are recorded in `planlock_writes` and never happen twice.
+//! One active version per decision root is a partial unique index. Every keyed write is one
+//! statement, a write function of the schema (`v8.sql`: it claims the key, checks, changes and
+//! records it, the rules of `store::write`), and never happens twice under its key.
 //!
 //! A call made in a cycle of the store's session (the cycle its session store began, handed to
-//! the store with the call: [`Call::cycle`]) joins that cycle: its writes join the cycle's one
-//! transaction, which the session save commits (CONTRACT §13) or the cycle's end rolls back; and
-//! its memory search reads the decision context ahead for the cycle's decision load, kept in the
-//! cycle, typed, so the two retrievals are one read-only transaction. A call outside such a
-//! cycle writes in a transaction of its own.
+//! the store with the call: [`Call::cycle`]) joins that cycle: its writes are kept in the cycle
+//! and travel with the session save and its COMMIT, in one round trip (CONTRACT §13; see
+//! `crate::pg::writes`), or go with the record of a pause; and its memory search reads ahead,
+//! in the same read-only transaction, the decision context for the cycle's decision load and
+//! which of the cycle's keys are written. A call outside such a cycle writes in a transaction of
+//! its own: `BEGIN`, the statement and `COMMIT`, one round trip.
 //!
 //! Every call is a future on planlock's I/O runtime: a wait for a connection or the server holds
 //! no thread.
 
-use super::write::{self, Answer, Change, End, Read, WriteRows};
 use super::{
     Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
     StoreError, query_words,
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
-use crate::hash::IdempotencyKey;
 use crate::pg::cycle::{KeptDecisions, PgCycle};
-use crate::pg::{Conn, PgDatabase, Pooled, Query, Then, reason};
+use crate::pg::writes::PendingWrite;
+use crate::pg::{Conn, PgDatabase, Pooled, Query, Then, WriteFailure, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
 /// pool.
@@ -77,22 +78,75 @@ impl PgStore {
         Ok(out)
     }
 
-    /// Runs the write `f` in the call's cycle's transaction (left open for the session save), or
-    /// in one of its own outside a cycle. A failed statement aborts the cycle's transaction:
-    /// the cycle fails, and its end rolls back all of its writes.
-    async fn write<T>(
-        &self,
-        call: &Call<'_>,
-        doing: &'static str,
-        f: impl AsyncFnOnce(&mut Conn, &str) -> Result<T, StoreError>,
-    ) -> Result<T, StoreError> {
+    /// Makes `write` under the call's key. In a cycle of the store's session it is kept for the
+    /// session save, which sends it ([`crate::pg::writes`]), and the step goes on with its result,
+    /// or with what an earlier write under the key returned (the cycle reads which of its keys
+    /// are written once, if its search did not). Outside such a cycle it is sent alone, with
+    /// its `BEGIN` and `COMMIT`: one round trip.
+    async fn write(&self, call: &Call<'_>, write: KeyedWrite) -> Result<String, StoreError> {
+        let key = call.key()?.to_string();
         if let Some(cycle) = self.cycle(call) {
-            let tx = cycle.transaction().await.map_err(|e| StoreError::Backend(e.to_string()))?;
-            if let Some(mut tx) = tx {
-                return f(&mut tx, &self.namespace).await;
+            if !cycle.knows(&key).await {
+                let mut keys = call.keys_ahead();
+                if !keys.contains(&key) {
+                    keys.push(key.clone());
+                }
+                let mut conn = self.connection().await?;
+                let rows = conn.query(WRITTEN, &[&self.namespace, &keys]).await;
+                let rows = rows.map_err(backend("reading which of the cycle's writes were made"))?;
+                cycle.learn(&keys, rows.iter().map(|row| (row.get(0), row.get(1)))).await;
             }
+            let expected = write.expected.clone();
+            let pending = write.pending(&self.namespace, &key, call.step_id(), Some(expected.clone()));
+            return Ok(cycle.defer(&key, expected, pending).await);
         }
-        self.alone(doing, Begin::default(), f).await
+        let doing = write.doing;
+        let pending = write.pending(&self.namespace, &key, call.step_id(), None);
+        let mut conn = self.connection().await?;
+        conn.begin("BEGIN");
+        let rows = conn.pipeline(&[pending.query()], Then::Commit).await;
+        let rows = rows.map_err(|e| StoreError::from(WriteFailure::of(&e, doing)))?;
+        rows.first()
+            .and_then(|rows| rows.first())
+            .and_then(|row| row.get::<_, Option<String>>(0))
+            .ok_or_else(|| StoreError::Backend(format!("{doing}: its key was taken, its row is gone")))
+    }
+}
+
+/// Which of a namespace's keys (`$2`) are written, and what each write returned.
+const WRITTEN: &str = "SELECT idem_key, result FROM planlock_writes WHERE namespace = $1 AND idem_key = ANY($2)";
+
+/// One keyed write: a call of its write function (schema 8) with the write's own values, between
+/// the namespace and key it is made under and the result a cycle goes on with.
+struct KeyedWrite {
+    doing: &'static str,
+    /// `SELECT planlock_…($1 namespace, $2 key, …, $n expected)`.
+    sql: &'static str,
+    /// The write's own values, `$3` on.
+    values: Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>,
+    /// What the write returns unless its key was written before.
+    expected: String,
+}
+
+impl KeyedWrite {
+    /// The statement under `key` in `namespace`, for `step`; `expected` given (sent with the
+    /// save), the function refuses another result.
+    fn pending(self, namespace: &str, key: &str, step: Option<&str>, expected: Option<String>) -> PendingWrite {
+        let mut params: Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>> =
+            vec![Box::new(namespace.to_owned()), Box::new(key.to_owned())];
+        params.extend(self.values);
+        params.push(Box::new(expected));
+        PendingWrite { step_id: step.map(str::to_owned), doing: self.doing, sql: self.sql, params }
+    }
+}
+
+impl From<WriteFailure> for StoreError {
+    fn from(failure: WriteFailure) -> StoreError {
+        match failure {
+            WriteFailure::Conflict(m) => StoreError::Conflict(m),
+            WriteFailure::NotFound(m) => StoreError::NotFound(m),
+            WriteFailure::Backend(m) => StoreError::Backend(m),
+        }
     }
 }
 
@@ -144,7 +198,9 @@ impl MemoryRepositoryPort for PgStore {
         let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
         let in_cycle = self.cycle(call);
         let begin = Begin { deadline: call.deadline(), custom_plans: true };
-        let (items, ahead) = self
+        // The keys of the cycle's later steps: which are written is read with the search.
+        let keys = in_cycle.map(|_| call.keys_ahead()).unwrap_or_default();
+        let (items, ahead, written) = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
                 let search = if words.is_empty() {
                     Query::new(
@@ -160,13 +216,15 @@ impl MemoryRepositoryPort for PgStore {
                     )
                 };
                 // In a session's cycle, the decision context is read in this transaction too, for
-                // the cycle's RetrieveDecisionContext step: the search, the read-ahead and the
-                // commit go in one round trip. A namespace with more than MAX_READ_AHEAD active
-                // decisions keeps nothing.
+                // the cycle's RetrieveDecisionContext step, and which of the cycle's keys are
+                // written, for its writes: the search, the reads ahead and the commit go in one
+                // round trip. A namespace with more than MAX_READ_AHEAD active decisions keeps
+                // no decisions.
                 let ahead = ActiveQueries::new(Which::Ahead);
                 let mut batch = vec![search];
                 if in_cycle.is_some() {
                     batch.extend(ahead.queries(&namespace));
+                    batch.push(Query::new(WRITTEN, &[&namespace, &keys]));
                 }
                 let rows = match tx.pipeline(&batch, Then::Commit).await {
                     Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => {
@@ -175,48 +233,41 @@ impl MemoryRepositoryPort for PgStore {
                     rows => rows.map_err(backend("searching memories"))?,
                 };
                 let items: Vec<MemoryItem> = rows[0].iter().map(item).collect();
-                let ahead = match in_cycle {
-                    Some(_) => ahead.kept(&rows[1], &rows[2]),
-                    None => None,
+                let (ahead, written) = match in_cycle {
+                    Some(_) => {
+                        let written = rows[3].iter().map(|row| (row.get(0), row.get(1))).collect::<Vec<_>>();
+                        (ahead.kept(&rows[1], &rows[2]), written)
+                    }
+                    None => (None, Vec::new()),
                 };
-                Ok((items, ahead))
+                Ok((items, ahead, written))
             })
             .await?;
-        if let (Some(cycle), Some(ahead)) = (in_cycle, ahead) {
-            cycle.keep(ahead).await;
+        if let Some(cycle) = in_cycle {
+            cycle.learn(&keys, written).await;
+            if let Some(ahead) = ahead {
+                cycle.keep(ahead).await;
+            }
         }
         Ok(items)
     }
 
     async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
-        let key = call.key()?.to_string();
-        let (session_ref, summary) = (memory.session_ref.to_owned(), memory.summary.to_owned());
-        let keywords = memory.keywords.join(" ");
-        self.write(call, "storing a memory", async |tx: &mut Conn, namespace: &str| {
-            let id = format!("mem-{}", &key[..16]);
-            // A memory's key is its own unique column: a put again under it finds it there.
-            let inserted = tx
-                .query_opt(
-                    "INSERT INTO planlock_memories (namespace, id, idem_key, session_ref, summary, keywords, created_at)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (namespace, idem_key) DO NOTHING RETURNING id",
-                    &[&namespace, &id, &key, &session_ref, &summary, &keywords, &super::now()],
-                )
-                .await
-                .map_err(backend("storing a memory"))?;
-            match inserted {
-                Some(row) => Ok(row.get(0)),
-                None => tx
-                    .query_opt(
-                        "SELECT id FROM planlock_memories WHERE namespace = $1 AND idem_key = $2",
-                        &[&namespace, &key.as_str()],
-                    )
-                    .await
-                    .map_err(backend("storing a memory"))?
-                    .map(|row| row.get(0))
-                    .ok_or_else(|| StoreError::Backend("storing a memory: its key was taken, its row is gone".into())),
-            }
-        })
-        .await
+        // A memory's id is made from its key: what a put again under the key finds.
+        let id = format!("mem-{}", &call.key()?.to_string()[..16]);
+        let write = KeyedWrite {
+            doing: "storing a memory",
+            sql: "SELECT planlock_put_memory($1, $2, $3, $4, $5, $6, $7, $8)",
+            values: vec![
+                Box::new(id.clone()),
+                Box::new(memory.session_ref.to_owned()),
+                Box::new(memory.summary.to_owned()),
+                Box::new(memory.keywords.join(" ")),
+                Box::new(super::now()),
+            ],
+            expected: id,
+        };
+        self.write(call, write).await
     }
 }
 
@@ -345,175 +396,47 @@ impl DecisionContextProviderPort for PgStore {
 
 impl DecisionWritePort for PgStore {
     async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
-        let (doing, key) = ("storing a decision", call.key()?);
-        self.write(call, doing, async |tx: &mut Conn, namespace: &str| {
-            write::persist_decision(&mut Rows { tx, namespace, doing }, decision, key).await
-        })
-        .await
+        let (kind, domain) = Scope::of(&decision.scope).columns();
+        let write = KeyedWrite {
+            doing: "storing a decision",
+            sql: "SELECT planlock_persist_decision($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            values: vec![
+                Box::new(decision.id.clone()),
+                Box::new(decision.root_id.clone()),
+                Box::new(i64::try_from(decision.version.get()).unwrap_or(i64::MAX)),
+                Box::new(decision.text.clone()),
+                Box::new(decision.strength.clone()),
+                Box::new(kind),
+                Box::new(domain.map(str::to_owned)),
+                Box::new(decision.previous_version_id.clone()),
+                Box::new(super::now()),
+            ],
+            expected: decision.id.clone(),
+        };
+        self.write(call, write).await
     }
 
     async fn persist_evidence(&self, call: &Call<'_>, evidence: &Evidence) -> Result<String, StoreError> {
-        let (doing, key) = ("storing evidence", call.key()?);
-        self.write(call, doing, async |tx: &mut Conn, namespace: &str| {
-            write::persist_evidence(&mut Rows { tx, namespace, doing }, evidence, key).await
-        })
-        .await
+        let write = KeyedWrite {
+            doing: "storing evidence",
+            sql: "SELECT planlock_persist_evidence($1, $2, $3, $4, $5, $6)",
+            values: vec![
+                Box::new(evidence.id.clone()),
+                Box::new(evidence.summary.clone()),
+                Box::new(evidence.source.clone()),
+            ],
+            expected: evidence.id.clone(),
+        };
+        self.write(call, write).await
     }
 
     async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
-        let (doing, key) = ("linking", call.key()?);
-        self.write(call, doing, async |tx: &mut Conn, namespace: &str| {
-            write::link(&mut Rows { tx, namespace, doing }, anchor, key).await
-        })
-        .await
-    }
-}
-
-/// The decision rows of a namespace, in the write's transaction. Each phase of a write is one
-/// batch: the key's claim and the reads; the changes and the key's record.
-struct Rows<'a> {
-    tx: &'a mut Conn,
-    namespace: &'a str,
-    doing: &'static str,
-}
-
-/// The statement of a [`Read`], for `namespace`.
-fn read_query<'q>(namespace: &'q &'q str, read: &'q Read<'q>) -> Query<'q> {
-    let sql = match read {
-        Read::Decision(_) => {
-            concat!("SELECT ", decision_columns!(), " FROM planlock_decisions WHERE namespace = $1 AND id = $2")
-        }
-        Read::ActiveVersions(_) => concat!(
-            "SELECT ",
-            decision_columns!(),
-            " FROM planlock_decisions WHERE namespace = $1 AND root_id = $2 AND is_active FOR UPDATE"
-        ),
-        Read::Evidence(_) => "SELECT summary, source FROM planlock_evidence WHERE namespace = $1 AND id = $2",
-        Read::Exists(End::Decision, _) => "SELECT 1 FROM planlock_decisions WHERE namespace = $1 AND id = $2",
-        Read::Exists(End::Evidence, _) => "SELECT 1 FROM planlock_evidence WHERE namespace = $1 AND id = $2",
-    };
-    let id = match read {
-        Read::Decision(id) | Read::ActiveVersions(id) | Read::Evidence(id) | Read::Exists(_, id) => id,
-    };
-    Query::new(sql, &[namespace, id])
-}
-
-/// What the rows of a [`Read`]'s statement answer.
-fn answer(read: &Read<'_>, rows: &[tokio_postgres::Row]) -> Answer {
-    match read {
-        Read::Decision(_) => Answer::Decision(rows.first().map(decision_row)),
-        Read::ActiveVersions(_) => Answer::ActiveVersions(rows.iter().map(decision_row).collect()),
-        Read::Evidence(_) => Answer::Evidence(rows.first().map(|r| (r.get(0), r.get(1)))),
-        Read::Exists(..) => Answer::Exists(!rows.is_empty()),
-    }
-}
-
-/// The values of a [`Change`]'s statement that are not in it as they are.
-#[derive(Default)]
-struct ChangeValues<'c> {
-    version: i64,
-    kind: &'static str,
-    domain: Option<&'c str>,
-}
-
-impl<'c> ChangeValues<'c> {
-    fn of(change: &Change<'c>) -> ChangeValues<'c> {
-        match change {
-            Change::InsertDecision(d) => {
-                let (kind, domain) = Scope::of(&d.scope).columns();
-                ChangeValues { version: i64::try_from(d.version.get()).unwrap_or(i64::MAX), kind, domain }
-            }
-            _ => ChangeValues::default(),
-        }
-    }
-}
-
-/// The statement of a [`Change`], for `namespace`; each returns a row when it changed one.
-fn change_query<'q>(
-    namespace: &'q &'q str,
-    change: &'q Change<'q>,
-    values: &'q ChangeValues<'q>,
-    now: &'q String,
-) -> Query<'q> {
-    match change {
-        Change::Deactivate(id) => Query::new(
-            "UPDATE planlock_decisions SET is_active = false WHERE namespace = $1 AND id = $2 AND is_active RETURNING 1",
-            &[namespace, id],
-        ),
-        Change::InsertDecision(d) => Query::new(
-            "INSERT INTO planlock_decisions
-               (namespace, id, root_id, version, text, strength, scope_kind, scope_domain, is_active, previous_version_id, created_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, true, $9, $10) RETURNING 1",
-            &[
-                namespace,
-                &d.id,
-                &d.root_id,
-                &values.version,
-                &d.text,
-                &d.strength,
-                &values.kind,
-                &values.domain,
-                &d.previous_version_id,
-                now,
-            ],
-        ),
-        Change::InsertEvidence(e) => Query::new(
-            "INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES ($1, $2, $3, $4)
-             ON CONFLICT DO NOTHING RETURNING 1",
-            &[namespace, &e.id, &e.summary, &e.source],
-        ),
-        Change::InsertLink(a) => Query::new(
-            "INSERT INTO planlock_decision_evidence (namespace, decision_id, evidence_id) VALUES ($1, $2, $3)
-             ON CONFLICT DO NOTHING RETURNING 1",
-            &[namespace, &a.decision_id, &a.evidence_id],
-        ),
-    }
-}
-
-impl WriteRows for Rows<'_> {
-    /// The key's claim (`planlock_claim_write`: its lock and what it returned) and the reads,
-    /// in one round trip: two workers writing one key at once take turns, one writes and the
-    /// other finds its result.
-    async fn read(
-        &mut self,
-        key: Option<&IdempotencyKey>,
-        reads: &[Read<'_>],
-    ) -> Result<(Option<String>, Vec<Answer>), StoreError> {
-        let (namespace, key) = (self.namespace, key.map(ToString::to_string));
-        let mut batch = Vec::with_capacity(reads.len() + 1);
-        if let Some(key) = &key {
-            batch.push(Query::new("SELECT planlock_claim_write($1, $2)", &[&namespace, key]));
-        }
-        batch.extend(reads.iter().map(|read| read_query(&namespace, read)));
-        let mut rows = self.tx.pipeline(&batch, Then::Stay).await.map_err(backend(self.doing))?.into_iter();
-        if key.is_some() {
-            let claimed = rows.next().unwrap_or_default();
-            if let Some(done) = claimed.first().and_then(|row| row.get::<_, Option<String>>(0)) {
-                return Ok((Some(done), Vec::new()));
-            }
-        }
-        Ok((None, reads.iter().zip(rows).map(|(read, rows)| answer(read, &rows)).collect()))
-    }
-
-    /// The changes and the key's record, in one round trip.
-    async fn apply(
-        &mut self,
-        changes: &[Change<'_>],
-        key: &IdempotencyKey,
-        result: &str,
-    ) -> Result<Vec<bool>, StoreError> {
-        let (namespace, key, now) = (self.namespace, key.to_string(), super::now());
-        let values: Vec<ChangeValues<'_>> = changes.iter().map(ChangeValues::of).collect();
-        let mut batch: Vec<Query<'_>> = changes
-            .iter()
-            .zip(&values)
-            .map(|(change, values)| change_query(&namespace, change, values, &now))
-            .collect();
-        batch.push(Query::new(
-            "INSERT INTO planlock_writes (namespace, idem_key, result) VALUES ($1, $2, $3)",
-            &[&namespace, &key, &result],
-        ));
-        let rows = self.tx.pipeline(&batch, Then::Stay).await.map_err(backend(self.doing))?;
-        Ok(rows.iter().take(changes.len()).map(|rows| !rows.is_empty()).collect())
+        let write = KeyedWrite {
+            doing: "linking",
+            sql: "SELECT planlock_link($1, $2, $3, $4, $5)",
+            values: vec![Box::new(anchor.decision_id.clone()), Box::new(anchor.evidence_id.clone())],
+            expected: "linked".to_owned(),
+        };
+        self.write(call, write).await
     }
 }

@@ -1,14 +1,18 @@
-//! The decision ports' writes, written once for every backend (docs/CONTRACT.md, "Storage behind
-//! ports" and "Sessions and the runtime", exactly-once effects): what an idempotency key means,
-//! the order of the checks and the version rules live here; a backend supplies only its rows
-//! ([`WriteRows`]), inside one transaction that it commits when the write returns `Ok` and drops
-//! otherwise, so a refused write leaves nothing behind.
+//! The decision ports' writes, written once for the embedded backends (docs/CONTRACT.md,
+//! "Storage behind ports" and "Sessions and the runtime", exactly-once effects): what an
+//! idempotency key means, the order of the checks and the version rules live here; a backend
+//! supplies only its rows ([`WriteRows`]), inside one transaction that it commits when the write
+//! returns `Ok` and drops otherwise, so a refused write leaves nothing behind.
 //!
-//! Each write has two phases, so that a backend across a network makes it in two round trips:
-//! it reads everything its checks need at once ([`WriteRows::read`], after claiming the key),
-//! the checks decide here, and it makes its changes and records its key at once
-//! ([`WriteRows::apply`]). A backend that reads and writes in place implements [`RowByRow`]
-//! instead, one row at a time.
+//! PostgreSQL runs the same rules in the server, one function per write (`src/pg/v8.sql`), so
+//! that a cycle's writes can travel with its session save in one round trip; its messages are
+//! these word for word (`tests/postgres`, `the_write_functions_answer_as_the_embedded_stores_do`,
+//! holds the two to the same answers).
+//!
+//! Each write has two phases: it reads everything its checks need at once
+//! ([`WriteRows::read`], after claiming the key), the checks decide here, and it makes its
+//! changes and records its key at once ([`WriteRows::apply`]). A backend that reads and writes in
+//! place implements [`RowByRow`], one row at a time.
 //!
 //! Layer 5, with the stores.
 

@@ -4,6 +4,8 @@
 //!
 //! - migrations: idempotent, concurrent, a newer schema refused;
 //! - the storage ports pass the same conformance suite as SQLite;
+//! - a cycle's writes travel with its save: two round trips a cycle, each write's failure its
+//!   step's, each step's result the one the database holds;
 //! - the lease and fencing: "session in use", take-over after expiry, a fenced worker writes
 //!   nothing; bad session keys;
 //! - 8 worker processes × 64 sessions × 20 cycles pulling keys from a queue table
@@ -34,10 +36,11 @@ use planlock::session::{BeforeSave, SessionError, SessionStore, SessionUpdate};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::postgres::PgStore;
-use planlock::{Failure, FailureKind, StepType, ValidPlan};
+use planlock::{Failure, FailureKind, StepStatus, StepType, ValidPlan};
 use serde_json::{Value, json};
 
 mod approvals;
+mod batch;
 #[path = "../common/mod.rs"]
 mod common;
 mod fixture;
@@ -47,6 +50,7 @@ mod storage;
 mod upgrade;
 mod worker;
 use approvals::*;
+use batch::*;
 use common::around::Around;
 use common::pg::PgServer;
 use fixture::*;
@@ -66,6 +70,10 @@ const TESTS: &[(&str, Test)] = &[
         a_cycles_writes_are_durable_with_its_save_or_not_at_all,
     ),
     ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
+    ("a_cycles_writes_travel_with_its_save_in_one_round_trip", a_cycles_writes_travel_with_its_save_in_one_round_trip),
+    ("a_write_failing_in_the_batch_fails_its_own_step", a_write_failing_in_the_batch_fails_its_own_step),
+    ("a_batched_write_returns_what_its_key_holds", a_batched_write_returns_what_its_key_holds),
+    ("the_write_functions_answer_as_the_embedded_stores_do", the_write_functions_answer_as_the_embedded_stores_do),
     (
         "a_crowd_of_sessions_waits_for_connections_without_holding_threads",
         a_crowd_of_sessions_waits_for_connections_without_holding_threads,

@@ -12,9 +12,10 @@
 //!   [`SessionError::Fenced`] (FailFast). Each write also extends the lease.
 //! - A cycle is one value: the store begins it ([`SessionStore::begin_cycle`]), the runtime keeps
 //!   it and hands it to the cycle's steps, and the stores of the session (its [`PgSession`]) join
-//!   it: the cycle's writes are one transaction, which the session save's compare-and-set commits
-//!   (or the record of a pause, with the writes before it); a cycle that ends otherwise is rolled
-//!   back.
+//!   it: the cycle's writes are kept in it and sent with the session save, after its
+//!   compare-and-set and before its COMMIT, in one round trip (or with the record of a pause, the
+//!   writes before it); a write that fails there is its step's ([`SessionError::StepWrite`]), and
+//!   a cycle that ends otherwise sends nothing.
 //! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
 //! - The store holds no connection between its operations: each takes one from the pool and
 //!   gives it back, so a worker keeps as many sessions open as it likes on a few connections.
@@ -35,7 +36,8 @@ use super::{
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
-use crate::pg::{Param, PgDatabase, Pooled, Query, Then};
+use crate::pg::writes::PendingWrite;
+use crate::pg::{Param, PgDatabase, Pooled, Query, Then, WriteFailure};
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -255,35 +257,57 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
+        let in_join = match &in_cycle {
+            InCycle::Join(cycle) => Some(*cycle),
+            _ => None,
+        };
         let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
         let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
-        let mut query = Vec::with_capacity(2);
+        // The cycle's transaction, if a write began one, and the writes it kept for its save.
+        let (tx, pending) = match in_cycle {
+            InCycle::Commit(cycle) => cycle.into_parts(),
+            _ => (None, Vec::new()),
+        };
+        // The compare-and-set first: a fenced worker stops there, and holds the row while the
+        // cycle's writes run. Then the writes, in the order they were made, then the history.
+        let mut query = Vec::with_capacity(pending.len() + 2);
+        query.push(Query::typed(&sql, &all));
+        query.extend(pending.iter().map(PendingWrite::query));
         if let Some(params) = &history_params {
             query.push(Query::typed(HISTORY_SQL, params));
         }
-        query.push(Query::typed(&sql, &all));
-        let failed = |e: tokio_postgres::Error| match e.code().map(|c| c.code()) {
-            Some("PLF01") => SessionError::Fenced { key: self.records.key.clone() },
-            _ => self.database(doing, &e),
+        let failed = |(at, e): (Option<usize>, tokio_postgres::Error)| {
+            let write = at.and_then(|at| at.checked_sub(1)).and_then(|at| pending.get(at));
+            match (write, e.code().map(|c| c.code())) {
+                (_, Some("PLF01")) => SessionError::Fenced { key: self.records.key.clone() },
+                (Some(write), _) => SessionError::StepWrite {
+                    key: self.records.key.clone(),
+                    step_id: write.step_id.clone(),
+                    source: WriteFailure::of(&e, write.doing),
+                },
+                (None, _) => self.database(doing, &e),
+            }
         };
-        let rows = match in_cycle {
-            InCycle::Alone => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
-            InCycle::Join(cycle) => match cycle.transaction().await {
-                Ok(Some(mut tx)) => tx.pipeline(&query, Then::Stay).await.map_err(failed)?,
-                Ok(None) => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
+        let rows = match (in_join, tx) {
+            (Some(cycle), _) => match cycle.transaction().await {
+                Ok(Some(mut tx)) => tx.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
+                Ok(None) => self.connection().await?.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
                 Err(e) => return Err(SessionError::Database { key: self.records.key.clone(), reason: e.to_string() }),
             },
-            // The cycle's writes are in its transaction: the compare-and-set decides for them
-            // too, and the COMMIT goes with it. Not this worker's row any more (fenced), or a
-            // failure: the server rolls the transaction back, and none of the cycle's writes
-            // happen.
-            InCycle::Commit(cycle) => match cycle.into_transaction() {
-                Some(mut tx) => tx.pipeline(&query, Then::Commit).await.map_err(failed)?,
-                None => self.connection().await?.pipeline(&query, Then::Stay).await.map_err(failed)?,
-            },
+            // What the cycle wrote is in its transaction, or in the batch: the compare-and-set
+            // decides for it too, and the COMMIT goes with it. Not this worker's row any more
+            // (fenced), or a write or anything else failed: the server rolls the transaction
+            // back, and none of the cycle's writes happen.
+            (None, Some(mut tx)) => tx.pipeline_at(&query, Then::Commit).await.map_err(failed)?,
+            (None, None) if query.len() > 1 => {
+                let mut conn = self.connection().await?;
+                conn.begin("BEGIN");
+                conn.pipeline_at(&query, Then::Commit).await.map_err(failed)?
+            }
+            (None, None) => self.connection().await?.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
         };
-        // The compare-and-set's row: the batch's last statement.
-        match rows.last().and_then(|rows| rows.first()) {
+        // The compare-and-set's row: the batch's first statement.
+        match rows.first().and_then(|rows| rows.first()) {
             Some(row) => {
                 *seen = row.get(0);
                 Ok(())
