@@ -221,7 +221,9 @@ impl MemoryRepositoryPort for PgStore {
                 // round trip. A namespace with more than MAX_READ_AHEAD active decisions keeps
                 // no decisions.
                 let ahead = ActiveQueries::new(Which::Ahead);
-                let mut batch = vec![search];
+                // Only the search needs its plan made for its parameters (see `Begin`): the
+                // statements after it use their cached plans.
+                let mut batch = vec![search, Query::new("SET LOCAL plan_cache_mode = auto", &[])];
                 if in_cycle.is_some() {
                     batch.extend(ahead.queries(&namespace));
                     batch.push(Query::new(WRITTEN, &[&namespace, &keys]));
@@ -235,8 +237,8 @@ impl MemoryRepositoryPort for PgStore {
                 let items: Vec<MemoryItem> = rows[0].iter().map(item).collect();
                 let (ahead, written) = match in_cycle {
                     Some(_) => {
-                        let written = rows[3].iter().map(|row| (row.get(0), row.get(1))).collect::<Vec<_>>();
-                        (ahead.kept(&rows[1], &rows[2]), written)
+                        let written = rows[4].iter().map(|row| (row.get(0), row.get(1))).collect::<Vec<_>>();
+                        (ahead.kept(&rows[2], &rows[3]), written)
                     }
                     None => (None, Vec::new()),
                 };

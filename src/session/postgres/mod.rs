@@ -230,7 +230,7 @@ impl PgSessionStore {
     }
 
     /// [`write`](Self::write), with the cycle's history `entry` (and how many to keep) added
-    /// before it in the same batch: in the cycle's transaction, committed or rolled back with it.
+    /// after it in the same batch: in the cycle's transaction, committed or rolled back with it.
     async fn write_with(
         &self,
         doing: &'static str,
@@ -240,10 +240,20 @@ impl PgSessionStore {
         entry: Option<HistoryEntry>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
+        let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
+        // With the cycle's history entry, the compare-and-set keeps its outcome on the row (for
+        // the sessions page): one update of the row, where the entry's own statement made two.
+        let last = match &history {
+            Some(_) => {
+                let n = params.len() + 4;
+                format!(", last_outcome = ${}, last_class = ${}, last_cycle_at = now()", n + 1, n + 2)
+            }
+            None => String::new(),
+        };
         let sql = format!(
             "WITH written AS (
                UPDATE planlock_sessions
-               SET {set}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
+               SET {set}{last}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
                    updated_at = now()
                WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
                RETURNING row_version)
@@ -257,11 +267,13 @@ impl PgSessionStore {
             (&lease, Type::FLOAT8),
         ];
         all.extend_from_slice(params);
+        if let Some(row) = &history {
+            all.extend([(&row.end as _, Type::TEXT), (&row.class as _, Type::TEXT)]);
+        }
         let in_join = match &in_cycle {
             InCycle::Join(cycle) => Some(*cycle),
             _ => None,
         };
-        let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
         let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
         // The cycle's transaction, if a write began one, and the writes it kept for its save.
         let (tx, pending) = match in_cycle {
@@ -274,7 +286,7 @@ impl PgSessionStore {
         query.push(Query::typed(&sql, &all));
         query.extend(pending.iter().map(PendingWrite::query));
         if let Some(params) = &history_params {
-            query.push(Query::typed(HISTORY_SQL, params));
+            query.push(Query::typed(HISTORY_AFTER_SAVE, params));
         }
         let failed = |(at, e): (Option<usize>, tokio_postgres::Error)| {
             let write = at.and_then(|at| at.checked_sub(1)).and_then(|at| pending.get(at));
@@ -374,6 +386,20 @@ const HISTORY_SQL: &str = "WITH added AS (
          SELECT seq FROM planlock_cycle_history WHERE session_key = $1
          ORDER BY seq DESC OFFSET $6 LIMIT 1))
      SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
+
+/// The history entry sent with a save, after its compare-and-set (which checked the lease and
+/// kept the outcome on the session's row, in the same transaction): the entry, and the rows
+/// before the newest `keep - 1` dropped. The parameters of [`HISTORY_SQL`] (`$5`, the owner,
+/// unused).
+const HISTORY_AFTER_SAVE: &str = "WITH added AS (
+       INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
+       VALUES ($1, $2, $3, $4, $7) RETURNING seq),
+     dropped AS (
+       DELETE FROM planlock_cycle_history
+       WHERE session_key = $1 AND seq <= (
+         SELECT seq FROM planlock_cycle_history WHERE session_key = $1
+         ORDER BY seq DESC OFFSET $6 LIMIT 1))
+     SELECT seq FROM added";
 
 /// The values of [`HISTORY_SQL`] for one entry.
 struct HistoryRow {
