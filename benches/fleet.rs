@@ -112,6 +112,10 @@ pub struct Figures {
     /// The write-ahead log PostgreSQL wrote over the window, in bytes (every process's: the
     /// window's work is the only work).
     pub wal_bytes: Option<u64>,
+    /// The statements PostgreSQL ran over the window, every database's, as `pg_stat_statements`
+    /// counts them (`FLEET_STATEMENTS=1`): for a client that waits for each answer (the peers'
+    /// psycopg, but for LangGraph's pipelined writes), its round trips.
+    pub statements: Option<u64>,
     pub errors: u64,
 }
 
@@ -276,6 +280,7 @@ fn measure(
     let (pg_cpu_after, model_cpu_after) = (pg.map(proc::PgWatch::cpu_s), model.cpu_s());
     let writes = pg.zip(xid_before).map(|(pg, before)| pg.next_xid().saturating_sub(before));
     let wal_bytes = pg.zip(wal_before).map(|(pg, before)| pg.wal_bytes().saturating_sub(before));
+    let statements = pg.and_then(proc::PgWatch::statement_calls);
     if let Some(pg) = pg {
         pg.print_statements(results.iter().map(|r| r["all_cycles"].as_u64().unwrap_or(0)).sum());
     }
@@ -309,6 +314,7 @@ fn measure(
         writes,
         round_trips: results.iter().map(|r| r["round_trips"].as_u64()).sum(),
         wal_bytes,
+        statements,
         errors: results.iter().map(|r| r["errors"].as_u64().unwrap_or(0)).sum(),
     })
 }
@@ -370,10 +376,25 @@ fn print(system: &str, config: Config, f: &Figures, floor: Option<Floors>) {
     if let Some(w) = f.wal_bytes {
         println!("  PostgreSQL WAL bytes per cycle    {:>10.0}", w as f64 / cycles);
     }
+    if let Some(n) = f.statements {
+        println!("  PostgreSQL statements per cycle   {:>10.2}  (pg_stat_statements)", n as f64 / cycles);
+    }
+    // The persistence budget per step of the demo plan's 12: what a step costs the database.
+    let per_step = |n: Option<u64>| n.map_or("n/a".to_owned(), |n| format!("{:.3}", n as f64 / cycles / STEPS));
+    println!(
+        "  per step (of {STEPS}): round trips {}, statements {}, commits {}, WAL bytes {}",
+        per_step(f.round_trips),
+        per_step(f.statements),
+        per_step(f.commits),
+        f.wal_bytes.map_or("n/a".to_owned(), |w| format!("{:.0}", w as f64 / cycles / STEPS)),
+    );
     if f.errors > 0 {
         println!("  failed cycles                     {:>10}", f.errors);
     }
 }
+
+/// The steps of a cycle (the demo plan's, and the peers' graph and workflow).
+const STEPS: f64 = 12.0;
 
 fn record(system: &str, config: Config, f: &Figures) -> Value {
     json!({
@@ -386,6 +407,7 @@ fn record(system: &str, config: Config, f: &Figures) -> Value {
         "writesPerCycle": f.writes.map(|w| w as f64 / f.all_cycles.max(1) as f64), "errors": f.errors,
         "roundTripsPerCycle": f.round_trips.map(|r| r as f64 / f.all_cycles.max(1) as f64),
         "walBytesPerCycle": f.wal_bytes.map(|w| w as f64 / f.all_cycles.max(1) as f64),
+        "statementsPerCycle": f.statements.map(|n| n as f64 / f.all_cycles.max(1) as f64),
     })
 }
 

@@ -101,6 +101,23 @@ impl PgWatch {
         }
     }
 
+    /// The statements every database ran since [`reset_statements`](Self::reset_statements),
+    /// this watcher's own left out, when the server counts them.
+    pub fn statement_calls(&self) -> Option<u64> {
+        if !PgWatch::counts_statements() {
+            return None;
+        }
+        let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
+        let row = client
+            .query_one(
+                "SELECT COALESCE(sum(calls), 0)::bigint FROM pg_stat_statements
+                 WHERE query NOT LIKE '%pg_stat%' AND query NOT LIKE '%pg_current_%'",
+                &[],
+            )
+            .unwrap();
+        Some(row.get::<_, i64>(0).max(0) as u64)
+    }
+
     /// Where PostgreSQL's time went, per cycle, when the server counts statements: the
     /// statements by total time, each with its calls per cycle and mean time.
     pub fn print_statements(&self, cycles: u64) {

@@ -26,6 +26,20 @@ BEGIN
 END
 $$;
 
+-- A write's key claimed (`planlock_claim_write`, schema 2), and what an earlier write under it
+-- returned (checked against `expected`), or NULL: the write is this one to make.
+CREATE FUNCTION planlock_claim(ns text, key text, expected text) RETURNS text
+LANGUAGE plpgsql VOLATILE AS $$
+DECLARE
+    done text := planlock_claim_write(ns, key);
+BEGIN
+    IF done IS NULL THEN
+        RETURN NULL;
+    END IF;
+    RETURN planlock_written(ns, key, done, expected);
+END
+$$;
+
 -- DecisionWritePort::persist_decision.
 CREATE FUNCTION planlock_persist_decision(
     ns text, key text, d_id text, d_root text, d_version bigint, d_text text, d_strength text,
@@ -36,10 +50,8 @@ DECLARE
     stored planlock_decisions;
     active planlock_decisions;
 BEGIN
-    done := planlock_claim_write(ns, key);
-    IF done IS NOT NULL THEN
-        RETURN planlock_written(ns, key, done, expected);
-    END IF;
+    done := planlock_claim(ns, key, expected);
+    IF done IS NOT NULL THEN RETURN done; END IF;
     SELECT * INTO stored FROM planlock_decisions WHERE namespace = ns AND id = d_id;
     IF FOUND THEN
         IF (stored.root_id, stored.version, stored.text, stored.strength, stored.scope_kind,
@@ -90,10 +102,8 @@ DECLARE
     done text;
     stored planlock_evidence;
 BEGIN
-    done := planlock_claim_write(ns, key);
-    IF done IS NOT NULL THEN
-        RETURN planlock_written(ns, key, done, expected);
-    END IF;
+    done := planlock_claim(ns, key, expected);
+    IF done IS NOT NULL THEN RETURN done; END IF;
     INSERT INTO planlock_evidence (namespace, id, summary, source) VALUES (ns, e_id, e_summary, e_source)
         ON CONFLICT DO NOTHING;
     IF NOT FOUND THEN
@@ -114,10 +124,8 @@ LANGUAGE plpgsql VOLATILE AS $$
 DECLARE
     done text;
 BEGIN
-    done := planlock_claim_write(ns, key);
-    IF done IS NOT NULL THEN
-        RETURN planlock_written(ns, key, done, expected);
-    END IF;
+    done := planlock_claim(ns, key, expected);
+    IF done IS NOT NULL THEN RETURN done; END IF;
     IF NOT EXISTS (SELECT 1 FROM planlock_decisions WHERE namespace = ns AND id = decision) THEN
         RAISE EXCEPTION 'decision `%` to link', decision USING ERRCODE = 'PLN01';
     END IF;
