@@ -54,7 +54,9 @@ pub mod builder;
 pub mod hash;
 #[doc(no_inline)]
 pub use hash::{profile, yaml};
-// What producers in other languages call: the Python and Node bindings wrap it.
+// What producers in other languages call: the Python and Node bindings wrap it; the grammars
+// of plans a model writes.
+pub mod grammar;
 pub mod producer;
 
 // The short paths of the core items, as `planlock` has them.

@@ -23,6 +23,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("pg", 4),
     ("embed", 4),
     ("producer", 4),
+    ("grammar", 4),
     ("session", 5),
     ("store", 5),
     ("handlers", 5),

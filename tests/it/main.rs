@@ -13,6 +13,7 @@ mod approvals;
 mod bundle;
 mod cli;
 mod cli_edges;
+mod cli_grammar;
 mod cli_json;
 mod cli_run;
 mod console;

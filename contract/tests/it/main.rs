@@ -9,6 +9,7 @@
 mod builder;
 mod canonical_json;
 mod corpus;
+mod grammar;
 mod plan_hash;
 mod profile;
 mod properties;

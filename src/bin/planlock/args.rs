@@ -39,6 +39,32 @@ pub enum Command {
     /// Print the JSON Schema (draft 2020-12) of the plan document, for producers in other
     /// languages; `schema/plan-v1.schema.json` in the repository is this output.
     Schema,
+    /// Print the grammar of the plans a model may write, generated from the step registry: every
+    /// plan it describes passes `validate`. Give it to the model server with the request (GBNF:
+    /// llama.cpp's `grammar`; Lark: llguidance; json-schema: `response_format` of a strict
+    /// engine, which cannot say the order of the steps: validate what comes back).
+    Grammar {
+        /// The grammar's syntax: `gbnf`, `lark` or `json-schema` (`--format` stays the report's
+        /// format, as for every command).
+        #[arg(long, default_value = "gbnf")]
+        syntax: String,
+        /// The directory holding the policy profiles: with `--profile`, the plans are that
+        /// profile's (its `policyProfile`, one of its modes, each mode's `topK`).
+        #[arg(long, requires = "profile")]
+        policy_root: Option<PathBuf>,
+        /// The profile under the policy root, as a plan's `metadata.policyProfile` names it.
+        #[arg(long, requires = "policy_root")]
+        profile: Option<String>,
+        /// The keys of `PromptAssemble`'s `vars` (the template's variables), comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        vars: Vec<String>,
+        /// The keys of `LLMCall`'s `config`, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        config: Vec<String>,
+        /// The keys of `PersistSession`'s `meta`, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        meta: Vec<String>,
+    },
     /// Boot a session and run one cycle of the plan with the demo handlers. A plan may name the
     /// demo validator `demo-review` (version `1`, configuration `{}`), which blocks every
     /// storage write for review. A relative `repoPath` in the plan is resolved against the

@@ -6,6 +6,7 @@
 mod abandon;
 mod access;
 mod decisions;
+mod grammar;
 mod hash;
 mod inbox;
 mod memory;
@@ -31,6 +32,10 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         Command::Validate { file } => validate::validate(out, &file),
         Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
         Command::Schema => schema::schema(out),
+        Command::Grammar { syntax, policy_root, profile, vars, config, meta } => {
+            let profile = policy_root.as_deref().zip(profile.as_deref());
+            grammar::grammar(out, &syntax, grammar::For { profile, vars, config, meta })
+        }
         Command::Run { cycle } => run::run(out, cycle, None),
         Command::Resume { cycle, approve, step, reason, by, digest } => {
             let by = by.or_else(|| std::env::var("USER").ok()).unwrap_or_else(|| "cli".to_owned());

@@ -1,0 +1,192 @@
+//! Grammars for plans a model writes (CONTRACT §19): generated from the step registry and the
+//! plan's JSON Schema (itself generated from the contract's field lists), never by hand, so a
+//! change to the table changes the grammar.
+//!
+//! - [`GrammarFormat::Gbnf`] (llama.cpp's `grammar` field) and [`GrammarFormat::Lark`]
+//!   (llguidance): every text they describe is a plan [`ValidPlan`](crate::validate::ValidPlan)
+//!   accepts — the steps in canonical order, each type once, the mandatory ones always, each
+//!   step's id its type's, `topK` agreeing, keys in one order, free-form objects holding only the
+//!   keys the request names, strings, lists and numbers bounded. Compact JSON (no whitespace), so
+//!   a model cannot loop on spaces.
+//! - [`GrammarFormat::JsonSchema`]: a profile of the plan schema that strict structured-output
+//!   engines accept (OpenAI strict mode, XGrammar, llguidance): no `oneOf`, no pattern beside
+//!   lengths, every field required, optional ones as "type or null"
+//!   ([`remove_optional_nulls`] takes the nulls out before validating). It cannot say what
+//!   [`JSON_SCHEMA_CANNOT_SAY`] lists; the validator checks those.
+//!
+//! With a profile ([`GrammarRequest::profile`]) `metadata.policyProfile` is the profile's and
+//! `metadata.mode` one of its modes, each mode's `topK` (a setting of `modes.yaml`) the plan's.
+//!
+//! Layer 4, with what producers call.
+//!
+//! ```
+//! use planlock_contract::grammar::{GrammarFormat, GrammarRequest, grammar};
+//! let gbnf = grammar(&GrammarRequest::new().vars(["question"]), GrammarFormat::Gbnf)?;
+//! assert!(gbnf.contains("root ::= "));
+//! assert!(gbnf.contains(r#"\"id\":\"llmcall\""#));
+//! # Ok::<(), planlock_contract::grammar::GrammarError>(())
+//! ```
+
+mod ir;
+mod plan;
+mod strict;
+mod write;
+
+use crate::contract::json_schema::plan_json_schema;
+use crate::hash::profile::PolicyProfile;
+
+pub use strict::{JSON_SCHEMA_CANNOT_SAY, remove_optional_nulls};
+
+/// The longest string a grammar's plan holds, in characters: bounds the document's size.
+pub const MAX_GRAMMAR_STRING_CHARS: u32 = 256;
+
+/// The most items of a list (`sources`, `keywords`) in a grammar's plan.
+pub const MAX_GRAMMAR_ITEMS: u32 = 8;
+
+/// The largest `topK` a grammar's plan chooses, where no mode fixes it.
+pub const MAX_GRAMMAR_TOP_K: u64 = 10;
+
+/// What a grammar cannot enforce, and how the grammars deal with it.
+pub const GRAMMAR_CANNOT_SAY: &[&str] = &[
+    "unique keys in a free-form object (vars, config, meta): the grammar writes only the keys the request names, \
+     each once, and `{}` where it names none",
+    "unique step ids chosen freely: each step's id is its type's (`llmcall`, `retrieve-memory`, …)",
+    "free-form values nested in objects: free-form values are scalars (a string, a number, a boolean, null)",
+    "a document of any size: strings hold at most 256 characters, lists at most 8 items, integers at most 15 digits",
+];
+
+/// A grammar's format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GrammarFormat {
+    /// GBNF, for llama.cpp's server (`grammar` in a completion request).
+    Gbnf,
+    /// Lark, for llguidance (vLLM, SGLang, llama.cpp built with it).
+    Lark,
+    /// A JSON Schema profile that strict structured-output engines accept.
+    JsonSchema,
+}
+
+impl GrammarFormat {
+    /// Every format, by its command-line name.
+    pub const ALL: [(&'static str, GrammarFormat); 3] =
+        [("gbnf", GrammarFormat::Gbnf), ("lark", GrammarFormat::Lark), ("json-schema", GrammarFormat::JsonSchema)];
+
+    /// The format named `name` (`gbnf`, `lark`, `json-schema`).
+    pub fn from_name(name: &str) -> Option<GrammarFormat> {
+        GrammarFormat::ALL.iter().find(|(n, _)| *n == name).map(|(_, f)| *f)
+    }
+}
+
+/// A mode a plan may name, and the `topK` its profile fixes for it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GrammarMode {
+    /// `metadata.mode`.
+    pub name: String,
+    /// `topK` for a plan of this mode (both `metadata.topK` and `RetrieveMemory`'s), if the mode
+    /// sets one.
+    pub top_k: Option<u64>,
+}
+
+/// What a grammar is for: a profile's modes, and the keys of the free-form objects.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct GrammarRequest {
+    pub(crate) profile: Option<String>,
+    pub(crate) modes: Vec<GrammarMode>,
+    pub(crate) vars: Vec<String>,
+    pub(crate) config: Vec<String>,
+    pub(crate) meta: Vec<String>,
+}
+
+impl GrammarRequest {
+    /// Any profile, any mode, free-form objects empty.
+    pub fn new() -> GrammarRequest {
+        GrammarRequest::default()
+    }
+
+    /// Plans of `profile`: its `policyProfile`, one of its modes, each mode's `topK` where
+    /// `modes.yaml` sets a positive integer one.
+    pub fn profile(mut self, profile: &PolicyProfile) -> GrammarRequest {
+        self.profile = Some(profile.path.clone());
+        self.modes = profile
+            .modes
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(name, _)| !name.is_empty())
+            .map(|(name, mode)| GrammarMode {
+                name: name.clone(),
+                top_k: mode["topK"].as_u64().filter(|k| (1..=crate::json::MAX_SAFE_INTEGER).contains(k)),
+            })
+            .collect();
+        self
+    }
+
+    /// `PromptAssemble`'s `vars` hold these keys (the template's variables), in this order.
+    pub fn vars<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> GrammarRequest {
+        self.vars = unique(keys);
+        self
+    }
+
+    /// `LLMCall`'s `config` holds these keys.
+    pub fn config<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> GrammarRequest {
+        self.config = unique(keys);
+        self
+    }
+
+    /// `PersistSession`'s `meta` holds these keys.
+    pub fn meta<S: Into<String>>(mut self, keys: impl IntoIterator<Item = S>) -> GrammarRequest {
+        self.meta = unique(keys);
+        self
+    }
+}
+
+/// The keys, each once, in the order first given.
+fn unique<S: Into<String>>(keys: impl IntoIterator<Item = S>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for key in keys.into_iter().map(Into::into) {
+        if !out.contains(&key) {
+            out.push(key);
+        }
+    }
+    out
+}
+
+/// Why a grammar could not be made: the plan schema has something the generator does not know
+/// (a new kind of field or pattern added to the contract without teaching the grammar).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GrammarError {
+    /// The schema's part the generator does not know.
+    #[error("the plan schema has what the grammar generator does not know: {0}; teach src/grammar/plan.rs")]
+    Schema(String),
+}
+
+/// The grammar of the plans `request` describes, in `format`.
+pub fn grammar(request: &GrammarRequest, format: GrammarFormat) -> Result<String, GrammarError> {
+    let schema = plan_json_schema();
+    let syntax = match format {
+        GrammarFormat::Gbnf => &write::GBNF,
+        GrammarFormat::Lark => &write::LARK,
+        GrammarFormat::JsonSchema => {
+            let strict = strict::strict_schema(schema, request);
+            return Ok(serde_json::to_string_pretty(&strict).unwrap_or_default() + "\n");
+        }
+    };
+    let rules = plan::plan_rules(&schema, request)?;
+    let mut header = vec![
+        format!("planlock plan grammar, contract version 1: {} rules, generated from the step registry.", rules.len()),
+        "Every plan it describes passes planlock's validator; it cannot say:".to_owned(),
+    ];
+    header.extend(GRAMMAR_CANNOT_SAY.iter().map(|line| format!("- {line}")));
+    Ok(syntax.write(&rules, "root", &header))
+}
+
+/// The step id a grammar's plans give a step of type `ty` (its type's wire name, lowercase,
+/// dashes between words).
+///
+/// ```
+/// use planlock_contract::StepType;
+/// assert_eq!(planlock_contract::grammar::step_id(StepType::RetrieveMemory), "retrieve-memory");
+/// ```
+pub fn step_id(ty: crate::contract::registry::StepType) -> String {
+    plan::step_id(ty)
+}
