@@ -24,6 +24,8 @@ use planlock::store::{MemoryRepositoryPort, NewMemory};
 use serde_json::{Value, json};
 
 mod common;
+#[path = "models/plans.rs"]
+mod plans;
 use common::models::{Models, models_dir, start_models};
 use common::{plan_with, policy};
 
@@ -260,6 +262,10 @@ const TESTS: &[(&str, Test)] = &[
     (
         "an_approved_answer_is_met_again_and_the_cycle_completes",
         an_approved_answer_is_met_again_and_the_cycle_completes,
+    ),
+    (
+        "twenty_goals_give_twenty_valid_plans_with_the_grammar",
+        plans::twenty_goals_give_twenty_valid_plans_with_the_grammar,
     ),
 ];
 

@@ -7,8 +7,10 @@
 //!   OpenAI-compatible chat-completions server.
 //! - `OpenAiEmbedder` (feature `openai`): the `Embedder` port on any OpenAI-compatible
 //!   embeddings endpoint.
+//! - `ModelPlanner` (feature `openai`): a `PolicyInterpreter` that asks a model for the plan,
+//!   with the grammar of valid plans, and validates what it writes.
 //!
-//! Imports `contract` and `exec` (layers 1 and 4).
+//! Imports `contract`, `validate`, `exec` and `grammar` (layers 1, 2 and 4).
 
 #[cfg(feature = "openai")]
 pub mod embed;
@@ -16,6 +18,8 @@ pub mod embed;
 mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
+#[cfg(feature = "openai")]
+pub mod planner;
 #[cfg(feature = "prompts")]
 pub mod prompt;
 #[cfg(feature = "openai")]
@@ -27,5 +31,7 @@ pub mod template_check;
 pub use embed::{EmbedConfig, OpenAiEmbedder};
 #[cfg(feature = "openai")]
 pub use openai::{ModelConfig, OpenAiModel};
+#[cfg(feature = "openai")]
+pub use planner::{Asked, Constraint, ModelPlanner, PlanError, Planned};
 #[cfg(feature = "prompts")]
 pub use prompt::TemplatePrompts;

@@ -257,11 +257,11 @@ struct Message {
 }
 
 #[derive(Debug, Deserialize)]
-struct Usage {
+pub(crate) struct Usage {
     #[serde(default)]
-    prompt_tokens: Option<u64>,
+    pub(crate) prompt_tokens: Option<u64>,
     #[serde(default)]
-    completion_tokens: Option<u64>,
+    pub(crate) completion_tokens: Option<u64>,
     #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
     #[serde(default)]
@@ -281,11 +281,11 @@ struct CompletionDetails {
 }
 
 /// One answer: its text, and what the span records.
-struct Answer {
-    text: String,
-    model: Option<String>,
-    usage: Option<Usage>,
-    finish_reason: Option<String>,
+pub(crate) struct Answer {
+    pub(crate) text: String,
+    pub(crate) model: Option<String>,
+    pub(crate) usage: Option<Usage>,
+    pub(crate) finish_reason: Option<String>,
 }
 
 impl OpenAiModel {
@@ -409,7 +409,10 @@ fn seed_of(cx: &StepContext<'_>) -> u32 {
 }
 
 /// One chat completion: the first choice's text, the model that answered, the usage.
-async fn chat(client: &Client, sent: impl Future<Output = Result<String, ModelError>>) -> Result<Answer, ModelError> {
+pub(crate) async fn chat(
+    client: &Client,
+    sent: impl Future<Output = Result<String, ModelError>>,
+) -> Result<Answer, ModelError> {
     let text = sent.await?;
     let completion: ChatCompletion =
         serde_json::from_str(&text).map_err(|e| client.malformed(&e.to_string(), &text))?;

@@ -23,10 +23,8 @@ use stager::{WithStager, session_update};
 
 use std::path::PathBuf;
 
-use serde_json::Value;
 use uuid::Uuid;
 
-use crate::contract::problem::Rejection;
 use crate::contract::registry::{Failure, FailureKind};
 use crate::exec::executor::{
     Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, PausedCycle, Phase,
@@ -51,18 +49,9 @@ pub enum Boot {
     Resume(SessionState),
 }
 
-/// Turns the current situation into a plan (D-007 §1). The version gate sits at its entrance:
-/// whatever an interpreter produces goes through [`ValidPlan::from_value`], so an unsupported
-/// `step_contract_version` or non-empty `extensions` is refused (FailFast) before anything else.
-pub trait PolicyInterpreter {
-    /// Produces the plan document for `policy_ref` and the situation.
-    fn produce(&self, policy_ref: &str, situation: &Value) -> Value;
-
-    /// The validated plan.
-    fn interpret(&self, policy_ref: &str, situation: &Value) -> Result<ValidPlan, Rejection> {
-        ValidPlan::from_value(&self.produce(policy_ref, situation))
-    }
-}
+/// Turns the current situation into a plan (D-007 §1); defined beside the validator, which
+/// stands at its entrance.
+pub use crate::validate::PolicyInterpreter;
 
 /// How a cycle (or a resumed one) ended, when it did not fail.
 #[derive(Debug)]

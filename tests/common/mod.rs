@@ -7,6 +7,7 @@ pub mod around;
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod console;
+pub mod goals;
 #[cfg(feature = "openai")]
 pub mod models;
 #[cfg(feature = "postgres")]

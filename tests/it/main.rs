@@ -25,6 +25,7 @@ mod layers;
 mod lifecycle;
 mod openai;
 mod people;
+mod planner;
 mod prompts;
 mod readme;
 mod records;

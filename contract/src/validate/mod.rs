@@ -23,6 +23,7 @@ use crate::json::MAX_PLAN_BYTES;
 use crate::json::pointer::JsonPointer;
 
 mod document;
+mod interpreter;
 mod result;
 mod step_list;
 mod typed;
@@ -30,6 +31,7 @@ mod typed;
 use document::walk_document;
 // The executor's check of a handler's result (planlock's own; hidden from the API).
 #[doc(hidden)]
+pub use interpreter::PolicyInterpreter;
 pub use result::check_result;
 use typed::{StepListRules, check_plan, typed_parts_ok};
 

@@ -65,6 +65,47 @@ pub enum Command {
         #[arg(long, value_delimiter = ',')]
         meta: Vec<String>,
     },
+    /// Ask a model on an OpenAI-compatible server to write the plan for a goal, with the grammar
+    /// of valid plans (`planlock grammar`), at temperature 0 with a seed; the validator checks
+    /// what it wrote (exit 1 and `plan-rejected` when it is not a valid plan: a server that
+    /// ignored the grammar), and the plan is printed, or written with `--out`.
+    Plan {
+        /// The server's base URL, e.g. llama.cpp's `http://127.0.0.1:8080/v1`.
+        #[arg(long, value_name = "URL")]
+        llm_url: String,
+        /// The model's name on the server.
+        #[arg(long, value_name = "NAME", default_value = "default")]
+        llm_model: String,
+        /// What the plan is for.
+        #[arg(long)]
+        goal: String,
+        /// How the request constrains the model: `grammar` (GBNF in `grammar`), `json-schema`
+        /// (the strict profile as `response_format`) or `none`.
+        #[arg(long, default_value = "grammar")]
+        constraint: String,
+        /// The request's seed.
+        #[arg(long, default_value_t = 0)]
+        seed: u32,
+        /// Write the plan to this file instead of printing it.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The directory holding the policy profiles: with `--profile`, the plan is that
+        /// profile's, and its hash is printed.
+        #[arg(long, requires = "profile")]
+        policy_root: Option<PathBuf>,
+        /// The profile under the policy root.
+        #[arg(long, requires = "policy_root")]
+        profile: Option<String>,
+        /// The keys of `PromptAssemble`'s `vars`, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        vars: Vec<String>,
+        /// The keys of `LLMCall`'s `config`, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        config: Vec<String>,
+        /// The keys of `PersistSession`'s `meta`, comma-separated.
+        #[arg(long, value_delimiter = ',')]
+        meta: Vec<String>,
+    },
     /// Boot a session and run one cycle of the plan with the demo handlers. A plan may name the
     /// demo validator `demo-review` (version `1`, configuration `{}`), which blocks every
     /// storage write for review. A relative `repoPath` in the plan is resolved against the

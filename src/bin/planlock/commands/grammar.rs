@@ -38,12 +38,17 @@ impl Report for GrammarReport {
     }
 }
 
+/// The request of the free-form objects' keys.
+pub fn request(vars: Vec<String>, config: Vec<String>, meta: Vec<String>) -> GrammarRequest {
+    GrammarRequest::new().vars(vars).config(config).meta(meta)
+}
+
 pub fn grammar(out: &mut Output, syntax: &str, of: For<'_>) -> Result<u8, CliError> {
     let Some(format) = GrammarFormat::from_name(syntax) else {
         let names: Vec<&str> = GrammarFormat::ALL.iter().map(|(n, _)| *n).collect();
         return Err(CliError::usage("usage", format!("--syntax `{syntax}`: one of {}", names.join(", "))));
     };
-    let mut request = GrammarRequest::new().vars(of.vars).config(of.config).meta(of.meta);
+    let mut request = request(of.vars, of.config, of.meta);
     if let Some((root, name)) = of.profile {
         let profile = PolicyProfile::load(root, name).map_err(|e| CliError::of(&e))?;
         request = request.profile(&profile);

@@ -11,6 +11,7 @@ mod hash;
 mod inbox;
 mod memory;
 mod notify;
+mod plan;
 mod run;
 mod schema;
 mod serve;
@@ -35,6 +36,24 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         Command::Grammar { syntax, policy_root, profile, vars, config, meta } => {
             let profile = policy_root.as_deref().zip(profile.as_deref());
             grammar::grammar(out, &syntax, grammar::For { profile, vars, config, meta })
+        }
+        Command::Plan {
+            llm_url,
+            llm_model,
+            goal,
+            constraint,
+            seed,
+            out: file,
+            policy_root,
+            profile,
+            vars,
+            config,
+            meta,
+        } => {
+            let ask =
+                plan::Ask { url: &llm_url, model: &llm_model, goal: &goal, constraint: &constraint, seed, out: file };
+            let profile = policy_root.as_deref().zip(profile.as_deref());
+            plan::plan(out, ask, grammar::For { profile, vars, config, meta })
         }
         Command::Run { cycle } => run::run(out, cycle, None),
         Command::Resume { cycle, approve, step, reason, by, digest } => {

@@ -1,0 +1,281 @@
+//! [`ModelPlanner`]: a [`PolicyInterpreter`] that asks a model on an OpenAI-compatible server to
+//! write the plan (CONTRACT §19), with the grammar of valid plans (`planlock::grammar`), at
+//! temperature 0 with a seed, then validates what comes back: the validator stays the gate. A
+//! server that ignores the grammar (llama.cpp's server carries on unconstrained when a grammar
+//! fails to parse) is caught there ([`PlanError::Rejected`]), and nothing it wrote runs.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use super::http::{Client, ModelError};
+use super::openai::chat;
+use crate::contract::problem::Rejection;
+use crate::contract::registry::{Failure, FailureKind, REGISTRY};
+use crate::grammar::{GrammarFormat, GrammarRequest, grammar, remove_optional_nulls};
+use crate::validate::{PolicyInterpreter, ValidPlan};
+
+/// How the request constrains what the model writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Constraint {
+    /// The GBNF grammar in the request's `grammar` field (llama.cpp's server and
+    /// llama-cpp-python's): every text it allows is a valid plan.
+    Grammar,
+    /// The strict JSON Schema profile as `response_format` (OpenAI strict mode, vLLM, SGLang):
+    /// the shape only; the order of the steps is the validator's to check.
+    JsonSchema,
+    /// Nothing: the model writes what it likes (to measure what the grammar buys).
+    Unconstrained,
+}
+
+impl Constraint {
+    /// Every constraint, by its command-line name.
+    pub const ALL: [(&'static str, Constraint); 3] = [
+        ("grammar", Constraint::Grammar),
+        ("json-schema", Constraint::JsonSchema),
+        ("none", Constraint::Unconstrained),
+    ];
+}
+
+/// Why no plan came back.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PlanError {
+    /// The model server failed (its code and class are the model call's).
+    #[error("asking the model for a plan failed: {0}")]
+    Model(#[from] ModelError),
+    /// The answer is not one JSON object.
+    #[error("the model's answer is not a JSON plan ({reason}); it began: {start}")]
+    NotJson {
+        /// Why it does not read.
+        reason: String,
+        /// Its first characters, escaped.
+        start: String,
+    },
+    /// The validator refused the plan: nothing of it runs.
+    #[error("the validator refused the model's plan: {0}")]
+    Rejected(Rejection),
+}
+
+impl Failure for PlanError {
+    /// `plan-not-json`, `plan-rejected`, or the model call's code.
+    fn code(&self) -> &'static str {
+        match self {
+            PlanError::Model(e) => e.code(),
+            PlanError::NotJson { .. } => "plan-not-json",
+            PlanError::Rejected(_) => "plan-rejected",
+        }
+    }
+
+    /// The model call's class; CycleFail for a plan that does not read or is refused (asking
+    /// again may do better).
+    fn kind(&self) -> FailureKind {
+        match self {
+            PlanError::Model(e) => e.kind(),
+            PlanError::NotJson { .. } | PlanError::Rejected(_) => FailureKind::CycleFail,
+        }
+    }
+}
+
+/// What a model wrote when asked, unchecked.
+#[derive(Debug, Clone)]
+pub struct Asked {
+    /// What it wrote, as it wrote it.
+    pub written: String,
+    /// The model that answered, as the server named it.
+    pub model: Option<String>,
+    /// The tokens the server reported: the prompt's and the answer's.
+    pub tokens: (Option<u64>, Option<u64>),
+    /// How long the request took.
+    pub elapsed: Duration,
+}
+
+/// A plan the model wrote, validated.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The plan.
+    pub plan: ValidPlan,
+    /// How it was asked for and what came back.
+    pub asked: Asked,
+}
+
+/// Asks a model for a plan; see the [module docs](self).
+///
+/// ```no_run
+/// use planlock::grammar::GrammarRequest;
+/// use planlock::handlers::ModelPlanner;
+/// let planner = ModelPlanner::new("http://127.0.0.1:8080/v1", "smollm2")
+///     .request(GrammarRequest::new().vars(["question"]));
+/// let planned = planner.plan_blocking("answer how to rotate the API key, and remember it")?;
+/// println!("{}", planned.plan.to_json());
+/// # Ok::<(), planlock::handlers::PlanError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct ModelPlanner {
+    client: Client,
+    model: String,
+    request: GrammarRequest,
+    constraint: Constraint,
+    seed: u32,
+    max_tokens: u32,
+    timeout: Duration,
+}
+
+impl ModelPlanner {
+    /// A planner asking `model` at `base_url` (`…/v1`), with the grammar of any plan.
+    pub fn new(base_url: &str, model: impl Into<String>) -> ModelPlanner {
+        ModelPlanner {
+            client: Client::new(base_url, "chat/completions", None, Duration::from_secs(5)),
+            model: model.into(),
+            request: GrammarRequest::new(),
+            constraint: Constraint::Grammar,
+            seed: 0,
+            max_tokens: 1536,
+            timeout: Duration::from_secs(300),
+        }
+    }
+
+    /// Plans for `request` (a profile, the template's variables): the grammar says them.
+    pub fn request(mut self, request: GrammarRequest) -> ModelPlanner {
+        self.request = request;
+        self
+    }
+
+    /// How the request constrains the model (default: the grammar).
+    pub fn constraint(mut self, constraint: Constraint) -> ModelPlanner {
+        self.constraint = constraint;
+        self
+    }
+
+    /// The request's seed (default 0): with temperature 0, the same goal gets the same plan.
+    pub fn seed(mut self, seed: u32) -> ModelPlanner {
+        self.seed = seed;
+        self
+    }
+
+    /// The most tokens the model may write (default 1,536: a grammar plan takes 300 to 800).
+    pub fn max_tokens(mut self, max_tokens: u32) -> ModelPlanner {
+        self.max_tokens = max_tokens;
+        self
+    }
+
+    /// How long the request may take (default 300 s).
+    pub fn timeout(mut self, timeout: Duration) -> ModelPlanner {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The request's body for `goal`.
+    fn body(&self, goal: &str) -> Result<Value, PlanError> {
+        let mut body = json!({
+            "model": self.model,
+            "messages": [
+                { "role": "system", "content": instructions() },
+                { "role": "user", "content": format!("Goal: {goal}") },
+            ],
+            "temperature": 0,
+            "seed": self.seed,
+            "max_tokens": self.max_tokens,
+        });
+        let format = match self.constraint {
+            Constraint::Grammar => GrammarFormat::Gbnf,
+            Constraint::JsonSchema => GrammarFormat::JsonSchema,
+            Constraint::Unconstrained => return Ok(body),
+        };
+        let text = grammar(&self.request, format)
+            .map_err(|e| PlanError::NotJson { reason: format!("no grammar: {e}"), start: String::new() })?;
+        match format {
+            GrammarFormat::Gbnf => body["grammar"] = Value::String(text),
+            _ => {
+                let schema: Value = serde_json::from_str(&text).unwrap_or_default();
+                body["response_format"] = json!({
+                    "type": "json_schema",
+                    "json_schema": { "name": "ExecutionPlan", "strict": true, "schema": schema },
+                });
+            }
+        }
+        Ok(body)
+    }
+
+    /// Asks the model for a plan for `goal`: what it wrote, unchecked.
+    pub async fn ask(&self, goal: &str) -> Result<Asked, PlanError> {
+        let started = Instant::now();
+        let body = self.body(goal)?;
+        let answer = chat(&self.client, self.client.post(&body, self.timeout)).await?;
+        let tokens = answer.usage.as_ref().map_or((None, None), |u| (u.prompt_tokens, u.completion_tokens));
+        Ok(Asked { written: answer.text, model: answer.model, tokens, elapsed: started.elapsed() })
+    }
+
+    /// What a model wrote, as a plan: its JSON object (its optional nulls out, for the strict
+    /// schema), validated.
+    pub fn check(&self, written: &str) -> Result<ValidPlan, PlanError> {
+        let mut value = read_plan(written)?;
+        if self.constraint == Constraint::JsonSchema {
+            remove_optional_nulls(&mut value);
+        }
+        ValidPlan::from_value(&value).map_err(PlanError::Rejected)
+    }
+
+    /// Asks the model for a plan for `goal` and validates it.
+    pub async fn plan(&self, goal: &str) -> Result<Planned, PlanError> {
+        let asked = self.ask(goal).await?;
+        let plan = self.check(&asked.written)?;
+        Ok(Planned { plan, asked })
+    }
+
+    /// [`plan`](Self::plan) from synchronous code.
+    pub fn plan_blocking(&self, goal: &str) -> Result<Planned, PlanError> {
+        crate::io::block_on(self.plan(goal))
+    }
+
+    /// [`ask`](Self::ask) from synchronous code.
+    pub fn ask_blocking(&self, goal: &str) -> Result<Asked, PlanError> {
+        crate::io::block_on(self.ask(goal))
+    }
+}
+
+/// What the model is told: the task, and the steps in their order, from the registry.
+fn instructions() -> String {
+    let steps: Vec<String> = REGISTRY
+        .iter()
+        .map(|s| format!("{} ({})", s.wire_name, if s.mandatory { "mandatory" } else { "optional" }))
+        .collect();
+    format!(
+        "You write one planlock execution plan, contract version 1, as a JSON object and nothing else. \
+         Its steps come in this order, each type at most once: {}. Choose the optional steps the goal needs.",
+        steps.join(", ")
+    )
+}
+
+/// The JSON object in what the model wrote: the text itself, or (unconstrained, in prose or a
+/// code fence) from its first `{` to its last `}`.
+fn read_plan(text: &str) -> Result<Value, PlanError> {
+    let within = match (text.find('{'), text.rfind('}')) {
+        (Some(start), Some(end)) if start < end => &text[start..=end],
+        _ => text,
+    };
+    match serde_json::from_str::<Value>(within) {
+        Ok(value) if value.is_object() => Ok(value),
+        Ok(_) => Err(PlanError::NotJson { reason: "not a JSON object".into(), start: super::http::start_of(text) }),
+        Err(e) => Err(PlanError::NotJson { reason: e.to_string(), start: super::http::start_of(text) }),
+    }
+}
+
+impl PolicyInterpreter for ModelPlanner {
+    /// The plan the model writes for the situation's `goal` (or the whole situation, as JSON):
+    /// what it wrote, its optional nulls out; `null` if it wrote nothing readable or the call
+    /// failed, which the validator refuses ([`plan`](ModelPlanner::plan) says why).
+    fn produce(&self, _policy_ref: &str, situation: &Value) -> Value {
+        let goal = situation["goal"].as_str().map_or_else(|| situation.to_string(), str::to_owned);
+        let read = self.ask_blocking(&goal).and_then(|asked| read_plan(&asked.written));
+        match read {
+            Ok(mut value) => {
+                if self.constraint == Constraint::JsonSchema {
+                    remove_optional_nulls(&mut value);
+                }
+                value
+            }
+            Err(_) => Value::Null,
+        }
+    }
+}

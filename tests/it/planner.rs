@@ -1,0 +1,137 @@
+//! `ModelPlanner` and `planlock plan` (CONTRACT §19) against a server on 127.0.0.1 (wiremock)
+//! that stands for one ignoring the grammar — the fault a real server test cannot make on
+//! purpose: what is sent (the grammar, temperature 0, the seed), a valid plan coming back, and an
+//! invalid one refused by the validator, never printed as a plan. The real model writes plans in
+//! `tests/models.rs`.
+#![cfg(feature = "openai")]
+
+use planlock::grammar::{GrammarFormat, GrammarRequest, grammar};
+use planlock::handlers::{Constraint, ModelPlanner, PlanError};
+use planlock::runtime::PolicyInterpreter;
+use planlock::{Failure, FailureKind};
+use serde_json::{Value, json};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn completion(text: &str) -> Value {
+    json!({
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "served-model",
+        "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" }],
+        "usage": { "prompt_tokens": 80, "completion_tokens": 300, "total_tokens": 380 }
+    })
+}
+
+/// A plan as the grammar writes them (the demo plan's shape).
+fn valid_plan() -> Value {
+    json!({
+        "step_contract_version": "1", "extensions": [],
+        "metadata": { "mode": "chat", "policyProfile": "profiles/default" },
+        "steps": [
+            { "id": "context-select", "type": "ContextSelect", "payload": { "input": "rotate", "sources": [] } },
+            { "id": "prompt-assemble", "type": "PromptAssemble", "payload": { "template": "t", "vars": {} } },
+            { "id": "llmcall", "type": "LLMCall", "payload": { "config": {}, "prompt": "p" } },
+            { "id": "persist-session", "type": "PersistSession", "payload": { "meta": {}, "sessionRef": "s" } }
+        ]
+    })
+}
+
+async fn answering(text: &str) -> MockServer {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion(text)))
+        .mount(&server)
+        .await;
+    server
+}
+
+#[tokio::test]
+async fn the_request_carries_the_grammar_at_temperature_0_and_a_valid_answer_is_the_plan() {
+    let server = answering(&valid_plan().to_string()).await;
+    let request = GrammarRequest::new().vars(["question"]);
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").request(request.clone()).seed(42);
+    let planned = planner.plan("rotate the key").await.unwrap();
+    assert_eq!(planned.plan.steps().len(), 4);
+    assert_eq!((planned.asked.model.as_deref(), planned.asked.tokens), (Some("served-model"), (Some(80), Some(300))));
+    let sent: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(sent["grammar"], grammar(&request, GrammarFormat::Gbnf).unwrap());
+    assert_eq!(
+        (sent["temperature"].as_u64(), sent["seed"].as_u64(), sent["model"].as_str()),
+        (Some(0), Some(42), Some("m"))
+    );
+    assert!(sent["messages"][1]["content"].as_str().unwrap().contains("rotate the key"));
+    assert!(sent["messages"][0]["content"].as_str().unwrap().contains("ContextSelect (mandatory)"));
+    // The strict schema instead, as `response_format`; its nulls are out before validating.
+    let mut with_nulls = valid_plan();
+    with_nulls["validators"] = Value::Null;
+    with_nulls["metadata"]["topK"] = Value::Null;
+    let server = answering(&with_nulls.to_string()).await;
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").constraint(Constraint::JsonSchema);
+    planner.plan("rotate the key").await.unwrap();
+    let sent: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
+    assert_eq!(sent["response_format"]["json_schema"]["strict"], true);
+    assert!(sent.get("grammar").is_none());
+}
+
+#[tokio::test]
+async fn a_server_that_ignores_the_grammar_is_caught_by_the_validator() {
+    // Out of order, as a model left unconstrained writes it.
+    let mut out_of_order = valid_plan();
+    out_of_order["steps"].as_array_mut().unwrap().swap(1, 2);
+    let server = answering(&out_of_order.to_string()).await;
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m");
+    match planner.plan("rotate the key").await {
+        Err(e @ PlanError::Rejected(_)) => {
+            assert_eq!((e.code(), e.kind()), ("plan-rejected", FailureKind::CycleFail));
+            assert!(e.to_string().contains("order-violation"), "{e}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // Prose around no plan at all.
+    let server = answering("Sure! Here is a plan: first scan the repo, then answer.").await;
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m");
+    let e = planner.plan("rotate the key").await.unwrap_err();
+    assert_eq!(e.code(), "plan-not-json", "{e}");
+    // As a PolicyInterpreter, the refusal is the validator's.
+    let server = answering(&out_of_order.to_string()).await;
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m");
+    let refused =
+        tokio::task::spawn_blocking(move || planner.interpret("profiles/default", &json!({ "goal": "rotate" })));
+    assert!(refused.await.unwrap().is_err());
+}
+
+#[cfg(feature = "cli")]
+#[tokio::test]
+async fn planlock_plan_prints_a_valid_plan_and_refuses_an_invalid_one() {
+    let server = answering(&valid_plan().to_string()).await;
+    let url = format!("{}/v1", server.uri());
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
+    let args = ["plan", "--format", "json", "--llm-url", &url, "--goal", "rotate", "--policy-root", policy];
+    let out = tokio::task::spawn_blocking({
+        let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+        move || crate::common::cli::planlock().args(&args).args(["--profile", "profiles/default"]).output().unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["plan"]["steps"].as_array().map(Vec::len), Some(4));
+    assert_eq!(report["hash"].as_str().map(str::len), Some(64));
+
+    let mut out_of_order = valid_plan();
+    out_of_order["steps"].as_array_mut().unwrap().swap(1, 2);
+    let server = answering(&out_of_order.to_string()).await;
+    let url = format!("{}/v1", server.uri());
+    let out = tokio::task::spawn_blocking(move || {
+        crate::common::cli::planlock()
+            .args(["plan", "--format", "json", "--llm-url", &url, "--goal", "g"])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["errorCode"], "plan-rejected", "{report}");
+    assert!(report.get("plan").is_none());
+}
