@@ -52,3 +52,49 @@ fn an_unknown_syntax_is_a_usage_error() {
     assert_eq!(report["errorCode"], "usage");
     assert!(report["error"].as_str().unwrap().contains("gbnf, lark, json-schema"), "{report}");
 }
+
+/// llguidance (`.ci/llguidance`), the engine behind llama.cpp's, vLLM's and SGLang's structured
+/// outputs, compiles every syntax planlock writes: the Lark and GBNF grammars and the strict JSON
+/// Schema profile, for a request with keys and a profile's.
+#[test]
+fn llguidance_compiles_every_grammar_planlock_writes() {
+    let dir = std::env::var_os("PLANLOCK_LLGUIDANCE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| Some(std::path::Path::new(&std::env::var_os("HOME")?).join(".cache/planlock/llguidance-v1")));
+    let Some(python) = dir.map(|d| d.join("venv/bin/python")).filter(|p| p.exists()) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "llguidance is not installed: .ci/run installs it with .ci/llguidance"
+        );
+        eprintln!("SKIPPED: llguidance is not installed (bash .ci/llguidance, then set PLANLOCK_LLGUIDANCE)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
+    let mut checked = Vec::new();
+    for (syntax, engine) in [("lark", "lark"), ("gbnf", "gbnf"), ("json-schema", "json")] {
+        for extra in [
+            &["--vars", "question,context", "--meta", "channel"][..],
+            &["--policy-root", root, "--profile", "profiles/default"],
+        ] {
+            let out = planlock(&[&["grammar", "--syntax", syntax][..], extra].concat(), None);
+            assert_eq!(out.status.code(), Some(0));
+            let file = dir.path().join(format!("{syntax}-{}.txt", checked.len()));
+            std::fs::write(&file, &out.stdout).unwrap();
+            checked.push((engine, file));
+        }
+    }
+    let script = "import sys, llguidance\n\
+                  for engine, path in zip(sys.argv[1::2], sys.argv[2::2]):\n\
+                  \x20   error = llguidance.LLMatcher.validate_grammar(llguidance.grammar_from(engine, open(path).read()))\n\
+                  \x20   print(path, 'ok' if not error else 'ERROR ' + error)\n";
+    let mut command = std::process::Command::new(python);
+    command.arg("-c").arg(script);
+    for (engine, file) in &checked {
+        command.arg(engine).arg(file);
+    }
+    let out = command.output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(said.lines().filter(|l| l.ends_with(" ok")).count(), 6, "{said}");
+}
