@@ -4,7 +4,8 @@
 //! by goal, one way after the other), and valid plans per request each way. Without the model servers it measures the generation alone and says so.
 //!
 //! `cargo bench --bench planner --features openai` (after `bash .ci/models`);
-//! `PLANNER_REQUESTS=N` requests each way (default 100; `-- --quick`: 3).
+//! `PLANNER_REQUESTS=N` requests each way (default 100; `-- --quick`: 3), `PLANNER_WAYS` the ways
+//! (default `grammar,none`; `json-schema` too for a server that takes `json_schema` formats).
 
 use std::time::{Duration, Instant};
 
@@ -71,11 +72,18 @@ fn main() {
             .max_tokens(1200)
             .timeout(Duration::from_secs(600))
     };
-    let planners = [ask(Constraint::Grammar), ask(Constraint::JsonSchema), ask(Constraint::Unconstrained)];
-    let mut ways = [Way::default(), Way::default(), Way::default()];
+    // `PLANNER_WAYS=grammar,json-schema,none` adds the strict schema as `response_format`, for a
+    // server that takes it (llama-cpp-python's takes only its own `json_object`).
+    let chosen = std::env::var("PLANNER_WAYS").unwrap_or_else(|_| "grammar,none".into());
+    let planners: Vec<(&str, ModelPlanner)> = Constraint::ALL
+        .iter()
+        .filter(|(name, _)| chosen.split(',').any(|c| c == *name))
+        .map(|(name, constraint)| (*name, ask(*constraint)))
+        .collect();
+    let mut ways: Vec<Way> = planners.iter().map(|_| Way::default()).collect();
     for n in 0..requests {
         let goal = common::goals::GOALS[n % common::goals::GOALS.len()];
-        for (way, planner) in ways.iter_mut().zip(&planners) {
+        for (way, (_, planner)) in ways.iter_mut().zip(&planners) {
             way.asked += 1;
             let Ok(asked) = planner.ask_blocking(goal) else { continue };
             way.seconds.push(asked.elapsed.as_secs_f64());
@@ -85,7 +93,7 @@ fn main() {
         }
     }
     println!("planner: SmolLM2-135M on llama-cpp-python's server, {requests} requests each way, interleaved");
-    ways[0].print("with the grammar");
-    ways[1].print("json-schema");
-    ways[2].print("without");
+    for (way, (name, _)) in ways.iter().zip(&planners) {
+        way.print(name);
+    }
 }

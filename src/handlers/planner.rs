@@ -55,15 +55,20 @@ pub enum PlanError {
     /// The validator refused the plan: nothing of it runs.
     #[error("the validator refused the model's plan: {0}")]
     Rejected(Rejection),
+    /// No grammar could be made for the request (the plan schema has what the generator does
+    /// not know).
+    #[error("{0}")]
+    Grammar(#[from] crate::grammar::GrammarError),
 }
 
 impl Failure for PlanError {
-    /// `plan-not-json`, `plan-rejected`, or the model call's code.
+    /// `plan-not-json`, `plan-rejected`, `grammar`, or the model call's code.
     fn code(&self) -> &'static str {
         match self {
             PlanError::Model(e) => e.code(),
             PlanError::NotJson { .. } => "plan-not-json",
             PlanError::Rejected(_) => "plan-rejected",
+            PlanError::Grammar(_) => "grammar",
         }
     }
 
@@ -73,6 +78,8 @@ impl Failure for PlanError {
         match self {
             PlanError::Model(e) => e.kind(),
             PlanError::NotJson { .. } | PlanError::Rejected(_) => FailureKind::CycleFail,
+            // A build of planlock that cannot describe its own plans: nothing to retry.
+            PlanError::Grammar(_) => FailureKind::FailFast,
         }
     }
 }

@@ -48,22 +48,8 @@ pub enum Command {
         /// format, as for every command).
         #[arg(long, default_value = "gbnf")]
         syntax: String,
-        /// The directory holding the policy profiles: with `--profile`, the plans are that
-        /// profile's (its `policyProfile`, one of its modes, each mode's `topK`).
-        #[arg(long, requires = "profile")]
-        policy_root: Option<PathBuf>,
-        /// The profile under the policy root, as a plan's `metadata.policyProfile` names it.
-        #[arg(long, requires = "policy_root")]
-        profile: Option<String>,
-        /// The keys of `PromptAssemble`'s `vars` (the template's variables), comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        vars: Vec<String>,
-        /// The keys of `LLMCall`'s `config`, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        config: Vec<String>,
-        /// The keys of `PersistSession`'s `meta`, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        meta: Vec<String>,
+        #[command(flatten)]
+        of: PlansOf,
     },
     /// Ask a model on an OpenAI-compatible server to write the plan for a goal, with the grammar
     /// of valid plans (`planlock grammar`), at temperature 0 with a seed; the validator checks
@@ -89,22 +75,9 @@ pub enum Command {
         /// Write the plan to this file instead of printing it.
         #[arg(long)]
         out: Option<PathBuf>,
-        /// The directory holding the policy profiles: with `--profile`, the plan is that
-        /// profile's, and its hash is printed.
-        #[arg(long, requires = "profile")]
-        policy_root: Option<PathBuf>,
-        /// The profile under the policy root.
-        #[arg(long, requires = "policy_root")]
-        profile: Option<String>,
-        /// The keys of `PromptAssemble`'s `vars`, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        vars: Vec<String>,
-        /// The keys of `LLMCall`'s `config`, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        config: Vec<String>,
-        /// The keys of `PersistSession`'s `meta`, comma-separated.
-        #[arg(long, value_delimiter = ',')]
-        meta: Vec<String>,
+        /// What the plan is for (with a profile, its hash is printed too).
+        #[command(flatten)]
+        of: PlansOf,
     },
     /// Boot a session and run one cycle of the plan with the demo handlers. A plan may name the
     /// demo validator `demo-review` (version `1`, configuration `{}`), which blocks every
@@ -428,6 +401,27 @@ pub struct EmbedArgs {
     /// The environment variable holding the embedding server's key (never printed).
     #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
     pub embed_api_key_env: String,
+}
+
+/// What `grammar` and `plan` share: whose plans (a profile), and the keys of the free-form objects.
+#[derive(clap::Args)]
+pub struct PlansOf {
+    /// The directory holding the policy profiles: with `--profile`, the plans are that profile's
+    /// (its `policyProfile`, one of its modes, each mode's `topK`).
+    #[arg(long, requires = "profile")]
+    pub policy_root: Option<PathBuf>,
+    /// The profile under the policy root, as a plan's `metadata.policyProfile` names it.
+    #[arg(long, requires = "policy_root")]
+    pub profile: Option<String>,
+    /// The keys of `PromptAssemble`'s `vars` (the template's variables), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub vars: Vec<String>,
+    /// The keys of `LLMCall`'s `config`, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub config: Vec<String>,
+    /// The keys of `PersistSession`'s `meta`, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    pub meta: Vec<String>,
 }
 
 /// What `run` and `resume` share: where the session is, which policy and bundle, the plan.

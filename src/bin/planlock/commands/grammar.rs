@@ -7,20 +7,9 @@ use planlock::PolicyProfile;
 use planlock::grammar::{GrammarFormat, GrammarRequest};
 use serde::Serialize;
 
+use crate::args::PlansOf;
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::{Output, Report, Text, line};
-
-/// What to make a grammar for: the profile, and the keys of the free-form objects.
-pub struct For<'a> {
-    /// The policy root and the profile in it (`profiles/default`), if the plans are a profile's.
-    pub profile: Option<(&'a Path, &'a str)>,
-    /// `PromptAssemble`'s `vars` keys.
-    pub vars: Vec<String>,
-    /// `LLMCall`'s `config` keys.
-    pub config: Vec<String>,
-    /// `PersistSession`'s `meta` keys.
-    pub meta: Vec<String>,
-}
 
 /// The grammar, and in JSON its syntax.
 #[derive(Serialize)]
@@ -38,21 +27,24 @@ impl Report for GrammarReport {
     }
 }
 
-/// The request of the free-form objects' keys.
-pub fn request(vars: Vec<String>, config: Vec<String>, meta: Vec<String>) -> GrammarRequest {
-    GrammarRequest::new().vars(vars).config(config).meta(meta)
+/// The grammar request `of` says: the free-form objects' keys, and the profile's plans when it
+/// names one (loaded from its policy root, which is given back).
+pub fn request(of: &PlansOf) -> Result<(GrammarRequest, Option<&Path>), CliError> {
+    let mut request = GrammarRequest::new().vars(of.vars.clone()).config(of.config.clone()).meta(of.meta.clone());
+    let root = of.policy_root.as_deref();
+    if let (Some(root), Some(name)) = (root, of.profile.as_deref()) {
+        let profile = PolicyProfile::load(root, name).map_err(|e| CliError::of(&e))?;
+        request = request.profile(&profile);
+    }
+    Ok((request, root))
 }
 
-pub fn grammar(out: &mut Output, syntax: &str, of: For<'_>) -> Result<u8, CliError> {
+pub fn grammar(out: &mut Output, syntax: &str, of: &PlansOf) -> Result<u8, CliError> {
     let Some(format) = GrammarFormat::from_name(syntax) else {
         let names: Vec<&str> = GrammarFormat::ALL.iter().map(|(n, _)| *n).collect();
         return Err(CliError::usage("usage", format!("--syntax `{syntax}`: one of {}", names.join(", "))));
     };
-    let mut request = request(of.vars, of.config, of.meta);
-    if let Some((root, name)) = of.profile {
-        let profile = PolicyProfile::load(root, name).map_err(|e| CliError::of(&e))?;
-        request = request.profile(&profile);
-    }
+    let (request, _) = request(of)?;
     let grammar =
         planlock::grammar::grammar(&request, format).map_err(|e| CliError::fail_fast("grammar", e.to_string()))?;
     let syntax = GrammarFormat::ALL.iter().find(|(_, f)| *f == format).map_or("gbnf", |(n, _)| n);

@@ -33,27 +33,11 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         Command::Validate { file } => validate::validate(out, &file),
         Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
         Command::Schema => schema::schema(out),
-        Command::Grammar { syntax, policy_root, profile, vars, config, meta } => {
-            let profile = policy_root.as_deref().zip(profile.as_deref());
-            grammar::grammar(out, &syntax, grammar::For { profile, vars, config, meta })
-        }
-        Command::Plan {
-            llm_url,
-            llm_model,
-            goal,
-            constraint,
-            seed,
-            out: file,
-            policy_root,
-            profile,
-            vars,
-            config,
-            meta,
-        } => {
+        Command::Grammar { syntax, of } => grammar::grammar(out, &syntax, &of),
+        Command::Plan { llm_url, llm_model, goal, constraint, seed, out: file, of } => {
             let ask =
                 plan::Ask { url: &llm_url, model: &llm_model, goal: &goal, constraint: &constraint, seed, out: file };
-            let profile = policy_root.as_deref().zip(profile.as_deref());
-            plan::plan(out, ask, grammar::For { profile, vars, config, meta })
+            plan::plan(out, ask, &of)
         }
         Command::Run { cycle } => run::run(out, cycle, None),
         Command::Resume { cycle, approve, step, reason, by, digest } => {

@@ -8,7 +8,7 @@ use planlock::{Digest, PolicyProfile};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::grammar::For;
+use crate::args::PlansOf;
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::{Output, Report, Text, line};
 
@@ -58,7 +58,7 @@ impl Report for PlanReport {
     }
 }
 
-pub fn plan(out: &mut Output, ask: Ask<'_>, of: For<'_>) -> Result<u8, CliError> {
+pub fn plan(out: &mut Output, ask: Ask<'_>, of: &PlansOf) -> Result<u8, CliError> {
     let Some(constraint) = Constraint::ALL.iter().find(|(n, _)| *n == ask.constraint).map(|(_, c)| *c) else {
         let names: Vec<&str> = Constraint::ALL.iter().map(|(n, _)| *n).collect();
         return Err(CliError::usage(
@@ -66,17 +66,10 @@ pub fn plan(out: &mut Output, ask: Ask<'_>, of: For<'_>) -> Result<u8, CliError>
             format!("--constraint `{}`: one of {}", ask.constraint, names.join(", ")),
         ));
     };
-    let profile = match of.profile {
-        Some((root, name)) => Some((root, PolicyProfile::load(root, name).map_err(|e| CliError::of(&e))?)),
-        None => None,
-    };
-    let mut request = super::grammar::request(of.vars, of.config, of.meta);
-    if let Some((_, profile)) = &profile {
-        request = request.profile(profile);
-    }
+    let (request, root) = super::grammar::request(of)?;
     let planner = ModelPlanner::new(ask.url, ask.model).request(request).constraint(constraint).seed(ask.seed);
     let planned = planner.plan_blocking(ask.goal).map_err(|e| CliError::of(&e))?;
-    let hash = profile.as_ref().map(|(root, _)| hash_of(root, &planned.plan)).transpose()?;
+    let hash = root.map(|root| hash_of(root, &planned.plan)).transpose()?;
     let plan: Value = serde_json::from_str(&planned.plan.to_json()).unwrap_or_default();
     if let Some(path) = &ask.out {
         std::fs::write(path, planned.plan.to_json() + "\n").map_err(|e| {
