@@ -120,6 +120,7 @@ pub struct Planned {
 #[derive(Debug, Clone)]
 pub struct ModelPlanner {
     client: Client,
+    base_url: String,
     model: String,
     request: GrammarRequest,
     constraint: Constraint,
@@ -129,10 +130,13 @@ pub struct ModelPlanner {
 }
 
 impl ModelPlanner {
-    /// A planner asking `model` at `base_url` (`…/v1`), with the grammar of any plan.
+    /// A planner asking `model` at `base_url` (`…/v1`), with the grammar of any plan, sending
+    /// the API key in `OPENAI_API_KEY` if it is set (as `OpenAiModel` does).
     pub fn new(base_url: &str, model: impl Into<String>) -> ModelPlanner {
+        let key = std::env::var(super::openai::DEFAULT_API_KEY_ENV).ok().filter(|k| !k.is_empty());
         ModelPlanner {
-            client: Client::new(base_url, "chat/completions", None, Duration::from_secs(5)),
+            client: client(base_url, key),
+            base_url: base_url.to_owned(),
             model: model.into(),
             request: GrammarRequest::new(),
             constraint: Constraint::Grammar,
@@ -140,6 +144,12 @@ impl ModelPlanner {
             max_tokens: 1536,
             timeout: Duration::from_secs(300),
         }
+    }
+
+    /// Sends `key` as the bearer token (never shown: the server's answers are scrubbed of it).
+    pub fn api_key(mut self, key: impl Into<String>) -> ModelPlanner {
+        self.client = client(&self.base_url, Some(key.into()));
+        self
     }
 
     /// Plans for `request` (a profile, the template's variables): the grammar says them.
@@ -216,11 +226,17 @@ impl ModelPlanner {
     /// What a model wrote, as a plan: its JSON object (its optional nulls out, for the strict
     /// schema), validated.
     pub fn check(&self, written: &str) -> Result<ValidPlan, PlanError> {
+        ValidPlan::from_value(&self.document(written)?).map_err(PlanError::Rejected)
+    }
+
+    /// The plan document in what a model wrote: its JSON object, the optional nulls of the strict
+    /// schema out.
+    fn document(&self, written: &str) -> Result<Value, PlanError> {
         let mut value = read_plan(written)?;
         if self.constraint == Constraint::JsonSchema {
             remove_optional_nulls(&mut value);
         }
-        ValidPlan::from_value(&value).map_err(PlanError::Rejected)
+        Ok(value)
     }
 
     /// Asks the model for a plan for `goal` and validates it.
@@ -274,15 +290,11 @@ impl PolicyInterpreter for ModelPlanner {
     /// failed, which the validator refuses ([`plan`](ModelPlanner::plan) says why).
     fn produce(&self, _policy_ref: &str, situation: &Value) -> Value {
         let goal = situation["goal"].as_str().map_or_else(|| situation.to_string(), str::to_owned);
-        let read = self.ask_blocking(&goal).and_then(|asked| read_plan(&asked.written));
-        match read {
-            Ok(mut value) => {
-                if self.constraint == Constraint::JsonSchema {
-                    remove_optional_nulls(&mut value);
-                }
-                value
-            }
-            Err(_) => Value::Null,
-        }
+        self.ask_blocking(&goal).and_then(|asked| self.document(&asked.written)).unwrap_or(Value::Null)
     }
+}
+
+/// A client of the server's chat completions.
+fn client(base_url: &str, key: Option<String>) -> Client {
+    Client::new(base_url, "chat/completions", key.map(std::sync::Arc::from), Duration::from_secs(5))
 }

@@ -135,3 +135,31 @@ async fn planlock_plan_prints_a_valid_plan_and_refuses_an_invalid_one() {
     assert_eq!(report["errorCode"], "plan-rejected", "{report}");
     assert!(report.get("plan").is_none());
 }
+
+/// What comes back is input (CONTRACT §11): an answer nested past any bound, a plan past the
+/// size limit, or one that echoes the API key is refused with its code — no panic, no key shown.
+#[tokio::test]
+async fn hostile_answers_are_refused_and_the_key_is_never_shown() {
+    const KEY: &str = "sk-planner-5ecret";
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let mut huge = valid_plan();
+    huge["steps"][0]["payload"]["input"] = Value::String("x".repeat(2 << 20));
+    let mut echo = valid_plan();
+    echo["steps"].as_array_mut().unwrap().swap(1, 2);
+    echo["steps"][0]["payload"]["input"] = Value::String(format!("your key is {KEY}"));
+    for (answer, code) in
+        [(deep, "plan-not-json"), (huge.to_string(), "plan-rejected"), (echo.to_string(), "plan-rejected")]
+    {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(wiremock::matchers::header("authorization", format!("Bearer {KEY}").as_str()))
+            .respond_with(ResponseTemplate::new(200).set_body_json(completion(&answer)))
+            .mount(&server)
+            .await;
+        let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").api_key(KEY);
+        let e = planner.plan("g").await.unwrap_err();
+        assert_eq!(e.code(), code, "{}", e.to_string().chars().take(300).collect::<String>());
+        assert!(!e.to_string().contains(KEY) && !format!("{e:?}").contains(KEY));
+    }
+}

@@ -56,7 +56,8 @@ pub enum Command {
     /// what it wrote (exit 1 and `plan-rejected` when it is not a valid plan: a server that
     /// ignored the grammar), and the plan is printed, or written with `--out`.
     Plan {
-        /// The server's base URL, e.g. llama.cpp's `http://127.0.0.1:8080/v1`.
+        /// The server's base URL, e.g. llama.cpp's `http://127.0.0.1:8080/v1` (the API key, if any, from
+        /// `OPENAI_API_KEY`; never printed).
         #[arg(long, value_name = "URL")]
         llm_url: String,
         /// The model's name on the server.
