@@ -37,7 +37,7 @@ pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: i32 = 8;
+pub const SCHEMA_VERSION: i32 = 9;
 
 /// Any number, the same everywhere: the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
@@ -52,6 +52,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (6, include_str!("pg/v6.sql")),
     (7, include_str!("pg/v7.sql")),
     (8, include_str!("pg/v8.sql")),
+    (9, include_str!("pg/v9.sql")),
 ];
 
 /// Why the database cannot be used.

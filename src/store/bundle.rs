@@ -64,9 +64,10 @@ pub enum BundleError {
         /// What is wrong.
         problem: String,
     },
-    /// The memory provider `postgres` lives in a shared database, not under a session root.
+    /// The providers `postgres` and `postgres-semantic` live in a shared database, not under a
+    /// session root.
     #[error(
-        "the memory provider `postgres` needs a database: give one (`--database`, or `StrategyResolver::resolve_for_session`)"
+        "the memory providers `postgres` and `postgres-semantic` need a database: give one (`--database`, or `StrategyResolver::resolve_for_session`)"
     )]
     NeedsDatabase,
     /// An id nobody registered with the resolver.
@@ -250,12 +251,13 @@ impl Default for StrategyResolver {
             ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
             ProviderPlace::Session(session) => Ok(super::postgres::PgStore::new(session.database(), session.key())),
         });
+        #[cfg(feature = "postgres")]
+        let resolver = postgres_semantic(resolver);
         resolver
     }
 }
 
-/// `sqlite-semantic` and `semantic-sql`: SQLite-only (pgvector is not among what planlock can
-/// rely on), and only with an embedder.
+/// `sqlite-semantic` and `semantic-sql`: under a session root, and only with an embedder.
 #[cfg(feature = "sqlite")]
 fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
     use super::sqlite::semantic::{MEMORY_PROVIDER, STRATEGY, SemanticDecisions, SemanticMemory};
@@ -268,7 +270,7 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
             ProviderPlace::Root(root) => Ok((sqlite_at(root, cx.read_only)?, embedder)),
             #[cfg(feature = "postgres")]
             ProviderPlace::Session(_) => Err("it is SQLite-only: with a shared PostgreSQL database, \
-                 use `hierarchical-sql` and `postgres` (pgvector is not available here)"
+                 use `postgres-semantic` (as the memory provider and the strategy)"
                 .into()),
         }
     }
@@ -277,6 +279,24 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
         .strategy(STRATEGY, |cx| parts(cx).map(|(store, e)| SemanticDecisions::new(store, e)))
         .uses_embedder(MEMORY_PROVIDER)
         .uses_embedder(STRATEGY)
+}
+
+/// `postgres-semantic`, as the memory provider and as the strategy: the session's namespace of
+/// the shared database, ranking by meaning with the embedder.
+#[cfg(feature = "postgres")]
+fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
+    use super::postgres::{PgStore, SEMANTIC_PROVIDER};
+    fn open(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
+        let embedder = cx.embedder.cloned().ok_or(
+            "it ranks by meaning and needs an embedder: give one with StrategyResolver::embedder \
+             (CLI: --embed-url and --embed-model, else the demo embedder)",
+        )?;
+        match cx.place {
+            ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
+            ProviderPlace::Session(session) => Ok(PgStore::new(session.database(), session.key()).by_meaning(embedder)),
+        }
+    }
+    resolver.memory(SEMANTIC_PROVIDER, open).strategy(SEMANTIC_PROVIDER, open).uses_embedder(SEMANTIC_PROVIDER)
 }
 
 /// The store of the built-in strategy: the session root's SQLite database (an in-memory store

@@ -22,6 +22,8 @@ mod call;
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub mod conformance;
 mod handlers;
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) mod meaning;
 pub mod memory;
 #[cfg(feature = "postgres")]
 pub mod postgres;

@@ -12,6 +12,7 @@ pub mod goals;
 pub mod models;
 #[cfg(feature = "postgres")]
 pub mod pg;
+pub mod semantic;
 pub mod webhooks;
 
 use std::path::Path;

@@ -3,7 +3,8 @@
 //! socket), never a mock:
 //!
 //! - migrations: idempotent, concurrent, a newer schema refused;
-//! - the storage ports pass the same conformance suite as SQLite;
+//! - the storage ports pass the same conformance suite as SQLite, and `postgres-semantic` the
+//!   semantic tests too (by meaning, exact, bounded);
 //! - a cycle's writes travel with its save: two round trips a cycle, each write's failure its
 //!   step's, each step's result the one the database holds;
 //! - the lease and fencing: "session in use", take-over after expiry, a fenced worker writes
@@ -45,6 +46,7 @@ mod batch;
 mod common;
 mod fixture;
 mod fleet;
+mod meaning;
 mod outside;
 mod storage;
 mod upgrade;
@@ -55,6 +57,7 @@ use common::around::Around;
 use common::pg::PgServer;
 use fixture::*;
 use fleet::*;
+use meaning::*;
 use outside::*;
 use storage::*;
 use upgrade::*;
@@ -86,6 +89,16 @@ const TESTS: &[(&str, Test)] = &[
         migrations_are_idempotent_concurrent_and_refuse_a_newer_schema,
     ),
     ("the_storage_ports_pass_the_conformance_suite", the_storage_ports_pass_the_conformance_suite),
+    (
+        "postgres_semantic_passes_the_conformance_suite_and_the_semantic_tests",
+        postgres_semantic_passes_the_conformance_suite_and_the_semantic_tests,
+    ),
+    ("a_semantic_cycle_writes_its_vectors_with_its_save", a_semantic_cycle_writes_its_vectors_with_its_save),
+    (
+        "the_exact_ranking_is_bounded_and_says_what_it_left_to_the_words",
+        the_exact_ranking_is_bounded_and_says_what_it_left_to_the_words,
+    ),
+    ("damaged_vectors_are_passed_over", damaged_vectors_are_passed_over),
     ("a_search_past_its_deadline_is_cancelled_by_the_server", a_search_past_its_deadline_is_cancelled_by_the_server),
     (
         "the_lease_refuses_a_second_worker_and_fences_a_stalled_one",

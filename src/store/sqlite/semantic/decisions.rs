@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use rusqlite::{OptionalExtension, params};
 
-use super::{blob, embed_checked, embed_one, ensure_vectors, fuse, has_vectors, usable};
+use super::{ensure_vectors, has_vectors};
 use crate::contract::schema::{Anchor, Decision, Evidence};
-use crate::embed::{Embedder, Purpose, dot};
+use crate::embed::{Embedder, Purpose};
+use crate::store::meaning::{blob, embed_one, lower_words, order_decisions, usable};
 use crate::store::sqlite::{SqliteStore, backend};
-use crate::store::{Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError, query_words};
+use crate::store::{Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError};
 
 /// The strategy `semantic-sql`: the decisions `hierarchical-sql` would load (the same scopes, the
 /// active versions), ordered by meaning and words together instead of by scope (see the module
@@ -33,35 +34,6 @@ impl SemanticDecisions {
     }
 }
 
-/// BM25 (k1 = 1.2, b = 0.75) of each text for `words`, the texts themselves the corpus.
-fn bm25(texts: &[Vec<String>], words: &[String]) -> Vec<f32> {
-    let n = texts.len() as f32;
-    let average = texts.iter().map(Vec::len).sum::<usize>() as f32 / n.max(1.0);
-    let idf = |w: &String| {
-        let having = texts.iter().filter(|t| t.contains(w)).count() as f32;
-        ((n - having + 0.5) / (having + 0.5) + 1.0).ln()
-    };
-    let weights: Vec<f32> = words.iter().map(idf).collect();
-    texts
-        .iter()
-        .map(|t| {
-            let length = t.len() as f32;
-            words
-                .iter()
-                .zip(&weights)
-                .map(|(w, idf)| {
-                    let f = t.iter().filter(|x| *x == w).count() as f32;
-                    idf * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * length / average.max(1.0)))
-                })
-                .sum()
-        })
-        .collect()
-}
-
-fn lower_words(text: &str) -> Vec<String> {
-    query_words(text).iter().map(|w| w.to_lowercase()).collect()
-}
-
 impl DecisionContextProviderPort for SemanticDecisions {
     /// The load, bounded by the call's deadline in its reads and its embeddings, passing over
     /// a stored vector that cannot be used (another length, degenerate; said on the call): that
@@ -74,8 +46,7 @@ impl DecisionContextProviderPort for SemanticDecisions {
     ) -> Result<DecisionContext, StoreError> {
         let deadline = call.deadline();
         let mut context = self.store.load(call, input, current_domain).await?;
-        let words = lower_words(input);
-        if words.is_empty() || context.decisions.len() < 2 {
+        if lower_words(input).is_empty() || context.decisions.len() < 2 {
             return Ok(context);
         }
         let ids: Vec<String> = context.decisions.iter().map(|d| d.id.clone()).collect();
@@ -109,41 +80,7 @@ impl DecisionContextProviderPort for SemanticDecisions {
             .await?
             .unwrap_or_default();
         // Decisions without a usable stored vector are embedded now (nothing is written by a read).
-        let missing: Vec<String> = context
-            .decisions
-            .iter()
-            .zip(stored.iter().chain(std::iter::repeat(&None)))
-            .filter(|(_, v)| v.is_none())
-            .map(|(d, _)| d.text.clone())
-            .collect();
-        let mut fresh = if missing.is_empty() {
-            Vec::new().into_iter()
-        } else {
-            embed_checked(&*self.embedder, &missing, Purpose::Passage, deadline).await?.into_iter()
-        };
-        let vectors: Vec<Vec<f32>> = stored
-            .into_iter()
-            .chain(std::iter::repeat(None))
-            .take(context.decisions.len())
-            .map(|v| v.or_else(|| fresh.next()).unwrap_or_default())
-            .collect();
-        let query = embed_one(&*self.embedder, words.join(" "), Purpose::Query, deadline).await?;
-        let positions: Vec<usize> = (0..context.decisions.len()).collect();
-        let by_meaning = {
-            let mut p = positions.clone();
-            p.sort_by(|a, b| dot(&query, &vectors[*b]).total_cmp(&dot(&query, &vectors[*a])).then(a.cmp(b)));
-            p
-        };
-        let scores = bm25(&context.decisions.iter().map(|d| lower_words(&d.text)).collect::<Vec<_>>(), &words);
-        let by_words: Vec<usize> = {
-            let mut p: Vec<usize> = positions.iter().copied().filter(|i| scores[*i] > 0.0).collect();
-            p.sort_by(|a, b| scores[*b].total_cmp(&scores[*a]).then(a.cmp(b)));
-            p
-        };
-        // Ties keep the hierarchical order (global, axis, domain).
-        let order = fuse(&[&by_meaning, &by_words], positions.len(), |a, b| a.cmp(b));
-        let mut decisions: Vec<Option<Decision>> = context.decisions.into_iter().map(Some).collect();
-        context.decisions = order.into_iter().filter_map(|i| decisions[i].take()).collect();
+        order_decisions(&mut context.decisions, stored, &*self.embedder, input, deadline).await?;
         call.passed_over(passed_over, "decision vectors");
         Ok(context)
     }
@@ -177,17 +114,5 @@ impl DecisionWritePort for SemanticDecisions {
     }
     async fn link(&self, call: &Call<'_>, anchor: &Anchor) -> Result<String, StoreError> {
         self.store.link(call, anchor).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn bm25_prefers_the_text_with_the_rare_word() {
-        let texts = vec![vec!["rotate".into(), "keys".into()], vec!["deploy".into(), "keys".into()]];
-        let s = bm25(&texts, &["rotate".into()]);
-        assert!(s[0] > 0.0 && s[1] == 0.0);
     }
 }

@@ -1,13 +1,11 @@
 //! The memories' vectors held in memory for the exact scan, and the best-n selection.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
-
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{has_vectors, mismatch, usable};
+use super::has_vectors;
 use crate::embed::dot;
 use crate::store::StoreError;
+use crate::store::meaning::{best, mismatch, usable};
 
 /// The most bytes of vectors a process holds for the scan by default: about 700,000 memories of
 /// 384 dimensions. A store holding more (a file under the root may be anything) is refused, not
@@ -87,51 +85,5 @@ impl Index {
     /// The best `n` rowids by cosine with `query`, best first.
     pub(super) fn nearest(&self, query: &[f32], n: usize) -> Vec<i64> {
         best(n, self.rowids.iter().zip(self.vectors.chunks_exact(query.len().max(1))).map(|(r, v)| (dot(query, v), *r)))
-    }
-}
-
-/// The best `n` of `(score, rowid)`, best first; equal scores go to the higher rowid (the more
-/// recent).
-pub(super) fn best(n: usize, scored: impl Iterator<Item = (f32, i64)>) -> Vec<i64> {
-    #[derive(PartialEq)]
-    struct Worst(f32, i64);
-    impl Eq for Worst {}
-    impl PartialOrd for Worst {
-        fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-            Some(self.cmp(other))
-        }
-    }
-    impl Ord for Worst {
-        // The heap's top is the worst kept: the lowest score, then the lowest rowid.
-        fn cmp(&self, other: &Self) -> Ordering {
-            other.0.total_cmp(&self.0).then(other.1.cmp(&self.1))
-        }
-    }
-    if n == 0 {
-        return Vec::new();
-    }
-    let mut heap = BinaryHeap::with_capacity(n + 1);
-    for (score, rowid) in scored {
-        // Most rows are no better than the worst kept: one comparison, no heap work.
-        if heap.len() == n && heap.peek().is_some_and(|worst: &Worst| Worst(score, rowid) >= *worst) {
-            continue;
-        }
-        heap.push(Worst(score, rowid));
-        if heap.len() > n {
-            heap.pop();
-        }
-    }
-    heap.into_sorted_vec().into_iter().map(|w| w.1).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn best_keeps_the_top_scores_and_breaks_ties_by_recency() {
-        let scored = [(0.5, 1), (0.9, 2), (0.5, 3), (0.1, 4), (0.9, 5)];
-        assert_eq!(best(3, scored.into_iter()), [5, 2, 3]);
-        assert_eq!(best(10, std::iter::empty()), Vec::<i64>::new());
     }
 }

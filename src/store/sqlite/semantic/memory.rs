@@ -6,9 +6,10 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::index::Index;
-use super::{CANDIDATES, COMMON_AT, MAX_COMMON_WORDS, blob, embed_one, ensure_vectors, fuse};
+use super::{COMMON_AT, MAX_COMMON_WORDS, ensure_vectors};
 use crate::contract::schema::MemoryItem;
 use crate::embed::{Embedder, Purpose};
+use crate::store::meaning::{CANDIDATES, blob, embed_one, fuse, memory_text};
 use crate::store::sqlite::{SqliteStore, backend};
 use crate::store::{Call, MemoryRepositoryPort, NewMemory, StoreError, query_words};
 
@@ -179,10 +180,7 @@ impl MemoryRepositoryPort for SemanticMemory {
         if let Some(id) = self.store.stored_memory(key).await? {
             return Ok(id);
         }
-        let text = std::iter::once(memory.summary)
-            .chain(memory.keywords.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let text = memory_text(memory.summary, memory.keywords);
         let vector = embed_one(&*self.embedder, text, Purpose::Passage, call.deadline()).await?;
         let (model, dimension) = (self.embedder.model().to_owned(), self.embedder.dimension());
         let ready = self.tables_ready.clone();

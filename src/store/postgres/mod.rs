@@ -18,8 +18,18 @@
 //! which of the cycle's keys are written. A call outside such a cycle writes in a transaction of
 //! its own: `BEGIN`, the statement and `COMMIT`, one round trip.
 //!
+//! With an embedder ([`PgStore::by_meaning`]: the provider `postgres-semantic`) the store also
+//! ranks by meaning, exactly, fused with the words (see `meaning`'s docs and docs/CONTRACT.md,
+//! "Retrieval by meaning").
+//!
 //! Every call is a future on planlock's I/O runtime: a wait for a connection or the server holds
 //! no thread.
+
+mod meaning;
+
+use std::sync::Arc;
+
+pub use meaning::MAX_EXACT_VECTORS;
 
 use super::{
     Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, MemoryRepositoryPort, NewMemory, Scope,
@@ -27,6 +37,7 @@ use super::{
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::contract::value::PositiveInt;
+use crate::embed::Embedder;
 use crate::pg::cycle::{KeptDecisions, PgCycle};
 use crate::pg::writes::PendingWrite;
 use crate::pg::{Conn, PgDatabase, Pooled, Query, Then, WriteFailure, reason};
@@ -37,14 +48,47 @@ use crate::pg::{Conn, PgDatabase, Pooled, Query, Then, WriteFailure, reason};
 pub struct PgStore {
     db: PgDatabase,
     namespace: String,
+    /// With an embedder: ranks by meaning too.
+    meaning: Option<Arc<meaning::Meaning>>,
 }
+
+/// The id of the provider that ranks by meaning on PostgreSQL: memories and decisions
+/// (`PgStore::by_meaning`).
+pub const SEMANTIC_PROVIDER: &str = "postgres-semantic";
 
 impl PgStore {
     /// The store of `namespace` (a session key, a tenant: whatever the memories belong to). A
     /// call in a cycle of the session whose key is `namespace`, begun on `db`'s pool, joins the
     /// cycle; any other write commits alone.
     pub fn new(db: &PgDatabase, namespace: impl Into<String>) -> PgStore {
-        PgStore { db: db.clone(), namespace: namespace.into() }
+        PgStore { db: db.clone(), namespace: namespace.into(), meaning: None }
+    }
+
+    /// The store ranking by meaning and words together (the provider `postgres-semantic`):
+    /// each memory and decision is written with its vector from `embedder`, to which the
+    /// namespace is then pinned; a search ranks the namespace's newest [`MAX_EXACT_VECTORS`]
+    /// vectors exactly and fuses that ranking with the words'.
+    ///
+    /// ```no_run
+    /// # use std::sync::Arc;
+    /// use planlock::embed::DemoEmbedder;
+    /// use planlock::pg::PgDatabase;
+    /// use planlock::store::postgres::PgStore;
+    /// let db = PgDatabase::connect("postgres://planlock@localhost/planlock")?;
+    /// let store = PgStore::new(&db, "session-1").by_meaning(Arc::new(DemoEmbedder::new()));
+    /// # Ok::<(), planlock::pg::PgError>(())
+    /// ```
+    pub fn by_meaning(self, embedder: Arc<dyn Embedder>) -> PgStore {
+        PgStore { meaning: Some(Arc::new(meaning::Meaning::new(embedder))), ..self }
+    }
+
+    /// Ranks at most the newest `vectors` of the namespace by meaning (default
+    /// [`MAX_EXACT_VECTORS`]): what the store holds in memory is at most `vectors` × the
+    /// embedder's dimension × 4 bytes. Older memories are found by their words only, and a
+    /// search says so on its call. No effect on a store that does not rank by meaning.
+    pub fn max_exact_vectors(self, vectors: usize) -> PgStore {
+        let meaning = self.meaning.as_ref().map(|m| Arc::new(m.with_cap(vectors)));
+        PgStore { meaning, ..self }
     }
 
     /// The cycle of this store's session that `call` is made in, if it is.
@@ -191,16 +235,71 @@ fn item(row: &tokio_postgres::Row) -> MemoryItem {
     MemoryItem { id: row.get(0), summary: row.get(1), timestamp: row.get(2) }
 }
 
+impl PgStore {
+    /// The best `top_k` memories of a fused ranking (ids, best first) that can be read: those
+    /// the word ranking read already, the others in one round trip. An id whose memory is gone
+    /// is passed over (said on the call).
+    async fn read_ranked(
+        &self,
+        call: &Call<'_>,
+        fused: Vec<String>,
+        read: Vec<MemoryItem>,
+        top_k: u64,
+    ) -> Result<Vec<MemoryItem>, StoreError> {
+        let mut known: std::collections::HashMap<String, MemoryItem> =
+            read.into_iter().map(|m| (m.id.clone(), m)).collect();
+        let missing: Vec<&String> = fused.iter().filter(|id| !known.contains_key(*id)).collect();
+        if !missing.is_empty() {
+            let mut conn = self.connection().await?;
+            let rows = conn
+                .query(
+                    "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 AND id = ANY($2)",
+                    &[&self.namespace, &missing],
+                )
+                .await
+                .map_err(backend("reading the memories found by meaning"))?;
+            known.extend(rows.iter().map(item).map(|m| (m.id.clone(), m)));
+        }
+        let n = usize::try_from(top_k).unwrap_or(usize::MAX);
+        let mut found = Vec::with_capacity(n.min(fused.len()));
+        let mut gone = 0;
+        for id in fused {
+            if found.len() == n {
+                break;
+            }
+            match known.remove(&id) {
+                Some(m) => found.push(m),
+                None => gone += 1,
+            }
+        }
+        call.passed_over(gone, "memories");
+        Ok(found)
+    }
+}
+
 impl MemoryRepositoryPort for PgStore {
-    /// The server stops the search at the call's deadline (`statement_timeout`).
+    /// The server stops the search at the call's deadline (`statement_timeout`). By meaning
+    /// too: see [`PgStore::by_meaning`].
     async fn search(&self, call: &Call<'_>, query: &str, top_k: u64) -> Result<Vec<MemoryItem>, StoreError> {
-        let words = query_words(query).join(" | ");
-        let limit = i64::try_from(top_k).unwrap_or(i64::MAX);
+        let words = query_words(query);
+        // Without words, the most recent, as every memory provider does.
+        let meaning = self.meaning.as_deref().filter(|_| !words.is_empty());
+        let query_vector = match meaning {
+            Some(m) => Some(m.embed_query(&words, call.deadline()).await?),
+            None => None,
+        };
+        let since = meaning.map(|m| m.since());
+        let words = words.join(" | ");
+        // By meaning, the word ranking gives its best CANDIDATES for the fusion.
+        let limit = match meaning {
+            Some(_) => i64::try_from(crate::store::meaning::CANDIDATES).unwrap_or(i64::MAX),
+            None => i64::try_from(top_k).unwrap_or(i64::MAX),
+        };
         let in_cycle = self.cycle(call);
         let begin = Begin { deadline: call.deadline(), custom_plans: true };
         // The keys of the cycle's later steps: which are written is read with the search.
         let keys = in_cycle.map(|_| call.keys_ahead()).unwrap_or_default();
-        let (items, ahead, written) = self
+        let (items, ahead, written, vectors) = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
                 let search = if words.is_empty() {
                     Query::new(
@@ -228,11 +327,27 @@ impl MemoryRepositoryPort for PgStore {
                     batch.extend(ahead.queries(&namespace));
                     batch.push(Query::new(WRITTEN, &[&namespace, &keys]));
                 }
-                let rows = match tx.pipeline(&batch, Then::Commit).await {
+                // By meaning, the namespace's embedder and the vectors written since the last
+                // search: the last two statements.
+                if let Some(since) = &since {
+                    batch.push(Query::new(meaning::VECTOR_META, &[&namespace]));
+                    batch.push(Query::new(
+                        meaning::VECTORS_SINCE,
+                        &[&namespace, &since.last, &since.bytes, &since.cap],
+                    ));
+                }
+                let mut rows = match tx.pipeline(&batch, Then::Commit).await {
                     Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => {
                         return Err(StoreError::Backend("the search was stopped at the step's deadline".into()));
                     }
                     rows => rows.map_err(backend("searching memories"))?,
+                };
+                let vectors = match since {
+                    Some(_) => {
+                        let vectors = rows.pop().unwrap_or_default();
+                        Some((rows.pop().unwrap_or_default(), vectors))
+                    }
+                    None => None,
                 };
                 let items: Vec<MemoryItem> = rows[0].iter().map(item).collect();
                 let (ahead, written) = match in_cycle {
@@ -242,7 +357,7 @@ impl MemoryRepositoryPort for PgStore {
                     }
                     None => (None, Vec::new()),
                 };
-                Ok((items, ahead, written))
+                Ok((items, ahead, written, vectors))
             })
             .await?;
         if let Some(cycle) = in_cycle {
@@ -251,13 +366,19 @@ impl MemoryRepositoryPort for PgStore {
                 cycle.keep(ahead).await;
             }
         }
-        Ok(items)
+        match (meaning, query_vector, vectors) {
+            (Some(m), Some(query), Some((meta, vectors))) => {
+                let fused = m.rank(call, &query, &items, &meta, &vectors)?;
+                self.read_ranked(call, fused, items, top_k).await
+            }
+            _ => Ok(items),
+        }
     }
 
     async fn put(&self, call: &Call<'_>, memory: NewMemory<'_>) -> Result<String, StoreError> {
         // A memory's id is made from its key: what a put again under the key finds.
         let id = format!("mem-{}", &call.key()?.to_string()[..16]);
-        let write = KeyedWrite {
+        let mut write = KeyedWrite {
             doing: "storing a memory",
             sql: "SELECT planlock_put_memory($1, $2, $3, $4, $5, $6, $7, $8)",
             values: vec![
@@ -269,6 +390,12 @@ impl MemoryRepositoryPort for PgStore {
             ],
             expected: id,
         };
+        // By meaning, with its vector (embedded within the call's deadline).
+        if let Some(m) = &self.meaning {
+            let text = crate::store::meaning::memory_text(memory.summary, memory.keywords);
+            write.values.extend(m.embed_passage(text, call.deadline()).await?);
+            write.sql = "SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+        }
         self.write(call, write).await
     }
 }
@@ -365,20 +492,24 @@ impl<'a> ActiveQueries<'a> {
 }
 
 impl DecisionContextProviderPort for PgStore {
-    /// In a cycle of the store's session, the decisions its memory search read in the same
-    /// transaction (see [`MemoryRepositoryPort::search`] on this type); otherwise one
+    /// By meaning, the context ordered as [`PgStore::by_meaning`] says. In a cycle of the
+    /// store's session, the decisions its memory search read in the same transaction (see [`MemoryRepositoryPort::search`] on this type); otherwise one
     /// transaction of its own for both reads: one commit, and anchors that match the decisions
     /// read.
     async fn load(
         &self,
         call: &Call<'_>,
-        _input: &str,
+        input: &str,
         current_domain: Option<&str>,
     ) -> Result<DecisionContext, StoreError> {
         if let Some(cycle) = self.cycle(call)
             && let Some(kept) = cycle.take_kept().await
         {
-            return Ok(DecisionContext::in_scope(&kept.decisions, &kept.links, current_domain));
+            let mut context = DecisionContext::in_scope(&kept.decisions, &kept.links, current_domain);
+            if let Some(m) = &self.meaning {
+                m.order(self, call, &mut context.decisions, input).await?;
+            }
+            return Ok(context);
         }
         let active = self
             .alone(
@@ -392,14 +523,19 @@ impl DecisionContextProviderPort for PgStore {
                 },
             )
             .await?;
-        Ok(active.map(|a| DecisionContext::in_scope(&a.decisions, &a.links, current_domain)).unwrap_or_default())
+        let mut context =
+            active.map(|a| DecisionContext::in_scope(&a.decisions, &a.links, current_domain)).unwrap_or_default();
+        if let Some(m) = &self.meaning {
+            m.order(self, call, &mut context.decisions, input).await?;
+        }
+        Ok(context)
     }
 }
 
 impl DecisionWritePort for PgStore {
     async fn persist_decision(&self, call: &Call<'_>, decision: &Decision) -> Result<String, StoreError> {
         let (kind, domain) = Scope::of(&decision.scope).columns();
-        let write = KeyedWrite {
+        let mut write = KeyedWrite {
             doing: "storing a decision",
             sql: "SELECT planlock_persist_decision($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
             values: vec![
@@ -415,6 +551,11 @@ impl DecisionWritePort for PgStore {
             ],
             expected: decision.id.clone(),
         };
+        // By meaning, with its vector (embedded within the call's deadline).
+        if let Some(m) = &self.meaning {
+            write.values.extend(m.embed_passage(decision.text.clone(), call.deadline()).await?);
+            write.sql = "SELECT planlock_persist_decision_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+        }
         self.write(call, write).await
     }
 
