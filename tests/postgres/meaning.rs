@@ -41,7 +41,7 @@ pub(super) fn postgres_semantic_passes_the_conformance_suite_and_the_semantic_te
     semantic::decisions_in_scope_are_ordered_by_meaning_and_words(on(fresh()));
     // Without an embedder the provider cannot be opened, and says why; under a session root it
     // needs a database.
-    let session = PgSessionStore::open(&db, "no-embedder").unwrap();
+    let session = PgSessionStore::open(db, "no-embedder").unwrap();
     let err = StrategyResolver::default().resolve_for_session(&semantic_bundle(), session.session()).unwrap_err();
     assert!(err.to_string().contains("needs an embedder"), "{err}");
     let root = tempfile::tempdir().unwrap();

@@ -39,6 +39,18 @@ pub enum Command {
     /// Print the JSON Schema (draft 2020-12) of the plan document, for producers in other
     /// languages; `schema/plan-v1.schema.json` in the repository is this output.
     Schema,
+    /// Install the pgvector tier of retrieval by meaning in a database (the `vector` extension,
+    /// an HNSW index over the memories' vectors, the vectors stored before copied in), for
+    /// bundles naming the provider `postgres-pgvector`. Refused where the server has no pgvector.
+    Pgvector {
+        /// The database (`postgres://user:password@host/db`); the password is never printed.
+        #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, value_name = "URL")]
+        database: String,
+        /// The embedder's dimension (one per database; multilingual-e5-small and the demo
+        /// embedder: 384).
+        #[arg(long, value_name = "N")]
+        dimension: usize,
+    },
     /// Print the grammar of the plans a model may write, generated from the step registry: every
     /// plan it describes passes `validate`. Give it to the model server with the request (GBNF:
     /// llama.cpp's `grammar`; Lark: llguidance; json-schema: `response_format` of a strict

@@ -26,9 +26,10 @@ use std::time::Instant;
 
 use tokio_postgres::Row;
 
-use super::PgStore;
+use super::{KeyedWrite, PgStore};
 use crate::contract::schema::MemoryItem;
 use crate::embed::{Embedder, Purpose, dot};
+use crate::pg::{Query, Then};
 use crate::store::meaning::{CANDIDATES, best, blob, embed_one, fuse, mismatch, usable};
 use crate::store::{Call, StoreError};
 
@@ -57,7 +58,41 @@ pub(super) struct Meaning {
     pub(super) embedder: Arc<dyn Embedder>,
     cap: usize,
     held: Mutex<Held>,
+    tier: Tier,
 }
+
+/// How the vector ranking is made.
+#[derive(Debug, Clone)]
+enum Tier {
+    /// Exactly, over the vectors the store holds.
+    Exact,
+    /// By the server's HNSW index (the pgvector tier): `SET LOCAL hnsw.ef_search = …`.
+    Hnsw { set_ef_search: String },
+}
+
+/// `hnsw.iterative_scan` for the pgvector tier: a filtered scan goes on until it has the rows
+/// asked for (or `hnsw.max_scan_tuples`), in order.
+const ITERATIVE_SCAN: &str = "SET LOCAL hnsw.iterative_scan = strict_order";
+
+/// The planner takes the HNSW index, not a scan of the table and a sort (`crate::pg::pgvector`).
+const INDEX_ONLY: &str = "SET LOCAL enable_seqscan = off";
+
+/// The pgvector tier's nearest memories of a namespace (`$2`: the query in pgvector's text),
+/// each with its position: equal distances go to the more recent, as in the exact ranking.
+const NEAREST: &str = "SELECT n.memory_id, v.position FROM (
+         SELECT memory_id, embedding <#> $2::text::vector AS distance FROM planlock_memory_embeddings
+         WHERE namespace = $1 ORDER BY distance LIMIT $3) n
+     JOIN planlock_memory_vectors v ON v.namespace = $1 AND v.memory_id = n.memory_id
+     ORDER BY n.distance, v.position DESC";
+
+/// The same, ranked exactly by the server (the `OFFSET 0` keeps the index out): when the index
+/// scan stopped short.
+const NEAREST_EXACTLY: &str = "SELECT n.memory_id, v.position FROM (
+         SELECT memory_id, embedding <#> $2::text::vector AS distance FROM (
+             SELECT memory_id, embedding FROM planlock_memory_embeddings WHERE namespace = $1 OFFSET 0) s
+         ORDER BY distance LIMIT $3) n
+     JOIN planlock_memory_vectors v ON v.namespace = $1 AND v.memory_id = n.memory_id
+     ORDER BY n.distance, v.position DESC";
 
 impl std::fmt::Debug for Meaning {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,32 +114,85 @@ struct Held {
     passed_over: usize,
 }
 
-/// What a search read for the exact ranking: the statements' rows, and where it read from.
-pub(super) struct Since {
-    pub(super) last: i64,
-    pub(super) bytes: i32,
-    pub(super) cap: i64,
+/// The statements a search adds to its batch for the vector ranking, with their parameters.
+pub(super) enum Reads<'a> {
+    /// The namespace's embedder, and the vectors after position `last`, at most the newest `cap`.
+    Exact { last: i64, bytes: i32, cap: i64 },
+    /// The namespace's embedder, the scan's settings and the index's nearest.
+    Hnsw { set_ef_search: &'a str, query: String, limit: i64 },
+}
+
+/// What those statements read.
+pub(super) struct Read {
+    meta: Vec<Row>,
+    rows: Vec<Row>,
+}
+
+impl Reads<'_> {
+    /// The statements, for `namespace`.
+    pub(super) fn queries<'q>(&'q self, namespace: &'q &'q str) -> Vec<Query<'q>> {
+        match self {
+            Reads::Exact { last, bytes, cap } => {
+                vec![Query::new(VECTOR_META, &[namespace]), Query::new(VECTORS_SINCE, &[namespace, last, bytes, cap])]
+            }
+            Reads::Hnsw { set_ef_search, query, limit } => vec![
+                Query::new(VECTOR_META, &[namespace]),
+                Query::new(set_ef_search, &[]),
+                Query::new(ITERATIVE_SCAN, &[]),
+                Query::new(INDEX_ONLY, &[]),
+                Query::new(NEAREST, &[namespace, query, limit]),
+            ],
+        }
+    }
+
+    /// Their rows, taken off the end of the batch's.
+    pub(super) fn take(&self, batch: &mut Vec<Vec<Row>>) -> Read {
+        let n = match self {
+            Reads::Exact { .. } => 2,
+            Reads::Hnsw { .. } => 5,
+        };
+        let mut mine = batch.split_off(batch.len().saturating_sub(n));
+        let rows = mine.pop().unwrap_or_default();
+        Read { meta: mine.into_iter().next().unwrap_or_default(), rows }
+    }
 }
 
 impl Meaning {
     pub(super) fn new(embedder: Arc<dyn Embedder>) -> Meaning {
-        Meaning { embedder, cap: MAX_EXACT_VECTORS, held: Mutex::default() }
+        Meaning { embedder, cap: MAX_EXACT_VECTORS, held: Mutex::default(), tier: Tier::Exact }
     }
 
     pub(super) fn with_cap(&self, cap: usize) -> Meaning {
-        Meaning { embedder: self.embedder.clone(), cap: cap.max(1), held: Mutex::default() }
+        Meaning { embedder: self.embedder.clone(), cap: cap.max(1), held: Mutex::default(), tier: self.tier.clone() }
+    }
+
+    pub(super) fn with_hnsw(&self, ef_search: u32) -> Meaning {
+        let tier = Tier::Hnsw { set_ef_search: format!("SET LOCAL hnsw.ef_search = {}", ef_search.clamp(1, 1000)) };
+        Meaning { embedder: self.embedder.clone(), cap: self.cap, held: Mutex::default(), tier }
+    }
+
+    /// Whether the ranking is the pgvector tier's.
+    pub(super) fn is_hnsw(&self) -> bool {
+        matches!(self.tier, Tier::Hnsw { .. })
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Held> {
         self.held.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// What the search's batch reads: the vectors after the last one held.
-    pub(super) fn since(&self) -> Since {
-        Since {
-            last: self.held().last,
-            bytes: i32::try_from(self.embedder.dimension() * 4).unwrap_or(i32::MAX),
-            cap: i64::try_from(self.cap).unwrap_or(i64::MAX),
+    /// What the search's batch reads for the vector ranking of `query`.
+    pub(super) fn reads(&self, query: &[f32]) -> Reads<'_> {
+        match &self.tier {
+            Tier::Exact => Reads::Exact {
+                last: self.held().last,
+                bytes: i32::try_from(self.embedder.dimension() * 4).unwrap_or(i32::MAX),
+                cap: i64::try_from(self.cap).unwrap_or(i64::MAX),
+            },
+            Tier::Hnsw { set_ef_search } => Reads::Hnsw {
+                set_ef_search,
+                query: crate::pg::pgvector::vector_text(query),
+                limit: i64::try_from(CANDIDATES).unwrap_or(i64::MAX),
+            },
         }
     }
 
@@ -113,18 +201,51 @@ impl Meaning {
         embed_one(&*self.embedder, words.join(" "), Purpose::Query, deadline).await
     }
 
-    /// A passage's vector, as stored bytes with the embedder's model and dimension.
-    pub(super) async fn embed_passage(
+    /// Makes `write` (a memory's, `text` its words) carry the memory's vector, embedded within
+    /// `deadline`; with the pgvector tier, its embedding too, in the same statement.
+    pub(super) async fn memory_write(
         &self,
+        write: &mut KeyedWrite,
         text: String,
         deadline: Option<Instant>,
-    ) -> Result<Vec<Box<dyn tokio_postgres::types::ToSql + Send + Sync>>, StoreError> {
+    ) -> Result<(), StoreError> {
         let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
-        Ok(vec![
+        write.values.extend(self.stored(&vector));
+        write.sql = "SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+        if self.is_hnsw() {
+            // `$11` the embedding, `$12` the result expected.
+            write.values.push(Box::new(crate::pg::pgvector::vector_text(&vector)));
+            write.sql = "WITH w AS MATERIALIZED (
+                    SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12) AS r),
+                 e AS (INSERT INTO planlock_memory_embeddings (namespace, memory_id, embedding)
+                    SELECT $1, r, $11::text::vector FROM w WHERE r = $3 ON CONFLICT DO NOTHING)
+                 SELECT r FROM w";
+        }
+        Ok(())
+    }
+
+    /// Makes `write` (a decision's, `text` its text) carry the decision's vector.
+    pub(super) async fn decision_write(
+        &self,
+        write: &mut KeyedWrite,
+        text: String,
+        deadline: Option<Instant>,
+    ) -> Result<(), StoreError> {
+        let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
+        write.values.extend(self.stored(&vector));
+        write.sql =
+            "SELECT planlock_persist_decision_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+        Ok(())
+    }
+
+    /// A vector's parameters as the write functions take them: the model, the dimension, the
+    /// bytes.
+    fn stored(&self, vector: &[f32]) -> [Box<dyn tokio_postgres::types::ToSql + Send + Sync>; 3] {
+        [
             Box::new(self.embedder.model().to_owned()),
             Box::new(i32::try_from(self.embedder.dimension()).unwrap_or(i32::MAX)),
-            Box::new(blob(&vector)),
-        ])
+            Box::new(blob(vector)),
+        ]
     }
 
     /// Refuses a namespace pinned to another embedder (`meta`: [`VECTOR_META`]'s rows).
@@ -139,18 +260,33 @@ impl Meaning {
     }
 
     /// The fused ranking for `query` out of the word ranking (`words`: memory rows, best first)
-    /// and the exact scan over the held vectors brought up to date with `meta` and `vectors`
-    /// (the batch's rows): memory ids, best first, more than `top_k` so that rows that cannot be
-    /// read leave the best that can.
-    pub(super) fn rank(
+    /// and the vector ranking (`read`: what [`Reads`] read in the batch): memory ids, best
+    /// first, more than asked so that rows that cannot be read leave the best that can.
+    pub(super) async fn rank(
         &self,
+        store: &PgStore,
         call: &Call<'_>,
         query: &[f32],
         words: &[MemoryItem],
-        meta: &[Row],
-        vectors: &[Row],
+        read: Read,
     ) -> Result<Vec<String>, StoreError> {
-        self.check(meta)?;
+        self.check(&read.meta)?;
+        let by_words: Vec<String> = words.iter().map(|m| m.id.clone()).collect();
+        if self.is_hnsw() {
+            let mut rows = read.rows;
+            // The index scan stopped short of what the namespace has: rank it exactly.
+            let stored = read.meta.first().map_or(0, |m| m.get::<_, i64>(2));
+            if rows.len() < CANDIDATES.min(usize::try_from(stored).unwrap_or(usize::MAX)) {
+                let (text, limit) = (crate::pg::pgvector::vector_text(query), CANDIDATES as i64);
+                let mut conn = store.connection().await?;
+                rows = conn.query(NEAREST_EXACTLY, &[&store.namespace(), &text, &limit]).await.map_err(hnsw_failure)?;
+            }
+            let position_of: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
+            let by_meaning: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            let recency = |id: &String| position_of.get(id).copied().unwrap_or(0);
+            return Ok(fuse(&[&by_meaning, &by_words], CANDIDATES * 2, |a, b| recency(b).cmp(&recency(a))));
+        }
+        let vectors = &read.rows;
         let dimension = self.embedder.dimension();
         let mut held = self.held();
         for row in vectors {
@@ -219,11 +355,8 @@ impl Meaning {
         let mut conn = store.connection().await?;
         let rows = conn
             .pipeline(
-                &[
-                    crate::pg::Query::new(VECTOR_META, &[&namespace]),
-                    crate::pg::Query::new(DECISION_VECTORS, &[&namespace, &ids, &bytes]),
-                ],
-                crate::pg::Then::Stay,
+                &[Query::new(VECTOR_META, &[&namespace]), Query::new(DECISION_VECTORS, &[&namespace, &ids, &bytes])],
+                Then::Stay,
             )
             .await
             .map_err(super::backend("reading the decisions' vectors"))?;
@@ -240,4 +373,16 @@ impl Meaning {
         call.passed_over(passed_over, "decision vectors");
         Ok(())
     }
+}
+
+/// A failure of the pgvector tier's search; a database without the tier says what to do.
+pub(super) fn hnsw_failure(e: tokio_postgres::Error) -> StoreError {
+    if e.code() == Some(&tokio_postgres::error::SqlState::UNDEFINED_TABLE) {
+        return StoreError::Backend(
+            "the provider `postgres-pgvector` needs the pgvector tier in this database: install it with \
+             `planlock pgvector --dimension N` (PgDatabase::install_pgvector), or rank exactly with `postgres-semantic`"
+                .into(),
+        );
+    }
+    super::backend("searching by meaning with pgvector")(e)
 }

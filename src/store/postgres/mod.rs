@@ -56,6 +56,10 @@ pub struct PgStore {
 /// (`PgStore::by_meaning`).
 pub const SEMANTIC_PROVIDER: &str = "postgres-semantic";
 
+/// The id of the provider that ranks by meaning with the pgvector tier's HNSW index
+/// (`PgStore::by_meaning(…).pgvector(…)`), for databases where it is installed.
+pub const PGVECTOR_PROVIDER: &str = "postgres-pgvector";
+
 impl PgStore {
     /// The store of `namespace` (a session key, a tenant: whatever the memories belong to). A
     /// call in a cycle of the session whose key is `namespace`, begun on `db`'s pool, joins the
@@ -80,6 +84,16 @@ impl PgStore {
     /// ```
     pub fn by_meaning(self, embedder: Arc<dyn Embedder>) -> PgStore {
         PgStore { meaning: Some(Arc::new(meaning::Meaning::new(embedder))), ..self }
+    }
+
+    /// Ranks by meaning with the pgvector tier's HNSW index instead of exactly (the provider
+    /// `postgres-pgvector`; see [`crate::pg::pgvector`]): `ef_search` candidates per scan
+    /// (default [`DEFAULT_EF_SEARCH`](crate::pg::pgvector::DEFAULT_EF_SEARCH)), iterative scans
+    /// in strict order. The database needs the tier ([`PgDatabase::install_pgvector`]); a search
+    /// without it fails, saying so. No effect on a store that does not rank by meaning.
+    pub fn pgvector(self, ef_search: u32) -> PgStore {
+        let meaning = self.meaning.as_ref().map(|m| Arc::new(m.with_hnsw(ef_search)));
+        PgStore { meaning, ..self }
     }
 
     /// Ranks at most the newest `vectors` of the namespace by meaning (default
@@ -288,7 +302,10 @@ impl MemoryRepositoryPort for PgStore {
             Some(m) => Some(m.embed_query(&words, call.deadline()).await?),
             None => None,
         };
-        let since = meaning.map(|m| m.since());
+        let reads = match (meaning, &query_vector) {
+            (Some(m), Some(query)) => Some(m.reads(query)),
+            _ => None,
+        };
         let words = words.join(" | ");
         // By meaning, the word ranking gives its best CANDIDATES for the fusion.
         let limit = match meaning {
@@ -299,7 +316,7 @@ impl MemoryRepositoryPort for PgStore {
         let begin = Begin { deadline: call.deadline(), custom_plans: true };
         // The keys of the cycle's later steps: which are written is read with the search.
         let keys = in_cycle.map(|_| call.keys_ahead()).unwrap_or_default();
-        let (items, ahead, written, vectors) = self
+        let (items, ahead, written, read) = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
                 let search = if words.is_empty() {
                     Query::new(
@@ -327,28 +344,19 @@ impl MemoryRepositoryPort for PgStore {
                     batch.extend(ahead.queries(&namespace));
                     batch.push(Query::new(WRITTEN, &[&namespace, &keys]));
                 }
-                // By meaning, the namespace's embedder and the vectors written since the last
-                // search: the last two statements.
-                if let Some(since) = &since {
-                    batch.push(Query::new(meaning::VECTOR_META, &[&namespace]));
-                    batch.push(Query::new(
-                        meaning::VECTORS_SINCE,
-                        &[&namespace, &since.last, &since.bytes, &since.cap],
-                    ));
+                // By meaning, the namespace's embedder and the vector ranking's reads (the vectors
+                // written since the last search, or the pgvector tier's nearest): last.
+                if let Some(reads) = &reads {
+                    batch.extend(reads.queries(&namespace));
                 }
                 let mut rows = match tx.pipeline(&batch, Then::Commit).await {
                     Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => {
                         return Err(StoreError::Backend("the search was stopped at the step's deadline".into()));
                     }
+                    Err(e) if meaning.is_some_and(|m| m.is_hnsw()) => return Err(meaning::hnsw_failure(e)),
                     rows => rows.map_err(backend("searching memories"))?,
                 };
-                let vectors = match since {
-                    Some(_) => {
-                        let vectors = rows.pop().unwrap_or_default();
-                        Some((rows.pop().unwrap_or_default(), vectors))
-                    }
-                    None => None,
-                };
+                let read = reads.as_ref().map(|reads| reads.take(&mut rows));
                 let items: Vec<MemoryItem> = rows[0].iter().map(item).collect();
                 let (ahead, written) = match in_cycle {
                     Some(_) => {
@@ -357,7 +365,7 @@ impl MemoryRepositoryPort for PgStore {
                     }
                     None => (None, Vec::new()),
                 };
-                Ok((items, ahead, written, vectors))
+                Ok((items, ahead, written, read))
             })
             .await?;
         if let Some(cycle) = in_cycle {
@@ -366,9 +374,9 @@ impl MemoryRepositoryPort for PgStore {
                 cycle.keep(ahead).await;
             }
         }
-        match (meaning, query_vector, vectors) {
-            (Some(m), Some(query), Some((meta, vectors))) => {
-                let fused = m.rank(call, &query, &items, &meta, &vectors)?;
+        match (meaning, query_vector, read) {
+            (Some(m), Some(query), Some(read)) => {
+                let fused = m.rank(self, call, &query, &items, read).await?;
                 self.read_ranked(call, fused, items, top_k).await
             }
             _ => Ok(items),
@@ -393,8 +401,7 @@ impl MemoryRepositoryPort for PgStore {
         // By meaning, with its vector (embedded within the call's deadline).
         if let Some(m) = &self.meaning {
             let text = crate::store::meaning::memory_text(memory.summary, memory.keywords);
-            write.values.extend(m.embed_passage(text, call.deadline()).await?);
-            write.sql = "SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
+            m.memory_write(&mut write, text, call.deadline()).await?;
         }
         self.write(call, write).await
     }
@@ -553,8 +560,7 @@ impl DecisionWritePort for PgStore {
         };
         // By meaning, with its vector (embedded within the call's deadline).
         if let Some(m) = &self.meaning {
-            write.values.extend(m.embed_passage(decision.text.clone(), call.deadline()).await?);
-            write.sql = "SELECT planlock_persist_decision_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+            m.decision_write(&mut write, decision.text.clone(), call.deadline()).await?;
         }
         self.write(call, write).await
     }

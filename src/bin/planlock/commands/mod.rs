@@ -11,6 +11,7 @@ mod hash;
 mod inbox;
 mod memory;
 mod notify;
+mod pgvector;
 mod plan;
 mod run;
 mod schema;
@@ -33,6 +34,7 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         Command::Validate { file } => validate::validate(out, &file),
         Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
         Command::Schema => schema::schema(out),
+        Command::Pgvector { database, dimension } => pgvector::install(out, &database, dimension),
         Command::Grammar { syntax, of } => grammar::grammar(out, &syntax, &of),
         Command::Plan { llm_url, llm_model, goal, constraint, seed, out: file, of } => {
             let ask =
