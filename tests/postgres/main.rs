@@ -174,21 +174,30 @@ fn main() {
         );
         return;
     };
+    // Debian's server, then `.ci/pgvector`'s PostgreSQL 18 with pgvector (required under CI).
+    let pgvector = common::pg::pgvector_bin();
+    assert!(
+        pgvector.is_some() || std::env::var("CI").is_err(),
+        "no PostgreSQL 18 with pgvector: .ci/run installs it with .ci/pgvector (PLANLOCK_PGVECTOR)"
+    );
     let mut failed = Vec::new();
-    for (name, test) in
-        TESTS.iter().filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
-    {
-        println!("test {name} ...");
-        let started = Instant::now();
-        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&server))) {
-            Ok(()) => println!("test {name} ... ok ({:.1} s)", started.elapsed().as_secs_f64()),
-            Err(_) => {
-                println!("test {name} ... FAILED");
-                failed.push(*name);
+    let servers = std::iter::once(server).chain(pgvector.map(|bin| PgServer::start_at(&bin, false)));
+    for server in servers {
+        println!("== on the server of {}", server.origin().display());
+        for (name, test) in
+            TESTS.iter().filter(|(name, _)| filter.is_empty() || filter.iter().any(|f| name.contains(f.as_str())))
+        {
+            println!("test {name} ...");
+            let started = Instant::now();
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| test(&server))) {
+                Ok(()) => println!("test {name} ... ok ({:.1} s)", started.elapsed().as_secs_f64()),
+                Err(_) => {
+                    println!("test {name} ... FAILED");
+                    failed.push(format!("{name} on {}", server.origin().display()));
+                }
             }
         }
     }
-    drop(server);
     if !failed.is_empty() {
         eprintln!("failed: {failed:?}");
         std::process::exit(101);

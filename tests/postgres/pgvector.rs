@@ -1,6 +1,6 @@
 //! The pgvector tier (`postgres-pgvector`, CONTRACT §20): refused, saying so, where the server
 //! has no pgvector (Debian's PostgreSQL here); where it has (`.ci/pgvector`'s PostgreSQL 18 with
-//! pgvector 0.8.5, `PLANLOCK_PG_BIN`), installed by the CLI with the stored vectors copied in,
+//! pgvector 0.8.5, `PLANLOCK_PGVECTOR`), installed by the CLI with the stored vectors copied in,
 //! written with each memory, passing the semantic tests, and its recall against the exact
 //! ranking gated at 0.95 on clustered vectors in a shared index, a filter never returning fewer
 //! rows than the namespace has.
@@ -16,12 +16,13 @@ use planlock::store::{Call, MemoryRepositoryPort};
 use super::*;
 use crate::common::semantic::{self, put};
 
-/// Whether the server has pgvector; on `.ci/pgvector`'s server it must.
-fn has_pgvector(url: &str) -> bool {
+/// Whether the server has pgvector; `.ci/pgvector`'s must.
+fn has_pgvector(server: &PgServer, url: &str) -> bool {
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
     let n: i64 =
         client.query_one("SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'", &[]).unwrap().get(0);
-    assert!(n == 1 || std::env::var_os("PLANLOCK_PG_BIN").is_none(), "the server of PLANLOCK_PG_BIN has no pgvector");
+    let required = crate::common::pg::pgvector_bin().is_some_and(|bin| bin == server.origin());
+    assert!(n == 1 || !required, "the server of PLANLOCK_PGVECTOR has no pgvector");
     n == 1
 }
 
@@ -33,7 +34,7 @@ pub(super) fn the_pgvector_tier_is_installed_written_and_searched_or_refused(ser
     let url = server.database("pgvector");
     let db = PgDatabase::connect(&url).unwrap();
     let tier = |namespace: &str| PgStore::new(&db, namespace).by_meaning(semantic::demo()).pgvector(200);
-    if !has_pgvector(&url) {
+    if !has_pgvector(server, &url) {
         let out = cli(&["pgvector", "--database", &url, "--dimension", "384"]);
         let text = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(3), "{text}");
@@ -155,7 +156,7 @@ pub(super) fn recall(exact: &PgStore, tier: &PgStore, queries: &[String]) -> f64
 
 pub(super) fn the_pgvector_tier_recalls_the_exact_ranking(server: &PgServer) {
     let url = server.database("pgvector_recall");
-    if !has_pgvector(&url) {
+    if !has_pgvector(server, &url) {
         println!("pgvector: not on this server; the recall gate runs on .ci/pgvector's PostgreSQL 18");
         return;
     }
