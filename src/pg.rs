@@ -28,6 +28,8 @@ use crate::contract::registry::{Failure, FailureKind};
 mod conn;
 pub(crate) mod cycle;
 pub mod pgvector;
+mod tenant;
+pub use tenant::MAX_TENANT_BYTES;
 pub use cycle::PgSession;
 pub(crate) mod writes;
 pub use writes::WriteFailure;
@@ -38,7 +40,7 @@ pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: i32 = 9;
+pub const SCHEMA_VERSION: i32 = 10;
 
 /// Any number, the same everywhere: the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
@@ -54,6 +56,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (7, include_str!("pg/v7.sql")),
     (8, include_str!("pg/v8.sql")),
     (9, include_str!("pg/v9.sql")),
+    (10, include_str!("pg/v10.sql")),
 ];
 
 /// Why the database cannot be used.
@@ -94,6 +97,14 @@ pub enum PgError {
         /// Why, and what to do.
         reason: String,
     },
+    /// The tenant cannot be used: not a tenant's name, or a role that would see every tenant.
+    #[error("the tenant `{tenant}` cannot be used: {reason}")]
+    Tenant {
+        /// The tenant, printable.
+        tenant: String,
+        /// Why, and what to do.
+        reason: String,
+    },
     /// A statement failed.
     #[error("PostgreSQL at {target}: {doing}: {reason}")]
     Query {
@@ -114,6 +125,7 @@ impl Failure for PgError {
             PgError::SchemaTooNew { .. } => "pg-schema-too-new",
             PgError::Query { .. } => "pg-query",
             PgError::Pgvector { .. } => "pg-pgvector",
+            PgError::Tenant { .. } => "pg-tenant",
         }
     }
 
@@ -124,17 +136,34 @@ impl Failure for PgError {
 }
 
 /// How to connect.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct PgOptions {
     /// How long opening one connection may take.
     pub connect_timeout: Duration,
     /// The most connections the pool keeps open.
     pub max_connections: u32,
+    /// The tenant every statement works in (CONTRACT §20): row-level security shows and lets
+    /// write only its rows. 1 to 64 letters, digits, `.`, `_` or `-`. `None`: the tenant `''`
+    /// of a database of one tenant.
+    pub tenant: Option<String>,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
-        PgOptions { connect_timeout: DEFAULT_CONNECT_TIMEOUT, max_connections: 4 }
+        PgOptions { connect_timeout: DEFAULT_CONNECT_TIMEOUT, max_connections: 4, tenant: None }
+    }
+}
+
+impl PgOptions {
+    /// These options, in tenant `tenant`.
+    ///
+    /// ```no_run
+    /// use planlock::pg::{PgDatabase, PgOptions};
+    /// let acme = PgDatabase::connect_with("postgres://planlock@db/planlock", PgOptions::default().tenant("acme"))?;
+    /// # Ok::<(), planlock::pg::PgError>(())
+    /// ```
+    pub fn tenant(self, tenant: impl Into<String>) -> PgOptions {
+        PgOptions { tenant: Some(tenant.into()), ..self }
     }
 }
 
@@ -184,10 +213,20 @@ impl PgDatabase {
         let timeout = config.get_connect_timeout().copied().unwrap_or(options.connect_timeout);
         // One connection first, for a precise error and the migrations.
         let trips = Arc::default();
-        let mut first = conn::connect(&config, timeout, &target, &trips).await?;
+        // A tenant is set for the connection as it opens (`-c planlock.tenant=…`, no round trip)
+        // and in every transaction's BEGIN (`Conn::begin`).
+        let tenant = options.tenant.as_deref().map(tenant::checked).transpose()?;
+        if let Some(tenant) = &tenant {
+            let options = format!("{} -c planlock.tenant={tenant}", config.get_options().unwrap_or_default());
+            config.options(options.trim());
+        }
+        let mut first = conn::connect(&config, timeout, &target, &trips, tenant.as_ref()).await?;
         migrate(&mut first, &target).await?;
+        if let Some(tenant) = &tenant {
+            tenant::refuse_bypass(&mut first, &target, tenant).await?;
+        }
         let size = options.max_connections.max(1) as usize;
-        let pool = conn::Pool::new(config, timeout, target.clone(), size, trips);
+        let pool = conn::Pool::new(config, timeout, target.clone(), size, trips, tenant);
         let cycle_places = (size > 1).then(|| Arc::new(tokio::sync::Semaphore::new(size - 1)));
         Ok(PgDatabase { pool: Arc::new(pool), target: Arc::from(target), cycle_places })
     }

@@ -24,6 +24,9 @@ pub enum BackendError {
     /// A session name that names no session here.
     #[error("there is no session `{0}` here: name a session root under the directory, or a session key")]
     Unknown(String),
+    /// A tenant was given with a directory of sessions: tenants are kept apart by a database.
+    #[error("a tenant is given, but the sessions are a directory: tenants are kept apart by a database (give its URL)")]
+    TenantNeedsDatabase,
     /// The directory of session roots cannot be read.
     #[error("cannot read the directory of sessions {}: {source}", dir.display())]
     Dir {
@@ -75,6 +78,7 @@ impl Failure for BackendError {
         match self {
             BackendError::Key { .. } => "invalid-session-key",
             BackendError::Unknown(_) => "unknown-session",
+            BackendError::TenantNeedsDatabase => "tenant-needs-database",
             BackendError::Dir { .. } => "inbox-dir",
             #[cfg(feature = "postgres")]
             BackendError::Database(e) => e.code(),
@@ -88,6 +92,7 @@ impl Failure for BackendError {
     fn kind(&self) -> FailureKind {
         match self {
             BackendError::Unknown(_) => FailureKind::CycleFail,
+            BackendError::TenantNeedsDatabase => FailureKind::FailFast,
             _ => FailureKind::FailFast,
         }
     }

@@ -88,7 +88,7 @@ pub trait OpenedSession: fmt::Debug + Send + Sync {
 /// # planlock::block_on(async {
 /// let dir = tempfile::tempdir()?;
 /// std::fs::create_dir(dir.path().join("support-7"))?;
-/// let sessions = planlock::backend::connect(dir.path().to_str().unwrap()).await?;
+/// let sessions = planlock::backend::connect(dir.path().to_str().unwrap(), None).await?;
 /// let opened = sessions.open("support-7").await?;
 /// assert!(opened.session_store().load().await?.is_none(), "a new session holds nothing yet");
 /// assert_eq!(sessions.default_bundle().bundle_id, "default");
@@ -167,16 +167,19 @@ pub trait Backend: fmt::Debug + Send + Sync {
 }
 
 /// Makes the backend of `place`: a `postgres://` or `postgresql://` URL (connected and migrated;
-/// one pool per URL in a process, shared by every call), or a directory of session roots (which
-/// must exist).
-pub async fn connect(place: &str) -> Result<Arc<dyn Backend>, BackendError> {
+/// one pool per URL and tenant in a process, shared by every call; in `tenant` if one is given),
+/// or a directory of session roots (which must exist; a tenant is refused there).
+pub async fn connect(place: &str, tenant: Option<&str>) -> Result<Arc<dyn Backend>, BackendError> {
     if place.starts_with("postgres://") || place.starts_with("postgresql://") {
         #[cfg(feature = "postgres")]
-        return Ok(Arc::new(PgBackend::connect(place).await?));
+        return Ok(Arc::new(PgBackend::connect(place, tenant).await?));
         #[cfg(not(feature = "postgres"))]
         return Err(BackendError::Unknown(
             "a database (this build has no feature `postgres`: build with it to use one)".to_owned(),
         ));
+    }
+    if tenant.is_some() {
+        return Err(BackendError::TenantNeedsDatabase);
     }
     Ok(Arc::new(FilesBackend::existing(place)?))
 }

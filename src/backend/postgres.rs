@@ -29,17 +29,22 @@ impl PgBackend {
         PgBackend { db }
     }
 
-    /// The sessions of the database at `url`: connected (and migrated) once per process, so that
-    /// every backend of one URL shares one connection pool.
-    pub async fn connect(url: &str) -> Result<PgBackend, BackendError> {
-        static POOLS: OnceLock<Mutex<HashMap<String, PgDatabase>>> = OnceLock::new();
+    /// The sessions of the database at `url`, in `tenant` if one is given (CONTRACT §20: it sees
+    /// only that tenant's): connected (and migrated) once per process, so that every backend of
+    /// one URL and tenant shares one connection pool.
+    pub async fn connect(url: &str, tenant: Option<&str>) -> Result<PgBackend, BackendError> {
+        /// A URL and a tenant.
+        type Key = (String, Option<String>);
+        static POOLS: OnceLock<Mutex<HashMap<Key, PgDatabase>>> = OnceLock::new();
         let pools = POOLS.get_or_init(Mutex::default);
-        if let Some(db) = pools.lock().unwrap_or_else(|p| p.into_inner()).get(url) {
+        let key = (url.to_owned(), tenant.map(str::to_owned));
+        if let Some(db) = pools.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(PgBackend { db: db.clone() });
         }
-        let db = PgDatabase::connect_async(url, PgOptions::default()).await?;
+        let options = PgOptions { tenant: key.1.clone(), ..PgOptions::default() };
+        let db = PgDatabase::connect_async(url, options).await?;
         // Two first calls at once may both connect: the first kept is the one every later call gets.
-        let db = pools.lock().unwrap_or_else(|p| p.into_inner()).entry(url.to_owned()).or_insert(db).clone();
+        let db = pools.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(db).clone();
         Ok(PgBackend { db })
     }
 
@@ -155,7 +160,7 @@ impl Backend for PgBackend {
                     "claiming a delivery",
                     "INSERT INTO planlock_deliveries AS d (session_key, event_id, hook, lease_owner, lease_until)
                      VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-                     ON CONFLICT (session_key, event_id, hook) DO UPDATE
+                     ON CONFLICT (tenant, session_key, event_id, hook) DO UPDATE
                        SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
                        WHERE NOT d.done AND d.next_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
                      RETURNING attempts",

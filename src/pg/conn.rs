@@ -72,6 +72,8 @@ pub(crate) struct Conn {
     begin: Option<String>,
     /// The round trips of the database's connections.
     trips: Arc<AtomicU64>,
+    /// The tenant every transaction is begun in (`SET LOCAL planlock.tenant`), if any.
+    tenant: Option<Arc<str>>,
 }
 
 impl Conn {
@@ -179,10 +181,14 @@ impl Conn {
     }
 
     /// Begins a transaction with `begin` (`BEGIN` and any `SET LOCAL`s), sent with the next
-    /// batch: no round trip of its own.
+    /// batch: no round trip of its own. The connection's tenant is set in it (CONTRACT §20: per
+    /// transaction, in the batch that begins it; a checked name, see `crate::pg::tenant`).
     pub(crate) fn begin(&mut self, begin: &str) {
         self.in_transaction = true;
-        self.begin = Some(begin.to_owned());
+        self.begin = Some(match &self.tenant {
+            Some(tenant) => format!("{begin}; SET LOCAL planlock.tenant = '{tenant}'"),
+            None => begin.to_owned(),
+        });
     }
 
     /// Commits the transaction (nothing to send if it ran no statement).
@@ -213,6 +219,7 @@ pub(crate) async fn connect(
     timeout: Duration,
     target: &str,
     trips: &Arc<AtomicU64>,
+    tenant: Option<&Arc<str>>,
 ) -> Result<Conn, PgError> {
     let failed = |reason: String| PgError::Connect { target: target.to_owned(), reason };
     let runtime = crate::io::runtime().map_err(failed)?;
@@ -228,7 +235,8 @@ pub(crate) async fn connect(
     });
     match attempt.await {
         Ok(Ok(client)) => {
-            Ok(Conn { client, prepared: HashMap::new(), in_transaction: false, begin: None, trips: trips.clone() })
+            let (prepared, begin, tenant) = (HashMap::new(), None, tenant.cloned());
+            Ok(Conn { client, prepared, in_transaction: false, begin, trips: trips.clone(), tenant })
         }
         Ok(Err(Some(e))) => Err(failed(reason(&e))),
         Ok(Err(None)) => Err(failed(format!("no answer within {} ms (connect timeout)", timeout.as_millis()))),
@@ -245,13 +253,23 @@ pub(crate) struct Pool {
     permits: Arc<Semaphore>,
     /// The round trips of its connections.
     trips: Arc<AtomicU64>,
+    /// The tenant of its connections.
+    tenant: Option<Arc<str>>,
 }
 
 impl Pool {
-    /// A pool of at most `size` connections made with `config`, each opened within `timeout`.
-    pub(crate) fn new(config: Config, timeout: Duration, target: String, size: usize, trips: Arc<AtomicU64>) -> Pool {
+    /// A pool of at most `size` connections made with `config`, each opened within `timeout`,
+    /// each beginning its transactions in `tenant`.
+    pub(crate) fn new(
+        config: Config,
+        timeout: Duration,
+        target: String,
+        size: usize,
+        trips: Arc<AtomicU64>,
+        tenant: Option<Arc<str>>,
+    ) -> Pool {
         let permits = Arc::new(Semaphore::new(size.max(1)));
-        Pool { config, timeout, target, idle: Mutex::default(), permits, trips }
+        Pool { config, timeout, target, idle: Mutex::default(), permits, trips, tenant }
     }
 
     /// The round trips its connections have made to the server.
@@ -268,7 +286,7 @@ impl Pool {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match idle {
             Some(conn) if !conn.is_closed() => conn,
-            _ => connect(&self.config, self.timeout, &self.target, &self.trips).await?,
+            _ => connect(&self.config, self.timeout, &self.target, &self.trips, self.tenant.as_ref()).await?,
         };
         Ok(Pooled { conn: Some(conn), pool: self.clone(), permit: Some(permit) })
     }

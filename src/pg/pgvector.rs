@@ -79,11 +79,17 @@ impl PgDatabase {
             let sql = format!(
                 "CREATE EXTENSION IF NOT EXISTS vector;
                  CREATE TABLE IF NOT EXISTS planlock_memory_embeddings (
+                     tenant text NOT NULL DEFAULT planlock_tenant(),
                      namespace text NOT NULL,
                      memory_id text NOT NULL,
                      embedding vector({dimension}) NOT NULL,
                      -- Not led by the namespace: no index but HNSW serves a namespace's filter.
-                     PRIMARY KEY (memory_id, namespace));"
+                     PRIMARY KEY (memory_id, namespace, tenant));
+                 ALTER TABLE planlock_memory_embeddings ENABLE ROW LEVEL SECURITY;
+                 ALTER TABLE planlock_memory_embeddings FORCE ROW LEVEL SECURITY;
+                 DROP POLICY IF EXISTS planlock_tenant ON planlock_memory_embeddings;
+                 CREATE POLICY planlock_tenant ON planlock_memory_embeddings
+                     USING (tenant = planlock_tenant()) WITH CHECK (tenant = planlock_tenant());"
             );
             conn.batch_execute(&sql).await.map_err(self.failed("installing the pgvector tier"))?;
             let installed: i32 = conn
@@ -100,36 +106,40 @@ impl PgDatabase {
                     "the tier is installed for vectors of {installed} numbers, not {dimension}; one database serves one dimension"
                 )));
             }
-            // The vectors stored before, in pages by (namespace, position).
+            // The vectors stored before, in pages by (tenant, namespace, position): every
+            // tenant's the installing role can see (a role that bypasses row-level security: all).
             let bytes = i32::try_from(dimension * 4).unwrap_or(i32::MAX);
-            let (mut after, mut copied) = ((String::new(), 0i64), 0u64);
+            let (mut after, mut copied) = ((String::new(), String::new(), 0i64), 0u64);
             loop {
                 let rows = conn
                     .query(
-                        "SELECT v.namespace, v.position, v.memory_id, v.vector FROM planlock_memory_vectors v
-                         WHERE (v.namespace, v.position) > ($1, $2) AND octet_length(v.vector) = $3
-                         ORDER BY v.namespace, v.position LIMIT $4",
-                        &[&after.0, &after.1, &bytes, &BACKFILL_BATCH],
+                        "SELECT v.tenant, v.namespace, v.position, v.memory_id, v.vector FROM planlock_memory_vectors v
+                         WHERE (v.tenant, v.namespace, v.position) > ($1, $2, $3) AND octet_length(v.vector) = $4
+                         ORDER BY v.tenant, v.namespace, v.position LIMIT $5",
+                        &[&after.0, &after.1, &after.2, &bytes, &BACKFILL_BATCH],
                     )
                     .await
                     .map_err(self.failed("reading the stored vectors"))?;
                 let Some(last) = rows.last() else { break };
-                after = (last.get(0), last.get(1));
-                let (mut namespaces, mut ids, mut texts) = (Vec::new(), Vec::new(), Vec::new());
+                after = (last.get(0), last.get(1), last.get(2));
+                let (mut tenants, mut namespaces, mut ids, mut texts) =
+                    (Vec::new(), Vec::new(), Vec::new(), Vec::new());
                 for row in &rows {
-                    if let Some(v) = usable(row.get(3), dimension) {
-                        namespaces.push(row.get::<_, String>(0));
-                        ids.push(row.get::<_, String>(2));
+                    if let Some(v) = usable(row.get(4), dimension) {
+                        tenants.push(row.get::<_, String>(0));
+                        namespaces.push(row.get::<_, String>(1));
+                        ids.push(row.get::<_, String>(3));
                         texts.push(vector_text(&v));
                     }
                 }
                 let n = conn
                     .query(
-                        "WITH added AS (INSERT INTO planlock_memory_embeddings (namespace, memory_id, embedding)
-                             SELECT n, m, e::vector FROM unnest($1::text[], $2::text[], $3::text[]) AS t(n, m, e)
+                        "WITH added AS (INSERT INTO planlock_memory_embeddings (tenant, namespace, memory_id, embedding)
+                             SELECT t, n, m, e::vector
+                             FROM unnest($1::text[], $2::text[], $3::text[], $4::text[]) AS x(t, n, m, e)
                              ON CONFLICT DO NOTHING RETURNING 1)
                          SELECT count(*) FROM added",
-                        &[&namespaces, &ids, &texts],
+                        &[&tenants, &namespaces, &ids, &texts],
                     )
                     .await
                     .map_err(self.failed("copying the stored vectors"))?;

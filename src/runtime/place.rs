@@ -37,8 +37,10 @@ pub enum Place {
     Database {
         /// `postgres://user:password@host/db`; the password is never shown.
         url: String,
-        /// The session's key: a tenant or conversation id.
+        /// The session's key: a conversation id.
         key: String,
+        /// The tenant the session belongs to (CONTRACT §20), if the database has tenants.
+        tenant: Option<String>,
     },
 }
 
@@ -69,12 +71,12 @@ impl Place {
                 Ok((Arc::new(backend), name))
             }
             #[cfg(feature = "postgres")]
-            Place::Database { url, key } => {
+            Place::Database { url, key, tenant } => {
                 let max = crate::session::postgres::MAX_SESSION_KEY_BYTES;
                 if key.is_empty() || key.len() > max {
                     return Err(PlaceError::Key { len: key.len(), max });
                 }
-                let backend = crate::io::block_on(crate::backend::PgBackend::connect(url))?;
+                let backend = crate::io::block_on(crate::backend::PgBackend::connect(url, tenant.as_deref()))?;
                 Ok((Arc::new(backend), key.clone()))
             }
         }

@@ -13,6 +13,8 @@ pub mod models;
 #[cfg(feature = "postgres")]
 pub mod pg;
 pub mod semantic;
+#[cfg(feature = "postgres")]
+pub mod vectors;
 pub mod webhooks;
 
 use std::path::Path;

@@ -241,7 +241,7 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     let param = |k: &str| url.split(' ').find_map(|p| p.strip_prefix(k)?.strip_prefix('=')).unwrap();
     let as_url =
         format!("postgresql://{}@/{}?host={}&port={}", param("user"), param("dbname"), param("host"), param("port"));
-    let (a, b) = (block_on(connect(&as_url)).unwrap(), block_on(PgBackend::connect(&url)).unwrap());
+    let (a, b) = (block_on(connect(&as_url, None)).unwrap(), block_on(PgBackend::connect(&url, None)).unwrap());
     assert!(!a.lists_by_reading_each() && a.is_session_name("tenant-7/conv 42") && !a.is_session_name(""));
     let fx = reviewed_fixture();
     // Opened through the backend: the session's store and where its providers open theirs.
@@ -256,7 +256,7 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
         .unwrap();
     assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
     // What `a` did, `b` sees, on the one pool of the URL: `b`'s statements are a third's too.
-    let third = block_on(PgBackend::connect(&url)).unwrap();
+    let third = block_on(PgBackend::connect(&url, None)).unwrap();
     let before = third.database().round_trips();
     let paused = block_on(b.paused(100)).unwrap();
     assert!(third.database().round_trips() > before, "one pool per URL in a process");

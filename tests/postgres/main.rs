@@ -50,6 +50,7 @@ mod meaning;
 mod outside;
 mod pgvector;
 mod storage;
+mod tenants;
 mod upgrade;
 mod worker;
 use approvals::*;
@@ -62,6 +63,7 @@ use meaning::*;
 use outside::*;
 use pgvector::*;
 use storage::*;
+use tenants::*;
 use upgrade::*;
 use worker::*;
 
@@ -106,6 +108,7 @@ const TESTS: &[(&str, Test)] = &[
         the_pgvector_tier_is_installed_written_and_searched_or_refused,
     ),
     ("the_pgvector_tier_recalls_the_exact_ranking", the_pgvector_tier_recalls_the_exact_ranking),
+    ("a_tenant_can_never_reach_another_tenants_sessions", a_tenant_can_never_reach_another_tenants_sessions),
     ("a_search_past_its_deadline_is_cancelled_by_the_server", a_search_past_its_deadline_is_cancelled_by_the_server),
     (
         "the_lease_refuses_a_second_worker_and_fences_a_stalled_one",

@@ -9,12 +9,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use planlock::block_on;
-use planlock::embed::{EmbedFuture, Embedder, Purpose};
+use planlock::embed::Embedder;
 use planlock::store::postgres::PgStore;
 use planlock::store::{Call, MemoryRepositoryPort};
 
 use super::*;
 use crate::common::semantic::{self, put};
+use crate::common::vectors::{DIMENSION, Table, centers, clustered, load};
 
 /// Whether the server has pgvector; `.ci/pgvector`'s must.
 fn has_pgvector(server: &PgServer, url: &str) -> bool {
@@ -76,68 +77,6 @@ pub(super) fn the_pgvector_tier_is_installed_written_and_searched_or_refused(ser
         .get(0);
     assert_eq!(embeddings, 4, "each memory written with its embedding");
     println!("pgvector: installed, written, searched");
-}
-
-/// Vectors of a table, looked up by their text: the recall test's queries.
-struct Table(HashMap<String, Vec<f32>>);
-
-impl Embedder for Table {
-    fn model(&self) -> &str {
-        "synthetic"
-    }
-    fn dimension(&self) -> usize {
-        DIMENSION
-    }
-    fn embed<'a>(&'a self, texts: &'a [String], _: Purpose, _: Option<std::time::Instant>) -> EmbedFuture<'a> {
-        let vectors = texts.iter().map(|t| self.0.get(t).cloned().unwrap_or_else(|| vec![1.0; DIMENSION])).collect();
-        Box::pin(std::future::ready(Ok(vectors)))
-    }
-}
-
-const DIMENSION: usize = 384;
-
-/// Clustered unit vectors: `n` around `centers`.
-pub(super) fn clustered(rng: &mut fastrand::Rng, centers: &[Vec<f32>], n: usize, spread: f32) -> Vec<Vec<f32>> {
-    (0..n)
-        .map(|i| {
-            let c = &centers[i % centers.len()];
-            let v: Vec<f32> = c.iter().map(|x| x + spread * (rng.f32() - 0.5)).collect();
-            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
-            v.iter().map(|x| x / norm).collect()
-        })
-        .collect()
-}
-
-pub(super) fn centers(rng: &mut fastrand::Rng, n: usize) -> Vec<Vec<f32>> {
-    (0..n).map(|_| (0..DIMENSION).map(|_| rng.f32() - 0.5).collect()).collect()
-}
-
-/// Writes `vectors` as the memories of `namespace`, as the write functions would (rows, bytes,
-/// meta), in one statement per table.
-pub(super) fn load(client: &mut postgres::Client, namespace: &str, model: &str, vectors: &[Vec<f32>]) {
-    let ids: Vec<String> = (0..vectors.len()).map(|i| format!("m-{namespace}-{i}")).collect();
-    let positions: Vec<i64> = (1..=vectors.len() as i64).collect();
-    let bytes: Vec<Vec<u8>> = vectors.iter().map(|v| v.iter().flat_map(|x| x.to_le_bytes()).collect()).collect();
-    client
-        .execute(
-            "INSERT INTO planlock_memories (namespace, id, idem_key, session_ref, summary, keywords, created_at)
-             SELECT $1, id, id, 's', 'memory', '', '2026-11-27T00:00:00Z' FROM unnest($2::text[]) id",
-            &[&namespace, &ids],
-        )
-        .unwrap();
-    client
-        .execute(
-            "INSERT INTO planlock_memory_vectors (namespace, position, memory_id, vector)
-             SELECT $1, p, id, v FROM unnest($2::bigint[], $3::text[], $4::bytea[]) AS t(p, id, v)",
-            &[&namespace, &positions, &ids, &bytes],
-        )
-        .unwrap();
-    client
-        .execute(
-            "INSERT INTO planlock_vector_meta (namespace, model, dimension, memories) VALUES ($1, $2, $3, $4)",
-            &[&namespace, &model, &(DIMENSION as i32), &(vectors.len() as i64)],
-        )
-        .unwrap();
 }
 
 /// The recall of the tier's top 10 against the exact ranking's, over `queries`.

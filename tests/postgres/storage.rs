@@ -87,7 +87,7 @@ pub(super) fn a_search_past_its_deadline_is_cancelled_by_the_server(server: &PgS
 /// connections: a session holds a connection only while it reads or writes.
 pub(super) fn many_open_sessions_share_a_small_pool(server: &PgServer) {
     let url = server.database("small_pool");
-    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2 };
+    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2, ..PgOptions::default() };
     let db = PgDatabase::connect_with(&url, options).unwrap();
     let fx = fixture();
     let mut runtimes: Vec<WorkerRuntime> = keys("pool", 12)
@@ -115,7 +115,7 @@ pub(super) fn many_open_sessions_share_a_small_pool(server: &PgServer) {
 /// the last connection, so nothing waits on a thread that is itself waiting.
 pub(super) fn cycles_run_inside_a_tokio_runtime(server: &PgServer) {
     let url = server.database("on_tokio");
-    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2 };
+    let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 2, ..PgOptions::default() };
     let db = PgDatabase::connect_with(&url, options).unwrap();
     let fx = fixture();
     let env = worker_env_for(&url, &fx, 30_000);

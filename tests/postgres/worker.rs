@@ -193,7 +193,8 @@ pub(super) fn worker(mode: &str) {
         // Every key's session at once on one thread and a pool of four connections, two cycles
         // each; says how many cycles completed and what failed.
         "crowd" => {
-            let options = PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 4 };
+            let options =
+                PgOptions { connect_timeout: Duration::from_secs(2), max_connections: 4, ..PgOptions::default() };
             let db = PgDatabase::connect_with(&env.url, options).unwrap();
             let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
             let local = tokio::task::LocalSet::new();

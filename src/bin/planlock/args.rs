@@ -320,6 +320,10 @@ pub struct SessionsArgs {
     /// printed.
     #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, value_name = "URL")]
     pub database: Option<String>,
+    /// The tenant whose sessions these are, in a database shared by tenants (row-level
+    /// security shows only its rows); not with a directory.
+    #[arg(long, env = "PLANLOCK_TENANT", value_name = "TENANT")]
+    pub tenant: Option<String>,
 }
 
 /// Who decides, and why.
@@ -395,9 +399,13 @@ pub struct SessionPlace {
     /// password is never printed.
     #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, requires = "session", value_name = "URL")]
     pub database: Option<String>,
-    /// The session's key in the database (a tenant or conversation id, 1 to 256 bytes).
+    /// The session's key in the database (a conversation id, 1 to 256 bytes).
     #[arg(long, requires = "database", value_name = "KEY")]
     pub session: Option<String>,
+    /// The tenant the session belongs to, in a database shared by tenants: row-level security
+    /// shows and lets write only its rows (1 to 64 letters, digits, `.`, `_`, `-`).
+    #[arg(long, env = "PLANLOCK_TENANT", requires = "database", value_name = "TENANT")]
+    pub tenant: Option<String>,
 }
 
 /// The embedding server for bundles whose providers rank by meaning (`sqlite-semantic`,
@@ -484,7 +492,9 @@ impl SessionPlace {
     pub fn place(&self) -> planlock::runtime::place::Place {
         use planlock::runtime::place::Place;
         match (&self.database, &self.session, &self.root) {
-            (Some(url), Some(key), _) => Place::Database { url: url.clone(), key: key.clone() },
+            (Some(url), Some(key), _) => {
+                Place::Database { url: url.clone(), key: key.clone(), tenant: self.tenant.clone() }
+            }
             (_, _, root) => Place::Root(root.clone().unwrap_or_default()),
         }
     }

@@ -40,13 +40,15 @@ pub const MAX_EXACT_VECTORS: usize = 100_000;
 /// The namespace's embedder and how many memory vectors it has.
 pub(super) const VECTOR_META: &str = "SELECT model, dimension, memories FROM planlock_vector_meta WHERE namespace = $1";
 
-/// The memory vectors after position `$2`, at most the newest `$4`; a vector not `$3` bytes
+/// The memory vectors after position `$2`, at most the newest `$4`, newest first (a backward
+/// scan of the namespace's positions: it reads no more than it returns); a vector not `$3` bytes
 /// long is read as NULL (its bytes are not sent).
 pub(super) const VECTORS_SINCE: &str = "SELECT position, memory_id, CASE WHEN octet_length(vector) = $3 THEN vector END
-     FROM planlock_memory_vectors
-     WHERE namespace = $1 AND position > greatest($2,
-         (SELECT coalesce(max(memories), 0) FROM planlock_vector_meta WHERE namespace = $1) - $4)
-     ORDER BY position";
+     FROM planlock_memory_vectors WHERE namespace = $1 AND position > $2
+     ORDER BY position DESC LIMIT $4";
+
+/// Plans the next statements for their parameters.
+const CUSTOM_PLAN: &str = "SET LOCAL plan_cache_mode = force_custom_plan";
 
 /// The stored vectors of some decisions (`$2`); one not `$3` bytes long is read as NULL.
 const DECISION_VECTORS: &str =
@@ -132,9 +134,13 @@ impl Reads<'_> {
     /// The statements, for `namespace`.
     pub(super) fn queries<'q>(&'q self, namespace: &'q &'q str) -> Vec<Query<'q>> {
         match self {
-            Reads::Exact { last, bytes, cap } => {
-                vec![Query::new(VECTOR_META, &[namespace]), Query::new(VECTORS_SINCE, &[namespace, last, bytes, cap])]
-            }
+            Reads::Exact { last, bytes, cap } => vec![
+                Query::new(VECTOR_META, &[namespace]),
+                // Planned for its parameters: a generic plan cannot know that few rows follow
+                // `last`, and may scan the table.
+                Query::new(CUSTOM_PLAN, &[]),
+                Query::new(VECTORS_SINCE, &[namespace, last, bytes, cap]),
+            ],
             Reads::Hnsw { set_ef_search, query, limit } => vec![
                 Query::new(VECTOR_META, &[namespace]),
                 Query::new(set_ef_search, &[]),
@@ -148,7 +154,7 @@ impl Reads<'_> {
     /// Their rows, taken off the end of the batch's.
     pub(super) fn take(&self, batch: &mut Vec<Vec<Row>>) -> Read {
         let n = match self {
-            Reads::Exact { .. } => 2,
+            Reads::Exact { .. } => 3,
             Reads::Hnsw { .. } => 5,
         };
         let mut mine = batch.split_off(batch.len().saturating_sub(n));
@@ -209,8 +215,7 @@ impl Meaning {
         text: String,
         deadline: Option<Instant>,
     ) -> Result<(), StoreError> {
-        let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
-        write.values.extend(self.stored(&vector));
+        let vector = self.carry(write, text, deadline).await?;
         write.sql = "SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
         if self.is_hnsw() {
             // `$11` the embedding, `$12` the result expected.
@@ -231,21 +236,25 @@ impl Meaning {
         text: String,
         deadline: Option<Instant>,
     ) -> Result<(), StoreError> {
-        let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
-        write.values.extend(self.stored(&vector));
+        self.carry(write, text, deadline).await?;
         write.sql =
             "SELECT planlock_persist_decision_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
         Ok(())
     }
 
-    /// A vector's parameters as the write functions take them: the model, the dimension, the
-    /// bytes.
-    fn stored(&self, vector: &[f32]) -> [Box<dyn tokio_postgres::types::ToSql + Send + Sync>; 3] {
-        [
-            Box::new(self.embedder.model().to_owned()),
-            Box::new(i32::try_from(self.embedder.dimension()).unwrap_or(i32::MAX)),
-            Box::new(blob(vector)),
-        ]
+    /// Embeds `text` as a passage and adds the vector's parameters to `write` (the model, the
+    /// dimension, the bytes, as the write functions take them); the vector.
+    async fn carry(
+        &self,
+        write: &mut KeyedWrite,
+        text: String,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<f32>, StoreError> {
+        let vector = embed_one(&*self.embedder, text, Purpose::Passage, deadline).await?;
+        write.values.push(Box::new(self.embedder.model().to_owned()));
+        write.values.push(Box::new(i32::try_from(self.embedder.dimension()).unwrap_or(i32::MAX)));
+        write.values.push(Box::new(blob(&vector)));
+        Ok(vector)
     }
 
     /// Refuses a namespace pinned to another embedder (`meta`: [`VECTOR_META`]'s rows).
@@ -286,7 +295,8 @@ impl Meaning {
             let recency = |id: &String| position_of.get(id).copied().unwrap_or(0);
             return Ok(fuse(&[&by_meaning, &by_words], CANDIDATES * 2, |a, b| recency(b).cmp(&recency(a))));
         }
-        let vectors = &read.rows;
+        // Newest first as read: held oldest first.
+        let vectors = read.rows.iter().rev();
         let dimension = self.embedder.dimension();
         let mut held = self.held();
         for row in vectors {
@@ -325,14 +335,16 @@ impl Meaning {
         let scored =
             held.positions.iter().zip(held.vectors.chunks_exact(dimension.max(1))).map(|(p, v)| (dot(query, v), *p));
         let nearest = best(CANDIDATES, scored);
-        let index: HashMap<i64, usize> = held.positions.iter().enumerate().map(|(i, p)| (*p, i)).collect();
-        let position_of: HashMap<&str, i64> =
-            held.ids.iter().map(String::as_str).zip(held.positions.iter().copied()).collect();
+        // Positions are held in ascending order: the nearest are found by a binary search, and
+        // only they are looked up (not every held vector, on every search).
+        let position_of: HashMap<String, i64> = nearest
+            .iter()
+            .filter_map(|p| held.positions.binary_search(p).ok().map(|i| (held.ids[i].clone(), *p)))
+            .collect();
         let by_meaning: Vec<String> =
-            nearest.iter().filter_map(|p| index.get(p)).map(|i| held.ids[*i].clone()).collect();
-        let by_words: Vec<String> = words.iter().map(|m| m.id.clone()).collect();
+            nearest.iter().filter_map(|p| held.positions.binary_search(p).ok()).map(|i| held.ids[i].clone()).collect();
         // Ties to the more recent: a memory without a held vector counts as the oldest.
-        let recency = |id: &String| position_of.get(id.as_str()).copied().unwrap_or(0);
+        let recency = |id: &String| position_of.get(id).copied().unwrap_or(0);
         Ok(fuse(&[&by_meaning, &by_words], CANDIDATES * 2, |a, b| recency(b).cmp(&recency(a))))
     }
 

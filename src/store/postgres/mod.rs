@@ -499,10 +499,10 @@ impl<'a> ActiveQueries<'a> {
 }
 
 impl DecisionContextProviderPort for PgStore {
-    /// By meaning, the context ordered as [`PgStore::by_meaning`] says. In a cycle of the
-    /// store's session, the decisions its memory search read in the same transaction (see [`MemoryRepositoryPort::search`] on this type); otherwise one
+    /// In a cycle of the store's session, the decisions its memory search read in the same
+    /// transaction (see [`MemoryRepositoryPort::search`] on this type); otherwise one
     /// transaction of its own for both reads: one commit, and anchors that match the decisions
-    /// read.
+    /// read. By meaning, the context ordered as [`PgStore::by_meaning`] says.
     async fn load(
         &self,
         call: &Call<'_>,

@@ -52,13 +52,17 @@ pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
         (Some(place), _) => {
             match place.to_str().filter(|p| p.starts_with("postgres://") || p.starts_with("postgresql://")) {
                 Some(url) => url,
+                None if args.tenant.is_some() => {
+                    return Err(CliError::of(&planlock::backend::BackendError::TenantNeedsDatabase));
+                }
                 None => return Ok(Inbox::new(FilesBackend::new(place))),
             }
         }
         (None, Some(url)) => url.as_str(),
         (None, None) => return Err(CliError::usage("usage", "give --sessions DIR or --database URL")),
     };
-    let backend = planlock::block_on(PgBackend::connect(url)).map_err(|e| CliError::of_place(&e))?;
+    let backend =
+        planlock::block_on(PgBackend::connect(url, args.tenant.as_deref())).map_err(|e| CliError::of_place(&e))?;
     Ok(Inbox::new(backend))
 }
 

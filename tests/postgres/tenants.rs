@@ -1,0 +1,163 @@
+//! Tenants isolated by the database (CONTRACT §20), adversarially: planlock connects as a role
+//! without BYPASSRLS (as a deployment should), two tenants share one database, and every way of
+//! reaching the other's sessions — reading, listing, resuming, deciding, abandoning, searching,
+//! the history and the approval log, with the same session key, guessed names, forged rows and
+//! SQL in names — finds nothing, as if the session were not there.
+
+use planlock::block_on;
+use planlock::store::{Call, MemoryRepositoryPort};
+
+use super::approvals::{reviewed_fixture, reviewed_runtime};
+use super::*;
+
+/// The application's role: may log in and own its database, neither a superuser nor BYPASSRLS.
+const ROLE: &str = "planlock_app";
+
+/// A database owned by the application's role (its tables are planlock's, owned by it: forced
+/// row-level security holds for the owner too); its URL as that role.
+pub(super) fn app_database(server: &PgServer, name: &str) -> String {
+    server.sql(
+        "postgres",
+        &format!(
+            "DO $$ BEGIN
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN
+                     CREATE ROLE {ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
+                 END IF;
+             END $$;"
+        ),
+    );
+    server.sql("postgres", &format!("DROP DATABASE IF EXISTS {name}"));
+    server.sql("postgres", &format!("CREATE DATABASE {name} OWNER {ROLE}"));
+    server.url(name).replace("user=postgres", &format!("user={ROLE}"))
+}
+
+fn tenant_db(url: &str, tenant: &str) -> PgDatabase {
+    PgDatabase::connect_with(url, PgOptions::default().tenant(tenant)).unwrap()
+}
+
+/// `planlock ARGS --format json` with the database and the tenant in the environment.
+fn cli(url: &str, tenant: &str, args: &[&str]) -> (Option<i32>, Value, String) {
+    let out = crate::common::cli::planlock()
+        .args(args)
+        .args(["--format", "json"])
+        .env("PLANLOCK_DATABASE_URL", url)
+        .env("PLANLOCK_TENANT", tenant)
+        .output()
+        .unwrap();
+    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    (out.status.code(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null), text)
+}
+
+pub(super) fn a_tenant_can_never_reach_another_tenants_sessions(server: &PgServer) {
+    let url = app_database(server, "tenants");
+    let fx = reviewed_fixture();
+    let acme = tenant_db(&url, "acme");
+    // acme's session `s1` runs a cycle and pauses at its reviewed write; a second session
+    // completes one.
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&acme, "s1").unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(runtime);
+    let (code, json, text) = cli(&url, "acme", &["inbox", "list"]);
+    assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
+
+    // globex, with the same key and guessed ones: nothing.
+    for key in ["s1", "S1", "s1 ", "acme/s1", "%", "s1'; DROP TABLE planlock_sessions; --"] {
+        for args in [
+            &["status", "--session", key][..],
+            &["status", "--session", key, "--history", "9"],
+            &["abandon", "--session", key],
+            &["inbox", "show", key],
+            &["inbox", "log", key],
+            &["inbox", "approve", "--by", "mallory", "--reason", "x", key],
+            &["inbox", "reject", "--by", "mallory", "--reason", "x", key],
+            &["memory", "search", "--session", key, "anything"],
+            &["decisions", "--session", key],
+        ] {
+            let (code, json, text) = cli(&url, "globex", args);
+            // "Not found", whatever the command: no session, nothing paused, or nothing in it.
+            let empty = |field: &str| json[field].as_array().is_some_and(Vec::is_empty);
+            let nothing = match code {
+                Some(3) => json["errorCode"] == "unknown-session",
+                Some(1) => json["errorCode"] == "nothing-paused",
+                Some(0) => empty("events") || empty("items") || (empty("decisions") && empty("anchors")),
+                _ => false,
+            };
+            assert!(nothing, "{args:?}: {code:?} {text}");
+        }
+    }
+    let (code, json, text) = cli(&url, "globex", &["inbox", "list"]);
+    assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(0)), "{text}");
+    // Nor through the library: globex's stores in acme's namespace are empty.
+    let globex = tenant_db(&url, "globex");
+    assert!(block_on(PgStore::new(&globex, "s1").search(&Call::new(), "", 10)).unwrap().is_empty());
+    assert!(block_on(PgStore::new(&acme, "s1").search(&Call::new(), "", 10)).unwrap().is_empty(), "paused first");
+
+    // globex's own `s1` is its own: a cold start, while acme's stays paused.
+    let mut theirs = reviewed_runtime(&fx, PgSessionStore::open(&globex, "s1").unwrap(), |s| s);
+    assert!(matches!(theirs.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(theirs);
+    let (code, json, text) = cli(&url, "globex", &["inbox", "approve", "--by", "gus", "--reason", "ok", "s1"]);
+    assert_eq!(code, Some(0), "{json} {text}");
+    let (_, json, text) = cli(&url, "acme", &["status", "--session", "s1"]);
+    assert!(json["intervention"].is_object(), "acme's pause is untouched by globex's decision: {text}");
+    let (code, _, text) = cli(&url, "acme", &["inbox", "show", "s1"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (_, json, _) = cli(&url, "acme", &["inbox", "log", "s1"]);
+    assert!(json["events"].as_array().unwrap().iter().all(|e| e["event"] != "decided"), "{json}");
+    let (_, json, _) = cli(&url, "globex", &["inbox", "log", "s1"]);
+    assert!(json["events"].as_array().unwrap().iter().any(|e| e["event"] == "decided"), "{json}");
+
+    // Below the application: the role sees only the tenant it sets, and cannot write another's.
+    let app = url.clone();
+    let mut client = postgres::Client::connect(&app, postgres::NoTls).unwrap();
+    let (superuser, bypass): (bool, bool) = {
+        let row =
+            client.query_one("SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = current_user", &[]).unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert!(!superuser && !bypass, "planlock's role neither bypasses row-level security");
+    let count = |client: &mut postgres::Client, tenant: &str, table: &str| -> i64 {
+        client.batch_execute(&format!("SET planlock.tenant = '{tenant}'")).unwrap();
+        client.query_one(&format!("SELECT count(*) FROM {table}"), &[]).unwrap().get(0)
+    };
+    // acme's one session (globex's guesses opened sessions of globex's own), one cycle each,
+    // globex's decision; nothing without a tenant.
+    for (table, acme_rows) in [("planlock_sessions", 1), ("planlock_cycle_history", 1), ("planlock_approval_log", 0)] {
+        let seen = ["acme", "globex", ""].map(|tenant| count(&mut client, tenant, table));
+        assert!(seen[0] == acme_rows && seen[1] >= 1 && seen[2] == 0, "{table}: acme, globex, no tenant see {seen:?}");
+    }
+    client.batch_execute("SET planlock.tenant = 'globex'").unwrap();
+    let forged = client.execute("INSERT INTO planlock_sessions (tenant, session_key) VALUES ('acme', 'forged')", &[]);
+    let err = forged.unwrap_err();
+    assert!(format!("{err:?}").contains("row-level security"), "{err:?}");
+    let moved = client.execute("UPDATE planlock_sessions SET tenant = 'acme'", &[]);
+    let err = moved.unwrap_err();
+    assert!(format!("{err:?}").contains("row-level security"), "{err:?}");
+    // Every planlock table is protected: enabled and forced; no view.
+    let unprotected: Vec<String> = client
+        .query(
+            "SELECT relname::text FROM pg_class WHERE relname LIKE 'planlock\\_%' AND relkind = 'r'
+             AND relname <> 'planlock_schema_migrations' AND NOT (relrowsecurity AND relforcerowsecurity)",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(unprotected.is_empty(), "{unprotected:?}");
+    let views: i64 =
+        client.query_one("SELECT count(*) FROM pg_views WHERE viewname LIKE 'planlock%'", &[]).unwrap().get(0);
+    assert_eq!(views, 0);
+
+    // Names that are not a tenant's are refused before anything is sent; so is a role that
+    // would see every tenant.
+    for bad in ["acme'; --", "", "a b", &"x".repeat(65)] {
+        let err = PgDatabase::connect_with(&url, PgOptions::default().tenant(bad)).unwrap_err();
+        assert_eq!(err.code(), "pg-tenant", "{err}");
+    }
+    let (code, _, text) = cli(&url, "acme'; DROP TABLE planlock_sessions; --", &["status", "--session", "s1"]);
+    assert_eq!(code, Some(3), "{text}");
+    assert!(text.contains("pg-tenant") || text.contains("cannot be used"), "{text}");
+    let err = PgDatabase::connect_with(&server.url("tenants"), PgOptions::default().tenant("acme")).unwrap_err();
+    assert!(err.to_string().contains("bypasses row-level security"), "{err}");
+}
