@@ -38,6 +38,8 @@
 //! W = 2, the workers' CPU per cycle with OTLP export on (spans and metrics, to a local collector
 //! that drops them: `fleet/collector.rs`) against off, 3 rounds of each, interleaved. The smoke
 //! run does one round of its own configuration.
+//!
+//! Tenants' cost (issue 45), with `FLEET_TENANTS=1`: see `fleet/tenants.rs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -56,6 +58,8 @@ mod peer;
 mod plot;
 #[path = "fleet/proc.rs"]
 mod proc;
+#[path = "fleet/tenants.rs"]
+mod tenants;
 #[path = "fleet/worker.rs"]
 mod worker;
 
@@ -519,6 +523,11 @@ fn main() {
         }
     }
     telemetry_overhead(quick, window, &url, &pg, &mut models, &policy, &plan, &mut records);
+    if !models.iter().any(|(l, _)| *l == 0) {
+        models.push((0, proc::ModelServer::start(0)));
+    }
+    let model = &models.iter().find(|(l, _)| *l == 0).unwrap().1;
+    tenants::overhead(quick, window, &url, &pg, model, &policy, &plan, &mut records);
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&records).unwrap()).unwrap();
     if !quick {
         std::fs::write(out.join("fleet.svg"), plot::svg(&records)).unwrap();

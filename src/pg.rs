@@ -29,8 +29,8 @@ mod conn;
 pub(crate) mod cycle;
 pub mod pgvector;
 mod tenant;
-pub use tenant::MAX_TENANT_BYTES;
 pub use cycle::PgSession;
+pub use tenant::MAX_TENANT_BYTES;
 pub(crate) mod writes;
 pub use writes::WriteFailure;
 

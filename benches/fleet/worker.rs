@@ -146,8 +146,11 @@ pub fn main(backend: &str) {
     let place = var("FLEET_PLACE");
     match backend {
         Backend::Postgres => {
+            // In a tenant when the parent says so (`fleet/tenants.rs`).
+            let tenant = std::env::var("FLEET_TENANT").ok();
             let db =
-                PgDatabase::connect_with(&place, PgOptions { max_connections: POOL, ..PgOptions::default() }).unwrap();
+                PgDatabase::connect_with(&place, PgOptions { max_connections: POOL, tenant, ..PgOptions::default() })
+                    .unwrap();
             let mut client = postgres::Client::connect(&place, postgres::NoTls).unwrap();
             let share = sessions.div_ceil(workers) as i64;
             // The worker's share, claimed in one transaction; it keeps them for the whole run.

@@ -29,7 +29,10 @@ pub(super) fn checked(tenant: &str) -> Result<Arc<str>, PgError> {
 /// tenant's connection would see every tenant's rows.
 pub(super) async fn refuse_bypass(conn: &mut Conn, target: &str, tenant: &str) -> Result<(), PgError> {
     let row = conn
-        .query_opt("SELECT current_user::text, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user", &[])
+        .query_opt(
+            "SELECT current_user::text, rolsuper OR rolbypassrls FROM pg_roles WHERE rolname = current_user",
+            &[],
+        )
         .await
         .map_err(|e| PgError::Query { target: target.to_owned(), doing: "reading the role", reason: reason(&e) })?;
     match row {
