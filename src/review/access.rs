@@ -78,6 +78,9 @@ struct AccessFile {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct UserEntry {
     token_sha256: String,
+    /// The tenant the person works in, in a database shared by tenants (CONTRACT §20).
+    #[serde(default)]
+    tenant: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -143,6 +146,8 @@ pub struct Rule {
 pub struct Access {
     /// Each user's token hash, by name.
     users: BTreeMap<String, [u8; 32]>,
+    /// The tenant of each user who names one.
+    tenants: BTreeMap<String, String>,
     validators: BTreeMap<String, Rule>,
     webhooks: Vec<Webhook>,
     console_url: Option<String>,
@@ -197,6 +202,7 @@ impl Access {
             at(line, format!("{problem} (the access file has users, validators, webhooks and console)"))
         })?;
         let mut users = BTreeMap::new();
+        let mut tenants = BTreeMap::new();
         let mut hashes: Vec<(&str, [u8; 32])> = Vec::new();
         for (name, entry) in &written.users {
             crate::review::check_decider(name).map_err(|e| at(line_of(text, name), e))?;
@@ -217,6 +223,9 @@ impl Access {
             }
             hashes.push((name, hash));
             users.insert(name.clone(), hash);
+            if let Some(tenant) = &entry.tenant {
+                tenants.insert(name.clone(), tenant.clone());
+            }
         }
         let mut validators = BTreeMap::new();
         for (id, rule) in written.validators {
@@ -260,6 +269,7 @@ impl Access {
         }
         Ok(Access {
             users,
+            tenants,
             validators,
             webhooks: written.webhooks,
             console_url: written.console.map(|c| c.url.trim_end_matches('/').to_owned()),
@@ -303,6 +313,40 @@ impl Access {
         match self.validators.get(validator) {
             Some(rule) => rule.approvers.iter().any(|a| a == user),
             None => self.is_user(user),
+        }
+    }
+
+    /// The tenant a console for these people serves (CONTRACT §20: one per console): `given`
+    /// (its `--tenant`) if any, else the one the users name (`tenant:` beside their token).
+    /// Refused: users of several tenants, or of another than `given`, in the file of one
+    /// console.
+    ///
+    /// ```
+    /// use planlock::review::access::{Access, token_sha256};
+    /// let file = format!("users:\n  ada: {{ tokenSha256: \"{}\", tenant: acme }}\n", token_sha256("a"));
+    /// let access = Access::parse("access.yaml", &file)?;
+    /// assert_eq!(access.tenant(None)?, Some("acme".to_owned()));
+    /// assert!(access.tenant(Some("globex")).is_err());
+    /// # Ok::<(), planlock::review::access::AccessError>(())
+    /// ```
+    pub fn tenant(&self, given: Option<&str>) -> Result<Option<String>, AccessError> {
+        let named: std::collections::BTreeSet<&str> = self.tenants.values().map(String::as_str).collect();
+        let refuse = |problem: String| AccessError { file: "the access file".into(), line: 1, problem };
+        match (given, named.len()) {
+            (Some(given), _) => match self.tenants.iter().find(|(_, t)| *t != given) {
+                Some((user, tenant)) => Err(refuse(format!(
+                    "user `{user}` works in tenant `{}`, but this console serves `{}`",
+                    crate::text::printable(tenant),
+                    crate::text::printable(given)
+                ))),
+                None => Ok(Some(given.to_owned())),
+            },
+            (None, 0) => Ok(None),
+            (None, 1) => Ok(named.first().map(|t| (*t).to_owned())),
+            (None, _) => Err(refuse(format!(
+                "its users work in several tenants ({}): a console serves one; start one per tenant with --tenant",
+                named.iter().map(|t| crate::text::printable(t)).collect::<Vec<_>>().join(", ")
+            ))),
         }
     }
 

@@ -60,6 +60,52 @@ pub(super) fn a_tenant_can_never_reach_another_tenants_sessions(server: &PgServe
     let (code, json, text) = cli(&url, "acme", &["inbox", "list"]);
     assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
 
+    // The console over the database serves one tenant: acme's shows its pause, globex's none,
+    // and not the session's page either.
+    for (tenant, pending) in [("acme", true), ("globex", false)] {
+        use crate::common::console::serve;
+        let console = serve(&["--database".as_ref(), url.as_ref(), "--tenant".as_ref(), tenant.as_ref()], &[]);
+        let cookie = console.sign_in("ada");
+        let inbox = console.get(&cookie, "/inbox").body;
+        assert_eq!(inbox.contains("<title>(1) Inbox"), pending, "{tenant}: {inbox}");
+        assert_eq!(inbox.contains("/inbox/s1"), pending, "{tenant}: {inbox}");
+        let page = console.get(&cookie, "/sessions/s1");
+        assert_eq!(page.body.contains("PersistMemory"), pending, "{tenant}: {}", page.body);
+    }
+
+    // Or the tenant its access file's users work in; users of two tenants get no console.
+    let dir = tempfile::tempdir().unwrap();
+    let access = dir.path().join("access.yaml");
+    let user = |u: &str, t: &str| {
+        format!("  {u}: {{ tokenSha256: \"{}\", tenant: {t} }}\n", planlock::review::access::token_sha256(u))
+    };
+    std::fs::write(&access, format!("users:\n{}", user("ada", "acme"))).unwrap();
+    let console = crate::common::console::serve(
+        &["--database".as_ref(), url.as_ref(), "--access".as_ref(), access.as_os_str()],
+        &[],
+    );
+    let origin = console.origin();
+    let reply = console.request("POST", "/login", &[("Origin", &origin)], "token=ada");
+    let cookie = reply
+        .headers
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(console.get(&cookie, "/inbox").body.contains("/inbox/s1"), "ada works in acme");
+    drop(console);
+    std::fs::write(&access, format!("users:\n{}{}", user("ada", "acme"), user("gus", "globex"))).unwrap();
+    let out = crate::common::cli::planlock()
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", &url, "--access"])
+        .arg(&access)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && text.contains("several tenants (acme, globex)"), "{text}");
+
     // globex, with the same key and guessed ones: nothing.
     for key in ["s1", "S1", "s1 ", "acme/s1", "%", "s1'; DROP TABLE planlock_sessions; --"] {
         for args in [

@@ -34,7 +34,12 @@ pub fn serve(
         ),
         None => None,
     };
-    let inbox = super::inbox::open(sessions)?;
+    // One tenant per console: the one given, or the one the access file's users work in.
+    let tenant = match &access {
+        Some(access) => access.tenant(sessions.tenant.as_deref()).map_err(|e| CliError::of(&e))?,
+        None => sessions.tenant.clone(),
+    };
+    let inbox = super::inbox::open_in(sessions, tenant.as_deref())?;
     // The console delivers the access file's notifications too, when it names webhooks.
     let notifier = match &access {
         Some(access) if !access.webhooks().is_empty() && !read_only => Some(
