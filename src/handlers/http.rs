@@ -12,6 +12,7 @@ use std::time::Duration;
 use reqwest::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
 use serde_json::Value;
 
+use crate::handlers::pace::{self, Pace};
 use crate::handlers::secret::{Secrets, without_userinfo};
 
 /// The largest response body read, in bytes.
@@ -60,6 +61,19 @@ pub enum ModelError {
         /// The limit, in milliseconds.
         limit_ms: u128,
     },
+    /// The server's rate limit holds the call past its deadline (its headers said when the
+    /// next call may go out: `retry-after`, or a remaining count of 0 and its reset).
+    #[error(
+        "the model server at {url} limits the rate of calls: the next may go out in {wait_ms} ms, past this call's deadline ({left_ms} ms left); give the step more time (llmMs) or call less often"
+    )]
+    RateLimited {
+        /// The endpoint.
+        url: String,
+        /// How long the server asked to wait, in milliseconds.
+        wait_ms: u128,
+        /// What was left of the call's deadline, in milliseconds.
+        left_ms: u128,
+    },
     /// The server answered with an HTTP error.
     #[error("the model server answered HTTP {status}: {message}{}", retry_after.as_ref().map(|s| format!(" (retry after {s} s)")).unwrap_or_default())]
     Status {
@@ -96,6 +110,7 @@ impl crate::contract::registry::Failure for ModelError {
             ModelError::Redirect { .. } => "model-redirect",
             ModelError::Timeout { .. } => "model-timeout",
             ModelError::Status { .. } => "model-http-status",
+            ModelError::RateLimited { .. } => "model-rate-limited",
             ModelError::NotUtf8 { .. } => "model-not-utf8",
             ModelError::Malformed { .. } => "model-malformed-body",
         }
@@ -125,6 +140,8 @@ pub(crate) struct Client {
     key: Option<Arc<str>>,
     /// The key and the URL's password, replaced in every text from a response.
     secrets: Secrets,
+    /// When the next call may go out, as the server's rate-limit headers said.
+    pace: Arc<Pace>,
 }
 
 impl std::fmt::Debug for Client {
@@ -176,7 +193,7 @@ impl Client {
         }
         // A password in the URL is never sent (nor shown): the key goes as a bearer token only.
         let url = without_userinfo(&format!("{}/{path}", base_url.trim_end_matches('/')));
-        Client { http, url, key, secrets }
+        Client { http, url, key, secrets, pace: Arc::default() }
     }
 
     /// The endpoint as it may be shown (no userinfo).
@@ -205,11 +222,38 @@ impl Client {
             let (this, body) = (self.clone(), body.to_string());
             let exchange = async move {
                 let timeout = ModelError::Timeout { url: this.url.clone(), limit_ms: limit.as_millis() };
-                tokio::time::timeout(limit, this.exchange(body)).await.unwrap_or(Err(timeout))
+                tokio::time::timeout(limit, this.paced(body, limit)).await.unwrap_or(Err(timeout))
             };
             InFlight(runtime.spawn(exchange))
         });
         async move { sent?.await }
+    }
+
+    /// The request, as the server's rate limit allows within `limit` (see [`pace`]): after the
+    /// wait its last answers asked for, and again after a 429's while that fits.
+    async fn paced(&self, body: String, limit: Duration) -> Result<String, ModelError> {
+        let deadline = std::time::Instant::now() + limit;
+        let held = |at: std::time::Instant| ModelError::RateLimited {
+            url: self.url.clone(),
+            wait_ms: at.saturating_duration_since(std::time::Instant::now()).as_millis(),
+            left_ms: deadline.saturating_duration_since(std::time::Instant::now()).as_millis(),
+        };
+        loop {
+            if let Some(at) = self.pace.not_before() {
+                if at > deadline {
+                    return Err(held(at));
+                }
+                tokio::time::sleep_until(at.into()).await;
+            }
+            match self.exchange(body.clone()).await {
+                Err(ModelError::Status { status: 429, .. })
+                    if self.pace.not_before().is_some_and(|at| at <= deadline) =>
+                {
+                    continue;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// One request and its answer, on planlock's I/O runtime.
@@ -233,6 +277,12 @@ impl Client {
             Some(secrets.scrub(&without_userinfo(value)).into_owned())
         };
         let retry_after = header("retry-after");
+        self.pace.learn(response.headers());
+        if status == 429
+            && let Some(wait) = pace::retry_after(response.headers())
+        {
+            self.pace.hold_for(wait);
+        }
         if (300..400).contains(&status) {
             return Err(ModelError::Redirect { status, location: start_of(&header("location").unwrap_or_default()) });
         }

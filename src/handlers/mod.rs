@@ -19,6 +19,8 @@ mod http;
 #[cfg(feature = "openai")]
 pub mod openai;
 #[cfg(feature = "openai")]
+mod pace;
+#[cfg(feature = "openai")]
 pub mod planner;
 #[cfg(feature = "prompts")]
 pub mod prompt;

@@ -126,11 +126,68 @@ async fn http_429_is_an_error_with_the_servers_message_and_retry_after() {
     let body = json!({ "error": { "message": "Rate limit reached for requests", "type": "requests", "code": "rate_limit_exceeded" } });
     let server =
         server_answering(ResponseTemplate::new(429).set_body_json(body).insert_header("retry-after", "20")).await;
-    let err = call(&model(&server), &llm_payload(json!({})), None).await.unwrap_err();
+    // The wait it asks for is past the call's deadline: it fails at once, not tried again.
+    let started = Instant::now();
+    let err = call(&model(&server), &llm_payload(json!({})), Some(2_000)).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
     assert_eq!(model_error(&err).code(), "model-http-status");
     let text = err.to_string();
     assert!(text.contains("HTTP 429: Rate limit reached for requests (retry after 20 s)"), "{text}");
     assert!(text.contains("/v1/chat/completions"), "the message names the endpoint: {text}");
+    assert_eq!(server.received_requests().await.unwrap().len(), 1);
+}
+
+/// A 429 whose `retry-after` fits in the deadline is tried again after it (CONTRACT §20).
+#[tokio::test]
+async fn a_429_is_tried_again_after_its_retry_after_within_the_deadline() {
+    let server = MockServer::start().await;
+    let limited = ResponseTemplate::new(429).insert_header("retry-after", "1").set_body_string("slow down");
+    Mock::given(method("POST")).respond_with(limited).up_to_n_times(1).mount(&server).await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(completion("after")))
+        .mount(&server)
+        .await;
+    let started = Instant::now();
+    let answer = call(&model(&server), &llm_payload(json!({})), Some(5_000)).await.unwrap();
+    assert_eq!(answer.response, "after");
+    assert!(started.elapsed() >= Duration::from_millis(950), "{:?}", started.elapsed());
+    assert_eq!(server.received_requests().await.unwrap().len(), 2);
+}
+
+/// An answer saying no request remains holds the next call until its reset, instead of it
+/// being refused; a call whose deadline ends before the reset fails at once, sending nothing;
+/// headers that ask for absurd waits are bounded, and unreadable ones ignored.
+#[tokio::test]
+async fn the_rate_limit_headers_pace_the_next_calls() {
+    let exhausted = ResponseTemplate::new(200)
+        .set_body_json(completion("ok"))
+        .insert_header("x-ratelimit-remaining-requests", "0")
+        .insert_header("x-ratelimit-reset-requests", "1s")
+        .insert_header("x-ratelimit-remaining-tokens", "5000")
+        .insert_header("x-ratelimit-reset-tokens", "garbage");
+    let server = server_answering(exhausted).await;
+    let model = model(&server);
+    call(&model, &llm_payload(json!({})), Some(5_000)).await.unwrap();
+    let started = Instant::now();
+    let err = call(&model, &llm_payload(json!({})), Some(300)).await.unwrap_err();
+    assert_eq!(model_error(&err).code(), "model-rate-limited", "{err}");
+    assert!(err.to_string().contains("limits the rate of calls"), "{err}");
+    assert!(started.elapsed() < Duration::from_millis(200), "failed at once: {:?}", started.elapsed());
+    assert_eq!(server.received_requests().await.unwrap().len(), 1, "nothing was sent");
+    let answer = call(&model, &llm_payload(json!({})), Some(5_000)).await.unwrap();
+    assert_eq!(answer.response, "ok");
+    assert!(started.elapsed() >= Duration::from_millis(800), "paced: {:?}", started.elapsed());
+
+    let absurd = ResponseTemplate::new(429)
+        .set_body_string("no")
+        .insert_header("retry-after", "1e300")
+        .insert_header("x-ratelimit-remaining-requests", "0")
+        .insert_header("x-ratelimit-reset-requests", "99999999999999h");
+    let server = server_answering(absurd).await;
+    let started = Instant::now();
+    let err = call(&self::model(&server), &llm_payload(json!({})), Some(1_000)).await.unwrap_err();
+    assert!(started.elapsed() < Duration::from_millis(500), "{:?}", started.elapsed());
+    assert_eq!(model_error(&err).code(), "model-http-status", "{err}");
 }
 
 #[tokio::test]
