@@ -113,7 +113,9 @@ fn main() {
         let table: HashMap<String, Vec<f32>> = queries.iter().cloned().zip(query_vectors.iter().cloned()).collect();
         let embedder: Arc<dyn Embedder> = Arc::new(Table(table));
         let exact = PgStore::new(&db, "bench").by_meaning(embedder.clone());
-        let tier = PgStore::new(&db, "bench").by_meaning(embedder).pgvector(planlock::pg::pgvector::DEFAULT_EF_SEARCH);
+        let tier = PgStore::new(&db, "bench")
+            .by_meaning(embedder)
+            .pgvector(planlock::store::postgres::pgvector::DEFAULT_EF_SEARCH);
         let flat: Vec<f32> = vectors.concat();
         // Warm: the exact store holds the vectors after its first search, as a worker's does.
         black_box(ids(&exact, &queries[0]));

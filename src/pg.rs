@@ -27,7 +27,6 @@ use crate::contract::registry::{Failure, FailureKind};
 
 mod conn;
 pub(crate) mod cycle;
-pub mod pgvector;
 mod tenant;
 pub use cycle::PgSession;
 pub use tenant::MAX_TENANT_BYTES;

@@ -298,7 +298,7 @@ fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
         }
     }
     fn pgvector(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
-        open(cx).map(|store| store.pgvector(crate::pg::pgvector::DEFAULT_EF_SEARCH))
+        open(cx).map(|store| store.pgvector(crate::store::postgres::pgvector::DEFAULT_EF_SEARCH))
     }
     resolver
         .memory(SEMANTIC_PROVIDER, open)

@@ -129,12 +129,12 @@ pub(super) fn the_pgvector_tier_recalls_the_exact_ranking(server: &PgServer) {
     };
     // Smaller settings recall less: the index, not an exact scan, answers.
     let before = index_scans(&mut client);
-    let settings = [10, 40, planlock::pg::pgvector::DEFAULT_EF_SEARCH];
+    let settings = [10, 40, planlock::store::postgres::pgvector::DEFAULT_EF_SEARCH];
     for ef_search in settings {
         let tier = PgStore::new(&db, "big").by_meaning(embedder.clone()).pgvector(ef_search);
         let r = recall(&exact, &tier, &queries);
         println!("pgvector: recall@10 {r:.3} at ef_search {ef_search}");
-        if ef_search == planlock::pg::pgvector::DEFAULT_EF_SEARCH {
+        if ef_search == planlock::store::postgres::pgvector::DEFAULT_EF_SEARCH {
             assert!(r >= 0.95, "recall@10 {r:.3} < 0.95");
         }
     }
@@ -148,6 +148,8 @@ pub(super) fn the_pgvector_tier_recalls_the_exact_ranking(server: &PgServer) {
     let scans = index_scans(&mut client) - before;
     println!("pgvector: {scans} HNSW index scans for {searches} searches");
     assert!(scans >= searches, "the HNSW index answered {scans} of {searches} searches");
-    let small = PgStore::new(&db, "small").by_meaning(embedder).pgvector(planlock::pg::pgvector::DEFAULT_EF_SEARCH);
+    let small = PgStore::new(&db, "small")
+        .by_meaning(embedder)
+        .pgvector(planlock::store::postgres::pgvector::DEFAULT_EF_SEARCH);
     assert_eq!(block_on(small.search(&Call::new(), "q1", 10)).unwrap().len(), 5, "every row the namespace has");
 }

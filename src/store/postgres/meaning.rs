@@ -76,7 +76,7 @@ enum Tier {
 /// asked for (or `hnsw.max_scan_tuples`), in order.
 const ITERATIVE_SCAN: &str = "SET LOCAL hnsw.iterative_scan = strict_order";
 
-/// The planner takes the HNSW index, not a scan of the table and a sort (`crate::pg::pgvector`).
+/// The planner takes the HNSW index, not a scan of the table and a sort (`super::pgvector`).
 const INDEX_ONLY: &str = "SET LOCAL enable_seqscan = off";
 
 /// The pgvector tier's nearest memories of a namespace (`$2`: the query in pgvector's text),
@@ -196,7 +196,7 @@ impl Meaning {
             },
             Tier::Hnsw { set_ef_search } => Reads::Hnsw {
                 set_ef_search,
-                query: crate::pg::pgvector::vector_text(query),
+                query: crate::store::postgres::pgvector::vector_text(query),
                 limit: i64::try_from(CANDIDATES).unwrap_or(i64::MAX),
             },
         }
@@ -219,7 +219,7 @@ impl Meaning {
         write.sql = "SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)";
         if self.is_hnsw() {
             // `$11` the embedding, `$12` the result expected.
-            write.values.push(Box::new(crate::pg::pgvector::vector_text(&vector)));
+            write.values.push(Box::new(crate::store::postgres::pgvector::vector_text(&vector)));
             write.sql = "WITH w AS MATERIALIZED (
                     SELECT planlock_put_memory_vector($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $12) AS r),
                  e AS (INSERT INTO planlock_memory_embeddings (namespace, memory_id, embedding)
@@ -286,7 +286,7 @@ impl Meaning {
             // The index scan stopped short of what the namespace has: rank it exactly.
             let stored = read.meta.first().map_or(0, |m| m.get::<_, i64>(2));
             if rows.len() < CANDIDATES.min(usize::try_from(stored).unwrap_or(usize::MAX)) {
-                let (text, limit) = (crate::pg::pgvector::vector_text(query), CANDIDATES as i64);
+                let (text, limit) = (crate::store::postgres::pgvector::vector_text(query), CANDIDATES as i64);
                 let mut conn = store.connection().await?;
                 rows = conn.query(NEAREST_EXACTLY, &[&store.namespace(), &text, &limit]).await.map_err(hnsw_failure)?;
             }

@@ -26,6 +26,7 @@
 //! no thread.
 
 mod meaning;
+pub mod pgvector;
 
 use std::sync::Arc;
 
@@ -87,8 +88,8 @@ impl PgStore {
     }
 
     /// Ranks by meaning with the pgvector tier's HNSW index instead of exactly (the provider
-    /// `postgres-pgvector`; see [`crate::pg::pgvector`]): `ef_search` candidates per scan
-    /// (default [`DEFAULT_EF_SEARCH`](crate::pg::pgvector::DEFAULT_EF_SEARCH)), iterative scans
+    /// `postgres-pgvector`; see [`pgvector`]): `ef_search` candidates per scan
+    /// (default [`DEFAULT_EF_SEARCH`](crate::store::postgres::pgvector::DEFAULT_EF_SEARCH)), iterative scans
     /// in strict order. The database needs the tier ([`PgDatabase::install_pgvector`]); a search
     /// without it fails, saying so. No effect on a store that does not rank by meaning.
     pub fn pgvector(self, ef_search: u32) -> PgStore {

@@ -32,6 +32,10 @@ impl Report for Installed {
 pub fn install(out: &mut Output, database: &str, dimension: usize) -> Result<u8, CliError> {
     let db = planlock::pg::PgDatabase::connect(database).map_err(|e| CliError::of(&e))?;
     let copied_vectors = db.install_pgvector(dimension).map_err(|e| CliError::of(&e))?;
-    out.report(&Installed { dimension, copied_vectors, ef_search: planlock::pg::pgvector::DEFAULT_EF_SEARCH });
+    out.report(&Installed {
+        dimension,
+        copied_vectors,
+        ef_search: planlock::store::postgres::pgvector::DEFAULT_EF_SEARCH,
+    });
     Ok(EXIT_VALID)
 }

@@ -18,7 +18,7 @@
 //! - Recall against the exact ranking: measured by `tests/postgres` (a gate of 0.95) and by
 //!   `benches/pg_vectors.rs`.
 
-use super::{PgDatabase, PgError};
+use crate::pg::{PgDatabase, PgError};
 use crate::store::meaning::usable;
 
 /// HNSW's `m` (links per node).
@@ -59,7 +59,7 @@ impl PgDatabase {
     /// # Ok::<(), planlock::pg::PgError>(())
     /// ```
     pub fn install_pgvector(&self, dimension: usize) -> Result<u64, PgError> {
-        let refused = |reason: String| PgError::Pgvector { target: self.target.to_string(), reason };
+        let refused = |reason: String| PgError::Pgvector { target: self.target().to_owned(), reason };
         if dimension == 0 || dimension > 16_000 {
             return Err(refused(format!("a dimension of {dimension}: pgvector takes 1 to 16,000")));
         }
