@@ -61,7 +61,7 @@ fn seconds(s: f64) -> Option<Duration> {
     (s.is_finite() && s >= 0.0).then(|| Duration::from_secs_f64(s.min(MAX_WAIT.as_secs_f64())))
 }
 
-/// A reset as the headers write it: `1s`, `6m0s`, `20ms`, `1h2m3.5s`, or bare seconds (`0.5`).
+/// A reset as the headers write it: `1s`, `6m0s`, `20ms`, `1m2.5s`, or bare seconds (`0.5`).
 fn duration(text: &str) -> Option<Duration> {
     if let Ok(s) = text.parse::<f64>() {
         return seconds(s);
@@ -95,7 +95,8 @@ mod tests {
         assert_eq!(duration("1s"), Some(Duration::from_secs(1)));
         assert_eq!(duration("6m0s"), Some(Duration::from_secs(360)));
         assert_eq!(duration("20ms"), Some(Duration::from_millis(20)));
-        assert_eq!(duration("1h2m3.5s"), Some(Duration::from_secs_f64(3723.5)));
+        assert_eq!(duration("1m2.5s"), Some(Duration::from_secs_f64(62.5)));
+        assert_eq!(duration("1h2m3.5s"), Some(MAX_WAIT), "past an hour: the bound");
         assert_eq!(duration("0.5"), Some(Duration::from_millis(500)));
         assert_eq!(duration("99999999h"), Some(MAX_WAIT), "bounded");
         for bad in ["", "s", "1x", "-1", "NaN", "1e400", "1..2s", "ms1"] {
