@@ -313,14 +313,23 @@ async fn migrate(conn: &mut Conn, target: &str) -> Result<(), PgError> {
     conn.query("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
         .await
         .map_err(failed("locking for the migration"))?;
-    conn.batch_execute(
-        "CREATE TABLE IF NOT EXISTS planlock_schema_migrations (
-             version integer PRIMARY KEY,
-             applied_at timestamptz NOT NULL DEFAULT now()
-         )",
-    )
-    .await
-    .map_err(failed("creating the migrations table"))?;
+    // Created only where missing: a role that may only use the tables (an administrator
+    // migrated them) has no right to create one, even one that exists.
+    let exists = conn
+        .query_opt("SELECT to_regclass('planlock_schema_migrations') IS NOT NULL", &[])
+        .await
+        .map_err(failed("looking for the migrations table"))?
+        .is_some_and(|row| row.get::<_, bool>(0));
+    if !exists {
+        conn.batch_execute(
+            "CREATE TABLE IF NOT EXISTS planlock_schema_migrations (
+                 version integer PRIMARY KEY,
+                 applied_at timestamptz NOT NULL DEFAULT now()
+             )",
+        )
+        .await
+        .map_err(failed("creating the migrations table"))?;
+    }
     let found: i32 = conn
         .query_opt("SELECT COALESCE(max(version), 0) FROM planlock_schema_migrations", &[])
         .await

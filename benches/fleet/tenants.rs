@@ -69,8 +69,9 @@ pub fn overhead(
                 .collect();
             let Some(f) = measure(config, window, Some(pg), model, commands) else { continue };
             let cycles = f.all_cycles.max(1) as f64;
-            cpu[tenants as usize]
-                .push(f.cpu_parts.iter().filter(|(n, _)| *n != "model").map(|p| p.1).sum::<f64>() / cycles * 1e3);
+            cpu[tenants as usize].push(
+                f.cpu_parts.iter().filter(|(n, _)| *n != "model server").map(|p| p.1).sum::<f64>() / cycles * 1e3,
+            );
             trips[tenants as usize].push(f.round_trips.unwrap_or(0) as f64 / cycles);
             let system = if tenants { "planlock, tenants on (RLS)" } else { "planlock, tenants off" };
             print(system, config, &f, None);

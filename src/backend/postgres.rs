@@ -160,7 +160,7 @@ impl Backend for PgBackend {
                     "claiming a delivery",
                     "INSERT INTO planlock_deliveries AS d (session_key, event_id, hook, lease_owner, lease_until)
                      VALUES ($1, $2, $3, $4, now() + make_interval(secs => $5))
-                     ON CONFLICT (tenant, session_key, event_id, hook) DO UPDATE
+                     ON CONFLICT (session_key, event_id, hook, tenant) DO UPDATE
                        SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
                        WHERE NOT d.done AND d.next_at <= now() AND (d.lease_until IS NULL OR d.lease_until < now())
                      RETURNING attempts",

@@ -36,56 +36,53 @@ BEGIN
 END
 $$;
 
--- Keys within a tenant.
+-- Keys within a tenant. The tenant is their last column: a lookup by the old key (a role that
+-- bypasses row-level security adds no tenant to it) still finds its rows through the index.
 ALTER TABLE planlock_decision_evidence
     DROP CONSTRAINT planlock_decision_evidence_namespace_decision_id_fkey,
     DROP CONSTRAINT planlock_decision_evidence_namespace_evidence_id_fkey;
 
-ALTER TABLE planlock_sessions DROP CONSTRAINT planlock_sessions_pkey, ADD PRIMARY KEY (tenant, session_key);
+ALTER TABLE planlock_sessions DROP CONSTRAINT planlock_sessions_pkey, ADD PRIMARY KEY (session_key, tenant);
 ALTER TABLE planlock_memories
     DROP CONSTRAINT planlock_memories_namespace_id_key,
     DROP CONSTRAINT planlock_memories_namespace_idem_key_key,
-    ADD UNIQUE (tenant, namespace, id),
-    ADD UNIQUE (tenant, namespace, idem_key);
-ALTER TABLE planlock_decisions DROP CONSTRAINT planlock_decisions_pkey, ADD PRIMARY KEY (tenant, namespace, id);
+    ADD UNIQUE (namespace, id, tenant),
+    ADD UNIQUE (namespace, idem_key, tenant);
+ALTER TABLE planlock_decisions DROP CONSTRAINT planlock_decisions_pkey, ADD PRIMARY KEY (namespace, id, tenant);
 DROP INDEX planlock_decisions_one_active_per_root;
-CREATE UNIQUE INDEX planlock_decisions_one_active_per_root ON planlock_decisions (tenant, namespace, root_id)
+CREATE UNIQUE INDEX planlock_decisions_one_active_per_root ON planlock_decisions (namespace, root_id, tenant)
     WHERE is_active;
-ALTER TABLE planlock_evidence DROP CONSTRAINT planlock_evidence_pkey, ADD PRIMARY KEY (tenant, namespace, id);
+ALTER TABLE planlock_evidence DROP CONSTRAINT planlock_evidence_pkey, ADD PRIMARY KEY (namespace, id, tenant);
 ALTER TABLE planlock_decision_evidence
     DROP CONSTRAINT planlock_decision_evidence_pkey,
-    ADD PRIMARY KEY (tenant, namespace, decision_id, evidence_id),
-    ADD FOREIGN KEY (tenant, namespace, decision_id) REFERENCES planlock_decisions (tenant, namespace, id),
-    ADD FOREIGN KEY (tenant, namespace, evidence_id) REFERENCES planlock_evidence (tenant, namespace, id);
-ALTER TABLE planlock_writes DROP CONSTRAINT planlock_writes_pkey, ADD PRIMARY KEY (tenant, namespace, idem_key);
+    ADD PRIMARY KEY (namespace, decision_id, evidence_id, tenant),
+    ADD FOREIGN KEY (namespace, decision_id, tenant) REFERENCES planlock_decisions (namespace, id, tenant),
+    ADD FOREIGN KEY (namespace, evidence_id, tenant) REFERENCES planlock_evidence (namespace, id, tenant);
+ALTER TABLE planlock_writes DROP CONSTRAINT planlock_writes_pkey, ADD PRIMARY KEY (namespace, idem_key, tenant);
 
 DROP INDEX planlock_approval_log_one_decision, planlock_approval_log_one_outcome,
     planlock_approval_log_one_vote, planlock_approval_log_one_paused, planlock_approval_log_one_expiry;
-CREATE UNIQUE INDEX planlock_approval_log_one_decision ON planlock_approval_log (tenant, session_key, pause)
+CREATE UNIQUE INDEX planlock_approval_log_one_decision ON planlock_approval_log (session_key, pause, tenant)
     WHERE kind = 'decided';
-CREATE UNIQUE INDEX planlock_approval_log_one_outcome ON planlock_approval_log (tenant, session_key, pause)
+CREATE UNIQUE INDEX planlock_approval_log_one_outcome ON planlock_approval_log (session_key, pause, tenant)
     WHERE kind = 'outcome';
-CREATE UNIQUE INDEX planlock_approval_log_one_vote ON planlock_approval_log (tenant, session_key, pause, voter)
+CREATE UNIQUE INDEX planlock_approval_log_one_vote ON planlock_approval_log (session_key, pause, voter, tenant)
     WHERE kind = 'vote';
-CREATE UNIQUE INDEX planlock_approval_log_one_paused ON planlock_approval_log (tenant, session_key, pause)
+CREATE UNIQUE INDEX planlock_approval_log_one_paused ON planlock_approval_log (session_key, pause, tenant)
     WHERE kind = 'paused';
-CREATE UNIQUE INDEX planlock_approval_log_one_expiry ON planlock_approval_log (tenant, session_key, pause)
+CREATE UNIQUE INDEX planlock_approval_log_one_expiry ON planlock_approval_log (session_key, pause, tenant)
     WHERE kind = 'expiryNoticed';
-DROP INDEX planlock_sessions_paused;
-CREATE INDEX planlock_sessions_paused ON planlock_sessions (tenant, session_key) WHERE intervention IS NOT NULL;
-DROP INDEX planlock_cycle_history_session;
-CREATE INDEX planlock_cycle_history_session ON planlock_cycle_history (tenant, session_key, seq);
 
 ALTER TABLE planlock_deliveries
-    DROP CONSTRAINT planlock_deliveries_pkey, ADD PRIMARY KEY (tenant, session_key, event_id, hook);
-ALTER TABLE planlock_vector_meta DROP CONSTRAINT planlock_vector_meta_pkey, ADD PRIMARY KEY (tenant, namespace);
+    DROP CONSTRAINT planlock_deliveries_pkey, ADD PRIMARY KEY (session_key, event_id, hook, tenant);
+ALTER TABLE planlock_vector_meta DROP CONSTRAINT planlock_vector_meta_pkey, ADD PRIMARY KEY (namespace, tenant);
 ALTER TABLE planlock_memory_vectors
     DROP CONSTRAINT planlock_memory_vectors_pkey,
     DROP CONSTRAINT planlock_memory_vectors_namespace_memory_id_key,
-    ADD PRIMARY KEY (tenant, namespace, position),
-    ADD UNIQUE (tenant, namespace, memory_id);
+    ADD PRIMARY KEY (namespace, position, tenant),
+    ADD UNIQUE (namespace, memory_id, tenant);
 ALTER TABLE planlock_decision_vectors
-    DROP CONSTRAINT planlock_decision_vectors_pkey, ADD PRIMARY KEY (tenant, namespace, decision_id);
+    DROP CONSTRAINT planlock_decision_vectors_pkey, ADD PRIMARY KEY (namespace, decision_id, tenant);
 
 -- The one function that names a key in ON CONFLICT (schema 8), with the tenant's key.
 CREATE OR REPLACE FUNCTION planlock_put_memory(
@@ -97,7 +94,7 @@ DECLARE
 BEGIN
     INSERT INTO planlock_memories (namespace, id, idem_key, session_ref, summary, keywords, created_at)
         VALUES (ns, m_id, key, m_session_ref, m_summary, m_keywords, m_created)
-        ON CONFLICT (tenant, namespace, idem_key) DO NOTHING;
+        ON CONFLICT (namespace, idem_key, tenant) DO NOTHING;
     IF FOUND THEN
         RETURN m_id;
     END IF;

@@ -151,7 +151,7 @@ impl PgSessionStore {
             .query_typed_opt(
                 "INSERT INTO planlock_sessions AS s (session_key, lease_owner, lease_until)
                  VALUES ($1, $2, now() + make_interval(secs => $3))
-                 ON CONFLICT (tenant, session_key) DO UPDATE
+                 ON CONFLICT (session_key, tenant) DO UPDATE
                    SET lease_owner = EXCLUDED.lease_owner, lease_until = EXCLUDED.lease_until
                    WHERE s.lease_owner IS NULL OR s.lease_until < now()
                  RETURNING row_version",

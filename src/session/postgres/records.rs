@@ -86,7 +86,7 @@ impl PgRecords {
         let text = serde_json::to_string(event).unwrap_or_default();
         let sql = format!(
             "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, $3, $4)
-             ON CONFLICT (tenant, session_key, pause) WHERE kind = '{kind}' DO NOTHING RETURNING 1"
+             ON CONFLICT (session_key, pause, tenant) WHERE kind = '{kind}' DO NOTHING RETURNING 1"
         );
         let params: [Param<'_>; 4] =
             [(&self.key, Type::TEXT), (&pause, Type::TEXT), (&kind, Type::TEXT), (&text, Type::TEXT)];
@@ -229,12 +229,12 @@ impl SessionRecords for PgRecords {
                      SELECT session_key, $2, 'paused', planlock_paused_event(intervention) FROM planlock_sessions
                      WHERE session_key = $1 AND intervention IS NOT NULL
                        AND (planlock_paused_event(intervention)::jsonb -> 'pause') = $2::jsonb
-                     ON CONFLICT (tenant, session_key, pause) WHERE kind = 'paused' DO NOTHING",
+                     ON CONFLICT (session_key, pause, tenant) WHERE kind = 'paused' DO NOTHING",
                     &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
                 ),
                 Query::typed(
                     "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, 'outcome', $3)
-                     ON CONFLICT (tenant, session_key, pause) WHERE kind = 'outcome' DO NOTHING RETURNING 1",
+                     ON CONFLICT (session_key, pause, tenant) WHERE kind = 'outcome' DO NOTHING RETURNING 1",
                     &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (&text, Type::TEXT)],
                 ),
             ];
