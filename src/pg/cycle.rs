@@ -69,6 +69,18 @@ pub(crate) struct KeptDecisions {
     pub(crate) decisions: Vec<Decision>,
     /// Their links, in the order they were made.
     pub(crate) links: Vec<Anchor>,
+    /// Their stored vectors, read with them by a store that ranks by meaning.
+    pub(crate) vectors: Option<KeptVectors>,
+}
+
+/// The active decisions' stored vectors, and the namespace's embedder, as a cycle's memory
+/// search read them for a load that orders by meaning.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub(crate) struct KeptVectors {
+    /// The namespace's embedder: model and dimension (none before its first vector).
+    pub(crate) embedder: Option<(String, i32)>,
+    /// Each vector by its decision's id (`None`: not of the embedder's length).
+    pub(crate) stored: Vec<(String, Option<Vec<u8>>)>,
 }
 
 /// One session's cycle in progress on its database, held in the cycle's

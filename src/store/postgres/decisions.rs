@@ -100,7 +100,7 @@ impl<'a> ActiveQueries<'a> {
         }
         let decisions = decisions.iter().map(decision_row).collect();
         let links = links.iter().map(|r| Anchor { decision_id: r.get(0), evidence_id: r.get(1) }).collect();
-        Some(KeptDecisions { decisions, links })
+        Some(KeptDecisions { decisions, links, vectors: None })
     }
 }
 
@@ -120,7 +120,7 @@ impl DecisionContextProviderPort for PgStore {
         {
             let mut context = DecisionContext::in_scope(&kept.decisions, &kept.links, current_domain);
             if let Some(m) = &self.meaning {
-                m.order(self, call, &mut context.decisions, input).await?;
+                m.order(self, call, &mut context.decisions, input, kept.vectors).await?;
             }
             return Ok(context);
         }
@@ -139,7 +139,7 @@ impl DecisionContextProviderPort for PgStore {
         let mut context =
             active.map(|a| DecisionContext::in_scope(&a.decisions, &a.links, current_domain)).unwrap_or_default();
         if let Some(m) = &self.meaning {
-            m.order(self, call, &mut context.decisions, input).await?;
+            m.order(self, call, &mut context.decisions, input, None).await?;
         }
         Ok(context)
     }

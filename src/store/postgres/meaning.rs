@@ -29,6 +29,7 @@ use tokio_postgres::Row;
 use super::{KeyedWrite, PgStore};
 use crate::contract::schema::MemoryItem;
 use crate::embed::{Embedder, Purpose, dot};
+use crate::pg::cycle::KeptVectors;
 use crate::pg::{Query, Then};
 use crate::store::meaning::{CANDIDATES, best, blob, embed_one, fuse, mismatch, usable};
 use crate::store::{Call, StoreError};
@@ -46,6 +47,14 @@ pub(super) const VECTOR_META: &str = "SELECT model, dimension, memories FROM pla
 pub(super) const VECTORS_SINCE: &str = "SELECT position, memory_id, CASE WHEN octet_length(vector) = $3 THEN vector END
      FROM planlock_memory_vectors WHERE namespace = $1 AND position > $2
      ORDER BY position DESC LIMIT $4";
+
+/// The stored vectors of a namespace's active decisions (at most `$3`), read ahead with them by
+/// a cycle's memory search; one not `$2` bytes long is read as NULL.
+pub(super) const ACTIVE_DECISION_VECTORS: &str =
+    "SELECT v.decision_id, CASE WHEN octet_length(v.vector) = $2 THEN v.vector END
+     FROM planlock_decision_vectors v
+     JOIN planlock_decisions d ON d.namespace = v.namespace AND d.id = v.decision_id AND d.tenant = v.tenant
+     WHERE v.namespace = $1 AND d.is_active LIMIT $3";
 
 /// Plans the next statements for their parameters.
 const CUSTOM_PLAN: &str = "SET LOCAL plan_cache_mode = force_custom_plan";
@@ -259,13 +268,34 @@ impl Meaning {
 
     /// Refuses a namespace pinned to another embedder (`meta`: [`VECTOR_META`]'s rows).
     fn check(&self, meta: &[Row]) -> Result<(), StoreError> {
-        if let Some(row) = meta.first() {
-            let (model, dimension): (&str, i32) = (row.get(0), row.get(1));
-            if model != self.embedder.model() || usize::try_from(dimension).ok() != Some(self.embedder.dimension()) {
-                return Err(mismatch(model, i64::from(dimension), self.embedder.model(), self.embedder.dimension()));
-            }
+        match meta.first() {
+            Some(row) => self.check_embedder(row.get(0), row.get(1)),
+            None => Ok(()),
+        }
+    }
+
+    /// Refuses vectors of `model` and `dimension` if they are not this embedder's.
+    fn check_embedder(&self, model: &str, dimension: i32) -> Result<(), StoreError> {
+        if model != self.embedder.model() || usize::try_from(dimension).ok() != Some(self.embedder.dimension()) {
+            return Err(mismatch(model, i64::from(dimension), self.embedder.model(), self.embedder.dimension()));
         }
         Ok(())
+    }
+
+    /// The bytes a stored vector of this embedder has.
+    pub(super) fn bytes(&self) -> i32 {
+        i32::try_from(self.embedder.dimension() * 4).unwrap_or(i32::MAX)
+    }
+
+    /// What a cycle's memory search read ahead for the decisions' order (`meta`: [`VECTOR_META`]'s
+    /// rows; `rows`: [`ACTIVE_DECISION_VECTORS`]'s, `limit` at most): none past the limit.
+    pub(super) fn kept(meta: &[Row], rows: &[Row], limit: i64) -> Option<KeptVectors> {
+        if i64::try_from(rows.len()).unwrap_or(i64::MAX) >= limit {
+            return None;
+        }
+        let embedder = meta.first().map(|row| (row.get::<_, String>(0), row.get::<_, i32>(1)));
+        let stored = rows.iter().map(|row| (row.get(0), row.get::<_, Option<Vec<u8>>>(1))).collect();
+        Some(KeptVectors { embedder, stored })
     }
 
     /// The fused ranking for `query` out of the word ranking (`words`: memory rows, best first)
@@ -349,36 +379,44 @@ impl Meaning {
     }
 
     /// Orders `decisions` (the context `hierarchical-sql` loads) for `input` with their stored
-    /// vectors, read in one round trip.
+    /// vectors: those a cycle's search read ahead (`kept`), or read now in one round trip.
     pub(super) async fn order(
         &self,
         store: &PgStore,
         call: &Call<'_>,
         decisions: &mut Vec<crate::contract::schema::Decision>,
         input: &str,
+        kept: Option<KeptVectors>,
     ) -> Result<(), StoreError> {
         if crate::store::meaning::lower_words(input).is_empty() || decisions.len() < 2 {
             return Ok(());
         }
         let ids: Vec<String> = decisions.iter().map(|d| d.id.clone()).collect();
+        let kept = match kept {
+            Some(kept) => kept,
+            None => {
+                let (namespace, bytes) = (store.namespace(), self.bytes());
+                let mut conn = store.connection().await?;
+                let reads =
+                    [Query::new(VECTOR_META, &[&namespace]), Query::new(DECISION_VECTORS, &[&namespace, &ids, &bytes])];
+                let rows = conn.pipeline(&reads, Then::Stay).await;
+                let rows = rows.map_err(super::backend("reading the decisions' vectors"))?;
+                Meaning::kept(&rows[0], &rows[1], i64::MAX).unwrap_or_default()
+            }
+        };
+        if let Some((model, dimension)) = &kept.embedder {
+            self.check_embedder(model, *dimension)?;
+        }
         let dimension = self.embedder.dimension();
-        let bytes = i32::try_from(dimension * 4).unwrap_or(i32::MAX);
-        let namespace = store.namespace();
-        let mut conn = store.connection().await?;
-        let rows = conn
-            .pipeline(
-                &[Query::new(VECTOR_META, &[&namespace]), Query::new(DECISION_VECTORS, &[&namespace, &ids, &bytes])],
-                Then::Stay,
-            )
-            .await
-            .map_err(super::backend("reading the decisions' vectors"))?;
-        self.check(&rows[0])?;
         let mut stored: HashMap<String, Option<Vec<f32>>> = HashMap::new();
         let mut passed_over = 0;
-        for row in &rows[1] {
-            let v = row.get::<_, Option<&[u8]>>(1).and_then(|b| usable(b, dimension));
+        for (id, bytes) in kept.stored {
+            if !ids.contains(&id) {
+                continue;
+            }
+            let v = bytes.and_then(|b| usable(&b, dimension));
             passed_over += usize::from(v.is_none());
-            stored.insert(row.get(0), v);
+            stored.insert(id, v);
         }
         let stored = ids.iter().map(|id| stored.remove(id).flatten()).collect();
         crate::store::meaning::order_decisions(decisions, stored, &*self.embedder, input, call.deadline()).await?;

@@ -1,7 +1,7 @@
 //! [`PgStore`]'s memories: the search (by words, and by meaning with an embedder), in one
 //! round trip with a cycle's reads ahead, and the keyed put.
 
-use super::decisions::{ActiveQueries, Which};
+use super::decisions::{ActiveQueries, MAX_READ_AHEAD, Which};
 use super::{Begin, KeyedWrite, PgStore, WRITTEN, backend, meaning};
 use crate::contract::schema::MemoryItem;
 use crate::pg::{Conn, Query, Then};
@@ -102,9 +102,16 @@ impl MemoryRepositoryPort for PgStore {
                 // Only the search needs its plan made for its parameters (see `Begin`): the
                 // statements after it use their cached plans.
                 let mut batch = vec![search, Query::new("SET LOCAL plan_cache_mode = auto", &[])];
+                // By meaning, the decisions' order needs their vectors: read ahead too.
+                let decision_vectors = in_cycle.and(self.meaning.as_deref());
+                let (bytes, vector_limit) = (decision_vectors.map_or(0, |m| m.bytes()), MAX_READ_AHEAD + 1);
                 if in_cycle.is_some() {
                     batch.extend(ahead.queries(&namespace));
                     batch.push(Query::new(WRITTEN, &[&namespace, &keys]));
+                }
+                if decision_vectors.is_some() {
+                    batch.push(Query::new(meaning::VECTOR_META, &[&namespace]));
+                    batch.push(Query::new(meaning::ACTIVE_DECISION_VECTORS, &[&namespace, &bytes, &vector_limit]));
                 }
                 // By meaning, the namespace's embedder and the vector ranking's reads (the vectors
                 // written since the last search, or the pgvector tier's nearest): last.
@@ -123,7 +130,11 @@ impl MemoryRepositoryPort for PgStore {
                 let (ahead, written) = match in_cycle {
                     Some(_) => {
                         let written = rows[4].iter().map(|row| (row.get(0), row.get(1))).collect::<Vec<_>>();
-                        (ahead.kept(&rows[2], &rows[3]), written)
+                        let mut kept = ahead.kept(&rows[2], &rows[3]);
+                        if let (Some(kept), Some(_)) = (&mut kept, decision_vectors) {
+                            kept.vectors = meaning::Meaning::kept(&rows[5], &rows[6], vector_limit);
+                        }
+                        (kept, written)
                     }
                     None => (None, Vec::new()),
                 };
