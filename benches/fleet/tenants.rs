@@ -36,18 +36,13 @@ pub fn overhead(
     drop(planlock::pg::PgDatabase::connect(url).unwrap());
     worker::fill_queue(url, "tenants-setup", 0);
     let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let as_app = super::common::pg::app_role(&mut client, url, ROLE);
     client
         .batch_execute(&format!(
-            "DO $$ BEGIN
-                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN
-                     CREATE ROLE {ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
-                 END IF;
-             END $$;
-             GRANT ALL ON ALL TABLES IN SCHEMA public TO {ROLE};
+            "GRANT ALL ON ALL TABLES IN SCHEMA public TO {ROLE};
              GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {ROLE};"
         ))
         .unwrap();
-    let as_app = url.replace("user=postgres", &format!("user={ROLE}"));
     let config = Config { backend: Backend::Postgres, latency_ms: 0, sessions: 64, workers: 4 };
     // [off, on]: CPU ms per cycle, round trips per cycle.
     let mut cpu = [Vec::new(), Vec::new()];

@@ -19,6 +19,22 @@ pub struct PgServer {
     durable: bool,
 }
 
+/// Makes the role `role` if there is none: it may log in, and is neither a superuser nor
+/// BYPASSRLS (row-level security holds for it, as for a deployment's planlock); `url` as that
+/// role (`url` is one of [`PgServer::url`]'s, as the superuser).
+pub fn app_role(client: &mut postgres::Client, url: &str, role: &str) -> String {
+    client
+        .batch_execute(&format!(
+            "DO $$ BEGIN
+                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{role}') THEN
+                     CREATE ROLE {role} LOGIN NOSUPERUSER NOBYPASSRLS;
+                 END IF;
+             END $$;"
+        ))
+        .unwrap();
+    url.replace("user=postgres", &format!("user={role}"))
+}
+
 /// `.ci/pgvector`'s server (`PLANLOCK_PGVECTOR`: its `bin` directory), if it is installed.
 pub fn pgvector_bin() -> Option<PathBuf> {
     std::env::var_os("PLANLOCK_PGVECTOR").map(PathBuf::from).filter(|bin| bin.join("pg_ctl").exists())

@@ -16,19 +16,11 @@ const ROLE: &str = "planlock_app";
 /// A database owned by the application's role (its tables are planlock's, owned by it: forced
 /// row-level security holds for the owner too); its URL as that role.
 pub(super) fn app_database(server: &PgServer, name: &str) -> String {
-    server.sql(
-        "postgres",
-        &format!(
-            "DO $$ BEGIN
-                 IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '{ROLE}') THEN
-                     CREATE ROLE {ROLE} LOGIN NOSUPERUSER NOBYPASSRLS;
-                 END IF;
-             END $$;"
-        ),
-    );
-    server.sql("postgres", &format!("DROP DATABASE IF EXISTS {name}"));
-    server.sql("postgres", &format!("CREATE DATABASE {name} OWNER {ROLE}"));
-    server.url(name).replace("user=postgres", &format!("user={ROLE}"))
+    let mut client = postgres::Client::connect(&server.url("postgres"), postgres::NoTls).unwrap();
+    let url = crate::common::pg::app_role(&mut client, &server.url(name), ROLE);
+    client.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+    client.batch_execute(&format!("CREATE DATABASE {name} OWNER {ROLE}")).unwrap();
+    url
 }
 
 fn tenant_db(url: &str, tenant: &str) -> PgDatabase {
