@@ -44,7 +44,8 @@ pub(super) const VECTOR_META: &str = "SELECT model, dimension, memories FROM pla
 /// The memory vectors after position `$2`, at most the newest `$4`, newest first (a backward
 /// scan of the namespace's positions: it reads no more than it returns); a vector not `$3` bytes
 /// long is read as NULL (its bytes are not sent).
-pub(super) const VECTORS_SINCE: &str = "SELECT position, memory_id, CASE WHEN octet_length(vector) = $3 THEN vector END
+pub(super) const VECTORS_SINCE: &str = "SELECT position, CASE WHEN octet_length(memory_id) <= 256 THEN memory_id END,
+         CASE WHEN octet_length(vector) = $3 THEN vector END
      FROM planlock_memory_vectors WHERE namespace = $1 AND position > $2
      ORDER BY position DESC LIMIT $4";
 
@@ -90,7 +91,7 @@ const INDEX_ONLY: &str = "SET LOCAL enable_seqscan = off";
 
 /// The pgvector tier's nearest memories of a namespace (`$2`: the query in pgvector's text),
 /// each with its position: equal distances go to the more recent, as in the exact ranking.
-const NEAREST: &str = "SELECT n.memory_id, v.position FROM (
+const NEAREST: &str = "SELECT CASE WHEN octet_length(n.memory_id) <= 256 THEN n.memory_id END, v.position FROM (
          SELECT memory_id, embedding <#> $2::text::vector AS distance FROM planlock_memory_embeddings
          WHERE namespace = $1 ORDER BY distance LIMIT $3) n
      JOIN planlock_memory_vectors v ON v.namespace = $1 AND v.memory_id = n.memory_id
@@ -98,7 +99,8 @@ const NEAREST: &str = "SELECT n.memory_id, v.position FROM (
 
 /// The same, ranked exactly by the server (the `OFFSET 0` keeps the index out): when the index
 /// scan stopped short.
-const NEAREST_EXACTLY: &str = "SELECT n.memory_id, v.position FROM (
+const NEAREST_EXACTLY: &str =
+    "SELECT CASE WHEN octet_length(n.memory_id) <= 256 THEN n.memory_id END, v.position FROM (
          SELECT memory_id, embedding <#> $2::text::vector AS distance FROM (
              SELECT memory_id, embedding FROM planlock_memory_embeddings WHERE namespace = $1 OFFSET 0) s
          ORDER BY distance LIMIT $3) n
@@ -320,8 +322,12 @@ impl Meaning {
                 let mut conn = store.connection().await?;
                 rows = conn.query(NEAREST_EXACTLY, &[&store.namespace(), &text, &limit]).await.map_err(hnsw_failure)?;
             }
-            let position_of: HashMap<String, i64> = rows.iter().map(|r| (r.get(0), r.get(1))).collect();
-            let by_meaning: Vec<String> = rows.iter().map(|r| r.get(0)).collect();
+            // An id longer than planlock's (an edited row) is passed over.
+            let ids: Vec<(String, i64)> =
+                rows.iter().filter_map(|r| Some((r.get::<_, Option<String>>(0)?, r.get(1)))).collect();
+            call.passed_over(rows.len() - ids.len(), "memory vectors");
+            let by_meaning: Vec<String> = ids.iter().map(|(id, _)| id.clone()).collect();
+            let position_of: HashMap<String, i64> = ids.into_iter().collect();
             let recency = |id: &String| position_of.get(id).copied().unwrap_or(0);
             return Ok(fuse(&[&by_meaning, &by_words], CANDIDATES * 2, |a, b| recency(b).cmp(&recency(a))));
         }
@@ -330,19 +336,21 @@ impl Meaning {
         let dimension = self.embedder.dimension();
         let mut held = self.held();
         for row in vectors {
-            let (position, id, bytes): (i64, String, Option<&[u8]>) = (row.get(0), row.get(1), row.get(2));
+            let (position, id, bytes): (i64, Option<String>, Option<&[u8]>) = (row.get(0), row.get(1), row.get(2));
             if position > held.last + 1 || held.from == 0 {
                 // Rows between were past the cap: the window starts again here.
                 *held = Held { from: position, ..Held::default() };
             }
             held.last = position;
-            match bytes.and_then(|b| usable(b, dimension)) {
-                Some(v) => {
+            // A vector of another length or degenerate, or an id longer than planlock's (an
+            // edited row), is passed over.
+            match (id, bytes.and_then(|b| usable(b, dimension))) {
+                (Some(id), Some(v)) => {
                     held.positions.push(position);
                     held.ids.push(id);
                     held.vectors.extend_from_slice(&v);
                 }
-                None => held.passed_over += 1,
+                _ => held.passed_over += 1,
             }
         }
         // The newest `cap` only.
