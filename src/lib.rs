@@ -80,7 +80,7 @@ mod io;
 pub mod telemetry;
 // Layer 4: running a plan; the embedder port; the shared PostgreSQL database (feature `postgres`).
 mod exec;
-pub use exec::{executor, handler, ledger, validator};
+pub use exec::{budget, executor, handler, ledger, validator};
 pub mod embed;
 #[cfg(feature = "postgres")]
 pub mod pg;

@@ -455,6 +455,42 @@ fn a_model_failure_names_its_error_type() {
     assert_eq!(metrics[names::METRIC_OPERATION_DURATION][0].attrs.get(names::ERROR_TYPE), Some(&code));
 }
 
+/// A session's token budget: a granted reservation and a refusal are counted, the refusal by its
+/// code, which the refused call's span ends with too.
+fn the_budget_counts_reservations_and_refusals() {
+    use planlock::session::FileBudget;
+    take_metrics();
+    let d = dirs();
+    let sessions = tempfile::tempdir().unwrap();
+    std::fs::create_dir(sessions.path().join("s")).unwrap();
+    // Nothing listens: the granted call is refused by the system, the cycle fails and gives back
+    // what it reserved.
+    let port = common::models::free_port();
+    let model = OpenAiModel::new(ModelConfig::new(format!("http://127.0.0.1:{port}/v1"), "gone"));
+    let limit = |tokens| FileBudget::set(sessions.path(), "", tokens, Duration::from_secs(3_600)).unwrap();
+    limit(100_000);
+    let store = FileSessionStore::open(sessions.path().join("s")).unwrap();
+    let mut rt = Runtime::builder(d.policy.path(), plan_with(|_| {}), store)
+        .handlers(Demo::new().handlers().on::<LLMCall>(model).boxed())
+        .budget(Arc::new(FileBudget::new(sessions.path(), "s")))
+        .boot_blocking()
+        .unwrap();
+    let failed = rt.run_cycle_blocking().unwrap_err();
+    assert_eq!(planlock::Failure::code(&failed), "step-failed");
+    assert_eq!(FileBudget::budgets(sessions.path()).unwrap()[0].reserved, 0);
+    limit(1);
+    let traces = Traces::new();
+    let refused = traces.record(|| rt.run_cycle_blocking().unwrap_err());
+    assert_eq!(planlock::Failure::code(&refused), "budget-exhausted");
+    let spans = traces.spans();
+    let chat = spans.iter().find(|s| s.name.starts_with("chat ")).expect("the refused call's span");
+    assert_eq!(attr(chat, names::ERROR_TYPE).as_deref(), Some("budget-exhausted"));
+    let metrics = take_metrics();
+    assert_eq!(total(&metrics, names::METRIC_BUDGET_RESERVATIONS, &[]), 1.0);
+    let refusals = [(names::ERROR_TYPE, "budget-exhausted")];
+    assert_eq!(total(&metrics, names::METRIC_BUDGET_REFUSALS, &refusals), 1.0);
+}
+
 /// A collector that accepts, reads and never answers: its URL, and the connections it holds
 /// open until the test drops them.
 fn silent_collector() -> (String, Arc<std::sync::Mutex<Vec<std::net::TcpStream>>>) {
@@ -725,6 +761,7 @@ const CASES: &[Case] = &[
     ),
     ("content_is_on_the_spans_only_when_recorded", content_is_on_the_spans_only_when_recorded),
     ("a_model_failure_names_its_error_type", a_model_failure_names_its_error_type),
+    ("the_budget_counts_reservations_and_refusals", the_budget_counts_reservations_and_refusals),
     ("an_unreachable_collector_never_fails_a_cycle", an_unreachable_collector_never_fails_a_cycle),
     ("export_never_holds_a_command_up", export_never_holds_a_command_up),
     ("attributes_are_typed_and_shaped_as_the_tools_read_them", attributes_are_typed_and_shaped_as_the_tools_read_them),

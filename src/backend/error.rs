@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::contract::registry::{Failure, FailureKind};
+use crate::exec::budget::BudgetError;
 #[cfg(feature = "postgres")]
 use crate::pg::PgError;
 use crate::session::SessionError;
@@ -46,6 +47,12 @@ pub enum BackendError {
     /// The providers the session's pin names could not be opened.
     #[error(transparent)]
     Bundle(#[from] BundleError),
+    /// The token budgets could not be read or set.
+    #[error(transparent)]
+    Budget(#[from] BudgetError),
+    /// A budget's settings are out of range.
+    #[error("the budget cannot be set: {0}")]
+    BudgetSettings(String),
     /// The embedder given is not the one the session's vectors were made with.
     #[error(
         "the session's vectors were made with {pinned}, not {current}: give the embedder it was pinned with (CLI: --embed-url and --embed-model)"
@@ -63,7 +70,7 @@ impl BackendError {
     /// reports it as a usage error.
     pub fn is_usage(&self) -> bool {
         match self {
-            BackendError::Key { .. } => true,
+            BackendError::Key { .. } | BackendError::BudgetSettings(_) => true,
             #[cfg(feature = "postgres")]
             BackendError::Database(PgError::Url { .. }) => true,
             _ => false,
@@ -84,6 +91,8 @@ impl Failure for BackendError {
             BackendError::Database(e) => e.code(),
             BackendError::Session(e) => e.code(),
             BackendError::Bundle(e) => e.code(),
+            BackendError::Budget(e) => e.code(),
+            BackendError::BudgetSettings(_) => "budget-settings",
             BackendError::EmbedderMismatch { .. } => "embedder-mismatch",
         }
     }

@@ -3,6 +3,11 @@
 //! name there ([`is_root_name`]), or by a path to its root (as a command line gives it).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
+use crate::session::FileBudget;
 
 use super::{
     Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
@@ -130,6 +135,13 @@ impl OpenedSession for OpenedRoot {
     fn into_session_store(self: Box<Self>) -> Box<dyn SessionStore> {
         Box::new(self.store)
     }
+
+    fn budget(&self) -> Arc<dyn TokenBudget> {
+        // The directory's budgets, whichever directory holds the root.
+        let dir = self.root.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let name = self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        Arc::new(FileBudget::new(dir, name))
+    }
 }
 
 impl Backend for FilesBackend {
@@ -147,6 +159,21 @@ impl Backend for FilesBackend {
 
     fn default_bundle(&self) -> BundleManifest {
         BundleManifest::default_bundle()
+    }
+
+    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>> {
+        Box::pin(async move { Ok(FileBudget::budgets(&self.dir)?) })
+    }
+
+    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
+        Box::pin(async move {
+            check_budget(prefix, period.as_secs()).map_err(BackendError::BudgetSettings)?;
+            Ok(FileBudget::set(&self.dir, prefix, tokens, period)?)
+        })
+    }
+
+    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(async move { Ok(FileBudget::remove(&self.dir, prefix)?) })
     }
 
     fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>> {

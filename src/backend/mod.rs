@@ -23,6 +23,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 pub use error::BackendError;
 pub use files::FilesBackend;
@@ -31,6 +32,7 @@ pub use outbox::{DeliveryClaim, DeliveryOutcome, Logged};
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PgBackend;
 
+use crate::exec::budget::{BudgetState, TokenBudget};
 use crate::session::{
     BundlePinV1, CycleEntry, Decisions, InterventionRecord, SessionError, SessionRecords, SessionState, SessionStore,
     Timestamp,
@@ -79,6 +81,12 @@ pub trait OpenedSession: fmt::Debug + Send + Sync {
 
     /// The session store, to boot a runtime on.
     fn into_session_store(self: Box<Self>) -> Box<dyn SessionStore>;
+
+    /// The session's token budgets (CONTRACT §20), for
+    /// [`RuntimeBuilder::budget`](crate::runtime::RuntimeBuilder::budget): its tenant's in the
+    /// database, the directory's beside file sessions. A place with no budget set reserves
+    /// nothing (one statement or one locked read a model call).
+    fn budget(&self) -> Arc<dyn TokenBudget>;
 }
 
 /// Where sessions live; see the [module docs](self). Two implementations: [`FilesBackend`] and
@@ -129,6 +137,17 @@ pub trait Backend: fmt::Debug + Send + Sync {
         resolver: &'a StrategyResolver,
         manifest: &'a BundleManifest,
     ) -> BackendFuture<'a, ResolvedStore>;
+
+    /// The token budgets here (the tenant's, in a database), by prefix, as a model call would
+    /// find them now.
+    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>>;
+
+    /// Sets the budget of the sessions whose name or key starts with `prefix` (`""`: all of
+    /// them): `tokens` per `period` (1 s to 366 days). What this period used and holds is kept.
+    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()>;
+
+    /// Removes the budget of `prefix`; whether there was one.
+    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool>;
 
     /// Every paused session (at most `max` sessions looked at), with its record and decision.
     fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>>;

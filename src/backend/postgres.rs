@@ -2,7 +2,11 @@
 //! 256 bytes) of planlock's tables, shared by many workers; a session's cycles hold a lease.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
+use crate::session::postgres::{PgBudget, budgets, remove_budget, set_budget};
 
 use super::{
     Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
@@ -74,6 +78,10 @@ impl OpenedSession for PgSessionStore {
     fn into_session_store(self: Box<Self>) -> Box<dyn SessionStore> {
         self
     }
+
+    fn budget(&self) -> Arc<dyn TokenBudget> {
+        Arc::new(PgBudget::of(self))
+    }
 }
 
 impl Backend for PgBackend {
@@ -91,6 +99,21 @@ impl Backend for PgBackend {
 
     fn default_bundle(&self) -> BundleManifest {
         BundleManifest::default_shared_bundle()
+    }
+
+    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>> {
+        Box::pin(async move { Ok(budgets(&self.db).await?) })
+    }
+
+    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
+        Box::pin(async move {
+            check_budget(prefix, period.as_secs()).map_err(BackendError::BudgetSettings)?;
+            Ok(set_budget(&self.db, prefix, tokens, period).await?)
+        })
+    }
+
+    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(async move { Ok(remove_budget(&self.db, prefix).await?) })
     }
 
     fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>> {

@@ -384,7 +384,7 @@ impl<L: HandlerSet> Executor<L> {
             let (result, returned_at) = match outcome {
                 Ok(result) => result,
                 Err(cause) => {
-                    let kind = step.step_type().failure_kind();
+                    let kind = cause.kind_for(step.step_type());
                     let record = attempt(index, step, StepStatus::Failed, warnings, started, notes.take_usage());
                     let err = self.end(cycle.report, record, |report| ExecError::StepFailed {
                         step_id: step.id.clone(),

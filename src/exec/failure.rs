@@ -5,6 +5,7 @@
 
 use crate::contract::problem::Problem;
 use crate::contract::registry::{Failure, FailureKind, StepType};
+use crate::exec::budget::BudgetError;
 use crate::exec::handler::HandlerError;
 use crate::exec::report::CycleReport;
 #[cfg(doc)]
@@ -16,7 +17,11 @@ use crate::exec::report::StepStatus;
 pub enum StepFailure {
     /// The handler returned an error.
     #[error("{0}")]
-    Handler(#[from] HandlerError),
+    Handler(HandlerError),
+    /// The session's token budget refused the step's model call, which was not sent (CONTRACT
+    /// §20): CycleFail whatever the step type's class, with the budget's code.
+    #[error("{0}")]
+    Budget(BudgetError),
     /// The step did not finish within its deadline.
     #[error("timed out after {limit_ms} ms ({key})")]
     TimedOut {
@@ -32,6 +37,28 @@ pub enum StepFailure {
     /// The handler's result breaks the step's result contract.
     #[error("the result breaks the contract: {}", join(.0))]
     ResultContract(Vec<Problem>),
+}
+
+impl From<HandlerError> for StepFailure {
+    /// The handler's failure; a budget's refusal it passed on is the step's budget failure.
+    fn from(e: HandlerError) -> StepFailure {
+        let refusal = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<BudgetError>());
+        match refusal {
+            Some(refusal) => StepFailure::Budget(refusal.clone()),
+            None => StepFailure::Handler(e),
+        }
+    }
+}
+
+impl StepFailure {
+    /// How the failure of a step of type `step_type` propagates: the registry's class, but a
+    /// budget's refusal is its own (CycleFail: the next cycle may find the budget reset).
+    pub fn kind_for(&self, step_type: StepType) -> FailureKind {
+        match self {
+            StepFailure::Budget(e) => e.kind(),
+            _ => step_type.failure_kind(),
+        }
+    }
 }
 
 fn join(problems: &[Problem]) -> String {
@@ -153,6 +180,7 @@ impl Failure for ExecError {
     fn code(&self) -> &'static str {
         match self {
             ExecError::StepFailed { cause: StepFailure::Handler(_), .. } => "step-failed",
+            ExecError::StepFailed { cause: StepFailure::Budget(e), .. } => e.code(),
             ExecError::StepFailed { cause: StepFailure::TimedOut { .. }, .. } => "step-timed-out",
             ExecError::StepFailed { cause: StepFailure::ResultContract(_), .. } => "result-contract",
             ExecError::StepFailed { cause: StepFailure::Panicked(_), .. } => "step-panicked",

@@ -20,6 +20,7 @@ use uuid::Uuid;
 use crate::contract::plan::{PlanMetadata, StepDefinition};
 use crate::contract::registry::StepType;
 use crate::contract::steps::{Step, StepPayload, StepResult};
+use crate::exec::budget::{BudgetError, CycleBudget, TokenHold};
 use crate::exec::ledger::Ledger;
 pub use crate::exec::open_cycle::CycleGuard;
 use crate::exec::report::TokenUsage;
@@ -67,6 +68,15 @@ impl fmt::Display for HandlerError {
             write!(f, ": {source}")?;
         }
         Ok(())
+    }
+}
+
+/// A budget's refusal as a handler's failure: the executor makes it the step's
+/// ([`StepFailure::Budget`](crate::executor::StepFailure::Budget)), `budget-exhausted` whatever the
+/// step type's class.
+impl From<BudgetError> for HandlerError {
+    fn from(e: BudgetError) -> HandlerError {
+        HandlerError::with_source("the token budget refused the model call", e)
     }
 }
 
@@ -194,6 +204,32 @@ impl<'a> StepContext<'a> {
     /// save). `None` for a cycle run by an [`Executor`](crate::Executor) alone.
     pub fn open_cycle(&self) -> Option<&'a CycleGuard> {
         self.open_cycle
+    }
+    /// Reserves `tokens` from the session's token budget before a model call (CONTRACT §20): the
+    /// request's input, estimated, plus its `max_tokens`. Refused
+    /// ([`BudgetError::Exhausted`], `budget-exhausted`) when the budget cannot cover it: then do
+    /// not send the call (`?` makes the refusal the step's failure). Once the call is answered,
+    /// say what it used on the hold ([`TokenHold::answered`]); the cycle's save settles it. A
+    /// cycle without a budget (no runtime, or a runtime given none) reserves nothing.
+    ///
+    /// ```
+    /// use planlock::{Handler, HandlerError, StepContext, steps::LLMCall, schema::*};
+    ///
+    /// struct Model;
+    /// impl Handler<LLMCall> for Model {
+    ///     async fn call(&self, cx: &StepContext<'_>, p: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
+    ///         let hold = cx.reserve_tokens(p.prompt.len() as u64 + 256).await?;
+    ///         let response = format!("echo: {}", p.prompt); // the model call
+    ///         hold.answered(Some(42)); // the tokens the server reported
+    ///         Ok(LlmCallResult { response })
+    ///     }
+    /// }
+    /// ```
+    pub async fn reserve_tokens(&self, tokens: u64) -> Result<TokenHold<'a>, BudgetError> {
+        match self.open_cycle.and_then(CycleBudget::of) {
+            Some(budget) => budget.reserve(tokens, &self.step.id).await,
+            None => Ok(TokenHold::none()),
+        }
     }
     /// Records tokens a model reported using for this step: they appear in the step's
     /// [`StepRecord::usage`](crate::executor::StepRecord::usage) and in

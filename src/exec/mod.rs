@@ -4,6 +4,7 @@
 //!
 //! Imports the contract, validation and hashing layers; nothing above.
 
+pub mod budget;
 mod cycle;
 pub mod executor;
 mod failure;

@@ -31,11 +31,18 @@ use std::time::Instant;
 pub struct CycleGuard {
     started: Instant,
     held: Option<Box<dyn Any + Send + Sync>>,
+    /// What the runtime attached for the cycle's steps (its account with the session's token
+    /// budget), read back by its type.
+    attached: Option<Box<dyn Any + Send + Sync>>,
 }
 
 impl std::fmt::Debug for CycleGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CycleGuard").field("started", &self.started).field("holds", &self.held.is_some()).finish()
+        f.debug_struct("CycleGuard")
+            .field("started", &self.started)
+            .field("holds", &self.held.is_some())
+            .field("attached", &self.attached.is_some())
+            .finish()
     }
 }
 
@@ -53,18 +60,31 @@ impl Drop for OnDrop {
 impl CycleGuard {
     /// The cycle of a store that holds nothing open for it, starting now.
     pub fn none() -> CycleGuard {
-        CycleGuard { started: Instant::now(), held: None }
+        CycleGuard { started: Instant::now(), held: None, attached: None }
     }
 
     /// A cycle starting now for which the store holds `value`: dropped with the guard, or taken
     /// back by the save ([`into_held`](Self::into_held)).
     pub fn holding<T: Any + Send + Sync>(value: T) -> CycleGuard {
-        CycleGuard { started: Instant::now(), held: Some(Box::new(value)) }
+        CycleGuard { started: Instant::now(), held: Some(Box::new(value)), attached: None }
     }
 
     /// A cycle starting now that runs `end` when it ends (saved or dropped).
     pub fn ending(end: impl FnOnce() + Send + Sync + 'static) -> CycleGuard {
         CycleGuard::holding(OnDrop(Some(Box::new(end))))
+    }
+
+    /// The cycle with `value` attached by the runtime for its steps (the cycle's
+    /// [`CycleBudget`](crate::budget::CycleBudget)), read back by its type with
+    /// [`attached`](Self::attached); it replaces what was attached.
+    pub fn attach<T: Any + Send + Sync>(mut self, value: T) -> CycleGuard {
+        self.attached = Some(Box::new(value));
+        self
+    }
+
+    /// What the runtime attached, if it is a `T`.
+    pub fn attached<T: Any>(&self) -> Option<&T> {
+        self.attached.as_ref()?.downcast_ref()
     }
 
     /// When the cycle began.

@@ -43,6 +43,7 @@ use serde_json::{Map, Value, json};
 use crate::contract::registry::Failure;
 use crate::contract::schema::{LlmCallPayload, LlmCallResult, SummarizeMemoryPayload, SummarizeMemoryResult};
 use crate::contract::steps::{LLMCall, PromptAssemble, SummarizeMemory};
+use crate::exec::budget::BudgetError;
 use crate::exec::handler::{Handler, HandlerError, StepContext};
 use crate::exec::report::TokenUsage;
 use crate::handlers::http::{Client, start_of};
@@ -317,7 +318,7 @@ impl OpenAiModel {
         model: &str,
         body: Map<String, Value>,
         limit: Duration,
-    ) -> Result<Answer, ModelError> {
+    ) -> Result<Answer, Refused> {
         let call = ModelCall::start(Operation::Chat, &self.config.provider, model).server_of_url(&self.config.base_url);
         if let Some(n) = body.get("max_tokens").and_then(Value::as_u64) {
             call.max_tokens(n);
@@ -334,6 +335,14 @@ impl OpenAiModel {
             let text = |m: &Value, key: &str| m.get(key).and_then(Value::as_str).unwrap_or_default().to_owned();
             messages.iter().map(|m| (text(m, "role"), text(m, "content"))).collect()
         });
+        // The session's budget covers the call before it is sent, or it is not sent.
+        let hold = match cx.reserve_tokens(estimate(&body)).await {
+            Ok(hold) => hold,
+            Err(refused) => {
+                call.failed_with(refused.code(), &refused.to_string());
+                return Err(Refused::Budget(refused));
+            }
+        };
         // The request's JSON is dropped once it is sent (its own statement: a temporary lives to
         // the statement's end): only its bytes wait for the answer.
         let sent = self.client.post(&Value::Object(body), limit);
@@ -341,7 +350,7 @@ impl OpenAiModel {
             Ok(answer) => answer,
             Err(e) => {
                 call.failed_with(e.code(), &e.to_string());
-                return Err(e);
+                return Err(Refused::Model(e));
             }
         };
         if let Some(input) = input {
@@ -355,6 +364,8 @@ impl OpenAiModel {
         if usage.is_some() {
             cx.record_usage(TokenUsage { input: input_tokens.unwrap_or(0), output: output_tokens.unwrap_or(0) });
         }
+        let reported = usage.map(|_| input_tokens.unwrap_or(0).saturating_add(output_tokens.unwrap_or(0)));
+        hold.answered(reported);
         self.usage.input.fetch_add(input_tokens.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
         self.usage.output.fetch_add(output_tokens.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
         let finish: Vec<&str> = answer.finish_reason.as_deref().into_iter().collect();
@@ -372,6 +383,44 @@ impl OpenAiModel {
     fn failed(&self, e: ModelError) -> HandlerError {
         HandlerError::with_source(format!("the model call to {} failed", self.client.shown()), e)
     }
+
+    fn not_sent(&self, e: Refused) -> HandlerError {
+        match e {
+            Refused::Model(e) => self.failed(e),
+            Refused::Budget(e) => e.into(),
+        }
+    }
+}
+
+/// Why a call has no answer: the server's failure, or the budget's refusal before it was sent.
+enum Refused {
+    Model(ModelError),
+    Budget(BudgetError),
+}
+
+/// Tokens counted per message for its role and framing, over its text's estimate.
+const TOKENS_PER_MESSAGE: u64 = 8;
+
+/// What a request may cost, reserved from the session's budget before it is sent (CONTRACT §20):
+/// its input, estimated without the model's tokenizer as one token per 3 bytes of UTF-8 (about
+/// 4 characters of English make a token; a Korean syllable, 3 bytes, about one) plus
+/// [`TOKENS_PER_MESSAGE`] a message, and its `max_tokens` (or `max_completion_tokens`), all of
+/// which the model may write. The save settles the reservation to what the server reports.
+fn estimate(body: &Map<String, Value>) -> u64 {
+    let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    let input: u64 = messages
+        .iter()
+        .map(|m| {
+            let text = m.get("content").and_then(Value::as_str).unwrap_or_default();
+            (text.len() as u64).div_ceil(3) + TOKENS_PER_MESSAGE
+        })
+        .sum();
+    let output = ["max_tokens", "max_completion_tokens"]
+        .iter()
+        .filter_map(|k| body.get(*k).and_then(Value::as_u64))
+        .max()
+        .unwrap_or(DEFAULT_MAX_TOKENS);
+    input.saturating_add(output)
 }
 
 /// The request: `messages`, then the model, then `config` passed through (taken, not copied: a
@@ -448,8 +497,10 @@ impl Handler<LLMCall> for OpenAiModel {
         config.entry("seed").or_insert(json!(seed_of(cx)));
         let body = request_body(&model, &p.prompt, &prompt.prompt, config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));
-        let answer =
-            self.complete(cx, &model, body, llm_ms.unwrap_or(self.config.timeout)).await.map_err(|e| self.failed(e))?;
+        let answer = self
+            .complete(cx, &model, body, llm_ms.unwrap_or(self.config.timeout))
+            .await
+            .map_err(|e| self.not_sent(e))?;
         Ok(LlmCallResult { response: answer.text })
     }
 }
@@ -485,7 +536,7 @@ impl Handler<SummarizeMemory> for OpenAiModel {
         let body =
             request_body(&self.config.model, SUMMARY_INSTRUCTION, response, config).map_err(|e| self.failed(e))?;
         let answer =
-            self.complete(cx, &self.config.model, body, self.config.timeout).await.map_err(|e| self.failed(e))?;
+            self.complete(cx, &self.config.model, body, self.config.timeout).await.map_err(|e| self.not_sent(e))?;
         // Strict: exactly `summary` and `keywords`, as the contract's result type reads them. A
         // line break or tab a model writes raw inside a string is read as a space (JSON allows
         // neither there, and neither changes what the summary says).

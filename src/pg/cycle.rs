@@ -202,6 +202,12 @@ impl PgCycle {
         expected
     }
 
+    /// Keeps `write`, which has no idempotency key (it is idempotent itself: the settlement of
+    /// the cycle's token reservations), for the save: sent last, after the cycle's store writes.
+    pub(crate) async fn keep_write(&self, write: PendingWrite) {
+        self.inner.lock().await.pending.push(write);
+    }
+
     /// Keeps `reads` for the cycle's decision load.
     pub(crate) async fn keep(&self, reads: KeptDecisions) {
         self.inner.lock().await.reads = Some(reads);

@@ -13,6 +13,7 @@ use super::stager::SessionStager;
 use super::{Boot, Runtime, State};
 use crate::contract::registry::StepType;
 use crate::contract::steps::PersistSession;
+use crate::exec::budget::TokenBudget;
 use crate::exec::executor::{ExecOptions, Executor};
 use crate::exec::handler::{HandlerSet, Handlers, Nil};
 use crate::hash::profile::PolicyProfile;
@@ -20,6 +21,7 @@ use crate::hash::{HashParts, plan_hash};
 use crate::session::{ApprovalEvent, PauseRef, SessionStore, Timestamp};
 use crate::store::bundle::{BundleManifest, StrategyResolver};
 use crate::validate::ValidPlan;
+use std::sync::Arc;
 
 /// Collects what a [`Runtime`] is booted with; see [`Runtime::builder`].
 #[must_use = "a runtime builder does nothing until `.boot()`"]
@@ -33,13 +35,16 @@ pub struct RuntimeBuilder<S, L = Nil> {
     pub(super) resolver: Option<StrategyResolver>,
     pub(super) approval_ttl: Option<std::time::Duration>,
     pub(super) history: HistoryOptions,
+    pub(super) budget: Option<Arc<dyn TokenBudget>>,
 }
 
 impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// The step handlers, every step type of the plan but `PersistSession` (the runtime's own).
     pub fn handlers<L2: HandlerSet>(self, handlers: Handlers<L2>) -> RuntimeBuilder<S, L2> {
-        let RuntimeBuilder { policy_root, plan, store, options, bundle, resolver, approval_ttl, history, .. } = self;
-        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl, history }
+        let RuntimeBuilder {
+            policy_root, plan, store, options, bundle, resolver, approval_ttl, history, budget, ..
+        } = self;
+        RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl, history, budget }
     }
 
     crate::exec::executor::option_setters!(
@@ -71,6 +76,18 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         self
     }
 
+    /// The session's token budgets (CONTRACT §20): each model call of a cycle reserves its
+    /// estimate before it is sent (refused with `budget-exhausted` when a budget cannot cover
+    /// it), the cycle's save settles what the calls used, and a failed cycle gives back what it
+    /// reserved. Made for the same session as the store: a backend's
+    /// [`OpenedSession::budget`](crate::backend::OpenedSession::budget), or a
+    /// [`PgBudget`](crate::session::postgres::PgBudget) or
+    /// [`FileBudget`](crate::session::FileBudget) of its own. Without one, nothing is reserved.
+    pub fn budget(mut self, budget: Arc<dyn TokenBudget>) -> Self {
+        self.budget = Some(budget);
+        self
+    }
+
     /// The resolver whose registered ids the bundle's are checked against: the one the storage
     /// was resolved with, when it registers providers of its own (the built-ins by default).
     pub fn resolver(mut self, resolver: StrategyResolver) -> Self {
@@ -82,8 +99,18 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// plan they were checked against), loads the policy profile, computes the plan hash, loads
     /// the session and any paused cycle, and compares. Cold Start creates nothing.
     pub async fn boot(self) -> Result<Runtime<S, L>, BootError> {
-        let RuntimeBuilder { policy_root, plan, store, handlers, options, bundle, resolver, approval_ttl, history } =
-            self;
+        let RuntimeBuilder {
+            policy_root,
+            plan,
+            store,
+            handlers,
+            options,
+            bundle,
+            resolver,
+            approval_ttl,
+            history,
+            budget,
+        } = self;
         // One switch for content: the step spans' and the history's.
         let history = HistoryOptions { content: options.records_content(), ..history };
         if handlers.step_types().contains(&StepType::PersistSession) {
@@ -204,6 +231,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             state,
             approval_ttl,
             history,
+            budget,
         };
         runtime.upgrade_record().await?;
         Ok(runtime)

@@ -26,6 +26,7 @@ use std::path::PathBuf;
 use uuid::Uuid;
 
 use crate::contract::registry::{Failure, FailureKind};
+use crate::exec::budget::{CycleBudget, TokenBudget};
 use crate::exec::executor::{
     Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, PausedCycle, Phase,
     RestoredCycle, override_fits,
@@ -153,6 +154,8 @@ pub struct Runtime<S, L> {
     approval_ttl: Option<std::time::Duration>,
     /// What the session's history keeps of each finished cycle.
     history: HistoryOptions,
+    /// The session's token budgets, when it has them: each cycle opens an account with them.
+    budget: Option<std::sync::Arc<dyn TokenBudget>>,
 }
 
 impl<S: SessionStore> Runtime<S, Nil> {
@@ -169,6 +172,7 @@ impl<S: SessionStore> Runtime<S, Nil> {
             resolver: None,
             approval_ttl: None,
             history: HistoryOptions::default(),
+            budget: None,
         }
     }
 }
@@ -278,7 +282,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
-        let guard = self.begin_cycle().await?;
+        let guard = self.begin_cycle(session.cycle).await?;
         let mut run = CycleRun::new(session.cycle);
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(&guard)).await;
         let settled = self.settle(outcome, &mut run, None, guard).await;
@@ -287,9 +291,12 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
     /// or the guard's drop).
-    async fn begin_cycle(&mut self) -> Result<CycleGuard, RuntimeError> {
+    async fn begin_cycle(&mut self, cycle: u64) -> Result<CycleGuard, RuntimeError> {
         match self.store.begin_cycle().await {
-            Ok(guard) => Ok(guard),
+            Ok(guard) => Ok(match &self.budget {
+                Some(budget) => CycleBudget::new(budget.clone(), cycle).attach_to(guard),
+                None => guard,
+            }),
             Err(e) => Err(self.fail(e.into())),
         }
     }
@@ -339,7 +346,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Err(e) => return Err(self.fail(e)),
         };
         crate::telemetry::pause_closed();
-        let guard = self.begin_cycle().await?;
+        let guard = self.begin_cycle(record.cycle).await?;
         let mut run = CycleRun::new(record.cycle);
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(&guard)).await;
         let settled = self.settle(outcome, &mut run, decision.as_ref(), guard).await;
@@ -419,11 +426,18 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
-        match outcome {
+        // The cycle's reservations are settled with its save, or now when it saves nothing (a
+        // failure, or a save that failed: its settlement was rolled back with it).
+        let budget = CycleBudget::of(&guard).cloned();
+        let settled = match outcome {
             Ok(CycleOutcome::Completed(done)) => self.commit(done, run, decision, guard).await,
             Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(paused, run, decision, guard).await,
             Err(e) => Err(self.fail(e.into())),
+        };
+        if let (Some(budget), Err(_)) = (budget, &settled) {
+            budget.settle(None).await;
         }
+        settled
     }
 
     /// Saves the session update of a completed cycle, built from its ledger (its bundle pin
@@ -447,6 +461,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.pin = None;
         }
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
+        if let Some(budget) = CycleBudget::of(&guard) {
+            budget.settle(Some(&guard)).await;
+        }
         let saved = self.store.save(update, guard, entry).await;
         let saved = match saved {
             Ok(Durable { value, unkept }) => {
@@ -520,6 +537,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
         let entry = self.to_keep(entry);
+        if let Some(budget) = CycleBudget::of(&guard) {
+            budget.settle(Some(&guard)).await;
+        }
         match self.store.save_intervention(&record, guard, entry).await {
             Ok(Durable { value: (), unkept }) => run.unkept = unkept,
             Err(e) => match error::write_failure(&self.plan, e, paused.report().clone()) {

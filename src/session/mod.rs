@@ -34,6 +34,7 @@ use crate::hash::{Digest, HashParts};
 
 mod approval;
 mod file;
+mod file_budget;
 mod history;
 #[cfg(any(feature = "demo", feature = "testing"))]
 mod hook;
@@ -48,6 +49,7 @@ pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, 
 #[doc(hidden)]
 pub use crate::review::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, inbox, overview};
 pub use file::FileSessionStore;
+pub use file_budget::{BUDGETS_FILE, BUDGETS_LOCK, FileBudget, MAX_BUDGETS_FILE_BYTES, MAX_HOLDS};
 pub use history::{
     CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES,
     MAX_FAILURE_MESSAGE_CHARS, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE,

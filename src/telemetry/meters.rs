@@ -46,6 +46,8 @@ mod instruments {
         pub(super) step_failures: Counter<u64>,
         pub(super) pauses: UpDownCounter<i64>,
         pub(super) approvals: Counter<u64>,
+        pub(super) reservations: Counter<u64>,
+        pub(super) refusals: Counter<u64>,
     }
 
     /// The instruments, made from the global provider the first time after each
@@ -102,6 +104,16 @@ mod instruments {
                 .u64_counter(METRIC_APPROVALS)
                 .with_unit("{approval}")
                 .with_description("Reviewers' decisions, by verdict.")
+                .build(),
+            reservations: meter
+                .u64_counter(METRIC_BUDGET_RESERVATIONS)
+                .with_unit("{reservation}")
+                .with_description("Token reservations a budget granted to model calls.")
+                .build(),
+            refusals: meter
+                .u64_counter(METRIC_BUDGET_REFUSALS)
+                .with_unit("{refusal}")
+                .with_description("Model calls a token budget refused, by error type.")
                 .build(),
         }
     }
@@ -183,4 +195,20 @@ pub(crate) fn approval(verdict: &'static str) {
     instruments::get().approvals.add(1, &[opentelemetry::KeyValue::new(crate::telemetry::names::VERDICT, verdict)]);
     #[cfg(not(feature = "otel"))]
     let _ = verdict;
+}
+
+/// A model call asked its budget: granted (`None`), or refused with the refusal's code.
+pub(crate) fn budget_reserved(refused: Option<&'static str>) {
+    #[cfg(feature = "otel")]
+    {
+        let meters = instruments::get();
+        match refused {
+            None => meters.reservations.add(1, &[]),
+            Some(code) => {
+                meters.refusals.add(1, &[opentelemetry::KeyValue::new(crate::telemetry::names::ERROR_TYPE, code)])
+            }
+        }
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = refused;
 }

@@ -37,7 +37,7 @@ mod trace;
 #[cfg(feature = "otel")]
 pub use export::{SHUTDOWN_TIMEOUT, SpanCounts, Telemetry, TelemetryError};
 pub use meters::{DURATION_BUCKETS, TOKEN_BUCKETS, refresh_meters};
-pub(crate) use meters::{approval, cycle_ended, pause_closed};
+pub(crate) use meters::{approval, budget_reserved, cycle_ended, pause_closed};
 pub use model_call::{Message, ModelAnswer, ModelCall, Operation};
 pub use trace::{InvalidTraceParent, TraceParent};
 

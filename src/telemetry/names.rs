@@ -140,3 +140,8 @@ pub const METRIC_STEP_FAILURES: &str = "planlock.step.failures";
 pub const METRIC_PAUSES_PENDING: &str = "planlock.pauses.pending";
 /// Reviewers' decisions by verdict (`{approval}`).
 pub const METRIC_APPROVALS: &str = "planlock.approvals";
+/// Token reservations a budget granted to model calls (`{reservation}`, CONTRACT §20).
+pub const METRIC_BUDGET_RESERVATIONS: &str = "planlock.budget.reservations";
+/// Model calls a budget refused, by `error.type` (`budget-exhausted`, `budget-unavailable`;
+/// `{refusal}`).
+pub const METRIC_BUDGET_REFUSALS: &str = "planlock.budget.refusals";

@@ -10,6 +10,7 @@
 mod common;
 
 mod approvals;
+mod budgets;
 mod bundle;
 mod cli;
 mod cli_edges;

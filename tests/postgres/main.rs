@@ -42,6 +42,7 @@ use serde_json::{Value, json};
 
 mod approvals;
 mod batch;
+mod budgets;
 #[path = "../common/mod.rs"]
 mod common;
 mod fixture;
@@ -55,6 +56,7 @@ mod upgrade;
 mod worker;
 use approvals::*;
 use batch::*;
+use budgets::*;
 use common::around::Around;
 use common::pg::PgServer;
 use fixture::*;
@@ -109,6 +111,18 @@ const TESTS: &[(&str, Test)] = &[
     ),
     ("the_pgvector_tier_recalls_the_exact_ranking", the_pgvector_tier_recalls_the_exact_ranking),
     ("a_tenant_can_never_reach_another_tenants_sessions", a_tenant_can_never_reach_another_tenants_sessions),
+    (
+        "sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budget_fits",
+        sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budget_fits,
+    ),
+    (
+        "a_killed_workers_reservation_is_released_when_its_lease_runs_out",
+        a_killed_workers_reservation_is_released_when_its_lease_runs_out,
+    ),
+    (
+        "a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it",
+        a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it,
+    ),
     ("a_search_past_its_deadline_is_cancelled_by_the_server", a_search_past_its_deadline_is_cancelled_by_the_server),
     (
         "the_lease_refuses_a_second_worker_and_fences_a_stalled_one",

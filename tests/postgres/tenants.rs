@@ -23,7 +23,7 @@ pub(super) fn app_database(server: &PgServer, name: &str) -> String {
     url
 }
 
-fn tenant_db(url: &str, tenant: &str) -> PgDatabase {
+pub(super) fn tenant_db(url: &str, tenant: &str) -> PgDatabase {
     PgDatabase::connect_with(url, PgOptions::default().tenant(tenant)).unwrap()
 }
 

@@ -81,6 +81,7 @@ pub(super) fn worker(mode: &str) {
         std::process::exit(3)
     });
     match mode {
+        "budget-call" => budget_call_worker(&env, &db),
         // Pulls session keys from the queue table until every session has had its cycles.
         "queue" => {
             let mut queue = postgres::Client::connect(&env.url, postgres::NoTls).unwrap();

@@ -185,6 +185,14 @@ pub enum Command {
         #[arg(long, value_name = "URL", value_parser = parse_trace_url)]
         trace_url: Option<String>,
     },
+    /// The token budgets of the sessions (CONTRACT §20): tokens per period for every session of
+    /// the directory or tenant, or for those whose name starts with a prefix. A model call
+    /// reserves its estimate before it is sent and is refused (`budget-exhausted`) when a budget
+    /// cannot cover it; the cycle's save settles it to what the server reported.
+    Budget {
+        #[command(subcommand)]
+        command: BudgetCommand,
+    },
     /// The pauses waiting for a person across sessions: list them, show one with what is being
     /// approved, approve or reject it (from any machine that reaches the sessions; the session
     /// goes on at its next `run`), read a session's approval log.
@@ -345,6 +353,39 @@ pub struct DeciderArgs {
 /// `90s`, `15m`, `2h` or `1d`: a whole number and a unit.
 pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     planlock::review::inbox::parse_duration(s).map_err(|why| format!("`{s}` is not a duration: {why}"))
+}
+
+#[derive(Subcommand)]
+pub enum BudgetCommand {
+    /// Each budget: its prefix, tokens per period, what is used and reserved, what is left and
+    /// when it resets.
+    Show {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+    },
+    /// Set a budget (what this period used and holds is kept).
+    Set {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// The sessions it covers: those whose name or key starts with this (default: all).
+        #[arg(long, default_value = "")]
+        prefix: String,
+        /// Tokens per period: input and output, as the model server reports them.
+        #[arg(long, value_name = "N")]
+        tokens: u64,
+        /// The period (`90s`, `15m`, `2h`, `1d`), aligned to the Unix epoch: `1d` resets at
+        /// midnight UTC.
+        #[arg(long, value_parser = parse_duration, default_value = "1d")]
+        period: std::time::Duration,
+    },
+    /// Remove a budget.
+    Remove {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// The budget's prefix (default: the one covering every session).
+        #[arg(long, default_value = "")]
+        prefix: String,
+    },
 }
 
 #[derive(Subcommand)]

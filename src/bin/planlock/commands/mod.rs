@@ -5,6 +5,7 @@
 
 mod abandon;
 mod access;
+mod budget;
 mod decisions;
 mod grammar;
 mod hash;
@@ -54,6 +55,7 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
             run::run(out, cycle, Some(over))
         }
         Command::Inbox { command } => inbox::inbox(out, command),
+        Command::Budget { command } => budget::budget(out, command),
         Command::Access { command: AccessCommand::NewToken } => access::new_token(out),
         Command::Notify { sessions, access, once, timeout, first_retry } => {
             let options = planlock::review::notify::NotifyOptions::default().timeout(timeout).first_retry(first_retry);

@@ -99,6 +99,8 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
     let storage = opened.resolve(&resolver, &manifest).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     let storage = StoreHandlers::new(storage);
+    // The session's token budgets: each model call reserves from them (none set: nothing).
+    let budget = opened.budget();
     let store = demo.session_store(opened.into_session_store());
 
     // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
@@ -127,6 +129,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         .handlers(handlers)
         .bundle(manifest)
         .resolver(resolver)
+        .budget(budget)
         .record_content(crate::telemetry::captures_content())
         .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
     let runtime = match c.approval_ttl {

@@ -1,0 +1,315 @@
+//! Token budgets (CONTRACT §20): a model call reserves its estimate before it is sent, the
+//! cycle's save settles each reservation to the tokens the server reported, and a cycle that
+//! fails gives back what it reserved. Concurrency cannot overspend a budget, because the
+//! reservation is one conditional update where the budget is kept (a database row, a locked
+//! file): two workers never both get the last tokens.
+//!
+//! - [`TokenBudget`] is the port: where a session's budgets are kept. The session stores'
+//!   layer has the two places (`PgBudget` in PostgreSQL, `FileBudget` beside file sessions).
+//! - [`CycleBudget`] is one cycle's account: the runtime opens it with the cycle and keeps it in
+//!   the cycle's [`CycleGuard`]; a handler reserves through
+//!   [`StepContext::reserve_tokens`](crate::StepContext::reserve_tokens), which gives a
+//!   [`TokenHold`] to report the call's usage on.
+//! - [`BudgetError::Exhausted`] is `budget-exhausted` (CycleFail): the call is refused before it
+//!   is sent, with what was left and when the period resets.
+//!
+//! Layer 4, with the executor.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+
+use uuid::Uuid;
+
+use crate::contract::registry::{Failure, FailureKind};
+use crate::exec::open_cycle::CycleGuard;
+
+/// What a [`TokenBudget`] method returns: a boxed future, so that budgets are objects.
+pub type BudgetFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BudgetError>> + Send + 'a>>;
+
+/// One model call's request to its session's budgets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TokenAsk<'a> {
+    /// The reservation's id: new for each call.
+    pub id: Uuid,
+    /// The estimate: the request's input tokens, estimated, plus its `max_tokens`.
+    pub tokens: u64,
+    /// The cycle's number.
+    pub cycle: u64,
+    /// The step that calls the model.
+    pub step_id: &'a str,
+}
+
+/// What becomes of one reservation when its cycle ends: the tokens it held, and those the call
+/// used (what the server reported; `0` for a call that was never answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Charge {
+    /// The reservation's id.
+    pub id: Uuid,
+    /// The tokens reserved.
+    pub reserved: u64,
+    /// The tokens to charge.
+    pub used: u64,
+}
+
+/// Where a session's token budgets are kept, and the operations a cycle needs of them.
+///
+/// An implementation is made for one session (it knows the session's key, its tenant and who
+/// holds its lease or lock), and must make [`reserve`](Self::reserve) one atomic step: the check
+/// and the reservation together, so that concurrent cycles cannot both take the last tokens.
+/// A reservation whose holder died (a killed worker) is given back once the session's lease
+/// or lock is free, by whoever reserves next.
+///
+/// ```
+/// use planlock::budget::{BudgetFuture, Charge, TokenAsk, TokenBudget};
+/// use planlock::session::CycleGuard;
+///
+/// /// A budget that has no limit (what a runtime without budgets behaves as).
+/// #[derive(Debug)]
+/// struct Unlimited;
+/// impl TokenBudget for Unlimited {
+///     fn reserve<'a>(&'a self, _ask: TokenAsk<'a>) -> BudgetFuture<'a, ()> {
+///         Box::pin(async { Ok(()) })
+///     }
+///     fn settle<'a>(&'a self, _charges: &'a [Charge], _cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
+///         Box::pin(async { Ok(()) })
+///     }
+/// }
+/// ```
+pub trait TokenBudget: fmt::Debug + Send + Sync {
+    /// Reserves `ask.tokens` from every budget that covers the session, or none of them:
+    /// [`BudgetError::Exhausted`] naming the first that cannot cover it.
+    fn reserve<'a>(&'a self, ask: TokenAsk<'a>) -> BudgetFuture<'a, ()>;
+
+    /// Ends reservations: each gives back what it reserved and charges what it used (only once,
+    /// however often it is settled). With the cycle's guard, at the save of a completed or
+    /// paused cycle: a place that can makes it part of that save (PostgreSQL: a statement of the
+    /// save's batch, committed with it). Without, now and alone (a failed cycle).
+    fn settle<'a>(&'a self, charges: &'a [Charge], cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()>;
+}
+
+/// A budget as it stands: what `planlock budget show` prints.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BudgetState {
+    /// The sessions it covers: those whose key starts with this (`""`: every session).
+    pub prefix: String,
+    /// Tokens per period.
+    pub tokens: u64,
+    /// The period, in seconds.
+    pub period_secs: u64,
+    /// Tokens charged this period.
+    pub used: u64,
+    /// Tokens held by calls in flight.
+    pub reserved: u64,
+    /// When this period ends, RFC 3339 UTC.
+    pub resets_at: String,
+}
+
+impl BudgetState {
+    /// What is left this period: the tokens less what is used and reserved.
+    pub fn left(&self) -> u64 {
+        self.tokens.saturating_sub(self.used).saturating_sub(self.reserved)
+    }
+}
+
+/// The longest budget prefix accepted, in bytes (a session key's length).
+pub const MAX_PREFIX_BYTES: usize = 256;
+
+/// Checks a budget's settings before they are kept: a prefix of at most [`MAX_PREFIX_BYTES`] and
+/// a period of at least a second and at most a year.
+pub fn check_budget(prefix: &str, period_secs: u64) -> Result<(), String> {
+    if prefix.len() > MAX_PREFIX_BYTES {
+        return Err(format!("the prefix is {} bytes long; at most {MAX_PREFIX_BYTES}", prefix.len()));
+    }
+    if !(1..=366 * 86_400).contains(&period_secs) {
+        return Err(format!("the period is {period_secs} s; give one of 1 s to 366 days"));
+    }
+    Ok(())
+}
+
+/// Why a budget refused a call or could not be asked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BudgetError {
+    /// The budget cannot cover the call: it was not sent.
+    #[error(
+        "the token budget {} cannot cover this model call: it needs up to {asked} tokens and {left} of {limit} are \
+         left this period ({reserved} reserved by calls in flight); it resets at {}. Wait for the reset, raise the \
+         budget (`planlock budget set`), or ask for fewer tokens (`max_tokens`)",
+        scope_name(.scope), rfc3339(*.resets_at)
+    )]
+    Exhausted {
+        /// The budget: the session-key prefix it covers (`""`: every session of the tenant).
+        scope: String,
+        /// What the call asked for.
+        asked: u64,
+        /// What was left: the limit less what was used and what is reserved.
+        left: u64,
+        /// The budget's tokens per period.
+        limit: u64,
+        /// What calls in flight held.
+        reserved: u64,
+        /// When the period ends, in seconds since the Unix epoch.
+        resets_at: i64,
+    },
+    /// The place the budgets are kept could not be read or written; nothing was sent.
+    #[error("the token budgets at {place} could not be {doing}: {reason}; the model call was not sent")]
+    Unavailable {
+        /// The budgets' place (a database target or a file), shown without secrets.
+        place: String,
+        /// `read` or `written`.
+        doing: &'static str,
+        /// What failed.
+        reason: String,
+    },
+}
+
+fn scope_name(scope: &str) -> String {
+    if scope.is_empty() { "for every session".to_owned() } else { format!("for sessions `{scope}…`") }
+}
+
+/// `seconds` since the Unix epoch as RFC 3339 UTC.
+pub(crate) fn rfc3339(seconds: i64) -> String {
+    time::OffsetDateTime::from_unix_timestamp(seconds)
+        .ok()
+        .and_then(|t| t.format(&time::format_description::well_known::Rfc3339).ok())
+        .unwrap_or_else(|| format!("{seconds} s after the Unix epoch"))
+}
+
+impl Failure for BudgetError {
+    /// CycleFail: the next cycle may find the budget reset or raised.
+    fn kind(&self) -> FailureKind {
+        FailureKind::CycleFail
+    }
+    /// `budget-exhausted` or `budget-unavailable`.
+    fn code(&self) -> &'static str {
+        match self {
+            BudgetError::Exhausted { .. } => "budget-exhausted",
+            BudgetError::Unavailable { .. } => "budget-unavailable",
+        }
+    }
+}
+
+/// When the period of `period_secs` seconds that holds `now` (seconds since the Unix epoch)
+/// began: periods are aligned to the epoch (a day's budget resets at midnight UTC). The one rule
+/// both places follow.
+///
+/// ```
+/// use planlock::budget::period_start;
+/// assert_eq!(period_start(90_061, 86_400), 86_400); // a day after the epoch, plus an hour and a minute
+/// assert_eq!(period_start(59, 60), 0);
+/// ```
+pub fn period_start(now: i64, period_secs: u64) -> i64 {
+    let period = i64::try_from(period_secs.max(1)).unwrap_or(i64::MAX);
+    now.div_euclid(period).saturating_mul(period)
+}
+
+/// One cycle's account with its session's budget: the reservations its model calls made, and
+/// what each used. Opened by the runtime with the cycle, kept in the cycle's [`CycleGuard`];
+/// cloning shares it.
+#[derive(Clone)]
+pub struct CycleBudget {
+    budget: Arc<dyn TokenBudget>,
+    cycle: u64,
+    holds: Arc<Mutex<Vec<Held>>>,
+}
+
+impl fmt::Debug for CycleBudget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CycleBudget").field("budget", &self.budget).field("cycle", &self.cycle).finish()
+    }
+}
+
+/// A reservation of the cycle: its id, what it holds, and what the call used once answered.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    id: Uuid,
+    reserved: u64,
+    used: Option<u64>,
+}
+
+impl CycleBudget {
+    /// Cycle `cycle`'s account with `budget`.
+    pub fn new(budget: Arc<dyn TokenBudget>, cycle: u64) -> CycleBudget {
+        CycleBudget { budget, cycle, holds: Arc::default() }
+    }
+
+    /// `guard`'s cycle with this account attached: its steps reserve through it.
+    pub fn attach_to(self, guard: CycleGuard) -> CycleGuard {
+        guard.attach(self)
+    }
+
+    /// The account attached to `guard`'s cycle, if it has one.
+    pub fn of(guard: &CycleGuard) -> Option<&CycleBudget> {
+        guard.attached::<CycleBudget>()
+    }
+
+    /// Reserves `tokens` for a model call of step `step_id`; the hold reports what it used.
+    pub async fn reserve(&self, tokens: u64, step_id: &str) -> Result<TokenHold<'_>, BudgetError> {
+        let id = Uuid::new_v4();
+        let refused = self.budget.reserve(TokenAsk { id, tokens, cycle: self.cycle, step_id }).await;
+        crate::telemetry::budget_reserved(refused.as_ref().err().map(Failure::code));
+        refused?;
+        let mut holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        holds.push(Held { id, reserved: tokens, used: None });
+        Ok(TokenHold { cycle: Some(self), id })
+    }
+
+    /// What each reservation is charged: what its call used, as the server reported it (the
+    /// whole reservation when an answered call reported nothing), or `0` for a call never
+    /// answered.
+    pub fn charges(&self) -> Vec<Charge> {
+        let holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        holds.iter().map(|h| Charge { id: h.id, reserved: h.reserved, used: h.used.unwrap_or(0) }).collect()
+    }
+
+    /// Settles the cycle's reservations: with the guard, as part of its save; without, now. A
+    /// budget that cannot be written is left to give back what it holds when the session's lease
+    /// or lock ends (so it never overspends); the failure is logged, and the cycle goes on.
+    pub async fn settle(&self, cycle: Option<&CycleGuard>) {
+        let charges = self.charges();
+        if charges.is_empty() {
+            return;
+        }
+        if let Err(e) = self.budget.settle(&charges, cycle).await {
+            tracing::warn!(error = %e, "the cycle's token reservations were not settled; they are given back when the session's lease or lock ends");
+        }
+    }
+
+    fn answered(&self, id: Uuid, used: u64) {
+        let mut holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(held) = holds.iter_mut().find(|h| h.id == id) {
+            held.used = Some(held.used.unwrap_or(0).saturating_add(used));
+        }
+    }
+}
+
+/// A model call's reservation, from [`StepContext::reserve_tokens`](crate::StepContext::reserve_tokens):
+/// say what the call used once it is answered. A hold of a cycle without a budget does nothing.
+#[derive(Debug, Clone, Copy)]
+#[must_use = "report what the call used with `answered`"]
+pub struct TokenHold<'a> {
+    cycle: Option<&'a CycleBudget>,
+    id: Uuid,
+}
+
+impl TokenHold<'_> {
+    /// A hold on no budget.
+    pub(crate) fn none() -> TokenHold<'static> {
+        TokenHold { cycle: None, id: Uuid::nil() }
+    }
+
+    /// The call was answered: it used `tokens` (the server's `usage`, input and output), or,
+    /// when the server reported none, everything it reserved.
+    pub fn answered(self, tokens: Option<u64>) {
+        if let Some(cycle) = self.cycle {
+            let reserved = {
+                let holds = cycle.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                holds.iter().find(|h| h.id == self.id).map_or(0, |h| h.reserved)
+            };
+            cycle.answered(self.id, tokens.unwrap_or(reserved));
+        }
+    }
+}

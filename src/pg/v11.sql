@@ -1,0 +1,136 @@
+-- planlock schema version 11: token budgets that hold under concurrency (CONTRACT §20).
+--
+-- A budget is a number of tokens per period for the sessions of a tenant whose key starts with
+-- its prefix ('' : all of them). A model call reserves its estimate from every budget that
+-- covers its session, or from none: one statement, its budget rows locked in the order of their
+-- prefixes, each checked (used + reserved + asked <= tokens) before any is changed, so no two
+-- workers both take the last tokens. The cycle's save settles each reservation to what the
+-- call used, in the save's transaction; a failed cycle settles alone. A reservation whose
+-- worker lost the session's lease (killed, or stalled past it) is released by the next
+-- reservation of the tenant. Periods are aligned to the Unix epoch (a day's budget resets at
+-- midnight UTC); a budget row rolls over to the current period when it is next used.
+
+CREATE TABLE planlock_budgets (
+    prefix text NOT NULL,
+    tokens bigint NOT NULL CHECK (tokens >= 0),
+    period_secs bigint NOT NULL CHECK (period_secs > 0),
+    period_start timestamptz NOT NULL DEFAULT 'epoch',
+    used bigint NOT NULL DEFAULT 0,
+    reserved bigint NOT NULL DEFAULT 0,
+    tenant text NOT NULL DEFAULT planlock_tenant(),
+    PRIMARY KEY (prefix, tenant)
+);
+
+-- One row per reservation and budget it counts against. `state`: 'held' while the call is in
+-- flight, 'released' when its worker lost the lease first, 'settled' once charged.
+CREATE TABLE planlock_budget_holds (
+    id uuid NOT NULL,
+    prefix text NOT NULL,
+    session_key text NOT NULL,
+    owner uuid NOT NULL,
+    period_start timestamptz NOT NULL,
+    tokens bigint NOT NULL,
+    state text NOT NULL DEFAULT 'held',
+    used bigint,
+    made_at timestamptz NOT NULL DEFAULT now(),
+    tenant text NOT NULL DEFAULT planlock_tenant(),
+    PRIMARY KEY (id, prefix, tenant)
+);
+CREATE INDEX planlock_budget_holds_held ON planlock_budget_holds (session_key, tenant) WHERE state = 'held';
+
+ALTER TABLE planlock_budgets ENABLE ROW LEVEL SECURITY;
+ALTER TABLE planlock_budgets FORCE ROW LEVEL SECURITY;
+CREATE POLICY planlock_tenant ON planlock_budgets USING (tenant = planlock_tenant())
+    WITH CHECK (tenant = planlock_tenant());
+ALTER TABLE planlock_budget_holds ENABLE ROW LEVEL SECURITY;
+ALTER TABLE planlock_budget_holds FORCE ROW LEVEL SECURITY;
+CREATE POLICY planlock_tenant ON planlock_budget_holds USING (tenant = planlock_tenant())
+    WITH CHECK (tenant = planlock_tenant());
+
+-- The start of the period of `secs` seconds that holds now.
+CREATE FUNCTION planlock_period_start(secs bigint) RETURNS timestamptz
+LANGUAGE sql STABLE AS $$
+    SELECT to_timestamp(floor(extract(epoch FROM now()) / secs) * secs)
+$$;
+
+-- Reserves `p_tokens` for reservation `p_id` of session `p_key` (whose lease `p_owner` holds)
+-- from every budget covering the session, or from none. Returns no row when granted (or when
+-- no budget covers the session); one row naming the first budget that cannot cover it
+-- otherwise.
+CREATE FUNCTION planlock_budget_reserve(p_id uuid, p_key text, p_owner uuid, p_tokens bigint)
+RETURNS TABLE (prefix text, tokens bigint, left_tokens bigint, reserved bigint, resets_at double precision)
+LANGUAGE plpgsql AS $$
+DECLARE
+    b record;
+    found_any boolean := false;
+BEGIN
+    -- Every budget covering the session, locked first and in one order (no two reservations
+    -- wait on each other's rows), rolled to the current period.
+    FOR b IN
+        SELECT x.prefix FROM planlock_budgets x WHERE starts_with(p_key, x.prefix) ORDER BY x.prefix FOR UPDATE
+    LOOP
+        found_any := true;
+        UPDATE planlock_budgets x SET period_start = planlock_period_start(x.period_secs), used = 0, reserved = 0
+        WHERE x.prefix = b.prefix AND x.period_start < planlock_period_start(x.period_secs);
+    END LOOP;
+    IF NOT found_any THEN
+        RETURN;
+    END IF;
+    -- Their reservations whose worker no longer holds its session's lease (killed, or stalled
+    -- past it): released.
+    WITH gone AS (
+        UPDATE planlock_budget_holds h SET state = 'released'
+        WHERE h.state = 'held' AND starts_with(p_key, h.prefix) AND NOT EXISTS (
+            SELECT 1 FROM planlock_sessions s
+            WHERE s.session_key = h.session_key AND s.tenant = h.tenant
+              AND s.lease_owner = h.owner AND s.lease_until > now())
+        RETURNING h.prefix, h.period_start, h.tokens),
+    per AS (SELECT g.prefix, g.period_start, sum(g.tokens) AS n FROM gone g GROUP BY g.prefix, g.period_start)
+    UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.n, 0)
+    FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start;
+    -- Reservations of past periods that are over are forgotten.
+    DELETE FROM planlock_budget_holds h
+    WHERE h.state <> 'held' AND starts_with(p_key, h.prefix) AND h.made_at < now() - interval '1 day';
+    -- The first that cannot cover the call refuses it; nothing is reserved.
+    RETURN QUERY
+        SELECT x.prefix, x.tokens, greatest(x.tokens - x.used - x.reserved, 0), x.reserved,
+               extract(epoch FROM x.period_start)::double precision + x.period_secs
+        FROM planlock_budgets x
+        WHERE starts_with(p_key, x.prefix) AND x.used + x.reserved + p_tokens > x.tokens
+        ORDER BY x.prefix LIMIT 1;
+    IF FOUND THEN
+        RETURN;
+    END IF;
+    INSERT INTO planlock_budget_holds (id, prefix, session_key, owner, period_start, tokens)
+    SELECT p_id, x.prefix, p_key, p_owner, x.period_start, p_tokens
+    FROM planlock_budgets x WHERE starts_with(p_key, x.prefix);
+    UPDATE planlock_budgets x SET reserved = x.reserved + p_tokens WHERE starts_with(p_key, x.prefix);
+END
+$$;
+
+-- Settles reservations `p_ids` to what their calls used (`p_used`, in the same order): each gives
+-- back what it held (if its worker had not lost the lease first) and charges what it used to
+-- the period it was made in. A reservation is settled once, however often it is sent.
+CREATE FUNCTION planlock_budget_settle(p_ids uuid[], p_used bigint[]) RETURNS bigint
+LANGUAGE plpgsql AS $$
+DECLARE
+    h record;
+    n bigint := 0;
+BEGIN
+    FOR h IN
+        SELECT hh.id, hh.prefix, hh.period_start, hh.tokens, hh.state, u.used AS spent
+        FROM planlock_budget_holds hh JOIN unnest(p_ids, p_used) AS u(id, used) ON hh.id = u.id
+        WHERE hh.state <> 'settled'
+        ORDER BY hh.prefix, hh.id
+        FOR UPDATE OF hh
+    LOOP
+        UPDATE planlock_budgets x
+        SET reserved = CASE WHEN h.state = 'held' THEN greatest(x.reserved - h.tokens, 0) ELSE x.reserved END,
+            used = x.used + greatest(h.spent, 0)
+        WHERE x.prefix = h.prefix AND x.period_start = h.period_start;
+        UPDATE planlock_budget_holds SET state = 'settled', used = h.spent WHERE id = h.id AND prefix = h.prefix;
+        n := n + 1;
+    END LOOP;
+    RETURN n;
+END
+$$;

@@ -1,0 +1,346 @@
+//! [`FileBudget`]: the token budgets of the file sessions under one directory (CONTRACT §20),
+//! kept in one file beside them ([`BUDGETS_FILE`]) and changed only under an exclusive lock on
+//! [`BUDGETS_LOCK`], so that the sessions of several processes share them as the workers of a
+//! database do: a reservation reads, checks and writes the file under the lock, or reserves
+//! nothing.
+//!
+//! - A budget covers the sessions whose name (their root's, under the directory) starts with
+//!   its prefix; periods are aligned to the Unix epoch, as in the database.
+//! - A reservation names its session and the process's store of it. It is released once that
+//!   session's root is no longer locked (the process that held it ended: killed, or done), or
+//!   when another store of the session reserves (the lock is that store's now).
+//! - The file is planlock's own record, and read as input (CONTRACT §11): at most
+//!   [`MAX_BUDGETS_FILE_BYTES`], strictly; a damaged one refuses every call, naming it.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::exec::budget::{
+    BudgetError, BudgetFuture, BudgetState, Charge, TokenAsk, TokenBudget, period_start, rfc3339,
+};
+use crate::fsread::{ReadError, read_regular};
+use crate::session::CycleGuard;
+
+/// The budgets' file, in the directory of the sessions.
+pub const BUDGETS_FILE: &str = "planlock-budgets.json";
+
+/// The file locked while the budgets are read and changed.
+pub const BUDGETS_LOCK: &str = "planlock-budgets.lock";
+
+/// The largest budgets file read.
+pub const MAX_BUDGETS_FILE_BYTES: u64 = 4 << 20;
+
+/// The most reservations the file keeps; past it, a reservation is refused until calls settle.
+pub const MAX_HOLDS: usize = 10_000;
+
+/// Settled and released reservations are forgotten this long after they were made.
+const FORGET_AFTER_SECS: i64 = 86_400;
+
+/// The file's contents.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Book {
+    budgets: Vec<Kept>,
+    holds: Vec<Hold>,
+}
+
+/// One budget as the file keeps it.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Kept {
+    prefix: String,
+    tokens: u64,
+    period_secs: u64,
+    period_start: i64,
+    used: u64,
+    reserved: u64,
+}
+
+/// One reservation against one budget.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Hold {
+    id: Uuid,
+    prefix: String,
+    session: String,
+    owner: Uuid,
+    period_start: i64,
+    tokens: u64,
+    state: HoldState,
+    made_at: i64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+enum HoldState {
+    Held,
+    Released,
+    Settled,
+}
+
+impl Kept {
+    /// Rolled over to the period that holds `now`.
+    fn roll(&mut self, now: i64) {
+        let start = period_start(now, self.period_secs);
+        if self.period_start < start {
+            (self.period_start, self.used, self.reserved) = (start, 0, 0);
+        }
+    }
+
+    fn state(&self) -> BudgetState {
+        let resets = self.period_start.saturating_add(i64::try_from(self.period_secs).unwrap_or(i64::MAX));
+        BudgetState {
+            prefix: self.prefix.clone(),
+            tokens: self.tokens,
+            period_secs: self.period_secs,
+            used: self.used,
+            reserved: self.reserved,
+            resets_at: rfc3339(resets),
+        }
+    }
+}
+
+impl Book {
+    fn budget(&mut self, prefix: &str, period: i64) -> Option<&mut Kept> {
+        self.budgets.iter_mut().find(|b| b.prefix == prefix && b.period_start == period)
+    }
+
+    /// Ends hold `i`: gives back what it held (if still held) and charges `used`, to the period
+    /// it was made in.
+    fn end(&mut self, i: usize, used: Option<u64>) {
+        let (prefix, period, tokens, state) = {
+            let h = &self.holds[i];
+            (h.prefix.clone(), h.period_start, h.tokens, h.state)
+        };
+        if let Some(b) = self.budget(&prefix, period) {
+            if state == HoldState::Held {
+                b.reserved = b.reserved.saturating_sub(tokens);
+            }
+            if let Some(used) = used {
+                b.used = b.used.saturating_add(used);
+            }
+        }
+        self.holds[i].state = if used.is_some() { HoldState::Settled } else { HoldState::Released };
+    }
+}
+
+/// The token budgets of one file session, named `session` under `dir`, for its store open in
+/// this process; given to [`RuntimeBuilder::budget`](crate::runtime::RuntimeBuilder::budget).
+///
+/// ```
+/// use std::time::Duration;
+/// use planlock::session::FileBudget;
+/// let dir = tempfile::tempdir()?;
+/// FileBudget::set(dir.path(), "", 10_000, Duration::from_secs(86_400))?;
+/// let shown = FileBudget::budgets(dir.path())?;
+/// assert_eq!((shown[0].tokens, shown[0].left()), (10_000, 10_000));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct FileBudget {
+    dir: PathBuf,
+    session: String,
+    owner: Uuid,
+}
+
+impl FileBudget {
+    /// The budgets of session `session` (its root is `dir/session`), whose store this process
+    /// holds open.
+    pub fn new(dir: impl Into<PathBuf>, session: impl Into<String>) -> FileBudget {
+        FileBudget { dir: dir.into(), session: session.into(), owner: Uuid::new_v4() }
+    }
+
+    /// The budgets under `dir`, by prefix, as a reservation would see them now.
+    pub fn budgets(dir: &Path) -> Result<Vec<BudgetState>, BudgetError> {
+        let now = now();
+        let mut states = locked(dir, false, |book| {
+            book.budgets
+                .iter_mut()
+                .map(|b| {
+                    b.roll(now);
+                    b.state()
+                })
+                .collect::<Vec<_>>()
+        })?;
+        states.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+        Ok(states)
+    }
+
+    /// Sets the budget of the sessions under `dir` whose name starts with `prefix` (`""`: all):
+    /// `tokens` per `period`. What this period used and holds is kept.
+    pub fn set(dir: &Path, prefix: &str, tokens: u64, period: Duration) -> Result<(), BudgetError> {
+        let secs = period.as_secs().max(1);
+        locked(dir, true, |book| match book.budgets.iter_mut().find(|b| b.prefix == prefix) {
+            Some(b) => (b.tokens, b.period_secs) = (tokens, secs),
+            None => book.budgets.push(Kept {
+                prefix: prefix.to_owned(),
+                tokens,
+                period_secs: secs,
+                period_start: period_start(now(), secs),
+                used: 0,
+                reserved: 0,
+            }),
+        })
+    }
+
+    /// Removes the budget of `prefix` under `dir`; whether there was one.
+    pub fn remove(dir: &Path, prefix: &str) -> Result<bool, BudgetError> {
+        locked(dir, true, |book| {
+            let before = book.budgets.len();
+            book.budgets.retain(|b| b.prefix != prefix);
+            book.holds.retain(|h| h.prefix != prefix);
+            book.budgets.len() < before
+        })
+    }
+
+    /// Whether the hold's worker is gone: its session's root is not locked (the process that
+    /// held it ended), or it is this session's and another store's (this store holds the lock).
+    fn gone(&self, hold: &Hold) -> bool {
+        if hold.session == self.session {
+            return hold.owner != self.owner;
+        }
+        match File::open(self.dir.join(&hold.session)) {
+            Ok(root) => root.try_lock().is_ok(),
+            Err(_) => true,
+        }
+    }
+
+    fn reserve_now(&self, ask: &TokenAsk<'_>) -> Result<(), BudgetError> {
+        let now = now();
+        locked(&self.dir, true, |book| {
+            let covers = |prefix: &str| self.session.starts_with(prefix);
+            for b in book.budgets.iter_mut().filter(|b| covers(&b.prefix)) {
+                b.roll(now);
+            }
+            if !book.budgets.iter().any(|b| covers(&b.prefix)) {
+                return Ok(());
+            }
+            // The reservations of these budgets whose worker is gone, released; old ones forgotten.
+            for i in 0..book.holds.len() {
+                let h = &book.holds[i];
+                if h.state == HoldState::Held && covers(&h.prefix) && self.gone(h) {
+                    book.end(i, None);
+                }
+            }
+            book.holds.retain(|h| h.state == HoldState::Held || now - h.made_at < FORGET_AFTER_SECS);
+            let mut covering: Vec<&Kept> = book.budgets.iter().filter(|b| covers(&b.prefix)).collect();
+            covering.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+            if let Some(b) =
+                covering.iter().find(|b| b.used.saturating_add(b.reserved).saturating_add(ask.tokens) > b.tokens)
+            {
+                let state = b.state();
+                return Err(BudgetError::Exhausted {
+                    scope: b.prefix.clone(),
+                    asked: ask.tokens,
+                    left: state.left(),
+                    limit: b.tokens,
+                    reserved: b.reserved,
+                    resets_at: b.period_start.saturating_add(i64::try_from(b.period_secs).unwrap_or(i64::MAX)),
+                });
+            }
+            if book.holds.len() >= MAX_HOLDS {
+                return Err(self.unavailable("written", format!("it keeps {MAX_HOLDS} reservations already")));
+            }
+            for b in book.budgets.iter_mut().filter(|b| covers(&b.prefix)) {
+                b.reserved = b.reserved.saturating_add(ask.tokens);
+                book.holds.push(Hold {
+                    id: ask.id,
+                    prefix: b.prefix.clone(),
+                    session: self.session.clone(),
+                    owner: self.owner,
+                    period_start: b.period_start,
+                    tokens: ask.tokens,
+                    state: HoldState::Held,
+                    made_at: now,
+                });
+            }
+            Ok(())
+        })?
+    }
+
+    fn settle_now(&self, charges: &[Charge]) -> Result<(), BudgetError> {
+        locked(&self.dir, true, |book| {
+            for charge in charges {
+                for i in 0..book.holds.len() {
+                    if book.holds[i].id == charge.id && book.holds[i].state != HoldState::Settled {
+                        book.end(i, Some(charge.used));
+                    }
+                }
+            }
+        })
+    }
+
+    fn unavailable(&self, doing: &'static str, reason: String) -> BudgetError {
+        BudgetError::Unavailable { place: self.dir.join(BUDGETS_FILE).display().to_string(), doing, reason }
+    }
+}
+
+impl TokenBudget for FileBudget {
+    fn reserve<'a>(&'a self, ask: TokenAsk<'a>) -> BudgetFuture<'a, ()> {
+        Box::pin(async move { self.reserve_now(&ask) })
+    }
+
+    /// Settled now, whatever the cycle: a file cannot join the session's save (a settlement that
+    /// is lost in a crash is released with the session's lock, never overspent).
+    fn settle<'a>(&'a self, charges: &'a [Charge], _cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
+        Box::pin(async move { self.settle_now(charges) })
+    }
+}
+
+fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Runs `change` on the budgets under `dir` while holding their lock; writes them back
+/// (atomically and durably) when `write`. No file: no budgets.
+fn locked<T>(dir: &Path, write: bool, change: impl FnOnce(&mut Book) -> T) -> Result<T, BudgetError> {
+    let path = dir.join(BUDGETS_FILE);
+    let failed = |doing: &'static str, reason: String| BudgetError::Unavailable {
+        place: path.display().to_string(),
+        doing,
+        reason,
+    };
+    let lock = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(dir.join(BUDGETS_LOCK))
+        .map_err(|e| failed("read", format!("cannot open its lock file: {e}")))?;
+    lock.lock().map_err(|e| failed("read", format!("cannot lock it: {e}")))?;
+    let mut book = match read_regular(&path, MAX_BUDGETS_FILE_BYTES) {
+        Ok(bytes) => serde_json::from_slice::<Book>(&bytes).map_err(|e| {
+            failed(
+                "read",
+                format!(
+                    "it is not a budgets file planlock wrote ({e}); fix it, or remove it and set the budgets again"
+                ),
+            )
+        })?,
+        Err(ReadError::NotFound) => Book::default(),
+        Err(ReadError::TooLarge) => {
+            return Err(failed("read", format!("it is larger than {MAX_BUDGETS_FILE_BYTES} bytes")));
+        }
+        Err(ReadError::NotRegular(what)) => return Err(failed("read", format!("it is {what}"))),
+        Err(ReadError::Io(op, e)) => return Err(failed("read", format!("{op}: {e}"))),
+    };
+    let out = change(&mut book);
+    if write {
+        let bytes = serde_json::to_vec_pretty(&book).map_err(|e| failed("written", e.to_string()))?;
+        let mut temp = tempfile::Builder::new()
+            .prefix(".planlock-budgets.")
+            .tempfile_in(dir)
+            .map_err(|e| failed("written", e.to_string()))?;
+        temp.write_all(&bytes)
+            .and_then(|()| temp.as_file().sync_all())
+            .map_err(|e| failed("written", e.to_string()))?;
+        temp.persist(&path).map_err(|e| failed("written", e.error.to_string()))?;
+        File::open(dir).and_then(|d| d.sync_all()).map_err(|e| failed("written", e.to_string()))?;
+    }
+    drop(lock);
+    Ok(out)
+}

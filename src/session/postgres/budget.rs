@@ -1,0 +1,173 @@
+//! [`PgBudget`]: a session's token budgets in its database (CONTRACT §20; the statements are
+//! `v11.sql`'s), and the budgets of a tenant as a person sets and reads them.
+//!
+//! - A reservation is one statement on a connection of its own, committed at once: every
+//!   budget covering the session locked in one order, checked, and reserved from, or none.
+//! - The settlement of a completed or paused cycle is one more statement of its save's batch,
+//!   committed with the save (so a save that fails settles nothing, and the runtime settles it
+//!   alone); a failed cycle's is sent alone.
+//! - A reservation names the worker holding the session's lease: once that lease is given up or
+//!   runs out (a killed worker), the next reservation of a session under the same budget
+//!   releases it.
+
+use std::time::Duration;
+
+use tokio_postgres::types::Type;
+use uuid::Uuid;
+
+use super::PgSessionStore;
+use crate::exec::budget::{BudgetError, BudgetFuture, BudgetState, Charge, TokenAsk, TokenBudget, rfc3339};
+use crate::pg::cycle::PgCycle;
+use crate::pg::writes::PendingWrite;
+use crate::pg::{PgDatabase, PgError};
+use crate::session::CycleGuard;
+
+/// The reservation, refused by a row naming the budget that cannot cover it.
+const RESERVE: &str =
+    "SELECT prefix, tokens, left_tokens, reserved, resets_at FROM planlock_budget_reserve($1, $2, $3, $4)";
+
+/// The settlement of reservations: ids, and what each used.
+const SETTLE: &str = "SELECT planlock_budget_settle($1::uuid[], $2::int8[])";
+
+/// One session's token budgets in its database: made from the session's store (its key and the
+/// worker holding its lease), given to [`RuntimeBuilder::budget`](crate::runtime::RuntimeBuilder::budget).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use planlock::pg::PgDatabase;
+/// use planlock::session::postgres::{PgBudget, PgSessionStore};
+/// let db = PgDatabase::connect("postgres://planlock@db.internal/planlock")?;
+/// let store = PgSessionStore::open(&db, "team-a/conversation-42")?;
+/// let budget = Arc::new(PgBudget::of(&store));
+/// // Runtime::builder(policy_root, plan, store).budget(budget) …
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct PgBudget {
+    db: PgDatabase,
+    key: String,
+    owner: Uuid,
+}
+
+impl PgBudget {
+    /// The budgets of `store`'s session, reserved from under its lease.
+    pub fn of(store: &PgSessionStore) -> PgBudget {
+        PgBudget { db: store.database_of().clone(), key: store.key().to_owned(), owner: store.owner() }
+    }
+
+    fn unavailable(&self, doing: &'static str, reason: String) -> BudgetError {
+        BudgetError::Unavailable { place: format!("PostgreSQL at {}", self.db.target()), doing, reason }
+    }
+
+    /// Settles `charges` now, on a connection of its own.
+    async fn settle_alone(&self, charges: &[Charge]) -> Result<(), BudgetError> {
+        let (ids, used) = columns(charges);
+        let mut conn = self.db.connection().await.map_err(|e| self.unavailable("written", e.to_string()))?;
+        conn.query_typed(SETTLE, &[(&ids, Type::UUID_ARRAY), (&used, Type::INT8_ARRAY)])
+            .await
+            .map_err(|e| self.unavailable("written", crate::pg::reason(&e)))?;
+        Ok(())
+    }
+}
+
+/// The settlement's two arrays.
+fn columns(charges: &[Charge]) -> (Vec<Uuid>, Vec<i64>) {
+    let ids = charges.iter().map(|c| c.id).collect();
+    let used = charges.iter().map(|c| i64::try_from(c.used).unwrap_or(i64::MAX)).collect();
+    (ids, used)
+}
+
+impl TokenBudget for PgBudget {
+    fn reserve<'a>(&'a self, ask: TokenAsk<'a>) -> BudgetFuture<'a, ()> {
+        Box::pin(async move {
+            let tokens = i64::try_from(ask.tokens).unwrap_or(i64::MAX);
+            let mut conn = self.db.connection().await.map_err(|e| self.unavailable("read", e.to_string()))?;
+            let params = [
+                (&ask.id as _, Type::UUID),
+                (&self.key as _, Type::TEXT),
+                (&self.owner as _, Type::UUID),
+                (&tokens as _, Type::INT8),
+            ];
+            let refused = conn
+                .query_typed_opt(RESERVE, &params)
+                .await
+                .map_err(|e| self.unavailable("read", crate::pg::reason(&e)))?;
+            let Some(row) = refused else { return Ok(()) };
+            let count = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
+            Err(BudgetError::Exhausted {
+                scope: row.get(0),
+                asked: ask.tokens,
+                limit: count(1),
+                left: count(2),
+                reserved: count(3),
+                resets_at: row.get::<_, f64>(4) as i64,
+            })
+        })
+    }
+
+    fn settle<'a>(&'a self, charges: &'a [Charge], cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
+        Box::pin(async move {
+            let joined = cycle.and_then(CycleGuard::held::<PgCycle>).filter(|c| c.is_of(&self.db, &self.key));
+            match joined {
+                Some(cycle) => {
+                    let (ids, used) = columns(charges);
+                    let write = PendingWrite {
+                        step_id: None,
+                        doing: "settling the token budget",
+                        sql: SETTLE,
+                        params: vec![Box::new(ids), Box::new(used)],
+                    };
+                    cycle.keep_write(write).await;
+                    Ok(())
+                }
+                None => self.settle_alone(charges).await,
+            }
+        })
+    }
+}
+
+/// The budgets of `db`'s tenant (its connection's), by prefix.
+pub async fn budgets(db: &PgDatabase) -> Result<Vec<BudgetState>, PgError> {
+    let mut conn = db.connection().await?;
+    // As a reservation would see them: a budget whose period is over shows the new period's.
+    let sql = "SELECT prefix, tokens, period_secs,
+                      CASE WHEN period_start < planlock_period_start(period_secs) THEN 0 ELSE used END,
+                      CASE WHEN period_start < planlock_period_start(period_secs) THEN 0 ELSE reserved END,
+                      extract(epoch FROM planlock_period_start(period_secs))::float8 + period_secs
+               FROM planlock_budgets ORDER BY prefix";
+    let rows = conn.query_typed(sql, &[]).await.map_err(db.failed("reading the token budgets"))?;
+    let count = |row: &tokio_postgres::Row, i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
+    Ok(rows
+        .iter()
+        .map(|row| BudgetState {
+            prefix: row.get(0),
+            tokens: count(row, 1),
+            period_secs: count(row, 2),
+            used: count(row, 3),
+            reserved: count(row, 4),
+            resets_at: rfc3339(row.get::<_, f64>(5) as i64),
+        })
+        .collect())
+}
+
+/// Sets the budget of the sessions whose key starts with `prefix` (`""`: all of them) in `db`'s
+/// tenant: `tokens` per `period`. What this period used and holds is kept.
+pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Duration) -> Result<(), PgError> {
+    let (tokens, secs) = (i64::try_from(tokens).unwrap_or(i64::MAX), i64::try_from(period.as_secs()).unwrap_or(1));
+    let sql = "INSERT INTO planlock_budgets (prefix, tokens, period_secs) VALUES ($1, $2, $3)
+               ON CONFLICT (prefix, tenant) DO UPDATE SET tokens = EXCLUDED.tokens, period_secs = EXCLUDED.period_secs";
+    let mut conn = db.connection().await?;
+    let params = [(&prefix as _, Type::TEXT), (&tokens as _, Type::INT8), (&secs as _, Type::INT8)];
+    conn.query_typed(sql, &params).await.map_err(db.failed("setting a token budget"))?;
+    Ok(())
+}
+
+/// Removes the budget of `prefix` from `db`'s tenant; whether there was one.
+pub async fn remove_budget(db: &PgDatabase, prefix: &str) -> Result<bool, PgError> {
+    let mut conn = db.connection().await?;
+    let sql = "WITH gone AS (DELETE FROM planlock_budgets WHERE prefix = $1 RETURNING 1),
+                    holds AS (DELETE FROM planlock_budget_holds WHERE prefix = $1)
+               SELECT count(*) FROM gone";
+    let rows = conn.query_typed(sql, &[(&prefix, Type::TEXT)]).await.map_err(db.failed("removing a token budget"))?;
+    Ok(rows.first().is_some_and(|r| r.get::<_, i64>(0) > 0))
+}

@@ -1,0 +1,221 @@
+//! Token budgets beside file sessions (CONTRACT §20), through the CLI as an operator uses them:
+//! eight `planlock run` processes at once against a budget that fits three calls make three; a
+//! refused call is never sent and says what was left and when it resets; a failed cycle gives
+//! back what it reserved; a damaged budgets file refuses every call, naming it; and
+//! `planlock budget set|show|remove`.
+#![cfg(feature = "openai")]
+
+use crate::common;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use wiremock::matchers::{body_string_contains, method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// What each `LLMCall` asks the model to write at most; the server reports [`REPORTED`] used.
+const MAX_TOKENS: u64 = 4_000;
+const REPORTED: u64 = 4_100;
+/// What the server reports a summary (`SummarizeMemory`, the cycle's second call) used.
+const SUMMARY_REPORTED: u64 = 300;
+/// A cycle's two calls, with room for the summary's estimate (under 400 tokens) but not for a
+/// fourth `LLMCall`'s.
+const CYCLE: u64 = REPORTED + 400;
+
+/// A model server on 127.0.0.1 answering `status` after `delay`, with its runtime.
+fn model(status: u16, delay: Duration) -> (tokio::runtime::Runtime, MockServer) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        let body = json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "ok" }, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": REPORTED - MAX_TOKENS, "completion_tokens": MAX_TOKENS }
+        });
+        let summary = json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{ "index": 0, "message": { "role": "assistant",
+                "content": "{\"summary\": \"ok\", \"keywords\": [\"ok\"]}" }, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": SUMMARY_REPORTED - 20, "completion_tokens": 20 }
+        });
+        let summarize = ResponseTemplate::new(status).set_body_json(summary);
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .and(body_string_contains("Summarize the assistant"))
+            .respond_with(summarize)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        let answer = ResponseTemplate::new(status).set_body_json(body).set_delay(delay);
+        Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(answer).mount(&server).await;
+        server
+    });
+    (rt, server)
+}
+
+fn calls(rt: &tokio::runtime::Runtime, server: &MockServer) -> usize {
+    rt.block_on(server.received_requests()).map_or(0, |r| r.len())
+}
+
+/// A directory of sessions `s0`…, a policy and the demo plan asking for [`MAX_TOKENS`].
+struct Place {
+    dir: tempfile::TempDir,
+    policy: PathBuf,
+    plan: PathBuf,
+}
+
+impl Place {
+    fn new(sessions: usize) -> Place {
+        let dir = tempfile::tempdir().unwrap();
+        let policy = dir.path().join("policy");
+        common::policy(&policy, "friendly");
+        for i in 0..sessions {
+            std::fs::create_dir_all(dir.path().join("sessions").join(format!("s{i}"))).unwrap();
+        }
+        let plan = common::plan_with(|v| {
+            v["steps"].as_array_mut().unwrap().remove(0);
+            for step in v["steps"].as_array_mut().unwrap() {
+                if step["type"] == "LLMCall" {
+                    step["payload"]["config"] = json!({ "max_tokens": MAX_TOKENS });
+                }
+            }
+        });
+        let plan_file = dir.path().join("plan.json");
+        std::fs::write(&plan_file, plan.to_json()).unwrap();
+        Place { dir, policy, plan: plan_file }
+    }
+
+    fn sessions(&self) -> PathBuf {
+        self.dir.path().join("sessions")
+    }
+
+    fn run(&self, session: &str, server: &MockServer) -> std::process::Command {
+        let mut cmd = common::cli::planlock();
+        let root = self.sessions().join(session);
+        cmd.args(["--format", "json", "run", "--root"]).arg(root).arg("--policy-root").arg(&self.policy);
+        cmd.args(["--llm-url", &format!("{}/v1", server.uri()), "--llm-model", "m"]).arg(&self.plan);
+        cmd
+    }
+
+    fn budget(&self, args: &[&str]) -> (Option<i32>, Value) {
+        let out = common::cli::planlock()
+            .args(["--format", "json", "budget"])
+            .args(args)
+            .arg("--sessions")
+            .arg(self.sessions())
+            .output()
+            .unwrap();
+        (out.status.code(), common::cli::json(&out))
+    }
+
+    fn shown(&self) -> Value {
+        let (code, shown) = self.budget(&["show"]);
+        assert_eq!(code, Some(0), "{shown}");
+        shown["budgets"][0].clone()
+    }
+}
+
+fn report(out: &std::process::Output) -> Value {
+    common::cli::json(out)
+}
+
+#[test]
+fn eight_processes_at_once_make_exactly_the_calls_a_file_budget_fits() {
+    let place = Place::new(8);
+    let (rt, server) = model(200, Duration::from_millis(400));
+    let (code, set) = place.budget(&["set", "--tokens", &(3 * CYCLE).to_string(), "--period", "1d"]);
+    assert_eq!(code, Some(0), "{set}");
+    let running: Vec<_> = (0..8)
+        .map(|i| place.run(&format!("s{i}"), &server).stdout(std::process::Stdio::piped()).spawn().unwrap())
+        .collect();
+    let reports: Vec<Value> = running.into_iter().map(|c| report(&c.wait_with_output().unwrap())).collect();
+    assert_eq!(calls(&rt, &server), 6, "three cycles' two calls each, as the budget fits");
+    let completed = reports.iter().filter(|r| r["outcome"] == "completed").count();
+    assert_eq!(completed, 3, "{reports:#?}");
+    for refused in reports.iter().filter(|r| r["outcome"] != "completed") {
+        assert_eq!(
+            (refused["outcome"].as_str(), refused["errorCode"].as_str()),
+            (Some("CycleFail"), Some("budget-exhausted"))
+        );
+        let message = refused["error"].as_str().unwrap();
+        assert!(message.starts_with("step `llm` (LLMCall) failed [CycleFail]"), "{message}");
+        assert!(message.contains(&format!("of {} are left this period", 3 * CYCLE)), "{message}");
+        assert!(message.contains("it resets at ") && message.contains("T00:00:00Z"), "{message}");
+    }
+    let shown = place.shown();
+    let used = 3 * (REPORTED + SUMMARY_REPORTED);
+    assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(used), Some(0)), "{shown}");
+}
+
+#[test]
+fn a_failed_cycle_gives_back_what_it_reserved_and_a_prefix_narrows_the_budget() {
+    let place = Place::new(2);
+    let (rt, failing) = model(500, Duration::ZERO);
+    assert_eq!(place.budget(&["set", "--tokens", &CYCLE.to_string()]).0, Some(0));
+    // The server fails: nothing was used, everything reserved is back.
+    let out = place.run("s0", &failing).output().unwrap();
+    assert_eq!(report(&out)["errorCode"], "step-failed", "{}", report(&out));
+    assert_eq!(calls(&rt, &failing), 1);
+    let shown = place.shown();
+    assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(0), Some(0)), "{shown}");
+    // A budget of its own for `s1…`: the tenant-wide one still covers it too.
+    let (rt2, answering) = model(200, Duration::ZERO);
+    assert_eq!(place.budget(&["set", "--prefix", "s1", "--tokens", "10"]).0, Some(0));
+    let out = place.run("s1", &answering).output().unwrap();
+    let refused = report(&out);
+    assert_eq!(refused["errorCode"], "budget-exhausted", "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("for sessions `s1…`"), "{refused}");
+    assert_eq!(place.run("s0", &answering).output().unwrap().status.code(), Some(0));
+    assert_eq!(calls(&rt2, &answering), 2, "s0's two calls; s1's refused call was never sent");
+    let (code, removed) = place.budget(&["remove", "--prefix", "s1"]);
+    assert_eq!((code, removed["action"].as_str()), (Some(0), Some("removed")));
+    let (code, _) = place.budget(&["remove", "--prefix", "s1"]);
+    assert_ne!(code, Some(0), "there is no such budget any more");
+}
+
+#[test]
+fn a_damaged_budgets_file_refuses_every_call_naming_it() {
+    let place = Place::new(1);
+    let (rt, server) = model(200, Duration::ZERO);
+    let file = place.sessions().join(planlock::session::BUDGETS_FILE);
+    for damage in [&b"{\"budgets\": [{\"prefix\": 7}]"[..], b"\xff\xfe", b"{\"budgets\":[],\"holds\":[],\"extra\":1}"] {
+        std::fs::write(&file, damage).unwrap();
+        let refused = report(&place.run("s0", &server).output().unwrap());
+        assert_eq!(refused["errorCode"], "budget-unavailable", "{refused}");
+        let message = refused["error"].as_str().unwrap();
+        assert!(
+            message.contains(&*file.to_string_lossy()) && message.contains("the model call was not sent"),
+            "{message}"
+        );
+    }
+    // Larger than planlock ever writes: refused without reading it all.
+    let big = std::fs::File::create(&file).unwrap();
+    big.set_len(planlock::session::MAX_BUDGETS_FILE_BYTES + 1).unwrap();
+    let refused = report(&place.run("s0", &server).output().unwrap());
+    assert!(refused["error"].as_str().unwrap().contains("larger than"), "{refused}");
+    assert_eq!(calls(&rt, &server), 0);
+}
+
+#[test]
+fn a_dead_processs_reservation_is_released_once_its_root_is_unlocked() {
+    use planlock::budget::{TokenAsk, TokenBudget};
+    let place = Place::new(2);
+    let sessions = place.sessions();
+    planlock::session::FileBudget::set(&sessions, "", 100, Duration::from_secs(3_600)).unwrap();
+    let ask = |id| TokenAsk { id, tokens: 60, cycle: 1, step_id: "llm" };
+    // s0's store is open (its root locked) while it reserves: its reservation stands.
+    let s0 = planlock::session::FileSessionStore::open(sessions.join("s0")).unwrap();
+    let held = planlock::session::FileBudget::new(&sessions, "s0");
+    planlock::block_on(held.reserve(ask(uuid::Uuid::new_v4()))).unwrap();
+    let s1 = planlock::session::FileSessionStore::open(sessions.join("s1")).unwrap();
+    let other = planlock::session::FileBudget::new(&sessions, "s1");
+    let refused = planlock::block_on(other.reserve(ask(uuid::Uuid::new_v4()))).unwrap_err();
+    assert_eq!(planlock::Failure::code(&refused), "budget-exhausted", "{refused}");
+    // s0's process ends (its lock with it): the next reservation releases what it held.
+    drop(s0);
+    planlock::block_on(other.reserve(ask(uuid::Uuid::new_v4()))).unwrap();
+    drop(s1);
+    let shown = planlock::session::FileBudget::budgets(&sessions).unwrap();
+    assert_eq!(shown[0].reserved, 60, "{shown:?}");
+}

@@ -1,0 +1,232 @@
+//! Token budgets in the database (CONTRACT §20): 64 concurrent cycles on 4 workers against a
+//! budget that fits exactly 10 calls make exactly 10 model calls; a killed worker's reservation
+//! is released once its lease runs out; a tenant's budget is its own.
+
+use super::*;
+use planlock::block_on;
+use planlock::budget::TokenBudget;
+use planlock::handlers::{ModelConfig, OpenAiModel};
+use planlock::session::postgres::PgBudget;
+use planlock::steps::LLMCall;
+use std::sync::Arc;
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+/// Each call asks for this many tokens to be written (`max_tokens`); the server reports
+/// [`REPORTED`] used, more than any estimate, so a settlement never frees tokens.
+const MAX_TOKENS: u64 = 10_000;
+const REPORTED: u64 = 10_100;
+
+/// The killed worker's lease.
+const LEASE_MS: u64 = 3_000;
+
+/// A model server on 127.0.0.1 answering every chat request after `delay`, counting them; the
+/// tokio runtime that serves it.
+pub(super) fn counting_model(delay: Duration) -> (tokio::runtime::Runtime, MockServer) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        let body = json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "ok" }, "finish_reason": "stop" }],
+            "usage": { "prompt_tokens": REPORTED - MAX_TOKENS, "completion_tokens": MAX_TOKENS }
+        });
+        let answer = ResponseTemplate::new(200).set_body_json(body).set_delay(delay);
+        Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(answer).mount(&server).await;
+        server
+    });
+    (rt, server)
+}
+
+fn calls(rt: &tokio::runtime::Runtime, server: &MockServer) -> usize {
+    rt.block_on(server.received_requests()).map_or(0, |r| r.len())
+}
+
+/// The fixture's plan, its model call asking for [`MAX_TOKENS`].
+fn budget_plan(fx: &Fixture) -> ValidPlan {
+    let mut v: Value = serde_json::from_str(&fx.plan.to_json()).unwrap();
+    for step in v["steps"].as_array_mut().unwrap() {
+        if step["type"] == "LLMCall" {
+            step["payload"]["config"] = json!({ "max_tokens": MAX_TOKENS });
+        }
+    }
+    ValidPlan::from_value(&v).unwrap()
+}
+
+/// A runtime of `store`'s session whose `LLMCall` goes to `model_url`, under the session's budget.
+fn budgeted(fx: &Fixture, plan: &ValidPlan, store: PgSessionStore, model_url: &str) -> WorkerRuntime {
+    let manifest = BundleManifest::default_shared_bundle();
+    let resolved = StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap();
+    let model = OpenAiModel::new(ModelConfig::new(model_url, "m"));
+    let budget: Arc<dyn TokenBudget> = Arc::new(PgBudget::of(&store));
+    Runtime::builder(&fx.policy, plan.clone(), store)
+        .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).on::<LLMCall>(model).boxed())
+        .bundle(manifest)
+        .budget(budget)
+        .boot_blocking()
+        .unwrap()
+}
+
+fn budget_row(url: &str, prefix: &str) -> (i64, i64) {
+    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+    let row = client.query_one("SELECT used, reserved FROM planlock_budgets WHERE prefix = $1", &[&prefix]).unwrap();
+    (row.get(0), row.get(1))
+}
+
+pub(super) fn sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budget_fits(server: &PgServer) {
+    let url = server.database("budget_fleet");
+    let fx = fixture();
+    let plan = budget_plan(&fx);
+    let (rt, model) = counting_model(Duration::from_millis(300));
+    let model_url = format!("{}/v1", model.uri());
+    let setup = PgDatabase::connect(&url).unwrap();
+    block_on(planlock::session::postgres::set_budget(&setup, "", 10 * REPORTED, Duration::from_secs(86_400))).unwrap();
+
+    // 4 workers (a pool each), 16 sessions each, every cycle started at once.
+    let start = Arc::new(std::sync::Barrier::new(64));
+    let outcomes: Vec<Result<u64, String>> = std::thread::scope(|scope| {
+        let mut running = Vec::new();
+        for worker in 0..4 {
+            let db = PgDatabase::connect(&url).unwrap();
+            for session in 0..16 {
+                let (db, fx, plan, model_url, start) = (db.clone(), &fx, &plan, &model_url, start.clone());
+                running.push(scope.spawn(move || {
+                    let store = PgSessionStore::open(&db, &format!("w{worker}-s{session:02}")).unwrap();
+                    let mut runtime = budgeted(fx, plan, store, model_url);
+                    start.wait();
+                    run(&mut runtime)
+                }));
+            }
+        }
+        running.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let completed = outcomes.iter().filter(|o| o.is_ok()).count();
+    let refused: Vec<&String> = outcomes.iter().filter_map(|o| o.as_ref().err()).collect();
+    assert_eq!(calls(&rt, &model), 10, "the model was called exactly as often as the budget fits");
+    assert_eq!(completed, 10, "{refused:?}");
+    for line in &refused {
+        assert!(line.starts_with("budget-exhausted CycleFail LLMCall |"), "{line}");
+        assert!(line.contains("it resets at") && line.contains(&format!("of {}", 10 * REPORTED)), "{line}");
+    }
+    // Every reservation settled to what the server reported; nothing held.
+    assert_eq!(budget_row(&url, ""), (i64::try_from(10 * REPORTED).unwrap(), 0));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let states: Vec<(String, i64)> = client
+        .query("SELECT state, count(*) FROM planlock_budget_holds GROUP BY state", &[])
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1)))
+        .collect();
+    assert_eq!(states, vec![("settled".to_owned(), 10)]);
+    // A refused session runs its cycle again later: refused again, still nothing sent.
+    let store = PgSessionStore::open(&setup, "w0-late").unwrap();
+    let mut runtime = budgeted(&fx, &plan, store, &model_url);
+    let again = run(&mut runtime).unwrap_err();
+    assert!(again.starts_with("budget-exhausted"), "{again}");
+    assert_eq!(calls(&rt, &model), 10);
+}
+
+pub(super) fn a_killed_workers_reservation_is_released_when_its_lease_runs_out(server: &PgServer) {
+    let url = server.database("budget_killed");
+    let fx = fixture();
+    let plan = budget_plan(&fx);
+    let plan_file = fx.plan_file.with_file_name("budget-plan.json");
+    std::fs::write(&plan_file, plan.to_json()).unwrap();
+    // A server that takes a minute: the worker dies with its call in flight.
+    let (rt, slow) = counting_model(Duration::from_secs(60));
+    let setup = PgDatabase::connect(&url).unwrap();
+    block_on(planlock::session::postgres::set_budget(&setup, "", 2 * REPORTED, Duration::from_secs(86_400))).unwrap();
+
+    let mut child = Command::new(std::env::current_exe().unwrap())
+        .env("PLANLOCK_PG_WORKER", "budget-call")
+        .env("PLANLOCK_PG_URL", &url)
+        .env("PLANLOCK_PG_POLICY", &fx.policy)
+        .env("PLANLOCK_PG_PLAN", &plan_file)
+        .env("PLANLOCK_PG_LEASE_MS", LEASE_MS.to_string())
+        .env("PLANLOCK_PG_KEYS", "doomed")
+        .env("PLANLOCK_PG_MODEL", format!("{}/v1", slow.uri()))
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while calls(&rt, &slow) == 0 {
+        assert!(Instant::now() < deadline, "the worker never called the model");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let (_, reserved) = budget_row(&url, "");
+    assert!(reserved > 0, "the call in flight holds its reservation");
+    child.kill().unwrap();
+    child.wait().unwrap();
+
+    let killed = Instant::now();
+
+    // While the dead worker's lease runs, its reservation stands: one more call fits, the next
+    // does not.
+    let (rt2, fast) = counting_model(Duration::ZERO);
+    let fast_url = format!("{}/v1", fast.uri());
+    let cycle = |key: &str| {
+        let store = PgSessionStore::open(&setup, key).unwrap();
+        let mut runtime = budgeted(&fx, &plan, store, &fast_url);
+        run(&mut runtime)
+    };
+    assert_eq!(cycle("alive-0"), Ok(1));
+    let refused = cycle("alive-1").unwrap_err();
+    assert!(refused.starts_with("budget-exhausted"), "{refused}");
+    assert!(refused.contains(&format!("({reserved} reserved by calls in flight)")), "{refused}");
+    assert!(killed.elapsed() < Duration::from_millis(LEASE_MS), "the test ran past the lease");
+    // Once the lease has run out, the next reservation releases it.
+    std::thread::sleep(Duration::from_millis(LEASE_MS + 200));
+    assert_eq!(cycle("alive-1"), Ok(1), "the dead worker's reservation is released");
+    assert_eq!(calls(&rt2, &fast), 2);
+    assert_eq!(budget_row(&url, ""), (i64::try_from(2 * REPORTED).unwrap(), 0));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let state: String =
+        client.query_one("SELECT state FROM planlock_budget_holds WHERE session_key = 'doomed'", &[]).unwrap().get(0);
+    assert_eq!(state, "released");
+}
+
+/// The worker of [`a_killed_workers_reservation_is_released_when_its_lease_runs_out`]: one cycle
+/// of its session, its model call to `PLANLOCK_PG_MODEL`.
+pub(super) fn budget_call_worker(env: &WorkerEnv, db: &PgDatabase) {
+    let fx = Fixture {
+        _dir: tempfile::tempdir().unwrap(),
+        policy: env.policy.clone(),
+        plan_file: PathBuf::new(),
+        plan: env.plan.clone(),
+    };
+    let store = PgSessionStore::open_with_lease(db, &env.keys[0], env.lease).unwrap();
+    let model = std::env::var("PLANLOCK_PG_MODEL").unwrap();
+    let mut runtime = budgeted(&fx, &env.plan, store, &model);
+    let _ = run(&mut runtime);
+}
+
+pub(super) fn a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it(server: &PgServer) {
+    let url = app_database(server, "budget_tenants");
+    let fx = fixture();
+    let plan = budget_plan(&fx);
+    let (rt, model) = counting_model(Duration::ZERO);
+    let model_url = format!("{}/v1", model.uri());
+    let acme = tenant_db(&url, "acme");
+    let globex = tenant_db(&url, "globex");
+    // acme: two calls for the tenant, one for its `team-a/` sessions; globex: none set.
+    block_on(planlock::session::postgres::set_budget(&acme, "", 2 * REPORTED, Duration::from_secs(3_600))).unwrap();
+    block_on(planlock::session::postgres::set_budget(&acme, "team-a/", REPORTED, Duration::from_secs(3_600))).unwrap();
+    let cycle = |db: &PgDatabase, key: &str| {
+        let mut runtime = budgeted(&fx, &plan, PgSessionStore::open(db, key).unwrap(), &model_url);
+        run(&mut runtime)
+    };
+    assert_eq!(cycle(&acme, "team-a/1"), Ok(1));
+    let refused = cycle(&acme, "team-a/2").unwrap_err();
+    assert!(refused.starts_with("budget-exhausted") && refused.contains("sessions `team-a/…`"), "{refused}");
+    assert_eq!(cycle(&acme, "team-b/1"), Ok(1), "the tenant's budget had one call left");
+    let refused = cycle(&acme, "team-b/2").unwrap_err();
+    assert!(refused.contains("budget for every session"), "{refused}");
+    for i in 0..3 {
+        assert_eq!(cycle(&globex, &format!("team-a/{i}")), Ok(1), "globex has no budget: acme's is not its");
+    }
+    assert_eq!(calls(&rt, &model), 5);
+    let shown = block_on(planlock::session::postgres::budgets(&globex)).unwrap();
+    assert!(shown.is_empty(), "globex sees no budget of acme's: {shown:?}");
+    let shown = block_on(planlock::session::postgres::budgets(&acme)).unwrap();
+    assert_eq!(shown.iter().map(|b| (b.prefix.as_str(), b.left())).collect::<Vec<_>>(), [("", 0), ("team-a/", 0)]);
+}
