@@ -204,7 +204,12 @@ impl FileBudget {
         if hold.session == self.session {
             return hold.owner != self.owner;
         }
-        match File::open(self.dir.join(&hold.session)) {
+        // The name is read from the file (input): only a root's plain name is looked up, and
+        // opened as a directory only, without waiting (a FIFO there would hold an open).
+        if !crate::session::is_root_name(&hold.session) {
+            return true;
+        }
+        match open_dir(&self.dir.join(&hold.session)) {
             Ok(root) => root.try_lock().is_ok(),
             Err(_) => true,
         }
@@ -290,6 +295,18 @@ impl TokenBudget for FileBudget {
     fn settle<'a>(&'a self, charges: &'a [Charge], _cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
         Box::pin(async move { self.settle_now(charges) })
     }
+}
+
+/// Opens `path` only if it is a directory (not through a link), never waiting.
+fn open_dir(path: &Path) -> std::io::Result<File> {
+    let mut options = OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    options.open(path)
 }
 
 fn now() -> i64 {

@@ -219,3 +219,32 @@ fn a_dead_processs_reservation_is_released_once_its_root_is_unlocked() {
     let shown = planlock::session::FileBudget::budgets(&sessions).unwrap();
     assert_eq!(shown[0].reserved, 60, "{shown:?}");
 }
+
+#[test]
+fn holds_naming_a_fifo_or_a_path_outside_are_released_without_waiting() {
+    use planlock::budget::{TokenAsk, TokenBudget, period_start};
+    let place = Place::new(1);
+    let sessions = place.sessions();
+    assert!(std::process::Command::new("mkfifo").arg(sessions.join("fifo")).status().unwrap().success());
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs() as i64;
+    let start = period_start(now, 3_600);
+    let hold = |session: &str| {
+        json!({ "id": uuid::Uuid::new_v4(), "prefix": "", "session": session, "owner": uuid::Uuid::new_v4(),
+                "periodStart": start, "tokens": 30, "state": "held", "madeAt": now })
+    };
+    let book = json!({
+        "budgets": [{ "prefix": "", "tokens": 100, "periodSecs": 3_600, "periodStart": start, "used": 0, "reserved": 90 }],
+        "holds": [hold("fifo"), hold("../../../etc"), hold("gone-long-ago")],
+    });
+    std::fs::write(sessions.join(planlock::session::BUDGETS_FILE), book.to_string()).unwrap();
+    let _s0 = planlock::session::FileSessionStore::open(sessions.join("s0")).unwrap();
+    let budget = planlock::session::FileBudget::new(&sessions, "s0");
+    let (done, waited) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ask = TokenAsk { id: uuid::Uuid::new_v4(), tokens: 60, cycle: 1, step_id: "llm" };
+        let _ = done.send(planlock::block_on(budget.reserve(ask)));
+    });
+    let reserved = waited.recv_timeout(Duration::from_secs(10)).expect("the reservation never waits on a FIFO");
+    assert!(reserved.is_ok(), "the three dead holds are released: {reserved:?}");
+    assert_eq!(planlock::session::FileBudget::budgets(&sessions).unwrap()[0].reserved, 60);
+}
