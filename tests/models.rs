@@ -90,6 +90,45 @@ fn a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes(m: &Models) {
     assert_eq!(out.status.code(), Some(0), "resumed to completion: {}", text(&out));
 }
 
+/// A file budget is charged exactly what llama.cpp reports for a cycle's two calls, and a call it
+/// cannot cover is refused before it is sent.
+fn a_budget_is_charged_what_the_server_reports(m: &Models) {
+    let (pol, dir) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    policy(pol.path(), "friendly");
+    let plan = plan_file(dir.path(), |_| {});
+    let sessions = dir.path().join("sessions");
+    std::fs::create_dir_all(sessions.join("s")).unwrap();
+    let (sessions_s, pol_s, plan_s) =
+        (sessions.to_str().unwrap(), pol.path().to_str().unwrap(), plan.to_str().unwrap());
+    let root = sessions.join("s");
+    let root_s = root.to_str().unwrap();
+    let budget = |args: &[&str]| {
+        let out = planlock(&[&["--format", "json", "budget"][..], args, &["--sessions", sessions_s]].concat());
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out));
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    budget(&["set", "--tokens", "100000"]);
+    let run = || {
+        let model = ["--llm-url", &m.chat.url, "--llm-model", "smollm2"];
+        let args = [&["--format", "json", "run", "--root", root_s, "--policy-root", pol_s][..], &model, &[plan_s]];
+        let out = planlock(&args.concat());
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
+    };
+    let (code, report) = run();
+    assert_eq!(code, Some(0), "{report}");
+    let usage = &report["model"]["usage"];
+    let spent = usage["inputTokens"].as_u64().unwrap() + usage["outputTokens"].as_u64().unwrap();
+    let shown = &budget(&["show"])["budgets"][0];
+    assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(spent), Some(0)), "{shown} {report}");
+    // Ten tokens more than that: the next call's estimate does not fit; it is never sent.
+    budget(&["set", "--tokens", &(spent + 10).to_string()]);
+    let (code, refused) = run();
+    assert_eq!((code, refused["errorCode"].as_str()), (Some(1), Some("budget-exhausted")), "{refused}");
+    assert_eq!(refused["model"]["usage"]["inputTokens"].as_u64(), Some(0), "nothing was sent: {refused}");
+    assert_eq!(budget(&["show"])["budgets"][0]["used"].as_u64(), Some(spent));
+    println!("models: a cycle on SmolLM2 charged {spent} tokens, as the server reported them");
+}
+
 fn usage_tokens_are_on_the_chat_span(m: &Models) {
     use tracing_subscriber::layer::SubscriberExt;
     let model = OpenAiModel::new(ModelConfig::new(&m.chat.url, "smollm2"));
@@ -285,6 +324,7 @@ const TESTS: &[(&str, Test)] = &[
         the_cli_searches_a_semantic_session_with_the_real_embedder,
     ),
     ("usage_tokens_are_on_the_chat_span", usage_tokens_are_on_the_chat_span),
+    ("a_budget_is_charged_what_the_server_reports", a_budget_is_charged_what_the_server_reports),
     ("a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes", a_cli_cycle_runs_on_llama_cpp_and_a_pause_resumes),
     (
         "an_approved_answer_is_met_again_and_the_cycle_completes",
