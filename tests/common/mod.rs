@@ -3,6 +3,8 @@
 #![allow(dead_code)]
 
 pub mod around;
+#[cfg(feature = "openai")]
+pub mod chat;
 #[cfg(feature = "cli")]
 pub mod cli;
 #[cfg(feature = "cli")]

@@ -10,52 +10,20 @@ use crate::common;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use common::chat::{SUMMARY_REPORTED, calls};
 use serde_json::{Value, json};
-use wiremock::matchers::{body_string_contains, method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 /// What each `LLMCall` asks the model to write at most; the server reports [`REPORTED`] used.
 const MAX_TOKENS: u64 = 4_000;
 const REPORTED: u64 = 4_100;
-/// What the server reports a summary (`SummarizeMemory`, the cycle's second call) used.
-const SUMMARY_REPORTED: u64 = 300;
 /// A cycle's two calls, with room for the summary's estimate (under 400 tokens) but not for a
 /// fourth `LLMCall`'s.
 const CYCLE: u64 = REPORTED + 400;
 
 /// A model server on 127.0.0.1 answering `status` after `delay`, with its runtime.
 fn model(status: u16, delay: Duration) -> (tokio::runtime::Runtime, MockServer) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(async {
-        let server = MockServer::start().await;
-        let body = json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "ok" }, "finish_reason": "stop" }],
-            "usage": { "prompt_tokens": REPORTED - MAX_TOKENS, "completion_tokens": MAX_TOKENS }
-        });
-        let summary = json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{ "index": 0, "message": { "role": "assistant",
-                "content": "{\"summary\": \"ok\", \"keywords\": [\"ok\"]}" }, "finish_reason": "stop" }],
-            "usage": { "prompt_tokens": SUMMARY_REPORTED - 20, "completion_tokens": 20 }
-        });
-        let summarize = ResponseTemplate::new(status).set_body_json(summary);
-        Mock::given(method("POST"))
-            .and(path("/v1/chat/completions"))
-            .and(body_string_contains("Summarize the assistant"))
-            .respond_with(summarize)
-            .with_priority(1)
-            .mount(&server)
-            .await;
-        let answer = ResponseTemplate::new(status).set_body_json(body).set_delay(delay);
-        Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(answer).mount(&server).await;
-        server
-    });
-    (rt, server)
-}
-
-fn calls(rt: &tokio::runtime::Runtime, server: &MockServer) -> usize {
-    rt.block_on(server.received_requests()).map_or(0, |r| r.len())
+    common::chat::counting(status, delay, (REPORTED - MAX_TOKENS, MAX_TOKENS))
 }
 
 /// A directory of sessions `s0`…, a policy and the demo plan asking for [`MAX_TOKENS`].

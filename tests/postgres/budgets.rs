@@ -3,14 +3,14 @@
 //! is released once its lease runs out; a tenant's budget is its own.
 
 use super::*;
+use crate::common::chat::calls;
 use planlock::block_on;
 use planlock::budget::TokenBudget;
 use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::session::postgres::PgBudget;
 use planlock::steps::LLMCall;
 use std::sync::Arc;
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
 /// Each call asks for this many tokens to be written (`max_tokens`); the server reports
 /// [`REPORTED`] used, more than any estimate, so a settlement never frees tokens.
@@ -22,24 +22,8 @@ const LEASE_MS: u64 = 3_000;
 
 /// A model server on 127.0.0.1 answering every chat request after `delay`, counting them; the
 /// tokio runtime that serves it.
-pub(super) fn counting_model(delay: Duration) -> (tokio::runtime::Runtime, MockServer) {
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let server = rt.block_on(async {
-        let server = MockServer::start().await;
-        let body = json!({
-            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
-            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "ok" }, "finish_reason": "stop" }],
-            "usage": { "prompt_tokens": REPORTED - MAX_TOKENS, "completion_tokens": MAX_TOKENS }
-        });
-        let answer = ResponseTemplate::new(200).set_body_json(body).set_delay(delay);
-        Mock::given(method("POST")).and(path("/v1/chat/completions")).respond_with(answer).mount(&server).await;
-        server
-    });
-    (rt, server)
-}
-
-fn calls(rt: &tokio::runtime::Runtime, server: &MockServer) -> usize {
-    rt.block_on(server.received_requests()).map_or(0, |r| r.len())
+fn counting_model(delay: Duration) -> (tokio::runtime::Runtime, MockServer) {
+    crate::common::chat::counting(200, delay, (REPORTED - MAX_TOKENS, MAX_TOKENS))
 }
 
 /// The fixture's plan, its model call asking for [`MAX_TOKENS`].
