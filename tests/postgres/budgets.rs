@@ -214,3 +214,25 @@ pub(super) fn a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it(server:
     let shown = block_on(planlock::session::postgres::budgets(&acme)).unwrap();
     assert_eq!(shown.iter().map(|b| (b.prefix.as_str(), b.left())).collect::<Vec<_>>(), [("", 0), ("team-a/", 0)]);
 }
+
+/// What a budget costs a cycle on a warm worker: one round trip for its model call's
+/// reservation; the settlement travels in the save's batch (3 round trips, where a cycle without
+/// a budget takes 2).
+pub(super) fn a_budget_costs_a_cycle_one_round_trip_per_model_call(server: &PgServer) {
+    let url = server.database("budget_trips");
+    let fx = fixture();
+    let plan = budget_plan(&fx);
+    let (_rt, model) = counting_model(Duration::ZERO);
+    let model_url = format!("{}/v1", model.uri());
+    let db = PgDatabase::connect(&url).unwrap();
+    block_on(planlock::session::postgres::set_budget(&db, "", 1_000 * REPORTED, Duration::from_secs(86_400))).unwrap();
+    let mut runtime = budgeted(&fx, &plan, PgSessionStore::open(&db, "trips").unwrap(), &model_url);
+    let mut trips = Vec::new();
+    for _ in 0..6 {
+        let before = db.round_trips();
+        assert_eq!(run(&mut runtime), Ok(u64::try_from(trips.len()).unwrap() + 1));
+        trips.push(db.round_trips() - before);
+    }
+    assert_eq!(trips[2..], [3, 3, 3, 3], "round trips per cycle: {trips:?}");
+    assert_eq!(budget_row(&url, ""), (i64::try_from(6 * REPORTED).unwrap(), 0));
+}
