@@ -209,6 +209,26 @@ pub fn period_start(now: i64, period_secs: u64) -> i64 {
 /// One cycle's account with its session's budget: the reservations its model calls made, and
 /// what each used. Opened by the runtime with the cycle, kept in the cycle's [`CycleGuard`];
 /// cloning shares it.
+///
+/// ```
+/// use std::sync::Arc;
+/// use planlock::budget::{BudgetFuture, Charge, CycleBudget, TokenAsk, TokenBudget};
+/// use planlock::session::CycleGuard;
+/// # #[derive(Debug)]
+/// # struct Unlimited;
+/// # impl TokenBudget for Unlimited {
+/// #     fn reserve<'a>(&'a self, _: TokenAsk<'a>) -> BudgetFuture<'a, ()> { Box::pin(async { Ok(()) }) }
+/// #     fn settle<'a>(&'a self, _: &'a [Charge], _: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
+/// #         Box::pin(async { Ok(()) })
+/// #     }
+/// # }
+/// let guard = CycleBudget::new(Arc::new(Unlimited), 1).attach_to(CycleGuard::none());
+/// let account = CycleBudget::of(&guard).expect("attached");
+/// let hold = planlock::block_on(account.reserve(600, "llm"))?;
+/// hold.answered(Some(142)); // what the server reported
+/// assert_eq!((account.charges()[0].reserved, account.charges()[0].used), (600, 142));
+/// # Ok::<(), planlock::budget::BudgetError>(())
+/// ```
 #[derive(Clone)]
 pub struct CycleBudget {
     budget: Arc<dyn TokenBudget>,
@@ -288,7 +308,7 @@ impl CycleBudget {
 
 /// A model call's reservation, from [`StepContext::reserve_tokens`](crate::StepContext::reserve_tokens):
 /// say what the call used once it is answered. A hold of a cycle without a budget does nothing.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 #[must_use = "report what the call used with `answered`"]
 pub struct TokenHold<'a> {
     cycle: Option<&'a CycleBudget>,

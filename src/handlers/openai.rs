@@ -28,6 +28,11 @@
 //!   with content recording on. Token usage is also in the cycle report ([`StepRecord::usage`](crate::executor::StepRecord::usage),
 //!   [`CycleReport::usage`](crate::CycleReport::usage)).
 //!
+//! - Token budgets (CONTRACT §20): before a request is sent, its estimate (its messages at a
+//!   token per 3 bytes, plus its `max_tokens`) is reserved from the session's budgets
+//!   ([`StepContext::reserve_tokens`]); a refusal fails the step with `budget-exhausted` and
+//!   nothing is sent. The usage the server reports is what the cycle's save settles.
+//!
 //! The HTTP client is [`reqwest`] with rustls (no system OpenSSL), running on one background
 //! thread of planlock's own: a call is awaited from any executor (or blocked on from plain
 //! code), and a model's wait holds no thread of the caller's, so one worker thread drives

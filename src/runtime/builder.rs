@@ -80,9 +80,9 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
     /// estimate before it is sent (refused with `budget-exhausted` when a budget cannot cover
     /// it), the cycle's save settles what the calls used, and a failed cycle gives back what it
     /// reserved. Made for the same session as the store: a backend's
-    /// [`OpenedSession::budget`](crate::backend::OpenedSession::budget), or a
-    /// [`PgBudget`](crate::session::postgres::PgBudget) or
-    /// [`FileBudget`](crate::session::FileBudget) of its own. Without one, nothing is reserved.
+    /// [`OpenedSession::budget`](crate::backend::OpenedSession::budget), or a `PgBudget`
+    /// (`session::postgres`, feature `postgres`) or [`FileBudget`](crate::session::FileBudget)
+    /// of its own. Without one, nothing is reserved.
     pub fn budget(mut self, budget: Arc<dyn TokenBudget>) -> Self {
         self.budget = Some(budget);
         self

@@ -172,11 +172,25 @@ impl FileBudget {
     }
 
     /// Sets the budget of the sessions under `dir` whose name starts with `prefix` (`""`: all):
-    /// `tokens` per `period`. What this period used and holds is kept.
+    /// `tokens` per `period`. What this period used and holds is kept; another period starts
+    /// now, aligned to itself (`1d`: since midnight UTC).
     pub fn set(dir: &Path, prefix: &str, tokens: u64, period: Duration) -> Result<(), BudgetError> {
         let secs = period.as_secs().max(1);
         locked(dir, true, |book| match book.budgets.iter_mut().find(|b| b.prefix == prefix) {
-            Some(b) => (b.tokens, b.period_secs) = (tokens, secs),
+            Some(b) => {
+                let changed = b.period_secs != secs;
+                (b.tokens, b.period_secs) = (tokens, secs);
+                // Another period starts now, aligned to itself; the reservations in flight move
+                // with it, so that their settlement finds the budget they were made from.
+                let (old, new) = (b.period_start, period_start(now(), secs));
+                if changed {
+                    b.period_start = new;
+                    let moved = book.holds.iter_mut().filter(|h| h.prefix == prefix && h.period_start == old);
+                    for hold in moved.filter(|h| h.state == HoldState::Held) {
+                        hold.period_start = new;
+                    }
+                }
+            }
             None => book.budgets.push(Kept {
                 prefix: prefix.to_owned(),
                 tokens,

@@ -216,3 +216,24 @@ fn holds_naming_a_fifo_or_a_path_outside_are_released_without_waiting() {
     assert!(reserved.is_ok(), "the three dead holds are released: {reserved:?}");
     assert_eq!(planlock::session::FileBudget::budgets(&sessions).unwrap()[0].reserved, 60);
 }
+
+#[test]
+fn a_new_period_starts_aligned_and_takes_the_reservations_in_flight_along() {
+    use planlock::budget::{Charge, TokenAsk, TokenBudget};
+    let place = Place::new(1);
+    let sessions = place.sessions();
+    assert_eq!(place.budget(&["set", "--tokens", "1000", "--period", "1h"]).0, Some(0));
+    let _s0 = planlock::session::FileSessionStore::open(sessions.join("s0")).unwrap();
+    let budget = planlock::session::FileBudget::new(&sessions, "s0");
+    let id = uuid::Uuid::new_v4();
+    planlock::block_on(budget.reserve(TokenAsk { id, tokens: 60, cycle: 1, step_id: "llm" })).unwrap();
+    // A day instead of an hour: it resets at midnight UTC, and the call in flight still settles.
+    assert_eq!(place.budget(&["set", "--tokens", "1000", "--period", "1d"]).0, Some(0));
+    let shown = place.shown();
+    assert!(shown["resetsAt"].as_str().unwrap().ends_with("T00:00:00Z"), "{shown}");
+    assert_eq!(shown["reserved"].as_u64(), Some(60), "{shown}");
+    let charge = Charge { id, reserved: 60, used: 42 };
+    planlock::block_on(budget.settle(&[charge], None)).unwrap();
+    let shown = place.shown();
+    assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(42), Some(0)), "{shown}");
+}

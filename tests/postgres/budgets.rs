@@ -213,6 +213,31 @@ pub(super) fn a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it(server:
     assert!(shown.is_empty(), "globex sees no budget of acme's: {shown:?}");
     let shown = block_on(planlock::session::postgres::budgets(&acme)).unwrap();
     assert_eq!(shown.iter().map(|b| (b.prefix.as_str(), b.left())).collect::<Vec<_>>(), [("", 0), ("team-a/", 0)]);
+
+    // A day instead of an hour, with a call in flight: the new period starts at midnight UTC,
+    // and the call's reservation goes with it and settles.
+    let store = PgSessionStore::open(&acme, "team-c/1").unwrap();
+    let budget = PgBudget::of(&store);
+    block_on(planlock::session::postgres::set_budget(&acme, "team-c/", 100, Duration::from_secs(3_600))).unwrap();
+    let id = uuid::Uuid::new_v4();
+    let ask = planlock::budget::TokenAsk { id, tokens: 60, cycle: 1, step_id: "llm" };
+    // The tenant-wide budget is spent: lift it for this.
+    block_on(planlock::session::postgres::remove_budget(&acme, "")).unwrap();
+    block_on(budget.reserve(ask)).unwrap();
+    block_on(planlock::session::postgres::set_budget(&acme, "team-c/", 100, Duration::from_secs(86_400))).unwrap();
+    let team_c = |db: &PgDatabase| {
+        let shown = block_on(planlock::session::postgres::budgets(db)).unwrap();
+        shown.into_iter().find(|b| b.prefix == "team-c/").unwrap()
+    };
+    let moved = team_c(&acme);
+    assert!(moved.resets_at.ends_with("T00:00:00Z") && moved.reserved == 60, "{moved:?}");
+    let charge = planlock::budget::Charge { id, reserved: 60, used: 42 };
+    block_on(budget.settle(&[charge], None)).unwrap();
+    let settled = team_c(&acme);
+    assert_eq!((settled.used, settled.reserved), (42, 0));
+    // An hour again: what this period used is kept.
+    block_on(planlock::session::postgres::set_budget(&acme, "team-c/", 100, Duration::from_secs(3_600))).unwrap();
+    assert_eq!(team_c(&acme).used, 42);
 }
 
 /// What a budget costs a cycle on a warm worker: one round trip for its model call's

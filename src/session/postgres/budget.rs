@@ -151,11 +151,23 @@ pub async fn budgets(db: &PgDatabase) -> Result<Vec<BudgetState>, PgError> {
 }
 
 /// Sets the budget of the sessions whose key starts with `prefix` (`""`: all of them) in `db`'s
-/// tenant: `tokens` per `period`. What this period used and holds is kept.
+/// tenant: `tokens` per `period`. What this period used and holds is kept; another period
+/// starts now, aligned to itself (`1d`: since midnight UTC).
 pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Duration) -> Result<(), PgError> {
     let (tokens, secs) = (i64::try_from(tokens).unwrap_or(i64::MAX), i64::try_from(period.as_secs()).unwrap_or(1));
-    let sql = "INSERT INTO planlock_budgets (prefix, tokens, period_secs) VALUES ($1, $2, $3)
-               ON CONFLICT (prefix, tenant) DO UPDATE SET tokens = EXCLUDED.tokens, period_secs = EXCLUDED.period_secs";
+    // A new period starts now, aligned to itself; the reservations in flight move with it, so
+    // that their settlement finds the budget they were made from.
+    let sql = "WITH old AS (SELECT period_start FROM planlock_budgets WHERE prefix = $1 FOR UPDATE),
+                    kept AS (
+                      INSERT INTO planlock_budgets AS b (prefix, tokens, period_secs, period_start)
+                      VALUES ($1, $2, $3, planlock_period_start($3))
+                      ON CONFLICT (prefix, tenant) DO UPDATE SET tokens = EXCLUDED.tokens,
+                        period_secs = EXCLUDED.period_secs,
+                        period_start = CASE WHEN b.period_secs = EXCLUDED.period_secs THEN b.period_start
+                                            ELSE EXCLUDED.period_start END
+                      RETURNING period_start)
+               UPDATE planlock_budget_holds h SET period_start = (SELECT period_start FROM kept)
+               WHERE h.prefix = $1 AND h.state = 'held' AND h.period_start = (SELECT period_start FROM old)";
     let mut conn = db.connection().await?;
     let params = [(&prefix as _, Type::TEXT), (&tokens as _, Type::INT8), (&secs as _, Type::INT8)];
     conn.query_typed(sql, &params).await.map_err(db.failed("setting a token budget"))?;
