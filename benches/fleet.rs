@@ -39,7 +39,8 @@
 //! that drops them: `fleet/collector.rs`) against off, 3 rounds of each, interleaved. The smoke
 //! run does one round of its own configuration.
 //!
-//! Tenants' cost (issue 45), with `FLEET_TENANTS=1`: see `fleet/tenants.rs`.
+//! Tenants' and token budgets' cost (issue 45), with `FLEET_TENANTS=1` or `FLEET_BUDGETS=1`: see
+//! `fleet/switches.rs`.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -58,8 +59,8 @@ mod peer;
 mod plot;
 #[path = "fleet/proc.rs"]
 mod proc;
-#[path = "fleet/tenants.rs"]
-mod tenants;
+#[path = "fleet/switches.rs"]
+mod switches;
 #[path = "fleet/worker.rs"]
 mod worker;
 
@@ -527,7 +528,7 @@ fn main() {
         models.push((0, proc::ModelServer::start(0)));
     }
     let model = &models.iter().find(|(l, _)| *l == 0).unwrap().1;
-    tenants::overhead(quick, window, &url, &pg, model, &policy, &plan, &mut records);
+    switches::overhead(quick, window, &url, &pg, model, &policy, &plan, &mut records);
     std::fs::write(out.join("results.json"), serde_json::to_string_pretty(&records).unwrap()).unwrap();
     if !quick {
         std::fs::write(out.join("fleet.svg"), plot::svg(&records)).unwrap();

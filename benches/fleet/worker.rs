@@ -5,9 +5,11 @@ use std::cell::RefCell;
 use std::path::Path;
 use std::process::Command;
 use std::rc::Rc;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use planlock::ValidPlan;
+use planlock::budget::TokenBudget;
 use planlock::demo::Demo;
 use planlock::handler::Boxed;
 use planlock::handlers::{ModelConfig, OpenAiModel};
@@ -15,7 +17,7 @@ use planlock::pg::{PgDatabase, PgOptions};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::FileSessionStore;
 use planlock::session::SessionStore;
-use planlock::session::postgres::PgSessionStore;
+use planlock::session::postgres::{PgBudget, PgSessionStore};
 use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
@@ -176,7 +178,10 @@ pub fn main(backend: &str) {
                     let storage = StoreHandlers::new(
                         StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap(),
                     );
-                    boot(&policy, &plan, store, &storage, &model, &manifest)
+                    // Under the database's budgets when the parent says so (`fleet/switches.rs`).
+                    let budget: Option<Arc<dyn TokenBudget>> =
+                        std::env::var_os("FLEET_BUDGET").map(|_| Arc::new(PgBudget::of(&store)) as _);
+                    boot(&policy, &plan, store, &storage, &model, &manifest, budget)
                 })
                 .collect();
             drive(runtimes, base, window, || Some(db.round_trips()));
@@ -191,7 +196,7 @@ pub fn main(backend: &str) {
                     std::fs::create_dir_all(&root).unwrap();
                     let store = FileSessionStore::open(&root).unwrap();
                     let storage = StoreHandlers::new(StrategyResolver::default().resolve(&manifest, &root).unwrap());
-                    boot(&policy, &plan, store, &storage, &model, &manifest)
+                    boot(&policy, &plan, store, &storage, &model, &manifest, None)
                 })
                 .collect();
             drive(runtimes, base, window, || None);
@@ -206,10 +211,17 @@ fn boot<S: SessionStore + 'static>(
     storage: &StoreHandlers<ResolvedStore>,
     model: &OpenAiModel,
     manifest: &BundleManifest,
+    budget: Option<Arc<dyn TokenBudget>>,
 ) -> Runtime<S, Boxed> {
     let handlers =
         Demo::new().with_store(storage).on::<LLMCall>(model.clone()).on::<SummarizeMemory>(model.clone()).boxed();
-    Runtime::builder(policy, plan.clone(), store).handlers(handlers).bundle(manifest.clone()).boot_blocking().unwrap()
+    let runtime = Runtime::builder(policy, plan.clone(), store).handlers(handlers).bundle(manifest.clone());
+    match budget {
+        Some(budget) => runtime.budget(budget),
+        None => runtime,
+    }
+    .boot_blocking()
+    .unwrap()
 }
 
 /// Drives every session at once: cycles start until the window ends, then the cycles in flight

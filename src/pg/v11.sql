@@ -7,7 +7,7 @@
 -- workers both take the last tokens. The cycle's save settles each reservation to what the
 -- call used, in the save's transaction; a failed cycle settles alone. A reservation whose
 -- worker lost the session's lease (killed, or stalled past it) is released by the next
--- reservation of the tenant. Periods are aligned to the Unix epoch (a day's budget resets at
+-- reservation that finds its budget short. Periods are aligned to the Unix epoch (a day's budget resets at
 -- midnight UTC); a budget row rolls over to the current period when it is next used.
 
 CREATE TABLE planlock_budgets (
@@ -21,8 +21,9 @@ CREATE TABLE planlock_budgets (
     PRIMARY KEY (prefix, tenant)
 );
 
--- One row per reservation and budget it counts against. `state`: 'held' while the call is in
--- flight, 'released' when its worker lost the lease first, 'settled' once charged.
+-- One row per reservation in flight and budget it counts against, gone once settled. `state`:
+-- 'held' while the call is in flight, 'released' when its worker lost the lease first (kept a
+-- day, so that a late settlement still charges what its call used).
 CREATE TABLE planlock_budget_holds (
     id uuid NOT NULL,
     prefix text NOT NULL,
@@ -31,7 +32,6 @@ CREATE TABLE planlock_budget_holds (
     period_start timestamptz NOT NULL,
     tokens bigint NOT NULL,
     state text NOT NULL DEFAULT 'held',
-    used bigint,
     made_at timestamptz NOT NULL DEFAULT now(),
     tenant text NOT NULL DEFAULT planlock_tenant(),
     PRIMARY KEY (id, prefix, tenant)
@@ -56,12 +56,14 @@ $$;
 -- Reserves `p_tokens` for reservation `p_id` of session `p_key` (whose lease `p_owner` holds)
 -- from every budget covering the session, or from none. Returns no row when granted (or when
 -- no budget covers the session); one row naming the first budget that cannot cover it
--- otherwise.
+-- otherwise. Only then are the reservations of workers that lost their lease looked for and
+-- released, and the call checked again: the common path touches the budgets and one new hold.
 CREATE FUNCTION planlock_budget_reserve(p_id uuid, p_key text, p_owner uuid, p_tokens bigint)
 RETURNS TABLE (prefix text, tokens bigint, left_tokens bigint, reserved bigint, resets_at double precision)
 LANGUAGE plpgsql AS $$
 DECLARE
     b record;
+    short record;
     found_any boolean := false;
 BEGIN
     -- Every budget covering the session, locked first and in one order (no two reservations
@@ -76,31 +78,36 @@ BEGIN
     IF NOT found_any THEN
         RETURN;
     END IF;
-    -- Their reservations whose worker no longer holds its session's lease (killed, or stalled
-    -- past it): released.
-    WITH gone AS (
-        UPDATE planlock_budget_holds h SET state = 'released'
-        WHERE h.state = 'held' AND starts_with(p_key, h.prefix) AND NOT EXISTS (
-            SELECT 1 FROM planlock_sessions s
-            WHERE s.session_key = h.session_key AND s.tenant = h.tenant
-              AND s.lease_owner = h.owner AND s.lease_until > now())
-        RETURNING h.prefix, h.period_start, h.tokens),
-    per AS (SELECT g.prefix, g.period_start, sum(g.tokens) AS n FROM gone g GROUP BY g.prefix, g.period_start)
-    UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.n, 0)
-    FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start;
-    -- Reservations of past periods that are over are forgotten.
-    DELETE FROM planlock_budget_holds h
-    WHERE h.state <> 'held' AND starts_with(p_key, h.prefix) AND h.made_at < now() - interval '1 day';
-    -- The first that cannot cover the call refuses it; nothing is reserved.
-    RETURN QUERY
-        SELECT x.prefix, x.tokens, greatest(x.tokens - x.used - x.reserved, 0), x.reserved,
-               extract(epoch FROM x.period_start)::double precision + x.period_secs
+    FOR attempt IN 1..2 LOOP
+        -- The first budget that cannot cover the call.
+        SELECT x.prefix AS p, x.tokens AS t, greatest(x.tokens - x.used - x.reserved, 0) AS l, x.reserved AS r,
+               extract(epoch FROM x.period_start)::double precision + x.period_secs AS at
+        INTO short
         FROM planlock_budgets x
         WHERE starts_with(p_key, x.prefix) AND x.used + x.reserved + p_tokens > x.tokens
         ORDER BY x.prefix LIMIT 1;
-    IF FOUND THEN
-        RETURN;
-    END IF;
+        EXIT WHEN NOT FOUND;
+        IF attempt = 2 THEN
+            -- Refused: nothing is reserved.
+            prefix := short.p; tokens := short.t; left_tokens := short.l; reserved := short.r; resets_at := short.at;
+            RETURN NEXT;
+            RETURN;
+        END IF;
+        -- The reservations of these budgets whose worker no longer holds its session's lease
+        -- (killed, or stalled past it) are released; those released a day ago are forgotten.
+        WITH gone AS (
+            UPDATE planlock_budget_holds h SET state = 'released'
+            WHERE h.state = 'held' AND starts_with(p_key, h.prefix) AND NOT EXISTS (
+                SELECT 1 FROM planlock_sessions s
+                WHERE s.session_key = h.session_key AND s.tenant = h.tenant
+                  AND s.lease_owner = h.owner AND s.lease_until > now())
+            RETURNING h.prefix, h.period_start, h.tokens),
+        per AS (SELECT g.prefix, g.period_start, sum(g.tokens) AS n FROM gone g GROUP BY g.prefix, g.period_start)
+        UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.n, 0)
+        FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start;
+        DELETE FROM planlock_budget_holds h
+        WHERE h.state = 'released' AND starts_with(p_key, h.prefix) AND h.made_at < now() - interval '1 day';
+    END LOOP;
     INSERT INTO planlock_budget_holds (id, prefix, session_key, owner, period_start, tokens)
     SELECT p_id, x.prefix, p_key, p_owner, x.period_start, p_tokens
     FROM planlock_budgets x WHERE starts_with(p_key, x.prefix);
@@ -110,27 +117,28 @@ $$;
 
 -- Settles reservations `p_ids` to what their calls used (`p_used`, in the same order): each gives
 -- back what it held (if its worker had not lost the lease first) and charges what it used to
--- the period it was made in. A reservation is settled once, however often it is sent.
+-- the period it was made in, and is gone: a reservation is settled once, however often it is
+-- sent. The budgets are locked first, in the order reservations lock them.
 CREATE FUNCTION planlock_budget_settle(p_ids uuid[], p_used bigint[]) RETURNS bigint
 LANGUAGE plpgsql AS $$
 DECLARE
-    h record;
-    n bigint := 0;
+    n bigint;
 BEGIN
-    FOR h IN
-        SELECT hh.id, hh.prefix, hh.period_start, hh.tokens, hh.state, u.used AS spent
-        FROM planlock_budget_holds hh JOIN unnest(p_ids, p_used) AS u(id, used) ON hh.id = u.id
-        WHERE hh.state <> 'settled'
-        ORDER BY hh.prefix, hh.id
-        FOR UPDATE OF hh
-    LOOP
-        UPDATE planlock_budgets x
-        SET reserved = CASE WHEN h.state = 'held' THEN greatest(x.reserved - h.tokens, 0) ELSE x.reserved END,
-            used = x.used + greatest(h.spent, 0)
-        WHERE x.prefix = h.prefix AND x.period_start = h.period_start;
-        UPDATE planlock_budget_holds SET state = 'settled', used = h.spent WHERE id = h.id AND prefix = h.prefix;
-        n := n + 1;
-    END LOOP;
+    PERFORM 1 FROM planlock_budgets x
+    WHERE x.prefix IN (SELECT h.prefix FROM planlock_budget_holds h WHERE h.id = ANY (p_ids))
+    ORDER BY x.prefix FOR UPDATE;
+    WITH gone AS (
+        DELETE FROM planlock_budget_holds h USING unnest(p_ids, p_used) AS u(id, spent)
+        WHERE h.id = u.id
+        RETURNING h.prefix, h.period_start, h.state, h.tokens, u.spent),
+    per AS (
+        SELECT g.prefix, g.period_start, count(*) AS k,
+               sum(CASE WHEN g.state = 'held' THEN g.tokens ELSE 0 END) AS back, sum(greatest(g.spent, 0)) AS charged
+        FROM gone g GROUP BY g.prefix, g.period_start),
+    charged AS (
+        UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.back, 0), used = x.used + per.charged
+        FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start)
+    SELECT coalesce(sum(per.k), 0) INTO n FROM per;
     RETURN n;
 END
 $$;

@@ -38,7 +38,8 @@ pub const MAX_BUDGETS_FILE_BYTES: u64 = 4 << 20;
 /// The most reservations the file keeps; past it, a reservation is refused until calls settle.
 pub const MAX_HOLDS: usize = 10_000;
 
-/// Settled and released reservations are forgotten this long after they were made.
+/// Released reservations are forgotten this long after they were made (a settlement that comes
+/// later still charges what its call used until then).
 const FORGET_AFTER_SECS: i64 = 86_400;
 
 /// The file's contents.
@@ -239,28 +240,34 @@ impl FileBudget {
             if !book.budgets.iter().any(|b| covers(&b.prefix)) {
                 return Ok(());
             }
-            // The reservations of these budgets whose worker is gone, released; old ones forgotten.
-            for i in 0..book.holds.len() {
-                let h = &book.holds[i];
-                if h.state == HoldState::Held && covers(&h.prefix) && self.gone(h) {
-                    book.end(i, None);
+            // Only when the budgets are short are the reservations of gone workers looked for
+            // (released) and the call checked again.
+            let short = |book: &Book| {
+                let mut covering: Vec<&Kept> = book.budgets.iter().filter(|b| covers(&b.prefix)).collect();
+                covering.sort_by(|a, b| a.prefix.cmp(&b.prefix));
+                covering
+                    .into_iter()
+                    .find(|b| b.used.saturating_add(b.reserved).saturating_add(ask.tokens) > b.tokens)
+                    .map(|b| BudgetError::Exhausted {
+                        scope: b.prefix.clone(),
+                        asked: ask.tokens,
+                        left: b.state().left(),
+                        limit: b.tokens,
+                        reserved: b.reserved,
+                        resets_at: b.period_start.saturating_add(i64::try_from(b.period_secs).unwrap_or(i64::MAX)),
+                    })
+            };
+            if short(book).is_some() {
+                for i in 0..book.holds.len() {
+                    let h = &book.holds[i];
+                    if h.state == HoldState::Held && covers(&h.prefix) && self.gone(h) {
+                        book.end(i, None);
+                    }
                 }
-            }
-            book.holds.retain(|h| h.state == HoldState::Held || now - h.made_at < FORGET_AFTER_SECS);
-            let mut covering: Vec<&Kept> = book.budgets.iter().filter(|b| covers(&b.prefix)).collect();
-            covering.sort_by(|a, b| a.prefix.cmp(&b.prefix));
-            if let Some(b) =
-                covering.iter().find(|b| b.used.saturating_add(b.reserved).saturating_add(ask.tokens) > b.tokens)
-            {
-                let state = b.state();
-                return Err(BudgetError::Exhausted {
-                    scope: b.prefix.clone(),
-                    asked: ask.tokens,
-                    left: state.left(),
-                    limit: b.tokens,
-                    reserved: b.reserved,
-                    resets_at: b.period_start.saturating_add(i64::try_from(b.period_secs).unwrap_or(i64::MAX)),
-                });
+                book.holds.retain(|h| h.state == HoldState::Held || now - h.made_at < FORGET_AFTER_SECS);
+                if let Some(refused) = short(book) {
+                    return Err(refused);
+                }
             }
             if book.holds.len() >= MAX_HOLDS {
                 return Err(self.unavailable("written", format!("it keeps {MAX_HOLDS} reservations already")));
@@ -286,11 +293,13 @@ impl FileBudget {
         locked(&self.dir, true, |book| {
             for charge in charges {
                 for i in 0..book.holds.len() {
-                    if book.holds[i].id == charge.id && book.holds[i].state != HoldState::Settled {
+                    if book.holds[i].id == charge.id {
                         book.end(i, Some(charge.used));
                     }
                 }
             }
+            // A settled reservation is gone: settled once, however often it is sent.
+            book.holds.retain(|h| h.state != HoldState::Settled);
         })
     }
 

@@ -237,3 +237,23 @@ fn a_new_period_starts_aligned_and_takes_the_reservations_in_flight_along() {
     let shown = place.shown();
     assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(42), Some(0)), "{shown}");
 }
+
+#[test]
+fn settled_reservations_leave_nothing_behind() {
+    use planlock::budget::{Charge, TokenAsk, TokenBudget};
+    let place = Place::new(1);
+    let sessions = place.sessions();
+    planlock::session::FileBudget::set(&sessions, "", 1_000_000, Duration::from_secs(86_400)).unwrap();
+    let _s0 = planlock::session::FileSessionStore::open(sessions.join("s0")).unwrap();
+    let budget = planlock::session::FileBudget::new(&sessions, "s0");
+    for _ in 0..50 {
+        let id = uuid::Uuid::new_v4();
+        planlock::block_on(budget.reserve(TokenAsk { id, tokens: 100, cycle: 1, step_id: "llm" })).unwrap();
+        planlock::block_on(budget.settle(&[Charge { id, reserved: 100, used: 90 }], None)).unwrap();
+    }
+    // The file keeps the budgets and the calls in flight only: a day of calls never fills it.
+    let book: Value =
+        serde_json::from_slice(&std::fs::read(sessions.join(planlock::session::BUDGETS_FILE)).unwrap()).unwrap();
+    assert_eq!(book["holds"].as_array().map(Vec::len), Some(0), "{book}");
+    assert_eq!(place.shown()["used"].as_u64(), Some(50 * 90));
+}

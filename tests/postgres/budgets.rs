@@ -95,13 +95,8 @@ pub(super) fn sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budge
     // Every reservation settled to what the server reported; nothing held.
     assert_eq!(budget_row(&url, ""), (i64::try_from(10 * REPORTED).unwrap(), 0));
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let states: Vec<(String, i64)> = client
-        .query("SELECT state, count(*) FROM planlock_budget_holds GROUP BY state", &[])
-        .unwrap()
-        .iter()
-        .map(|r| (r.get(0), r.get(1)))
-        .collect();
-    assert_eq!(states, vec![("settled".to_owned(), 10)]);
+    let holds: i64 = client.query_one("SELECT count(*) FROM planlock_budget_holds", &[]).unwrap().get(0);
+    assert_eq!(holds, 0, "a settled reservation is gone");
     // A refused session runs its cycle again later: refused again, still nothing sent.
     let store = PgSessionStore::open(&setup, "w0-late").unwrap();
     let mut runtime = budgeted(&fx, &plan, store, &model_url);
