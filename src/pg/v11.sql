@@ -5,7 +5,8 @@
 -- covers its session, or from none: one statement, its budget rows locked in the order of their
 -- prefixes, each checked (used + reserved + asked <= tokens) before any is changed, so no two
 -- workers both take the last tokens. The cycle's save settles each reservation to what the
--- call used, in the save's transaction; a failed cycle settles alone. A reservation whose
+-- call used, in the save's transaction (on the reservation's own rows; the next reservation
+-- folds it into the budget); a failed cycle settles alone. A reservation whose
 -- worker lost the session's lease (killed, or stalled past it) is released by the next
 -- reservation that finds its budget short. Periods are aligned to the Unix epoch (a day's budget resets at
 -- midnight UTC); a budget row rolls over to the current period when it is next used.
@@ -21,9 +22,12 @@ CREATE TABLE planlock_budgets (
     PRIMARY KEY (prefix, tenant)
 );
 
--- One row per reservation in flight and budget it counts against, gone once settled. `state`:
--- 'held' while the call is in flight, 'released' when its worker lost the lease first (kept a
--- day, so that a late settlement still charges what its call used).
+-- One row per reservation and budget it counts against. `state`: 'held' while the call is in
+-- flight; 'released' when its worker lost the lease first (kept a day, so that a late
+-- settlement still charges what its call used); 'settled' (or 'late', after a release) once the
+-- cycle's save has charged it `used`. A settlement touches only its own rows (the save's
+-- transaction never waits on a budget); the next reservation under the budget folds the
+-- settled rows into it, and they are gone.
 CREATE TABLE planlock_budget_holds (
     id uuid NOT NULL,
     prefix text NOT NULL,
@@ -32,11 +36,13 @@ CREATE TABLE planlock_budget_holds (
     period_start timestamptz NOT NULL,
     tokens bigint NOT NULL,
     state text NOT NULL DEFAULT 'held',
+    used bigint,
     made_at timestamptz NOT NULL DEFAULT now(),
     tenant text NOT NULL DEFAULT planlock_tenant(),
     PRIMARY KEY (id, prefix, tenant)
 );
-CREATE INDEX planlock_budget_holds_held ON planlock_budget_holds (session_key, tenant) WHERE state = 'held';
+CREATE INDEX planlock_budget_holds_held ON planlock_budget_holds (prefix, tenant) WHERE state = 'held';
+CREATE INDEX planlock_budget_holds_settled ON planlock_budget_holds (prefix, tenant) WHERE state IN ('settled', 'late');
 
 ALTER TABLE planlock_budgets ENABLE ROW LEVEL SECURITY;
 ALTER TABLE planlock_budgets FORCE ROW LEVEL SECURITY;
@@ -57,34 +63,47 @@ $$;
 -- from every budget covering the session, or from none. Returns no row when granted (or when
 -- no budget covers the session); one row naming the first budget that cannot cover it
 -- otherwise. Only then are the reservations of workers that lost their lease looked for and
--- released, and the call checked again: the common path touches the budgets and one new hold.
+-- released, and the call checked again: the common path touches the budgets, the settled
+-- reservations it folds in, and one new hold.
 CREATE FUNCTION planlock_budget_reserve(p_id uuid, p_key text, p_owner uuid, p_tokens bigint)
 RETURNS TABLE (prefix text, tokens bigint, left_tokens bigint, reserved bigint, resets_at double precision)
 LANGUAGE plpgsql AS $$
 DECLARE
     b record;
     short record;
-    found_any boolean := false;
+    prefixes text[] := '{}';
 BEGIN
     -- Every budget covering the session, locked first and in one order (no two reservations
-    -- wait on each other's rows), rolled to the current period.
+    -- wait on each other's rows).
     FOR b IN
         SELECT x.prefix FROM planlock_budgets x WHERE starts_with(p_key, x.prefix) ORDER BY x.prefix FOR UPDATE
     LOOP
-        found_any := true;
-        UPDATE planlock_budgets x SET period_start = planlock_period_start(x.period_secs), used = 0, reserved = 0
-        WHERE x.prefix = b.prefix AND x.period_start < planlock_period_start(x.period_secs);
+        prefixes := prefixes || b.prefix;
     END LOOP;
-    IF NOT found_any THEN
+    IF cardinality(prefixes) = 0 THEN
         RETURN;
     END IF;
+    -- The settled reservations, folded into the periods they were made in.
+    WITH folded AS (
+        DELETE FROM planlock_budget_holds h
+        WHERE h.prefix = ANY (prefixes) AND h.state IN ('settled', 'late')
+        RETURNING h.prefix, h.period_start, h.state, h.tokens, h.used),
+    per AS (
+        SELECT f.prefix, f.period_start, sum(CASE WHEN f.state = 'settled' THEN f.tokens ELSE 0 END) AS back,
+               sum(greatest(coalesce(f.used, 0), 0)) AS charged
+        FROM folded f GROUP BY f.prefix, f.period_start)
+    UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.back, 0), used = x.used + per.charged
+    FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start;
+    -- Rolled over to the current period.
+    UPDATE planlock_budgets x SET period_start = planlock_period_start(x.period_secs), used = 0, reserved = 0
+    WHERE x.prefix = ANY (prefixes) AND x.period_start < planlock_period_start(x.period_secs);
     FOR attempt IN 1..2 LOOP
         -- The first budget that cannot cover the call.
         SELECT x.prefix AS p, x.tokens AS t, greatest(x.tokens - x.used - x.reserved, 0) AS l, x.reserved AS r,
                extract(epoch FROM x.period_start)::double precision + x.period_secs AS at
         INTO short
         FROM planlock_budgets x
-        WHERE starts_with(p_key, x.prefix) AND x.used + x.reserved + p_tokens > x.tokens
+        WHERE x.prefix = ANY (prefixes) AND x.used + x.reserved + p_tokens > x.tokens
         ORDER BY x.prefix LIMIT 1;
         EXIT WHEN NOT FOUND;
         IF attempt = 2 THEN
@@ -97,7 +116,7 @@ BEGIN
         -- (killed, or stalled past it) are released; those released a day ago are forgotten.
         WITH gone AS (
             UPDATE planlock_budget_holds h SET state = 'released'
-            WHERE h.state = 'held' AND starts_with(p_key, h.prefix) AND NOT EXISTS (
+            WHERE h.state = 'held' AND h.prefix = ANY (prefixes) AND NOT EXISTS (
                 SELECT 1 FROM planlock_sessions s
                 WHERE s.session_key = h.session_key AND s.tenant = h.tenant
                   AND s.lease_owner = h.owner AND s.lease_until > now())
@@ -106,39 +125,25 @@ BEGIN
         UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.n, 0)
         FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start;
         DELETE FROM planlock_budget_holds h
-        WHERE h.state = 'released' AND starts_with(p_key, h.prefix) AND h.made_at < now() - interval '1 day';
+        WHERE h.state = 'released' AND h.prefix = ANY (prefixes) AND h.made_at < now() - interval '1 day';
     END LOOP;
     INSERT INTO planlock_budget_holds (id, prefix, session_key, owner, period_start, tokens)
     SELECT p_id, x.prefix, p_key, p_owner, x.period_start, p_tokens
-    FROM planlock_budgets x WHERE starts_with(p_key, x.prefix);
-    UPDATE planlock_budgets x SET reserved = x.reserved + p_tokens WHERE starts_with(p_key, x.prefix);
+    FROM planlock_budgets x WHERE x.prefix = ANY (prefixes);
+    UPDATE planlock_budgets x SET reserved = x.reserved + p_tokens WHERE x.prefix = ANY (prefixes);
 END
 $$;
 
--- Settles reservations `p_ids` to what their calls used (`p_used`, in the same order): each gives
--- back what it held (if its worker had not lost the lease first) and charges what it used to
--- the period it was made in, and is gone: a reservation is settled once, however often it is
--- sent. The budgets are locked first, in the order reservations lock them.
+-- Settles reservations `p_ids` to what their calls used (`p_used`, in the same order): each is
+-- marked with what it used, for the next reservation to fold in. A reservation is settled once,
+-- however often it is sent. It touches no budget: a save that settles never waits on one.
 CREATE FUNCTION planlock_budget_settle(p_ids uuid[], p_used bigint[]) RETURNS bigint
-LANGUAGE plpgsql AS $$
-DECLARE
-    n bigint;
-BEGIN
-    PERFORM 1 FROM planlock_budgets x
-    WHERE x.prefix IN (SELECT h.prefix FROM planlock_budget_holds h WHERE h.id = ANY (p_ids))
-    ORDER BY x.prefix FOR UPDATE;
-    WITH gone AS (
-        DELETE FROM planlock_budget_holds h USING unnest(p_ids, p_used) AS u(id, spent)
-        WHERE h.id = u.id
-        RETURNING h.prefix, h.period_start, h.state, h.tokens, u.spent),
-    per AS (
-        SELECT g.prefix, g.period_start, count(*) AS k,
-               sum(CASE WHEN g.state = 'held' THEN g.tokens ELSE 0 END) AS back, sum(greatest(g.spent, 0)) AS charged
-        FROM gone g GROUP BY g.prefix, g.period_start),
-    charged AS (
-        UPDATE planlock_budgets x SET reserved = greatest(x.reserved - per.back, 0), used = x.used + per.charged
-        FROM per WHERE x.prefix = per.prefix AND x.period_start = per.period_start)
-    SELECT coalesce(sum(per.k), 0) INTO n FROM per;
-    RETURN n;
-END
+LANGUAGE sql AS $$
+    WITH u AS (SELECT * FROM unnest(p_ids, p_used) AS u(id, spent)),
+    done AS (
+        UPDATE planlock_budget_holds h
+        SET state = CASE WHEN h.state = 'held' THEN 'settled' ELSE 'late' END, used = greatest(u.spent, 0)
+        FROM u WHERE h.id = u.id AND h.state IN ('held', 'released')
+        RETURNING 1)
+    SELECT count(*) FROM done
 $$;

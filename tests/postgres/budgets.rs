@@ -51,10 +51,12 @@ fn budgeted(fx: &Fixture, plan: &ValidPlan, store: PgSessionStore, model_url: &s
         .unwrap()
 }
 
+/// What budget `prefix` has used and holds, as `budget show` reads it.
 fn budget_row(url: &str, prefix: &str) -> (i64, i64) {
-    let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-    let row = client.query_one("SELECT used, reserved FROM planlock_budgets WHERE prefix = $1", &[&prefix]).unwrap();
-    (row.get(0), row.get(1))
+    let db = PgDatabase::connect(url).unwrap();
+    let shown = block_on(planlock::session::postgres::budgets(&db)).unwrap();
+    let b = shown.into_iter().find(|b| b.prefix == prefix).unwrap();
+    (i64::try_from(b.used).unwrap(), i64::try_from(b.reserved).unwrap())
 }
 
 pub(super) fn sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budget_fits(server: &PgServer) {
@@ -95,8 +97,9 @@ pub(super) fn sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budge
     // Every reservation settled to what the server reported; nothing held.
     assert_eq!(budget_row(&url, ""), (i64::try_from(10 * REPORTED).unwrap(), 0));
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
-    let holds: i64 = client.query_one("SELECT count(*) FROM planlock_budget_holds", &[]).unwrap().get(0);
-    assert_eq!(holds, 0, "a settled reservation is gone");
+    let held: i64 =
+        client.query_one("SELECT count(*) FROM planlock_budget_holds WHERE state = 'held'", &[]).unwrap().get(0);
+    assert_eq!(held, 0, "every reservation is settled");
     // A refused session runs its cycle again later: refused again, still nothing sent.
     let store = PgSessionStore::open(&setup, "w0-late").unwrap();
     let mut runtime = budgeted(&fx, &plan, store, &model_url);

@@ -5,7 +5,12 @@
 //!   budget covering the session locked in one order, checked, and reserved from, or none.
 //! - The settlement of a completed or paused cycle is one more statement of its save's batch,
 //!   committed with the save (so a save that fails settles nothing, and the runtime settles it
-//!   alone); a failed cycle's is sent alone.
+//!   alone); a failed cycle's is sent alone. It marks the reservation's own rows with what the
+//!   call used and touches no budget, so a save never waits on one; the next reservation under
+//!   the budget folds it in.
+//! - A reservation commits without waiting for the WAL flush (it holds the budgets' rows until
+//!   its commit, and every reservation of the tenant waits for them): a server crash may lose
+//!   the last reservations, whose calls then go uncharged (their cycles cannot save either).
 //! - A reservation names the worker holding the session's lease: once that lease is given up or
 //!   runs out (a killed worker), the next reservation of a session under the same budget
 //!   releases it.
@@ -19,7 +24,7 @@ use super::PgSessionStore;
 use crate::exec::budget::{BudgetError, BudgetFuture, BudgetState, Charge, TokenAsk, TokenBudget, rfc3339};
 use crate::pg::cycle::PgCycle;
 use crate::pg::writes::PendingWrite;
-use crate::pg::{PgDatabase, PgError};
+use crate::pg::{PgDatabase, PgError, Query, Then};
 use crate::session::CycleGuard;
 
 /// The reservation, refused by a row naming the budget that cannot cover it.
@@ -88,11 +93,18 @@ impl TokenBudget for PgBudget {
                 (&self.owner as _, Type::UUID),
                 (&tokens as _, Type::INT8),
             ];
+            // Committed without waiting for the WAL flush: the budgets' rows are locked until
+            // the commit, and every reservation of the tenant waits for them (a flush each would
+            // put them in single file behind the disk). A server crash may lose the last
+            // reservations, whose calls then go uncharged; their cycles cannot save either.
+            conn.begin("BEGIN; SET LOCAL synchronous_commit = off");
             let refused = conn
-                .query_typed_opt(RESERVE, &params)
+                .pipeline(&[Query::typed(RESERVE, &params)], Then::Commit)
                 .await
                 .map_err(|e| self.unavailable("read", crate::pg::reason(&e)))?;
-            let Some(row) = refused else { return Ok(()) };
+            let Some(row) = refused.into_iter().next().and_then(|rows| rows.into_iter().next()) else {
+                return Ok(());
+            };
             let count = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
             Err(BudgetError::Exhausted {
                 scope: row.get(0),
@@ -130,11 +142,20 @@ impl TokenBudget for PgBudget {
 pub async fn budgets(db: &PgDatabase) -> Result<Vec<BudgetState>, PgError> {
     let mut conn = db.connection().await?;
     // As a reservation would see them: a budget whose period is over shows the new period's.
-    let sql = "SELECT prefix, tokens, period_secs,
-                      CASE WHEN period_start < planlock_period_start(period_secs) THEN 0 ELSE used END,
-                      CASE WHEN period_start < planlock_period_start(period_secs) THEN 0 ELSE reserved END,
-                      extract(epoch FROM planlock_period_start(period_secs))::float8 + period_secs
-               FROM planlock_budgets ORDER BY prefix";
+    // The settled reservations not yet folded in, counted as folded.
+    let sql = "SELECT x.prefix, x.tokens, x.period_secs,
+                      CASE WHEN x.period_start < planlock_period_start(x.period_secs) THEN 0
+                           ELSE x.used + coalesce(f.charged, 0)::int8 END,
+                      CASE WHEN x.period_start < planlock_period_start(x.period_secs) THEN 0
+                           ELSE greatest(x.reserved - coalesce(f.back, 0)::int8, 0) END,
+                      extract(epoch FROM planlock_period_start(x.period_secs))::float8 + x.period_secs
+               FROM planlock_budgets x LEFT JOIN (
+                   SELECT h.prefix, h.period_start, sum(greatest(coalesce(h.used, 0), 0)) AS charged,
+                          sum(CASE WHEN h.state = 'settled' THEN h.tokens ELSE 0 END) AS back
+                   FROM planlock_budget_holds h WHERE h.state IN ('settled', 'late')
+                   GROUP BY h.prefix, h.period_start) f
+                 ON f.prefix = x.prefix AND f.period_start = x.period_start
+               ORDER BY x.prefix";
     let rows = conn.query_typed(sql, &[]).await.map_err(db.failed("reading the token budgets"))?;
     let count = |row: &tokio_postgres::Row, i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
     Ok(rows
@@ -167,7 +188,7 @@ pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Dura
                                             ELSE EXCLUDED.period_start END
                       RETURNING period_start)
                UPDATE planlock_budget_holds h SET period_start = (SELECT period_start FROM kept)
-               WHERE h.prefix = $1 AND h.state = 'held' AND h.period_start = (SELECT period_start FROM old)";
+               WHERE h.prefix = $1 AND h.state <> 'released' AND h.period_start = (SELECT period_start FROM old)";
     let mut conn = db.connection().await?;
     let params = [(&prefix as _, Type::TEXT), (&tokens as _, Type::INT8), (&secs as _, Type::INT8)];
     conn.query_typed(sql, &params).await.map_err(db.failed("setting a token budget"))?;
