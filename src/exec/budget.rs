@@ -298,10 +298,11 @@ impl CycleBudget {
         }
     }
 
-    fn answered(&self, id: Uuid, used: u64) {
+    /// Reservation `id`'s call was answered, using `used` (none reported: all it reserved).
+    fn answered(&self, id: Uuid, used: Option<u64>) {
         let mut holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(held) = holds.iter_mut().find(|h| h.id == id) {
-            held.used = Some(held.used.unwrap_or(0).saturating_add(used));
+            held.used = Some(used.unwrap_or(held.reserved));
         }
     }
 }
@@ -325,11 +326,7 @@ impl TokenHold<'_> {
     /// when the server reported none, everything it reserved.
     pub fn answered(self, tokens: Option<u64>) {
         if let Some(cycle) = self.cycle {
-            let reserved = {
-                let holds = cycle.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                holds.iter().find(|h| h.id == self.id).map_or(0, |h| h.reserved)
-            };
-            cycle.answered(self.id, tokens.unwrap_or(reserved));
+            cycle.answered(self.id, tokens);
         }
     }
 }

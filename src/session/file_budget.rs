@@ -93,15 +93,19 @@ impl Kept {
         }
     }
 
+    /// When this period ends, in seconds since the Unix epoch.
+    fn resets_at(&self) -> i64 {
+        self.period_start.saturating_add(i64::try_from(self.period_secs).unwrap_or(i64::MAX))
+    }
+
     fn state(&self) -> BudgetState {
-        let resets = self.period_start.saturating_add(i64::try_from(self.period_secs).unwrap_or(i64::MAX));
         BudgetState {
             prefix: self.prefix.clone(),
             tokens: self.tokens,
             period_secs: self.period_secs,
             used: self.used,
             reserved: self.reserved,
-            resets_at: rfc3339(resets),
+            resets_at: rfc3339(self.resets_at()),
         }
     }
 }
@@ -254,7 +258,7 @@ impl FileBudget {
                         left: b.state().left(),
                         limit: b.tokens,
                         reserved: b.reserved,
-                        resets_at: b.period_start.saturating_add(i64::try_from(b.period_secs).unwrap_or(i64::MAX)),
+                        resets_at: b.resets_at(),
                     })
             };
             if short(book).is_some() {
