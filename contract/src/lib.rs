@@ -9,7 +9,7 @@
 //! No async, no network, no database: the only I/O is reading a policy root's files, under the
 //! bounds of `CONTRACT.md` §11. The `planlock` crate re-exports every item here under the same
 //! path (`planlock::validate::ValidPlan` is `planlock_contract::validate::ValidPlan`); the Python
-//! and Node bindings, the fuzz target and the compile-fail tests (`contract/ui/`) depend on this
+//! and Node bindings, the fuzz target and the compile-fail tests (`ui-tests/`) depend on this
 //! crate alone.
 //!
 //! ```

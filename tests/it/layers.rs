@@ -330,3 +330,37 @@ fn a_root_re_export_of_a_public_modules_item_is_not_documented_twice() {
     }
     assert!(checked >= 10, "the root re-exports were not found ({checked})");
 }
+
+/// CONTRACT §23: the root's six are where users were promised they are, and the compile-fail
+/// tests are a crate `cargo test` runs at the root (a default member of the workspace).
+#[test]
+fn the_promised_root_layout_holds() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for (path, dir) in [
+        ("Cargo.toml", false),
+        ("src", true),
+        ("tests", true),
+        ("ui-tests", true),
+        ("examples", true),
+        ("README.md", false),
+    ] {
+        let p = repo.join(path);
+        assert!(p.exists() && p.is_dir() == dir, "the root's `{path}` is missing or moved");
+    }
+    assert!(
+        repo.join("ui-tests/Cargo.toml").is_file() && repo.join("ui-tests/cases/fail").is_dir(),
+        "ui-tests/ holds the compile-fail tests as a crate of its own"
+    );
+    let manifest = std::fs::read_to_string(repo.join("Cargo.toml")).unwrap();
+    let default_members = manifest
+        .lines()
+        .find(|l| l.starts_with("default-members"))
+        .expect("the root manifest names its default members");
+    assert!(
+        default_members.contains("\"ui-tests\""),
+        "`cargo test` at the root runs ui-tests/: {default_members}"
+    );
+    let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
+    assert!(readme.contains("| `ui-tests/` |"), "the README's layout table names ui-tests/");
+}
+

@@ -2,7 +2,7 @@
 //! which the Python and Node suites read too), the builder, canonical JSON, the plan hash and its
 //! profile files, YAML, and properties of all of them. They need nothing but this crate:
 //! `cargo test -p planlock-contract -p planlock-contract-ui` runs them with the compile-fail tests
-//! (`contract/ui/`).
+//! (`ui-tests/`).
 //!
 //! Run one area with its module's name: `cargo test -p planlock-contract --test it corpus`.
 
