@@ -14,7 +14,8 @@ use super::{
     PausedSession,
 };
 use crate::session::{
-    ApprovalEvent, FileRecords, FileSessionStore, PauseRef, SessionRecords, SessionStore, Timestamp, is_root_name,
+    ApprovalEvent, FileRecords, FileSessionStore, InstalledAccess, PauseRef, SessionRecords, SessionStore, Timestamp,
+    is_root_name,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::{ProviderPlace, ResolvedStore};
@@ -174,6 +175,18 @@ impl Backend for FilesBackend {
 
     fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
         Box::pin(async move { Ok(FileBudget::remove(&self.dir, prefix)?) })
+    }
+
+    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>> {
+        Box::pin(async move { Ok(crate::session::read_installed_access(&self.dir)?) })
+    }
+
+    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
+        Box::pin(async move { Ok(crate::session::install_access(&self.dir, text)?) })
+    }
+
+    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
+        Box::pin(async move { Ok(crate::session::uninstall_access(&self.dir)?) })
     }
 
     fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>> {

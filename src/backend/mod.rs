@@ -34,8 +34,8 @@ pub use postgres::PgBackend;
 
 use crate::exec::budget::{BudgetState, TokenBudget};
 use crate::session::{
-    BundlePinV1, CycleEntry, Decisions, InterventionRecord, SessionError, SessionRecords, SessionState, SessionStore,
-    Timestamp,
+    BundlePinV1, CycleEntry, Decisions, InstalledAccess, InterventionRecord, SessionError, SessionRecords,
+    SessionState, SessionStore, Timestamp,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::ResolvedStore;
@@ -148,6 +148,17 @@ pub trait Backend: fmt::Debug + Send + Sync {
 
     /// Removes the budget of `prefix`; whether there was one.
     fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool>;
+
+    /// The access file installed here (CONTRACT §18, amended): beside the session roots, or the
+    /// tenant's in the database; `None` when none is.
+    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>>;
+
+    /// Installs `text` as the access file here, replacing the one installed; the caller has
+    /// checked it (`review::access::Access::parse`).
+    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()>;
+
+    /// Removes the access file installed here: whether there was one.
+    fn uninstall_access(&self) -> BackendFuture<'_, bool>;
 
     /// Every paused session (at most `max` sessions looked at), with its record and decision.
     fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>>;

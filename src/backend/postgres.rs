@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
-use crate::session::postgres::{PgBudget, budgets, remove_budget, set_budget};
+use crate::session::postgres::{self as access, PgBudget, budgets, remove_budget, set_budget};
 
 use super::{
     Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
@@ -114,6 +114,18 @@ impl Backend for PgBackend {
 
     fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
         Box::pin(async move { Ok(remove_budget(&self.db, prefix).await?) })
+    }
+
+    fn installed_access(&self) -> BackendFuture<'_, Option<crate::session::InstalledAccess>> {
+        Box::pin(async move { Ok(access::installed_access(&self.db).await?) })
+    }
+
+    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
+        Box::pin(async move { Ok(access::install_access(&self.db, text).await?) })
+    }
+
+    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
+        Box::pin(async move { Ok(access::uninstall_access(&self.db).await?) })
     }
 
     fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>> {

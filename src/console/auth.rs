@@ -7,15 +7,22 @@
 //! - **A proxy** (an access file, a user header and the proxy's shared secret): the proxy signs
 //!   people in; every request must carry the secret, and the header must name a user of the file.
 //!
-//! Logins expire ([`LOGIN_LIFE`]) and can be signed out; a client that fails to sign in
+//! The rules are the console's live ones ([`Rules`](super::rules::Rules), read for every
+//! request): a login is good only while they still name its person (or, without rules, while
+//! it is the operator's), so a person removed from the file is signed out at once.
+//!
+//! Logins expire ([`LOGIN_LIFE`]) and can be signed out; a person holds at most
+//! [`MAX_LOGINS_PER_PERSON`] (their oldest goes, nobody else's). A client that fails to sign in
 //! [`MAX_FAILURES`] times within [`FAILURE_WINDOW`] is answered 429 for [`LOCKOUT`], its tries
-//! not even looked at.
+//! not even looked at; behind a trusted proxy (one that sends the shared secret) the client is
+//! the one the proxy reports in `X-Forwarded-For`, so one attacker does not lock out everyone
+//! behind the proxy.
 //!
 //! Layer 8, with the console.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use hyper::Request;
@@ -34,8 +41,10 @@ pub const FAILURE_WINDOW: Duration = Duration::from_secs(60);
 pub const LOCKOUT: Duration = Duration::from_secs(300);
 /// The header a proxy sends the shared secret in (`--proxy-secret-env`).
 pub const PROXY_SECRET_HEADER: &str = "x-planlock-proxy-secret";
-/// The most logins held; past it the oldest is dropped.
-const MAX_LOGINS: usize = 1000;
+/// The most logins one person holds; past it their oldest is dropped.
+pub const MAX_LOGINS_PER_PERSON: usize = 32;
+/// The most logins held in all (a bound on memory); past it the oldest is dropped.
+const MAX_LOGINS: usize = 100_000;
 /// The most clients whose failures are remembered; past it the longest quiet is forgotten.
 const MAX_CLIENTS: usize = 10_000;
 /// The login cookie.
@@ -61,8 +70,10 @@ pub struct Login {
 /// How the console knows people (see the module docs).
 pub struct Auth {
     token: String,
-    access: Option<Arc<Access>>,
-    proxy: Option<(String, String)>,
+    /// The header a proxy names its user in.
+    user_header: Option<String>,
+    /// The secret a trusted proxy sends with every request.
+    proxy_secret: Option<String>,
     logins: Mutex<HashMap<String, Login>>,
     failures: Mutex<HashMap<Option<IpAddr>, Tries>>,
 }
@@ -97,82 +108,114 @@ pub fn same_secret(a: &str, b: &str) -> bool {
 }
 
 impl Auth {
-    /// One operator with `token`, personal tokens of `access`, or (`proxy`: its user header and
-    /// shared secret) a proxy's users.
-    pub fn new(token: String, access: Option<Arc<Access>>, proxy: Option<(String, String)>) -> Auth {
-        Auth { token, access, proxy, logins: Mutex::default(), failures: Mutex::default() }
-    }
-
-    /// Whether people sign in with personal tokens or through a proxy (names are verified).
-    pub fn has_access(&self) -> bool {
-        self.access.is_some()
+    /// One operator with `token` or personal tokens (as the rules say, request by request); a
+    /// proxy's users (`user_header`) or a proxy that only reports clients, each with its shared
+    /// `proxy_secret`.
+    pub fn new(token: String, user_header: Option<String>, proxy_secret: Option<String>) -> Auth {
+        Auth { token, user_header, proxy_secret, logins: Mutex::default(), failures: Mutex::default() }
     }
 
     /// Whether a proxy signs people in.
     pub fn by_proxy(&self) -> bool {
-        self.proxy.is_some()
+        self.user_header.is_some()
     }
 
-    /// Whether `login` may decide on `validator`'s pauses: by the access file, or anyone without
-    /// one.
-    pub fn may_decide(&self, login: &Login, validator: &str) -> bool {
-        self.access.as_ref().is_none_or(|access| access.may_decide(&login.name, validator))
+    /// Whether `login` may decide on `validator`'s pauses under `rules` (anyone without them).
+    pub fn may_decide(login: &Login, validator: &str, rules: Option<&Access>) -> bool {
+        rules.is_none_or(|access| access.may_decide(&login.name, validator))
     }
 
-    /// The access file, if the console has one.
-    pub fn access(&self) -> Option<&Access> {
-        self.access.as_deref()
+    /// Whether `req` carries the trusted proxy's secret.
+    fn sent_by_proxy<B>(&self, req: &Request<B>) -> bool {
+        let Some(secret) = &self.proxy_secret else { return false };
+        let sent = req.headers().get(PROXY_SECRET_HEADER).and_then(|v| v.to_str().ok());
+        sent.is_some_and(|sent| same_secret(sent, secret))
+    }
+
+    /// The client whose sign-ins are counted: the one a trusted proxy reports (the last address
+    /// of `X-Forwarded-For`, which it appends), else the connection's.
+    pub fn client_of<B>(&self, req: &Request<B>) -> Option<IpAddr> {
+        let own = req.extensions().get::<ClientAddr>().map(|c| c.0);
+        if !self.sent_by_proxy(req) {
+            return own;
+        }
+        let forwarded = req.headers().get_all("x-forwarded-for").iter().filter_map(|v| v.to_str().ok()).next_back();
+        forwarded.and_then(|v| v.rsplit(',').next()).and_then(|a| a.trim().parse().ok()).or(own)
     }
 
     /// The proxy's user of `req`, when its secret is the one the console was given and its
-    /// header names a user of the access file.
-    fn proxy_user<B>(&self, req: &Request<B>) -> Option<String> {
-        let (user_header, secret) = self.proxy.as_ref()?;
-        let sent = req.headers().get(PROXY_SECRET_HEADER)?.to_str().ok()?;
-        if !same_secret(sent, secret) {
+    /// header, sent once, names a user of `rules`.
+    fn proxy_user<B>(&self, req: &Request<B>, rules: Option<&Access>) -> Option<String> {
+        let user_header = self.user_header.as_ref()?;
+        if !self.sent_by_proxy(req) {
             return None;
         }
-        let name = req.headers().get(user_header.as_str())?.to_str().ok()?.trim();
-        self.access.as_ref().filter(|access| access.is_user(name)).map(|_| name.to_owned())
+        // A repeated identity header is refused: which one the proxy meant cannot be known.
+        let mut values = req.headers().get_all(user_header.as_str()).iter();
+        let (Some(value), None) = (values.next(), values.next()) else { return None };
+        let name = value.to_str().ok()?.trim();
+        rules.filter(|access| access.is_user(name)).map(|_| name.to_owned())
     }
 
-    /// The live login of the request's cookie (behind a proxy: only while the proxy still names
-    /// that login's user, with its secret).
-    pub fn login_of<B>(&self, req: &Request<B>) -> Option<Login> {
+    /// The live login of the request's cookie under `rules`: a person's while the rules still
+    /// name them, the operator's while there are none (behind a proxy: only while the proxy
+    /// still names that login's user, with its secret). A login the rules no longer hold is
+    /// ended.
+    pub fn login_of<B>(&self, req: &Request<B>, rules: Option<&Access>) -> Option<Login> {
         let id = cookie(req, COOKIE)?;
         let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
-        let login = match logins.get(&id) {
-            Some(login) if login.since.elapsed() < LOGIN_LIFE => login.clone(),
-            Some(_) => {
-                logins.remove(&id);
-                return None;
-            }
-            None => return None,
+        let login = logins.get(&id)?.clone();
+        let held = match rules {
+            Some(access) => login.verified && access.is_user(&login.name),
+            None => !login.verified,
         };
+        if login.since.elapsed() >= LOGIN_LIFE || !held {
+            logins.remove(&id);
+            return None;
+        }
         drop(logins);
-        if self.proxy.is_some() && self.proxy_user(req).as_deref() != Some(login.name.as_str()) {
+        if self.by_proxy() && self.proxy_user(req, rules).as_deref() != Some(login.name.as_str()) {
             return None;
         }
         Some(login)
     }
 
+    /// Whether the login of cookie id `id` is still live under `rules` (an event stream asks
+    /// while it runs: it ends at sign-out, expiry, or the person's removal).
+    pub fn is_live(&self, id: &str, rules: Option<&Access>) -> bool {
+        let logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
+        logins.get(id).is_some_and(|login| {
+            let held = match rules {
+                Some(access) => login.verified && access.is_user(&login.name),
+                None => !login.verified,
+            };
+            held && login.since.elapsed() < LOGIN_LIFE
+        })
+    }
+
     /// Behind a proxy, a login for the user it names (a cookie id and the login); `None` when it
     /// names none (or without its secret).
-    pub fn proxy_login<B>(&self, req: &Request<B>) -> Option<(String, Login)> {
-        let name = self.proxy_user(req)?;
+    pub fn proxy_login<B>(&self, req: &Request<B>, rules: Option<&Access>) -> Option<(String, Login)> {
+        let name = self.proxy_user(req, rules)?;
         Some(self.keep(name, true))
     }
 
-    /// A sign-in by `client` with the form's `token` and (one operator) `name`: a cookie id and
-    /// the login, or why not. A locked-out client's try is not looked at.
-    pub fn sign_in(&self, client: Option<IpAddr>, token: &str, name: &str) -> Result<(String, Login), Refusal> {
+    /// A sign-in by `client` with the form's `token` and (one operator) `name` under `rules`: a
+    /// cookie id and the login, or why not. A locked-out client's try is not looked at; an empty
+    /// token signs nobody in.
+    pub fn sign_in(
+        &self,
+        client: Option<IpAddr>,
+        (token, name): (&str, &str),
+        rules: Option<&Access>,
+    ) -> Result<(String, Login), Refusal> {
         let now = Instant::now();
         if let Some(wait) = self.locked(client, now) {
             return Err(Refusal::TooMany(wait));
         }
-        let signed = match &self.access {
+        let signed = match rules {
             Some(access) => access.sign_in(token).map(|user| (user.to_owned(), true)).ok_or("That token is no one's."),
-            None if !same_secret(token, &self.token) => Err("That is not the console's token."),
+            None if token.is_empty() || !same_secret(token, &self.token) => Err("That is not the console's token."),
             None if name.trim().is_empty() || name.trim().chars().count() > 200 => {
                 return Err(Refusal::Wrong("Give your name (at most 200 characters)."));
             }
@@ -192,13 +235,24 @@ impl Auth {
         self.logins.lock().unwrap_or_else(|p| p.into_inner()).remove(id);
     }
 
-    /// A new login for `name`, kept (the oldest dropped past [`MAX_LOGINS`]).
+    /// A new login for `name`, kept: past [`MAX_LOGINS_PER_PERSON`] of theirs, their oldest is
+    /// dropped (never another person's); past [`MAX_LOGINS`] in all, the oldest.
     fn keep(&self, name: String, verified: bool) -> (String, Login) {
         let id = secret();
         let login = Login { name, verified, csrf: secret(), since: Instant::now() };
         let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
+        logins.retain(|_, l| l.since.elapsed() < LOGIN_LIFE);
+        let oldest_of = |logins: &HashMap<String, Login>, whose: Option<&str>| {
+            let mine = logins.iter().filter(|(_, l)| whose.is_none_or(|w| l.name == w));
+            mine.min_by_key(|(_, l)| l.since).map(|(k, _)| k.clone())
+        };
+        if logins.values().filter(|l| l.name == login.name).count() >= MAX_LOGINS_PER_PERSON
+            && let Some(oldest) = oldest_of(&logins, Some(&login.name))
+        {
+            logins.remove(&oldest);
+        }
         if logins.len() >= MAX_LOGINS
-            && let Some(oldest) = logins.iter().min_by_key(|(_, l)| l.since).map(|(k, _)| k.clone())
+            && let Some(oldest) = oldest_of(&logins, None)
         {
             logins.remove(&oldest);
         }
@@ -252,10 +306,22 @@ mod tests {
         let auth = Auth::new("the console's token".into(), None, None);
         let client = Some(IpAddr::from([127, 0, 0, 9]));
         for _ in 0..MAX_FAILURES {
-            assert!(matches!(auth.sign_in(client, "guess", "ada"), Err(Refusal::Wrong(_))));
+            assert!(matches!(auth.sign_in(client, ("guess", "ada"), None), Err(Refusal::Wrong(_))));
         }
-        assert!(matches!(auth.sign_in(client, "the console's token", "ada"), Err(Refusal::TooMany(_))));
+        assert!(matches!(auth.sign_in(client, ("the console's token", "ada"), None), Err(Refusal::TooMany(_))));
         // Another client is not held up by it.
-        assert!(auth.sign_in(Some(IpAddr::from([127, 0, 0, 8])), "the console's token", "ada").is_ok());
+        assert!(auth.sign_in(Some(IpAddr::from([127, 0, 0, 8])), ("the console's token", "ada"), None).is_ok());
+    }
+
+    #[test]
+    fn one_person_signing_in_again_and_again_signs_only_themselves_out() {
+        let auth = Auth::new("the console's token".into(), None, None);
+        let (bob, _) = auth.sign_in(None, ("the console's token", "bob"), None).ok().unwrap();
+        for _ in 0..1001 {
+            auth.sign_in(None, ("the console's token", "ada"), None).ok().unwrap();
+        }
+        assert!(auth.is_live(&bob, None), "bob's login stays");
+        let logins = auth.logins.lock().unwrap();
+        assert_eq!(logins.values().filter(|l| l.name == "ada").count(), MAX_LOGINS_PER_PERSON);
     }
 }

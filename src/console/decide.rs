@@ -8,9 +8,10 @@ use std::sync::Arc;
 use hyper::body::Bytes;
 use hyper::{Request, StatusCode};
 
-use super::auth::{Login, same_secret};
+use super::auth::{Auth, Login, same_secret};
 use super::flash::Flash;
 use super::pages::row_anchor;
+use super::rules::Rules;
 use super::{Answer, State, form, redirect, refused, same_origin};
 use crate::contract::registry::Failure;
 use crate::review::decide_with;
@@ -23,7 +24,7 @@ pub(super) async fn decide_on<B>(
     console: &Arc<State>,
     session: String,
     verdict: ReviewVerdict,
-    login: &Login,
+    (login, rules): (&Login, &Rules),
     req: Request<B>,
 ) -> Answer
 where
@@ -65,7 +66,7 @@ where
         let at = format!("{} at step {} ({})", printable(&name), printable(&r.step_id), r.step_type);
         let anchor = row_anchor(&name, r.cycle, &r.step_id);
         // Only where the login may decide: refused before anything is read further.
-        if !console.auth.may_decide(login, &r.validator.id) {
+        if !Auth::may_decide(login, &r.validator.id, rules.access.as_deref()) {
             return Ok(None);
         }
         let mut decision = ReviewDecision::new(r, verdict, login.name.clone(), reason).via(Via::Console);
@@ -77,7 +78,9 @@ where
             Err(e) => return Ok(Some((Flash::error(format!("Not recorded on {at}: {e} ({})", e.code())), None))),
         };
         let records = console.inbox.records(&name).await?;
-        let flash = match decide_with(records.as_ref(), &decision, console.auth.access()).await {
+        // Installed rules are read by `decide` itself; rules given to this console are passed.
+        let given = if console.rules.installed() { None } else { rules.access.as_deref() };
+        let flash = match decide_with(records.as_ref(), &decision, given).await {
             Ok(Recorded::Counted { approvals, required }) => Flash::ok(format!(
                 "Recorded: approval {approvals} of {required} on {at}; it waits for {} more.",
                 required.saturating_sub(approvals)

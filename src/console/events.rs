@@ -37,8 +37,9 @@ impl Body for EventBody {
     }
 }
 
-/// A stream of `console`'s pulse, from now until the browser goes.
-pub fn stream(console: Arc<State>) -> EventBody {
+/// A stream of `console`'s pulse, from now until the browser goes or the login of cookie id
+/// `login` ends (signed out, expired, or its person removed from the rules).
+pub fn stream(console: Arc<State>, login: String) -> EventBody {
     let (send, messages) = tokio::sync::mpsc::channel(CHANNEL);
     tokio::spawn(async move {
         // A browser that loses the stream opens it again after a second.
@@ -48,6 +49,10 @@ pub fn stream(console: Arc<State>) -> EventBody {
         let mut last = None;
         let mut quiet = Duration::ZERO;
         loop {
+            // The rules as the last request read them: a stream reads no file of its own.
+            if !console.auth.is_live(&login, console.rules.last().access.as_deref()) {
+                return;
+            }
             let pulse = console.pulse().await;
             let message = match last == Some(pulse) {
                 true if quiet >= KEEP_ALIVE => Some(": still here\n\n".to_owned()),

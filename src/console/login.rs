@@ -6,7 +6,8 @@ use hyper::StatusCode;
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 
-use super::auth::{COOKIE, ClientAddr, LOGIN_LIFE, Login, Refusal, same_secret};
+use super::auth::{COOKIE, LOGIN_LIFE, Login, Refusal, same_secret};
+use super::rules::Rules;
 use super::{Answer, State, form, html, pages, redirect, refused, same_origin};
 
 /// The name a read-only console's reader signs in under when they give none (they decide nothing).
@@ -14,14 +15,14 @@ const READER: &str = "reader";
 
 /// `GET /login`: the sign-in form (personal token, or the console's token and a name); behind a
 /// proxy, the login of the user it names.
-pub(super) fn login_form<B>(console: &State, req: &Request<B>) -> Answer {
+pub(super) fn login_form<B>(console: &State, req: &Request<B>, rules: &Rules) -> Answer {
     if console.auth.by_proxy() {
-        return match console.auth.proxy_login(req) {
+        return match console.auth.proxy_login(req, rules.access.as_deref()) {
             Some((id, _)) => signed_in(&id),
             None => refused(StatusCode::FORBIDDEN, "the proxy in front did not name a user of the access file"),
         };
     }
-    html(StatusCode::OK, pages::login(None, console.auth.has_access(), console.read_only))
+    html(StatusCode::OK, pages::login(None, rules.access.is_some(), console.read_only))
 }
 
 /// To the inbox, with the login's cookie.
@@ -34,7 +35,7 @@ fn signed_in(id: &str) -> Answer {
     response
 }
 
-pub(super) async fn sign_in<B>(console: &State, req: Request<B>) -> Answer
+pub(super) async fn sign_in<B>(console: &State, req: Request<B>, rules: &Rules) -> Answer
 where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
@@ -45,7 +46,9 @@ where
     if console.auth.by_proxy() {
         return refused(StatusCode::FORBIDDEN, "the proxy in front signs people in");
     }
-    let client = req.extensions().get::<ClientAddr>().map(|c| c.0);
+    // Behind a trusted proxy, the client it reports: one attacker locks out only themselves.
+    let client = console.auth.client_of(&req);
+    let personal = rules.access.is_some();
     let Some(fields) = form(req).await else {
         return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
     };
@@ -54,17 +57,14 @@ where
         "" if console.read_only => READER,
         name => name,
     };
-    match console.auth.sign_in(client, token, name) {
+    match console.auth.sign_in(client, (token, name), rules.access.as_deref()) {
         Ok((id, _)) => signed_in(&id),
         Err(Refusal::Wrong(why)) => {
-            html(StatusCode::UNAUTHORIZED, pages::login(Some(why), console.auth.has_access(), console.read_only))
+            html(StatusCode::UNAUTHORIZED, pages::login(Some(why), personal, console.read_only))
         }
         Err(Refusal::TooMany(wait)) => {
             let why = format!("Too many failed sign-ins from here: try again in {} s.", wait.as_secs().max(1));
-            let mut answer = html(
-                StatusCode::TOO_MANY_REQUESTS,
-                pages::login(Some(&why), console.auth.has_access(), console.read_only),
-            );
+            let mut answer = html(StatusCode::TOO_MANY_REQUESTS, pages::login(Some(&why), personal, console.read_only));
             if let Ok(after) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
                 answer.headers_mut().insert(header::RETRY_AFTER, after);
             }

@@ -22,6 +22,7 @@ mod login;
 mod pages;
 mod read;
 mod routes;
+mod rules;
 mod server;
 mod templates;
 mod view;
@@ -45,6 +46,8 @@ use auth::{Auth, Login};
 pub use auth::{FAILURE_WINDOW, LOCKOUT, LOGIN_LIFE, MAX_FAILURES, PROXY_SECRET_HEADER};
 use pages::Forms;
 use routes::Route;
+pub use rules::RulesLog;
+use rules::{LiveRules, Rules, Source};
 
 const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
@@ -59,6 +62,7 @@ const BODY_TIME: Duration = Duration::from_secs(10);
 struct State {
     inbox: Inbox,
     auth: Auth,
+    rules: LiveRules,
     read_only: bool,
     cache: view::Cache,
     flashes: flash::Flashes,
@@ -86,10 +90,18 @@ pub struct ConsoleOptions {
     /// decisions are recorded as that person's. Taken only with an access file (the header must
     /// name one of its users) and the proxy's shared secret.
     pub user_header: Option<String>,
-    /// The access file (CONTRACT §18): people sign in with their personal tokens (the console's
-    /// token is then not used), and decide only where it allows them. Without it one operator
+    /// Rules a program gives (CONTRACT §18) where none are installed: people sign in with their
+    /// personal tokens (the console's token is then not used), and decide only where they allow
+    /// them. Without these, [`access_file`](Self::access_file) or installed rules, one operator
     /// signs in with the console's token and a name, recorded as unverified.
     pub access: Option<Arc<Access>>,
+    /// An access file (`--access FILE`) where none is installed, followed as it changes. By
+    /// default the console follows the rules installed where its sessions live
+    /// (`planlock access install`).
+    pub access_file: Option<std::path::PathBuf>,
+    /// Where the console says that its rules changed or cannot be read (default: a `tracing`
+    /// warning).
+    pub rules_log: Option<RulesLog>,
     /// The secret an authenticating proxy sends in [`PROXY_SECRET_HEADER`] with every request;
     /// needed with [`user_header`](Self::user_header).
     pub proxy_secret: Option<String>,
@@ -115,6 +127,18 @@ impl ConsoleOptions {
     /// With the access file `access`.
     pub fn access(mut self, access: Option<Access>) -> Self {
         self.access = access.map(Arc::new);
+        self
+    }
+
+    /// With the access file at `path`, followed as it changes.
+    pub fn access_file(mut self, path: Option<std::path::PathBuf>) -> Self {
+        self.access_file = path;
+        self
+    }
+
+    /// With `log` told when the rules change or cannot be read.
+    pub fn rules_log(mut self, log: RulesLog) -> Self {
+        self.rules_log = Some(log);
         self
     }
 
@@ -191,21 +215,31 @@ impl Console {
         if token.chars().count() < MIN_TOKEN_CHARS {
             return Err(ConsoleError::Token);
         }
-        let proxy = match (options.user_header, options.proxy_secret) {
-            (None, _) => None,
-            (Some(header), Some(secret)) if options.access.is_some() && secret.chars().count() >= MIN_TOKEN_CHARS => {
-                identity_header(&header).map_err(ConsoleError::UserHeader)?;
-                Some((header, secret))
-            }
-            (Some(_), _) => {
+        if options.proxy_secret.as_ref().is_some_and(|s| s.chars().count() < MIN_TOKEN_CHARS) {
+            return Err(ConsoleError::UserHeader(format!(
+                "the proxy's shared secret (--proxy-secret-env) must be at least {MIN_TOKEN_CHARS} characters"
+            )));
+        }
+        match (&options.user_header, &options.proxy_secret) {
+            (Some(header), Some(_)) => identity_header(header).map_err(ConsoleError::UserHeader)?,
+            (Some(_), None) => {
                 return Err(ConsoleError::UserHeader(format!(
-                    "a user header is taken only with an access file (--access) naming the users it may carry and                      the proxy's shared secret (--proxy-secret-env, at least {MIN_TOKEN_CHARS} characters), which                      the proxy sends in {PROXY_SECRET_HEADER} with every request"
+                    "a user header is taken only with the proxy's shared secret (--proxy-secret-env, at least \
+                     {MIN_TOKEN_CHARS} characters), which the proxy sends in {PROXY_SECRET_HEADER} with every \
+                     request, and rules naming the users it may carry"
                 )));
             }
+            (None, _) => {}
+        }
+        let source = match (options.access, options.access_file) {
+            (Some(access), _) => Source::Given(access),
+            (None, Some(path)) => Source::File(path),
+            (None, None) => Source::Installed(inbox.backend_arc()),
         };
         let state = State {
+            rules: LiveRules::new(source, options.rules_log),
             inbox,
-            auth: Auth::new(token, options.access, proxy),
+            auth: Auth::new(token, options.user_header, options.proxy_secret),
             read_only: options.read_only,
             cache: view::Cache::default(),
             flashes: flash::Flashes::default(),
@@ -332,9 +366,14 @@ where
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
     let route = Route::parse(req.method(), req.uri().path(), req.uri().query().unwrap_or(""));
+    if let Route::Static(content_type, body) = route {
+        return respond(StatusCode::OK, content_type, body);
+    }
+    // The rules as they are now: a person removed a moment ago is no longer signed in.
+    let rules = console.rules.current().await;
     let login = match route.is_public() {
         true => None,
-        false => match console.auth.login_of(&req) {
+        false => match console.auth.login_of(&req, rules.access.as_deref()) {
             Some(login) => Some(login),
             None => return redirect("/login"),
         },
@@ -342,39 +381,40 @@ where
     match (route, login) {
         (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
         (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
-        (Route::LoginForm, _) => login::login_form(console, &req),
-        (Route::SignIn, _) => login::sign_in(console, req).await,
+        (Route::LoginForm, _) => login::login_form(console, &req, &rules),
+        (Route::SignIn, _) => login::sign_in(console, req, &rules).await,
         (Route::SignOut, Some(login)) => login::sign_out(console, &login, req).await,
         (Route::MethodNotAllowed, _) => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
         (Route::NotFound, _) | (_, None) => refused(StatusCode::NOT_FOUND, "no such page"),
         (Route::Home, _) => redirect("/sessions"),
-        (Route::Events, Some(_)) => read::events(console),
+        (Route::Events, Some(_)) => read::events(console, auth::cookie(&req, auth::COOKIE).unwrap_or_default()),
         (Route::Sessions { status, words, page }, Some(login)) => {
-            read::sessions(console, status, &words, page, &console.forms(&login)).await
+            read::sessions(console, status, &words, page, &console.forms(&login, &rules)).await
         }
         (Route::Inbox { filter, page, flash }, Some(login)) => {
-            read::inbox(console, filter, page, flash.as_deref(), &console.forms(&login)).await
+            read::inbox(console, filter, page, flash.as_deref(), &console.forms(&login, &rules)).await
         }
         (Route::Pause { session, cycle, step, flash, back }, Some(login)) => match console.session_name(session) {
             Some(name) => {
-                read::pause(console, &name, cycle, &step, (flash.as_deref(), &back), &console.forms(&login)).await
+                let forms = console.forms(&login, &rules);
+                read::pause(console, &name, cycle, &step, (flash.as_deref(), &back), &forms).await
             }
             None => refused(StatusCode::NOT_FOUND, "no such page"),
         },
         (Route::Session(name), Some(login)) => match console.session_name(name) {
-            Some(name) => read::session(console, &name, &console.forms(&login)).await,
+            Some(name) => read::session(console, &name, &console.forms(&login, &rules)).await,
             None => refused(StatusCode::NOT_FOUND, "no such page"),
         },
         (Route::Decide { session, verdict }, Some(login)) => {
-            decide::decide_on(console, session, verdict, &login, req).await
+            decide::decide_on(console, session, verdict, (&login, &rules), req).await
         }
     }
 }
 
 impl State {
     /// What a page's forms need for `login`: its CSRF token, who it is, where it may decide.
-    fn forms<'a>(&'a self, login: &'a Login) -> Forms<'a> {
-        Forms { login, read_only: self.read_only, auth: &self.auth }
+    fn forms<'a>(&'a self, login: &'a Login, rules: &'a Rules) -> Forms<'a> {
+        Forms { login, read_only: self.read_only, rules }
     }
 }
 

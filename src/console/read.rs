@@ -130,8 +130,9 @@ pub(super) async fn session(console: &Arc<State>, name: &str, forms: &Forms<'_>)
 }
 
 /// `GET /events`: the pulse of the sessions, as a `text/event-stream` ([`events`]).
-pub(super) fn events(console: &Arc<State>) -> Answer {
-    let mut response = super::respond_with(StatusCode::OK, "text/event-stream", events::stream(console.clone()));
+pub(super) fn events(console: &Arc<State>, login: String) -> Answer {
+    let stream = events::stream(console.clone(), login);
+    let mut response = super::respond_with(StatusCode::OK, "text/event-stream", stream);
     // A proxy in front must not hold the stream back to buffer it.
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -73,6 +73,9 @@ pub struct Viewer<'a> {
     pub csrf: &'a str,
     /// The console serves no action: every page says so at its top.
     pub read_only: bool,
+    /// Why the access file as written now is not in force (the last good rules are): every page
+    /// says so at its top.
+    pub rules_problem: Option<&'a str>,
 }
 
 /// A whole page: `title`, the navigation with the pending count and who is signed in (with the

@@ -31,8 +31,7 @@ use subtle::ConstantTimeEq;
 use crate::contract::registry::{Failure, FailureKind};
 use crate::fsread::{self, ReadError};
 
-/// The largest access file read, in bytes (as a policy file).
-pub const MAX_ACCESS_FILE_BYTES: u64 = 1 << 20;
+pub use crate::session::MAX_ACCESS_FILE_BYTES;
 
 /// The events a webhook may ask for.
 pub const WEBHOOK_EVENTS: [&str; 4] = ["pause.created", "pause.decided", "pause.expired", "pause.resolved"];
@@ -144,6 +143,8 @@ pub struct Rule {
 /// ```
 #[derive(Debug, Clone)]
 pub struct Access {
+    /// Where it was read from, as messages name it.
+    source: String,
     /// Each user's token hash, by name.
     users: BTreeMap<String, [u8; 32]>,
     /// The tenant of each user who names one.
@@ -176,6 +177,12 @@ impl Access {
     /// Reads the access file at `path`: a regular file (no link), at most
     /// [`MAX_ACCESS_FILE_BYTES`].
     pub fn load(path: &Path) -> Result<Access, AccessError> {
+        Access::read(path).map(|(access, _)| access)
+    }
+
+    /// [`load`](Self::load), with the text as read: what `planlock access install` installs
+    /// (the very text it checked).
+    pub fn read(path: &Path) -> Result<(Access, String), AccessError> {
         let name = path.display().to_string();
         let fail = |problem: String| AccessError { file: name.clone(), line: 1, problem };
         let bytes = match fsread::read_regular(path, MAX_ACCESS_FILE_BYTES) {
@@ -188,7 +195,7 @@ impl Access {
             Err(ReadError::Io(op, e)) => return Err(fail(format!("cannot {op} it: {e}"))),
         };
         let text = String::from_utf8(bytes).map_err(|_| fail("it is not UTF-8 text".into()))?;
-        Access::parse(&name, &text)
+        Ok((Access::parse(&name, &text)?, text))
     }
 
     /// The access file `text`, named `file` in errors.
@@ -215,6 +222,15 @@ impl Access {
                     ),
                 )
             })?;
+            if hash == <[u8; 32]>::from(Sha256::digest(b"")) {
+                return Err(at(
+                    line_of(text, name),
+                    format!(
+                        "user `{}`: tokenSha256 is the hash of the empty token, which would let anyone sign in as them; make a token with `planlock access new-token`",
+                        crate::text::printable(name)
+                    ),
+                ));
+            }
             if let Some((other, _)) = hashes.iter().find(|(_, h)| *h == hash) {
                 return Err(at(
                     line_of(text, name),
@@ -268,6 +284,7 @@ impl Access {
             }
         }
         Ok(Access {
+            source: file.to_owned(),
             users,
             tenants,
             validators,
@@ -276,9 +293,33 @@ impl Access {
         })
     }
 
+    /// The rules installed where sessions live (CONTRACT §18, amended), read as a file is.
+    pub fn installed(installed: &crate::session::InstalledAccess) -> Result<Access, AccessError> {
+        Access::parse(&installed.source, &installed.text)
+    }
+
+    /// Where the rules were read from (a file's path, or the database and tenant).
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether `other` says the same rules (wherever each was read from): the same people with
+    /// the same tokens and tenants, validators, webhooks and console address.
+    pub fn same_rules(&self, other: &Access) -> bool {
+        self.users == other.users
+            && self.tenants == other.tenants
+            && self.validators == other.validators
+            && self.webhooks == other.webhooks
+            && self.console_url == other.console_url
+    }
+
     /// The user whose personal token is `token`, if any. Every user's hash is compared, each in
     /// constant time, so how long it takes says nothing about which one matched or how closely.
     pub fn sign_in(&self, token: &str) -> Option<&str> {
+        // An empty token is no one's, whatever a file says (it refuses the empty token's hash).
+        if token.is_empty() {
+            return None;
+        }
         let presented: [u8; 32] = Sha256::digest(token.as_bytes()).into();
         let mut found = None;
         for (name, hash) in &self.users {
@@ -348,6 +389,11 @@ impl Access {
                 named.iter().map(|t| crate::text::printable(t)).collect::<Vec<_>>().join(", ")
             ))),
         }
+    }
+
+    /// The validators the file names, with their rules (any other: every user, one approval).
+    pub fn validators(&self) -> impl Iterator<Item = (&str, &Rule)> {
+        self.validators.iter().map(|(id, rule)| (id.as_str(), rule))
     }
 
     /// The webhooks.
@@ -420,6 +466,9 @@ mod tests {
             assert!(err.to_string().contains(says), "{rest}: {err}");
             assert_eq!((err.code(), err.kind()), ("access-invalid", FailureKind::FailFast));
         }
+        let empty = format!("users:\n  ada: {{ tokenSha256: \"{}\" }}\n", token_sha256(""));
+        let refused = Access::parse("a.yaml", &empty).unwrap_err();
+        assert!(refused.to_string().contains("empty token") && refused.line == 2, "{refused}");
         let same =
             "users:\n  ada: { tokenSha256: \"%\" }\n  bob: { tokenSha256: \"%\" }\n".replace('%', &token_sha256("x"));
         assert!(Access::parse("a.yaml", &same).unwrap_err().to_string().contains("one token"));

@@ -71,6 +71,28 @@ pub enum DecideError {
         /// The validator of the pause.
         validator: String,
     },
+    /// The approval is recorded, but the pause needs more (CONTRACT §18): nothing runs until
+    /// enough distinct allowed people approved the same digest.
+    #[error("the approval is recorded, and the pause waits for more: {turn}")]
+    Incomplete {
+        /// Who approved, and who may still.
+        turn: super::Turn,
+    },
+    /// The access file installed where the session lives cannot be read as written: nothing is
+    /// decided or acted on without its rules.
+    #[error("the installed rules cannot be used: {0}; fix the file and install it again (`planlock access install`)")]
+    Access(#[from] super::access::AccessError),
+    /// An access file given for this call says other rules than the ones installed where the
+    /// session lives: the installed rules are the ones every path applies.
+    #[error(
+        "the access file {given} says other rules than the ones installed ({installed}); decide without --access (the installed rules apply), or install the file with `planlock access install`"
+    )]
+    AccessMismatch {
+        /// The file given.
+        given: String,
+        /// Where the installed rules are.
+        installed: String,
+    },
     /// The store failed, or the pause already has another decision (`already-decided`).
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -85,6 +107,9 @@ impl Failure for DecideError {
             DecideError::DigestMismatch { .. } => "digest-mismatch",
             DecideError::Invalid(_) => "decision-invalid",
             DecideError::NotAnApprover { .. } => "not-an-approver",
+            DecideError::Incomplete { .. } => "approval-incomplete",
+            DecideError::Access(e) => e.code(),
+            DecideError::AccessMismatch { .. } => "access-mismatch",
             DecideError::Session(e) => e.code(),
         }
     }
@@ -93,7 +118,9 @@ impl Failure for DecideError {
     /// may not decide is FailFast: looking again changes nothing.
     fn kind(&self) -> FailureKind {
         match self {
-            DecideError::NotAnApprover { .. } => FailureKind::FailFast,
+            DecideError::NotAnApprover { .. } | DecideError::Access(_) | DecideError::AccessMismatch { .. } => {
+                FailureKind::FailFast
+            }
             DecideError::Session(e) if !matches!(e, SessionError::AlreadyDecided { .. }) => e.kind(),
             _ => FailureKind::CycleFail,
         }
@@ -147,7 +174,9 @@ pub fn check_decider(by: &str) -> Result<(), String> {
 
 /// Records `decision` on the paused cycle of `records`: it must name the pause waiting there,
 /// before its expiry, on what its record shows (its `shownDigest`), with a justification and a
-/// decider's name a person can read. It goes to the approval log, where decisions live.
+/// decider's name a person can read, under the rules installed where the session lives
+/// ([`SessionRecords::installed_access`]; see [`decide_with`]). It goes to the approval log,
+/// where decisions live.
 ///
 /// ```
 /// use planlock::Failure;
@@ -166,12 +195,30 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
     decide_with(records, decision, None).await
 }
 
-/// [`decide`] under the rules of `access` (CONTRACT §18): the decider must be a user of the
-/// access file allowed for the pause's validator (else [`DecideError::NotAnApprover`], nothing
-/// written), the decision is recorded as verified, and a pause whose validator needs `required:
-/// N` approvals is approved by N distinct allowed people on the same digest
-/// ([`Recorded::Counted`] until then); one rejection rejects. Without `access`, one operator
-/// decides and the name is recorded as unverified.
+/// The rules a decision on `records`' session is held to (CONTRACT §18, amended: the rules
+/// live with the sessions): the access file installed where the session lives; where none is,
+/// `given` (a one-off `--access FILE`), else none (one operator, names unverified). A `given`
+/// file that says other rules than the installed ones is refused
+/// ([`DecideError::AccessMismatch`]), and installed rules that cannot be read refuse every
+/// decision ([`DecideError::Access`]).
+pub async fn rules_for(records: &dyn SessionRecords, given: Option<&Access>) -> Result<Option<Access>, DecideError> {
+    let Some(installed) = records.installed_access().await? else { return Ok(given.cloned()) };
+    let access = Access::installed(&installed)?;
+    if let Some(given) = given
+        && !given.same_rules(&access)
+    {
+        return Err(DecideError::AccessMismatch { given: given.source().to_owned(), installed: installed.source });
+    }
+    Ok(Some(access))
+}
+
+/// [`decide`] under the rules of CONTRACT §18: those installed where the session lives, or
+/// `access` where none are (a one-off check; one that disagrees with the installed rules is
+/// refused). The decider must be a user of the rules allowed for the pause's validator (else
+/// [`DecideError::NotAnApprover`], nothing written), the decision is recorded as verified, and
+/// a pause whose validator needs `required: N` approvals is approved by N distinct allowed
+/// people on the same digest ([`Recorded::Counted`] until then); one rejection rejects. Without
+/// rules, one operator decides and the name is recorded as unverified.
 ///
 /// ```
 /// use planlock::Failure;
@@ -181,10 +228,14 @@ pub async fn decide(records: &dyn SessionRecords, decision: &ReviewDecision) -> 
 /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
 /// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
 /// let access = Access::parse("access.yaml", &format!("users:\n  ada: {{ tokenSha256: \"{}\" }}\n", token_sha256("t")))?;
-/// let records = FileRecords::new(tempfile::tempdir()?.path());
+/// let sessions = tempfile::tempdir()?;
+/// let records = FileRecords::new(sessions.path().join("s"));
 /// let eve = ReviewDecision::new(&record, ReviewVerdict::Approve, "eve", "looks fine");
 /// let refused = planlock::block_on(decide_with(&records, &eve, Some(&access))).unwrap_err();
 /// assert_eq!(refused.code(), "not-an-approver");
+/// // Installed beside the session roots, the rules hold without being given.
+/// planlock::session::install_access(sessions.path(), &format!("users:\n  ada: {{ tokenSha256: \"{}\" }}\n", token_sha256("t")))?;
+/// assert_eq!(planlock::block_on(planlock::review::decide(&records, &eve)).unwrap_err().code(), "not-an-approver");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub async fn decide_with(
@@ -194,8 +245,9 @@ pub async fn decide_with(
 ) -> Result<Recorded, DecideError> {
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
     check_decider(&decision.by).map_err(DecideError::Invalid)?;
+    let access = rules_for(records, access).await?;
     let validator = &decision.pause.validator_id;
-    let required = match access {
+    let required = match &access {
         Some(access) if !access.may_decide(&decision.by, validator) => {
             return Err(DecideError::NotAnApprover {
                 by: printable(&decision.by).into_owned(),
@@ -250,4 +302,51 @@ pub async fn decide_with(
     let recorded = records.record_decision(decision, required).instrument(span).await?;
     crate::telemetry::approval(verdict);
     Ok(recorded)
+}
+
+/// Whether the decision recorded on a pause may be acted on under the rules installed where the
+/// session lives (CONTRACT §18, amended: every path that acts applies them): an approval must
+/// have been checked against rules (not a name nobody vouched for), by people the installed
+/// rules allow for the validator, as many as they require. A rejection or an abandon only ends
+/// the cycle, and is acted on as recorded. Without installed rules, every decision is.
+pub async fn check_acting(records: &dyn SessionRecords, decision: &ReviewDecision) -> Result<(), DecideError> {
+    if decision.verdict != ReviewVerdict::Approve {
+        return Ok(());
+    }
+    let Some(access) = rules_for(records, None).await? else { return Ok(()) };
+    let validator = &decision.pause.validator_id;
+    let approved = decision.approved_by();
+    if decision.verified != Some(true) {
+        return Err(DecideError::NotAnApprover {
+            by: format!("{} (a name nobody vouched for: recorded without rules)", printable(&decision.by)),
+            validator: printable(validator).into_owned(),
+        });
+    }
+    if let Some(stranger) = approved.iter().find(|by| !access.may_decide(by, validator)) {
+        return Err(DecideError::NotAnApprover {
+            by: printable(stranger).into_owned(),
+            validator: printable(validator).into_owned(),
+        });
+    }
+    let rule = access.rule(validator);
+    let turn = super::Turn::of(&rule, approved.iter().map(|n| (*n).to_owned()).collect());
+    match turn.complete() {
+        true => Ok(()),
+        false => Err(DecideError::Incomplete { turn }),
+    }
+}
+
+/// Where the pause `pause` of `records`' session stands under `rule`: who approved it so far
+/// and who may still.
+pub async fn turn_on(
+    records: &dyn SessionRecords,
+    pause: &crate::session::PauseRef,
+    rule: &super::access::Rule,
+) -> Result<super::Turn, DecideError> {
+    let decisions = records.decisions_on(pause).await?;
+    let approved = match decisions.decision {
+        Some(decision) => decision.approved_by().into_iter().map(str::to_owned).collect(),
+        None => decisions.approvals,
+    };
+    Ok(super::Turn::of(rule, approved))
 }

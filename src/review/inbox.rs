@@ -92,6 +92,7 @@ impl PendingPause {
     pub fn state(&self) -> String {
         match (&self.decision, self.required) {
             _ if self.expired => "expired".to_owned(),
+            (Some(d), _) if d.verified == Some(false) => format!("{} (unverified name)", d.verdict.past()),
             (Some(d), _) => d.verdict.past().to_owned(),
             (None, Some(required)) if !self.approvals.is_empty() => {
                 format!("{} of {required} ({})", self.approvals.len(), self.approvals.join(", "))

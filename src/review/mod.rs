@@ -16,5 +16,9 @@ pub mod inbox;
 #[cfg_attr(docsrs, doc(cfg(feature = "notify")))]
 pub mod notify;
 pub mod overview;
+mod turn;
 
-pub use decide::{DecideError, MAX_DECIDER_CHARS, check_decider, decide, decide_with};
+pub use decide::{
+    DecideError, MAX_DECIDER_CHARS, check_acting, check_decider, decide, decide_with, rules_for, turn_on,
+};
+pub use turn::Turn;

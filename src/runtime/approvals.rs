@@ -13,10 +13,11 @@ use super::{RunOutcome, Runtime, State};
 use crate::exec::executor::{CycleReport, Shown};
 use crate::exec::handler::HandlerSet;
 use crate::exec::validator::Override;
-use crate::review::{DecideError, decide};
+use crate::review::access::Rule;
+use crate::review::{DecideError, check_acting, decide, rules_for, turn_on};
 use crate::session::{
-    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError, SessionStore,
-    Timestamp, Via,
+    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, Recorded, ReviewDecision, ReviewVerdict, SessionError,
+    SessionStore, Timestamp, Via,
 };
 
 /// Logs `outcome` in `store`'s records once (see
@@ -110,6 +111,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             let event = ApprovalEvent::Expired { pause: decision.pause.clone(), at: Timestamp::now() };
             return Some(self.log_outcome(event).await.and(Err(self.paused_error(&record))));
         }
+        // The installed rules hold for acting too: an approval they would not have let through
+        // (a name nobody vouched for, a person since removed, too few) runs nothing.
+        if let Err(e) = check_acting(self.store.records(), &decision).await {
+            return Some(Err(RuntimeError::Decision(Arc::new(e))));
+        }
         Some(match decision.verdict {
             ReviewVerdict::Approve => {
                 let over = override_of(&decision);
@@ -140,8 +146,18 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         if over.shown_digest.is_some() {
             decision.shown_digest = over.shown_digest;
         }
-        match decide(self.store.records(), &decision).await {
-            Ok(_) => Ok(decision),
+        let records = self.store.records();
+        match decide(records, &decision).await {
+            // One person's approval of a pause that needs more: recorded, nothing runs.
+            Ok(Recorded::Counted { required, .. }) => {
+                let refused = |e| RuntimeError::Decision(Arc::new(e));
+                let rules = rules_for(records, None).await.map_err(refused)?;
+                let rule = rules.map_or(Rule { approvers: Vec::new(), required }, |r| r.rule(&record.validator.id));
+                let turn = turn_on(records, &decision.pause, &rule).await.map_err(refused)?;
+                Err(refused(DecideError::Incomplete { turn }))
+            }
+            // The approval that completes the pause's: the recorded decision names everyone.
+            Ok(_) => Ok(self.decision_on(record).await?.unwrap_or(decision)),
             Err(DecideError::Session(SessionError::AlreadyDecided { .. })) => {
                 // Decided already, the same way or not: the recorded decision is the one.
                 let recorded = self.decision_on(record).await?;

@@ -204,6 +204,27 @@ impl ReviewDecision {
         }
     }
 
+    /// Who decided, as every place that shows a decision writes it: the approvers (or `by`),
+    /// printable and in backquotes, and `(unverified name)` after a name no rules vouched for (CONTRACT §18).
+    ///
+    /// ```
+    /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
+    /// # let record: planlock::session::InterventionRecord = serde_json::from_str(json)?;
+    /// use planlock::session::{ReviewDecision, ReviewVerdict};
+    /// let mut decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "eve", "fine");
+    /// decision.verified = Some(false);
+    /// assert_eq!(decision.who(), "`eve` (unverified name)");
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn who(&self) -> String {
+        let names: Vec<String> =
+            self.approved_by().iter().map(|n| format!("`{}`", crate::text::printable(n))).collect();
+        match self.verified {
+            Some(false) => format!("{} (unverified name)", names.join(", ")),
+            _ => names.join(", "),
+        }
+    }
+
     /// Whether `other` says the same thing on the same pause (the time it was made, where and how
     /// it was checked aside): a decision made again changes nothing. `other` by one of this
     /// approval's approvers, approving the same digest, is the same.

@@ -32,6 +32,7 @@ use uuid::Uuid;
 use crate::contract::registry::{Failure, FailureKind};
 use crate::hash::{Digest, HashParts};
 
+mod access_file;
 mod approval;
 mod file;
 mod file_budget;
@@ -44,6 +45,10 @@ mod pin;
 pub mod postgres;
 mod records;
 mod store;
+pub use access_file::{
+    ACCESS_FILE, InstalledAccess, MAX_ACCESS_FILE_BYTES, install_access, read_installed_access, rules_dir_of,
+    uninstall_access,
+};
 pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict, Via};
 // The reviewer's operations live in `review/` (a layer above); their first paths stay.
 #[doc(hidden)]

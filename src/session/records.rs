@@ -107,6 +107,11 @@ pub trait SessionRecords: Send + Sync {
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog>;
     /// The session's last `limit` finished cycles, newest first (see [`CycleEntry`](super::CycleEntry)).
     fn history(&self, limit: usize) -> StoreFuture<'_, History>;
+    /// The access file installed where this session lives (CONTRACT §18, amended: the rules
+    /// live with the sessions): beside the session roots ([`ACCESS_FILE`](super::ACCESS_FILE)),
+    /// or the tenant's in the database. `None`: none is installed (one operator, names
+    /// unverified). Every path that decides or acts reads it here.
+    fn installed_access(&self) -> StoreFuture<'_, Option<super::InstalledAccess>>;
 }
 
 /// The records under a session root, read without its lock; creates nothing. Its calls are a
@@ -215,6 +220,9 @@ impl SessionRecords for FileRecords {
     }
     fn history(&self, limit: usize) -> StoreFuture<'_, History> {
         ready(self.unlinked(|| self.read_history(limit)))
+    }
+    fn installed_access(&self) -> StoreFuture<'_, Option<super::InstalledAccess>> {
+        ready(super::read_installed_access(&super::rules_dir_of(&self.root)))
     }
 }
 

@@ -87,7 +87,7 @@ impl Session {
         s
     }
 
-    fn root(&self) -> std::path::PathBuf {
+    pub(crate) fn root(&self) -> std::path::PathBuf {
         self.sessions.path().join("s1")
     }
 

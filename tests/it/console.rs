@@ -344,7 +344,7 @@ fn the_consoles_edges_hold() {
         .output()
         .unwrap();
     assert_eq!(alone.status.code(), Some(2), "a user header alone is refused");
-    assert!(String::from_utf8_lossy(&alone.stderr).contains("--access"), "{alone:?}");
+    assert!(String::from_utf8_lossy(&alone.stderr).contains("--proxy-secret-env"), "{alone:?}");
 }
 
 /// A form shown for one pause does not decide a later one: the re-run of a rejected cycle

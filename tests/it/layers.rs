@@ -356,11 +356,7 @@ fn the_promised_root_layout_holds() {
         .lines()
         .find(|l| l.starts_with("default-members"))
         .expect("the root manifest names its default members");
-    assert!(
-        default_members.contains("\"ui-tests\""),
-        "`cargo test` at the root runs ui-tests/: {default_members}"
-    );
+    assert!(default_members.contains("\"ui-tests\""), "`cargo test` at the root runs ui-tests/: {default_members}");
     let readme = std::fs::read_to_string(repo.join("README.md")).unwrap();
     assert!(readme.contains("| `ui-tests/` |"), "the README's layout table names ui-tests/");
 }
-

@@ -30,6 +30,7 @@ mod planner;
 mod prompts;
 mod readme;
 mod records;
+mod rules;
 mod runtime;
 mod secrets;
 mod semantic;

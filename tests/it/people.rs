@@ -12,7 +12,7 @@ use crate::approvals::paused_by_the_cli;
 use crate::common::cli::{json, planlock};
 
 /// An access file in `dir`: ada, bob and eve; `demo-review` needs `required` of ada and bob.
-fn access_file(dir: &Path, required: usize) -> PathBuf {
+pub(crate) fn access_file(dir: &Path, required: usize) -> PathBuf {
     let path = dir.join("access.yaml");
     let users: String = ["ada", "bob", "eve"]
         .iter()
@@ -25,7 +25,7 @@ fn access_file(dir: &Path, required: usize) -> PathBuf {
 }
 
 /// `planlock inbox VERB --format json --sessions DIR --by BY --reason … --access FILE s1`.
-fn decide(dir: &Path, verb: &str, by: &str, access: Option<&Path>) -> (Option<i32>, Value) {
+pub(crate) fn decide(dir: &Path, verb: &str, by: &str, access: Option<&Path>) -> (Option<i32>, Value) {
     let mut cmd = planlock();
     cmd.args(["inbox", verb, "--format", "json", "--sessions"]).arg(dir).args(["--by", by, "--reason", "checked"]);
     if let Some(access) = access {
@@ -35,16 +35,16 @@ fn decide(dir: &Path, verb: &str, by: &str, access: Option<&Path>) -> (Option<i3
     (out.status.code(), json(&out))
 }
 
-fn log_events(dir: &Path) -> Vec<Value> {
+pub(crate) fn log_events(dir: &Path) -> Vec<Value> {
     let out = planlock().args(["inbox", "log", "--format", "json", "--sessions"]).arg(dir).arg("s1").output().unwrap();
     json(&out)["events"].as_array().unwrap().clone()
 }
 
-fn names(events: &[Value]) -> Vec<&str> {
+pub(crate) fn names(events: &[Value]) -> Vec<&str> {
     events.iter().map(|e| e["event"].as_str().unwrap()).collect()
 }
 
-fn run(args: &[String]) -> Output {
+pub(crate) fn run(args: &[String]) -> Output {
     planlock().args(args).output().unwrap()
 }
 
@@ -169,12 +169,12 @@ fn racing_approvals_never_count_one_person_twice_and_never_lose_one() {
 }
 
 /// `token=…` for the sign-in form.
-fn signs_in(console: &crate::common::console::Console, token: &str) -> crate::common::console::Reply {
+pub(crate) fn signs_in(console: &crate::common::console::Console, token: &str) -> crate::common::console::Reply {
     let origin = console.origin();
     console.request("POST", "/login", &[("Origin", &origin)], &format!("token={}", token.replace('\'', "%27")))
 }
 
-fn cookie_of(reply: &crate::common::console::Reply) -> String {
+pub(crate) fn cookie_of(reply: &crate::common::console::Reply) -> String {
     let line = reply.headers.lines().find_map(|l| l.strip_prefix("set-cookie: ")).expect("a cookie");
     line.split(';').next().unwrap().to_owned()
 }

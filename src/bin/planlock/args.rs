@@ -168,16 +168,20 @@ pub enum Command {
         /// Take the person from this request header, set by an authenticating proxy in front of
         /// the console (oauth2-proxy's `X-Forwarded-User`, …): only with `--access` (the header
         /// must name one of its users) and `--proxy-secret-env`.
-        #[arg(long, value_name = "HEADER", requires_all = ["access", "proxy_secret_env"])]
+        #[arg(long, value_name = "HEADER", requires = "proxy_secret_env")]
         user_header: Option<String>,
-        /// The access file (CONTRACT §18): people sign in with their own tokens and decide only
-        /// where it allows them. Without it one operator signs in with the console's token and a
-        /// name, recorded as unverified.
+        /// A one-off access file (CONTRACT §18) where none is installed (`planlock access
+        /// install`), followed as it changes: people sign in with their own tokens and decide
+        /// only where it allows them. The console follows the installed rules by default; a file
+        /// that says other rules is refused. Without either, one operator signs in with the
+        /// console's token and a name, recorded as unverified.
         #[arg(long, value_name = "FILE")]
         access: Option<std::path::PathBuf>,
-        /// The environment variable holding the secret the proxy sends in
-        /// `X-Planlock-Proxy-Secret` with every request (with `--user-header`).
-        #[arg(long, value_name = "VAR", requires = "user_header")]
+        /// The environment variable holding the secret a trusted proxy in front sends in
+        /// `X-Planlock-Proxy-Secret` with every request: with it the console counts failed
+        /// sign-ins by the client the proxy reports (`X-Forwarded-For`), and takes
+        /// `--user-header`.
+        #[arg(long, value_name = "VAR")]
         proxy_secret_env: Option<String>,
         /// A trace UI's address of one trace, with `{traceId}` where the id goes (Phoenix:
         /// `http://127.0.0.1:6006/projects/UHJvamVjdDox/traces/{traceId}`): each cycle of a
@@ -206,9 +210,11 @@ pub enum Command {
     Notify {
         #[command(flatten)]
         sessions: SessionsArgs,
-        /// The access file naming the webhooks (their secrets in the variables it names).
+        /// A one-off access file naming the webhooks (their secrets in the variables it names),
+        /// where none is installed (`planlock access install`); one that says other rules than
+        /// the installed ones is refused.
         #[arg(long, value_name = "FILE")]
-        access: PathBuf,
+        access: Option<PathBuf>,
         /// Deliver what is due now, and exit.
         #[arg(long)]
         once: bool,
@@ -231,7 +237,32 @@ pub enum Command {
 pub enum AccessCommand {
     /// Print a fresh personal token (256 random bits) once, and its `tokenSha256` for the access
     /// file: give the token to its person, keep only the hash. Nothing is written.
-    NewToken,
+    NewToken {
+        /// The person the token is for: the lines printed to paste into the file name them.
+        #[arg(long, value_name = "NAME", default_value = "NAME")]
+        name: String,
+    },
+    /// Install an access file where the sessions live (beside the session roots, or in the
+    /// database for the tenant): every path that decides or acts applies it from then on (the
+    /// inbox commands, `resume`, the library, the console, the sender), without a flag. It is
+    /// checked first; an invalid file is refused and nothing changes.
+    Install {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+        /// The access file to install.
+        file: PathBuf,
+    },
+    /// Show the rules installed where the sessions live: who may decide on which validator's
+    /// pauses, and how many approvals each needs.
+    Show {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+    },
+    /// Remove the installed access file: one operator decides again, names unverified.
+    Remove {
+        #[command(flatten)]
+        sessions: SessionsArgs,
+    },
 }
 
 /// The pause a decision is on, and who decides: what `inbox approve|reject|abandon` share.
@@ -343,9 +374,11 @@ pub struct DeciderArgs {
     /// Why (not blank, at most 2,000 characters).
     #[arg(long, value_parser = parse_reason)]
     pub reason: String,
-    /// The access file (CONTRACT §18): `--by` must name a user it allows for the pause's
-    /// validator, and a validator that needs N approvals counts this one. Without it, one
-    /// operator decides and the name is recorded as unverified.
+    /// A one-off access file (CONTRACT §18) where none is installed (`planlock access
+    /// install`): `--by` must name a user it allows for the pause's validator, and a validator
+    /// that needs N approvals counts this one. The installed rules always apply; a file that
+    /// says other rules is refused. Without either, one operator decides and the name is
+    /// recorded as unverified.
     #[arg(long, value_name = "FILE")]
     pub access: Option<std::path::PathBuf>,
 }
@@ -528,6 +561,24 @@ pub struct CycleArgs {
 }
 
 impl SessionPlace {
+    /// The command that decides on this session's pause under the installed rules (never the
+    /// database's URL: the environment variable that holds it).
+    pub fn decide_command(&self) -> String {
+        let place = match (&self.root, &self.session) {
+            (Some(root), _) => {
+                let name = root.file_name().map_or_else(|| root.to_string_lossy(), |n| n.to_string_lossy());
+                let dir = planlock::session::rules_dir_of(root);
+                format!("--sessions {} {}", shell_word(&dir.to_string_lossy()), shell_word(&name))
+            }
+            (None, Some(key)) => {
+                let tenant = self.tenant.as_deref().map(|t| format!("--tenant {} ", shell_word(t))).unwrap_or_default();
+                format!("--database \"$PLANLOCK_DATABASE_URL\" {tenant}{}", shell_word(key))
+            }
+            (None, None) => "SESSION".to_owned(),
+        };
+        format!("planlock inbox approve --by NAME --reason TEXT {place}")
+    }
+
     /// The library's [`Place`](planlock::runtime::place::Place) these flags name (clap makes
     /// sure one of the two is given).
     pub fn place(&self) -> planlock::runtime::place::Place {
@@ -538,5 +589,14 @@ impl SessionPlace {
             }
             (_, _, root) => Place::Root(root.clone().unwrap_or_default()),
         }
+    }
+}
+
+/// `word` as one word of a POSIX shell: as it is when it needs no quoting, else in single quotes.
+fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "._/-+=:@%".contains(c);
+    match !word.is_empty() && word.chars().all(plain) {
+        true => word.to_owned(),
+        false => format!("'{}'", word.replace('\'', r"'\''")),
     }
 }

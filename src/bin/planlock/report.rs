@@ -113,6 +113,9 @@ pub struct RunReport {
     /// Only when boot removed the record a finished resume left behind.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub boot_cleanup: Option<BootCleanup>,
+    /// With a pause: the command that decides on it under the installed rules.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub to_decide: Option<String>,
 }
 
 impl RunReport {
@@ -133,6 +136,7 @@ impl RunReport {
             intervention: None,
             abandoned: None,
             boot_cleanup: None,
+            to_decide: None,
         }
     }
 }
@@ -197,12 +201,13 @@ impl Report for RunReport {
         }
         if let Some(i) = &self.intervention {
             line!(out, "paused: validator `{}` blocked step `{}`: {}", i.validator.id, i.step_id, i.reason);
-            line!(
-                out,
-                "to go on: planlock resume --approve {} --step {} --reason TEXT (same --root, --policy-root and plan), or planlock abandon",
-                i.validator.id,
-                i.step_id
-            );
+            match &self.to_decide {
+                Some(command) => line!(out, "to decide: {command} (or `inbox reject`, the same way)"),
+                None => {
+                    line!(out, "to decide: planlock inbox approve --by NAME --reason TEXT SESSION (or `inbox reject`)")
+                }
+            }
+            line!(out, "then run again (same --policy-root and plan) to act on the decision, or planlock abandon");
         }
     }
 }

@@ -241,7 +241,7 @@ pub fn pause_page(
         (None, _) => (None, Vec::new()),
     };
     let decided = pause.decision.is_some();
-    let may = forms.auth.may_decide(forms.login, &r.validator.id) && !forms.read_only;
+    let may = forms.may_decide(&r.validator.id) && !forms.read_only;
     // Only the buttons that can be taken: an expired pause can only be abandoned.
     let offered = if decided || !may {
         Vec::new()
@@ -323,7 +323,7 @@ pub fn pause_page(
         pause_id: this.id(),
         back,
         anchor: row_anchor(&pause.session, r.cycle, &r.step_id),
-        not_yours: !decided && !forms.read_only && !forms.auth.may_decide(forms.login, &r.validator.id),
+        not_yours: !decided && !forms.read_only && !forms.may_decide(&r.validator.id),
         read_only: forms.read_only,
         earlier,
         flash,

@@ -18,6 +18,7 @@ use minijinja::value::Value;
 use serde::Serialize;
 
 use super::auth::{Auth, Login};
+use super::rules::Rules;
 use super::templates::{Ago, Viewer, page, render, url_segment};
 
 /// Sessions a page lists.
@@ -28,7 +29,7 @@ pub const PER_PAGE: usize = 50;
 pub struct Forms<'a> {
     pub login: &'a Login,
     pub read_only: bool,
-    pub auth: &'a Auth,
+    pub rules: &'a Rules,
 }
 
 impl Forms<'_> {
@@ -39,7 +40,13 @@ impl Forms<'_> {
             verified: self.login.verified,
             csrf: &self.login.csrf,
             read_only: self.read_only,
+            rules_problem: self.rules.problem.as_deref(),
         }
+    }
+
+    /// Whether the login may decide on `validator`'s pauses under the rules in force.
+    pub fn may_decide(&self, validator: &str) -> bool {
+        Auth::may_decide(self.login, validator, self.rules.access.as_deref())
     }
 }
 

@@ -20,11 +20,13 @@
 //! - The store holds no connection between its operations: each takes one from the pool and
 //!   gives it back, so a worker keeps as many sessions open as it likes on a few connections.
 
+mod access;
 mod budget;
 mod records;
 
 use std::time::Duration;
 
+pub use access::{install_access, installed_access, uninstall_access};
 pub use budget::{PgBudget, budgets, remove_budget, set_budget};
 pub use records::PgRecords;
 pub(crate) use records::{paused_sessions, session_page};

@@ -251,6 +251,13 @@ impl SessionRecords for PgRecords {
     fn approval_log(&self) -> StoreFuture<'_, ApprovalLog> {
         Box::pin(self.log_of("approval log", "kind IN ('decided', 'outcome', 'vote')"))
     }
+    fn installed_access(&self) -> StoreFuture<'_, Option<crate::session::InstalledAccess>> {
+        Box::pin(async move {
+            super::installed_access(&self.db)
+                .await
+                .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })
+        })
+    }
     fn history(&self, limit: usize) -> StoreFuture<'_, History> {
         Box::pin(async move {
             let limit = i64::try_from(limit).unwrap_or(i64::MAX);

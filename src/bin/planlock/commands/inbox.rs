@@ -5,8 +5,8 @@
 use planlock::Failure;
 use planlock::backend::{FilesBackend, PgBackend};
 use planlock::review::access::Access;
-use planlock::review::decide_with;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
+use planlock::review::{Turn, decide_with, rules_for, turn_on};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
 use serde::Serialize;
 
@@ -98,17 +98,28 @@ fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Opti
     if let Some(id) = pause_id {
         decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
     }
-    let recorded = planlock::block_on(async {
+    let (recorded, turn, checked) = planlock::block_on(async {
         let records = inbox.records(&session).await.map_err(|e| CliError::of(&e))?;
-        decide_with(records.as_ref(), &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))
+        let records = records.as_ref();
+        // The rules installed where the session lives; `--access` only where none are.
+        let rules = rules_for(records, access.as_ref()).await.map_err(|e| CliError::of(&e))?;
+        let recorded = decide_with(records, &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))?;
+        let turn = match (&recorded, &rules) {
+            (Recorded::Counted { .. }, Some(rules)) => {
+                let rule = rules.rule(&decision.pause.validator_id);
+                Some(turn_on(records, &decision.pause, &rule).await.map_err(|e| CliError::of(&e))?)
+            }
+            _ => None,
+        };
+        Ok::<_, CliError>((recorded, turn, rules.is_some()))
     })?;
-    decision.verified = Some(access.is_some());
+    decision.verified = Some(checked);
     let (again, counted) = match recorded {
         Recorded::New => (false, None),
         Recorded::Again => (true, None),
         Recorded::Counted { approvals, required } => (false, Some((approvals, required))),
     };
-    out.report(&DecidedReport { session, decision, again, counted });
+    out.report(&DecidedReport { session, decision, again, counted, turn });
     Ok(EXIT_VALID)
 }
 
@@ -199,10 +210,7 @@ impl Report for ShowReport {
             (None, _) => line!(out, "expires:    never"),
         }
         match &p.decision {
-            Some(d) => {
-                let by = d.approved_by().join("`, `");
-                line!(out, "decision:   {} by `{by}` at {}: {}{}", d.verdict, d.at, d.justification, unverified(d))
-            }
+            Some(d) => line!(out, "decision:   {} by {} at {}: {}", d.verdict, d.who(), d.at, d.justification),
             None if !p.approvals.is_empty() => line!(out, "decision:   approved {}, waiting for more", p.state()),
             None => line!(out, "decision:   none yet"),
         }
@@ -240,6 +248,9 @@ struct DecidedReport {
     /// An approval of a pause that needs several: how many it has, of how many.
     #[serde(skip_serializing_if = "Option::is_none")]
     counted: Option<(usize, usize)>,
+    /// Who approved it so far, and who may still.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn: Option<Turn>,
 }
 
 impl Report for DecidedReport {
@@ -248,12 +259,13 @@ impl Report for DecidedReport {
         if let Some((approvals, required)) = self.counted {
             return line!(
                 out,
-                "approval {approvals} of {required} by `{}` of cycle {} at step `{}` in session `{}` is recorded; the pause waits for {} more",
+                "approval {approvals} of {required} by `{}` of cycle {} at step `{}` in session `{}` is recorded; the pause waits for {} more ({})",
                 d.by,
                 d.pause.cycle,
                 d.pause.step_id,
                 self.session,
-                required.saturating_sub(approvals)
+                required.saturating_sub(approvals),
+                self.turn.as_ref().map_or_else(String::new, Turn::to_string)
             );
         }
         let what = if self.again { "was already recorded (nothing changed)" } else { "is recorded" };
@@ -294,8 +306,7 @@ impl Report for LogReport {
             let p = event.pause();
             let detail = match event {
                 ApprovalEvent::Decided { decision: d } => {
-                    let by = d.approved_by().join("`, `");
-                    format!("decided: {} by `{by}` at {}: {}{}", d.verdict, d.at, d.justification, unverified(d))
+                    format!("decided: {} by {} at {}: {}", d.verdict, d.who(), d.at, d.justification)
                 }
                 ApprovalEvent::Paused { reason, expires_at, .. } => match expires_at {
                     Some(at) => format!("paused: {reason} (expires {at})"),
@@ -303,13 +314,7 @@ impl Report for LogReport {
                 },
                 ApprovalEvent::ExpiryNoticed { at, .. } => format!("seen expired and undecided at {at}"),
                 ApprovalEvent::Voted { decision: d, count, required } => {
-                    format!(
-                        "approval {count} of {required} by `{}` at {}: {}{}",
-                        d.by,
-                        d.at,
-                        d.justification,
-                        unverified(d)
-                    )
+                    format!("approval {count} of {required} by {} at {}: {}", d.who(), d.at, d.justification)
                 }
                 ApprovalEvent::Consumed { cycle, completed, at, .. } => {
                     format!("consumed by cycle {cycle} at {at}{}", if *completed { ", which completed" } else { "" })
@@ -324,13 +329,5 @@ impl Report for LogReport {
         if self.log.unreadable > 0 {
             line!(out, "({} line(s) of the log could not be read)", self.log.unreadable);
         }
-    }
-}
-
-/// How a log line marks a name no access file vouched for.
-fn unverified(d: &ReviewDecision) -> &'static str {
-    match d.verified {
-        Some(false) => " (unverified name)",
-        _ => "",
     }
 }

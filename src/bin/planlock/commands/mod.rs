@@ -25,7 +25,7 @@ use std::path::Path;
 
 use planlock::{Failure, FailureKind, PlanReadError, Problem, Rejection, ValidPlan};
 
-use crate::args::{AccessCommand, Command, MemoryCommand};
+use crate::args::{Command, MemoryCommand};
 use crate::error::{CliError, class_exit};
 use crate::output::Output;
 
@@ -56,10 +56,10 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         }
         Command::Inbox { command } => inbox::inbox(out, command),
         Command::Budget { command } => budget::budget(out, command),
-        Command::Access { command: AccessCommand::NewToken } => access::new_token(out),
+        Command::Access { command } => access::access(out, command),
         Command::Notify { sessions, access, once, timeout, first_retry } => {
             let options = planlock::review::notify::NotifyOptions::default().timeout(timeout).first_retry(first_retry);
-            notify::notify(out, &sessions, &access, once, options)
+            notify::notify(out, &sessions, access.as_deref(), once, options)
         }
         Command::Serve { sessions, listen, read_only, user_header, access, proxy_secret_env, trace_url } => {
             let people = serve::People { user_header, access, proxy_secret_env };

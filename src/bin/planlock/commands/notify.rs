@@ -5,7 +5,6 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use planlock::review::access::Access;
 use planlock::review::notify::{Attempted, Notifier, NotifyOptions};
 use serde::Serialize;
 
@@ -66,12 +65,21 @@ impl Report for SentReport {
 pub fn notify(
     out: &mut Output,
     sessions: &SessionsArgs,
-    access: &Path,
+    access: Option<&Path>,
     once: bool,
     options: NotifyOptions,
 ) -> Result<u8, CliError> {
-    let access = Access::load(access).map_err(|e| CliError::of(&e))?;
     let backend = super::inbox::open(sessions)?.backend_arc();
+    // The installed rules name the webhooks; `--access` only where none are installed.
+    let access = match super::access::rules_here(backend.as_ref(), access)? {
+        (Some(access), _) => access,
+        (None, _) => {
+            return Err(CliError::usage(
+                "no-access-file",
+                "no access file is installed here (`planlock access install`) and none is given (--access): no webhook is named",
+            ));
+        }
+    };
     let notifier = Notifier::new(backend, &access, options).map_err(|e| CliError::of(&e))?;
     if once {
         let attempted = planlock::block_on(notifier.once()).map_err(|e| CliError::of(&e))?;

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use planlock::demo::{Demo, ReviewGate};
 use planlock::executor::StepStatus as ReportStatus;
 use planlock::handlers::{ModelConfig, OpenAiModel};
+use planlock::review::DecideError;
 use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
 use planlock::steps::{LLMCall, SummarizeMemory};
 use planlock::store::StoreHandlers;
@@ -190,6 +191,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         intervention: None,
         abandoned: None,
         boot_cleanup: runtime.removed_leftover().map(|r| BootCleanup { removed_record: Leftover::of(r) }),
+        to_decide: None,
     };
     let ran_steps = steps_of(&ran_status);
     let exit = match outcome {
@@ -230,6 +232,18 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             report.intervention = record;
             EXIT_INTERVENTION
         }
+        // `resume --approve` by one person of several: recorded, the pause waits for the rest.
+        Err(RuntimeError::Decision(e)) if matches!(*e, DecideError::Incomplete { .. }) => {
+            let record = runtime.pending().cloned();
+            if let Some(record) = &record {
+                report.steps = steps_of(&paused_at(runtime.plan(), record));
+            }
+            report.outcome = "InterventionRequired";
+            report.error = Some(e.to_string());
+            report.error_code = Some(e.code());
+            report.intervention = record;
+            EXIT_INTERVENTION
+        }
         Err(e) => {
             report.steps = ran_steps;
             report.outcome = e.kind().as_str();
@@ -238,6 +252,9 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             class_exit(e.kind())
         }
     };
+    if report.intervention.is_some() {
+        report.to_decide = Some(c.place.decide_command());
+    }
     Ok((report, exit))
 }
 

@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use planlock::console::{Console, ConsoleError, ConsoleOptions, new_token};
+use planlock::console::{Console, ConsoleError, ConsoleOptions, RulesLog, new_token};
 use planlock::review::access::Access;
 
 use crate::args::SessionsArgs;
@@ -25,8 +25,7 @@ pub fn serve(
     (read_only, trace_url): (bool, Option<String>),
     people: People,
 ) -> Result<u8, CliError> {
-    let access = people.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
-    let personal = access.is_some();
+    let given = people.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
     let proxy_secret = match &people.proxy_secret_env {
         Some(var) => Some(
             std::env::var(var)
@@ -35,11 +34,14 @@ pub fn serve(
         None => None,
     };
     // One tenant per console: the one given, or the one the access file's users work in.
-    let tenant = match &access {
+    let tenant = match &given {
         Some(access) => access.tenant(sessions.tenant.as_deref()).map_err(|e| CliError::of(&e))?,
         None => sessions.tenant.clone(),
     };
     let inbox = super::inbox::open_in(sessions, tenant.as_deref())?;
+    // The installed rules, followed as they change; `--access` only where none are installed.
+    let (access, installed) = super::access::rules_here(inbox.backend(), people.access.as_deref())?;
+    let personal = access.is_some();
     // The console delivers the access file's notifications too, when it names webhooks.
     let notifier = match &access {
         Some(access) if !access.webhooks().is_empty() && !read_only => Some(
@@ -53,7 +55,10 @@ pub fn serve(
     let options = ConsoleOptions::default()
         .read_only(read_only)
         .user_header(people.user_header)
-        .access(access)
+        .access_file(if installed { None } else { people.access.clone() })
+        .rules_log(RulesLog(std::sync::Arc::new(|said: &str| {
+            eprintln!("{}", planlock::text::escape_invisible(said));
+        })))
         .proxy_secret(proxy_secret)
         .trace_url(trace_url);
     let console = Console::new(inbox, token.clone(), options).map_err(|e| match e {

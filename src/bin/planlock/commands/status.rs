@@ -88,7 +88,7 @@ impl Report for StatusReport {
                 }
                 match &self.decision {
                     Some(d) => {
-                        line!(out, "decision: {} by `{}` at {} (acted on at the next run)", d.verdict, d.by, d.at)
+                        line!(out, "decision: {} by {} at {} (acted on at the next run)", d.verdict, d.who(), d.at)
                     }
                     None => line!(out, "decision: none yet"),
                 }
