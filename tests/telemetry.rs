@@ -583,6 +583,15 @@ fn export_never_holds_a_command_up() {
         "{stderr}"
     );
     assert!(!stderr.contains("hunter2"), "{stderr}");
+    // An endpoint that cannot be parsed is named, never shown: it may be a credential.
+    for (name, value) in [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "Sup3rSecret-Value_81\u{7f}"),
+        ("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "ht tp://Sup3rSecret-Value_81"),
+    ] {
+        let (_, stderr) = run(&[(name, value)]);
+        assert!(stderr.contains(&format!("{name}: invalid endpoint")), "{stderr}");
+        assert!(!stderr.contains("Sup3rSecret"), "the value was shown: {stderr}");
+    }
     drop(held);
 }
 

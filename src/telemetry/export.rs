@@ -224,6 +224,13 @@ impl Telemetry {
         if !traces && !metrics {
             return Ok(None);
         }
+        for name in
+            ["OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"]
+        {
+            if let Some(value) = var(name) {
+                check_endpoint(name, &value)?;
+            }
+        }
         let resource = resource();
         let counters = Arc::new(Counters::default());
         // Every number the SDK would read from the environment is given here, bounded.
@@ -376,6 +383,22 @@ fn config(e: impl std::fmt::Display) -> TelemetryError {
     TelemetryError::Config { reason: crate::text::printable(&reason).into_owned() }
 }
 
+/// Refuses an endpoint that is not an http(s) URL with a host, naming the variable and what is
+/// wrong, never the value: a value that cannot be read cannot be known to hold no credential.
+fn check_endpoint(name: &str, value: &str) -> Result<(), TelemetryError> {
+    let why = match reqwest::Url::parse(value.trim()) {
+        Err(e) => e.to_string(),
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => "its scheme is not http or https".to_owned(),
+        Ok(url) if url.host_str().is_none_or(str::is_empty) => "it names no host".to_owned(),
+        Ok(_) => return Ok(()),
+    };
+    Err(TelemetryError::Config {
+        reason: format!(
+            "{name}: invalid endpoint ({why}); its value is not shown, as it may hold a credential: give an http(s) URL such as http://127.0.0.1:4318"
+        ),
+    })
+}
+
 /// `text` with each occurrence of `word` that is not inside a longer word (no letter or digit
 /// right before or after it) replaced by `with`.
 fn replace_whole(text: &str, word: &str, with: &str) -> String {
@@ -504,5 +527,22 @@ impl<P: SpanProcessor> SpanProcessor for Offered<P> {
 
     fn set_resource(&mut self, resource: &Resource) {
         self.inner.set_resource(resource);
+    }
+}
+
+#[cfg(test)]
+mod endpoint_tests {
+    use super::*;
+
+    #[test]
+    fn an_endpoint_that_cannot_be_read_is_named_never_shown() {
+        for value in
+            ["Sup3rSecret-Value_81\u{7f}", "ht tp://Sup3rSecret-Value_81", "ftp://Sup3rSecret-Value_81", "http://"]
+        {
+            let said = check_endpoint("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", value).unwrap_err().to_string();
+            assert!(said.contains("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT: invalid endpoint"), "{said}");
+            assert!(!said.contains("Sup3rSecret"), "{said}");
+        }
+        assert!(check_endpoint("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318").is_ok());
     }
 }
