@@ -37,6 +37,12 @@ impl Notification {
     /// # Ok::<(), serde_json::Error>(())
     /// ```
     pub fn of(logged: &Logged, console: Option<&str>) -> Notification {
+        Notification::with_turn(logged, console, None)
+    }
+
+    /// [`of`](Self::of), and for an approval of a pause that needs several, where it stands:
+    /// who approved so far and who may still (CONTRACT §18).
+    pub fn with_turn(logged: &Logged, console: Option<&str>, turn: Option<&crate::review::Turn>) -> Notification {
         let event = &logged.event;
         let record = serde_json::to_string(event).unwrap_or_default();
         let digest = Sha256::digest(format!("{}\n{record}", logged.session).as_bytes());
@@ -81,6 +87,12 @@ impl Notification {
                 "pause.resolved"
             }
         };
+        if let Some(turn) = turn {
+            data["approvals"] = json!(turn.approved.len());
+            data["required"] = json!(turn.required);
+            data["approvedBy"] = json!(turn.approved);
+            data["mayStillApprove"] = json!(turn.may_still_approve);
+        }
         let at = event.at();
         let body = serde_json::to_vec(&json!({ "type": kind, "timestamp": at, "data": data })).unwrap_or_default();
         Notification { id, kind, body, at }

@@ -153,6 +153,8 @@ pub struct Notifier {
     backend: Arc<dyn Backend>,
     hooks: Vec<Hook>,
     console: Option<String>,
+    /// The rules, for who may still approve a pause that needs several.
+    rules: Arc<Access>,
     options: NotifyOptions,
     client: reqwest::Client,
 }
@@ -202,7 +204,8 @@ impl Notifier {
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| NotifyError::Client(e.to_string()))?;
-        Ok(Notifier { backend, hooks, console: access.console_url().map(str::to_owned), options, client })
+        let console = access.console_url().map(str::to_owned);
+        Ok(Notifier { backend, hooks, console, rules: Arc::new(access.clone()), options, client })
     }
 
     /// Whether there is anyone to notify.
@@ -292,19 +295,69 @@ impl Notifier {
         futures_util::future::join(notices, futures_util::future::join_all(loops)).await;
     }
 
-    /// Delivers to `hook` every notification of its kinds that is due.
+    /// Delivers to `hook` every notification of its kinds that is due. A session whose outbox
+    /// cannot be used here (a file this sender may not open, a link) is skipped and reported,
+    /// and the others are delivered; that is no attempt, so it never counts toward giving up.
     async fn deliver_due(&self, hook: &Hook) -> Result<Vec<Attempted>, NotifyError> {
         let mut attempted = Vec::new();
-        for logged in self.backend.recent_events(self.since(Timestamp::now()), MAX_EVENTS).await? {
-            let notification = Notification::of(&logged, self.console.as_deref());
-            if !hook.events.iter().any(|e| e == notification.kind) {
+        let events = self.backend.recent_events(self.since(Timestamp::now()), MAX_EVENTS).await?;
+        let mut skipped: Vec<String> = Vec::new();
+        for (at, logged) in events.iter().enumerate() {
+            // The approval that completes a pause is told once, by its decision.
+            if let ApprovalEvent::Voted { count, required, .. } = &logged.event
+                && count >= required
+            {
                 continue;
             }
-            if let Some(done) = self.deliver(hook, &logged, &notification).await? {
-                attempted.push(done);
+            let turn = self.turn_of(&events[..at], logged);
+            let notification = Notification::with_turn(logged, self.console.as_deref(), turn.as_ref());
+            if !hook.events.iter().any(|e| e == notification.kind) || skipped.contains(&logged.session) {
+                continue;
+            }
+            match self.deliver(hook, logged, &notification).await {
+                Ok(Some(done)) => attempted.push(done),
+                Ok(None) => {}
+                Err(e) => {
+                    skipped.push(logged.session.clone());
+                    attempted.push(Attempted {
+                        url: hook.shown.clone(),
+                        id: notification.id.clone(),
+                        kind: notification.kind,
+                        session: logged.session.clone(),
+                        outcome: "skipped",
+                        why: Some(format!("this session's outbox cannot be used here: {e}")),
+                    });
+                }
             }
         }
         Ok(attempted)
+    }
+
+    /// Where an approval by several stands as of `logged` (its earlier approvals in `before`),
+    /// under the access file's rule for its validator.
+    fn turn_of(&self, before: &[Logged], logged: &Logged) -> Option<crate::review::Turn> {
+        let (pause, by) = match &logged.event {
+            ApprovalEvent::Voted { decision, .. } => (&decision.pause, vec![decision.by.clone()]),
+            ApprovalEvent::Decided { decision } if decision.approvers.len() > 1 => {
+                (&decision.pause, decision.approvers.clone())
+            }
+            _ => return None,
+        };
+        let mut approved: Vec<String> = Vec::new();
+        for earlier in before.iter().filter(|l| l.session == logged.session) {
+            if let ApprovalEvent::Voted { decision, .. } = &earlier.event
+                && decision.pause == *pause
+                && !approved.contains(&decision.by)
+            {
+                approved.push(decision.by.clone());
+            }
+        }
+        for name in by {
+            if !approved.contains(&name) {
+                approved.push(name);
+            }
+        }
+        Some(crate::review::Turn::of(&self.rules.rule(&pause.validator_id), approved))
     }
 
     /// One attempt to deliver `notification` to `hook`, if it is due and this sender claims it.
@@ -379,11 +432,12 @@ impl Notifier {
     }
 }
 
-/// `url` with any `user:password@` of its authority shown as `…@`: a credential in a webhook's
-/// URL is never printed.
+/// `url` as it is printed: its origin and path, without a `user:password@` (shown as `…@`), a
+/// query or a fragment, where a credential may be (`?token=…`).
 fn without_userinfo(url: &str) -> String {
+    let url = url.split(['?', '#']).next().unwrap_or(url);
     let Some((scheme, rest)) = url.split_once("://") else { return url.to_owned() };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let end = rest.find('/').unwrap_or(rest.len());
     match rest[..end].rfind('@') {
         Some(at) => format!("{scheme}://…@{}", &rest[at + 1..]),
         None => url.to_owned(),
@@ -408,10 +462,8 @@ mod tests {
 
     #[test]
     fn a_credential_in_a_webhook_url_is_never_shown() {
-        assert_eq!(
-            without_userinfo("https://bot:s3cret@hooks.example.com/in?x=a@b"),
-            "https://…@hooks.example.com/in?x=a@b"
-        );
+        assert_eq!(without_userinfo("https://bot:s3cret@hooks.example.com/in?x=a@b"), "https://…@hooks.example.com/in");
+        assert_eq!(without_userinfo("http://127.0.0.1:9/hook?token=Sup3rSecret#x"), "http://127.0.0.1:9/hook");
         assert_eq!(without_userinfo("http://127.0.0.1:9000/hook"), "http://127.0.0.1:9000/hook");
         assert!(!without_userinfo("http://u:p@h@host/").contains("p@h"));
     }

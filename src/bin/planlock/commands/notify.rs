@@ -9,7 +9,7 @@ use planlock::review::notify::{Attempted, Notifier, NotifyOptions};
 use serde::Serialize;
 
 use crate::args::SessionsArgs;
-use crate::error::{CliError, EXIT_VALID};
+use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_VALID};
 use crate::output::{Output, Report, Text, line};
 
 /// `--once`: what each attempt did.
@@ -59,6 +59,11 @@ impl Report for SentReport {
         for a in &self.attempts {
             line!(out, "{}", a.text());
         }
+        if !self.attempts.is_empty() {
+            let count = |outcome: &str| self.attempts.iter().filter(|a| a.outcome == outcome).count();
+            let failed = self.attempts.len() - count("delivered") - count("skipped");
+            line!(out, "{} delivered, {failed} failed, {} sessions skipped", count("delivered"), count("skipped"));
+        }
     }
 }
 
@@ -83,8 +88,10 @@ pub fn notify(
     let notifier = Notifier::new(backend, &access, options).map_err(|e| CliError::of(&e))?;
     if once {
         let attempted = planlock::block_on(notifier.once()).map_err(|e| CliError::of(&e))?;
+        // Nothing could be delivered of what was due: say so with the exit code too.
+        let delivered = attempted.iter().any(|a| a.outcome == "delivered");
         out.report(&SentReport { attempts: attempted.iter().map(AttemptLine::from).collect() });
-        return Ok(EXIT_VALID);
+        return Ok(if attempted.is_empty() || delivered { EXIT_VALID } else { EXIT_CYCLE_FAIL });
     }
     let json = out.is_json();
     let report: Arc<dyn Fn(&Attempted) + Send + Sync> = Arc::new(move |a| {

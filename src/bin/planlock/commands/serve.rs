@@ -104,11 +104,10 @@ pub fn serve(
     if let Some(notifier) = notifier {
         let report: std::sync::Arc<dyn Fn(&planlock::review::notify::Attempted) + Send + Sync> =
             std::sync::Arc::new(|a| {
-                if a.outcome != "delivered" {
-                    let why = a.why.as_deref().unwrap_or("");
-                    let said = format!("planlock: notification {} {} to {}: {why}", a.id, a.outcome, a.url);
-                    eprintln!("{}", planlock::text::escape_invisible(&said));
-                }
+                // Every attempt is said, delivered ones too: a console never delivers in silence.
+                let why = a.why.as_deref().map(|w| format!(": {w}")).unwrap_or_default();
+                let said = format!("planlock: notification {} ({}) {} to {}{why}", a.id, a.kind, a.outcome, a.url);
+                eprintln!("{}", planlock::text::escape_invisible(&said));
             });
         runtime.spawn(notifier.run(report));
     }
