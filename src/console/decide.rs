@@ -12,10 +12,11 @@ use super::auth::{Auth, Login, same_secret};
 use super::flash::Flash;
 use super::pages::row_anchor;
 use super::rules::Rules;
+use super::templates::url_segment;
 use super::{Answer, State, form, redirect, refused, same_origin};
 use crate::contract::registry::Failure;
-use crate::review::decide_with;
 use crate::review::inbox::{InboxError, InboxFilter};
+use crate::review::{decide_with, turn_on};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 
@@ -60,7 +61,7 @@ where
     let outcome = async {
         let Some(pause) = console.inbox.show(&name).await? else {
             let text = format!("Not recorded: nothing is paused in {} any more.", printable(&name));
-            return Ok::<_, InboxError>(Some((Flash::error(text), None)));
+            return Ok::<_, InboxError>(Some((Flash::error(text), Back::Inbox(String::new()))));
         };
         let r = &pause.record;
         let at = format!("{} at step {} ({})", printable(&name), printable(&r.step_id), r.step_type);
@@ -69,26 +70,43 @@ where
         if !Auth::may_decide(login, &r.validator.id, rules.access.as_deref()) {
             return Ok(None);
         }
-        let mut decision = ReviewDecision::new(r, verdict, login.name.clone(), reason).via(Via::Console);
+        let mut decision = ReviewDecision::new(r, verdict, login.name.clone(), reason.clone()).via(Via::Console);
         // Bound to what this page showed: a pause that changed since is refused.
         decision.shown_digest = shown_digest;
         // And to the pause it showed: a later one of the same session is not decided by it.
         let decision = match decision.on_pause(pause_id) {
             Ok(decision) => decision,
-            Err(e) => return Ok(Some((Flash::error(format!("Not recorded on {at}: {e} ({})", e.code())), None))),
+            Err(e) => {
+                let refusal = Flash::error(format!("Not recorded on {at}: {e} ({})", e.code()));
+                return Ok(Some((refusal, Back::Inbox(String::new()))));
+            }
         };
         let records = console.inbox.records(&name).await?;
         // Installed rules are read by `decide` itself; rules given to this console are passed.
         let given = if console.rules.installed() { None } else { rules.access.as_deref() };
         let flash = match decide_with(records.as_ref(), &decision, given).await {
-            Ok(Recorded::Counted { approvals, required }) => Flash::ok(format!(
-                "Recorded: approval {approvals} of {required} on {at}; it waits for {} more.",
-                required.saturating_sub(approvals)
-            )),
+            Ok(Recorded::Counted { approvals, required }) => {
+                let rule = rules.access.as_ref().map(|a| a.rule(&r.validator.id));
+                let turn = match rule {
+                    Some(rule) => turn_on(records.as_ref(), &decision.pause, &rule).await.ok(),
+                    None => None,
+                };
+                let turn = turn.map(|t| format!(" ({t})")).unwrap_or_default();
+                Flash::ok(format!(
+                    "Recorded: approval {approvals} of {required} on {at}; it waits for {} more{turn}.",
+                    required.saturating_sub(approvals)
+                ))
+            }
             Ok(_) => Flash::ok(format!("Recorded: {} on {at} (acted on at the session's next run).", decision.verdict)),
-            Err(e) => Flash::error(format!("Not recorded on {at}: {e} ({})", e.code())),
+            // Refused (a blank reason, a pause decided meanwhile): back to the pause's page, the
+            // refusal beside the form and the reason as it was typed.
+            Err(e) => {
+                let refusal = Flash::error(format!("Not recorded on {at}: {e} ({})", e.code()));
+                let page = format!("/inbox/{}/{}/{}", url_segment(&name), r.cycle, url_segment(&r.step_id));
+                return Ok(Some((refusal.keeping(verdict.as_str(), reason), Back::Pause(page))));
+            }
         };
-        Ok(Some((flash, Some(anchor))))
+        Ok(Some((flash, Back::Inbox(anchor))))
     };
     match outcome.await {
         Ok(None) => refused(
@@ -98,7 +116,7 @@ where
                 printable(&login.name)
             ),
         ),
-        Ok(Some((flash, anchor))) => {
+        Ok(Some((flash, to))) => {
             console.decided();
             let id = console.flashes.put(&login.csrf, flash);
             let query = [back.as_str(), &["flash=", &id].concat()]
@@ -107,11 +125,21 @@ where
                 .cloned()
                 .collect::<Vec<_>>()
                 .join("&");
-            let anchor = anchor.map(|a| ["#", &a].concat()).unwrap_or_default();
-            redirect(&["/inbox?", &query, &anchor].concat())
+            match to {
+                Back::Inbox(anchor) if anchor.is_empty() => redirect(&["/inbox?", &query].concat()),
+                Back::Inbox(anchor) => redirect(&["/inbox?", &query, "#", &anchor].concat()),
+                Back::Pause(page) => redirect(&[page.as_str(), "?", &query].concat()),
+            }
         }
         // A name that is no session here: nothing was read or written.
         Err(e) if e.code() == "unknown-session" => refused(StatusCode::NOT_FOUND, &e.to_string()),
         Err(e) => refused(StatusCode::INTERNAL_SERVER_ERROR, &e.to_string()),
     }
+}
+
+/// Where a decision's answer returns to: the inbox at a row's anchor (empty: its top), or a
+/// pause's own page (a refusal, beside its form).
+enum Back {
+    Inbox(String),
+    Pause(String),
 }

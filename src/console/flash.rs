@@ -20,17 +20,28 @@ pub struct Flash {
     pub kind: &'static str,
     /// What happened, naming the session and step.
     pub text: String,
+    /// A refused decision's verdict and the reason the person typed: the form shows it again.
+    #[serde(skip)]
+    pub kept: Option<(&'static str, String)>,
 }
 
 impl Flash {
     /// A success.
     pub fn ok(text: String) -> Flash {
-        Flash { kind: "ok", text }
+        Flash { kind: "ok", text, kept: None }
     }
 
     /// A refusal or failure.
     pub fn error(text: String) -> Flash {
-        Flash { kind: "error", text }
+        Flash { kind: "error", text, kept: None }
+    }
+}
+
+impl Flash {
+    /// This refusal, keeping the reason typed for `verdict`'s form.
+    pub fn keeping(mut self, verdict: &'static str, reason: String) -> Flash {
+        self.kept = Some((verdict, reason));
+        self
     }
 }
 

@@ -78,29 +78,52 @@ pub(super) async fn pause(
     forms: &Forms<'_>,
 ) -> Answer {
     let read = async {
-        let paused = console.inbox.show(session).await?;
-        let paused = paused.filter(|p| p.record.cycle == cycle && p.record.step_id == step);
-        let log = match &paused {
-            Some(_) => Some(console.inbox.records(session).await?.approval_log().await?),
-            None => None,
-        };
-        Ok::<_, InboxError>(paused.zip(log))
+        let waiting = console.inbox.show(session).await?;
+        let log = console.inbox.records(session).await?.approval_log().await?;
+        Ok::<_, InboxError>((waiting, log))
     };
     match read.await {
-        Ok(Some((pause, log))) => {
+        Ok((Some(pause), log)) if pause.record.cycle == cycle && pause.record.step_id == step => {
             let flash = console.flash(forms, flash);
             html(StatusCode::OK, pages::pause_page(&pause, &log, forms, console.pending().await, back, flash))
         }
-        Ok(None) => refused(
-            StatusCode::NOT_FOUND,
-            &format!(
-                "Nothing waits at step {step} of cycle {cycle} in session {} now: it was decided and acted on, or \
-                 never paused there. Its session's page (/sessions/{}) shows what became of it.",
-                crate::text::printable(session),
-                super::templates::url_segment(session)
-            ),
-        ),
+        // It ended: say what became of it, with the way to its session and the pause there now.
+        Ok((waiting, log)) => {
+            let what = what_became_of(&log, cycle, step);
+            let current = waiting.as_ref().map(|p| (p.record.cycle, p.record.step_id.as_str()));
+            html(StatusCode::NOT_FOUND, super::templates::ended(session, &what, current))
+        }
         Err(e) => failed(&e),
+    }
+}
+
+/// What the approval log says became of the latest pause at `cycle` and `step`.
+fn what_became_of(log: &crate::session::ApprovalLog, cycle: u64, step: &str) -> String {
+    use crate::session::ApprovalEvent;
+    let step_shown = crate::text::printable(step);
+    let mine = |e: &&ApprovalEvent| e.pause().cycle == cycle && e.pause().step_id == step;
+    let mut said = Vec::new();
+    for event in log.events.iter().filter(mine) {
+        match event {
+            ApprovalEvent::Decided { decision } => {
+                said.push(format!("{} by {} at {}", decision.verdict.past(), decision.who(), decision.at));
+            }
+            ApprovalEvent::Consumed { cycle: by, completed, .. } => said.push(format!(
+                "acted on by cycle {by}{}",
+                if *completed { ", which completed" } else { ", which failed after it" }
+            )),
+            ApprovalEvent::Stale { .. } => {
+                said.push("stale: the re-run met something other than what was approved".into())
+            }
+            ApprovalEvent::Superseded { .. } => said.push("superseded: the re-run did not need it".into()),
+            ApprovalEvent::Abandoned { at, .. } => said.push(format!("abandoned at {at}")),
+            ApprovalEvent::Expired { at, .. } => said.push(format!("expired at {at}")),
+            _ => {}
+        }
+    }
+    match said.is_empty() {
+        true => format!("Nothing waits at step {step_shown} of cycle {cycle}: no pause there is on record."),
+        false => format!("The pause at step {step_shown} of cycle {cycle} was {}.", said.join("; then ")),
     }
 }
 

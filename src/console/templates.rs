@@ -15,6 +15,7 @@ use serde::Serialize;
 const TEMPLATES: &[(&str, &str)] = &[
     ("page.html", include_str!("templates/page.html")),
     ("refused.html", include_str!("templates/refused.html")),
+    ("ended.html", include_str!("templates/ended.html")),
     ("login.html", include_str!("templates/login.html")),
     ("problems.html", include_str!("templates/problems.html")),
     ("sessions.html", include_str!("templates/sessions.html")),
@@ -98,6 +99,27 @@ pub fn refused(why: &str) -> String {
         why: &'a str,
     }
     page("Refused", 0, None, render("refused.html", Refused { why }))
+}
+
+/// The page of a pause that no longer waits: `what` became of it, with links to its session and
+/// to the pause waiting there now, if one is (`current`: its cycle and step).
+pub fn ended(session: &str, what: &str, current: Option<(u64, &str)>) -> String {
+    #[derive(Serialize)]
+    struct Current<'a> {
+        cycle: u64,
+        step: String,
+        step_id: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Ended<'a> {
+        session: &'a str,
+        segment: String,
+        what: &'a str,
+        current: Option<Current<'a>>,
+    }
+    let current = current.map(|(cycle, step_id)| Current { cycle, step: url_segment(step_id), step_id });
+    let view = Ended { session, segment: url_segment(session), what, current };
+    page("Pause ended", 0, None, render("ended.html", view))
 }
 
 /// A time as a template shows it: exact (`at`, for `datetime` and `title`) and as a person reads

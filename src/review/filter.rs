@@ -71,13 +71,16 @@ pub struct InboxFilter {
     pub newest_first: bool,
 }
 
-/// A filter parameter that is not one, or a value it does not take.
+/// A filter parameter that is not one, or a value it does not take. Its message names the
+/// parameter (a plain name; any other is "a parameter") and what it takes, and never repeats a
+/// value: text from a URL is never shown as if the console said it (CONTRACT §15).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{name}` is `{value}`: {expected}")]
+#[error("{name}: {expected}")]
 pub struct FilterError {
-    /// The parameter.
+    /// The parameter, as the message names it: `` `stepType` ``, or "a parameter" for a name
+    /// that is not a plain one.
     pub name: String,
-    /// Its value, printable and cut to 64 characters.
+    /// Its value, printable and cut to 64 characters (for a program; the message leaves it out).
     pub value: String,
     /// What it takes.
     pub expected: String,
@@ -102,8 +105,11 @@ impl InboxFilter {
     /// unset (a form's empty field). A name that is not a parameter is refused too.
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), FilterError> {
         let value = value.trim();
+        let plain = !name.is_empty()
+            && name.len() <= 32
+            && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
         let refuse = |expected: String| FilterError {
-            name: crate::text::printable(name).chars().take(64).collect(),
+            name: if plain { format!("`{name}`") } else { "a parameter".to_owned() },
             value: crate::text::printable(value).chars().take(64).collect(),
             expected,
         };
@@ -117,11 +123,12 @@ impl InboxFilter {
             "validator" => self.validator = Some(value.to_owned()),
             "stepType" => {
                 let names = || StepType::ALL.iter().map(|t| t.wire_name()).collect::<Vec<_>>().join(", ");
-                self.step_type = Some(StepType::from_wire(value).ok_or_else(|| refuse(format!("one of {}", names())))?);
+                self.step_type =
+                    Some(StepType::from_wire(value).ok_or_else(|| refuse(format!("takes one of {}", names())))?);
             }
             "state" => {
                 let state = PauseState::ALL.into_iter().find(|s| s.as_str() == value);
-                self.state = Some(state.ok_or_else(|| refuse("give one of waiting, decided, expired".to_owned()))?);
+                self.state = Some(state.ok_or_else(|| refuse("takes one of waiting, decided, expired".to_owned()))?);
             }
             "olderThan" => self.older_than = Some(parse_duration(value).map_err(refuse)?),
             "q" => {
@@ -132,7 +139,7 @@ impl InboxFilter {
                 self.newest_first = match value {
                     "newest" => true,
                     "oldest" => false,
-                    _ => return Err(refuse("give newest or oldest".to_owned())),
+                    _ => return Err(refuse("takes newest or oldest".to_owned())),
                 }
             }
             _ => return Err(refuse(format!("not a filter: give one of {}", PARAMETERS.join(", ")))),

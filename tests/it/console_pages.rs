@@ -112,3 +112,58 @@ fn a_read_only_console_says_so_and_asks_for_no_name() {
     let page = console.pause_page(cookie, "review").body;
     assert!(page.contains("This console is read-only") && !page.contains("<form class=\"decide"), "{page}");
 }
+
+/// The console's leftovers (CONTRACT §15): a parameter that is not a filter is named, its value
+/// never repeated; a link to a pause that has ended says what became of it, with links to its
+/// session and to the pause waiting now; a refused decision returns to the pause's page with the
+/// reason kept and the refusal beside the form.
+#[test]
+fn the_console_says_what_happened_and_repeats_nothing_from_the_url() {
+    use crate::common::console::decide_fields;
+    let dir = sessions();
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let (cookie, origin) = (console.sign_in("ada"), console.origin());
+    let page = console.get(&cookie, "/inbox?notice=Your+account+is+locked+call+555");
+    assert_eq!(page.status, 400);
+    assert!(page.body.contains("`notice`: not a filter"), "{}", page.body);
+    assert!(
+        !page.body.contains("call 555") && !page.body.contains("locked"),
+        "a value from the URL is repeated: {}",
+        page.body
+    );
+    let crafted = console.get(&cookie, "/inbox?Your+account+is+locked+call+555=1");
+    assert!(!crafted.body.contains("locked") && crafted.body.contains("a parameter: not a filter"), "{}", crafted.body);
+    // A blank reason: refused, back on the pause's page, the refusal beside the form.
+    let pause = console.pause_page(&cookie, "other");
+    let approve = decide_fields(&pause.body, "/inbox/other/approve");
+    let post =
+        |path: &str, body: &str| console.request("POST", path, &[("Cookie", &cookie), ("Origin", &origin)], body);
+    let reply = post("/inbox/other/approve", &format!("{approve}&reason=+"));
+    let to = reply.headers.lines().find_map(|l| l.strip_prefix("location: ")).unwrap().to_owned();
+    assert!(to.starts_with("/inbox/other/1/"), "{to}");
+    let shown = console.get(&cookie, &to).body;
+    let form = &shown[shown.find("action=\"/inbox/other/approve\"").unwrap()..];
+    assert!(form[..form.find("</form>").unwrap()].contains("class=\"flash error\""), "beside the form: {shown}");
+    // A pause decided meanwhile: the typed reason comes back in its form.
+    let reject = decide_fields(&pause.body, "/inbox/other/reject");
+    assert_eq!(post("/inbox/other/approve", &format!("{approve}&reason=looks+right")).status, 303);
+    let reply = post("/inbox/other/reject", &format!("{reject}&reason=my+careful+words"));
+    let to = reply.headers.lines().find_map(|l| l.strip_prefix("location: ")).unwrap().to_owned();
+    let shown = console.get(&cookie, &to).body;
+    assert!(shown.contains("already-decided") && shown.contains("my careful words"), "{shown}");
+    // Acted on: the old link says what became of the pause.
+    let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy");
+    let plan = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plans/reviewed_plan.json");
+    let out = crate::common::cli::planlock()
+        .current_dir(dir.path())
+        .args(["run", "--root", "other", "--policy-root"])
+        .arg(&policy)
+        .arg(&plan)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let ended = console.get(&cookie, to.split('?').next().unwrap());
+    assert_eq!(ended.status, 404);
+    assert!(ended.body.contains("approved by `ada`") && ended.body.contains("acted on by cycle 1"), "{}", ended.body);
+    assert!(ended.body.contains("href=\"/sessions/other\""), "{}", ended.body);
+}

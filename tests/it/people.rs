@@ -332,3 +332,76 @@ fn people_sign_in_with_their_tokens_in_a_real_browser() {
     assert_eq!(said.matches("ok: ").count(), 6, "{said}");
     assert_eq!(names(&log_events(s.sessions.path())), ["voted", "voted", "decided"]);
 }
+
+/// Sign-in that one person or a proxy cannot turn against the team: behind a trusted proxy the
+/// failures count by the client it reports (an attacker locks out only themselves), an empty
+/// token signs nobody in, a repeated identity header names nobody, and an event stream ends
+/// when its login signs out.
+#[test]
+fn sign_in_cannot_be_turned_against_the_team() {
+    use crate::common::console::{field, serve_with};
+    let (s, _) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_file(s.policy.path(), 1);
+    let secret = "the-proxys-shared-secret-0123456789";
+    let console = serve_with(
+        &["--sessions".as_ref(), dir.as_os_str(), "--access".as_ref(), access.as_os_str()],
+        &["--proxy-secret-env", "PROXY_SECRET"],
+        &[("PROXY_SECRET", secret)],
+    );
+    let origin = console.origin();
+    let from = |client: &str, token: &str| {
+        let headers = [("Origin", origin.as_str()), ("X-Planlock-Proxy-Secret", secret), ("X-Forwarded-For", client)];
+        console.request("POST", "/login", &headers, &format!("token={token}"))
+    };
+    for n in 0..planlock::console::MAX_FAILURES {
+        assert_eq!(from("127.0.0.66", &format!("guess-{n}")).status, 401);
+    }
+    assert_eq!(from("127.0.0.66", "ada%27s+token").status, 429, "the attacker is locked out");
+    assert_eq!(from("127.0.0.7", "ada%27s+token").status, 303, "ada, behind the same proxy, is not");
+    // Without the proxy's secret, a forwarded address is not believed.
+    let forged = [("Origin", origin.as_str()), ("X-Forwarded-For", "127.0.0.99")];
+    for _ in 0..planlock::console::MAX_FAILURES {
+        console.request("POST", "/login", &forged, "token=guess");
+    }
+    assert_eq!(console.request("POST", "/login", &forged, "token=bob%27s+token").status, 429);
+    // An empty token is no one's.
+    assert_eq!(from("127.0.0.8", "").status, 401);
+    // The event stream of a login ends when it signs out.
+    let bob = cookie_of(&from("127.0.0.9", "bob%27s+token"));
+    let page = console.get(&bob, "/inbox").body;
+    let csrf = field(&page, "/logout", "csrf").to_owned();
+    let (addr, cookie) = (console.addr.clone(), bob.clone());
+    let (done, ended) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&addr).unwrap();
+        let ask = format!("GET /events HTTP/1.1\r\nHost: {addr}\r\nCookie: {cookie}\r\nConnection: close\r\n\r\n");
+        stream.write_all(ask.as_bytes()).unwrap();
+        let mut all = Vec::new();
+        let _ = stream.read_to_end(&mut all);
+        let _ = done.send(());
+    });
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    let out = console.request("POST", "/logout", &[("Cookie", &bob), ("Origin", &origin)], &format!("csrf={csrf}"));
+    assert_eq!(out.status, 303);
+    assert!(ended.recv_timeout(std::time::Duration::from_secs(10)).is_ok(), "the stream ended with its login");
+}
+
+/// A proxy that sends its user header twice names nobody: which one it meant cannot be known.
+#[test]
+fn a_repeated_identity_header_names_nobody() {
+    use crate::common::console::serve_with;
+    let (s, _) = paused_by_the_cli();
+    let access = access_file(s.policy.path(), 1);
+    let secret = "the-proxys-shared-secret-0123456789";
+    let console = serve_with(
+        &["--sessions".as_ref(), s.sessions.path().as_os_str(), "--access".as_ref(), access.as_os_str()],
+        &["--user-header", "X-Forwarded-User", "--proxy-secret-env", "PROXY_SECRET"],
+        &[("PROXY_SECRET", secret)],
+    );
+    let once = [("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", secret)];
+    assert_eq!(console.request("GET", "/login", &once, "").status, 303);
+    let twice = [("X-Forwarded-User", "eve"), ("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", secret)];
+    assert_eq!(console.request("GET", "/login", &twice, "").status, 403);
+}

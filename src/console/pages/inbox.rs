@@ -182,6 +182,8 @@ pub fn pause_page(
         verdict: &'static str,
         label: &'static str,
         hint: &'static str,
+        /// The reason typed for a refused decision of this verdict, shown again.
+        kept: Option<String>,
     }
     #[derive(Serialize)]
     struct Earlier {
@@ -219,6 +221,10 @@ pub fn pause_page(
         read_only: bool,
         earlier: Vec<Earlier>,
         flash: Option<Flash>,
+        /// The flash is a refusal shown beside the form that kept its reason.
+        beside_form: bool,
+        /// A refused decision's reason that no form shows again (the pause was decided).
+        kept_reason: Option<String>,
     }
     let now = Timestamp::now();
     let r = &pause.record;
@@ -250,6 +256,7 @@ pub fn pause_page(
             .into_iter()
             .filter(|v| *v == ReviewVerdict::Abandon || (!pause.expired && r.shown_digest.is_some()))
             .map(|v| Form {
+                kept: flash.as_ref().and_then(|f| f.kept.clone()).filter(|(k, _)| *k == v.as_str()).map(|(_, r)| r),
                 verdict: v.as_str(),
                 label: match v {
                     ReviewVerdict::Approve => "Approve",
@@ -295,6 +302,8 @@ pub fn pause_page(
             Earlier { at: Ago::of(e.at(), now), what, by, why, this_pause: *e.pause() == this }
         })
         .collect();
+    let beside_form = offered.iter().any(|f| f.kept.is_some());
+    let kept_reason = flash.as_ref().and_then(|f| f.kept.clone()).filter(|_| !beside_form).map(|(_, r)| r);
     let view = Pause {
         session: &pause.session,
         segment: url_segment(&pause.session),
@@ -326,6 +335,8 @@ pub fn pause_page(
         not_yours: !decided && !forms.read_only && !forms.may_decide(&r.validator.id),
         read_only: forms.read_only,
         earlier,
+        beside_form,
+        kept_reason,
         flash,
     };
     let title = ["Pause: ", &r.step_id, " in ", &pause.session].concat();
