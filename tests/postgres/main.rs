@@ -172,6 +172,7 @@ const TESTS: &[(&str, Test)] = &[
         "a_server_restart_fails_cycles_with_their_kind_and_loses_nothing",
         a_server_restart_fails_cycles_with_their_kind_and_loses_nothing,
     ),
+    ("rules_installed_for_a_tenant_hold_there_and_only_there", rules_installed_for_a_tenant_hold_there_and_only_there),
 ];
 
 fn main() {

@@ -199,3 +199,48 @@ pub(super) fn a_tenant_can_never_reach_another_tenants_sessions(server: &PgServe
     let err = PgDatabase::connect_with(&server.url("tenants"), PgOptions::default().tenant("acme")).unwrap_err();
     assert!(err.to_string().contains("bypasses row-level security"), "{err}");
 }
+
+/// The rules live with the sessions in a database too (CONTRACT §18, amended): an access file
+/// installed for one tenant holds every decision on its sessions without a flag — `inbox`,
+/// `resume` through the runtime — and no other tenant sees or is held by it.
+pub(super) fn rules_installed_for_a_tenant_hold_there_and_only_there(server: &PgServer) {
+    let url = app_database(server, "rules");
+    let fx = reviewed_fixture();
+    for tenant in ["acme", "globex"] {
+        let db = tenant_db(&url, tenant);
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, "s1").unwrap(), |s| s);
+        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("access.yaml");
+    let users: String = ["ada", "bob", "eve"]
+        .iter()
+        .map(|u| format!("  {u}: {{ tokenSha256: \"{}\" }}\n", planlock::review::access::token_sha256(u)))
+        .collect();
+    std::fs::write(
+        &file,
+        format!("users:\n{users}validators:\n  demo-review: {{ approvers: [ada, bob], required: 2 }}\n"),
+    )
+    .unwrap();
+    let (code, installed, text) = cli(&url, "acme", &["access", "install", file.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(installed["source"].as_str().unwrap().contains("tenant `acme`"), "{installed}");
+    let decide = |tenant: &str, by: &str| cli(&url, tenant, &["inbox", "approve", "--by", by, "--reason", "ok", "s1"]);
+    // acme: eve may not decide; ada's approval is one of two.
+    let (code, refused, text) = decide("acme", "eve");
+    assert_eq!((code, &refused["errorCode"]), (Some(3), &serde_json::json!("not-an-approver")), "{text}");
+    let (code, counted, text) = decide("acme", "ada");
+    assert_eq!((code, &counted["counted"]), (Some(0), &serde_json::json!([1, 2])), "{text}");
+    // `resume` through the runtime by ada again: still one of two, nothing runs.
+    let acme = tenant_db(&url, "acme");
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&acme, "s1").unwrap(), |s| s);
+    let over = planlock::Override::new("demo-review", "remember", "me alone").by("ada");
+    let refused = runtime.resume_blocking(Some(over)).unwrap_err();
+    assert_eq!(planlock::Failure::code(&refused), "approval-incomplete", "{refused}");
+    drop(runtime);
+    // globex has no rules: one operator, the name unverified; and it sees none of acme's.
+    let (code, shown, _) = cli(&url, "globex", &["access", "show"]);
+    assert_eq!((code, &shown["action"]), (Some(0), &serde_json::json!("none")));
+    let (code, decided, text) = decide("globex", "eve");
+    assert_eq!((code, &decided["decision"]["verified"]), (Some(0), &serde_json::json!(false)), "{text}");
+}
