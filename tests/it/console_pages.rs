@@ -151,6 +151,8 @@ fn the_console_says_what_happened_and_repeats_nothing_from_the_url() {
     let to = reply.headers.lines().find_map(|l| l.strip_prefix("location: ")).unwrap().to_owned();
     let shown = console.get(&cookie, &to).body;
     assert!(shown.contains("already-decided") && shown.contains("my careful words"), "{shown}");
+    // One operator's decision: the name nobody vouched for is marked where it is shown.
+    assert!(shown.contains("by ada (unverified name)"), "{shown}");
     // Acted on: the old link says what became of the pause.
     let policy = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/policy");
     let plan = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/plans/reviewed_plan.json");
@@ -164,6 +166,7 @@ fn the_console_says_what_happened_and_repeats_nothing_from_the_url() {
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     let ended = console.get(&cookie, to.split('?').next().unwrap());
     assert_eq!(ended.status, 404);
-    assert!(ended.body.contains("approved by `ada`") && ended.body.contains("acted on by cycle 1"), "{}", ended.body);
+    let said = &ended.body;
+    assert!(said.contains("approved by `ada` (unverified name)") && said.contains("acted on by cycle 1"), "{said}");
     assert!(ended.body.contains("href=\"/sessions/other\""), "{}", ended.body);
 }

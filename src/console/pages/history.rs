@@ -102,11 +102,11 @@ fn end_line(entry: &CycleEntry, now: Timestamp) -> Line {
 fn event_line(event: &ApprovalEvent, now: Timestamp) -> Option<Line> {
     let text = match event {
         ApprovalEvent::Decided { decision } => {
-            let by = decision.approved_by().join(", ");
+            let by = super::who(decision);
             [decision.verdict.past(), " by ", &by, ": ", &decision.justification].concat()
         }
         ApprovalEvent::Voted { decision, count, required } => {
-            format!("approval {count} of {required} by {}: {}", decision.by, decision.justification)
+            format!("approval {count} of {required} by {}: {}", super::who(decision), decision.justification)
         }
         ApprovalEvent::Consumed { completed, .. } => {
             ["approval used by the re-run", if *completed { ", which completed" } else { "" }].concat()

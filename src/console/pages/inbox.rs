@@ -290,7 +290,7 @@ pub fn pause_page(
         .map(|e| {
             let (by, why) = match e {
                 ApprovalEvent::Decided { decision } | ApprovalEvent::Voted { decision, .. } => {
-                    (decision.by.clone(), decision.justification.clone())
+                    (super::who(decision), decision.justification.clone())
                 }
                 _ => (String::new(), String::new()),
             };
@@ -323,7 +323,7 @@ pub fn pause_page(
         decision: pause.decision.as_ref().map(|d| Earlier {
             at: Ago::of(d.at, now),
             what: d.verdict.past().to_owned(),
-            by: d.approved_by().join(", "),
+            by: super::who(d),
             why: d.justification.clone(),
             this_pause: true,
         }),

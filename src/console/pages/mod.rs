@@ -21,6 +21,16 @@ use super::auth::{Auth, Login};
 use super::rules::Rules;
 use super::templates::{Ago, Viewer, page, render, url_segment};
 
+/// Who decided, as a page shows it: the approvers (or `by`), and "(unverified name)" after a
+/// name no rules vouched for (CONTRACT §18: wherever a decision is shown).
+fn who(decision: &crate::session::ReviewDecision) -> String {
+    let names = decision.approved_by().join(", ");
+    match decision.verified {
+        Some(false) => format!("{names} (unverified name)"),
+        _ => names,
+    }
+}
+
 /// Sessions a page lists.
 pub const PER_PAGE: usize = 50;
 
