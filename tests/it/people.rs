@@ -168,6 +168,19 @@ fn racing_approvals_never_count_one_person_twice_and_never_lose_one() {
     }
 }
 
+/// The secret the tests' proxy sends.
+const PROXY_SECRET: &str = "the-proxys-shared-secret-0123456789";
+
+/// The console of `s`'s sessions behind a proxy that sends [`PROXY_SECRET`], with the access
+/// file where ada and bob each approve alone, and `extra` flags.
+fn behind_a_proxy(s: &crate::approvals::Session, extra: &[&str]) -> crate::common::console::Console {
+    let access = access_file(s.policy.path(), 1);
+    let place = ["--sessions".as_ref(), s.sessions.path().as_os_str(), "--access".as_ref(), access.as_os_str()];
+    let mut flags = vec!["--proxy-secret-env", "PROXY_SECRET"];
+    flags.extend_from_slice(extra);
+    crate::common::console::serve_with(&place, &flags, &[("PROXY_SECRET", PROXY_SECRET)])
+}
+
 /// `token=…` for the sign-in form.
 pub(crate) fn signs_in(console: &crate::common::console::Console, token: &str) -> crate::common::console::Reply {
     let origin = console.origin();
@@ -244,16 +257,10 @@ fn five_wrong_tokens_in_a_minute_are_answered_429_even_with_the_right_one() {
 
 #[test]
 fn behind_a_proxy_only_requests_with_its_secret_name_a_person() {
-    use crate::common::console::{decide_fields, serve_with};
+    use crate::common::console::decide_fields;
     let (s, _) = paused_by_the_cli();
     let dir = s.sessions.path();
-    let access = access_file(s.policy.path(), 1);
-    let secret = "the-proxys-shared-secret-0123456789";
-    let console = serve_with(
-        &["--sessions".as_ref(), dir.as_os_str(), "--access".as_ref(), access.as_os_str()],
-        &["--user-header", "X-Forwarded-User", "--proxy-secret-env", "PROXY_SECRET"],
-        &[("PROXY_SECRET", secret)],
-    );
+    let console = behind_a_proxy(&s, &["--user-header", "X-Forwarded-User"]);
     let origin = console.origin();
     // Without the secret the header names no one, whoever sends it.
     let forged = console.request("GET", "/login", &[("X-Forwarded-User", "ada")], "");
@@ -261,10 +268,14 @@ fn behind_a_proxy_only_requests_with_its_secret_name_a_person() {
     let wrong =
         console.request("GET", "/login", &[("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", "guess")], "");
     assert_eq!(wrong.status, 403);
-    let stranger =
-        console.request("GET", "/login", &[("X-Forwarded-User", "mallory"), ("X-Planlock-Proxy-Secret", secret)], "");
+    let stranger = console.request(
+        "GET",
+        "/login",
+        &[("X-Forwarded-User", "mallory"), ("X-Planlock-Proxy-Secret", PROXY_SECRET)],
+        "",
+    );
     assert_eq!(stranger.status, 403, "a name the access file does not hold");
-    let ada = [("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", secret)];
+    let ada = [("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", PROXY_SECRET)];
     let cookie = cookie_of(&console.request("GET", "/login", &ada, ""));
     let with = |headers: &[(&str, &str)]| {
         let mut all = vec![("Cookie", cookie.as_str())];
@@ -274,7 +285,7 @@ fn behind_a_proxy_only_requests_with_its_secret_name_a_person() {
     assert_eq!(with(&ada).status, 200);
     assert_eq!(with(&[]).status, 303, "the cookie alone, without the proxy, is no login");
     assert_eq!(
-        with(&[("X-Forwarded-User", "bob"), ("X-Planlock-Proxy-Secret", secret)]).status,
+        with(&[("X-Forwarded-User", "bob"), ("X-Planlock-Proxy-Secret", PROXY_SECRET)]).status,
         303,
         "another person's"
     );
@@ -339,19 +350,13 @@ fn people_sign_in_with_their_tokens_in_a_real_browser() {
 /// when its login signs out.
 #[test]
 fn sign_in_cannot_be_turned_against_the_team() {
-    use crate::common::console::{field, serve_with};
+    use crate::common::console::field;
     let (s, _) = paused_by_the_cli();
-    let dir = s.sessions.path();
-    let access = access_file(s.policy.path(), 1);
-    let secret = "the-proxys-shared-secret-0123456789";
-    let console = serve_with(
-        &["--sessions".as_ref(), dir.as_os_str(), "--access".as_ref(), access.as_os_str()],
-        &["--proxy-secret-env", "PROXY_SECRET"],
-        &[("PROXY_SECRET", secret)],
-    );
+    let console = behind_a_proxy(&s, &[]);
     let origin = console.origin();
     let from = |client: &str, token: &str| {
-        let headers = [("Origin", origin.as_str()), ("X-Planlock-Proxy-Secret", secret), ("X-Forwarded-For", client)];
+        let headers =
+            [("Origin", origin.as_str()), ("X-Planlock-Proxy-Secret", PROXY_SECRET), ("X-Forwarded-For", client)];
         console.request("POST", "/login", &headers, &format!("token={token}"))
     };
     for n in 0..planlock::console::MAX_FAILURES {
@@ -391,17 +396,10 @@ fn sign_in_cannot_be_turned_against_the_team() {
 /// A proxy that sends its user header twice names nobody: which one it meant cannot be known.
 #[test]
 fn a_repeated_identity_header_names_nobody() {
-    use crate::common::console::serve_with;
     let (s, _) = paused_by_the_cli();
-    let access = access_file(s.policy.path(), 1);
-    let secret = "the-proxys-shared-secret-0123456789";
-    let console = serve_with(
-        &["--sessions".as_ref(), s.sessions.path().as_os_str(), "--access".as_ref(), access.as_os_str()],
-        &["--user-header", "X-Forwarded-User", "--proxy-secret-env", "PROXY_SECRET"],
-        &[("PROXY_SECRET", secret)],
-    );
-    let once = [("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", secret)];
+    let console = behind_a_proxy(&s, &["--user-header", "X-Forwarded-User"]);
+    let once = [("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", PROXY_SECRET)];
     assert_eq!(console.request("GET", "/login", &once, "").status, 303);
-    let twice = [("X-Forwarded-User", "eve"), ("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", secret)];
+    let twice = [("X-Forwarded-User", "eve"), ("X-Forwarded-User", "ada"), ("X-Planlock-Proxy-Secret", PROXY_SECRET)];
     assert_eq!(console.request("GET", "/login", &twice, "").status, 403);
 }

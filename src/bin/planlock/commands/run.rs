@@ -220,20 +220,9 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
             report.abandoned = Some(*record);
             EXIT_CYCLE_FAIL
         }
-        // The session waits for a person: nothing ran; the pause is the answer (exit 4).
-        Err(e @ RuntimeError::Paused { .. }) => {
-            let record = runtime.pending().cloned();
-            if let Some(record) = &record {
-                report.steps = steps_of(&paused_at(runtime.plan(), record));
-            }
-            report.outcome = "InterventionRequired";
-            report.error = Some(e.to_string());
-            report.error_code = Some(e.code());
-            report.intervention = record;
-            EXIT_INTERVENTION
-        }
-        // `resume --approve` by one person of several: recorded, the pause waits for the rest.
-        Err(RuntimeError::Decision(e)) if matches!(*e, DecideError::Incomplete { .. }) => {
+        // The session waits for a person: nothing ran; the pause is the answer (exit 4). So it
+        // is for `resume --approve` by one person of several: recorded, waiting for the rest.
+        Err(e) if waits_for_a_person(&e) => {
             let record = runtime.pending().cloned();
             if let Some(record) = &record {
                 report.steps = steps_of(&paused_at(runtime.plan(), record));
@@ -256,6 +245,16 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         report.to_decide = Some(c.place.decide_command());
     }
     Ok((report, exit))
+}
+
+/// Whether `e` leaves the cycle paused for a person: a run while it waits, or an approval that
+/// counted toward several and is not yet complete.
+fn waits_for_a_person(e: &RuntimeError) -> bool {
+    match e {
+        RuntimeError::Paused { .. } => true,
+        RuntimeError::Decision(d) => matches!(**d, DecideError::Incomplete { .. }),
+        _ => false,
+    }
 }
 
 /// Each step's status in a cycle paused at `record`'s step: completed before it, blocked, not run
