@@ -139,7 +139,7 @@ impl OpenedSession for OpenedRoot {
 
     fn budget(&self) -> Arc<dyn TokenBudget> {
         // The directory's budgets, whichever directory holds the root.
-        let dir = self.root.parent().map_or_else(|| PathBuf::from("."), Path::to_path_buf);
+        let dir = crate::session::sessions_dir_of(&self.root);
         let name = self.root.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         Arc::new(FileBudget::new(dir, name))
     }
@@ -168,7 +168,7 @@ impl Backend for FilesBackend {
 
     fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
         Box::pin(async move {
-            check_budget(prefix, period.as_secs()).map_err(BackendError::BudgetSettings)?;
+            check_budget(prefix, tokens, period.as_secs()).map_err(BackendError::BudgetSettings)?;
             Ok(FileBudget::set(&self.dir, prefix, tokens, period)?)
         })
     }

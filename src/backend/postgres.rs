@@ -107,7 +107,7 @@ impl Backend for PgBackend {
 
     fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
         Box::pin(async move {
-            check_budget(prefix, period.as_secs()).map_err(BackendError::BudgetSettings)?;
+            check_budget(prefix, tokens, period.as_secs()).map_err(BackendError::BudgetSettings)?;
             Ok(set_budget(&self.db, prefix, tokens, period).await?)
         })
     }

@@ -114,12 +114,23 @@ impl BudgetState {
     }
 }
 
+/// The most one model call is charged, in tokens (2^40): a server's absurd count is clamped to
+/// it, so a budget's sums stay far inside a 64-bit integer (PostgreSQL's `bigint`).
+pub const MAX_CHARGE: u64 = 1 << 40;
+
 /// The longest budget prefix accepted, in bytes (a session key's length).
 pub const MAX_PREFIX_BYTES: usize = 256;
 
-/// Checks a budget's settings before they are kept: a prefix of at most [`MAX_PREFIX_BYTES`] and
-/// a period of at least a second and at most a year.
-pub fn check_budget(prefix: &str, period_secs: u64) -> Result<(), String> {
+/// Checks a budget's settings before they are kept: at least one token (a budget of none would
+/// refuse every call: remove the sessions' model steps, or the budget, instead), a prefix of at
+/// most [`MAX_PREFIX_BYTES`] and a period of at least a second and at most a year.
+pub fn check_budget(prefix: &str, tokens: u64, period_secs: u64) -> Result<(), String> {
+    if tokens == 0 {
+        return Err("a budget of 0 tokens would refuse every model call; give at least 1 (or remove the budget)".into());
+    }
+    if tokens > i64::MAX as u64 {
+        return Err(format!("a budget is at most {} tokens", i64::MAX));
+    }
     if prefix.len() > MAX_PREFIX_BYTES {
         return Err(format!("the prefix is {} bytes long; at most {MAX_PREFIX_BYTES}", prefix.len()));
     }
@@ -326,7 +337,8 @@ impl TokenHold<'_> {
     /// when the server reported none, everything it reserved.
     pub fn answered(self, tokens: Option<u64>) {
         if let Some(cycle) = self.cycle {
-            cycle.answered(self.id, tokens);
+            // A count no call can have (a server's 2^63 - 1) is charged as the most one can.
+            cycle.answered(self.id, tokens.map(|t| t.min(MAX_CHARGE)));
         }
     }
 }

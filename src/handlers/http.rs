@@ -28,6 +28,20 @@ pub enum ModelError {
         /// The refused member.
         field: &'static str,
     },
+    /// The request's cap on what the model writes (`max_tokens`, `max_completion_tokens`) or its
+    /// number of choices (`n`) is not a positive whole number: what is reserved from the budget
+    /// must be what is sent (CONTRACT §20).
+    #[error(
+        "`config.{field}` must be a whole number from 1 to {most} (it is {what}): a model call reserves from the token budget what it may write, so the cap it sends must be one; write it as a number such as 512"
+    )]
+    Cap {
+        /// The member.
+        field: &'static str,
+        /// What it is instead (a JSON type, or the number).
+        what: String,
+        /// The most it may be.
+        most: u64,
+    },
     /// A handler needs an earlier result the ledger does not have.
     #[error("the ledger has no {step} result; the plan must run {step} before this step")]
     MissingInput {
@@ -104,7 +118,7 @@ impl crate::contract::registry::Failure for ModelError {
     /// A stable machine-readable code.
     fn code(&self) -> &'static str {
         match self {
-            ModelError::Config { .. } => "model-config",
+            ModelError::Config { .. } | ModelError::Cap { .. } => "model-config",
             ModelError::MissingInput { .. } => "model-missing-input",
             ModelError::Connect { .. } => "model-connect",
             ModelError::Redirect { .. } => "model-redirect",
@@ -122,9 +136,10 @@ impl crate::contract::registry::Failure for ModelError {
     fn kind(&self) -> crate::contract::registry::FailureKind {
         use crate::contract::registry::FailureKind;
         match self {
-            ModelError::Config { .. } | ModelError::MissingInput { .. } | ModelError::Redirect { .. } => {
-                FailureKind::FailFast
-            }
+            ModelError::Config { .. }
+            | ModelError::Cap { .. }
+            | ModelError::MissingInput { .. }
+            | ModelError::Redirect { .. } => FailureKind::FailFast,
             _ => FailureKind::CycleFail,
         }
     }

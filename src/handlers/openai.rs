@@ -269,6 +269,8 @@ pub(crate) struct Usage {
     #[serde(default)]
     pub(crate) completion_tokens: Option<u64>,
     #[serde(default)]
+    total_tokens: Option<u64>,
+    #[serde(default)]
     prompt_tokens_details: Option<PromptDetails>,
     #[serde(default)]
     completion_tokens_details: Option<CompletionDetails>,
@@ -321,10 +323,18 @@ impl OpenAiModel {
         &self,
         cx: &StepContext<'_>,
         model: &str,
-        body: Map<String, Value>,
+        mut body: Map<String, Value>,
         limit: Duration,
     ) -> Result<Answer, Refused> {
         let call = ModelCall::start(Operation::Chat, &self.config.provider, model).server_of_url(&self.config.base_url);
+        // Refused before anything is sent: a cap that is not one.
+        let output = match output_cap(&mut body, DEFAULT_MAX_TOKENS) {
+            Ok(output) => output,
+            Err(e) => {
+                call.failed_with(e.code(), &e.to_string());
+                return Err(Refused::Model(e));
+            }
+        };
         if let Some(n) = body.get("max_tokens").and_then(Value::as_u64) {
             call.max_tokens(n);
         }
@@ -341,7 +351,8 @@ impl OpenAiModel {
             messages.iter().map(|m| (text(m, "role"), text(m, "content"))).collect()
         });
         // The session's budget covers the call before it is sent, or it is not sent.
-        let hold = match cx.reserve_tokens(estimate(&body)).await {
+        let reserved = estimate(&body, output);
+        let hold = match cx.reserve_tokens(reserved).await {
             Ok(hold) => hold,
             Err(refused) => {
                 call.failed_with(refused.code(), &refused.to_string());
@@ -369,7 +380,12 @@ impl OpenAiModel {
         if usage.is_some() {
             cx.record_usage(TokenUsage { input: input_tokens.unwrap_or(0), output: output_tokens.unwrap_or(0) });
         }
-        let reported = usage.map(|_| input_tokens.unwrap_or(0).saturating_add(output_tokens.unwrap_or(0)));
+        // Charged what the server counted; a usage without both counts, the reservation (or its
+        // `total_tokens`, when larger); none at all, the reservation too.
+        let reported = usage.map(|u| match (u.prompt_tokens, u.completion_tokens) {
+            (Some(input), Some(output)) => input.saturating_add(output),
+            _ => reserved.max(u.total_tokens.unwrap_or(0)),
+        });
         hold.answered(reported);
         self.usage.input.fetch_add(input_tokens.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
         self.usage.output.fetch_add(output_tokens.unwrap_or(0), std::sync::atomic::Ordering::Relaxed);
@@ -406,12 +422,57 @@ enum Refused {
 /// Tokens counted per message for its role and framing, over its text's estimate.
 const TOKENS_PER_MESSAGE: u64 = 8;
 
+/// The most choices (`n`) one request may ask for.
+const MAX_CHOICES: u64 = 128;
+
+/// The largest cap on what a model writes that a request may send.
+const MAX_OUTPUT_CAP: u64 = 1 << 32;
+
+/// What the model may write for `body` as it will be sent (CONTRACT §20: what is reserved is
+/// what is sent): its `max_tokens` or `max_completion_tokens` (the larger, when both are set),
+/// times its `n` choices. Each must be a positive whole number; a request that caps nothing is
+/// sent with `max_tokens` = `default`, the cap it reserves.
+fn output_cap(body: &mut Map<String, Value>, default: u64) -> Result<u64, ModelError> {
+    let whole = |field: &'static str, most: u64, value: &Value| match value.as_u64() {
+        Some(n) if (1..=most).contains(&n) => Ok(n),
+        _ => Err(ModelError::Cap { field, what: json_kind(value), most }),
+    };
+    let mut cap = None;
+    for field in ["max_tokens", "max_completion_tokens"] {
+        if let Some(value) = body.get(field) {
+            let n = whole(field, MAX_OUTPUT_CAP, value)?;
+            cap = Some(cap.map_or(n, |c: u64| c.max(n)));
+        }
+    }
+    let cap = match cap {
+        Some(cap) => cap,
+        None => {
+            body.insert("max_tokens".into(), json!(default));
+            default
+        }
+    };
+    let choices = body.get("n").map(|n| whole("n", MAX_CHOICES, n)).transpose()?.unwrap_or(1);
+    Ok(cap.saturating_mul(choices))
+}
+
+/// A JSON value as an error names it: a number as written (short), anything else by its type.
+fn json_kind(value: &Value) -> String {
+    match value {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "a boolean".into(),
+        Value::Number(n) => n.to_string().chars().take(24).collect(),
+        Value::String(_) => "a string".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Object(_) => "an object".into(),
+    }
+}
+
 /// What a request may cost, reserved from the session's budget before it is sent (CONTRACT §20):
 /// its input, estimated without the model's tokenizer as one token per 3 bytes of UTF-8 (about
 /// 4 characters of English make a token; a Korean syllable, 3 bytes, about one) plus
-/// [`TOKENS_PER_MESSAGE`] a message, and its `max_tokens` (or `max_completion_tokens`), all of
-/// which the model may write. The save settles the reservation to what the server reports.
-fn estimate(body: &Map<String, Value>) -> u64 {
+/// [`TOKENS_PER_MESSAGE`] a message, and `output`, all the model may write ([`output_cap`]).
+/// The save settles the reservation to what the server reports.
+fn estimate(body: &Map<String, Value>, output: u64) -> u64 {
     let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
     let input: u64 = messages
         .iter()
@@ -420,11 +481,6 @@ fn estimate(body: &Map<String, Value>) -> u64 {
             (text.len() as u64).div_ceil(3) + TOKENS_PER_MESSAGE
         })
         .sum();
-    let output = ["max_tokens", "max_completion_tokens"]
-        .iter()
-        .filter_map(|k| body.get(*k).and_then(Value::as_u64))
-        .max()
-        .unwrap_or(DEFAULT_MAX_TOKENS);
     input.saturating_add(output)
 }
 
@@ -498,7 +554,6 @@ impl Handler<LLMCall> for OpenAiModel {
         let model = p.config.get("model").and_then(Value::as_str).unwrap_or(&self.config.model).to_owned();
         let mut config = p.config.0.clone();
         config.remove("model");
-        config.entry("max_tokens").or_insert(json!(DEFAULT_MAX_TOKENS));
         config.entry("seed").or_insert(json!(seed_of(cx)));
         let body = request_body(&model, &p.prompt, &prompt.prompt, config).map_err(|e| self.failed(e))?;
         let llm_ms = cx.metadata().timeouts.as_ref().and_then(|t| t.llm_ms).map(|ms| Duration::from_millis(ms.get()));

@@ -33,11 +33,11 @@ pub struct InstalledAccess {
 ///
 /// ```
 /// use std::path::Path;
-/// use planlock::session::rules_dir_of;
-/// assert_eq!(rules_dir_of(Path::new("/srv/sessions/s")), Path::new("/srv/sessions"));
-/// assert_eq!(rules_dir_of(Path::new("s")), Path::new("."));
+/// use planlock::session::sessions_dir_of;
+/// assert_eq!(sessions_dir_of(Path::new("/srv/sessions/s")), Path::new("/srv/sessions"));
+/// assert_eq!(sessions_dir_of(Path::new("s")), Path::new("."));
 /// ```
-pub fn rules_dir_of(root: &Path) -> PathBuf {
+pub fn sessions_dir_of(root: &Path) -> PathBuf {
     match root.parent() {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),

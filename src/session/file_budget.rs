@@ -80,7 +80,11 @@ struct Hold {
 #[serde(rename_all = "lowercase")]
 enum HoldState {
     Held,
+    /// Given back uncharged (written by planlock before 0.1's charged holds; kept readable).
     Released,
+    /// Its holder died with it: charged all it reserved, until a late settlement says what its
+    /// call used.
+    Charged,
     Settled,
 }
 
@@ -116,8 +120,8 @@ impl Book {
     }
 
     /// Ends hold `i`: gives back what it held (if still held) and charges `used`, to the period
-    /// it was made in.
-    fn end(&mut self, i: usize, used: Option<u64>) {
+    /// it was made in. A hold charged when its holder died is corrected to what its call used.
+    fn end(&mut self, i: usize, used: u64) {
         let (prefix, period, tokens, state) = {
             let h = &self.holds[i];
             (h.prefix.clone(), h.period_start, h.tokens, h.state)
@@ -126,11 +130,20 @@ impl Book {
             if state == HoldState::Held {
                 b.reserved = b.reserved.saturating_sub(tokens);
             }
-            if let Some(used) = used {
-                b.used = b.used.saturating_add(used);
+            if state == HoldState::Charged {
+                b.used = b.used.saturating_sub(tokens);
             }
+            b.used = b.used.saturating_add(used);
         }
-        self.holds[i].state = if used.is_some() { HoldState::Settled } else { HoldState::Released };
+        self.holds[i].state = HoldState::Settled;
+    }
+
+    /// Ends hold `i`, whose holder died with it (CONTRACT §20): its call may have been sent, so
+    /// it is charged all it reserved — over-charged by a crash, never overspent.
+    fn charge_whole(&mut self, i: usize) {
+        let tokens = self.holds[i].tokens;
+        self.end(i, tokens);
+        self.holds[i].state = HoldState::Charged;
     }
 }
 
@@ -163,7 +176,7 @@ impl FileBudget {
     /// The budgets under `dir`, by prefix, as a reservation would see them now.
     pub fn budgets(dir: &Path) -> Result<Vec<BudgetState>, BudgetError> {
         let now = now();
-        let mut states = locked(dir, false, |book| {
+        let mut states = locked(dir, Mode::Read, |book| {
             book.budgets
                 .iter_mut()
                 .map(|b| {
@@ -181,7 +194,7 @@ impl FileBudget {
     /// now, aligned to itself (`1d`: since midnight UTC).
     pub fn set(dir: &Path, prefix: &str, tokens: u64, period: Duration) -> Result<(), BudgetError> {
         let secs = period.as_secs().max(1);
-        locked(dir, true, |book| match book.budgets.iter_mut().find(|b| b.prefix == prefix) {
+        locked(dir, Mode::Create, |book| match book.budgets.iter_mut().find(|b| b.prefix == prefix) {
             Some(b) => {
                 let changed = b.period_secs != secs;
                 (b.tokens, b.period_secs) = (tokens, secs);
@@ -209,7 +222,7 @@ impl FileBudget {
 
     /// Removes the budget of `prefix` under `dir`; whether there was one.
     pub fn remove(dir: &Path, prefix: &str) -> Result<bool, BudgetError> {
-        locked(dir, true, |book| {
+        locked(dir, Mode::Change, |book| {
             let before = book.budgets.len();
             book.budgets.retain(|b| b.prefix != prefix);
             book.holds.retain(|h| h.prefix != prefix);
@@ -236,7 +249,7 @@ impl FileBudget {
 
     fn reserve_now(&self, ask: &TokenAsk<'_>) -> Result<(), BudgetError> {
         let now = now();
-        locked(&self.dir, true, |book| {
+        locked(&self.dir, Mode::Change, |book| {
             let covers = |prefix: &str| self.session.starts_with(prefix);
             for b in book.budgets.iter_mut().filter(|b| covers(&b.prefix)) {
                 b.roll(now);
@@ -265,7 +278,7 @@ impl FileBudget {
                 for i in 0..book.holds.len() {
                     let h = &book.holds[i];
                     if h.state == HoldState::Held && covers(&h.prefix) && self.gone(h) {
-                        book.end(i, None);
+                        book.charge_whole(i);
                     }
                 }
                 book.holds.retain(|h| h.state == HoldState::Held || now - h.made_at < FORGET_AFTER_SECS);
@@ -294,11 +307,11 @@ impl FileBudget {
     }
 
     fn settle_now(&self, charges: &[Charge]) -> Result<(), BudgetError> {
-        locked(&self.dir, true, |book| {
+        locked(&self.dir, Mode::Change, |book| {
             for charge in charges {
                 for i in 0..book.holds.len() {
-                    if book.holds[i].id == charge.id {
-                        book.end(i, Some(charge.used));
+                    if book.holds[i].id == charge.id && book.holds[i].state != HoldState::Settled {
+                        book.end(i, charge.used);
                     }
                 }
             }
@@ -342,19 +355,41 @@ fn now() -> i64 {
 
 /// Runs `change` on the budgets under `dir` while holding their lock; writes them back
 /// (atomically and durably) when `write`. No file: no budgets.
-fn locked<T>(dir: &Path, write: bool, change: impl FnOnce(&mut Book) -> T) -> Result<T, BudgetError> {
+/// What a use of the budgets' file does with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// Reads it (`budget show`).
+    Read,
+    /// Changes what is there: a reservation, a settlement, a removal. Without a file there is
+    /// nothing to change, and nothing is touched (CONTRACT §20: no budget set, no lock).
+    Change,
+    /// Makes it if there is none (`budget set`).
+    Create,
+}
+
+fn locked<T>(dir: &Path, mode: Mode, change: impl FnOnce(&mut Book) -> T) -> Result<T, BudgetError> {
     let path = dir.join(BUDGETS_FILE);
     let failed = |doing: &'static str, reason: String| BudgetError::Unavailable {
         place: path.display().to_string(),
         doing,
         reason,
     };
-    let lock = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(dir.join(BUDGETS_LOCK))
-        .map_err(|e| failed("read", format!("cannot open its lock file: {e}")))?;
+    let missing = std::fs::symlink_metadata(&path).is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound);
+    if mode != Mode::Create && missing {
+        return Ok(change(&mut Book::default()));
+    }
+    // The lock file is opened without following a link and without waiting (a FIFO there would
+    // hold the open), and must be a regular file.
+    let lock = {
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut options = OpenOptions::new();
+        options.create(true).truncate(false).write(true).custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+        options.open(dir.join(BUDGETS_LOCK)).map_err(|e| failed("read", format!("cannot open its lock file: {e}")))?
+    };
+    match lock.metadata() {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Err(failed("read", format!("its lock file {BUDGETS_LOCK} is not a regular file"))),
+    }
     lock.lock().map_err(|e| failed("read", format!("cannot lock it: {e}")))?;
     let mut book = match read_regular(&path, MAX_BUDGETS_FILE_BYTES) {
         Ok(bytes) => serde_json::from_slice::<Book>(&bytes).map_err(|e| {
@@ -373,7 +408,7 @@ fn locked<T>(dir: &Path, write: bool, change: impl FnOnce(&mut Book) -> T) -> Re
         Err(ReadError::Io(op, e)) => return Err(failed("read", format!("{op}: {e}"))),
     };
     let out = change(&mut book);
-    if write {
+    if mode != Mode::Read {
         let bytes = serde_json::to_vec_pretty(&book).map_err(|e| failed("written", e.to_string()))?;
         let mut temp = tempfile::Builder::new()
             .prefix(".planlock-budgets.")

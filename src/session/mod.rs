@@ -46,7 +46,7 @@ pub mod postgres;
 mod records;
 mod store;
 pub use access_file::{
-    ACCESS_FILE, InstalledAccess, MAX_ACCESS_FILE_BYTES, install_access, read_installed_access, rules_dir_of,
+    ACCESS_FILE, InstalledAccess, MAX_ACCESS_FILE_BYTES, install_access, read_installed_access, sessions_dir_of,
     uninstall_access,
 };
 pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict, Via};

@@ -222,7 +222,7 @@ impl SessionRecords for FileRecords {
         ready(self.unlinked(|| self.read_history(limit)))
     }
     fn installed_access(&self) -> StoreFuture<'_, Option<super::InstalledAccess>> {
-        ready(super::read_installed_access(&super::rules_dir_of(&self.root)))
+        ready(super::read_installed_access(&super::sessions_dir_of(&self.root)))
     }
 }
 

@@ -165,8 +165,11 @@ fn a_damaged_budgets_file_refuses_every_call_naming_it() {
     assert_eq!(calls(&rt, &server), 0);
 }
 
+/// A dead process's reservation is charged whole once its root is unlocked (CONTRACT §20,
+/// amended: its call may have been sent; over-charged by a crash, never overspent). On the code
+/// before, it was released uncharged and the next call fitted.
 #[test]
-fn a_dead_processs_reservation_is_released_once_its_root_is_unlocked() {
+fn a_dead_processs_reservation_is_charged_once_its_root_is_unlocked() {
     use planlock::budget::{TokenAsk, TokenBudget};
     let place = Place::new(2);
     let sessions = place.sessions();
@@ -180,16 +183,17 @@ fn a_dead_processs_reservation_is_released_once_its_root_is_unlocked() {
     let other = planlock::session::FileBudget::new(&sessions, "s1");
     let refused = planlock::block_on(other.reserve(ask(uuid::Uuid::new_v4()))).unwrap_err();
     assert_eq!(planlock::Failure::code(&refused), "budget-exhausted", "{refused}");
-    // s0's process ends (its lock with it): the next reservation releases what it held.
+    // s0's process ends (its lock with it): the next reservation charges what it held.
     drop(s0);
-    planlock::block_on(other.reserve(ask(uuid::Uuid::new_v4()))).unwrap();
+    let refused = planlock::block_on(other.reserve(ask(uuid::Uuid::new_v4()))).unwrap_err();
+    assert_eq!(planlock::Failure::code(&refused), "budget-exhausted", "{refused}");
     drop(s1);
     let shown = planlock::session::FileBudget::budgets(&sessions).unwrap();
-    assert_eq!(shown[0].reserved, 60, "{shown:?}");
+    assert_eq!((shown[0].used, shown[0].reserved), (60, 0), "{shown:?}");
 }
 
 #[test]
-fn holds_naming_a_fifo_or_a_path_outside_are_released_without_waiting() {
+fn holds_naming_a_fifo_or_a_path_outside_are_charged_without_waiting() {
     use planlock::budget::{TokenAsk, TokenBudget, period_start};
     let place = Place::new(1);
     let sessions = place.sessions();
@@ -201,7 +205,7 @@ fn holds_naming_a_fifo_or_a_path_outside_are_released_without_waiting() {
                 "periodStart": start, "tokens": 30, "state": "held", "madeAt": now })
     };
     let book = json!({
-        "budgets": [{ "prefix": "", "tokens": 100, "periodSecs": 3_600, "periodStart": start, "used": 0, "reserved": 90 }],
+        "budgets": [{ "prefix": "", "tokens": 140, "periodSecs": 3_600, "periodStart": start, "used": 0, "reserved": 90 }],
         "holds": [hold("fifo"), hold("../../../etc"), hold("gone-long-ago")],
     });
     std::fs::write(sessions.join(planlock::session::BUDGETS_FILE), book.to_string()).unwrap();
@@ -213,8 +217,11 @@ fn holds_naming_a_fifo_or_a_path_outside_are_released_without_waiting() {
         let _ = done.send(planlock::block_on(budget.reserve(ask)));
     });
     let reserved = waited.recv_timeout(Duration::from_secs(10)).expect("the reservation never waits on a FIFO");
-    assert!(reserved.is_ok(), "the three dead holds are released: {reserved:?}");
-    assert_eq!(planlock::session::FileBudget::budgets(&sessions).unwrap()[0].reserved, 60);
+    // The three dead holds are charged (90 used), so the call that needs 60 more is refused.
+    let refused = reserved.unwrap_err();
+    assert_eq!(planlock::Failure::code(&refused), "budget-exhausted", "{refused}");
+    let shown = planlock::session::FileBudget::budgets(&sessions).unwrap();
+    assert_eq!((shown[0].used, shown[0].reserved), (90, 0), "charged, not released: {shown:?}");
 }
 
 #[test]
@@ -256,4 +263,147 @@ fn settled_reservations_leave_nothing_behind() {
         serde_json::from_slice(&std::fs::read(sessions.join(planlock::session::BUDGETS_FILE)).unwrap()).unwrap();
     assert_eq!(book["holds"].as_array().map(Vec::len), Some(0), "{book}");
     assert_eq!(place.shown()["used"].as_u64(), Some(50 * 90));
+}
+
+/// A chat server answering every request with `usage` (a JSON object, as the server writes it),
+/// and its runtime.
+fn reporting(usage: Value) -> (tokio::runtime::Runtime, MockServer) {
+    use wiremock::matchers::{method, path};
+    use wiremock::{Mock, ResponseTemplate};
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(async {
+        let server = MockServer::start().await;
+        let answer = json!({
+            "id": "c", "object": "chat.completion", "created": 1, "model": "m",
+            "choices": [{ "index": 0, "message": { "role": "assistant", "content": "{\"summary\": \"ok\", \"keywords\": [\"ok\"]}" }, "finish_reason": "stop" }],
+            "usage": usage
+        });
+        Mock::given(method("POST"))
+            .and(path("/v1/chat/completions"))
+            .respond_with(ResponseTemplate::new(200).set_body_json(answer))
+            .mount(&server)
+            .await;
+        server
+    });
+    (rt, server)
+}
+
+/// The demo plan whose `LLMCall` config is `config`, in `place`: its file.
+fn plan_config(place: &Place, config: Value) -> PathBuf {
+    let plan = common::plan_with(|v| {
+        v["steps"].as_array_mut().unwrap().remove(0);
+        for step in v["steps"].as_array_mut().unwrap() {
+            if step["type"] == "LLMCall" {
+                step["payload"]["config"] = config.clone();
+            }
+        }
+    });
+    let file = place.dir.path().join(format!("plan-{}.json", uuid::Uuid::new_v4()));
+    std::fs::write(&file, plan.to_json()).unwrap();
+    file
+}
+
+/// What is reserved is what is sent (CONTRACT §20, amended): a cap that is not a positive whole
+/// number is refused before anything is sent, naming the field; `n` multiplies the reservation;
+/// a request without a cap is sent with the one reserved. On the code before, `max_tokens: -1`
+/// was sent as written and reserved as 512.
+#[test]
+fn what_is_reserved_is_what_is_sent() {
+    let place = Place::new(3);
+    let (rt, server) = model(200, Duration::ZERO);
+    assert_eq!(place.budget(&["set", "--tokens", "100000", "--period", "1d"]).0, Some(0));
+    // A completed cycle pins its plan: each plan that completes has a session of its own.
+    let run_in = |session: &str, plan: &PathBuf| {
+        let mut cmd = place.run(session, &server);
+        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+        let mut cmd = common::cli::planlock();
+        cmd.args(&args[..args.len() - 1]).arg(plan);
+        report(&cmd.output().unwrap())
+    };
+    let run = |plan: &PathBuf| run_in("s0", plan);
+    for bad in [json!(-1), Value::Null, json!(0), json!("100000"), json!(100000.0)] {
+        let refused = run(&plan_config(&place, json!({ "max_tokens": bad })));
+        assert_eq!(refused["outcome"], "CycleFail", "{bad}: {refused}");
+        assert!(refused["error"].as_str().unwrap().contains("`config.max_tokens` must be a whole number"), "{refused}");
+        assert_eq!(calls(&rt, &server), 0, "nothing sent for {bad}");
+    }
+    let refused = run(&plan_config(&place, json!({ "max_completion_tokens": "lots" })));
+    assert!(refused["error"].as_str().unwrap().contains("config.max_completion_tokens"), "{refused}");
+    // Eight choices of 20,000 tokens each are more than the budget: refused, unsent; one fits.
+    let refused = run(&plan_config(&place, json!({ "max_tokens": 20_000, "n": 8 })));
+    assert_eq!(refused["errorCode"], "budget-exhausted", "{refused}");
+    assert_eq!(calls(&rt, &server), 0);
+    let done = run_in("s1", &plan_config(&place, json!({ "max_tokens": 20_000, "n": 1 })));
+    assert_eq!(done["outcome"], "completed", "{done}");
+    // Without a cap, the request carries the one reserved.
+    let done = run_in("s2", &plan_config(&place, json!({})));
+    assert_eq!(done["outcome"], "completed", "{done}");
+    let sent = rt.block_on(server.received_requests()).unwrap();
+    let last_llm = sent
+        .iter()
+        .rev()
+        .map(|r| serde_json::from_slice::<Value>(&r.body).unwrap())
+        .find(|b| !b["messages"].to_string().contains("Summarize the assistant"));
+    assert_eq!(last_llm.unwrap()["max_tokens"], json!(512), "the default cap is sent");
+}
+
+/// A usage without both counts is charged the reservation, or its `total_tokens` when larger;
+/// a count no call can have is clamped (CONTRACT §20, amended). On the code before, `"usage":
+/// {}` charged nothing.
+#[test]
+fn a_usage_without_counts_is_charged_the_reservation() {
+    for (usage, at_least) in [
+        (json!({}), MAX_TOKENS),
+        (json!({ "total_tokens": 1_000_000 }), 1_000_000),
+        (json!({ "prompt_tokens": 9_223_372_036_854_775_807_u64, "completion_tokens": 0 }), 1 << 40),
+    ] {
+        let place = Place::new(1);
+        let (_rt, server) = reporting(usage.clone());
+        assert_eq!(place.budget(&["set", "--tokens", "2000000000000", "--period", "1d"]).0, Some(0));
+        let done = report(&place.run("s0", &server).output().unwrap());
+        assert_eq!(done["outcome"], "completed", "{usage}: {done}");
+        let used = place.shown()["used"].as_u64().unwrap();
+        assert!(used >= at_least, "{usage}: charged {used}, at least {at_least}");
+        assert!(used <= 4 << 40, "{usage}: clamped, not {used}");
+    }
+}
+
+/// No budget set, nothing touched (CONTRACT §20, amended): no lock file is made, a bare relative
+/// root runs; with a budget, a lock file that is a FIFO or a dangling link is refused without
+/// waiting and never followed; a budget of 0 tokens is refused.
+#[test]
+fn no_budget_touches_nothing_and_a_strange_lock_file_is_refused_at_once() {
+    let place = Place::new(1);
+    let (rt, server) = model(200, Duration::ZERO);
+    let done = report(&place.run("s0", &server).output().unwrap());
+    assert_eq!(done["outcome"], "completed", "{done}");
+    assert!(!place.sessions().join(planlock::session::BUDGETS_LOCK).exists(), "no lock without a budget");
+    // The README's bare relative root, with a budget set where it lives.
+    assert_eq!(place.budget(&["set", "--tokens", "1000000", "--period", "1d"]).0, Some(0));
+    let out = common::cli::planlock()
+        .current_dir(place.sessions())
+        .args(["--format", "json", "run", "--root", "s0", "--policy-root"])
+        .arg(&place.policy)
+        .args(["--llm-url", &format!("{}/v1", server.uri()), "--llm-model", "m"])
+        .arg(&place.plan)
+        .output()
+        .unwrap();
+    assert_eq!(report(&out)["outcome"], "completed", "{}", String::from_utf8_lossy(&out.stdout));
+    let before = calls(&rt, &server);
+    let lock = place.sessions().join(planlock::session::BUDGETS_LOCK);
+    std::fs::remove_file(&lock).unwrap();
+    assert!(std::process::Command::new("mkfifo").arg(&lock).status().unwrap().success());
+    let started = std::time::Instant::now();
+    let refused = report(&place.run("s0", &server).output().unwrap());
+    assert_eq!(refused["errorCode"], "budget-unavailable", "{refused}");
+    assert!(started.elapsed() < Duration::from_secs(20), "refused, not waited on");
+    std::fs::remove_file(&lock).unwrap();
+    let target = place.dir.path().join("made-through-a-link");
+    std::os::unix::fs::symlink(&target, &lock).unwrap();
+    let refused = report(&place.run("s0", &server).output().unwrap());
+    assert_eq!(refused["errorCode"], "budget-unavailable", "{refused}");
+    assert!(!target.exists(), "a dangling link is not followed");
+    assert_eq!(calls(&rt, &server), before, "nothing sent");
+    let (code, zero) = place.budget(&["set", "--tokens", "0"]);
+    assert_eq!(code, Some(2), "{zero}");
 }

@@ -1,6 +1,6 @@
 //! Token budgets in the database (CONTRACT §20): 64 concurrent cycles on 4 workers against a
 //! budget that fits exactly 10 calls make exactly 10 model calls; a killed worker's reservation
-//! is released once its lease runs out; a tenant's budget is its own.
+//! is charged once its lease runs out; a tenant's budget is its own.
 
 use super::*;
 use crate::common::chat::calls;
@@ -108,7 +108,7 @@ pub(super) fn sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budge
     assert_eq!(calls(&rt, &model), 10);
 }
 
-pub(super) fn a_killed_workers_reservation_is_released_when_its_lease_runs_out(server: &PgServer) {
+pub(super) fn a_killed_workers_reservation_is_charged_when_its_lease_runs_out(server: &PgServer) {
     let url = server.database("budget_killed");
     let fx = fixture();
     let plan = budget_plan(&fx);
@@ -156,18 +156,20 @@ pub(super) fn a_killed_workers_reservation_is_released_when_its_lease_runs_out(s
     assert!(refused.starts_with("budget-exhausted"), "{refused}");
     assert!(refused.contains(&format!("({reserved} reserved by calls in flight)")), "{refused}");
     assert!(killed.elapsed() < Duration::from_millis(LEASE_MS), "the test ran past the lease");
-    // Once the lease has run out, the next reservation releases it.
+    // Once the lease has run out, the next reservation charges it whole (its call was sent:
+    // over-charged by a crash, never overspent), and the call it could not cover is refused.
     std::thread::sleep(Duration::from_millis(LEASE_MS + 200));
-    assert_eq!(cycle("alive-1"), Ok(1), "the dead worker's reservation is released");
-    assert_eq!(calls(&rt2, &fast), 2);
-    assert_eq!(budget_row(&url, ""), (i64::try_from(2 * REPORTED).unwrap(), 0));
+    let refused = cycle("alive-1").unwrap_err();
+    assert!(refused.starts_with("budget-exhausted"), "the dead worker's call is charged: {refused}");
+    assert_eq!(calls(&rt2, &fast), 1);
+    assert_eq!(budget_row(&url, ""), (reserved + i64::try_from(REPORTED).unwrap(), 0));
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let state: String =
         client.query_one("SELECT state FROM planlock_budget_holds WHERE session_key = 'doomed'", &[]).unwrap().get(0);
-    assert_eq!(state, "released");
+    assert_eq!(state, "charged");
 }
 
-/// The worker of [`a_killed_workers_reservation_is_released_when_its_lease_runs_out`]: one cycle
+/// The worker of [`a_killed_workers_reservation_is_charged_when_its_lease_runs_out`]: one cycle
 /// of its session, its model call to `PLANLOCK_PG_MODEL`.
 pub(super) fn budget_call_worker(env: &WorkerEnv, db: &PgDatabase) {
     let fx = Fixture {

@@ -116,8 +116,8 @@ const TESTS: &[(&str, Test)] = &[
         sixty_four_cycles_on_four_workers_make_exactly_the_calls_the_budget_fits,
     ),
     (
-        "a_killed_workers_reservation_is_released_when_its_lease_runs_out",
-        a_killed_workers_reservation_is_released_when_its_lease_runs_out,
+        "a_killed_workers_reservation_is_charged_when_its_lease_runs_out",
+        a_killed_workers_reservation_is_charged_when_its_lease_runs_out,
     ),
     ("a_budget_costs_a_cycle_one_round_trip_per_model_call", a_budget_costs_a_cycle_one_round_trip_per_model_call),
     (

@@ -567,7 +567,7 @@ impl SessionPlace {
         let place = match (&self.root, &self.session) {
             (Some(root), _) => {
                 let name = root.file_name().map_or_else(|| root.to_string_lossy(), |n| n.to_string_lossy());
-                let dir = planlock::session::rules_dir_of(root);
+                let dir = planlock::session::sessions_dir_of(root);
                 format!("--sessions {} {}", shell_word(&dir.to_string_lossy()), shell_word(&name))
             }
             (None, Some(key)) => {

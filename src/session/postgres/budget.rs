@@ -188,7 +188,7 @@ pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Dura
                                             ELSE EXCLUDED.period_start END
                       RETURNING period_start)
                UPDATE planlock_budget_holds h SET period_start = (SELECT period_start FROM kept)
-               WHERE h.prefix = $1 AND h.state <> 'released' AND h.period_start = (SELECT period_start FROM old)";
+               WHERE h.prefix = $1 AND h.state NOT IN ('released', 'charged') AND h.period_start = (SELECT period_start FROM old)";
     let mut conn = db.connection().await?;
     let params = [(&prefix as _, Type::TEXT), (&tokens as _, Type::INT8), (&secs as _, Type::INT8)];
     conn.query_typed(sql, &params).await.map_err(db.failed("setting a token budget"))?;
