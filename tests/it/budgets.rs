@@ -314,7 +314,7 @@ fn what_is_reserved_is_what_is_sent() {
     assert_eq!(place.budget(&["set", "--tokens", "100000", "--period", "1d"]).0, Some(0));
     // A completed cycle pins its plan: each plan that completes has a session of its own.
     let run_in = |session: &str, plan: &PathBuf| {
-        let mut cmd = place.run(session, &server);
+        let cmd = place.run(session, &server);
         let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
         let mut cmd = common::cli::planlock();
         cmd.args(&args[..args.len() - 1]).arg(plan);
