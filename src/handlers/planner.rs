@@ -271,16 +271,22 @@ fn instructions() -> String {
 }
 
 /// The JSON object in what the model wrote: the text itself, or (unconstrained, in prose or a
-/// code fence) from its first `{` to its last `}`.
+/// code fence) from its first `{` to its last `}`. Read by the validator's own strict parser
+/// (CONTRACT §19: judged exactly as `validate` judges it), so a key written twice or a lone
+/// surrogate is refused here as there, never read as its last value.
 fn read_plan(text: &str) -> Result<Value, PlanError> {
     let within = match (text.find('{'), text.rfind('}')) {
         (Some(start), Some(end)) if start < end => &text[start..=end],
         _ => text,
     };
-    match serde_json::from_str::<Value>(within) {
+    let (parsed, problems) = crate::contract::strict::parse_strict(within.as_bytes());
+    match parsed {
+        Ok(_) if !problems.is_empty() => Err(PlanError::Rejected(crate::Rejection::new(problems))),
         Ok(value) if value.is_object() => Ok(value),
         Ok(_) => Err(PlanError::NotJson { reason: "not a JSON object".into(), start: super::http::start_of(text) }),
-        Err(e) => Err(PlanError::NotJson { reason: e.to_string(), start: super::http::start_of(text) }),
+        Err(problem) => {
+            Err(PlanError::NotJson { reason: problem.message().to_owned(), start: super::http::start_of(text) })
+        }
     }
 }
 

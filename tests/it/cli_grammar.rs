@@ -98,3 +98,21 @@ fn llguidance_compiles_every_grammar_planlock_writes() {
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(said.lines().filter(|l| l.ends_with(" ok")).count(), 6, "{said}");
 }
+
+/// A free-form key with a character a terminal shows escaped is written as a JSON escape in every
+/// syntax (CONTRACT §19): the text output is the grammar itself, and the key it describes is the
+/// one asked for. On the code before, the text output wrote `\u{202e}` into the grammar.
+#[test]
+fn a_key_a_terminal_would_escape_is_a_json_escape_in_every_syntax() {
+    for syntax in ["gbnf", "lark", "json-schema"] {
+        let out = planlock(&["grammar", "--syntax", syntax, "--vars", "a\u{202e}b"], None);
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let text = stdout(&out);
+        assert!(!text.contains("\\u{"), "{syntax}: a terminal escape in the grammar");
+        assert!(text.contains("a\\\\u202eb") || text.contains("a\\u202eb"), "{syntax}: {text}");
+        if syntax == "json-schema" {
+            let schema: serde_json::Value = serde_json::from_str(&text).expect("the schema is JSON");
+            assert!(schema.to_string().contains("a\u{202e}b"), "the key is the one asked for");
+        }
+    }
+}

@@ -163,3 +163,45 @@ async fn hostile_answers_are_refused_and_the_key_is_never_shown() {
         assert!(!e.to_string().contains(KEY) && !format!("{e:?}").contains(KEY));
     }
 }
+
+/// The planner keeps to the validator's rules (CONTRACT §19, amended): an answer with a key twice
+/// (`"mode"` twice, or `"steps": []` before the real steps) is refused as `validate` refuses it
+/// (`duplicate-key`), never written with its last value; a plan of another profile than the one
+/// asked for is refused. On the code before, both were printed and written.
+#[cfg(feature = "cli")]
+#[tokio::test]
+async fn planlock_plan_judges_a_plan_as_validate_does_and_keeps_to_its_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
+    let text = valid_plan().to_string();
+    let twice_mode = text.replacen("\"mode\":\"chat\"", "\"mode\":\"lax\",\"mode\":\"chat\"", 1);
+    let steps_twice = text.replacen("\"steps\":[", "\"steps\":[],\"steps\":[", 1);
+    let other_profile = text.replacen("profiles/default", "profiles/other", 1);
+    for (answer, code) in
+        [(twice_mode, "plan-rejected"), (steps_twice, "plan-rejected"), (other_profile, "plan-profile")]
+    {
+        assert!(answer != text, "the case changed the plan");
+        let server = answering(&answer).await;
+        let url = format!("{}/v1", server.uri());
+        let written = dir.path().join("plan.json");
+        let out = tokio::task::spawn_blocking({
+            let written = written.clone();
+            move || {
+                crate::common::cli::planlock()
+                    .args(["plan", "--format", "json", "--llm-url", &url, "--goal", "g", "--policy-root", policy])
+                    .args(["--profile", "profiles/default", "--out"])
+                    .arg(&written)
+                    .output()
+                    .unwrap()
+            }
+        })
+        .await
+        .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!((out.status.code(), &report["errorCode"]), (Some(1), &json!(code)), "{answer}: {report}");
+        if code == "plan-rejected" {
+            assert!(report["error"].as_str().unwrap().contains("duplicate-key"), "{report}");
+        }
+        assert!(!written.exists(), "nothing written for {answer}");
+    }
+}

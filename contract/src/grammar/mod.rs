@@ -168,7 +168,11 @@ pub fn grammar(request: &GrammarRequest, format: GrammarFormat) -> Result<String
         GrammarFormat::Lark => &write::LARK,
         GrammarFormat::JsonSchema => {
             let strict = strict::strict_schema(schema, request);
-            return Ok(serde_json::to_string_pretty(&strict).unwrap_or_default() + "\n");
+            // Newlines of the pretty form are outside strings; every other character past
+            // printable ASCII is inside one, where a JSON escape means the same.
+            let pretty = serde_json::to_string_pretty(&strict).unwrap_or_default();
+            let lines: Vec<String> = pretty.lines().map(plan::ascii_json).collect();
+            return Ok(lines.join("\n") + "\n");
         }
     };
     let rules = plan::plan_rules(&schema, request)?;

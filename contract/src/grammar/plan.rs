@@ -341,7 +341,27 @@ fn ordered(open: &str, close: &str, elements: Vec<(Expr, bool)>) -> Expr {
 
 /// `text` as a JSON string literal.
 fn json_quoted(text: &str) -> String {
-    Value::String(text.to_owned()).to_string()
+    ascii_json(&Value::String(text.to_owned()).to_string())
+}
+
+/// JSON `text` with every character outside printable ASCII written as a JSON `\uXXXX` escape
+/// (a pair for one past U+FFFF): the same JSON, in every syntax and on every terminal, with
+/// nothing a reader's escaping would change (a grammar's key `a\u202eb` stays that key).
+pub(crate) fn ascii_json(text: &str) -> String {
+    use std::fmt::Write as _;
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            ' '..='~' => out.push(c),
+            c => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    out
 }
 
 /// `text` as the grammar's JSON string.

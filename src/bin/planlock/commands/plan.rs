@@ -69,6 +69,19 @@ pub fn plan(out: &mut Output, ask: Ask<'_>, of: &PlansOf) -> Result<u8, CliError
     let (request, root) = super::grammar::request(of)?;
     let planner = ModelPlanner::new(ask.url, ask.model).request(request).constraint(constraint).seed(ask.seed);
     let planned = planner.plan_blocking(ask.goal).map_err(|e| CliError::of(&e))?;
+    // A plan of another profile than the one asked for is refused, never hashed with its own.
+    let written_for = &planned.plan.metadata().policy_profile;
+    if let Some(asked) = of.profile.as_deref().filter(|asked| asked != written_for) {
+        return Err(CliError {
+            exit: crate::error::EXIT_CYCLE_FAIL,
+            code: "plan-profile",
+            message: format!(
+                "the model wrote a plan for profile `{}`, not `{}` (--profile); nothing was written",
+                planlock::printable(written_for),
+                planlock::printable(asked)
+            ),
+        });
+    }
     let hash = root.map(|root| hash_of(root, &planned.plan)).transpose()?;
     let plan: Value = serde_json::from_str(&planned.plan.to_json()).unwrap_or_default();
     if let Some(path) = &ask.out {
