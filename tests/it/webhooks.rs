@@ -300,3 +300,31 @@ fn one_session_that_cannot_be_used_stops_no_other_and_a_secret_in_the_query_is_n
     let text = String::from_utf8_lossy(&text.stdout);
     assert!(text.contains("0 delivered, 0 failed, 1 sessions skipped"), "{text}");
 }
+
+/// The README's receiver (`examples/webhook_receiver.py`) listens where it is told (`--port`)
+/// and prints each verified event once.
+#[test]
+fn the_example_receiver_takes_its_port_and_verifies_what_it_prints() {
+    use std::io::BufRead;
+    let Some(python) = python() else { return };
+    let port = crate::common::models::free_port();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/webhook_receiver.py");
+    let mut child = Command::new(&python)
+        .arg(&script)
+        .args(["--port", &port.to_string()])
+        .env("PLANLOCK_WEBHOOK_SECRET", SECRET)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    assert_eq!(first, format!("listening on http://127.0.0.1:{port}/"));
+    let (s, _) = paused_by_the_cli();
+    let access = access_with_hooks(s.policy.path(), &[(&format!("http://127.0.0.1:{port}/hook"), "HOOK_A")]);
+    let attempts = once(s.sessions.path(), &access);
+    assert_eq!(attempts[0]["outcome"], "delivered", "{attempts:?}");
+    let said = lines.next().unwrap().unwrap();
+    assert!(said.starts_with("pause.created: session s1, step remember"), "{said}");
+    let _ = child.kill();
+    let _ = child.wait();
+}
