@@ -432,3 +432,30 @@ fn the_cli_says_one_thing() {
     inbox(&["approve", "--by", "ada", "--reason", "fine now", "s1"]);
     assert!(inbox(&["list"]).contains(" approved "));
 }
+
+/// An explicit place on the command line wins over the environment (CONTRACT §20): with
+/// PLANLOCK_DATABASE_URL and PLANLOCK_TENANT set, `run --root` and `inbox list --sessions DIR`
+/// use the files they name. On the code before, both exited 2.
+#[test]
+fn a_place_on_the_command_line_wins_over_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
+    let plan = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plans/reviewed_plan.json");
+    let env = [("PLANLOCK_DATABASE_URL", "postgres://nobody@127.0.0.1:9/none"), ("PLANLOCK_TENANT", "acme")];
+    let run = crate::common::cli::planlock()
+        .current_dir(dir.path())
+        .args(["run", "--root", "s1", "--policy-root", policy, plan])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert_eq!(run.status.code(), Some(4), "paused on files: {run:?}");
+    let list = crate::common::cli::planlock()
+        .current_dir(dir.path())
+        .args(["inbox", "list", "--format", "json", "--sessions", "."])
+        .envs(env)
+        .output()
+        .unwrap();
+    assert_eq!(list.status.code(), Some(0), "{list:?}");
+    let listed = crate::common::cli::json(&list);
+    assert_eq!(listed["pauses"][0]["session"], "s1", "{listed}");
+}

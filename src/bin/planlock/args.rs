@@ -351,18 +351,43 @@ pub enum InboxCommand {
 #[derive(clap::Args)]
 pub struct SessionsArgs {
     /// Where the sessions live: a directory whose subdirectories are session roots, or a
-    /// `postgres://` URL (as --database; prefer that flag's PLANLOCK_DATABASE_URL, which keeps a
-    /// password off the command line).
-    #[arg(long, required_unless_present = "database", conflicts_with = "database", value_name = "DIR|URL")]
+    /// `postgres://` URL (as --database; prefer PLANLOCK_DATABASE_URL, which keeps a password off
+    /// the command line). Given, it wins over the environment's database and tenant.
+    #[arg(long, conflicts_with = "database", value_name = "DIR|URL")]
     pub sessions: Option<PathBuf>,
-    /// A shared PostgreSQL database (`postgres://user:password@host/db`); the password is never
+    /// A shared PostgreSQL database (`postgres://user:password@host/db`; default: the
+    /// PLANLOCK_DATABASE_URL variable, when no --sessions is given); the password is never
     /// printed.
-    #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, value_name = "URL")]
+    #[arg(long, value_name = "URL")]
     pub database: Option<String>,
     /// The tenant whose sessions these are, in a database shared by tenants (row-level
-    /// security shows only its rows); not with a directory.
-    #[arg(long, env = "PLANLOCK_TENANT", value_name = "TENANT")]
+    /// security shows only its rows; default: the PLANLOCK_TENANT variable, with a database);
+    /// not with a directory.
+    #[arg(long, value_name = "TENANT")]
     pub tenant: Option<String>,
+}
+
+/// A variable of the environment that names a place, when set and not empty.
+fn from_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+impl SessionsArgs {
+    /// The database the flags name: `--database`, else (no `--sessions` given)
+    /// PLANLOCK_DATABASE_URL. A place on the command line wins over the environment.
+    pub fn database_url(&self) -> Option<String> {
+        match &self.sessions {
+            Some(_) => None,
+            None => self.database.clone().or_else(|| from_env("PLANLOCK_DATABASE_URL")),
+        }
+    }
+
+    /// The tenant: `--tenant`, else PLANLOCK_TENANT when the sessions are a database's.
+    pub fn tenant_name(&self) -> Option<String> {
+        let in_database = self.database_url().is_some()
+            || self.sessions.as_ref().and_then(|s| s.to_str()).is_some_and(|s| s.starts_with("postgres"));
+        self.tenant.clone().or_else(|| from_env("PLANLOCK_TENANT").filter(|_| in_database))
+    }
 }
 
 /// Who decides, and why.
@@ -465,20 +490,22 @@ pub enum Format {
 #[derive(clap::Args)]
 pub struct SessionPlace {
     /// The session root (`ops/runtime/session_state.json` lives under it). `run` creates it if
-    /// missing; nothing is written under it until a cycle completes. Not with `--database`.
-    #[arg(long, required_unless_present = "database", conflicts_with = "database")]
+    /// missing; nothing is written under it until a cycle completes. Not with `--database`;
+    /// given, it wins over the environment's database and tenant.
+    #[arg(long, required_unless_present_any = ["database", "session"], conflicts_with_all = ["database", "session"])]
     pub root: Option<PathBuf>,
     /// A shared PostgreSQL database for the session, its records and its memories, instead of
-    /// files under `--root` (`postgres://user:password@host/db`); needs `--session`. The
-    /// password is never printed.
-    #[arg(long, env = "PLANLOCK_DATABASE_URL", hide_env_values = true, requires = "session", value_name = "URL")]
+    /// files under `--root` (`postgres://user:password@host/db`; default: the
+    /// PLANLOCK_DATABASE_URL variable); needs `--session`. The password is never printed.
+    #[arg(long, requires = "session", value_name = "URL")]
     pub database: Option<String>,
     /// The session's key in the database (a conversation id, 1 to 256 bytes).
-    #[arg(long, requires = "database", value_name = "KEY")]
+    #[arg(long, value_name = "KEY")]
     pub session: Option<String>,
     /// The tenant the session belongs to, in a database shared by tenants: row-level security
-    /// shows and lets write only its rows (1 to 64 letters, digits, `.`, `_`, `-`).
-    #[arg(long, env = "PLANLOCK_TENANT", requires = "database", value_name = "TENANT")]
+    /// shows and lets write only its rows (1 to 64 letters, digits, `.`, `_`, `-`; default: the
+    /// PLANLOCK_TENANT variable, with a database).
+    #[arg(long, requires = "session", value_name = "TENANT")]
     pub tenant: Option<String>,
 }
 
@@ -571,7 +598,7 @@ impl SessionPlace {
                 format!("--sessions {} {}", shell_word(&dir.to_string_lossy()), shell_word(&name))
             }
             (None, Some(key)) => {
-                let tenant = self.tenant.as_deref().map(|t| format!("--tenant {} ", shell_word(t))).unwrap_or_default();
+                let tenant = self.tenant_name().map(|t| format!("--tenant {} ", shell_word(&t))).unwrap_or_default();
                 format!("--database \"$PLANLOCK_DATABASE_URL\" {tenant}{}", shell_word(key))
             }
             (None, None) => "SESSION".to_owned(),
@@ -581,13 +608,29 @@ impl SessionPlace {
 
     /// The library's [`Place`](planlock::runtime::place::Place) these flags name (clap makes
     /// sure one of the two is given).
-    pub fn place(&self) -> planlock::runtime::place::Place {
+    pub fn place(&self) -> Result<planlock::runtime::place::Place, crate::error::CliError> {
         use planlock::runtime::place::Place;
-        match (&self.database, &self.session, &self.root) {
-            (Some(url), Some(key), _) => {
-                Place::Database { url: url.clone(), key: key.clone(), tenant: self.tenant.clone() }
+        match (&self.root, &self.session) {
+            (Some(root), _) => Ok(Place::Root(root.clone())),
+            (None, Some(key)) => match self.database.clone().or_else(|| from_env("PLANLOCK_DATABASE_URL")) {
+                Some(url) => Ok(Place::Database { url, key: key.clone(), tenant: self.tenant_name() }),
+                None => Err(crate::error::CliError::usage(
+                    "usage",
+                    "--session names a key in a database: give --database URL (or set PLANLOCK_DATABASE_URL)",
+                )),
+            },
+            (None, None) => {
+                Err(crate::error::CliError::usage("usage", "give --root DIR, or --session KEY in a database"))
             }
-            (_, _, root) => Place::Root(root.clone().unwrap_or_default()),
+        }
+    }
+
+    /// The tenant: `--tenant`, else PLANLOCK_TENANT, for a session in a database (never with
+    /// `--root`).
+    pub fn tenant_name(&self) -> Option<String> {
+        match self.root {
+            Some(_) => None,
+            None => self.tenant.clone().or_else(|| from_env("PLANLOCK_TENANT")),
         }
     }
 }

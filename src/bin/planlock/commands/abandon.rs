@@ -27,7 +27,7 @@ impl Report for AbandonReport {
 }
 
 pub fn abandon(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
-    let place = place.place();
+    let place = place.place()?;
     let opened = place.open().map_err(|e| CliError::of_place(&e))?;
     let abandoned = planlock::block_on(planlock::runtime::abandon_paused(opened.session_store()));
     match abandoned.map_err(|e| CliError::of(&e))? {

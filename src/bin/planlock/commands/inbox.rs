@@ -48,25 +48,30 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
 /// The inbox of the sessions the flags name: `--sessions DIR` (or a `postgres://` URL there), or
 /// `--database URL`; one backend, whose database pool the whole command shares.
 pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
-    open_in(args, args.tenant.as_deref())
+    open_in(args, args.tenant_name().as_deref())
 }
 
 /// [`open`] in `tenant` (the console's choice: its `--tenant`, or its access file's).
 pub(super) fn open_in(args: &SessionsArgs, tenant: Option<&str>) -> Result<Inbox, CliError> {
-    let url = match (&args.sessions, &args.database) {
+    let url = match (&args.sessions, args.database_url()) {
         (Some(place), _) => {
             match place.to_str().filter(|p| p.starts_with("postgres://") || p.starts_with("postgresql://")) {
-                Some(url) => url,
+                Some(url) => url.to_owned(),
                 None if tenant.is_some() => {
                     return Err(CliError::of(&planlock::backend::BackendError::TenantNeedsDatabase));
                 }
                 None => return Ok(Inbox::new(FilesBackend::new(place))),
             }
         }
-        (None, Some(url)) => url.as_str(),
-        (None, None) => return Err(CliError::usage("usage", "give --sessions DIR or --database URL")),
+        (None, Some(url)) => url,
+        (None, None) => {
+            return Err(CliError::usage(
+                "usage",
+                "give --sessions DIR or --database URL (or set PLANLOCK_DATABASE_URL)",
+            ));
+        }
     };
-    let backend = planlock::block_on(PgBackend::connect(url, tenant)).map_err(|e| CliError::of_place(&e))?;
+    let backend = planlock::block_on(PgBackend::connect(&url, tenant)).map_err(|e| CliError::of_place(&e))?;
     Ok(Inbox::new(backend))
 }
 

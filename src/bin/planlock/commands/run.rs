@@ -76,7 +76,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         _ => PathBuf::from("."),
     };
     let demo = Demo::new().failing(c.fail.clone()).repo_base(plan_dir);
-    let place = c.place.place();
+    let place = c.place.place()?;
     // Memories and decisions live where the bundle says: by default the session root's SQLite
     // database, or the shared database's namespace of the session.
     let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {

@@ -35,8 +35,8 @@ pub fn serve(
     };
     // One tenant per console: the one given, or the one the access file's users work in.
     let tenant = match &given {
-        Some(access) => access.tenant(sessions.tenant.as_deref()).map_err(|e| CliError::of(&e))?,
-        None => sessions.tenant.clone(),
+        Some(access) => access.tenant(sessions.tenant_name().as_deref()).map_err(|e| CliError::of(&e))?,
+        None => sessions.tenant_name(),
     };
     let inbox = super::inbox::open_in(sessions, tenant.as_deref())?;
     // The installed rules, followed as they change; `--access` only where none are installed.
