@@ -281,7 +281,7 @@ fn read_plan(text: &str) -> Result<Value, PlanError> {
     };
     let (parsed, problems) = crate::contract::strict::parse_strict(within.as_bytes());
     match parsed {
-        Ok(_) if !problems.is_empty() => Err(PlanError::Rejected(crate::Rejection::new(problems))),
+        Ok(_) if !problems.is_empty() => Err(PlanError::Rejected(crate::contract::problem::Rejection::new(problems))),
         Ok(value) if value.is_object() => Ok(value),
         Ok(_) => Err(PlanError::NotJson { reason: "not a JSON object".into(), start: super::http::start_of(text) }),
         Err(problem) => {

@@ -155,7 +155,7 @@ try {
   assert.match(await cycle.locator("h3").textContent(), /Cycle 1\s+completed/);
   const timeline = await cycle.locator("ol.timeline").textContent();
   assert.match(timeline, /paused at remember \(PersistMemory\) by demo-review/);
-  assert.match(timeline, /approved by ada: checked: no personal data/);
+  assert.match(timeline, /approved by ada \(unverified name\): checked: no personal data/);
   assert.match(await cycle.textContent(), /remember \(PersistMemory\)/);
   ok("the session's next run completed it; its page shows the cycle once, its pause and decision inside");
   await page.screenshot({ path: `${shots}/console-session.png`, fullPage: false });
@@ -170,7 +170,7 @@ try {
   assert.equal(run("other"), 4, "paused again");
   await page.goto(`${url}/inbox?q=other`);
   await page.locator("tr[data-row] a").first().click();
-  assert.match(await page.textContent("ul.earlier"), /rejected by ada: not this one \(an earlier pause\)/);
+  assert.match(await page.textContent("ul.earlier"), /rejected by ada \(unverified name\): not this one \(an earlier pause\)/);
   await page.goto(`${url}/sessions/other`);
   assert.match(await page.textContent("section.cycle"), /abandoned/);
   ok("rejected: the cycle is abandoned, and the pause that came back names the rejection");

@@ -114,7 +114,7 @@ fn a_reviewer_signs_in_decides_from_the_inbox_and_the_session_goes_on() {
     let page = console.get(&cookie, "/sessions/review");
     assert_eq!(page.status, 200);
     assert!(page.body.contains("Cycle 1 <span class=\"status completed\">completed</span>"), "{}", page.body);
-    assert!(page.body.contains("approved by ada: checked by hand"), "{}", page.body);
+    assert!(page.body.contains("approved by ada (unverified name): checked by hand"), "{}", page.body);
     assert!(page.body.contains("<td>save (PersistSession)</td>"), "{}", page.body);
     assert_eq!(page.body.matches("<section class=\"cycle").count(), 1, "the resumed cycle once");
     // Rejected from the inbox: the next run abandons the cycle.
@@ -372,7 +372,8 @@ fn an_old_form_does_not_decide_a_new_pause() {
     assert!(said.starts_with("error: Not recorded") && said.contains("pause-ended"), "{said}");
     // The pause that came back says what was decided on its step before: who rejected it, why.
     let again = console.pause_page(&cookie, "other").body;
-    assert!(again.contains("<strong>rejected</strong> by ada: no <span class=\"muted\">(an earlier pause)"), "{again}");
+    let earlier = "<strong>rejected</strong> by ada (unverified name): no <span class=\"muted\">(an earlier pause)";
+    assert!(again.contains(earlier), "{again}");
     let records = FileRecords::new(dir.path().join("other"));
     let record = planlock::block_on(records.load_intervention()).unwrap().unwrap();
     assert!(planlock::block_on(records.decision_on(&planlock::session::PauseRef::of(&record))).unwrap().is_none());
