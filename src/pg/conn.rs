@@ -112,8 +112,20 @@ impl Conn {
         for query in queries {
             statements.push(self.statement(query.sql, &query.types).await.map_err(|e| (None, e))?);
         }
-        let begin = self.begin.take();
-        let commit = then == Then::Commit && self.in_transaction;
+        // A batch outside a transaction carries its tenant too (CONTRACT §20, amended): it is
+        // sent in one of its own, begun with `SET LOCAL planlock.tenant` and committed with it,
+        // in the same round trip. A pooler that drops the connection's startup options, or
+        // hands it to another client, leaves no statement without its tenant.
+        let own = self.begin.is_none() && !self.in_transaction && !queries.is_empty();
+        let begin = match (self.begin.take(), &self.tenant) {
+            (Some(begin), _) => Some(begin),
+            (None, Some(tenant)) if own => {
+                self.in_transaction = true;
+                Some(format!("BEGIN; SET LOCAL planlock.tenant = '{tenant}'"))
+            }
+            (None, _) => None,
+        };
+        let commit = (then == Then::Commit || (own && self.tenant.is_some())) && self.in_transaction;
         if queries.is_empty() && !commit && begin.is_none() {
             return Ok(Vec::new());
         }

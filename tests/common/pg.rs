@@ -211,3 +211,68 @@ impl Drop for PgServer {
         let _ = self.command("pg_ctl").args(["-D", &data, "-w", "-m", "immediate", "stop"]).output();
     }
 }
+
+/// Debian's PgBouncer in front of a test server, started by the test and stopped when dropped.
+pub struct PgBouncer {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for PgBouncer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl PgBouncer {
+    /// PgBouncer on 127.0.0.1 pooling `server`'s database `db` for `user` in `mode` (`session`
+    /// or `transaction`), dropping the startup option `options` as `ignore_startup_parameters =
+    /// options` does; `None` when Debian's `pgbouncer` is not installed.
+    pub fn start(server: &PgServer, db: &str, user: &str, mode: &str) -> Option<PgBouncer> {
+        let bin = Path::new("/usr/sbin/pgbouncer");
+        if !bin.exists() {
+            return None;
+        }
+        let dir = tempfile::Builder::new().prefix("planlock-pgbouncer-").tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = format!(
+            "[databases]\n{db} = host={} port={} dbname={db}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
+             unix_socket_dir =\nauth_type = trust\nauth_file = {}/users.txt\npool_mode = {mode}\n\
+             ignore_startup_parameters = options\nmax_client_conn = 200\ndefault_pool_size = 8\n\
+             logfile = {}/pgbouncer.log\n",
+            server.dir().display(),
+            server.port,
+            dir.path().display(),
+            dir.path().display(),
+        );
+        std::fs::write(dir.path().join("pgbouncer.ini"), config).unwrap();
+        std::fs::write(dir.path().join("users.txt"), format!("\"{user}\" \"\"\n")).unwrap();
+        let mut cmd = if id("-u", None) == 0 {
+            output(Command::new("chown").args(["-R", "postgres:postgres"]).arg(dir.path()));
+            let mut cmd = Command::new("runuser");
+            cmd.args(["-u", "postgres", "--"]).arg(bin);
+            cmd
+        } else {
+            Command::new(bin)
+        };
+        let child = cmd
+            .arg(dir.path().join("pgbouncer.ini"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(std::time::Instant::now() < deadline, "PgBouncer did not listen");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        Some(PgBouncer { child, port, _dir: dir })
+    }
+
+    /// The connection string of `db` through the pooler, as `user`.
+    pub fn url(&self, db: &str, user: &str) -> String {
+        format!("host=127.0.0.1 port={} user={user} dbname={db}", self.port)
+    }
+}

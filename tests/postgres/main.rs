@@ -173,6 +173,10 @@ const TESTS: &[(&str, Test)] = &[
         a_server_restart_fails_cycles_with_their_kind_and_loses_nothing,
     ),
     ("rules_installed_for_a_tenant_hold_there_and_only_there", rules_installed_for_a_tenant_hold_there_and_only_there),
+    (
+        "a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options",
+        a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options,
+    ),
 ];
 
 fn main() {

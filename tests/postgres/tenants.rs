@@ -244,3 +244,34 @@ pub(super) fn rules_installed_for_a_tenant_hold_there_and_only_there(server: &Pg
     let (code, decided, text) = decide("globex", "eve");
     assert_eq!((code, &decided["decision"]["verified"]), (Some(0), &serde_json::json!(false)), "{text}");
 }
+
+/// A tenant is its own whatever the connection (CONTRACT §20, amended): behind Debian's PgBouncer
+/// dropping the startup option that names the tenant (`ignore_startup_parameters = options`),
+/// tenant acme sees none of tenant `''`'s pause or budget and cannot decide on it, because every
+/// batch planlock sends sets its tenant itself. On the code before, acme listed `''`'s pause and
+/// its approval was "recorded" under acme.
+pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(server: &PgServer) {
+    let url = app_database(server, "pooled");
+    let fx = reviewed_fixture();
+    let plain = PgDatabase::connect(&url).unwrap();
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&plain, "s1").unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(runtime);
+    block_on(planlock::session::postgres::set_budget(&plain, "", 1000, std::time::Duration::from_secs(86_400)))
+        .unwrap();
+    let Some(bouncer) = crate::common::pg::PgBouncer::start(server, "pooled", ROLE, "session") else {
+        assert!(std::env::var("CI").is_err(), "CI installs Debian's pgbouncer (.ci/run)");
+        eprintln!("SKIPPED: no /usr/sbin/pgbouncer: the pooler test did not run");
+        return;
+    };
+    let pooled = bouncer.url("pooled", ROLE);
+    let (code, listed, text) = cli(&pooled, "acme", &["inbox", "list"]);
+    assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(0)), "{text}");
+    let (code, budgets, text) = cli(&pooled, "acme", &["budget", "show"]);
+    assert_eq!((code, &budgets["budgets"]), (Some(0), &serde_json::json!([])), "{text}");
+    let (code, _, text) = cli(&pooled, "acme", &["inbox", "approve", "--by", "ada", "--reason", "mine", "s1"]);
+    assert_ne!(code, Some(0), "acme cannot decide on another tenant's pause: {text}");
+    // The same tenant `''` through the pooler still sees its own.
+    let (code, listed, text) = cli(&pooled, "", &["inbox", "list"]);
+    assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
+}
