@@ -182,7 +182,7 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
     assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))));
     let page = console.get(&cookie, &format!("/sessions/{}", url_segment(key))).body;
     assert!(page.contains("Cycle 1 <span class=\"status completed\">completed</span>"), "{page}");
-    assert!(page.contains("<td>consumed</td>") && page.contains("approved by ada: fine"), "{page}");
+    assert!(page.contains("<td>consumed</td>") && page.contains("approved by ada (unverified name): fine"), "{page}");
     let sessions = console.get(&cookie, "/sessions").body;
     assert!(sessions.contains("<span class=\"status ready\">ready</span>"), "{sessions}");
 
