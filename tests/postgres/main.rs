@@ -177,6 +177,7 @@ const TESTS: &[(&str, Test)] = &[
         "a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options",
         a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options,
     ),
+    ("every_key_carries_the_tenant", every_key_carries_the_tenant),
 ];
 
 fn main() {

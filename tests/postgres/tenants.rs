@@ -275,3 +275,32 @@ pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(ser
     let (code, listed, text) = cli(&pooled, "", &["inbox", "list"]);
     assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
 }
+
+/// A schema that distributes by tenant (CONTRACT §20, amended): every primary key and unique
+/// index of every planlock table carries the tenant, as a sharded PostgreSQL (Citus) needs of
+/// its distribution column. Read from `pg_catalog`.
+pub(super) fn every_key_carries_the_tenant(server: &PgServer) {
+    let url = server.database("keys");
+    PgDatabase::connect(&url).unwrap();
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let rows = client
+        .query(
+            "SELECT c.relname::text, i.relname::text, array_agg(a.attname::text ORDER BY a.attname)
+             FROM pg_index ix
+             JOIN pg_class c ON c.oid = ix.indrelid
+             JOIN pg_class i ON i.oid = ix.indexrelid
+             JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = ANY (ix.indkey)
+             WHERE c.relname LIKE 'planlock\\_%' AND (ix.indisunique OR ix.indisprimary)
+               AND c.relname <> 'planlock_schema_migrations'
+             GROUP BY c.relname, i.relname ORDER BY 1, 2",
+            &[],
+        )
+        .unwrap();
+    assert!(rows.len() > 10, "the keys were read: {}", rows.len());
+    let without: Vec<String> = rows
+        .iter()
+        .filter(|r| !r.get::<_, Vec<String>>(2).iter().any(|c| c == "tenant"))
+        .map(|r| format!("{}.{} {:?}", r.get::<_, String>(0), r.get::<_, String>(1), r.get::<_, Vec<String>>(2)))
+        .collect();
+    assert!(without.is_empty(), "keys without the tenant: {without:#?}");
+}
