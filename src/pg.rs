@@ -149,11 +149,16 @@ pub struct PgOptions {
     /// write only its rows. 1 to 64 letters, digits, `.`, `_` or `-`. `None`: the tenant `''`
     /// of a database of one tenant.
     pub tenant: Option<String>,
+    /// Without a tenant, as a role that bypasses row-level security (a superuser, BYPASSRLS):
+    /// read every tenant's rows, in read-only transactions (the CLI's `--all-tenants`). Such a
+    /// role without a tenant is refused once the database holds another tenant than `''`,
+    /// unless it asks for this.
+    pub all_tenants: bool,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
-        PgOptions { connect_timeout: DEFAULT_CONNECT_TIMEOUT, max_connections: 4, tenant: None }
+        PgOptions { connect_timeout: DEFAULT_CONNECT_TIMEOUT, max_connections: 4, tenant: None, all_tenants: false }
     }
 }
 
@@ -225,11 +230,17 @@ impl PgDatabase {
         }
         let mut first = conn::connect(&config, timeout, &target, &trips, tenant.as_ref()).await?;
         migrate(&mut first, &target).await?;
-        if let Some(tenant) = &tenant {
-            tenant::refuse_bypass(&mut first, &target, tenant).await?;
-        }
+        let read_only = match &tenant {
+            Some(tenant) => {
+                tenant::refuse_bypass(&mut first, &target, tenant).await?;
+                false
+            }
+            None => tenant::refuse_crossing(&mut first, &target, options.all_tenants).await?,
+        };
         let size = options.max_connections.max(1) as usize;
-        let pool = conn::Pool::new(config, timeout, target.clone(), size, trips, tenant);
+        let mut pool = conn::Pool::new(config, timeout, target.clone(), size, trips, tenant);
+        pool.read_only = read_only;
+        first.read_only = read_only;
         let cycle_places = (size > 1).then(|| Arc::new(tokio::sync::Semaphore::new(size - 1)));
         Ok(PgDatabase { pool: Arc::new(pool), target: Arc::from(target), cycle_places })
     }

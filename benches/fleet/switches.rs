@@ -74,24 +74,32 @@ fn measure_switch(
     // The schema and the queue first (the workers would make them).
     let db = planlock::pg::PgDatabase::connect(url).unwrap();
     worker::fill_queue(url, &format!("{name}-setup"), 0);
-    let on_place = match switch {
-        // The role and its rights on the tables.
+    // (the superuser's URL of the "on" rounds' database, and the place their workers connect to)
+    let (on_url, on_place) = match switch {
+        // A database of its own (a superuser without a tenant is refused where tenants are),
+        // the role and its rights on the tables.
         Switch::Tenants => {
-            let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
-            let as_app = super::common::pg::app_role(&mut client, url, ROLE);
+            let on_url = url.replace("dbname=", "dbname=tenants_");
+            let name = on_url.split("dbname=").nth(1).and_then(|r| r.split(' ').next()).unwrap().to_owned();
+            let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
+            admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}")).unwrap();
+            planlock::pg::PgDatabase::connect(&on_url).unwrap();
+            worker::fill_queue(&on_url, &format!("{name}-setup"), 0);
+            let mut client = postgres::Client::connect(&on_url, postgres::NoTls).unwrap();
+            let as_app = super::common::pg::app_role(&mut client, &on_url, ROLE);
             client
                 .batch_execute(&format!(
                     "GRANT ALL ON ALL TABLES IN SCHEMA public TO {ROLE};
                      GRANT ALL ON ALL SEQUENCES IN SCHEMA public TO {ROLE};"
                 ))
                 .unwrap();
-            as_app
+            (on_url, as_app)
         }
         // A budget no run spends: every call reserves and settles, none is refused.
         Switch::Budgets => {
             let (tokens, day) = (u64::MAX / 4, Duration::from_secs(86_400));
             planlock::block_on(planlock::session::postgres::set_budget(&db, "", tokens, day)).unwrap();
-            url.to_owned()
+            (url.to_owned(), url.to_owned())
         }
     };
     let config = Config { backend: Backend::Postgres, latency_ms: 0, sessions: 64, workers: 4 };
@@ -101,7 +109,7 @@ fn measure_switch(
     for round in 0..rounds {
         for on in [false, true] {
             let tag = format!("{name}-{round}-{on}");
-            worker::fill_queue(url, &tag, config.sessions);
+            worker::fill_queue(if on { on_url.as_str() } else { url }, &tag, config.sessions);
             let place = if on { on_place.as_str() } else { url };
             let commands = (0..config.workers)
                 .map(|w| {

@@ -37,15 +37,25 @@ impl PgBackend {
     /// only that tenant's): connected (and migrated) once per process, so that every backend of
     /// one URL and tenant shares one connection pool.
     pub async fn connect(url: &str, tenant: Option<&str>) -> Result<PgBackend, BackendError> {
-        /// A URL and a tenant.
-        type Key = (String, Option<String>);
+        PgBackend::connect_scoped(url, tenant, false).await
+    }
+
+    /// Every tenant's sessions, read only, as a role that bypasses row-level security
+    /// ([`PgOptions::all_tenants`]): what `--all-tenants` asks for.
+    pub async fn connect_all_tenants(url: &str) -> Result<PgBackend, BackendError> {
+        PgBackend::connect_scoped(url, None, true).await
+    }
+
+    async fn connect_scoped(url: &str, tenant: Option<&str>, all_tenants: bool) -> Result<PgBackend, BackendError> {
+        /// A URL, a tenant, and whether every tenant is read.
+        type Key = (String, Option<String>, bool);
         static POOLS: OnceLock<Mutex<HashMap<Key, PgDatabase>>> = OnceLock::new();
         let pools = POOLS.get_or_init(Mutex::default);
-        let key = (url.to_owned(), tenant.map(str::to_owned));
+        let key = (url.to_owned(), tenant.map(str::to_owned), all_tenants);
         if let Some(db) = pools.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(PgBackend { db: db.clone() });
         }
-        let options = PgOptions { tenant: key.1.clone(), ..PgOptions::default() };
+        let options = PgOptions { tenant: key.1.clone(), all_tenants, ..PgOptions::default() };
         let db = PgDatabase::connect_async(url, options).await?;
         // Two first calls at once may both connect: the first kept is the one every later call gets.
         let db = pools.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(db).clone();

@@ -74,9 +74,23 @@ pub(crate) struct Conn {
     trips: Arc<AtomicU64>,
     /// The tenant every transaction is begun in (`SET LOCAL planlock.tenant`), if any.
     tenant: Option<Arc<str>>,
+    /// Every transaction is read only (a role that sees every tenant, asked to: `--all-tenants`).
+    pub(crate) read_only: bool,
 }
 
 impl Conn {
+    /// What begins a transaction here besides `begin`: the tenant, and read-only.
+    fn scoped(&self, begin: &str) -> String {
+        let mut sql = begin.to_owned();
+        if self.read_only {
+            sql.push_str("; SET TRANSACTION READ ONLY");
+        }
+        if let Some(tenant) = &self.tenant {
+            sql.push_str(&format!("; SET LOCAL planlock.tenant = '{tenant}'"));
+        }
+        sql
+    }
+
     /// The statement of `sql`, prepared on this connection the first time (with `types` for
     /// its parameters; empty: the server infers them).
     async fn statement(&mut self, sql: &str, types: &[Type]) -> Result<Statement, Error> {
@@ -117,15 +131,16 @@ impl Conn {
         // in the same round trip. A pooler that drops the connection's startup options, or
         // hands it to another client, leaves no statement without its tenant.
         let own = self.begin.is_none() && !self.in_transaction && !queries.is_empty();
-        let begin = match (self.begin.take(), &self.tenant) {
-            (Some(begin), _) => Some(begin),
-            (None, Some(tenant)) if own => {
+        let scoped = self.tenant.is_some() || self.read_only;
+        let begin = match self.begin.take() {
+            Some(begin) => Some(begin),
+            None if own && scoped => {
                 self.in_transaction = true;
-                Some(format!("BEGIN; SET LOCAL planlock.tenant = '{tenant}'"))
+                Some(self.scoped("BEGIN"))
             }
-            (None, _) => None,
+            None => None,
         };
-        let commit = (then == Then::Commit || (own && self.tenant.is_some())) && self.in_transaction;
+        let commit = (then == Then::Commit || (own && scoped)) && self.in_transaction;
         if queries.is_empty() && !commit && begin.is_none() {
             return Ok(Vec::new());
         }
@@ -197,10 +212,7 @@ impl Conn {
     /// transaction, in the batch that begins it; a checked name, see `crate::pg::tenant`).
     pub(crate) fn begin(&mut self, begin: &str) {
         self.in_transaction = true;
-        self.begin = Some(match &self.tenant {
-            Some(tenant) => format!("{begin}; SET LOCAL planlock.tenant = '{tenant}'"),
-            None => begin.to_owned(),
-        });
+        self.begin = Some(self.scoped(begin));
     }
 
     /// Commits the transaction (nothing to send if it ran no statement).
@@ -248,7 +260,7 @@ pub(crate) async fn connect(
     match attempt.await {
         Ok(Ok(client)) => {
             let (prepared, begin, tenant) = (HashMap::new(), None, tenant.cloned());
-            Ok(Conn { client, prepared, in_transaction: false, begin, trips: trips.clone(), tenant })
+            Ok(Conn { client, prepared, in_transaction: false, begin, trips: trips.clone(), tenant, read_only: false })
         }
         Ok(Err(Some(e))) => Err(failed(reason(&e))),
         Ok(Err(None)) => Err(failed(format!("no answer within {} ms (connect timeout)", timeout.as_millis()))),
@@ -267,6 +279,8 @@ pub(crate) struct Pool {
     trips: Arc<AtomicU64>,
     /// The tenant of its connections.
     tenant: Option<Arc<str>>,
+    /// Whether its connections' transactions are all read only.
+    pub(crate) read_only: bool,
 }
 
 impl Pool {
@@ -281,7 +295,7 @@ impl Pool {
         tenant: Option<Arc<str>>,
     ) -> Pool {
         let permits = Arc::new(Semaphore::new(size.max(1)));
-        Pool { config, timeout, target, idle: Mutex::default(), permits, trips, tenant }
+        Pool { config, timeout, target, idle: Mutex::default(), permits, trips, tenant, read_only: false }
     }
 
     /// The round trips its connections have made to the server.
@@ -298,7 +312,12 @@ impl Pool {
         let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
         let conn = match idle {
             Some(conn) if !conn.is_closed() => conn,
-            _ => connect(&self.config, self.timeout, &self.target, &self.trips, self.tenant.as_ref()).await?,
+            _ => {
+                let mut conn =
+                    connect(&self.config, self.timeout, &self.target, &self.trips, self.tenant.as_ref()).await?;
+                conn.read_only = self.read_only;
+                conn
+            }
         };
         Ok(Pooled { conn: Some(conn), pool: self.clone(), permit: Some(permit) })
     }

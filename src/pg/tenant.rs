@@ -47,3 +47,36 @@ pub(super) async fn refuse_bypass(conn: &mut Conn, target: &str, tenant: &str) -
         _ => Ok(()),
     }
 }
+
+/// Without a tenant: a role that bypasses row-level security would read and write every
+/// tenant's rows as if they were tenant `''`'s. Refused once the database holds another tenant,
+/// unless `all_tenants` asks to read them all; then every transaction is read only. Whether the
+/// connection's transactions are read only.
+pub(super) async fn refuse_crossing(conn: &mut Conn, target: &str, all_tenants: bool) -> Result<bool, PgError> {
+    let row = conn
+        .query_opt(
+            "SELECT current_user::text, rolsuper OR rolbypassrls,
+                    EXISTS (SELECT 1 FROM planlock_sessions WHERE tenant <> '')
+                    OR EXISTS (SELECT 1 FROM planlock_budgets WHERE tenant <> '')
+                    OR EXISTS (SELECT 1 FROM planlock_access WHERE tenant <> '')
+             FROM pg_roles WHERE rolname = current_user",
+            &[],
+        )
+        .await
+        .map_err(|e| PgError::Query { target: target.to_owned(), doing: "reading the role", reason: reason(&e) })?;
+    let Some(row) = row else { return Ok(false) };
+    let (role, bypasses, tenants): (&str, bool, bool) = (row.get(0), row.get(1), row.get(2));
+    match (bypasses, tenants, all_tenants) {
+        (_, _, true) => Ok(true),
+        (true, true, false) => Err(PgError::Tenant {
+            tenant: String::new(),
+            reason: format!(
+                "the role `{}` bypasses row-level security (a superuser, or BYPASSRLS) and the database holds several \
+                 tenants: without a tenant it would read and write theirs as its own. Name one (--tenant), or read \
+                 them all with --all-tenants (read only)",
+                crate::text::printable(role)
+            ),
+        }),
+        _ => Ok(false),
+    }
+}

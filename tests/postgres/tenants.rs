@@ -304,3 +304,42 @@ pub(super) fn every_key_carries_the_tenant(server: &PgServer) {
         .collect();
     assert!(without.is_empty(), "keys without the tenant: {without:#?}");
 }
+
+/// A role that bypasses row-level security, without a tenant (CONTRACT §20, amended): refused
+/// once the database holds another tenant than `''` (it would read and write theirs as its own),
+/// unless it asks to read them all (`--all-tenants`), and then it writes nothing. On the code
+/// before, a superuser without a tenant listed every tenant's pauses and its decisions landed
+/// under `''`.
+pub(super) fn a_role_that_sees_every_tenant_needs_a_tenant_or_reads_only(server: &PgServer) {
+    let url = app_database(server, "crossing");
+    let fx = reviewed_fixture();
+    let acme = tenant_db(&url, "acme");
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&acme, "s1").unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(runtime);
+    let superuser = server.url("crossing");
+    let as_superuser = |args: &[&str]| {
+        let out = crate::common::cli::planlock()
+            .args(args)
+            .args(["--format", "json", "--database", &superuser])
+            .env_remove("PLANLOCK_TENANT")
+            .output()
+            .unwrap();
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap_or(Value::Null))
+    };
+    let (code, refused) = as_superuser(&["inbox", "list"]);
+    assert_ne!(code, Some(0), "{refused}");
+    assert_eq!(refused["errorCode"], "pg-tenant", "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("--all-tenants"), "{refused}");
+    assert!(PgDatabase::connect(&superuser).is_err(), "the library refuses it too");
+    let (code, listed) = as_superuser(&["inbox", "list", "--all-tenants"]);
+    assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{listed}");
+    let (code, decided) = as_superuser(&["inbox", "approve", "--all-tenants", "--by", "root", "--reason", "all", "s1"]);
+    assert_ne!(code, Some(0), "reading every tenant writes nothing: {decided}");
+    let events: i64 = postgres::Client::connect(&superuser, postgres::NoTls)
+        .unwrap()
+        .query_one("SELECT count(*) FROM planlock_approval_log", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(events, 0, "nothing recorded");
+}

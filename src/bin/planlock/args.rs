@@ -365,6 +365,11 @@ pub struct SessionsArgs {
     /// not with a directory.
     #[arg(long, value_name = "TENANT")]
     pub tenant: Option<String>,
+    /// Without a tenant, as a role that bypasses row-level security: read every tenant's
+    /// sessions, read only (such a role is refused without a tenant once the database holds
+    /// several). Read-only commands only: anything that writes is refused by the database.
+    #[arg(long, conflicts_with_all = ["tenant", "sessions"])]
+    pub all_tenants: bool,
 }
 
 /// A variable of the environment that names a place, when set and not empty.
@@ -386,7 +391,8 @@ impl SessionsArgs {
     pub fn tenant_name(&self) -> Option<String> {
         let in_database = self.database_url().is_some()
             || self.sessions.as_ref().and_then(|s| s.to_str()).is_some_and(|s| s.starts_with("postgres"));
-        self.tenant.clone().or_else(|| from_env("PLANLOCK_TENANT").filter(|_| in_database))
+        let from_env = from_env("PLANLOCK_TENANT").filter(|_| in_database && !self.all_tenants);
+        self.tenant.clone().or(from_env)
     }
 }
 

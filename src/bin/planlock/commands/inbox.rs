@@ -71,7 +71,11 @@ pub(super) fn open_in(args: &SessionsArgs, tenant: Option<&str>) -> Result<Inbox
             ));
         }
     };
-    let backend = planlock::block_on(PgBackend::connect(&url, tenant)).map_err(|e| CliError::of_place(&e))?;
+    let backend = match args.all_tenants {
+        true => planlock::block_on(PgBackend::connect_all_tenants(&url)),
+        false => planlock::block_on(PgBackend::connect(&url, tenant)),
+    };
+    let backend = backend.map_err(|e| CliError::of_place(&e))?;
     Ok(Inbox::new(backend))
 }
 
