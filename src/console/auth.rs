@@ -75,6 +75,9 @@ pub struct Auth {
     /// The secret a trusted proxy sends with every request.
     proxy_secret: Option<String>,
     logins: Mutex<HashMap<String, Login>>,
+    /// Logins the rules ended (their person removed), by cookie id: their POSTs are answered
+    /// `not-an-approver`, not a sign-in page.
+    revoked: Mutex<HashMap<String, String>>,
     failures: Mutex<HashMap<Option<IpAddr>, Tries>>,
 }
 
@@ -112,7 +115,8 @@ impl Auth {
     /// proxy's users (`user_header`) or a proxy that only reports clients, each with its shared
     /// `proxy_secret`.
     pub fn new(token: String, user_header: Option<String>, proxy_secret: Option<String>) -> Auth {
-        Auth { token, user_header, proxy_secret, logins: Mutex::default(), failures: Mutex::default() }
+        let (logins, revoked, failures) = (Mutex::default(), Mutex::default(), Mutex::default());
+        Auth { token, user_header, proxy_secret, logins, revoked, failures }
     }
 
     /// Whether a proxy signs people in.
@@ -171,6 +175,13 @@ impl Auth {
         };
         if login.since.elapsed() >= LOGIN_LIFE || !held {
             logins.remove(&id);
+            if !held && login.verified {
+                let mut revoked = self.revoked.lock().unwrap_or_else(|p| p.into_inner());
+                if revoked.len() >= MAX_LOGINS {
+                    revoked.clear();
+                }
+                revoked.insert(id, login.name);
+            }
             return None;
         }
         drop(logins);
@@ -178,6 +189,13 @@ impl Auth {
             return None;
         }
         Some(login)
+    }
+
+    /// The person whose login of the request's cookie the rules ended (removed from the access
+    /// file), if it is one.
+    pub fn revoked<B>(&self, req: &Request<B>) -> Option<String> {
+        let id = cookie(req, COOKIE)?;
+        self.revoked.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
     }
 
     /// Whether the login of cookie id `id` is still live under `rules` (an event stream asks

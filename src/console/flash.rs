@@ -10,8 +10,11 @@ use serde::Serialize;
 
 /// How long a result waits to be shown.
 const FLASH_LIFE: Duration = Duration::from_secs(300);
-/// The most results kept at once; past it the oldest goes.
-const MAX_FLASHES: usize = 1000;
+/// The most results one login keeps waiting; past it that login's oldest goes (never another
+/// login's: one person's many refused POSTs push away only their own results).
+const MAX_FLASHES_PER_LOGIN: usize = 16;
+/// The most results kept in all (a bound on memory); past it the oldest goes.
+const MAX_FLASHES: usize = 100_000;
 
 /// A result: what happened, and whether it is an error (styled as one).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -57,8 +60,17 @@ impl Flashes {
         let id = super::auth::secret()[..32].to_owned();
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
         kept.retain(|_, (_, at, _)| at.elapsed() < FLASH_LIFE);
+        let oldest = |kept: &HashMap<String, (String, Instant, Flash)>, of: Option<&str>| {
+            let theirs = kept.iter().filter(|(_, (owner, _, _))| of.is_none_or(|o| owner == o));
+            theirs.min_by_key(|(_, (_, at, _))| *at).map(|(id, _)| id.clone())
+        };
+        if kept.values().filter(|(owner, _, _)| owner == login).count() >= MAX_FLASHES_PER_LOGIN
+            && let Some(oldest) = oldest(&kept, Some(login))
+        {
+            kept.remove(&oldest);
+        }
         if kept.len() >= MAX_FLASHES
-            && let Some(oldest) = kept.iter().min_by_key(|(_, (_, at, _))| *at).map(|(id, _)| id.clone())
+            && let Some(oldest) = oldest(&kept, None)
         {
             kept.remove(&oldest);
         }
@@ -89,5 +101,15 @@ mod tests {
         assert_eq!(flashes.take("login-a", "made-up"), None);
         assert_eq!(flashes.take("login-a", &id), Some(Flash::ok("Recorded".into())));
         assert_eq!(flashes.take("login-a", &id), None, "shown once");
+    }
+
+    #[test]
+    fn one_logins_many_results_push_away_only_its_own() {
+        let flashes = Flashes::default();
+        let bobs = flashes.put("login-bob", Flash::ok("bob's".into()));
+        for _ in 0..1001 {
+            flashes.put("login-ada", Flash::error("refused".into()));
+        }
+        assert_eq!(flashes.take("login-bob", &bobs), Some(Flash::ok("bob's".into())), "bob's result waited");
     }
 }

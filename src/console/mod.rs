@@ -375,7 +375,17 @@ where
         true => None,
         false => match console.auth.login_of(&req, rules.access.as_deref()) {
             Some(login) => Some(login),
-            None => return redirect("/login"),
+            // A decision by a person the rules no longer name is refused as such.
+            None => match (&route, console.auth.revoked(&req)) {
+                (Route::Decide { .. }, Some(name)) => {
+                    let why = format!(
+                        "{} may no longer decide: the access file no longer names them (not-an-approver)",
+                        printable(&name)
+                    );
+                    return refused(StatusCode::FORBIDDEN, &why);
+                }
+                _ => return redirect("/login"),
+            },
         },
     };
     match (route, login) {
