@@ -578,10 +578,7 @@ fn export_never_holds_a_command_up() {
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://ada:hunter2@not a host"),
         ("OTEL_EXPORTER_OTLP_HEADERS", "x-api-key=e"),
     ]);
-    assert!(
-        stderr.contains("invalid exporter configuration: OTEL_EXPORTER_OTLP_ENDPOINT: invalid endpoint"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("OTEL_EXPORTER_OTLP_ENDPOINT: invalid endpoint"), "{stderr}");
     assert!(!stderr.contains("hunter2"), "{stderr}");
     // An endpoint that cannot be parsed is named, never shown: it may be a credential.
     for (name, value) in [
