@@ -48,8 +48,9 @@ impl PauseState {
 /// assert_eq!(filter.state, Some(PauseState::Waiting));
 /// assert_eq!(filter.older_than, Some(std::time::Duration::from_secs(900)));
 /// assert_eq!(filter.words(), ["refund", "ada"]);
+/// // The message names the parameter and what it takes, never the value from the URL.
 /// assert_eq!(filter.set("state", "lost").unwrap_err().to_string(),
-///            "`state` is `lost`: give one of waiting, decided, expired");
+///            "`state`: takes one of waiting, decided, expired");
 /// # Ok::<(), planlock::review::inbox::FilterError>(())
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
