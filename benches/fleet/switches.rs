@@ -82,7 +82,9 @@ fn measure_switch(
             let on_url = url.replace("dbname=", "dbname=tenants_");
             let name = on_url.split("dbname=").nth(1).and_then(|r| r.split(' ').next()).unwrap().to_owned();
             let mut admin = postgres::Client::connect(url, postgres::NoTls).unwrap();
-            admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}; CREATE DATABASE {name}")).unwrap();
+            // Each alone: neither runs inside a transaction block.
+            admin.batch_execute(&format!("DROP DATABASE IF EXISTS {name}")).unwrap();
+            admin.batch_execute(&format!("CREATE DATABASE {name}")).unwrap();
             planlock::pg::PgDatabase::connect(&on_url).unwrap();
             worker::fill_queue(&on_url, &format!("{name}-setup"), 0);
             let mut client = postgres::Client::connect(&on_url, postgres::NoTls).unwrap();
