@@ -67,6 +67,17 @@ pub struct Login {
     since: Instant,
 }
 
+impl Login {
+    /// Whether `rules` still hold this login: a person's while they name them, the operator's
+    /// while there are none.
+    fn held(&self, rules: Option<&Access>) -> bool {
+        match rules {
+            Some(access) => self.verified && access.is_user(&self.name),
+            None => !self.verified,
+        }
+    }
+}
+
 /// How the console knows people (see the module docs).
 pub struct Auth {
     token: String,
@@ -169,10 +180,7 @@ impl Auth {
         let id = cookie(req, COOKIE)?;
         let mut logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
         let login = logins.get(&id)?.clone();
-        let held = match rules {
-            Some(access) => login.verified && access.is_user(&login.name),
-            None => !login.verified,
-        };
+        let held = login.held(rules);
         if login.since.elapsed() >= LOGIN_LIFE || !held {
             logins.remove(&id);
             if !held && login.verified {
@@ -202,13 +210,7 @@ impl Auth {
     /// while it runs: it ends at sign-out, expiry, or the person's removal).
     pub fn is_live(&self, id: &str, rules: Option<&Access>) -> bool {
         let logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
-        logins.get(id).is_some_and(|login| {
-            let held = match rules {
-                Some(access) => login.verified && access.is_user(&login.name),
-                None => !login.verified,
-            };
-            held && login.since.elapsed() < LOGIN_LIFE
-        })
+        logins.get(id).is_some_and(|login| login.held(rules) && login.since.elapsed() < LOGIN_LIFE)
     }
 
     /// Behind a proxy, a login for the user it names (a cookie id and the login); `None` when it

@@ -16,7 +16,7 @@ use super::templates::url_segment;
 use super::{Answer, State, form, redirect, refused, same_origin};
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
-use crate::review::{decide_with, turn_on};
+use crate::review::{Decided, decide_counted};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 
@@ -84,13 +84,8 @@ where
         let records = console.inbox.records(&name).await?;
         // Installed rules are read by `decide` itself; rules given to this console are passed.
         let given = if console.rules.installed() { None } else { rules.access.as_deref() };
-        let flash = match decide_with(records.as_ref(), &decision, given).await {
-            Ok(Recorded::Counted { approvals, required }) => {
-                let rule = rules.access.as_ref().map(|a| a.rule(&r.validator.id));
-                let turn = match rule {
-                    Some(rule) => turn_on(records.as_ref(), &decision.pause, &rule).await.ok(),
-                    None => None,
-                };
+        let flash = match decide_counted(records.as_ref(), &decision, given).await {
+            Ok(Decided { recorded: Recorded::Counted { approvals, required }, turn, .. }) => {
                 let turn = turn.map(|t| format!(" ({t})")).unwrap_or_default();
                 Flash::ok(format!(
                     "Recorded: approval {approvals} of {required} on {at}; it waits for {} more{turn}.",

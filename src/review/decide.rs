@@ -243,6 +243,28 @@ pub async fn decide_with(
     decision: &ReviewDecision,
     access: Option<&Access>,
 ) -> Result<Recorded, DecideError> {
+    decide_counted(records, decision, access).await.map(|decided| decided.recorded)
+}
+
+/// What recording a decision did, as [`decide_counted`] says it: the record, whether rules
+/// vouched for the decider, and, for one approval of several, where the pause stands.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// What recording it did.
+    pub recorded: Recorded,
+    /// Whether rules (installed, or given) vouched for the decider (CONTRACT §18).
+    pub verified: bool,
+    /// For [`Recorded::Counted`]: who approved so far and who may still.
+    pub turn: Option<super::Turn>,
+}
+
+/// [`decide_with`], saying also whether the name was verified and, for one approval of several,
+/// whose turn it is now: what the CLI, the console and the runtime show after a decision.
+pub async fn decide_counted(
+    records: &dyn SessionRecords,
+    decision: &ReviewDecision,
+    access: Option<&Access>,
+) -> Result<Decided, DecideError> {
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
     check_decider(&decision.by).map_err(DecideError::Invalid)?;
     let access = rules_for(records, access).await?;
@@ -301,7 +323,13 @@ pub async fn decide_with(
     }
     let recorded = records.record_decision(decision, required).instrument(span).await?;
     crate::telemetry::approval(verdict);
-    Ok(recorded)
+    let turn = match (&recorded, &access) {
+        (Recorded::Counted { .. }, Some(access)) => {
+            Some(turn_on(records, &decision.pause, &access.rule(validator)).await?)
+        }
+        _ => None,
+    };
+    Ok(Decided { recorded, verified: access.is_some(), turn })
 }
 
 /// Whether the decision recorded on a pause may be acted on under the rules installed where the

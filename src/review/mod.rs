@@ -19,6 +19,7 @@ pub mod overview;
 mod turn;
 
 pub use decide::{
-    DecideError, MAX_DECIDER_CHARS, check_acting, check_decider, decide, decide_with, rules_for, turn_on,
+    DecideError, Decided, MAX_DECIDER_CHARS, check_acting, check_decider, decide, decide_counted, decide_with,
+    rules_for, turn_on,
 };
 pub use turn::Turn;

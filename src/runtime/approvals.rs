@@ -13,11 +13,10 @@ use super::{RunOutcome, Runtime, State};
 use crate::exec::executor::{CycleReport, Shown};
 use crate::exec::handler::HandlerSet;
 use crate::exec::validator::Override;
-use crate::review::access::Rule;
-use crate::review::{DecideError, check_acting, decide, rules_for, turn_on};
+use crate::review::{DecideError, Decided, check_acting, decide_counted};
 use crate::session::{
-    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, Recorded, ReviewDecision, ReviewVerdict, SessionError,
-    SessionStore, Timestamp, Via,
+    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError, SessionStore,
+    Timestamp, Via,
 };
 
 /// Logs `outcome` in `store`'s records once (see
@@ -147,14 +146,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             decision.shown_digest = over.shown_digest;
         }
         let records = self.store.records();
-        match decide(records, &decision).await {
+        match decide_counted(records, &decision, None).await {
             // One person's approval of a pause that needs more: recorded, nothing runs.
-            Ok(Recorded::Counted { required, .. }) => {
-                let refused = |e| RuntimeError::Decision(Arc::new(e));
-                let rules = rules_for(records, None).await.map_err(refused)?;
-                let rule = rules.map_or(Rule { approvers: Vec::new(), required }, |r| r.rule(&record.validator.id));
-                let turn = turn_on(records, &decision.pause, &rule).await.map_err(refused)?;
-                Err(refused(DecideError::Incomplete { turn }))
+            Ok(Decided { turn: Some(turn), .. }) => {
+                Err(RuntimeError::Decision(Arc::new(DecideError::Incomplete { turn })))
             }
             // The approval that completes the pause's: the recorded decision names everyone.
             Ok(_) => Ok(self.decision_on(record).await?.unwrap_or(decision)),

@@ -6,7 +6,7 @@ use planlock::Failure;
 use planlock::backend::{FilesBackend, PgBackend};
 use planlock::review::access::Access;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
-use planlock::review::{Turn, decide_with, rules_for, turn_on};
+use planlock::review::{Decided, Turn, decide_counted};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
 use serde::Serialize;
 
@@ -107,22 +107,12 @@ fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Opti
     if let Some(id) = pause_id {
         decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
     }
-    let (recorded, turn, checked) = planlock::block_on(async {
+    // The rules installed where the session lives apply; `--access` only where none are.
+    let Decided { recorded, verified, turn } = planlock::block_on(async {
         let records = inbox.records(&session).await.map_err(|e| CliError::of(&e))?;
-        let records = records.as_ref();
-        // The rules installed where the session lives; `--access` only where none are.
-        let rules = rules_for(records, access.as_ref()).await.map_err(|e| CliError::of(&e))?;
-        let recorded = decide_with(records, &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))?;
-        let turn = match (&recorded, &rules) {
-            (Recorded::Counted { .. }, Some(rules)) => {
-                let rule = rules.rule(&decision.pause.validator_id);
-                Some(turn_on(records, &decision.pause, &rule).await.map_err(|e| CliError::of(&e))?)
-            }
-            _ => None,
-        };
-        Ok::<_, CliError>((recorded, turn, rules.is_some()))
+        decide_counted(records.as_ref(), &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))
     })?;
-    decision.verified = Some(checked);
+    decision.verified = Some(verified);
     let (again, counted) = match recorded {
         Recorded::New => (false, None),
         Recorded::Again => (true, None),
