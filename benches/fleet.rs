@@ -40,7 +40,7 @@
 //! run does one round of its own configuration.
 //!
 //! Tenants' and token budgets' cost (issue 45), with `FLEET_TENANTS=1` or `FLEET_BUDGETS=1`: see
-//! `fleet/switches.rs`.
+//! `fleet/switches.rs`; `FLEET_SWITCHES_ONLY=1` runs only those rounds.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -457,7 +457,10 @@ fn main() {
     let mut models: Vec<(u64, proc::ModelServer)> = Vec::new();
     let began = Instant::now();
     println!("fleet: {} configurations, {} s windows, {} cores", configs(quick).len(), window.as_secs(), cores());
-    for (n, config) in configs(quick).into_iter().enumerate() {
+    // `FLEET_SWITCHES_ONLY=1`: only the tenants' and budgets' rounds (`fleet/switches.rs`).
+    let only_switches = std::env::var_os("FLEET_SWITCHES_ONLY").is_some();
+    let configs = if only_switches { Vec::new() } else { configs(quick) };
+    for (n, config) in configs.into_iter().enumerate() {
         if !models.iter().any(|(l, _)| *l == config.latency_ms) {
             models.push((config.latency_ms, proc::ModelServer::start(config.latency_ms)));
         }
@@ -523,7 +526,9 @@ fn main() {
             let _ = std::fs::remove_dir_all(dir.path().join(&tag));
         }
     }
-    telemetry_overhead(quick, window, &url, &pg, &mut models, &policy, &plan, &mut records);
+    if !only_switches {
+        telemetry_overhead(quick, window, &url, &pg, &mut models, &policy, &plan, &mut records);
+    }
     if !models.iter().any(|(l, _)| *l == 0) {
         models.push((0, proc::ModelServer::start(0)));
     }

@@ -132,6 +132,10 @@ impl<T: Step, H: Handler<T>> Handler<T> for Gated<H> {
         self.demo.check(T::TYPE)?;
         self.handler.call(cx, payload).await
     }
+
+    fn tokens_ahead(&self, plan: &crate::contract::plan::ExecutionPlan, payload: &T::Payload) -> u64 {
+        self.handler.tokens_ahead(plan, payload)
+    }
 }
 
 /// A session store whose saves fail when the demo was told to fail `PersistSession`; see

@@ -37,8 +37,25 @@ pub struct TokenAsk<'a> {
     pub tokens: u64,
     /// The cycle's number.
     pub cycle: u64,
-    /// The step that calls the model.
+    /// The step that calls the model; empty for the cycle's own reservation, made at its start
+    /// for all its model calls ([`TokenBudget::reserve_ahead`]).
     pub step_id: &'a str,
+}
+
+impl TokenAsk<'_> {
+    /// The refusal of this ask by the budget `scope` (its limit, what is left and reserved, when
+    /// its period ends): what every place answers.
+    pub fn refused(&self, scope: String, limit: u64, left: u64, reserved: u64, resets_at: i64) -> BudgetError {
+        BudgetError::Exhausted {
+            scope,
+            asked: self.tokens,
+            for_cycle: self.step_id.is_empty(),
+            left,
+            limit,
+            reserved,
+            resets_at,
+        }
+    }
 }
 
 /// What becomes of one reservation when its cycle ends: the tokens it held, and those the call
@@ -87,6 +104,23 @@ pub trait TokenBudget: fmt::Debug + Send + Sync {
     /// paused cycle: a place that can makes it part of that save (PostgreSQL: a statement of the
     /// save's batch, committed with it). Without, now and alone (a failed cycle).
     fn settle<'a>(&'a self, charges: &'a [Charge], cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()>;
+
+    /// Reserves a cycle's estimate at its start (CONTRACT §20: a cycle reserves once). By
+    /// default now, as [`reserve`](Self::reserve). A place that can sends it with the cycle's
+    /// first round trip instead (PostgreSQL: the read batch of the cycle's memory search), and
+    /// answers [`confirm`](Self::confirm) with what that round trip said.
+    fn reserve_ahead<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
+        let _ = cycle;
+        self.reserve(ask)
+    }
+
+    /// The answer to the reservation [`reserve_ahead`](Self::reserve_ahead) made for `ask`,
+    /// asked before the cycle's first model call is sent: sent now if it has not been. By
+    /// default, `reserve_ahead` answered already.
+    fn confirm<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
+        let _ = (ask, cycle);
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// A budget as it stands: what `planlock budget show` prints.
@@ -146,16 +180,20 @@ pub fn check_budget(prefix: &str, tokens: u64, period_secs: u64) -> Result<(), S
 pub enum BudgetError {
     /// The budget cannot cover the call: it was not sent.
     #[error(
-        "the token budget {} cannot cover this model call: it needs up to {asked} tokens and {left} of {limit} are \
+        "the token budget {} cannot cover {}: {asked} tokens at most, and {left} of {limit} are \
          left this period ({reserved} reserved by calls in flight); it resets at {}. Wait for the reset, raise the \
          budget (`planlock budget set`), or ask for fewer tokens (`max_tokens`)",
-        scope_name(.scope), rfc3339(*.resets_at)
+        scope_name(.scope), if *.for_cycle { "this cycle's model calls, nothing of which was sent" } else { "this model call" },
+        rfc3339(*.resets_at)
     )]
     Exhausted {
         /// The budget: the session-key prefix it covers (`""`: every session of the tenant).
         scope: String,
-        /// What the call asked for.
+        /// What was asked for.
         asked: u64,
+        /// Whether it was the cycle's reservation, made at its start for all its model calls
+        /// (else one call's, made on its own).
+        for_cycle: bool,
         /// What was left: the limit less what was used and what is reserved.
         left: u64,
         /// The budget's tokens per period.
@@ -217,9 +255,9 @@ pub fn period_start(now: i64, period_secs: u64) -> i64 {
     now.div_euclid(period).saturating_mul(period)
 }
 
-/// One cycle's account with its session's budget: the reservations its model calls made, and
-/// what each used. Opened by the runtime with the cycle, kept in the cycle's [`CycleGuard`];
-/// cloning shares it.
+/// One cycle's account with its session's budget: what the cycle reserved at its start, what
+/// its model calls drew from it or reserved on their own, and what each used. Opened by the
+/// runtime with the cycle, kept in the cycle's [`CycleGuard`]; cloning shares it.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -235,16 +273,17 @@ pub fn period_start(now: i64, period_secs: u64) -> i64 {
 /// # }
 /// let guard = CycleBudget::new(Arc::new(Unlimited), 1).attach_to(CycleGuard::none());
 /// let account = CycleBudget::of(&guard).expect("attached");
-/// let hold = planlock::block_on(account.reserve(600, "llm"))?;
+/// planlock::block_on(account.reserve_ahead(1000, &guard)); // the cycle's estimate, once
+/// let hold = planlock::block_on(account.reserve(600, "llm", Some(&guard)))?; // drawn from it
 /// hold.answered(Some(142)); // what the server reported
-/// assert_eq!((account.charges()[0].reserved, account.charges()[0].used), (600, 142));
+/// assert_eq!((account.charges()[0].reserved, account.charges()[0].used), (1000, 142));
 /// # Ok::<(), planlock::budget::BudgetError>(())
 /// ```
 #[derive(Clone)]
 pub struct CycleBudget {
     budget: Arc<dyn TokenBudget>,
     cycle: u64,
-    holds: Arc<Mutex<Vec<Held>>>,
+    account: Arc<Mutex<Account>>,
 }
 
 impl fmt::Debug for CycleBudget {
@@ -253,7 +292,16 @@ impl fmt::Debug for CycleBudget {
     }
 }
 
-/// A reservation of the cycle: its id, what it holds, and what the call used once answered.
+/// The reservations of a cycle.
+#[derive(Debug, Default)]
+struct Account {
+    /// Each reservation: the cycle's own (made at its start, first) and those calls made alone.
+    holds: Vec<Held>,
+    /// The cycle's own reservation, while its calls draw from it.
+    ahead: Option<Ahead>,
+}
+
+/// A reservation of the cycle: its id, what it holds, and what its calls used once answered.
 #[derive(Debug, Clone, Copy)]
 struct Held {
     id: Uuid,
@@ -261,10 +309,27 @@ struct Held {
     used: Option<u64>,
 }
 
+/// The cycle's own reservation: what its calls drew from it, and whether its place said yes.
+#[derive(Debug)]
+struct Ahead {
+    id: Uuid,
+    tokens: u64,
+    drawn: u64,
+    answer: Answer,
+}
+
+#[derive(Debug)]
+enum Answer {
+    /// Asked; the place has not said (PostgreSQL: it goes with the cycle's first round trip).
+    Awaited,
+    Held,
+    Refused(BudgetError),
+}
+
 impl CycleBudget {
     /// Cycle `cycle`'s account with `budget`.
     pub fn new(budget: Arc<dyn TokenBudget>, cycle: u64) -> CycleBudget {
-        CycleBudget { budget, cycle, holds: Arc::default() }
+        CycleBudget { budget, cycle, account: Arc::default() }
     }
 
     /// `guard`'s cycle with this account attached: its steps reserve through it.
@@ -277,23 +342,95 @@ impl CycleBudget {
         guard.attached::<CycleBudget>()
     }
 
-    /// Reserves `tokens` for a model call of step `step_id`; the hold reports what it used.
-    pub async fn reserve(&self, tokens: u64, step_id: &str) -> Result<TokenHold<'_>, BudgetError> {
+    fn account(&self) -> std::sync::MutexGuard<'_, Account> {
+        self.account.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Reserves the cycle's estimate, `tokens` (its steps' [`Handler::tokens_ahead`](crate::Handler::tokens_ahead)),
+    /// once, at its start: the model calls of the cycle then draw from it. A refusal is kept, and
+    /// is the answer to the first call (which is then not sent); nothing else of the cycle waits
+    /// on it.
+    pub async fn reserve_ahead(&self, tokens: u64, cycle: &CycleGuard) {
+        if tokens == 0 {
+            return;
+        }
+        let id = Uuid::new_v4();
+        let ask = TokenAsk { id, tokens, cycle: self.cycle, step_id: "" };
+        let answer = match self.budget.reserve_ahead(ask, cycle).await {
+            Ok(()) => Answer::Awaited,
+            Err(refused) => {
+                crate::telemetry::budget_reserved(Some(refused.code()));
+                Answer::Refused(refused)
+            }
+        };
+        let mut account = self.account();
+        if matches!(answer, Answer::Awaited) {
+            account.holds.push(Held { id, reserved: tokens, used: None });
+        }
+        account.ahead = Some(Ahead { id, tokens, drawn: 0, answer });
+    }
+
+    /// Reserves `tokens` for a model call of step `step_id` in `cycle` (this account's): drawn
+    /// from what the cycle reserved at its start while that covers it (asking nothing of the
+    /// budget, once its place has said yes), else reserved on its own. The hold reports what the
+    /// call used.
+    pub async fn reserve(
+        &self,
+        tokens: u64,
+        step_id: &str,
+        cycle: Option<&CycleGuard>,
+    ) -> Result<TokenHold<'_>, BudgetError> {
+        if let Some(hold) = self.draw(tokens, cycle).await? {
+            return Ok(hold);
+        }
         let id = Uuid::new_v4();
         let refused = self.budget.reserve(TokenAsk { id, tokens, cycle: self.cycle, step_id }).await;
         crate::telemetry::budget_reserved(refused.as_ref().err().map(Failure::code));
         refused?;
-        let mut holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        holds.push(Held { id, reserved: tokens, used: None });
-        Ok(TokenHold { cycle: Some(self), id })
+        self.account().holds.push(Held { id, reserved: tokens, used: None });
+        Ok(TokenHold { cycle: Some(self), id, drawn: tokens })
     }
 
-    /// What each reservation is charged: what its call used, as the server reported it (the
-    /// whole reservation when an answered call reported nothing), or `0` for a call never
-    /// answered.
+    /// `tokens` drawn from the cycle's own reservation, if it has one that covers them (its
+    /// answer awaited first); its refusal is the call's.
+    async fn draw(&self, tokens: u64, cycle: Option<&CycleGuard>) -> Result<Option<TokenHold<'_>>, BudgetError> {
+        let awaited = match &self.account().ahead {
+            None => return Ok(None),
+            Some(ahead) => match &ahead.answer {
+                Answer::Refused(refused) => return Err(refused.clone()),
+                Answer::Awaited => Some((ahead.id, ahead.tokens)),
+                Answer::Held => None,
+            },
+        };
+        if let Some((id, tokens)) = awaited {
+            // Only the cycle's guard can say what became of it.
+            let Some(cycle) = cycle else { return Ok(None) };
+            let answer = self.budget.confirm(TokenAsk { id, tokens, cycle: self.cycle, step_id: "" }, cycle).await;
+            crate::telemetry::budget_reserved(answer.as_ref().err().map(Failure::code));
+            let mut account = self.account();
+            if let Err(refused) = answer {
+                // Refused: it holds nothing to settle.
+                account.holds.retain(|h| h.id != id);
+                if let Some(ahead) = &mut account.ahead {
+                    ahead.answer = Answer::Refused(refused.clone());
+                }
+                return Err(refused);
+            }
+            if let Some(ahead) = &mut account.ahead {
+                ahead.answer = Answer::Held;
+            }
+        }
+        let mut account = self.account();
+        let Some(ahead) = account.ahead.as_mut().filter(|a| a.tokens - a.drawn >= tokens) else { return Ok(None) };
+        ahead.drawn += tokens;
+        Ok(Some(TokenHold { cycle: Some(self), id: ahead.id, drawn: tokens }))
+    }
+
+    /// What each reservation is charged: what its calls used, as the server reported it (the
+    /// whole draw when an answered call reported nothing), or `0` for calls never answered.
     pub fn charges(&self) -> Vec<Charge> {
-        let holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        holds.iter().map(|h| Charge { id: h.id, reserved: h.reserved, used: h.used.unwrap_or(0) }).collect()
+        let account = self.account();
+        account.holds.iter().map(|h| Charge { id: h.id, reserved: h.reserved, used: h.used.unwrap_or(0) }).collect()
     }
 
     /// Settles the cycle's reservations: with the guard, as part of its save; without, now. A
@@ -309,11 +446,12 @@ impl CycleBudget {
         }
     }
 
-    /// Reservation `id`'s call was answered, using `used` (none reported: all it reserved).
-    fn answered(&self, id: Uuid, used: Option<u64>) {
-        let mut holds = self.holds.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(held) = holds.iter_mut().find(|h| h.id == id) {
-            held.used = Some(used.unwrap_or(held.reserved));
+    /// A call drawn from reservation `id`, `drawn` tokens, was answered, using `used` (none
+    /// reported: all it drew).
+    fn answered(&self, id: Uuid, drawn: u64, used: Option<u64>) {
+        let mut account = self.account();
+        if let Some(held) = account.holds.iter_mut().find(|h| h.id == id) {
+            held.used = Some(held.used.unwrap_or(0).saturating_add(used.unwrap_or(drawn)));
         }
     }
 }
@@ -325,12 +463,13 @@ impl CycleBudget {
 pub struct TokenHold<'a> {
     cycle: Option<&'a CycleBudget>,
     id: Uuid,
+    drawn: u64,
 }
 
 impl TokenHold<'_> {
     /// A hold on no budget.
     pub(crate) fn none() -> TokenHold<'static> {
-        TokenHold { cycle: None, id: Uuid::nil() }
+        TokenHold { cycle: None, id: Uuid::nil(), drawn: 0 }
     }
 
     /// The call was answered: it used `tokens` (the server's `usage`, input and output), or,
@@ -338,7 +477,7 @@ impl TokenHold<'_> {
     pub fn answered(self, tokens: Option<u64>) {
         if let Some(cycle) = self.cycle {
             // A count no call can have (a server's 2^63 - 1) is charged as the most one can.
-            cycle.answered(self.id, tokens.map(|t| t.min(MAX_CHARGE)));
+            cycle.answered(self.id, self.drawn, tokens.map(|t| t.min(MAX_CHARGE)));
         }
     }
 }

@@ -177,6 +177,16 @@ impl<L: HandlerSet> Executor<L> {
         Ok(Checked { pre, post })
     }
 
+    /// What the model calls of `plan`'s steps from index `from` on may cost, as their handlers
+    /// estimate it from the plan ([`Handler::tokens_ahead`](crate::Handler::tokens_ahead)): what
+    /// a cycle with a token budget reserves at its start.
+    pub(crate) fn tokens_ahead(&self, plan: &ValidPlan, from: usize) -> u64 {
+        let steps = plan.steps().get(from..).unwrap_or_default();
+        steps
+            .iter()
+            .fold(0u64, |sum, step| sum.saturating_add(self.handlers.set().tokens_ahead(plan.plan(), &step.payload)))
+    }
+
     /// The validators `checked` names.
     fn resolved(&self, checked: &Checked) -> Resolved<'_> {
         let of = |at: &[usize]| at.iter().map(|&i| &self.options.validators[i]).collect();

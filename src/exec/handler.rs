@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use uuid::Uuid;
 
-use crate::contract::plan::{PlanMetadata, StepDefinition};
+use crate::contract::plan::{ExecutionPlan, PlanMetadata, StepDefinition};
 use crate::contract::registry::StepType;
 use crate::contract::steps::{Step, StepPayload, StepResult};
 use crate::exec::budget::{BudgetError, CycleBudget, TokenHold};
@@ -227,7 +227,7 @@ impl<'a> StepContext<'a> {
     /// ```
     pub async fn reserve_tokens(&self, tokens: u64) -> Result<TokenHold<'a>, BudgetError> {
         match self.open_cycle.and_then(CycleBudget::of) {
-            Some(budget) => budget.reserve(tokens, &self.step.id).await,
+            Some(budget) => budget.reserve(tokens, &self.step.id, self.open_cycle).await,
             None => Ok(TokenHold::none()),
         }
     }
@@ -271,6 +271,33 @@ pub trait Handler<T: Step>: Send + Sync + 'static {
         cx: &StepContext<'_>,
         payload: &T::Payload,
     ) -> impl Future<Output = Result<T::Result, HandlerError>> + Send;
+
+    /// What the step's model calls may cost, in tokens, estimated from the plan alone, before
+    /// its cycle runs: a cycle with a token budget reserves the sum over its steps once, at its
+    /// start (CONTRACT §20), and each call the handler then reserves
+    /// ([`StepContext::reserve_tokens`]) is drawn from it without asking the budget again. A
+    /// call that needs more than is left is reserved on its own. `0` (the default): the step
+    /// calls no model, or cannot say; its calls are reserved one by one.
+    ///
+    /// ```
+    /// use planlock::{ExecutionPlan, Handler, HandlerError, StepContext, steps::LLMCall, schema::*};
+    ///
+    /// struct Model;
+    /// impl Handler<LLMCall> for Model {
+    ///     async fn call(&self, cx: &StepContext<'_>, p: &LlmCallPayload) -> Result<LlmCallResult, HandlerError> {
+    ///         let hold = cx.reserve_tokens(p.prompt.len() as u64 + 256).await?; // drawn from the cycle's
+    ///         hold.answered(Some(42));
+    ///         Ok(LlmCallResult { response: format!("echo: {}", p.prompt) })
+    ///     }
+    ///     fn tokens_ahead(&self, _plan: &ExecutionPlan, p: &LlmCallPayload) -> u64 {
+    ///         p.prompt.len() as u64 + 256
+    ///     }
+    /// }
+    /// ```
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &T::Payload) -> u64 {
+        let _ = (plan, payload);
+        0
+    }
 }
 
 /// What an async closure handler ([`async_handler_fn`]) receives: copies of its step's payload
@@ -408,6 +435,10 @@ impl<T: Step, H: Handler<T>> Handler<T> for Arc<H> {
     ) -> impl Future<Output = Result<T::Result, HandlerError>> + Send {
         H::call(self, cx, payload)
     }
+
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &T::Payload) -> u64 {
+        H::tokens_ahead(self, plan, payload)
+    }
 }
 
 /// The handlers of an executor: a list built with [`Handlers::on`].
@@ -505,11 +536,19 @@ pub trait HandlerSet: sealed::Sealed + Send + Sync + 'static {
         cx: &'a StepContext<'a>,
         payload: &'a StepPayload,
     ) -> impl Future<Output = Result<StepResult, HandlerError>> + Send + 'a;
+
+    /// What the handler for the payload's type estimates its step's model calls cost
+    /// ([`Handler::tokens_ahead`]).
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &StepPayload) -> u64;
 }
 
 impl HandlerSet for Nil {
     fn handles(&self, _: StepType) -> bool {
         false
+    }
+
+    fn tokens_ahead(&self, _: &ExecutionPlan, _: &StepPayload) -> u64 {
+        0
     }
 
     fn dispatch<'a>(
@@ -539,6 +578,13 @@ impl<T: Step, H: Handler<T>, R: HandlerSet> HandlerSet for Entry<T, H, R> {
             None => self.rest.dispatch(cx, payload).await,
         }
     }
+
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &StepPayload) -> u64 {
+        match T::unwrap(payload) {
+            Some(p) => self.handler.tokens_ahead(plan, p),
+            None => self.rest.tokens_ahead(plan, payload),
+        }
+    }
 }
 
 /// A handler list behind one nameable type; see [`Handlers::boxed`].
@@ -557,6 +603,7 @@ type BoxedCall<'a> = std::pin::Pin<Box<dyn Future<Output = Result<StepResult, Ha
 trait DynHandlerSet: Send + Sync + 'static {
     fn handles(&self, ty: StepType) -> bool;
     fn dispatch_boxed<'a>(&'a self, cx: &'a StepContext<'a>, payload: &'a StepPayload) -> BoxedCall<'a>;
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &StepPayload) -> u64;
 }
 
 impl<L: HandlerSet> DynHandlerSet for L {
@@ -565,6 +612,9 @@ impl<L: HandlerSet> DynHandlerSet for L {
     }
     fn dispatch_boxed<'a>(&'a self, cx: &'a StepContext<'a>, payload: &'a StepPayload) -> BoxedCall<'a> {
         Box::pin(self.dispatch(cx, payload))
+    }
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &StepPayload) -> u64 {
+        HandlerSet::tokens_ahead(self, plan, payload)
     }
 }
 
@@ -579,5 +629,9 @@ impl HandlerSet for Boxed {
         payload: &'a StepPayload,
     ) -> impl Future<Output = Result<StepResult, HandlerError>> + Send + 'a {
         self.0.dispatch_boxed(cx, payload)
+    }
+
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &StepPayload) -> u64 {
+        self.0.tokens_ahead(plan, payload)
     }
 }

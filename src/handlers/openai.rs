@@ -45,9 +45,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::contract::plan::ExecutionPlan;
 use crate::contract::registry::Failure;
 use crate::contract::schema::{LlmCallPayload, LlmCallResult, SummarizeMemoryPayload, SummarizeMemoryResult};
-use crate::contract::steps::{LLMCall, PromptAssemble, SummarizeMemory};
+use crate::contract::steps::{LLMCall, PromptAssemble, Step, SummarizeMemory};
 use crate::exec::budget::BudgetError;
 use crate::exec::handler::{Handler, HandlerError, StepContext};
 use crate::exec::report::TokenUsage;
@@ -474,14 +475,43 @@ fn json_kind(value: &Value) -> String {
 /// The save settles the reservation to what the server reports.
 fn estimate(body: &Map<String, Value>, output: u64) -> u64 {
     let messages = body.get("messages").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    let input: u64 = messages
-        .iter()
-        .map(|m| {
-            let text = m.get("content").and_then(Value::as_str).unwrap_or_default();
-            (text.len() as u64).div_ceil(3) + TOKENS_PER_MESSAGE
-        })
-        .sum();
+    let input: u64 =
+        messages.iter().map(|m| message_tokens(m.get("content").and_then(Value::as_str).unwrap_or_default())).sum();
     input.saturating_add(output)
+}
+
+/// A message's input tokens, estimated: its text at a token per 3 bytes, and its framing.
+fn message_tokens(text: &str) -> u64 {
+    (text.len() as u64).div_ceil(3) + TOKENS_PER_MESSAGE
+}
+
+/// What an `LLMCall` of `plan` may cost, estimated before the cycle (CONTRACT §20): its
+/// instruction and the prompt its `PromptAssemble` renders (the template and its variables, as
+/// written), and the output its `config` caps. What the template pulls in from earlier steps is
+/// not known yet; a call that needs more than the cycle reserved is reserved on its own.
+fn llm_call_ahead(plan: &ExecutionPlan, p: &LlmCallPayload) -> u64 {
+    let mut config = p.config.0.clone();
+    // A cap that is not one is refused when the call is made: nothing to reserve for it.
+    let Ok(output) = output_cap(&mut config, DEFAULT_MAX_TOKENS) else { return 0 };
+    let assembled = plan.steps.iter().find_map(|s| PromptAssemble::unwrap(&s.payload));
+    let user = assembled.map_or(0, |a| a.template.len() + serde_json::to_string(&a.vars).map_or(0, |v| v.len()));
+    message_tokens(&p.prompt).saturating_add((user as u64).div_ceil(3) + TOKENS_PER_MESSAGE).saturating_add(output)
+}
+
+/// What a `SummarizeMemory` of `plan` may cost, estimated before the cycle: the instruction, the
+/// answer it summarizes (at most the plan's `LLMCall`'s cap, at 4 bytes a token; without one,
+/// the payload's), and [`SUMMARY_MAX_TOKENS`].
+fn summary_ahead(plan: &ExecutionPlan, p: &SummarizeMemoryPayload) -> u64 {
+    let answer = plan.steps.iter().find_map(|s| LLMCall::unwrap(&s.payload)).map_or(
+        (p.response.len() as u64).div_ceil(3),
+        |call| {
+            let mut config = call.config.0.clone();
+            output_cap(&mut config, DEFAULT_MAX_TOKENS).unwrap_or(0).saturating_mul(4).div_ceil(3)
+        },
+    );
+    message_tokens(SUMMARY_INSTRUCTION)
+        .saturating_add(answer.saturating_add(TOKENS_PER_MESSAGE))
+        .saturating_add(SUMMARY_MAX_TOKENS)
 }
 
 /// The request: `messages`, then the model, then `config` passed through (taken, not copied: a
@@ -563,6 +593,10 @@ impl Handler<LLMCall> for OpenAiModel {
             .map_err(|e| self.not_sent(e))?;
         Ok(LlmCallResult { response: answer.text })
     }
+
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &LlmCallPayload) -> u64 {
+        llm_call_ahead(plan, payload)
+    }
 }
 
 impl Handler<SummarizeMemory> for OpenAiModel {
@@ -608,5 +642,9 @@ impl Handler<SummarizeMemory> for OpenAiModel {
                 start: start_of(&answer.text),
             })
         })
+    }
+
+    fn tokens_ahead(&self, plan: &ExecutionPlan, payload: &SummarizeMemoryPayload) -> u64 {
+        summary_ahead(plan, payload)
     }
 }

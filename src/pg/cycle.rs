@@ -102,6 +102,42 @@ struct Inner {
     known: HashMap<String, Option<String>>,
     /// The writes kept for the session save, in the order they were made.
     pending: Vec<PendingWrite>,
+    /// The cycle's token reservation, made at its start and sent with its first read.
+    reservation: Option<Reservation>,
+}
+
+/// The token reservation a cycle makes at its start (CONTRACT §20), sent with the cycle's first
+/// read (its memory search's batch), or alone when its first model call comes first.
+#[derive(Debug)]
+pub(crate) struct Reservation {
+    /// The reservation's id, the session's key, the worker holding its lease, the tokens.
+    pub(crate) id: uuid::Uuid,
+    pub(crate) key: String,
+    pub(crate) owner: uuid::Uuid,
+    pub(crate) tokens: i64,
+    /// What the database answered: the refusal's rows (none: reserved). `None` until sent, or
+    /// after a batch that failed (nothing reserved then: it rolled back).
+    pub(crate) answer: Option<Vec<tokio_postgres::Row>>,
+}
+
+impl Reservation {
+    /// The statement: a row naming the budget that refuses, or none.
+    pub(crate) const SQL: &'static str =
+        "SELECT prefix, tokens, left_tokens, reserved, resets_at FROM planlock_budget_reserve($1, $2, $3, $4)";
+
+    /// The statement with its parameters.
+    pub(crate) fn query(&self) -> super::Query<'_> {
+        use tokio_postgres::types::Type;
+        super::Query::typed(
+            Self::SQL,
+            &[
+                (&self.id as _, Type::UUID),
+                (&self.key as _, Type::TEXT),
+                (&self.owner as _, Type::UUID),
+                (&self.tokens as _, Type::INT8),
+            ],
+        )
+    }
 }
 
 /// A cycle's open transaction: its connection, and its place among the cycles holding one
@@ -206,6 +242,33 @@ impl PgCycle {
     /// the cycle's token reservations), for the save: sent last, after the cycle's store writes.
     pub(crate) async fn keep_write(&self, write: PendingWrite) {
         self.inner.lock().await.pending.push(write);
+    }
+
+    /// Keeps the cycle's token reservation, to go with its first read.
+    pub(crate) async fn reserve_ahead(&self, reservation: Reservation) {
+        self.inner.lock().await.reservation = Some(reservation);
+    }
+
+    /// The cycle's token reservation, taken out to read its answer.
+    pub(crate) async fn take_reservation(&self) -> Option<Reservation> {
+        self.inner.lock().await.reservation.take()
+    }
+
+    /// The cycle's token reservation if it is not sent yet, taken out to send with a read: give
+    /// it back with its answer ([`answered`](Self::answered)) whatever the read's fate.
+    pub(crate) async fn reservation_to_send(&self) -> Option<Reservation> {
+        let mut inner = self.inner.lock().await;
+        match &inner.reservation {
+            Some(r) if r.answer.is_none() => inner.reservation.take(),
+            _ => None,
+        }
+    }
+
+    /// The reservation taken out to send, back with what the database answered (`None`: its
+    /// batch failed, and nothing was reserved).
+    pub(crate) async fn answered(&self, mut reservation: Reservation, answer: Option<Vec<tokio_postgres::Row>>) {
+        reservation.answer = answer;
+        self.inner.lock().await.reservation = Some(reservation);
     }
 
     /// Keeps `reads` for the cycle's decision load.

@@ -282,7 +282,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
-        let guard = self.begin_cycle(session.cycle).await?;
+        let guard = self.begin_cycle(session.cycle, 0).await?;
         let mut run = CycleRun::new(session.cycle);
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(&guard)).await;
         let settled = self.settle(outcome, &mut run, None, guard).await;
@@ -290,15 +290,19 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     }
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
-    /// or the guard's drop).
-    async fn begin_cycle(&mut self, cycle: u64) -> Result<CycleGuard, RuntimeError> {
-        match self.store.begin_cycle().await {
-            Ok(guard) => Ok(match &self.budget {
-                Some(budget) => CycleBudget::new(budget.clone(), cycle).attach_to(guard),
-                None => guard,
-            }),
-            Err(e) => Err(self.fail(e.into())),
+    /// or the guard's drop), with its budget's account: what the steps from index `from` on may
+    /// spend is reserved once, now (PostgreSQL: with the cycle's first round trip).
+    async fn begin_cycle(&mut self, cycle: u64, from: usize) -> Result<CycleGuard, RuntimeError> {
+        let guard = match self.store.begin_cycle().await {
+            Ok(guard) => guard,
+            Err(e) => return Err(self.fail(e.into())),
+        };
+        let Some(budget) = &self.budget else { return Ok(guard) };
+        let guard = CycleBudget::new(budget.clone(), cycle).attach_to(guard);
+        if let Some(account) = CycleBudget::of(&guard) {
+            account.reserve_ahead(self.executor.tokens_ahead(&self.plan, from), &guard).await;
         }
+        Ok(guard)
     }
 
     /// [`run_cycle`](Self::run_cycle) from synchronous code.
@@ -346,7 +350,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Err(e) => return Err(self.fail(e)),
         };
         crate::telemetry::pause_closed();
-        let guard = self.begin_cycle(record.cycle).await?;
+        let from = self.plan.steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
+        let guard = self.begin_cycle(record.cycle, from).await?;
         let mut run = CycleRun::new(record.cycle);
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(&guard)).await;
         let settled = self.settle(outcome, &mut run, decision.as_ref(), guard).await;

@@ -265,14 +265,7 @@ impl FileBudget {
                 covering
                     .into_iter()
                     .find(|b| b.used.saturating_add(b.reserved).saturating_add(ask.tokens) > b.tokens)
-                    .map(|b| BudgetError::Exhausted {
-                        scope: b.prefix.clone(),
-                        asked: ask.tokens,
-                        left: b.state().left(),
-                        limit: b.tokens,
-                        reserved: b.reserved,
-                        resets_at: b.resets_at(),
-                    })
+                    .map(|b| ask.refused(b.prefix.clone(), b.tokens, b.state().left(), b.reserved, b.resets_at()))
             };
             if short(book).is_some() {
                 for i in 0..book.holds.len() {

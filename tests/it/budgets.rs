@@ -17,9 +17,6 @@ use wiremock::MockServer;
 /// What each `LLMCall` asks the model to write at most; the server reports [`REPORTED`] used.
 const MAX_TOKENS: u64 = 4_000;
 const REPORTED: u64 = 4_100;
-/// A cycle's two calls, with room for the summary's estimate (under 400 tokens) but not for a
-/// fourth `LLMCall`'s.
-const CYCLE: u64 = REPORTED + 400;
 
 /// A model server on 127.0.0.1 answering `status` after `delay`, with its runtime.
 fn model(status: u16, delay: Duration) -> (tokio::runtime::Runtime, MockServer) {
@@ -77,6 +74,18 @@ impl Place {
         (out.status.code(), common::cli::json(&out))
     }
 
+    /// What a cycle of the plan reserves at its start (its two calls' estimate), as a budget of
+    /// one token's refusal says it; the budget is removed again, and nothing was sent.
+    fn cycle_estimate(&self, server: &MockServer) -> u64 {
+        assert_eq!(self.budget(&["set", "--tokens", "1"]).0, Some(0));
+        let refused = report(&self.run("s0", server).output().unwrap());
+        let message = refused["error"].as_str().unwrap_or_default();
+        let asked = message.split("nothing of which was sent: ").nth(1).and_then(|m| m.split(' ').next());
+        let asked = asked.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{refused}"));
+        assert_eq!(self.budget(&["remove"]).0, Some(0));
+        asked
+    }
+
     fn shown(&self) -> Value {
         let (code, shown) = self.budget(&["show"]);
         assert_eq!(code, Some(0), "{shown}");
@@ -92,7 +101,8 @@ fn report(out: &std::process::Output) -> Value {
 fn eight_processes_at_once_make_exactly_the_calls_a_file_budget_fits() {
     let place = Place::new(8);
     let (rt, server) = model(200, Duration::from_millis(400));
-    let (code, set) = place.budget(&["set", "--tokens", &(3 * CYCLE).to_string(), "--period", "1d"]);
+    let cycle = place.cycle_estimate(&server);
+    let (code, set) = place.budget(&["set", "--tokens", &(3 * cycle).to_string(), "--period", "1d"]);
     assert_eq!(code, Some(0), "{set}");
     let running: Vec<_> = (0..8)
         .map(|i| place.run(&format!("s{i}"), &server).stdout(std::process::Stdio::piped()).spawn().unwrap())
@@ -108,7 +118,7 @@ fn eight_processes_at_once_make_exactly_the_calls_a_file_budget_fits() {
         );
         let message = refused["error"].as_str().unwrap();
         assert!(message.starts_with("step `llm` (LLMCall) failed [CycleFail]"), "{message}");
-        assert!(message.contains(&format!("of {} are left this period", 3 * CYCLE)), "{message}");
+        assert!(message.contains(&format!("of {} are left this period", 3 * cycle)), "{message}");
         assert!(message.contains("it resets at ") && message.contains("T00:00:00Z"), "{message}");
     }
     let shown = place.shown();
@@ -117,10 +127,31 @@ fn eight_processes_at_once_make_exactly_the_calls_a_file_budget_fits() {
 }
 
 #[test]
+fn a_cycle_the_budget_cannot_cover_sends_nothing_however_often_it_runs() {
+    // CONTRACT §20: the cycle reserves its two calls' estimate at its start. A budget that
+    // covers the first call but not both refuses the cycle before anything is sent, every time.
+    let place = Place::new(1);
+    let (rt, server) = model(200, Duration::ZERO);
+    let cycle = place.cycle_estimate(&server);
+    assert!(cycle > MAX_TOKENS + 100, "the estimate covers the LLMCall and the summary: {cycle}");
+    assert_eq!(place.budget(&["set", "--tokens", &(cycle - 1).to_string()]).0, Some(0));
+    for _ in 0..3 {
+        let refused = report(&place.run("s0", &server).output().unwrap());
+        assert_eq!(refused["errorCode"], "budget-exhausted", "{refused}");
+        let message = refused["error"].as_str().unwrap();
+        assert!(message.contains(&format!("{} of {} are left", cycle - 1, cycle - 1)), "{message}");
+    }
+    assert_eq!(calls(&rt, &server), 0, "not the first call either");
+    let shown = place.shown();
+    assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(0), Some(0)), "{shown}");
+}
+
+#[test]
 fn a_failed_cycle_gives_back_what_it_reserved_and_a_prefix_narrows_the_budget() {
     let place = Place::new(2);
     let (rt, failing) = model(500, Duration::ZERO);
-    assert_eq!(place.budget(&["set", "--tokens", &CYCLE.to_string()]).0, Some(0));
+    let cycle = place.cycle_estimate(&failing);
+    assert_eq!(place.budget(&["set", "--tokens", &cycle.to_string()]).0, Some(0));
     // The server fails: nothing was used, everything reserved is back.
     let out = place.run("s0", &failing).output().unwrap();
     assert_eq!(report(&out)["errorCode"], "step-failed", "{}", report(&out));

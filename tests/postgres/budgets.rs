@@ -240,10 +240,10 @@ pub(super) fn a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it(server:
     assert_eq!(team_c(&acme).used, 42);
 }
 
-/// What a budget costs a cycle on a warm worker: one round trip for its model call's
-/// reservation; the settlement travels in the save's batch (3 round trips, where a cycle without
-/// a budget takes 2).
-pub(super) fn a_budget_costs_a_cycle_one_round_trip_per_model_call(server: &PgServer) {
+/// What a budget costs a cycle on a warm worker: no round trip. The cycle's reservation goes
+/// with its first read (the memory search's batch) and its settlement with the save's batch: 2
+/// round trips, as a cycle without a budget takes (CONTRACT §20: a cycle reserves once).
+pub(super) fn a_budget_costs_a_warm_cycle_no_round_trip(server: &PgServer) {
     let url = server.database("budget_trips");
     let fx = fixture();
     let plan = budget_plan(&fx);
@@ -258,6 +258,59 @@ pub(super) fn a_budget_costs_a_cycle_one_round_trip_per_model_call(server: &PgSe
         assert_eq!(run(&mut runtime), Ok(u64::try_from(trips.len()).unwrap() + 1));
         trips.push(db.round_trips() - before);
     }
-    assert_eq!(trips[2..], [3, 3, 3, 3], "round trips per cycle: {trips:?}");
+    assert_eq!(trips[2..], [2, 2, 2, 2], "round trips per cycle: {trips:?}");
     assert_eq!(budget_row(&url, ""), (i64::try_from(6 * REPORTED).unwrap(), 0));
+}
+
+/// A runtime of `store`'s session whose `LLMCall` and `SummarizeMemory` both go to the model.
+fn two_calls(fx: &Fixture, plan: &ValidPlan, store: PgSessionStore, model_url: &str) -> WorkerRuntime {
+    let manifest = BundleManifest::default_shared_bundle();
+    let resolved = StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap();
+    let model = OpenAiModel::new(ModelConfig::new(model_url, "m"));
+    let budget: Arc<dyn TokenBudget> = Arc::new(PgBudget::of(&store));
+    let handlers = Demo::new()
+        .with_store(&StoreHandlers::new(resolved))
+        .on::<LLMCall>(model.clone())
+        .on::<planlock::steps::SummarizeMemory>(model);
+    Runtime::builder(&fx.policy, plan.clone(), store)
+        .handlers(handlers.boxed())
+        .bundle(manifest)
+        .budget(budget)
+        .boot_blocking()
+        .unwrap()
+}
+
+/// A cycle with two model calls against a budget that covers the first but not both sends
+/// nothing, however often it runs (CONTRACT §20: the cycle reserves both at its start). On the
+/// old code each run spent its first call and failed at the second.
+pub(super) fn a_cycle_the_budget_cannot_cover_sends_nothing(server: &PgServer) {
+    let url = server.database("budget_cycle");
+    let fx = fixture();
+    let plan = budget_plan(&fx);
+    let (rt, model) = counting_model(Duration::ZERO);
+    let model_url = format!("{}/v1", model.uri());
+    let db = PgDatabase::connect(&url).unwrap();
+    let set = |tokens: u64| {
+        block_on(planlock::session::postgres::set_budget(&db, "", tokens, Duration::from_secs(86_400))).unwrap();
+    };
+    // What the cycle reserves, as a budget of one token's refusal says it.
+    set(1);
+    let mut runtime = two_calls(&fx, &plan, PgSessionStore::open(&db, "probe").unwrap(), &model_url);
+    let refused = run(&mut runtime).unwrap_err();
+    let asked = refused.split("nothing of which was sent: ").nth(1).and_then(|m| m.split(' ').next());
+    let asked: u64 = asked.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{refused}"));
+    assert!(asked > MAX_TOKENS, "the LLMCall's and the summary's estimates: {asked}");
+    set(asked - 1);
+    let mut runtime = two_calls(&fx, &plan, PgSessionStore::open(&db, "short").unwrap(), &model_url);
+    for _ in 0..3 {
+        let refused = run(&mut runtime).unwrap_err();
+        assert!(refused.starts_with("budget-exhausted CycleFail LLMCall"), "{refused}");
+    }
+    assert_eq!(calls(&rt, &model), 0, "not the first call either");
+    assert_eq!(budget_row(&url, ""), (0, 0));
+    // With room for both, the cycle runs and is charged what the server reported.
+    set(asked);
+    assert_eq!(run(&mut runtime), Ok(1));
+    assert_eq!(calls(&rt, &model), 2);
+    assert_eq!(budget_row(&url, "").0, i64::try_from(REPORTED + crate::common::chat::SUMMARY_REPORTED).unwrap());
 }

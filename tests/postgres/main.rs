@@ -119,7 +119,8 @@ const TESTS: &[(&str, Test)] = &[
         "a_killed_workers_reservation_is_charged_when_its_lease_runs_out",
         a_killed_workers_reservation_is_charged_when_its_lease_runs_out,
     ),
-    ("a_budget_costs_a_cycle_one_round_trip_per_model_call", a_budget_costs_a_cycle_one_round_trip_per_model_call),
+    ("a_budget_costs_a_warm_cycle_no_round_trip", a_budget_costs_a_warm_cycle_no_round_trip),
+    ("a_cycle_the_budget_cannot_cover_sends_nothing", a_cycle_the_budget_cannot_cover_sends_nothing),
     (
         "a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it",
         a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it,

@@ -22,14 +22,10 @@ use uuid::Uuid;
 
 use super::PgSessionStore;
 use crate::exec::budget::{BudgetError, BudgetFuture, BudgetState, Charge, TokenAsk, TokenBudget, rfc3339};
-use crate::pg::cycle::PgCycle;
+use crate::pg::cycle::{PgCycle, Reservation};
 use crate::pg::writes::PendingWrite;
-use crate::pg::{PgDatabase, PgError, Query, Then};
+use crate::pg::{PgDatabase, PgError, Then};
 use crate::session::CycleGuard;
-
-/// The reservation, refused by a row naming the budget that cannot cover it.
-const RESERVE: &str =
-    "SELECT prefix, tokens, left_tokens, reserved, resets_at FROM planlock_budget_reserve($1, $2, $3, $4)";
 
 /// The settlement of reservations: ids, and what each used.
 const SETTLE: &str = "SELECT planlock_budget_settle($1::uuid[], $2::int8[])";
@@ -82,45 +78,75 @@ fn columns(charges: &[Charge]) -> (Vec<Uuid>, Vec<i64>) {
     (ids, used)
 }
 
+impl PgBudget {
+    /// `ask` as the cycle's reservation.
+    fn reservation(&self, ask: &TokenAsk<'_>) -> Reservation {
+        let tokens = i64::try_from(ask.tokens).unwrap_or(i64::MAX);
+        Reservation { id: ask.id, key: self.key.clone(), owner: self.owner, tokens, answer: None }
+    }
+
+    /// Sends `reservation` alone, now: its refusal's rows (none: reserved).
+    async fn send(&self, reservation: &Reservation) -> Result<Vec<tokio_postgres::Row>, BudgetError> {
+        let mut conn = self.db.connection().await.map_err(|e| self.unavailable("read", e.to_string()))?;
+        // Committed without waiting for the WAL flush: the budgets' rows are locked until the
+        // commit, and every reservation of the tenant waits for them (a flush each would put
+        // them in single file behind the disk). A server crash may lose the last reservations,
+        // whose calls then go uncharged; their cycles cannot save either.
+        conn.begin("BEGIN; SET LOCAL synchronous_commit = off");
+        let rows = conn
+            .pipeline(&[reservation.query()], Then::Commit)
+            .await
+            .map_err(|e| self.unavailable("read", crate::pg::reason(&e)))?;
+        Ok(rows.into_iter().next().unwrap_or_default())
+    }
+
+    /// The cycle of this session `cycle` holds, if any.
+    fn joined<'a>(&self, cycle: Option<&'a CycleGuard>) -> Option<&'a PgCycle> {
+        cycle.and_then(CycleGuard::held::<PgCycle>).filter(|c| c.is_of(&self.db, &self.key))
+    }
+}
+
+/// What a reservation's answer says: reserved, or refused by the budget its row names.
+fn answer(refused: &[tokio_postgres::Row], ask: &TokenAsk<'_>) -> Result<(), BudgetError> {
+    let Some(row) = refused.first() else { return Ok(()) };
+    let count = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
+    Err(ask.refused(row.get(0), count(1), count(2), count(3), row.get::<_, f64>(4) as i64))
+}
+
 impl TokenBudget for PgBudget {
     fn reserve<'a>(&'a self, ask: TokenAsk<'a>) -> BudgetFuture<'a, ()> {
+        Box::pin(async move { answer(&self.send(&self.reservation(&ask)).await?, &ask) })
+    }
+
+    /// In a cycle of this session, kept in the cycle to go with its first read (the memory
+    /// search's batch): the reservation costs no round trip of its own.
+    fn reserve_ahead<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
         Box::pin(async move {
-            let tokens = i64::try_from(ask.tokens).unwrap_or(i64::MAX);
-            let mut conn = self.db.connection().await.map_err(|e| self.unavailable("read", e.to_string()))?;
-            let params = [
-                (&ask.id as _, Type::UUID),
-                (&self.key as _, Type::TEXT),
-                (&self.owner as _, Type::UUID),
-                (&tokens as _, Type::INT8),
-            ];
-            // Committed without waiting for the WAL flush: the budgets' rows are locked until
-            // the commit, and every reservation of the tenant waits for them (a flush each would
-            // put them in single file behind the disk). A server crash may lose the last
-            // reservations, whose calls then go uncharged; their cycles cannot save either.
-            conn.begin("BEGIN; SET LOCAL synchronous_commit = off");
-            let refused = conn
-                .pipeline(&[Query::typed(RESERVE, &params)], Then::Commit)
-                .await
-                .map_err(|e| self.unavailable("read", crate::pg::reason(&e)))?;
-            let Some(row) = refused.into_iter().next().and_then(|rows| rows.into_iter().next()) else {
-                return Ok(());
-            };
-            let count = |i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
-            Err(BudgetError::Exhausted {
-                scope: row.get(0),
-                asked: ask.tokens,
-                limit: count(1),
-                left: count(2),
-                reserved: count(3),
-                resets_at: row.get::<_, f64>(4) as i64,
-            })
+            match self.joined(Some(cycle)) {
+                Some(joined) => {
+                    joined.reserve_ahead(self.reservation(&ask)).await;
+                    Ok(())
+                }
+                None => self.reserve(ask).await,
+            }
+        })
+    }
+
+    fn confirm<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
+        Box::pin(async move {
+            let Some(joined) = self.joined(Some(cycle)) else { return Ok(()) };
+            let Some(reservation) = joined.take_reservation().await else { return Ok(()) };
+            match &reservation.answer {
+                Some(rows) => answer(rows, &ask),
+                // Not sent yet (no read came first), or its batch failed: sent now.
+                None => answer(&self.send(&reservation).await?, &ask),
+            }
         })
     }
 
     fn settle<'a>(&'a self, charges: &'a [Charge], cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
         Box::pin(async move {
-            let joined = cycle.and_then(CycleGuard::held::<PgCycle>).filter(|c| c.is_of(&self.db, &self.key));
-            match joined {
+            match self.joined(cycle) {
                 Some(cycle) => {
                     let (ids, used) = columns(charges);
                     let write = PendingWrite {

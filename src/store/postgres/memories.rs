@@ -78,7 +78,14 @@ impl MemoryRepositoryPort for PgStore {
         let begin = Begin { deadline: call.deadline(), custom_plans: true };
         // The keys of the cycle's later steps: which are written is read with the search.
         let keys = in_cycle.map(|_| call.keys_ahead()).unwrap_or_default();
-        let (items, ahead, written, read) = self
+        // The cycle's token reservation, made at its start, goes with this batch (CONTRACT §20):
+        // its own transaction's rows are locked only until this commit.
+        let reservation = match in_cycle {
+            Some(cycle) => cycle.reservation_to_send().await,
+            None => None,
+        };
+        let mut reserved = None;
+        let searched = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
                 let search = if words.is_empty() {
                     Query::new(
@@ -118,7 +125,17 @@ impl MemoryRepositoryPort for PgStore {
                 if let Some(reads) = &reads {
                     batch.extend(reads.queries(&namespace));
                 }
-                let mut rows = match tx.pipeline(&batch, Then::Commit).await {
+                // Last, so the reads' rows keep their places; committed without waiting for the
+                // WAL flush, as every reservation is (`PgBudget`).
+                if let Some(reservation) = &reservation {
+                    batch.push(Query::new("SET LOCAL synchronous_commit = off", &[]));
+                    batch.push(reservation.query());
+                }
+                let ran = tx.pipeline(&batch, Then::Commit).await;
+                if let (Some(_), Ok(rows)) = (&reservation, &ran) {
+                    reserved = rows.last().cloned();
+                }
+                let mut rows = match ran {
                     Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => {
                         return Err(StoreError::Backend("the search was stopped at the step's deadline".into()));
                     }
@@ -140,7 +157,12 @@ impl MemoryRepositoryPort for PgStore {
                 };
                 Ok((items, ahead, written, read))
             })
-            .await?;
+            .await;
+        // Back in the cycle whatever became of the search: with its answer, or to be sent again.
+        if let (Some(cycle), Some(reservation)) = (in_cycle, reservation) {
+            cycle.answered(reservation, reserved).await;
+        }
+        let (items, ahead, written, read) = searched?;
         if let Some(cycle) = in_cycle {
             cycle.learn(&keys, written).await;
             if let Some(ahead) = ahead {
