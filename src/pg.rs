@@ -22,6 +22,7 @@ use std::sync::Arc;
 
 use tokio_postgres::Config;
 use tokio_postgres::config::Host;
+use tokio_postgres::error::SqlState;
 
 use crate::contract::registry::{Failure, FailureKind};
 
@@ -155,11 +156,23 @@ pub struct PgOptions {
     /// role without a tenant is refused once the database holds another tenant than `''`,
     /// unless it asks for this.
     pub all_tenants: bool,
+    /// How many statements each connection keeps prepared by name (256). `0`: none; every
+    /// statement is sent unnamed, which a pooler in transaction mode needs (PgBouncer before
+    /// 1.21, or without `max_prepared_statements`: it hands each transaction another server
+    /// connection), at the cost of the server parsing and planning each. The URL's
+    /// `statement_cache_capacity=N` wins.
+    pub statement_cache_capacity: usize,
 }
 
 impl Default for PgOptions {
     fn default() -> Self {
-        PgOptions { connect_timeout: DEFAULT_CONNECT_TIMEOUT, max_connections: 4, tenant: None, all_tenants: false }
+        PgOptions {
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_connections: 4,
+            tenant: None,
+            all_tenants: false,
+            statement_cache_capacity: conn::STATEMENT_CACHE,
+        }
     }
 }
 
@@ -174,6 +187,38 @@ impl PgOptions {
     pub fn tenant(self, tenant: impl Into<String>) -> PgOptions {
         PgOptions { tenant: Some(tenant.into()), ..self }
     }
+}
+
+/// The URL without planlock's own parameter `statement_cache_capacity` (as sqlx names it; the
+/// driver knows no such option), and its value: in a URL's query (`?statement_cache_capacity=0`)
+/// or as a `key=value` word of a connection string.
+fn statement_cache(url: &str) -> Result<(String, Option<usize>), PgError> {
+    const KEY: &str = "statement_cache_capacity";
+    if !url.contains(KEY) {
+        return Ok((url.to_owned(), None));
+    }
+    let mut found = None;
+    let mut keep = |pair: &str| match pair.strip_prefix(KEY).and_then(|rest| rest.strip_prefix('=')) {
+        Some(value) => {
+            found = Some(value.trim().parse::<usize>().map_err(|_| PgError::Url {
+                reason: format!("{KEY} is `{value}`: give a whole number of statements (0: none kept prepared)"),
+            }));
+            false
+        }
+        None => true,
+    };
+    let url = if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+        match url.split_once('?') {
+            Some((base, query)) => {
+                let kept: Vec<&str> = query.split('&').filter(|pair| keep(pair)).collect();
+                if kept.is_empty() { base.to_owned() } else { format!("{base}?{}", kept.join("&")) }
+            }
+            None => url.to_owned(),
+        }
+    } else {
+        url.split_whitespace().filter(|word| keep(word)).collect::<Vec<_>>().join(" ")
+    };
+    Ok((url, found.transpose()?))
 }
 
 /// A PostgreSQL database with planlock's schema: a connection pool, migrated on connect. Clones
@@ -209,6 +254,8 @@ impl PgDatabase {
 
     /// [`connect_with`](Self::connect_with), awaited.
     pub async fn connect_async(url: &str, options: PgOptions) -> Result<PgDatabase, PgError> {
+        let (url, cache) = statement_cache(url)?;
+        let cache = cache.unwrap_or(options.statement_cache_capacity);
         let mut config: Config =
             url.parse().map_err(|e: tokio_postgres::Error| PgError::Url { reason: e.to_string() })?;
         // A `connect_timeout` in the URL wins.
@@ -229,7 +276,7 @@ impl PgDatabase {
             let options = format!("{} -c planlock.tenant={tenant}", config.get_options().unwrap_or_default());
             config.options(options.trim());
         }
-        let mut first = conn::connect(&config, timeout, &target, &trips, tenant.as_ref()).await?;
+        let mut first = conn::connect(&config, timeout, &target, &trips, tenant.as_ref(), cache).await?;
         migrate(&mut first, &target).await?;
         let read_only = match &tenant {
             Some(tenant) => {
@@ -239,7 +286,7 @@ impl PgDatabase {
             None => tenant::refuse_crossing(&mut first, &target, options.all_tenants).await?,
         };
         let size = options.max_connections.max(1) as usize;
-        let mut pool = conn::Pool::new(config, timeout, target.clone(), size, trips, tenant);
+        let mut pool = conn::Pool::new(config, timeout, target.clone(), size, trips, tenant, cache);
         pool.read_only = read_only;
         first.read_only = read_only;
         let cycle_places = (size > 1).then(|| Arc::new(tokio::sync::Semaphore::new(size - 1)));
@@ -295,6 +342,14 @@ impl PgDatabase {
 /// What the server or the client said, without the connection string.
 pub(crate) fn reason(e: &tokio_postgres::Error) -> String {
     match e.as_db_error() {
+        // A named statement missing, or another client's: a pooler in transaction mode.
+        Some(db) if [SqlState::INVALID_SQL_STATEMENT_NAME, SqlState::DUPLICATE_PSTATEMENT].contains(db.code()) => {
+            format!(
+                "{} ({}); behind a pooler in transaction mode, add `statement_cache_capacity=0` to the URL",
+                db.message(),
+                db.code().code()
+            )
+        }
         Some(db) => format!("{} ({})", db.message(), db.code().code()),
         None => {
             let mut text = e.to_string();
@@ -378,4 +433,23 @@ pub(crate) fn like_patterns(words: &[String]) -> Vec<String> {
         pattern + "%"
     };
     words.iter().map(escape).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::statement_cache;
+
+    #[test]
+    fn the_statement_cache_is_read_from_either_form_and_taken_out() {
+        let url = "postgres://u@h/db?statement_cache_capacity=0&sslmode=disable";
+        assert_eq!(statement_cache(url).unwrap(), ("postgres://u@h/db?sslmode=disable".into(), Some(0)));
+        let url = "postgres://u@h/db?statement_cache_capacity=12";
+        assert_eq!(statement_cache(url).unwrap(), ("postgres://u@h/db".into(), Some(12)));
+        let url = "host=h  user=u statement_cache_capacity=0 dbname=db";
+        assert_eq!(statement_cache(url).unwrap(), ("host=h user=u dbname=db".into(), Some(0)));
+        let untouched = "host=h password='a  b'";
+        assert_eq!(statement_cache(untouched).unwrap(), (untouched.into(), None));
+        let refused = statement_cache("postgres://h/db?statement_cache_capacity=-1").unwrap_err();
+        assert!(refused.to_string().contains("give a whole number"), "{refused}");
+    }
 }

@@ -2,7 +2,10 @@
 //!
 //! - A [`Conn`] keeps every statement it has run prepared (a bounded cache keyed by the SQL
 //!   text): the server parses and plans planlock's few dozen statements once per connection,
-//!   which was most of its CPU per cycle.
+//!   which was most of its CPU per cycle. With a cache of 0 (`statement_cache_capacity=0` in the
+//!   URL: behind a pooler in transaction mode, which hands each transaction another server
+//!   connection, where a named statement is missing or another client's) every statement is
+//!   sent unnamed, parsed and planned each time, its parameters' types given.
 //! - Every statement goes through [`Conn::pipeline`]: the statements of a batch (and a deferred
 //!   `BEGIN`, and a `COMMIT` after them) are sent before any answer is awaited, so a batch is one
 //!   round trip to the server (tokio-postgres queues them in order on the connection). Each
@@ -24,9 +27,9 @@ use tokio_postgres::{Client, Config, Error, NoTls, Row, Statement};
 
 use super::{PgError, reason};
 
-/// The most statements one connection keeps prepared (planlock has a few dozen texts); past it
-/// the cache starts again.
-const MAX_PREPARED: usize = 256;
+/// The most statements one connection keeps prepared by default (planlock has a few dozen
+/// texts); past it the cache starts again.
+pub(crate) const STATEMENT_CACHE: usize = 256;
 
 /// A statement parameter with its type.
 pub(crate) type Param<'a> = (&'a (dyn ToSql + Sync), Type);
@@ -40,6 +43,15 @@ pub(crate) struct Query<'a> {
 }
 
 impl<'a> Query<'a> {
+    /// Each parameter with its type: as given, or the first of [`SENT_TYPES`] it accepts.
+    fn typed_params(&self) -> Vec<(&'a (dyn ToSql + Sync), Type)> {
+        self.params
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (*p, self.types.get(i).cloned().unwrap_or_else(|| type_of(*p))))
+            .collect()
+    }
+
     /// `sql` with `params`, their types inferred by the server.
     pub(crate) fn new(sql: &'a str, params: &[&'a (dyn ToSql + Sync)]) -> Query<'a> {
         Query { sql, types: Vec::new(), params: params.to_vec() }
@@ -50,6 +62,45 @@ impl<'a> Query<'a> {
         let types = params.iter().map(|(_, t)| t.clone()).collect();
         Query { sql, types, params: params.iter().map(|(v, _)| *v).collect() }
     }
+}
+
+/// The types planlock's statements take, in the order a parameter of unknown type is tried
+/// against them ([`type_of`]).
+const SENT_TYPES: [Type; 19] = [
+    Type::TEXT,
+    Type::INT8,
+    Type::INT4,
+    Type::INT2,
+    Type::FLOAT8,
+    Type::FLOAT4,
+    Type::BOOL,
+    Type::UUID,
+    Type::BYTEA,
+    Type::JSONB,
+    Type::TIMESTAMPTZ,
+    Type::TEXT_ARRAY,
+    Type::INT8_ARRAY,
+    Type::INT4_ARRAY,
+    Type::UUID_ARRAY,
+    Type::FLOAT4_ARRAY,
+    Type::FLOAT8_ARRAY,
+    Type::BYTEA_ARRAY,
+    Type::BOOL_ARRAY,
+];
+
+/// The type a parameter is sent as when its statement did not say: the first of [`SENT_TYPES`]
+/// the value accepts (`String` is `text`, `i64` is `int8`, `Vec<String>` is `text[]`), which
+/// the server casts where a statement needs another. What lets every statement go unnamed.
+fn type_of(param: &(dyn ToSql + Sync)) -> Type {
+    let mut scratch = bytes::BytesMut::new();
+    SENT_TYPES
+        .iter()
+        .find(|ty| {
+            scratch.clear();
+            !matches!(param.to_sql_checked(ty, &mut scratch), Err(e) if e.is::<tokio_postgres::types::WrongType>())
+        })
+        .cloned()
+        .unwrap_or(Type::UNKNOWN)
 }
 
 /// How a batch ends its transaction.
@@ -76,6 +127,8 @@ pub(crate) struct Conn {
     tenant: Option<Arc<str>>,
     /// Every transaction is read only (a role that sees every tenant, asked to: `--all-tenants`).
     pub(crate) read_only: bool,
+    /// How many statements are kept prepared by name; 0: every statement is sent unnamed.
+    cache: usize,
 }
 
 impl Conn {
@@ -99,7 +152,7 @@ impl Conn {
         }
         self.trips.fetch_add(1, Ordering::Relaxed);
         let statement = self.client.prepare_typed(sql, types).await?;
-        if self.prepared.len() >= MAX_PREPARED {
+        if self.prepared.len() >= self.cache {
             self.prepared.clear();
         }
         self.prepared.insert(sql.to_owned(), statement.clone());
@@ -123,8 +176,10 @@ impl Conn {
         then: Then,
     ) -> Result<Vec<Vec<Row>>, (Option<usize>, Error)> {
         let mut statements = Vec::with_capacity(queries.len());
-        for query in queries {
-            statements.push(self.statement(query.sql, &query.types).await.map_err(|e| (None, e))?);
+        if self.cache > 0 {
+            for query in queries {
+                statements.push(self.statement(query.sql, &query.types).await.map_err(|e| (None, e))?);
+            }
         }
         // A batch outside a transaction carries its tenant too (CONTRACT §20, amended): it is
         // sent in one of its own, begun with `SET LOCAL planlock.tenant` and committed with it,
@@ -157,7 +212,14 @@ impl Conn {
                 None => Ok(()),
             }
         };
-        let ran = join_all(statements.iter().zip(queries).map(|(s, q)| client.query(s, &q.params)));
+        let ran = async {
+            if self.cache > 0 {
+                join_all(statements.iter().zip(queries).map(|(s, q)| client.query(s, &q.params))).await
+            } else {
+                let typed: Vec<_> = queries.iter().map(Query::typed_params).collect();
+                join_all(queries.iter().zip(&typed).map(|(q, params)| client.query_typed(q.sql, params))).await
+            }
+        };
         let committed = async {
             match commit {
                 true => client.batch_execute("COMMIT").await,
@@ -244,6 +306,7 @@ pub(crate) async fn connect(
     target: &str,
     trips: &Arc<AtomicU64>,
     tenant: Option<&Arc<str>>,
+    cache: usize,
 ) -> Result<Conn, PgError> {
     let failed = |reason: String| PgError::Connect { target: target.to_owned(), reason };
     let runtime = crate::io::runtime().map_err(failed)?;
@@ -260,7 +323,16 @@ pub(crate) async fn connect(
     match attempt.await {
         Ok(Ok(client)) => {
             let (prepared, begin, tenant) = (HashMap::new(), None, tenant.cloned());
-            Ok(Conn { client, prepared, in_transaction: false, begin, trips: trips.clone(), tenant, read_only: false })
+            Ok(Conn {
+                client,
+                prepared,
+                in_transaction: false,
+                begin,
+                trips: trips.clone(),
+                tenant,
+                read_only: false,
+                cache,
+            })
         }
         Ok(Err(Some(e))) => Err(failed(reason(&e))),
         Ok(Err(None)) => Err(failed(format!("no answer within {} ms (connect timeout)", timeout.as_millis()))),
@@ -281,6 +353,8 @@ pub(crate) struct Pool {
     tenant: Option<Arc<str>>,
     /// Whether its connections' transactions are all read only.
     pub(crate) read_only: bool,
+    /// How many statements each connection keeps prepared (0: none, all sent unnamed).
+    cache: usize,
 }
 
 impl Pool {
@@ -293,9 +367,10 @@ impl Pool {
         size: usize,
         trips: Arc<AtomicU64>,
         tenant: Option<Arc<str>>,
+        cache: usize,
     ) -> Pool {
         let permits = Arc::new(Semaphore::new(size.max(1)));
-        Pool { config, timeout, target, idle: Mutex::default(), permits, trips, tenant, read_only: false }
+        Pool { config, timeout, target, idle: Mutex::default(), permits, trips, tenant, read_only: false, cache }
     }
 
     /// The round trips its connections have made to the server.
@@ -314,7 +389,8 @@ impl Pool {
             Some(conn) if !conn.is_closed() => conn,
             _ => {
                 let mut conn =
-                    connect(&self.config, self.timeout, &self.target, &self.trips, self.tenant.as_ref()).await?;
+                    connect(&self.config, self.timeout, &self.target, &self.trips, self.tenant.as_ref(), self.cache)
+                        .await?;
                 conn.read_only = self.read_only;
                 conn
             }

@@ -276,6 +276,57 @@ pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(ser
     assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
 }
 
+/// Behind PgBouncer in transaction pooling (Debian's 1.18: no named statements across
+/// transactions), dropping the startup option that names the tenant, with
+/// `statement_cache_capacity=0`: every statement unnamed and every batch carrying its tenant.
+/// Four workers of tenant acme pause, are approved through the CLI and resume their sessions
+/// while tenant `''`'s pause and budget stay out of acme's sight.
+pub(super) fn a_tenant_is_its_own_behind_a_transaction_pooler(server: &PgServer) {
+    let url = app_database(server, "txpooled");
+    let fx = reviewed_fixture();
+    let plain = PgDatabase::connect(&url).unwrap();
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&plain, "s1").unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(runtime);
+    block_on(planlock::session::postgres::set_budget(&plain, "", 1000, std::time::Duration::from_secs(86_400)))
+        .unwrap();
+    let Some(bouncer) = crate::common::pg::PgBouncer::start(server, "txpooled", ROLE, "transaction") else {
+        assert!(std::env::var("CI").is_err(), "CI installs Debian's pgbouncer (.ci/run)");
+        eprintln!("SKIPPED: no /usr/sbin/pgbouncer: the pooler test did not run");
+        return;
+    };
+    let pooled = format!("{} statement_cache_capacity=0", bouncer.url("txpooled", ROLE));
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..4)
+            .map(|w| {
+                let (pooled, fx) = (&pooled, &fx);
+                scope.spawn(move || {
+                    let acme = tenant_db(pooled, "acme");
+                    let key = format!("w{w}");
+                    let mut runtime = reviewed_runtime(fx, PgSessionStore::open(&acme, &key).unwrap(), |s| s);
+                    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+                    let args = ["inbox", "approve", "--by", "ada", "--reason", "checked", key.as_str()];
+                    let (code, _, text) = cli(pooled, "acme", &args);
+                    assert_eq!(code, Some(0), "{text}");
+                    let resumed = runtime.run_cycle_blocking();
+                    assert!(matches!(resumed, Ok(RunOutcome::Completed(_))), "{resumed:?}");
+                })
+            })
+            .collect();
+        for worker in workers {
+            worker.join().unwrap();
+        }
+    });
+    let (code, listed, text) = cli(&pooled, "acme", &["inbox", "list"]);
+    assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(0)), "{text}");
+    let (code, budgets, text) = cli(&pooled, "acme", &["budget", "show"]);
+    assert_eq!((code, &budgets["budgets"]), (Some(0), &serde_json::json!([])), "{text}");
+    let (code, listed, text) = cli(&pooled, "", &["inbox", "list"]);
+    assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
+    let (code, status, text) = cli(&pooled, "acme", &["status", "--session", "w0"]);
+    assert_eq!((code, &status["session"]["cycle"]), (Some(0), &serde_json::json!(1)), "{text}");
+}
+
 /// A schema that distributes by tenant (CONTRACT §20, amended): every primary key and unique
 /// index of every planlock table carries the tenant, as a sharded PostgreSQL (Citus) needs of
 /// its distribution column. Read from `pg_catalog`.
