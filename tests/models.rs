@@ -107,17 +107,31 @@ fn a_budget_is_charged_what_the_server_reports(m: &Models) {
         assert_eq!(out.status.code(), Some(0), "{}", text(&out));
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
-    budget(&["set", "--tokens", "100000"]);
-    let run = || {
+    let run_in = |root_s: &str, plan_s: &str| {
         let model = ["--llm-url", &m.chat.url, "--llm-model", "smollm2"];
         let args = [&["--format", "json", "run", "--root", root_s, "--policy-root", pol_s][..], &model, &[plan_s]];
         let out = planlock(&args.concat());
         (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
     };
+    let run = || run_in(root_s, plan_s);
+    // What the cycle reserves at its start, as a budget of one token's refusal says it.
+    let reserved_by = |root_s: &str, plan_s: &str| {
+        budget(&["set", "--tokens", "1"]);
+        let (_, refused) = run_in(root_s, plan_s);
+        let message = refused["error"].as_str().unwrap_or_default().to_owned();
+        let asked = message.split("nothing of which was sent: ").nth(1).and_then(|m| m.split(' ').next());
+        asked.and_then(|n| n.parse::<u64>().ok()).unwrap_or_else(|| panic!("{refused}"))
+    };
+    let reserved = reserved_by(root_s, plan_s);
+    budget(&["set", "--tokens", "100000"]);
     let (code, report) = run();
     assert_eq!(code, Some(0), "{report}");
     let usage = &report["model"]["usage"];
     let spent = usage["inputTokens"].as_u64().unwrap() + usage["outputTokens"].as_u64().unwrap();
+    // The overshoot (CONTRACT §20): what a cycle may use beyond what it reserved comes only from
+    // the input's estimate (a token per 3 bytes): here, none.
+    assert!(spent <= reserved, "the cycle used {spent} tokens of the {reserved} it reserved: {report}");
+    println!("models: a demo cycle on SmolLM2 reserved {reserved} tokens and used {spent}");
     let shown = &budget(&["show"])["budgets"][0];
     assert_eq!((shown["used"].as_u64(), shown["reserved"].as_u64()), (Some(spent), Some(0)), "{shown} {report}");
     // Ten tokens more than that: the next call's estimate does not fit; it is never sent.
@@ -127,6 +141,40 @@ fn a_budget_is_charged_what_the_server_reports(m: &Models) {
     assert_eq!(refused["model"]["usage"]["inputTokens"].as_u64(), Some(0), "nothing was sent: {refused}");
     assert_eq!(budget(&["show"])["budgets"][0]["used"].as_u64(), Some(spent));
     println!("models: a cycle on SmolLM2 charged {spent} tokens, as the server reported them");
+    // The worst input for the estimate: digits, each its own token on SmolLM2's tokenizer. A
+    // byte-level tokenizer makes at most a token of each byte, so a call's input can pass its
+    // estimate by at most 2/3 of its bytes, plus what the server's chat template adds.
+    let digits: String = (0..1200).map(|i| char::from(b'0' + (i * 7 % 10) as u8)).collect();
+    let worst_dir = dir.path().join("worst");
+    std::fs::create_dir_all(sessions.join("w")).unwrap();
+    std::fs::create_dir_all(&worst_dir).unwrap();
+    let worst = plan_file(&worst_dir, |v| {
+        for step in v["steps"].as_array_mut().unwrap() {
+            if step["type"] == "PromptAssemble" {
+                step["payload"]["template"] = serde_json::json!(digits);
+                step["payload"]["vars"] = serde_json::json!({});
+            }
+            if step["type"] == "LLMCall" {
+                step["payload"]["config"] = serde_json::json!({ "max_tokens": 8 });
+            }
+        }
+    });
+    let (worst_s, worst_root) = (worst.to_str().unwrap(), sessions.join("w"));
+    let worst_root = worst_root.to_str().unwrap();
+    let worst_reserved = reserved_by(worst_root, worst_s);
+    budget(&["set", "--tokens", "1000000"]);
+    let (code, report) = run_in(worst_root, worst_s);
+    assert_eq!(code, Some(0), "{report}");
+    let usage = &report["model"]["usage"];
+    let input = usage["inputTokens"].as_u64().unwrap();
+    let used = input + usage["outputTokens"].as_u64().unwrap();
+    let bytes = digits.len() as u64;
+    assert!(input <= bytes + 200, "at most a token a byte and the templates' own: {input} for {bytes} bytes");
+    println!(
+        "models: {bytes} digits: the cycle reserved {worst_reserved} tokens and used {used} ({input} of input): \
+         {} over",
+        used.saturating_sub(worst_reserved)
+    );
 }
 
 fn usage_tokens_are_on_the_chat_span(m: &Models) {
