@@ -174,7 +174,8 @@ impl Backend for PgBackend {
             let rows = self
                 .query(
                     "reading the recent notifications",
-                    "SELECT session_key, event FROM planlock_approval_log WHERE logged_at >= $1::text::timestamptz
+                    "SELECT session_key, event FROM planlock_approval_log
+                     WHERE planlock_mine(tenant) AND logged_at >= $1::text::timestamptz
                      ORDER BY seq LIMIT $2",
                     &[(&since, Type::TEXT), (&limit, Type::INT8)],
                 )
@@ -239,7 +240,7 @@ impl Backend for PgBackend {
                 "finishing a delivery",
                 "UPDATE planlock_deliveries SET attempts = attempts + 1, next_at = $4::text::timestamptz, done = $5,
                    lease_owner = NULL, lease_until = NULL
-                 WHERE session_key = $1 AND event_id = $2 AND hook = $3 AND lease_owner = $6",
+                 WHERE planlock_mine(tenant) AND session_key = $1 AND event_id = $2 AND hook = $3 AND lease_owner = $6",
                 &[
                     (&claim.session, Type::TEXT),
                     (&claim.id, Type::TEXT),

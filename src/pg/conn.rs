@@ -136,7 +136,8 @@ impl Conn {
     fn scoped(&self, begin: &str) -> String {
         let mut sql = begin.to_owned();
         if self.read_only {
-            sql.push_str("; SET TRANSACTION READ ONLY");
+            // Every tenant's rows, read only (`planlock_mine`, schema 16).
+            sql.push_str("; SET TRANSACTION READ ONLY; SET LOCAL planlock.all_tenants = 'on'");
         }
         if let Some(tenant) = &self.tenant {
             sql.push_str(&format!("; SET LOCAL planlock.tenant = '{tenant}'"));

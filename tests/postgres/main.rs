@@ -179,6 +179,7 @@ const TESTS: &[(&str, Test)] = &[
         a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options,
     ),
     ("a_tenant_is_its_own_behind_a_transaction_pooler", a_tenant_is_its_own_behind_a_transaction_pooler),
+    ("every_statement_names_its_tenant", every_statement_names_its_tenant),
     ("every_key_carries_the_tenant", every_key_carries_the_tenant),
     (
         "a_role_that_sees_every_tenant_needs_a_tenant_or_reads_only",

@@ -49,101 +49,7 @@ pub(super) fn a_tenant_can_never_reach_another_tenants_sessions(server: &PgServe
     let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&acme, "s1").unwrap(), |s| s);
     assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
     drop(runtime);
-    let (code, json, text) = cli(&url, "acme", &["inbox", "list"]);
-    assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
-
-    // The console over the database serves one tenant: acme's shows its pause, globex's none,
-    // and not the session's page either.
-    for (tenant, pending) in [("acme", true), ("globex", false)] {
-        use crate::common::console::serve;
-        let console = serve(&["--database".as_ref(), url.as_ref(), "--tenant".as_ref(), tenant.as_ref()], &[]);
-        let cookie = console.sign_in("ada");
-        let inbox = console.get(&cookie, "/inbox").body;
-        assert_eq!(inbox.contains("<title>(1) Inbox"), pending, "{tenant}: {inbox}");
-        assert_eq!(inbox.contains("/inbox/s1"), pending, "{tenant}: {inbox}");
-        let page = console.get(&cookie, "/sessions/s1");
-        assert_eq!(page.body.contains("PersistMemory"), pending, "{tenant}: {}", page.body);
-    }
-
-    // Or the tenant its access file's users work in; users of two tenants get no console.
-    let dir = tempfile::tempdir().unwrap();
-    let access = dir.path().join("access.yaml");
-    let user = |u: &str, t: &str| {
-        format!("  {u}: {{ tokenSha256: \"{}\", tenant: {t} }}\n", planlock::review::access::token_sha256(u))
-    };
-    std::fs::write(&access, format!("users:\n{}", user("ada", "acme"))).unwrap();
-    let console = crate::common::console::serve(
-        &["--database".as_ref(), url.as_ref(), "--access".as_ref(), access.as_os_str()],
-        &[],
-    );
-    let origin = console.origin();
-    let reply = console.request("POST", "/login", &[("Origin", &origin)], "token=ada");
-    let cookie = reply
-        .headers
-        .lines()
-        .find_map(|l| l.strip_prefix("set-cookie: "))
-        .unwrap()
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    assert!(console.get(&cookie, "/inbox").body.contains("/inbox/s1"), "ada works in acme");
-    drop(console);
-    std::fs::write(&access, format!("users:\n{}{}", user("ada", "acme"), user("gus", "globex"))).unwrap();
-    let out = crate::common::cli::planlock()
-        .args(["serve", "--listen", "127.0.0.1:0", "--database", &url, "--access"])
-        .arg(&access)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success() && text.contains("several tenants (acme, globex)"), "{text}");
-
-    // globex, with the same key and guessed ones: nothing.
-    for key in ["s1", "S1", "s1 ", "acme/s1", "%", "s1'; DROP TABLE planlock_sessions; --"] {
-        for args in [
-            &["status", "--session", key][..],
-            &["status", "--session", key, "--history", "9"],
-            &["abandon", "--session", key],
-            &["inbox", "show", key],
-            &["inbox", "log", key],
-            &["inbox", "approve", "--by", "mallory", "--reason", "x", key],
-            &["inbox", "reject", "--by", "mallory", "--reason", "x", key],
-            &["memory", "search", "--session", key, "anything"],
-            &["decisions", "--session", key],
-        ] {
-            let (code, json, text) = cli(&url, "globex", args);
-            // "Not found", whatever the command: no session, nothing paused, or nothing in it.
-            let empty = |field: &str| json[field].as_array().is_some_and(Vec::is_empty);
-            let nothing = match code {
-                Some(3) => json["errorCode"] == "unknown-session",
-                Some(1) => json["errorCode"] == "nothing-paused",
-                Some(0) => empty("events") || empty("items") || (empty("decisions") && empty("anchors")),
-                _ => false,
-            };
-            assert!(nothing, "{args:?}: {code:?} {text}");
-        }
-    }
-    let (code, json, text) = cli(&url, "globex", &["inbox", "list"]);
-    assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(0)), "{text}");
-    // Nor through the library: globex's stores in acme's namespace are empty.
-    let globex = tenant_db(&url, "globex");
-    assert!(block_on(PgStore::new(&globex, "s1").search(&Call::new(), "", 10)).unwrap().is_empty());
-    assert!(block_on(PgStore::new(&acme, "s1").search(&Call::new(), "", 10)).unwrap().is_empty(), "paused first");
-
-    // globex's own `s1` is its own: a cold start, while acme's stays paused.
-    let mut theirs = reviewed_runtime(&fx, PgSessionStore::open(&globex, "s1").unwrap(), |s| s);
-    assert!(matches!(theirs.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
-    drop(theirs);
-    let (code, json, text) = cli(&url, "globex", &["inbox", "approve", "--by", "gus", "--reason", "ok", "s1"]);
-    assert_eq!(code, Some(0), "{json} {text}");
-    let (_, json, text) = cli(&url, "acme", &["status", "--session", "s1"]);
-    assert!(json["intervention"].is_object(), "acme's pause is untouched by globex's decision: {text}");
-    let (code, _, text) = cli(&url, "acme", &["inbox", "show", "s1"]);
-    assert_eq!(code, Some(0), "{text}");
-    let (_, json, _) = cli(&url, "acme", &["inbox", "log", "s1"]);
-    assert!(json["events"].as_array().unwrap().iter().all(|e| e["event"] != "decided"), "{json}");
-    let (_, json, _) = cli(&url, "globex", &["inbox", "log", "s1"]);
-    assert!(json["events"].as_array().unwrap().iter().any(|e| e["event"] == "decided"), "{json}");
+    acme_is_out_of_globex_s_reach(&url, &fx, &acme);
 
     // Below the application: the role sees only the tenant it sets, and cannot write another's.
     let app = url.clone();
@@ -393,4 +299,137 @@ pub(super) fn a_role_that_sees_every_tenant_needs_a_tenant_or_reads_only(server:
         .unwrap()
         .get(0);
     assert_eq!(events, 0, "nothing recorded");
+}
+
+/// Tenant acme's paused `s1` is out of tenant globex's reach through every CLI command, the
+/// console and the library, and globex's own `s1` is its own.
+fn acme_is_out_of_globex_s_reach(url: &str, fx: &Fixture, acme: &PgDatabase) {
+    let url = url.to_owned();
+    let (code, json, text) = cli(&url, "acme", &["inbox", "list"]);
+    assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
+
+    // The console over the database serves one tenant: acme's shows its pause, globex's none,
+    // and not the session's page either.
+    for (tenant, pending) in [("acme", true), ("globex", false)] {
+        use crate::common::console::serve;
+        let console = serve(&["--database".as_ref(), url.as_ref(), "--tenant".as_ref(), tenant.as_ref()], &[]);
+        let cookie = console.sign_in("ada");
+        let inbox = console.get(&cookie, "/inbox").body;
+        assert_eq!(inbox.contains("<title>(1) Inbox"), pending, "{tenant}: {inbox}");
+        assert_eq!(inbox.contains("/inbox/s1"), pending, "{tenant}: {inbox}");
+        let page = console.get(&cookie, "/sessions/s1");
+        assert_eq!(page.body.contains("PersistMemory"), pending, "{tenant}: {}", page.body);
+    }
+
+    // Or the tenant its access file's users work in; users of two tenants get no console.
+    let dir = tempfile::tempdir().unwrap();
+    let access = dir.path().join("access.yaml");
+    let user = |u: &str, t: &str| {
+        format!("  {u}: {{ tokenSha256: \"{}\", tenant: {t} }}\n", planlock::review::access::token_sha256(u))
+    };
+    std::fs::write(&access, format!("users:\n{}", user("ada", "acme"))).unwrap();
+    let console = crate::common::console::serve(
+        &["--database".as_ref(), url.as_ref(), "--access".as_ref(), access.as_os_str()],
+        &[],
+    );
+    let origin = console.origin();
+    let reply = console.request("POST", "/login", &[("Origin", &origin)], "token=ada");
+    let cookie = reply
+        .headers
+        .lines()
+        .find_map(|l| l.strip_prefix("set-cookie: "))
+        .unwrap()
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    assert!(console.get(&cookie, "/inbox").body.contains("/inbox/s1"), "ada works in acme");
+    drop(console);
+    std::fs::write(&access, format!("users:\n{}{}", user("ada", "acme"), user("gus", "globex"))).unwrap();
+    let out = crate::common::cli::planlock()
+        .args(["serve", "--listen", "127.0.0.1:0", "--database", &url, "--access"])
+        .arg(&access)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && text.contains("several tenants (acme, globex)"), "{text}");
+
+    // globex, with the same key and guessed ones: nothing.
+    for key in ["s1", "S1", "s1 ", "acme/s1", "%", "s1'; DROP TABLE planlock_sessions; --"] {
+        for args in [
+            &["status", "--session", key][..],
+            &["status", "--session", key, "--history", "9"],
+            &["abandon", "--session", key],
+            &["inbox", "show", key],
+            &["inbox", "log", key],
+            &["inbox", "approve", "--by", "mallory", "--reason", "x", key],
+            &["inbox", "reject", "--by", "mallory", "--reason", "x", key],
+            &["memory", "search", "--session", key, "anything"],
+            &["decisions", "--session", key],
+        ] {
+            let (code, json, text) = cli(&url, "globex", args);
+            // "Not found", whatever the command: no session, nothing paused, or nothing in it.
+            let empty = |field: &str| json[field].as_array().is_some_and(Vec::is_empty);
+            let nothing = match code {
+                Some(3) => json["errorCode"] == "unknown-session",
+                Some(1) => json["errorCode"] == "nothing-paused",
+                Some(0) => empty("events") || empty("items") || (empty("decisions") && empty("anchors")),
+                _ => false,
+            };
+            assert!(nothing, "{args:?}: {code:?} {text}");
+        }
+    }
+    let (code, json, text) = cli(&url, "globex", &["inbox", "list"]);
+    assert_eq!((code, json["pauses"].as_array().map(Vec::len)), (Some(0), Some(0)), "{text}");
+    // Nor through the library: globex's stores in acme's namespace are empty.
+    let globex = tenant_db(&url, "globex");
+    assert!(block_on(PgStore::new(&globex, "s1").search(&Call::new(), "", 10)).unwrap().is_empty());
+    assert!(block_on(PgStore::new(acme, "s1").search(&Call::new(), "", 10)).unwrap().is_empty(), "paused first");
+
+    // globex's own `s1` is its own: a cold start, while acme's stays paused.
+    let mut theirs = reviewed_runtime(fx, PgSessionStore::open(&globex, "s1").unwrap(), |s| s);
+    assert!(matches!(theirs.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(theirs);
+    let (code, json, text) = cli(&url, "globex", &["inbox", "approve", "--by", "gus", "--reason", "ok", "s1"]);
+    assert_eq!(code, Some(0), "{json} {text}");
+    let (_, json, text) = cli(&url, "acme", &["status", "--session", "s1"]);
+    assert!(json["intervention"].is_object(), "acme's pause is untouched by globex's decision: {text}");
+    let (code, _, text) = cli(&url, "acme", &["inbox", "show", "s1"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (_, json, _) = cli(&url, "acme", &["inbox", "log", "s1"]);
+    assert!(json["events"].as_array().unwrap().iter().all(|e| e["event"] != "decided"), "{json}");
+    let (_, json, _) = cli(&url, "globex", &["inbox", "log", "s1"]);
+    assert!(json["events"].as_array().unwrap().iter().any(|e| e["event"] == "decided"), "{json}");
+}
+
+/// Every statement planlock sends names its tenant (CONTRACT §20, amended), so that row-level
+/// security is the second wall, not the only one: with the policies of every planlock table
+/// turned off, tenant globex still reaches nothing of acme's. On the code before, statements
+/// found rows by key alone: globex listed and decided on acme's pause.
+pub(super) fn every_statement_names_its_tenant(server: &PgServer) {
+    let url = app_database(server, "walls");
+    let fx = reviewed_fixture();
+    let acme = tenant_db(&url, "acme");
+    let mut client = postgres::Client::connect(&server.url("walls"), postgres::NoTls).unwrap();
+    let tables: Vec<String> = client
+        .query("SELECT relname::text FROM pg_class WHERE relname LIKE 'planlock\\_%' AND relrowsecurity", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert!(tables.len() > 10, "{tables:?}");
+    for table in &tables {
+        client
+            .batch_execute(&format!("ALTER TABLE {table} NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY"))
+            .unwrap();
+    }
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&acme, "s1").unwrap(), |s| s);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
+    drop(runtime);
+    block_on(planlock::session::postgres::set_budget(&acme, "", 1000, std::time::Duration::from_secs(86_400))).unwrap();
+    acme_is_out_of_globex_s_reach(&url, &fx, &acme);
+    let (code, budgets, text) = cli(&url, "globex", &["budget", "show"]);
+    assert_eq!((code, &budgets["budgets"]), (Some(0), &serde_json::json!([])), "{text}");
+    let (code, budgets, text) = cli(&url, "acme", &["budget", "show"]);
+    assert_eq!((code, budgets["budgets"].as_array().map(Vec::len)), (Some(0), Some(1)), "{text}");
 }

@@ -171,16 +171,20 @@ pub async fn budgets(db: &PgDatabase) -> Result<Vec<BudgetState>, PgError> {
     // The settled reservations not yet folded in, counted as folded.
     let sql = "SELECT x.prefix, x.tokens, x.period_secs,
                       CASE WHEN x.period_start < planlock_period_start(x.period_secs) THEN 0
-                           ELSE x.used + coalesce(f.charged, 0)::int8 END,
+                           ELSE greatest(x.used + coalesce(f.charged, 0)::int8, 0) END,
                       CASE WHEN x.period_start < planlock_period_start(x.period_secs) THEN 0
                            ELSE greatest(x.reserved - coalesce(f.back, 0)::int8, 0) END,
                       extract(epoch FROM planlock_period_start(x.period_secs))::float8 + x.period_secs
                FROM planlock_budgets x LEFT JOIN (
-                   SELECT h.prefix, h.period_start, sum(greatest(coalesce(h.used, 0), 0)) AS charged,
+                   SELECT h.tenant, h.prefix, h.period_start,
+                          sum(greatest(coalesce(h.used, 0), 0)
+                              - CASE WHEN h.state = 'recharged' THEN h.tokens ELSE 0 END) AS charged,
                           sum(CASE WHEN h.state = 'settled' THEN h.tokens ELSE 0 END) AS back
-                   FROM planlock_budget_holds h WHERE h.state IN ('settled', 'late')
-                   GROUP BY h.prefix, h.period_start) f
-                 ON f.prefix = x.prefix AND f.period_start = x.period_start
+                   FROM planlock_budget_holds h
+                   WHERE planlock_mine(h.tenant) AND h.state IN ('settled', 'late', 'recharged')
+                   GROUP BY h.tenant, h.prefix, h.period_start) f
+                 ON f.tenant = x.tenant AND f.prefix = x.prefix AND f.period_start = x.period_start
+               WHERE planlock_mine(x.tenant)
                ORDER BY x.prefix";
     let rows = conn.query_typed(sql, &[]).await.map_err(db.failed("reading the token budgets"))?;
     let count = |row: &tokio_postgres::Row, i: usize| u64::try_from(row.get::<_, i64>(i)).unwrap_or(0);
@@ -204,7 +208,7 @@ pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Dura
     let (tokens, secs) = (i64::try_from(tokens).unwrap_or(i64::MAX), i64::try_from(period.as_secs()).unwrap_or(1));
     // A new period starts now, aligned to itself; the reservations in flight move with it, so
     // that their settlement finds the budget they were made from.
-    let sql = "WITH old AS (SELECT period_start FROM planlock_budgets WHERE prefix = $1 FOR UPDATE),
+    let sql = "WITH old AS (SELECT period_start FROM planlock_budgets WHERE planlock_mine(tenant) AND prefix = $1 FOR UPDATE),
                     kept AS (
                       INSERT INTO planlock_budgets AS b (prefix, tokens, period_secs, period_start)
                       VALUES ($1, $2, $3, planlock_period_start($3))
@@ -214,7 +218,7 @@ pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Dura
                                             ELSE EXCLUDED.period_start END
                       RETURNING period_start)
                UPDATE planlock_budget_holds h SET period_start = (SELECT period_start FROM kept)
-               WHERE h.prefix = $1 AND h.state NOT IN ('released', 'charged') AND h.period_start = (SELECT period_start FROM old)";
+               WHERE planlock_mine(h.tenant) AND h.prefix = $1 AND h.state NOT IN ('released', 'charged') AND h.period_start = (SELECT period_start FROM old)";
     let mut conn = db.connection().await?;
     let params = [(&prefix as _, Type::TEXT), (&tokens as _, Type::INT8), (&secs as _, Type::INT8)];
     conn.query_typed(sql, &params).await.map_err(db.failed("setting a token budget"))?;
@@ -224,8 +228,8 @@ pub async fn set_budget(db: &PgDatabase, prefix: &str, tokens: u64, period: Dura
 /// Removes the budget of `prefix` from `db`'s tenant; whether there was one.
 pub async fn remove_budget(db: &PgDatabase, prefix: &str) -> Result<bool, PgError> {
     let mut conn = db.connection().await?;
-    let sql = "WITH gone AS (DELETE FROM planlock_budgets WHERE prefix = $1 RETURNING 1),
-                    holds AS (DELETE FROM planlock_budget_holds WHERE prefix = $1)
+    let sql = "WITH gone AS (DELETE FROM planlock_budgets WHERE planlock_mine(tenant) AND prefix = $1 RETURNING 1),
+                    holds AS (DELETE FROM planlock_budget_holds WHERE planlock_mine(tenant) AND prefix = $1)
                SELECT count(*) FROM gone";
     let rows = conn.query_typed(sql, &[(&prefix, Type::TEXT)]).await.map_err(db.failed("removing a token budget"))?;
     Ok(rows.first().is_some_and(|r| r.get::<_, i64>(0) > 0))

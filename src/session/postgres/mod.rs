@@ -172,7 +172,7 @@ impl PgSessionStore {
         let holder = conn
             .query_typed_opt(
                 "SELECT lease_owner, GREATEST(EXTRACT(EPOCH FROM lease_until - now())::float8, 0)
-                 FROM planlock_sessions WHERE session_key = $1",
+                 FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1",
                 &[(&store.records.key, Type::TEXT)],
             )
             .await
@@ -259,7 +259,7 @@ impl PgSessionStore {
                UPDATE planlock_sessions
                SET {set}{last}, row_version = row_version + 1, lease_until = now() + make_interval(secs => $4::float8),
                    updated_at = now()
-               WHERE session_key = $1 AND row_version = $2 AND lease_owner = $3
+               WHERE planlock_mine(tenant) AND session_key = $1 AND row_version = $2 AND lease_owner = $3
                RETURNING row_version)
              SELECT COALESCE((SELECT row_version FROM written), planlock_fenced($1))"
         );
@@ -379,15 +379,15 @@ impl PgSessionStore {
 const HISTORY_SQL: &str = "WITH added AS (
        INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
        SELECT $1, $2, $3, $4, $7
-       WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE session_key = $1 AND lease_owner = $5)
+       WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1 AND lease_owner = $5)
        RETURNING seq),
      touched AS (
        UPDATE planlock_sessions SET last_outcome = $3, last_class = $7, last_cycle_at = now()
-       WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added)),
+       WHERE planlock_mine(tenant) AND session_key = $1 AND EXISTS (SELECT 1 FROM added)),
      dropped AS (
        DELETE FROM planlock_cycle_history
-       WHERE session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
-         SELECT seq FROM planlock_cycle_history WHERE session_key = $1
+       WHERE planlock_mine(tenant) AND session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
+         SELECT seq FROM planlock_cycle_history WHERE planlock_mine(tenant) AND session_key = $1
          ORDER BY seq DESC OFFSET $6 LIMIT 1))
      SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
 
@@ -400,8 +400,8 @@ const HISTORY_AFTER_SAVE: &str = "WITH added AS (
        VALUES ($1, $2, $3, $4, $7) RETURNING seq),
      dropped AS (
        DELETE FROM planlock_cycle_history
-       WHERE session_key = $1 AND seq <= (
-         SELECT seq FROM planlock_cycle_history WHERE session_key = $1
+       WHERE planlock_mine(tenant) AND session_key = $1 AND seq <= (
+         SELECT seq FROM planlock_cycle_history WHERE planlock_mine(tenant) AND session_key = $1
          ORDER BY seq DESC OFFSET $6 LIMIT 1))
      SELECT seq FROM added";
 
@@ -451,7 +451,7 @@ impl Drop for PgSessionStore {
         let give_back = async move {
             let mut conn = db.connection().await.ok()?;
             let sql = "UPDATE planlock_sessions SET lease_owner = NULL, lease_until = NULL
-                       WHERE session_key = $1 AND lease_owner = $2 RETURNING 1";
+                       WHERE planlock_mine(tenant) AND session_key = $1 AND lease_owner = $2 RETURNING 1";
             conn.query_typed_opt(sql, &[(&key, Type::TEXT), (&owner, Type::UUID)]).await.ok()
         };
         match (tokio::runtime::Handle::try_current(), crate::io::runtime()) {

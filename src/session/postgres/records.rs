@@ -58,13 +58,14 @@ impl PgRecords {
 
     /// Whether the database has a row for the key (a session that was opened once).
     pub(crate) async fn exists(&self) -> Result<bool, SessionError> {
-        let sql = "SELECT 1 FROM planlock_sessions WHERE session_key = $1";
+        let sql = "SELECT 1 FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1";
         Ok(!self.query("looking for the session", sql, &[(&self.key, Type::TEXT)]).await?.is_empty())
     }
 
     /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
     pub(super) async fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
-        let sql = format!("SELECT {} FROM planlock_sessions WHERE session_key = $1", column.name());
+        let sql =
+            format!("SELECT {} FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1", column.name());
         let rows = self.query("reading the session", &sql, &[(&self.key, Type::TEXT)]).await?;
         let Some(text) = rows.first().and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
         self.parse(column.what(), &text).map(Some)
@@ -115,7 +116,7 @@ impl PgRecords {
                 &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
             ),
             Query::typed(
-                "SELECT event FROM planlock_approval_log WHERE session_key = $1 AND pause = $2 ORDER BY seq",
+                "SELECT event FROM planlock_approval_log WHERE planlock_mine(tenant) AND session_key = $1 AND pause = $2 ORDER BY seq",
                 &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
             ),
         ];
@@ -149,7 +150,7 @@ impl PgRecords {
     /// first.
     async fn log_of(&self, what: &'static str, kinds: &'static str) -> Result<ApprovalLog, SessionError> {
         let sql = format!(
-            "SELECT event FROM (SELECT seq, event FROM planlock_approval_log WHERE session_key = $1 AND {kinds}
+            "SELECT event FROM (SELECT seq, event FROM planlock_approval_log WHERE planlock_mine(tenant) AND session_key = $1 AND {kinds}
              ORDER BY seq DESC LIMIT $2) latest ORDER BY seq"
         );
         let doing = if what == "notices" { "reading the notices" } else { "reading the approval log" };
@@ -162,7 +163,7 @@ impl PgRecords {
         let rows = self
             .query(
                 "reading the decision",
-                "SELECT event FROM planlock_approval_log WHERE session_key = $1 AND pause = $2 AND kind = 'decided'",
+                "SELECT event FROM planlock_approval_log WHERE planlock_mine(tenant) AND session_key = $1 AND pause = $2 AND kind = 'decided'",
                 &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
             )
             .await?;
@@ -197,7 +198,7 @@ impl SessionRecords for PgRecords {
                 .query(
                     "reading the decisions",
                     "SELECT event FROM planlock_approval_log
-                     WHERE session_key = $1 AND pause = $2 AND kind IN ('decided', 'vote') ORDER BY seq",
+                     WHERE planlock_mine(tenant) AND session_key = $1 AND pause = $2 AND kind IN ('decided', 'vote') ORDER BY seq",
                     &[(&self.key, Type::TEXT), (&text, Type::TEXT)],
                 )
                 .await?;
@@ -227,7 +228,7 @@ impl SessionRecords for PgRecords {
                 Query::typed(
                     "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
                      SELECT session_key, $2, 'paused', planlock_paused_event(intervention) FROM planlock_sessions
-                     WHERE session_key = $1 AND intervention IS NOT NULL
+                     WHERE planlock_mine(tenant) AND session_key = $1 AND intervention IS NOT NULL
                        AND (planlock_paused_event(intervention)::jsonb -> 'pause') = $2::jsonb
                      ON CONFLICT (session_key, pause, tenant) WHERE kind = 'paused' DO NOTHING",
                     &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
@@ -264,7 +265,7 @@ impl SessionRecords for PgRecords {
             let rows = self
                 .query(
                     "reading the cycle history",
-                    "SELECT entry FROM planlock_cycle_history WHERE session_key = $1 ORDER BY seq DESC LIMIT $2",
+                    "SELECT entry FROM planlock_cycle_history WHERE planlock_mine(tenant) AND session_key = $1 ORDER BY seq DESC LIMIT $2",
                     &[(&self.key, Type::TEXT), (&limit, Type::INT8)],
                 )
                 .await?;
@@ -291,7 +292,7 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
         };
         let rows = conn
             .query_typed(
-                "SELECT session_key, intervention FROM planlock_sessions WHERE intervention IS NOT NULL LIMIT $1",
+                "SELECT session_key, intervention FROM planlock_sessions WHERE planlock_mine(tenant) AND intervention IS NOT NULL LIMIT $1",
                 &[(&limit, Type::INT8)],
             )
             .await
@@ -300,7 +301,7 @@ pub(crate) async fn paused_sessions(db: &PgDatabase, max: usize) -> Result<Vec<P
         let decided = conn
             .query_typed(
                 "SELECT session_key, pause, event FROM planlock_approval_log
-                 WHERE kind IN ('decided', 'vote') AND session_key = ANY($1) ORDER BY seq",
+                 WHERE planlock_mine(tenant) AND kind IN ('decided', 'vote') AND session_key = ANY($1) ORDER BY seq",
                 &[(&keys, Type::TEXT_ARRAY)],
             )
             .await
@@ -362,16 +363,17 @@ pub(crate) async fn session_page(
                        ELSE 0 END AS rank,
                   GREATEST(updated_at, last_cycle_at) AS active
            FROM planlock_sessions
-           WHERE (state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL)
+           WHERE planlock_mine(tenant) AND (state IS NOT NULL OR intervention IS NOT NULL OR last_cycle_at IS NOT NULL)
              AND (cardinality($4::text[]) = 0 OR session_key ILIKE ALL($4::text[]))),
          matching AS {kept} (
            SELECT * FROM page
            WHERE $1::text IS NULL OR rank = array_position(ARRAY['paused', 'expired', 'halted', 'ready'], $1) - 1),
          chosen AS (SELECT session_key, rank, active FROM matching ORDER BY rank, active DESC, session_key OFFSET $2 LIMIT $3)
          SELECT c.session_key, s.state, s.intervention,
-                (SELECT entry FROM planlock_cycle_history WHERE session_key = c.session_key ORDER BY seq DESC LIMIT 1),
+                (SELECT entry FROM planlock_cycle_history
+                 WHERE planlock_mine(tenant) AND session_key = c.session_key ORDER BY seq DESC LIMIT 1),
                 (SELECT count(*) FROM matching)
-         FROM chosen c JOIN planlock_sessions s USING (session_key)
+         FROM chosen c JOIN planlock_sessions s ON s.session_key = c.session_key AND planlock_mine(s.tenant)
          ORDER BY c.rank, c.active DESC, c.session_key";
     // A search's matches are kept for the count (its `ILIKE` runs once a row); without one, the
     // rows are scanned twice, which costs less than keeping them.

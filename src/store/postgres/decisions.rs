@@ -72,12 +72,13 @@ impl<'a> ActiveQueries<'a> {
         };
         let decisions = format!(
             "SELECT {DECISION_COLUMNS} FROM planlock_decisions d
-             WHERE d.namespace = $1 AND d.is_active AND {scope} ORDER BY d.seq LIMIT $3"
+             WHERE planlock_mine(d.tenant) AND d.namespace = $1 AND d.is_active AND {scope} ORDER BY d.seq LIMIT $3"
         );
         let links = format!(
             "SELECT de.decision_id, de.evidence_id FROM planlock_decision_evidence de
-             JOIN planlock_decisions d ON d.namespace = de.namespace AND d.id = de.decision_id
-             WHERE de.namespace = $1 AND d.is_active AND {scope} ORDER BY de.seq LIMIT $3"
+             JOIN planlock_decisions d
+               ON d.tenant = de.tenant AND d.namespace = de.namespace AND d.id = de.decision_id
+             WHERE planlock_mine(de.tenant) AND de.namespace = $1 AND d.is_active AND {scope} ORDER BY de.seq LIMIT $3"
         );
         ActiveQueries { decisions, links, domain, limit }
     }

@@ -39,14 +39,15 @@ use crate::store::{Call, StoreError};
 pub const MAX_EXACT_VECTORS: usize = 100_000;
 
 /// The namespace's embedder and how many memory vectors it has.
-pub(super) const VECTOR_META: &str = "SELECT model, dimension, memories FROM planlock_vector_meta WHERE namespace = $1";
+pub(super) const VECTOR_META: &str =
+    "SELECT model, dimension, memories FROM planlock_vector_meta WHERE planlock_mine(tenant) AND namespace = $1";
 
 /// The memory vectors after position `$2`, at most the newest `$4`, newest first (a backward
 /// scan of the namespace's positions: it reads no more than it returns); a vector not `$3` bytes
 /// long is read as NULL (its bytes are not sent).
 pub(super) const VECTORS_SINCE: &str = "SELECT position, CASE WHEN octet_length(memory_id) <= 256 THEN memory_id END,
          CASE WHEN octet_length(vector) = $3 THEN vector END
-     FROM planlock_memory_vectors WHERE namespace = $1 AND position > $2
+     FROM planlock_memory_vectors WHERE planlock_mine(tenant) AND namespace = $1 AND position > $2
      ORDER BY position DESC LIMIT $4";
 
 /// The stored vectors of a namespace's active decisions (at most `$3`), read ahead with them by
@@ -55,7 +56,7 @@ pub(super) const ACTIVE_DECISION_VECTORS: &str =
     "SELECT v.decision_id, CASE WHEN octet_length(v.vector) = $2 THEN v.vector END
      FROM planlock_decision_vectors v
      JOIN planlock_decisions d ON d.namespace = v.namespace AND d.id = v.decision_id AND d.tenant = v.tenant
-     WHERE v.namespace = $1 AND d.is_active LIMIT $3";
+     WHERE planlock_mine(v.tenant) AND v.namespace = $1 AND d.is_active LIMIT $3";
 
 /// Plans the next statements for their parameters.
 const CUSTOM_PLAN: &str = "SET LOCAL plan_cache_mode = force_custom_plan";
@@ -63,7 +64,7 @@ const CUSTOM_PLAN: &str = "SET LOCAL plan_cache_mode = force_custom_plan";
 /// The stored vectors of some decisions (`$2`); one not `$3` bytes long is read as NULL.
 const DECISION_VECTORS: &str =
     "SELECT decision_id, CASE WHEN octet_length(vector) = $3 THEN vector END FROM planlock_decision_vectors
-     WHERE namespace = $1 AND decision_id = ANY($2)";
+     WHERE planlock_mine(tenant) AND namespace = $1 AND decision_id = ANY($2)";
 
 /// The embedder and the vectors a store holds for the exact ranking.
 pub(super) struct Meaning {
@@ -93,8 +94,8 @@ const INDEX_ONLY: &str = "SET LOCAL enable_seqscan = off";
 /// each with its position: equal distances go to the more recent, as in the exact ranking.
 const NEAREST: &str = "SELECT CASE WHEN octet_length(n.memory_id) <= 256 THEN n.memory_id END, v.position FROM (
          SELECT memory_id, embedding <#> $2::text::vector AS distance FROM planlock_memory_embeddings
-         WHERE namespace = $1 ORDER BY distance LIMIT $3) n
-     JOIN planlock_memory_vectors v ON v.namespace = $1 AND v.memory_id = n.memory_id
+         WHERE planlock_mine(tenant) AND namespace = $1 ORDER BY distance LIMIT $3) n
+     JOIN planlock_memory_vectors v ON planlock_mine(v.tenant) AND v.namespace = $1 AND v.memory_id = n.memory_id
      ORDER BY n.distance, v.position DESC";
 
 /// The same, ranked exactly by the server (the `OFFSET 0` keeps the index out): when the index
@@ -102,9 +103,9 @@ const NEAREST: &str = "SELECT CASE WHEN octet_length(n.memory_id) <= 256 THEN n.
 const NEAREST_EXACTLY: &str =
     "SELECT CASE WHEN octet_length(n.memory_id) <= 256 THEN n.memory_id END, v.position FROM (
          SELECT memory_id, embedding <#> $2::text::vector AS distance FROM (
-             SELECT memory_id, embedding FROM planlock_memory_embeddings WHERE namespace = $1 OFFSET 0) s
+             SELECT memory_id, embedding FROM planlock_memory_embeddings WHERE planlock_mine(tenant) AND namespace = $1 OFFSET 0) s
          ORDER BY distance LIMIT $3) n
-     JOIN planlock_memory_vectors v ON v.namespace = $1 AND v.memory_id = n.memory_id
+     JOIN planlock_memory_vectors v ON planlock_mine(v.tenant) AND v.namespace = $1 AND v.memory_id = n.memory_id
      ORDER BY n.distance, v.position DESC";
 
 impl std::fmt::Debug for Meaning {

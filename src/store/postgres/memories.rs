@@ -29,7 +29,7 @@ impl PgStore {
             let mut conn = self.connection().await?;
             let rows = conn
                 .query(
-                    "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 AND id = ANY($2)",
+                    "SELECT id, summary, created_at FROM planlock_memories WHERE planlock_mine(tenant) AND namespace = $1 AND id = ANY($2)",
                     &[&self.namespace, &missing],
                 )
                 .await
@@ -89,13 +89,13 @@ impl MemoryRepositoryPort for PgStore {
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
                 let search = if words.is_empty() {
                     Query::new(
-                        "SELECT id, summary, created_at FROM planlock_memories WHERE namespace = $1 ORDER BY seq DESC LIMIT $2",
+                        "SELECT id, summary, created_at FROM planlock_memories WHERE planlock_mine(tenant) AND namespace = $1 ORDER BY seq DESC LIMIT $2",
                         &[&namespace, &limit],
                     )
                 } else {
                     Query::new(
                         "SELECT id, summary, created_at FROM planlock_memories, to_tsquery('simple', $2) q
-                         WHERE namespace = $1 AND search @@ q
+                         WHERE planlock_mine(tenant) AND namespace = $1 AND search @@ q
                          ORDER BY ts_rank(search, q) DESC, seq DESC LIMIT $3",
                         &[&namespace, &words, &limit],
                     )

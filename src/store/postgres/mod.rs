@@ -171,7 +171,7 @@ impl PgStore {
 }
 
 /// Which of a namespace's keys (`$2`) are written, and what each write returned.
-const WRITTEN: &str = "SELECT idem_key, result FROM planlock_writes WHERE namespace = $1 AND idem_key = ANY($2)";
+const WRITTEN: &str = "SELECT idem_key, result FROM planlock_writes WHERE planlock_mine(tenant) AND namespace = $1 AND idem_key = ANY($2)";
 
 /// One keyed write: a call of its write function (schema 8) with the write's own values, between
 /// the namespace and key it is made under and the result a cycle goes on with.
