@@ -22,6 +22,7 @@ mod console_pages;
 mod executor;
 mod history;
 mod hostile_templates;
+mod ids;
 mod layers;
 mod lifecycle;
 mod openai;

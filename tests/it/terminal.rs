@@ -127,17 +127,19 @@ fn stored_strings_a_bundle_id_and_a_records_reason_are_escaped_in_every_command(
         "plan.json",
         &plan(|v| {
             step(v, "remember")["payload"]["summary"] = json!(format!("summary {HOSTILE}"));
+            // An id holds no control character (CONTRACT §19): the rest of the hostile string.
+            let id: String = HOSTILE.chars().filter(|c| !c.is_control()).collect();
             let decision = &mut step(v, "decide")["payload"]["decision"];
             for member in ["id", "rootId"] {
-                decision[member] = json!(format!("d-{HOSTILE}"));
+                decision[member] = json!(format!("d-{id}"));
             }
             decision["text"] = json!(format!("text {HOSTILE}"));
             decision["strength"] = json!(HOSTILE);
             decision["scope"] = json!("global");
-            step(v, "evidence")["payload"]["evidence"]["id"] = json!(format!("e-{HOSTILE}"));
+            step(v, "evidence")["payload"]["evidence"]["id"] = json!(format!("e-{id}"));
             let link = &mut step(v, "link")["payload"];
-            link["decisionId"] = json!(format!("d-{HOSTILE}"));
-            link["evidenceId"] = json!(format!("e-{HOSTILE}"));
+            link["decisionId"] = json!(format!("d-{id}"));
+            link["evidenceId"] = json!(format!("e-{id}"));
         }),
     );
     let bundle = case.dir.path().join("bundle");
@@ -153,7 +155,8 @@ fn stored_strings_a_bundle_id_and_a_records_reason_are_escaped_in_every_command(
     assert_eq!(found["items"][0]["summary"], format!("summary {HOSTILE}"));
     let (_, _, decisions) = case.each_format(&["decisions"], &[]);
     assert_eq!(decisions["decisions"][0]["strength"], HOSTILE);
-    assert_eq!(decisions["anchors"][0]["evidenceId"], format!("e-{HOSTILE}"));
+    let id: String = HOSTILE.chars().filter(|c| !c.is_control()).collect();
+    assert_eq!(decisions["anchors"][0]["evidenceId"], format!("e-{id}"));
 
     // A paused cycle's record whose reason was edited: `status`, `run` and `abandon` show it.
     let reviewed =

@@ -31,6 +31,17 @@ pub const STEP_ID: StringRule = StringRule {
     schema: || json!({ "minLength": 1, "maxLength": MAX_STEP_ID_CHARS, "pattern": NO_CONTROL_CHARACTERS }),
 };
 
+/// The longest record id accepted (a memory's, decision's or evidence's, in a payload or in the
+/// result that echoes it), in characters.
+pub const MAX_RECORD_ID_CHARS: usize = 256;
+
+/// `record_id` as a rule: what a payload's id may be is what its result's may be (CONTRACT §19,
+/// amended), so a plan the validator accepts never fails its own result check on an id.
+pub const RECORD_ID: StringRule = StringRule {
+    check: record_id,
+    schema: || json!({ "minLength": 1, "maxLength": MAX_RECORD_ID_CHARS, "pattern": NO_CONTROL_CHARACTERS }),
+};
+
 /// `sha256_hex` as a rule.
 pub const SHA256_HEX: StringRule = StringRule { check: sha256_hex, schema: || json!({ "pattern": "^[0-9a-f]{64}$" }) };
 
@@ -47,23 +58,42 @@ pub fn non_empty(s: &str) -> Result<(), String> {
 /// `StepDefinition.id`: non-empty, at most 128 characters, no control characters.
 #[inline]
 pub fn step_id(s: &str) -> Result<(), String> {
+    id(s, "a step id", MAX_STEP_ID_CHARS)
+}
+
+/// A record's id (a memory's, a decision's, an evidence's, and the ids a link names): non-empty,
+/// at most 256 characters, no control characters.
+///
+/// ```
+/// use planlock_contract::contract::rules::record_id;
+/// assert!(record_id("d-1").is_ok());
+/// assert_eq!(record_id("").unwrap_err(), "an id must not be empty");
+/// ```
+#[inline]
+pub fn record_id(s: &str) -> Result<(), String> {
+    id(s, "an id", MAX_RECORD_ID_CHARS)
+}
+
+/// An id called `what`: non-empty, at most `max` characters, no control characters.
+#[inline]
+fn id(s: &str, what: &str, max: usize) -> Result<(), String> {
     // The usual id, short printable ASCII, passes here without a call.
-    if !s.is_empty() && s.len() <= MAX_STEP_ID_CHARS && s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+    if !s.is_empty() && s.len() <= max && s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
         return Ok(());
     }
-    step_id_in_full(s)
+    id_in_full(s, what, max)
 }
 
 #[inline(never)]
-fn step_id_in_full(s: &str) -> Result<(), String> {
+fn id_in_full(s: &str, what: &str, max: usize) -> Result<(), String> {
     if s.is_empty() {
-        return Err("a step id must not be empty".to_owned());
+        return Err(format!("{what} must not be empty"));
     }
     // Fewer bytes than the limit means fewer characters too; count only when it matters.
-    if s.len() > MAX_STEP_ID_CHARS {
+    if s.len() > max {
         let chars = s.chars().count();
-        if chars > MAX_STEP_ID_CHARS {
-            return Err(format!("a step id has at most {MAX_STEP_ID_CHARS} characters; this one has {chars}"));
+        if chars > max {
+            return Err(format!("{what} has at most {max} characters; this one has {chars}"));
         }
     }
     // Control characters in ASCII are bytes below 0x20 and 0x7F; beyond ASCII, ask `char`.
@@ -72,7 +102,7 @@ fn step_id_in_full(s: &str) -> Result<(), String> {
         Some(i) => s[i..].chars().find(|c| c.is_control()),
     };
     match control {
-        Some(c) => Err(format!("a step id must not contain control characters (found U+{:04X})", u32::from(c))),
+        Some(c) => Err(format!("{what} must not contain control characters (found U+{:04X})", u32::from(c))),
         None => Ok(()),
     }
 }

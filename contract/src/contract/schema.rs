@@ -5,7 +5,7 @@
 //! is an error, and an absent optional field is omitted, never `null`. Each struct and its
 //! validation come from one field list (see `contract_object!`).
 use crate::contract::object::contract_object;
-use crate::contract::rules::NON_EMPTY;
+use crate::contract::rules::RECORD_ID;
 use crate::contract::value::{AnyObject, AnyValue, PositiveInt};
 
 contract_object! {
@@ -14,13 +14,13 @@ contract_object! {
     /// `scope` is `"global"`, `"axis"` or `"domain:<name>"`.
     pub struct Decision {
         /// The id of this version of the decision.
-        req id: String = "id",
+        req id: String = "id" where RECORD_ID,
         /// Whether this version is the one in force.
         req is_active: bool = "isActive",
         /// The id of the version this one replaces.
-        opt previous_version_id: String = "previousVersionId",
+        opt previous_version_id: String = "previousVersionId" where RECORD_ID,
         /// The id of the first version; shared by every version of one decision.
-        req root_id: String = "rootId",
+        req root_id: String = "rootId" where RECORD_ID,
         /// Where it applies: `global`, `axis` or `domain:<name>`.
         req scope: String = "scope" where crate::contract::rules::DECISION_SCOPE,
         /// How strongly it binds, in the policy's own words.
@@ -36,7 +36,7 @@ contract_object! {
     /// A piece of evidence (B-007 v1.1).
     pub struct Evidence {
         /// Its id.
-        req id: String = "id",
+        req id: String = "id" where RECORD_ID,
         /// Where it comes from.
         req source: String = "source",
         /// What it shows.
@@ -48,9 +48,9 @@ contract_object! {
     /// A link between a decision and a piece of evidence.
     pub struct Anchor {
         /// The decision's id.
-        req decision_id: String = "decisionId",
+        req decision_id: String = "decisionId" where RECORD_ID,
         /// The evidence's id.
-        req evidence_id: String = "evidenceId",
+        req evidence_id: String = "evidenceId" where RECORD_ID,
     }
 }
 
@@ -58,7 +58,7 @@ contract_object! {
     /// One remembered item returned by `RetrieveMemory`.
     pub struct MemoryItem {
         /// Its id.
-        req id: String = "id",
+        req id: String = "id" where RECORD_ID,
         /// Its summary.
         req summary: String = "summary",
         /// When it was stored, as the memory store wrote it.
@@ -211,7 +211,7 @@ contract_object! {
     /// `PersistMemory` result.
     pub struct PersistMemoryResult {
         /// The stored memory's id; becomes the session's `memoryRef`.
-        req id: String = "id" where NON_EMPTY,
+        req id: String = "id" where RECORD_ID,
     }
 }
 
@@ -227,7 +227,7 @@ contract_object! {
     /// `PersistDecision` result.
     pub struct PersistDecisionResult {
         /// The stored decision's id.
-        req id: String = "id" where NON_EMPTY,
+        req id: String = "id" where RECORD_ID,
     }
 }
 
@@ -243,7 +243,7 @@ contract_object! {
     /// `PersistEvidence` result.
     pub struct PersistEvidenceResult {
         /// The stored evidence's id.
-        req id: String = "id" where NON_EMPTY,
+        req id: String = "id" where RECORD_ID,
     }
 }
 
@@ -251,9 +251,9 @@ contract_object! {
     /// `LinkDecisionEvidence` payload.
     pub struct LinkDecisionEvidencePayload {
         /// The decision's id.
-        req decision_id: String = "decisionId",
+        req decision_id: String = "decisionId" where RECORD_ID,
         /// The evidence's id.
-        req evidence_id: String = "evidenceId",
+        req evidence_id: String = "evidenceId" where RECORD_ID,
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value};
 use super::ir::{Class, Expr, Rules, kebab};
 use super::{GrammarError, GrammarRequest, MAX_GRAMMAR_ITEMS, MAX_GRAMMAR_STRING_CHARS, MAX_GRAMMAR_TOP_K};
 use crate::contract::registry::{REGISTRY, StepType};
-use crate::contract::rules::{DECISION_SCOPE, SHA256_HEX, STEP_ID};
+use crate::contract::rules::{DECISION_SCOPE, RECORD_ID, SHA256_HEX, STEP_ID};
 
 /// The most digits of an integer the grammar writes: 15, below 2^53-1's 16.
 const MAX_DIGITS: u32 = 15;
@@ -207,9 +207,9 @@ impl Made<'_> {
             schema["maxLength"].as_u64().map_or(MAX_GRAMMAR_STRING_CHARS, |m| m as u32).min(MAX_GRAMMAR_STRING_CHARS);
         let Some(pattern) = schema.get("pattern") else { return Ok(self.string(min, max)) };
         let is = |rule: &crate::contract::rules::StringRule| (rule.schema)()["pattern"] == *pattern;
-        if is(&STEP_ID) {
-            // Its control characters are none a grammar string holds.
-            Ok(self.string(min.max(1), max))
+        if is(&STEP_ID) || is(&RECORD_ID) {
+            // No control characters: none unescaped (`StringChar`), and no escape that makes one.
+            Ok(self.id_string(min.max(1), max))
         } else if is(&SHA256_HEX) {
             Ok(Expr::seq(vec![Expr::lit("\""), Expr::Class(Class::LowerHex).times(64, 64), Expr::lit("\"")]))
         } else if is(&DECISION_SCOPE) {
@@ -230,6 +230,18 @@ impl Made<'_> {
         self.rules.add("char", |_| {
             let escapes = ["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"].map(Expr::lit).to_vec();
             Expr::alt(vec![Expr::Class(Class::StringChar), Expr::alt(escapes)])
+        })
+    }
+
+    /// A JSON string of `min` to `max` characters none of which is a control character: what
+    /// an id is (`STEP_ID`, `RECORD_ID`).
+    fn id_string(&mut self, min: u32, max: u32) -> Expr {
+        let char = self.rules.add("id-char", |_| {
+            let escapes = ["\\\"", "\\\\", "\\/"].map(Expr::lit).to_vec();
+            Expr::alt(vec![Expr::Class(Class::StringChar), Expr::alt(escapes)])
+        });
+        self.rules.add(&format!("id-{min}-{max}"), |_| {
+            Expr::seq(vec![Expr::lit("\""), char.times(min, max), Expr::lit("\"")])
         })
     }
 

@@ -15,6 +15,16 @@ fn text() -> impl Strategy<Value = String> {
     prop_oneof![any::<String>(), "[a-z {}]{0,12}"]
 }
 
+/// A record id the contract accepts (`RECORD_ID`): 1 to 256 characters, none a control
+/// character; the edges included.
+fn id() -> impl Strategy<Value = String> {
+    prop_oneof![
+        "[a-z0-9._:-]{1,12}",
+        "[^\\p{Cc}]{1,40}",
+        Just("x".repeat(planlock_contract::contract::rules::MAX_RECORD_ID_CHARS)),
+    ]
+}
+
 fn pos() -> impl Strategy<Value = PositiveInt> {
     (1u64..=planlock_contract::MAX_SAFE_INTEGER).prop_map(|n| PositiveInt::new(n).unwrap())
 }
@@ -43,13 +53,13 @@ fn object() -> impl Strategy<Value = AnyObject> {
 
 fn decision() -> impl Strategy<Value = Decision> {
     (
-        text(),
-        text(),
+        id(),
+        id(),
         pos(),
         text(),
         prop_oneof![Just("global".to_owned()), Just("axis".to_owned()), "domain:[a-z]{1,8}"],
         any::<bool>(),
-        prop::option::of(text()),
+        prop::option::of(id()),
     )
         .prop_map(|(id, root_id, version, text, scope, is_active, previous_version_id)| Decision {
             id,
@@ -84,12 +94,12 @@ fn payload(ty: StepType, top_k: PositiveInt) -> BoxedStrategy<StepPayload> {
             .prop_map(|(summary, keywords, session_ref)| PersistMemoryPayload { summary, keywords, session_ref }.into())
             .boxed(),
         StepType::PersistDecision => decision().prop_map(|decision| PersistDecisionPayload { decision }.into()).boxed(),
-        StepType::PersistEvidence => (text(), text(), text())
+        StepType::PersistEvidence => (id(), text(), text())
             .prop_map(|(id, summary, source)| {
                 PersistEvidencePayload { evidence: Evidence { id, summary, source } }.into()
             })
             .boxed(),
-        StepType::LinkDecisionEvidence => (text(), text())
+        StepType::LinkDecisionEvidence => (id(), id())
             .prop_map(|(decision_id, evidence_id)| LinkDecisionEvidencePayload { decision_id, evidence_id }.into())
             .boxed(),
         StepType::PersistSession => (text(), object())
