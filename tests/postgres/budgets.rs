@@ -39,12 +39,22 @@ fn budget_plan(fx: &Fixture) -> ValidPlan {
 
 /// A runtime of `store`'s session whose `LLMCall` goes to `model_url`, under the session's budget.
 fn budgeted(fx: &Fixture, plan: &ValidPlan, store: PgSessionStore, model_url: &str) -> WorkerRuntime {
+    with_model(fx, plan, store, model_url, false)
+}
+
+/// [`budgeted`], the `SummarizeMemory` step going to the model too when `summary` says so.
+fn with_model(fx: &Fixture, plan: &ValidPlan, store: PgSessionStore, model_url: &str, summary: bool) -> WorkerRuntime {
     let manifest = BundleManifest::default_shared_bundle();
     let resolved = StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap();
     let model = OpenAiModel::new(ModelConfig::new(model_url, "m"));
     let budget: Arc<dyn TokenBudget> = Arc::new(PgBudget::of(&store));
+    let handlers = Demo::new().with_store(&StoreHandlers::new(resolved)).on::<LLMCall>(model.clone());
+    let handlers = match summary {
+        true => handlers.on::<planlock::steps::SummarizeMemory>(model).boxed(),
+        false => handlers.boxed(),
+    };
     Runtime::builder(&fx.policy, plan.clone(), store)
-        .handlers(Demo::new().with_store(&StoreHandlers::new(resolved)).on::<LLMCall>(model).boxed())
+        .handlers(handlers)
         .bundle(manifest)
         .budget(budget)
         .boot_blocking()
@@ -262,24 +272,6 @@ pub(super) fn a_budget_costs_a_warm_cycle_no_round_trip(server: &PgServer) {
     assert_eq!(budget_row(&url, ""), (i64::try_from(6 * REPORTED).unwrap(), 0));
 }
 
-/// A runtime of `store`'s session whose `LLMCall` and `SummarizeMemory` both go to the model.
-fn two_calls(fx: &Fixture, plan: &ValidPlan, store: PgSessionStore, model_url: &str) -> WorkerRuntime {
-    let manifest = BundleManifest::default_shared_bundle();
-    let resolved = StrategyResolver::default().resolve_for_session(&manifest, store.session()).unwrap();
-    let model = OpenAiModel::new(ModelConfig::new(model_url, "m"));
-    let budget: Arc<dyn TokenBudget> = Arc::new(PgBudget::of(&store));
-    let handlers = Demo::new()
-        .with_store(&StoreHandlers::new(resolved))
-        .on::<LLMCall>(model.clone())
-        .on::<planlock::steps::SummarizeMemory>(model);
-    Runtime::builder(&fx.policy, plan.clone(), store)
-        .handlers(handlers.boxed())
-        .bundle(manifest)
-        .budget(budget)
-        .boot_blocking()
-        .unwrap()
-}
-
 /// A cycle with two model calls against a budget that covers the first but not both sends
 /// nothing, however often it runs (CONTRACT §20: the cycle reserves both at its start). On the
 /// old code each run spent its first call and failed at the second.
@@ -295,13 +287,13 @@ pub(super) fn a_cycle_the_budget_cannot_cover_sends_nothing(server: &PgServer) {
     };
     // What the cycle reserves, as a budget of one token's refusal says it.
     set(1);
-    let mut runtime = two_calls(&fx, &plan, PgSessionStore::open(&db, "probe").unwrap(), &model_url);
+    let mut runtime = with_model(&fx, &plan, PgSessionStore::open(&db, "probe").unwrap(), &model_url, true);
     let refused = run(&mut runtime).unwrap_err();
     let asked = refused.split("nothing of which was sent: ").nth(1).and_then(|m| m.split(' ').next());
     let asked: u64 = asked.and_then(|n| n.parse().ok()).unwrap_or_else(|| panic!("{refused}"));
     assert!(asked > MAX_TOKENS, "the LLMCall's and the summary's estimates: {asked}");
     set(asked - 1);
-    let mut runtime = two_calls(&fx, &plan, PgSessionStore::open(&db, "short").unwrap(), &model_url);
+    let mut runtime = with_model(&fx, &plan, PgSessionStore::open(&db, "short").unwrap(), &model_url, true);
     for _ in 0..3 {
         let refused = run(&mut runtime).unwrap_err();
         assert!(refused.starts_with("budget-exhausted CycleFail LLMCall"), "{refused}");

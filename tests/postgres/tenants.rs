@@ -151,13 +151,11 @@ pub(super) fn rules_installed_for_a_tenant_hold_there_and_only_there(server: &Pg
     assert_eq!((code, &decided["decision"]["verified"]), (Some(0), &serde_json::json!(false)), "{text}");
 }
 
-/// A tenant is its own whatever the connection (CONTRACT §20, amended): behind Debian's PgBouncer
-/// dropping the startup option that names the tenant (`ignore_startup_parameters = options`),
-/// tenant acme sees none of tenant `''`'s pause or budget and cannot decide on it, because every
-/// batch planlock sends sets its tenant itself. On the code before, acme listed `''`'s pause and
-/// its approval was "recorded" under acme.
-pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(server: &PgServer) {
-    let url = app_database(server, "pooled");
+/// Database `db` owned by the application's role, where tenant `''` has a paused session `s1`
+/// and a budget, and Debian's PgBouncer in `mode` in front of it, dropping the startup options;
+/// `None` (the test skipped, outside CI) when `pgbouncer` is not installed.
+fn tenant_behind_a_pooler(server: &PgServer, db: &str, mode: &str) -> Option<(crate::common::pg::PgBouncer, Fixture)> {
+    let url = app_database(server, db);
     let fx = reviewed_fixture();
     let plain = PgDatabase::connect(&url).unwrap();
     let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&plain, "s1").unwrap(), |s| s);
@@ -165,11 +163,21 @@ pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(ser
     drop(runtime);
     block_on(planlock::session::postgres::set_budget(&plain, "", 1000, std::time::Duration::from_secs(86_400)))
         .unwrap();
-    let Some(bouncer) = crate::common::pg::PgBouncer::start(server, "pooled", ROLE, "session") else {
+    let bouncer = crate::common::pg::PgBouncer::start(server, db, ROLE, mode);
+    if bouncer.is_none() {
         assert!(std::env::var("CI").is_err(), "CI installs Debian's pgbouncer (.ci/run)");
         eprintln!("SKIPPED: no /usr/sbin/pgbouncer: the pooler test did not run");
-        return;
-    };
+    }
+    Some((bouncer?, fx))
+}
+
+/// A tenant is its own whatever the connection (CONTRACT §20, amended): behind Debian's PgBouncer
+/// dropping the startup option that names the tenant (`ignore_startup_parameters = options`),
+/// tenant acme sees none of tenant `''`'s pause or budget and cannot decide on it, because every
+/// batch planlock sends sets its tenant itself. On the code before, acme listed `''`'s pause and
+/// its approval was "recorded" under acme.
+pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(server: &PgServer) {
+    let Some((bouncer, _)) = tenant_behind_a_pooler(server, "pooled", "session") else { return };
     let pooled = bouncer.url("pooled", ROLE);
     let (code, listed, text) = cli(&pooled, "acme", &["inbox", "list"]);
     assert_eq!((code, listed["pauses"].as_array().map(Vec::len)), (Some(0), Some(0)), "{text}");
@@ -188,19 +196,7 @@ pub(super) fn a_tenant_is_its_own_behind_a_pooler_that_drops_startup_options(ser
 /// Four workers of tenant acme pause, are approved through the CLI and resume their sessions
 /// while tenant `''`'s pause and budget stay out of acme's sight.
 pub(super) fn a_tenant_is_its_own_behind_a_transaction_pooler(server: &PgServer) {
-    let url = app_database(server, "txpooled");
-    let fx = reviewed_fixture();
-    let plain = PgDatabase::connect(&url).unwrap();
-    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&plain, "s1").unwrap(), |s| s);
-    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
-    drop(runtime);
-    block_on(planlock::session::postgres::set_budget(&plain, "", 1000, std::time::Duration::from_secs(86_400)))
-        .unwrap();
-    let Some(bouncer) = crate::common::pg::PgBouncer::start(server, "txpooled", ROLE, "transaction") else {
-        assert!(std::env::var("CI").is_err(), "CI installs Debian's pgbouncer (.ci/run)");
-        eprintln!("SKIPPED: no /usr/sbin/pgbouncer: the pooler test did not run");
-        return;
-    };
+    let Some((bouncer, fx)) = tenant_behind_a_pooler(server, "txpooled", "transaction") else { return };
     let pooled = format!("{} statement_cache_capacity=0", bouncer.url("txpooled", ROLE));
     std::thread::scope(|scope| {
         let workers: Vec<_> = (0..4)
