@@ -1,6 +1,7 @@
 //! The runtime lifecycle (PRD-004, D-007): boot computes the plan hash and loads the session —
-//! Cold Start, Resume, or FailFast — then cycles run, and the `PersistSession` handler saves the
-//! session once at the end of each successful cycle.
+//! Cold Start, Resume, or FailFast — then cycles run, and the runtime saves the session once at
+//! the end of each successful cycle (the `PersistSession` step's handler returns its status; the
+//! save, built from the cycle's ledger, is the runtime's: `commit`).
 //!
 //! Layer 8: the runtime owns a session: it imports the executor, the session store, hashing and
 //! validation, and nothing imports it but the demo handlers and the binary.
