@@ -221,6 +221,12 @@ pub struct PgBouncer {
 
 impl Drop for PgBouncer {
     fn drop(&mut self) {
+        // As root the child is `runuser`, which does not pass a kill on to PgBouncer: PgBouncer
+        // itself is stopped by the process id it wrote.
+        let pidfile = self._dir.path().join("pgbouncer.pid");
+        if let Ok(pid) = std::fs::read_to_string(pidfile) {
+            let _ = Command::new("kill").args(["-TERM", pid.trim()]).output();
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -241,9 +247,10 @@ impl PgBouncer {
             "[databases]\n{db} = host={} port={} dbname={db}\n\n[pgbouncer]\nlisten_addr = 127.0.0.1\nlisten_port = {port}\n\
              unix_socket_dir =\nauth_type = trust\nauth_file = {}/users.txt\npool_mode = {mode}\n\
              ignore_startup_parameters = options\nmax_client_conn = 200\ndefault_pool_size = 8\n\
-             logfile = {}/pgbouncer.log\n",
+             logfile = {}/pgbouncer.log\npidfile = {}/pgbouncer.pid\n",
             server.dir().display(),
             server.port,
+            dir.path().display(),
             dir.path().display(),
             dir.path().display(),
         );
