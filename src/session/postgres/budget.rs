@@ -134,12 +134,15 @@ impl TokenBudget for PgBudget {
 
     fn confirm<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
         Box::pin(async move {
+            // Not joined: `reserve_ahead` reserved it at once.
             let Some(joined) = self.joined(Some(cycle)) else { return Ok(()) };
-            let Some(reservation) = joined.take_reservation().await else { return Ok(()) };
-            match &reservation.answer {
-                Some(rows) => answer(rows, &ask),
+            match joined.take_reservation().await.filter(|r| r.id == ask.id) {
+                Some(Reservation { answer: Some(rows), .. }) => answer(&rows, &ask),
                 // Not sent yet (no read came first), or its batch failed: sent now.
-                None => answer(&self.send(&reservation).await?, &ask),
+                Some(reservation) => answer(&self.send(&reservation).await?, &ask),
+                // The cycle holds no word of it: never assumed made, it is made now (were it made
+                // already, its id would be refused, not reserved twice).
+                None => self.reserve(ask).await,
             }
         })
     }
