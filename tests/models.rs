@@ -378,10 +378,7 @@ const TESTS: &[(&str, Test)] = &[
         "an_approved_answer_is_met_again_and_the_cycle_completes",
         an_approved_answer_is_met_again_and_the_cycle_completes,
     ),
-    (
-        "twenty_goals_give_twenty_valid_plans_with_the_grammar",
-        plans::twenty_goals_give_twenty_valid_plans_with_the_grammar,
-    ),
+    ("twenty_goals_give_twenty_plans_that_run", plans::twenty_goals_give_twenty_plans_that_run),
 ];
 
 fn main() {

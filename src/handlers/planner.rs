@@ -1,8 +1,15 @@
 //! [`ModelPlanner`]: a [`PolicyInterpreter`] that asks a model on an OpenAI-compatible server to
-//! write the plan (CONTRACT §19), with the grammar of valid plans (`planlock::grammar`), at
-//! temperature 0 with a seed, then validates what comes back: the validator stays the gate. A
+//! plan for a goal (CONTRACT §19), at temperature 0 with a seed, then validates what comes back:
+//! the validator stays the gate.
+//!
+//! By default the model writes the compact form (`planlock::grammar::Choices`): which optional
+//! steps the plan has and the free texts, constrained by the compact grammar; planlock writes
+//! the plan of those choices with the typestate builder (ids, keys, the profile's mode and
+//! `topK`, the references between steps) through a [`PlanFrame`]. [`ModelPlanner::whole_plan`]
+//! asks for the whole plan document instead, with the grammar of valid plans. Either way a
 //! server that ignores the grammar (llama.cpp's server carries on unconstrained when a grammar
-//! fails to parse) is caught there ([`PlanError::Rejected`]), and nothing it wrote runs.
+//! fails to parse) is caught when the answer is read ([`PlanError::Rejected`]), and nothing it
+//! wrote runs.
 
 use std::time::{Duration, Instant};
 
@@ -12,14 +19,18 @@ use super::http::{Client, ModelError};
 use super::openai::chat;
 use crate::contract::problem::Rejection;
 use crate::contract::registry::{Failure, FailureKind, REGISTRY};
-use crate::grammar::{GrammarFormat, GrammarRequest, grammar, remove_optional_nulls};
+use crate::grammar::{
+    Choices, GrammarFormat, GrammarRequest, PlanFrame, compact_grammar, compact_instructions, grammar,
+    remove_optional_nulls,
+};
 use crate::validate::{PolicyInterpreter, ValidPlan};
 
 /// How the request constrains what the model writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Constraint {
     /// The GBNF grammar in the request's `grammar` field (llama.cpp's server and
-    /// llama-cpp-python's): every text it allows is a valid plan.
+    /// llama-cpp-python's): every text it allows is a valid plan (or, compact, choices whose
+    /// plan is valid).
     Grammar,
     /// The strict JSON Schema profile as `response_format` (OpenAI strict mode, vLLM, SGLang):
     /// the shape only; the order of the steps is the validator's to check.
@@ -87,7 +98,8 @@ impl Failure for PlanError {
 /// What a model wrote when asked, unchecked.
 #[derive(Debug, Clone)]
 pub struct Asked {
-    /// What it wrote, as it wrote it.
+    /// What it wrote, as it wrote it: the compact choices, or with
+    /// [`whole_plan`](ModelPlanner::whole_plan) the plan document.
     pub written: String,
     /// The model that answered, as the server named it.
     pub model: Option<String>,
@@ -112,7 +124,7 @@ pub struct Planned {
 /// use planlock::grammar::GrammarRequest;
 /// use planlock::handlers::ModelPlanner;
 /// let planner = ModelPlanner::new("http://127.0.0.1:8080/v1", "smollm2")
-///     .request(GrammarRequest::new().vars(["question"]));
+///     .request(GrammarRequest::new().vars(["question", "context"]));
 /// let planned = planner.plan_blocking("answer how to rotate the API key, and remember it")?;
 /// println!("{}", planned.plan.to_json());
 /// # Ok::<(), planlock::handlers::PlanError>(())
@@ -122,7 +134,8 @@ pub struct ModelPlanner {
     client: Client,
     base_url: String,
     model: String,
-    request: GrammarRequest,
+    frame: PlanFrame,
+    whole_plan: bool,
     constraint: Constraint,
     seed: u32,
     max_tokens: u32,
@@ -130,15 +143,17 @@ pub struct ModelPlanner {
 }
 
 impl ModelPlanner {
-    /// A planner asking `model` at `base_url` (`…/v1`), with the grammar of any plan, sending
-    /// the API key in `OPENAI_API_KEY` if it is set (as `OpenAiModel` does).
+    /// A planner asking `model` at `base_url` (`…/v1`) for the compact choices, with their
+    /// grammar and the default [`PlanFrame`], sending the API key in `OPENAI_API_KEY` if it is set
+    /// (as `OpenAiModel` does).
     pub fn new(base_url: &str, model: impl Into<String>) -> ModelPlanner {
         let key = std::env::var(super::openai::DEFAULT_API_KEY_ENV).ok().filter(|k| !k.is_empty());
         ModelPlanner {
             client: client(base_url, key),
             base_url: base_url.to_owned(),
             model: model.into(),
-            request: GrammarRequest::new(),
+            frame: PlanFrame::default(),
+            whole_plan: false,
             constraint: Constraint::Grammar,
             seed: 0,
             max_tokens: 1536,
@@ -152,9 +167,24 @@ impl ModelPlanner {
         self
     }
 
-    /// Plans for `request` (a profile, the template's variables): the grammar says them.
+    /// Plans for `request` (a profile, the template's variables), in a frame of its defaults:
+    /// the grammar says them.
     pub fn request(mut self, request: GrammarRequest) -> ModelPlanner {
-        self.request = request;
+        self.frame = PlanFrame::new(request);
+        self
+    }
+
+    /// Plans in `frame`: what planlock writes around the model's choices (the session's
+    /// reference, the template, the decision and evidence that exist, …).
+    pub fn frame(mut self, frame: PlanFrame) -> ModelPlanner {
+        self.frame = frame;
+        self
+    }
+
+    /// Asks for the whole plan document, with the grammar of valid plans, instead of the
+    /// compact choices (default `false`): about three times the tokens to write.
+    pub fn whole_plan(mut self, whole: bool) -> ModelPlanner {
+        self.whole_plan = whole;
         self
     }
 
@@ -170,7 +200,8 @@ impl ModelPlanner {
         self
     }
 
-    /// The most tokens the model may write (default 1,536: a grammar plan takes 300 to 800).
+    /// The most tokens the model may write (default 1,536: compact choices take 30 to 150, a
+    /// whole plan 300 to 800).
     pub fn max_tokens(mut self, max_tokens: u32) -> ModelPlanner {
         self.max_tokens = max_tokens;
         self
@@ -184,10 +215,11 @@ impl ModelPlanner {
 
     /// The request's body for `goal`.
     fn body(&self, goal: &str) -> Result<Value, PlanError> {
+        let told = if self.whole_plan { instructions() } else { compact_instructions(&self.frame) };
         let mut body = json!({
             "model": self.model,
             "messages": [
-                { "role": "system", "content": instructions() },
+                { "role": "system", "content": told },
                 { "role": "user", "content": format!("Goal: {goal}") },
             ],
             "temperature": 0,
@@ -199,15 +231,19 @@ impl ModelPlanner {
             Constraint::JsonSchema => GrammarFormat::JsonSchema,
             Constraint::Unconstrained => return Ok(body),
         };
-        let text = grammar(&self.request, format)
-            .map_err(|e| PlanError::NotJson { reason: format!("no grammar: {e}"), start: String::new() })?;
+        let text = if self.whole_plan {
+            grammar(self.frame.request(), format)?
+        } else {
+            compact_grammar(&self.frame, format)?
+        };
         match format {
             GrammarFormat::Gbnf => body["grammar"] = Value::String(text),
             _ => {
                 let schema: Value = serde_json::from_str(&text).unwrap_or_default();
+                let name = if self.whole_plan { "ExecutionPlan" } else { "PlanChoices" };
                 body["response_format"] = json!({
                     "type": "json_schema",
-                    "json_schema": { "name": "ExecutionPlan", "strict": true, "schema": schema },
+                    "json_schema": { "name": name, "strict": true, "schema": schema },
                 });
             }
         }
@@ -223,17 +259,24 @@ impl ModelPlanner {
         Ok(Asked { written: answer.text, model: answer.model, tokens, elapsed: started.elapsed() })
     }
 
-    /// What a model wrote, as a plan: its JSON object (its optional nulls out, for the strict
-    /// schema), validated.
-    pub fn check(&self, written: &str) -> Result<ValidPlan, PlanError> {
-        ValidPlan::from_value(&self.document(written)?).map_err(PlanError::Rejected)
+    /// What a model wrote for `goal`, as a plan: the plan of its compact choices (written in
+    /// the frame), or with [`whole_plan`](Self::whole_plan) its plan document (the optional nulls
+    /// of the strict schema out); validated either way.
+    pub fn check(&self, goal: &str, written: &str) -> Result<ValidPlan, PlanError> {
+        let document = self.document(written)?;
+        if self.whole_plan {
+            return ValidPlan::from_value(&document).map_err(PlanError::Rejected);
+        }
+        let choices = Choices::from_value(&document, &self.frame).map_err(PlanError::Rejected)?;
+        choices.plan(&self.frame, goal).map_err(PlanError::Rejected)
     }
 
     /// The plan document in what a model wrote: its JSON object, the optional nulls of the strict
     /// schema out.
     fn document(&self, written: &str) -> Result<Value, PlanError> {
         let mut value = read_plan(written)?;
-        if self.constraint == Constraint::JsonSchema {
+        // The strict schema of the choices writes null for a step not chosen, which they read.
+        if self.whole_plan && self.constraint == Constraint::JsonSchema {
             remove_optional_nulls(&mut value);
         }
         Ok(value)
@@ -242,7 +285,7 @@ impl ModelPlanner {
     /// Asks the model for a plan for `goal` and validates it.
     pub async fn plan(&self, goal: &str) -> Result<Planned, PlanError> {
         let asked = self.ask(goal).await?;
-        let plan = self.check(&asked.written)?;
+        let plan = self.check(goal, &asked.written)?;
         Ok(Planned { plan, asked })
     }
 
@@ -291,12 +334,20 @@ fn read_plan(text: &str) -> Result<Value, PlanError> {
 }
 
 impl PolicyInterpreter for ModelPlanner {
-    /// The plan the model writes for the situation's `goal` (or the whole situation, as JSON):
-    /// what it wrote, its optional nulls out; `null` if it wrote nothing readable or the call
+    /// The plan the model plans for the situation's `goal` (or the whole situation, as JSON):
+    /// the plan of its choices, or the plan document it wrote (its optional nulls out) with
+    /// [`whole_plan`](ModelPlanner::whole_plan); `null` if it wrote nothing readable or the call
     /// failed, which the validator refuses ([`plan`](ModelPlanner::plan) says why).
     fn produce(&self, _policy_ref: &str, situation: &Value) -> Value {
         let goal = situation["goal"].as_str().map_or_else(|| situation.to_string(), str::to_owned);
-        self.ask_blocking(&goal).and_then(|asked| self.document(&asked.written)).unwrap_or(Value::Null)
+        let Ok(asked) = self.ask_blocking(&goal) else { return Value::Null };
+        if self.whole_plan {
+            return self.document(&asked.written).unwrap_or(Value::Null);
+        }
+        self.check(&goal, &asked.written)
+            .ok()
+            .and_then(|plan| serde_json::from_str(&plan.to_json()).ok())
+            .unwrap_or(Value::Null)
     }
 }
 

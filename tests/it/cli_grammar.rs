@@ -55,7 +55,8 @@ fn an_unknown_syntax_is_a_usage_error() {
 
 /// llguidance (`.ci/llguidance`), the engine behind llama.cpp's, vLLM's and SGLang's structured
 /// outputs, compiles every syntax planlock writes: the Lark and GBNF grammars and the strict JSON
-/// Schema profile, for a request with keys and a profile's.
+/// Schema profile, of whole plans and of the compact choices, for a request with keys and a
+/// profile's.
 #[test]
 fn llguidance_compiles_every_grammar_planlock_writes() {
     let dir = std::env::var_os("PLANLOCK_LLGUIDANCE")
@@ -76,6 +77,8 @@ fn llguidance_compiles_every_grammar_planlock_writes() {
         for extra in [
             &["--vars", "question,context", "--meta", "channel"][..],
             &["--policy-root", root, "--profile", "profiles/default"],
+            &["--compact", "--vars", "question,context,tone"],
+            &["--compact", "--policy-root", root, "--profile", "profiles/default"],
         ] {
             let out = planlock(&[&["grammar", "--syntax", syntax][..], extra].concat(), None);
             assert_eq!(out.status.code(), Some(0));
@@ -96,7 +99,7 @@ fn llguidance_compiles_every_grammar_planlock_writes() {
     let out = command.output().unwrap();
     let said = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{said}{}", String::from_utf8_lossy(&out.stderr));
-    assert_eq!(said.lines().filter(|l| l.ends_with(" ok")).count(), 6, "{said}");
+    assert_eq!(said.lines().filter(|l| l.ends_with(" ok")).count(), 12, "{said}");
 }
 
 /// A free-form key with a character a terminal shows escaped is written as a JSON escape in every
@@ -104,8 +107,12 @@ fn llguidance_compiles_every_grammar_planlock_writes() {
 /// one asked for. On the code before, the text output wrote `\u{202e}` into the grammar.
 #[test]
 fn a_key_a_terminal_would_escape_is_a_json_escape_in_every_syntax() {
-    for syntax in ["gbnf", "lark", "json-schema"] {
-        let out = planlock(&["grammar", "--syntax", syntax, "--vars", "a\u{202e}b"], None);
+    for (syntax, compact) in ["gbnf", "lark", "json-schema"].into_iter().flat_map(|s| [(s, false), (s, true)]) {
+        let mut args = vec!["grammar", "--syntax", syntax, "--vars", "a\u{202e}b"];
+        if compact {
+            args.push("--compact");
+        }
+        let out = planlock(&args, None);
         assert_eq!(out.status.code(), Some(0), "{out:?}");
         let text = stdout(&out);
         assert!(!text.contains("\\u{"), "{syntax}: a terminal escape in the grammar");

@@ -28,6 +28,7 @@ mod lifecycle;
 mod openai;
 mod people;
 mod planner;
+mod planner_choices;
 mod prompts;
 mod readme;
 mod records;

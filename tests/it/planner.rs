@@ -1,7 +1,8 @@
-//! `ModelPlanner` and `planlock plan` (CONTRACT §19) against a server on 127.0.0.1 (wiremock)
-//! that stands for one ignoring the grammar — the fault a real server test cannot make on
-//! purpose: what is sent (the grammar, temperature 0, the seed), a valid plan coming back, and an
-//! invalid one refused by the validator, never printed as a plan. The real model writes plans in
+//! `ModelPlanner` and `planlock plan` asked for whole plans (`--whole-plan`, CONTRACT §19)
+//! against a server on 127.0.0.1 (wiremock) that stands for one ignoring the grammar — the fault
+//! a real server test cannot make on purpose: what is sent (the grammar, temperature 0, the
+//! seed), a valid plan coming back, and an invalid one refused by the validator, never printed as
+//! a plan. The compact choices, the default, are in `planner_choices.rs`; the real model plans in
 //! `tests/models.rs`.
 #![cfg(feature = "openai")]
 
@@ -49,7 +50,8 @@ async fn answering(text: &str) -> MockServer {
 async fn the_request_carries_the_grammar_at_temperature_0_and_a_valid_answer_is_the_plan() {
     let server = answering(&valid_plan().to_string()).await;
     let request = GrammarRequest::new().vars(["question"]);
-    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").request(request.clone()).seed(42);
+    let planner =
+        ModelPlanner::new(&format!("{}/v1", server.uri()), "m").request(request.clone()).whole_plan(true).seed(42);
     let planned = planner.plan("rotate the key").await.unwrap();
     assert_eq!(planned.plan.steps().len(), 4);
     assert_eq!((planned.asked.model.as_deref(), planned.asked.tokens), (Some("served-model"), (Some(80), Some(300))));
@@ -66,7 +68,8 @@ async fn the_request_carries_the_grammar_at_temperature_0_and_a_valid_answer_is_
     with_nulls["validators"] = Value::Null;
     with_nulls["metadata"]["topK"] = Value::Null;
     let server = answering(&with_nulls.to_string()).await;
-    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").constraint(Constraint::JsonSchema);
+    let planner =
+        ModelPlanner::new(&format!("{}/v1", server.uri()), "m").whole_plan(true).constraint(Constraint::JsonSchema);
     planner.plan("rotate the key").await.unwrap();
     let sent: Value = serde_json::from_slice(&server.received_requests().await.unwrap()[0].body).unwrap();
     assert_eq!(sent["response_format"]["json_schema"]["strict"], true);
@@ -79,7 +82,7 @@ async fn a_server_that_ignores_the_grammar_is_caught_by_the_validator() {
     let mut out_of_order = valid_plan();
     out_of_order["steps"].as_array_mut().unwrap().swap(1, 2);
     let server = answering(&out_of_order.to_string()).await;
-    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m");
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").whole_plan(true);
     match planner.plan("rotate the key").await {
         Err(e @ PlanError::Rejected(_)) => {
             assert_eq!((e.code(), e.kind()), ("plan-rejected", FailureKind::CycleFail));
@@ -89,12 +92,12 @@ async fn a_server_that_ignores_the_grammar_is_caught_by_the_validator() {
     }
     // Prose around no plan at all.
     let server = answering("Sure! Here is a plan: first scan the repo, then answer.").await;
-    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m");
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").whole_plan(true);
     let e = planner.plan("rotate the key").await.unwrap_err();
     assert_eq!(e.code(), "plan-not-json", "{e}");
     // As a PolicyInterpreter, the refusal is the validator's.
     let server = answering(&out_of_order.to_string()).await;
-    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m");
+    let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").whole_plan(true);
     let refused =
         tokio::task::spawn_blocking(move || planner.interpret("profiles/default", &json!({ "goal": "rotate" })));
     assert!(refused.await.unwrap().is_err());
@@ -106,7 +109,8 @@ async fn planlock_plan_prints_a_valid_plan_and_refuses_an_invalid_one() {
     let server = answering(&valid_plan().to_string()).await;
     let url = format!("{}/v1", server.uri());
     let policy = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
-    let args = ["plan", "--format", "json", "--llm-url", &url, "--goal", "rotate", "--policy-root", policy];
+    let args =
+        ["plan", "--whole-plan", "--format", "json", "--llm-url", &url, "--goal", "rotate", "--policy-root", policy];
     let out = tokio::task::spawn_blocking({
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         move || crate::common::cli::planlock().args(&args).args(["--profile", "profiles/default"]).output().unwrap()
@@ -124,7 +128,7 @@ async fn planlock_plan_prints_a_valid_plan_and_refuses_an_invalid_one() {
     let url = format!("{}/v1", server.uri());
     let out = tokio::task::spawn_blocking(move || {
         crate::common::cli::planlock()
-            .args(["plan", "--format", "json", "--llm-url", &url, "--goal", "g"])
+            .args(["plan", "--whole-plan", "--format", "json", "--llm-url", &url, "--goal", "g"])
             .output()
             .unwrap()
     })
@@ -157,7 +161,7 @@ async fn hostile_answers_are_refused_and_the_key_is_never_shown() {
             .respond_with(ResponseTemplate::new(200).set_body_json(completion(&answer)))
             .mount(&server)
             .await;
-        let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").api_key(KEY);
+        let planner = ModelPlanner::new(&format!("{}/v1", server.uri()), "m").whole_plan(true).api_key(KEY);
         let e = planner.plan("g").await.unwrap_err();
         assert_eq!(e.code(), code, "{}", e.to_string().chars().take(300).collect::<String>());
         assert!(!e.to_string().contains(KEY) && !format!("{e:?}").contains(KEY));
@@ -188,7 +192,8 @@ async fn planlock_plan_judges_a_plan_as_validate_does_and_keeps_to_its_profile()
             let written = written.clone();
             move || {
                 crate::common::cli::planlock()
-                    .args(["plan", "--format", "json", "--llm-url", &url, "--goal", "g", "--policy-root", policy])
+                    .args(["plan", "--whole-plan", "--format", "json", "--llm-url", &url, "--goal", "g"])
+                    .args(["--policy-root", policy])
                     .args(["--profile", "profiles/default", "--out"])
                     .arg(&written)
                     .output()

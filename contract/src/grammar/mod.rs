@@ -27,6 +27,7 @@
 //! # Ok::<(), planlock_contract::grammar::GrammarError>(())
 //! ```
 
+mod compact;
 mod ir;
 mod plan;
 mod strict;
@@ -35,6 +36,10 @@ mod write;
 use crate::contract::json_schema::plan_json_schema;
 use crate::hash::profile::PolicyProfile;
 
+pub use compact::{
+    Choices, DEFAULT_INSTRUCTION, DEFAULT_SESSION_REF, DEFAULT_TOP_K, MAX_QUESTION_CHARS, MAX_STRENGTH_CHARS,
+    MAX_TEXT_CHARS, PlanFrame, QUESTION_VAR, compact_grammar, compact_instructions, purpose,
+};
 pub use strict::{JSON_SCHEMA_CANNOT_SAY, remove_optional_nulls};
 
 /// The longest string a grammar's plan holds, in characters: bounds the document's size.
@@ -167,12 +172,7 @@ pub fn grammar(request: &GrammarRequest, format: GrammarFormat) -> Result<String
         GrammarFormat::Gbnf => &write::GBNF,
         GrammarFormat::Lark => &write::LARK,
         GrammarFormat::JsonSchema => {
-            let strict = strict::strict_schema(schema, request);
-            // Newlines of the pretty form are outside strings; every other character past
-            // printable ASCII is inside one, where a JSON escape means the same.
-            let pretty = serde_json::to_string_pretty(&strict).unwrap_or_default();
-            let lines: Vec<String> = pretty.lines().map(plan::ascii_json).collect();
-            return Ok(lines.join("\n") + "\n");
+            return Ok(plan::ascii_pretty(&strict::strict_schema(schema, request)));
         }
     };
     let rules = plan::plan_rules(&schema, request)?;

@@ -224,13 +224,8 @@ impl Made<'_> {
         }
     }
 
-    /// One character of a JSON string: unescaped, or one of JSON's short escapes (no `\u`, so
-    /// no lone surrogate).
     fn char(&mut self) -> Expr {
-        self.rules.add("char", |_| {
-            let escapes = ["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"].map(Expr::lit).to_vec();
-            Expr::alt(vec![Expr::Class(Class::StringChar), Expr::alt(escapes)])
-        })
+        json_char(&mut self.rules)
     }
 
     /// A JSON string of `min` to `max` characters none of which is a control character: what
@@ -245,12 +240,8 @@ impl Made<'_> {
         })
     }
 
-    /// A JSON string of `min` to `max` characters.
     fn string(&mut self, min: u32, max: u32) -> Expr {
-        let char = self.char();
-        self.rules.add(&format!("string-{min}-{max}"), |_| {
-            Expr::seq(vec![Expr::lit("\""), char.times(min, max), Expr::lit("\"")])
-        })
+        json_string(&mut self.rules, min, max)
     }
 
     /// A free-form object: the keys the request names for it, in order, each a scalar; `{}`
@@ -288,8 +279,25 @@ impl Made<'_> {
     }
 }
 
+/// One character of a JSON string: unescaped, or one of JSON's short escapes (no `\u`, so no
+/// lone surrogate).
+pub(super) fn json_char(rules: &mut Rules) -> Expr {
+    rules.add("char", |_| {
+        let escapes = ["\\\"", "\\\\", "\\/", "\\b", "\\f", "\\n", "\\r", "\\t"].map(Expr::lit).to_vec();
+        Expr::alt(vec![Expr::Class(Class::StringChar), Expr::alt(escapes)])
+    })
+}
+
+/// A JSON string of `min` to `max` characters.
+pub(super) fn json_string(rules: &mut Rules, min: u32, max: u32) -> Expr {
+    let char = json_char(rules);
+    rules.add(&format!("string-{min}-{max}"), |_| {
+        Expr::seq(vec![Expr::lit("\""), char.times(min, max), Expr::lit("\"")])
+    })
+}
+
 /// The payload type's name in the schema's definitions: `LLMCall`'s is `LlmCall`.
-fn payload_name(ty: StepType) -> String {
+pub(super) fn payload_name(ty: StepType) -> String {
     match ty {
         StepType::LLMCall => "LlmCall".to_owned(),
         other => other.wire_name().to_owned(),
@@ -322,10 +330,15 @@ fn object(fields: Vec<(Expr, bool)>) -> Expr {
 /// `open`, then these elements in order with commas between, each optional one present or not,
 /// then `close`. The first element present carries no comma: a choice of which comes first,
 /// then the rest each with its comma.
-fn ordered(open: &str, close: &str, elements: Vec<(Expr, bool)>) -> Expr {
+pub(super) fn ordered(open: &str, close: &str, elements: Vec<(Expr, bool)>) -> Expr {
     if elements.is_empty() {
         return Expr::lit(format!("{open}{close}"));
     }
+    Expr::seq(vec![Expr::lit(open), ordered_inner(elements), Expr::lit(close)])
+}
+
+/// What [`ordered`] writes between `open` and `close`.
+pub(super) fn ordered_inner(elements: Vec<(Expr, bool)>) -> Expr {
     let tail = |from: usize| {
         Expr::seq(
             elements[from..]
@@ -347,12 +360,11 @@ fn ordered(open: &str, close: &str, elements: Vec<(Expr, bool)>) -> Expr {
         }
     }
     let inner = Expr::alt(firsts);
-    let inner = if all_optional && !inner.is_empty() { inner.optional() } else { inner };
-    Expr::seq(vec![Expr::lit(open), inner, Expr::lit(close)])
+    if all_optional && !inner.is_empty() { inner.optional() } else { inner }
 }
 
 /// `text` as a JSON string literal.
-fn json_quoted(text: &str) -> String {
+pub(super) fn json_quoted(text: &str) -> String {
     ascii_json(&Value::String(text.to_owned()).to_string())
 }
 
@@ -376,7 +388,16 @@ pub(crate) fn ascii_json(text: &str) -> String {
     out
 }
 
+/// `value` as pretty JSON in printable ASCII, ending in a newline. Newlines of the pretty form
+/// are outside strings; every other character past printable ASCII is inside one, where a JSON
+/// escape means the same.
+pub(super) fn ascii_pretty(value: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(value).unwrap_or_default();
+    let lines: Vec<String> = pretty.lines().map(ascii_json).collect();
+    lines.join("\n") + "\n"
+}
+
 /// `text` as the grammar's JSON string.
-fn json_text(text: &str) -> Expr {
+pub(super) fn json_text(text: &str) -> Expr {
     Expr::lit(json_quoted(text))
 }

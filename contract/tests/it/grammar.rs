@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// An expression of a GBNF rule, as this reader understands the text.
 #[derive(Debug, Clone)]
-enum G {
+pub(crate) enum G {
     Lit(String),
     /// Ranges of code points; `true`: any character but these.
     Class(Vec<(u32, u32)>, bool),
@@ -28,7 +28,7 @@ struct Reader<'a> {
     at: usize,
 }
 
-fn read_gbnf(text: &str) -> HashMap<String, G> {
+pub(crate) fn read_gbnf(text: &str) -> HashMap<String, G> {
     let mut rules = HashMap::new();
     for line in text.lines().filter(|l| !l.starts_with('#') && !l.trim().is_empty()) {
         let (name, body) = line.split_once(" ::= ").unwrap_or_else(|| panic!("not a rule: {line}"));
@@ -165,7 +165,7 @@ impl Reader<'_> {
 }
 
 /// A small deterministic random source (SplitMix64).
-struct Rng(u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -189,7 +189,7 @@ fn in_class(c: char, ranges: &[(u32, u32)], negated: bool) -> bool {
 }
 
 /// A random text of `expr`.
-fn walk(expr: &G, rules: &HashMap<String, G>, rng: &mut Rng, out: &mut String) {
+pub(crate) fn walk(expr: &G, rules: &HashMap<String, G>, rng: &mut Rng, out: &mut String) {
     match expr {
         G::Lit(text) => out.push_str(text),
         G::Class(ranges, negated) => {
@@ -245,7 +245,7 @@ fn ends(expr: &G, rules: &HashMap<String, G>, text: &[char], at: usize) -> Vec<u
     found
 }
 
-fn accepts(rules: &HashMap<String, G>, text: &str) -> bool {
+pub(crate) fn accepts(rules: &HashMap<String, G>, text: &str) -> bool {
     let chars: Vec<char> = text.chars().collect();
     ends(&rules["root"], rules, &chars, 0).contains(&chars.len())
 }

@@ -8,6 +8,7 @@
 
 mod builder;
 mod canonical_json;
+mod compact;
 mod corpus;
 mod grammar;
 mod plan_hash;

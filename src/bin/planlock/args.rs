@@ -60,12 +60,19 @@ pub enum Command {
         /// format, as for every command).
         #[arg(long, default_value = "gbnf")]
         syntax: String,
+        /// The grammar of the compact choices `planlock plan` asks for (which optional steps, and
+        /// their texts; planlock writes the plan of them), instead of whole plans.
+        #[arg(long)]
+        compact: bool,
         #[command(flatten)]
         of: PlansOf,
     },
-    /// Ask a model on an OpenAI-compatible server to write the plan for a goal, with the grammar
-    /// of valid plans (`planlock grammar`), at temperature 0 with a seed; the validator checks
-    /// what it wrote (exit 1 and `plan-rejected` when it is not a valid plan: a server that
+    /// Ask a model on an OpenAI-compatible server to plan for a goal, at temperature 0 with a
+    /// seed. By default the model writes only its choices — which optional steps, and the free
+    /// texts — with their grammar (`planlock grammar --compact`), and planlock writes the plan
+    /// of them (ids, keys, the profile's mode and topK, the references between steps);
+    /// `--whole-plan` asks it for the whole plan document with the grammar of valid plans. The
+    /// validator checks the plan (exit 1 and `plan-rejected` when it is not valid: a server that
     /// ignored the grammar), and the plan is printed, or written with `--out`.
     Plan {
         /// The server's base URL, e.g. llama.cpp's `http://127.0.0.1:8080/v1` (the API key, if any, from
@@ -88,6 +95,18 @@ pub enum Command {
         /// Write the plan to this file instead of printing it.
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Ask for the whole plan document (about three times the tokens) instead of the choices.
+        #[arg(long)]
+        whole_plan: bool,
+        /// The plan's `sessionRef` (compact choices only).
+        #[arg(long, value_name = "REF", conflicts_with = "whole_plan")]
+        session_ref: Option<String>,
+        /// A decision that exists, which the plan may link evidence to (compact choices only).
+        #[arg(long, value_name = "ID", conflicts_with = "whole_plan")]
+        existing_decision: Option<String>,
+        /// An evidence that exists, which the plan may link a decision to (compact choices only).
+        #[arg(long, value_name = "ID", conflicts_with = "whole_plan")]
+        existing_evidence: Option<String>,
         /// What the plan is for (with a profile, its hash is printed too).
         #[command(flatten)]
         of: PlansOf,

@@ -1,10 +1,11 @@
 //! `planlock grammar`: the grammar of the plans a model may write (CONTRACT §19), generated from
-//! the step registry: GBNF for llama.cpp, Lark for llguidance, or the strict JSON Schema profile.
+//! the step registry: GBNF for llama.cpp, Lark for llguidance, or the strict JSON Schema profile;
+//! with `--compact`, the grammar of the choices `planlock plan` asks for.
 
 use std::path::Path;
 
 use planlock::PolicyProfile;
-use planlock::grammar::{GrammarFormat, GrammarRequest};
+use planlock::grammar::{GrammarFormat, GrammarRequest, PlanFrame};
 use serde::Serialize;
 
 use crate::args::PlansOf;
@@ -39,14 +40,18 @@ pub fn request(of: &PlansOf) -> Result<(GrammarRequest, Option<&Path>), CliError
     Ok((request, root))
 }
 
-pub fn grammar(out: &mut Output, syntax: &str, of: &PlansOf) -> Result<u8, CliError> {
+pub fn grammar(out: &mut Output, syntax: &str, compact: bool, of: &PlansOf) -> Result<u8, CliError> {
     let Some(format) = GrammarFormat::from_name(syntax) else {
         let names: Vec<&str> = GrammarFormat::ALL.iter().map(|(n, _)| *n).collect();
         return Err(CliError::usage("usage", format!("--syntax `{syntax}`: one of {}", names.join(", "))));
     };
     let (request, _) = request(of)?;
-    let grammar =
-        planlock::grammar::grammar(&request, format).map_err(|e| CliError::fail_fast("grammar", e.to_string()))?;
+    let made = if compact {
+        planlock::grammar::compact_grammar(&PlanFrame::new(request), format)
+    } else {
+        planlock::grammar::grammar(&request, format)
+    };
+    let grammar = made.map_err(|e| CliError::fail_fast("grammar", e.to_string()))?;
     let syntax = GrammarFormat::ALL.iter().find(|(_, f)| *f == format).map_or("gbnf", |(n, _)| n);
     out.report(&GrammarReport { syntax, grammar });
     Ok(EXIT_VALID)

@@ -36,11 +36,24 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         Command::Hash { policy_root, parts, plan } => hash::hash(out, &policy_root, parts, &plan),
         Command::Schema => schema::schema(out),
         Command::Pgvector { database, dimension } => pgvector::install(out, &database, dimension),
-        Command::Grammar { syntax, of } => grammar::grammar(out, &syntax, &of),
-        Command::Plan { llm_url, llm_model, goal, constraint, seed, out: file, of } => {
+        Command::Grammar { syntax, compact, of } => grammar::grammar(out, &syntax, compact, &of),
+        Command::Plan {
+            llm_url,
+            llm_model,
+            goal,
+            constraint,
+            seed,
+            out: file,
+            whole_plan,
+            session_ref,
+            existing_decision,
+            existing_evidence,
+            of,
+        } => {
+            let frame = plan::Frame { whole_plan, session_ref, existing_decision, existing_evidence };
             let ask =
                 plan::Ask { url: &llm_url, model: &llm_model, goal: &goal, constraint: &constraint, seed, out: file };
-            plan::plan(out, ask, &of)
+            plan::plan(out, ask, frame, &of)
         }
         Command::Run { cycle } => run::run(out, cycle, None),
         Command::Resume { cycle, approve, step, reason, by, digest } => {

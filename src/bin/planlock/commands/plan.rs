@@ -1,8 +1,11 @@
-//! `planlock plan`: a model writes the plan for a goal (CONTRACT §19), with the grammar of valid
-//! plans; the validator checks what it wrote before anything prints it as a plan.
+//! `planlock plan`: a model plans for a goal (CONTRACT §19) — by default it chooses the optional
+//! steps and writes the free texts, and planlock writes the plan of them; with `--whole-plan` it
+//! writes the whole document with the grammar of valid plans. The validator checks the plan
+//! before anything prints it.
 
 use std::path::{Path, PathBuf};
 
+use planlock::grammar::PlanFrame;
 use planlock::handlers::{Constraint, ModelPlanner};
 use planlock::{Digest, PolicyProfile};
 use serde::Serialize;
@@ -28,6 +31,18 @@ pub struct Ask<'a> {
     pub out: Option<PathBuf>,
 }
 
+/// What planlock writes around the model's choices, as the command line says it.
+pub struct Frame {
+    /// Ask for the whole plan document instead.
+    pub whole_plan: bool,
+    /// The plan's `sessionRef`.
+    pub session_ref: Option<String>,
+    /// A decision that exists.
+    pub existing_decision: Option<String>,
+    /// An evidence that exists.
+    pub existing_evidence: Option<String>,
+}
+
 /// The plan, its hash with a profile, and where it went.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,6 +54,13 @@ struct PlanReport {
     written_to: Option<PathBuf>,
     model: Option<String>,
     elapsed_ms: u128,
+    /// `choices` (the model chose, planlock wrote the plan) or `whole-plan`.
+    written_as: &'static str,
+    /// What the model wrote, as it wrote it.
+    written: String,
+    /// The tokens the model wrote, as its server reported them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    completion_tokens: Option<u64>,
 }
 
 impl Report for PlanReport {
@@ -58,7 +80,7 @@ impl Report for PlanReport {
     }
 }
 
-pub fn plan(out: &mut Output, ask: Ask<'_>, of: &PlansOf) -> Result<u8, CliError> {
+pub fn plan(out: &mut Output, ask: Ask<'_>, frame: Frame, of: &PlansOf) -> Result<u8, CliError> {
     let Some(constraint) = Constraint::ALL.iter().find(|(n, _)| *n == ask.constraint).map(|(_, c)| *c) else {
         let names: Vec<&str> = Constraint::ALL.iter().map(|(n, _)| *n).collect();
         return Err(CliError::usage(
@@ -67,7 +89,21 @@ pub fn plan(out: &mut Output, ask: Ask<'_>, of: &PlansOf) -> Result<u8, CliError
         ));
     };
     let (request, root) = super::grammar::request(of)?;
-    let planner = ModelPlanner::new(ask.url, ask.model).request(request).constraint(constraint).seed(ask.seed);
+    let mut plan_frame = PlanFrame::new(request);
+    if let Some(session_ref) = frame.session_ref {
+        plan_frame = plan_frame.session_ref(session_ref);
+    }
+    if let Some(id) = frame.existing_decision {
+        plan_frame = plan_frame.existing_decision(id);
+    }
+    if let Some(id) = frame.existing_evidence {
+        plan_frame = plan_frame.existing_evidence(id);
+    }
+    let planner = ModelPlanner::new(ask.url, ask.model)
+        .frame(plan_frame)
+        .whole_plan(frame.whole_plan)
+        .constraint(constraint)
+        .seed(ask.seed);
     let planned = planner.plan_blocking(ask.goal).map_err(|e| CliError::of(&e))?;
     // A plan of another profile than the one asked for is refused, never hashed with its own.
     let written_for = &planned.plan.metadata().policy_profile;
@@ -95,6 +131,9 @@ pub fn plan(out: &mut Output, ask: Ask<'_>, of: &PlansOf) -> Result<u8, CliError
         written_to: ask.out,
         model: planned.asked.model,
         elapsed_ms: planned.asked.elapsed.as_millis(),
+        written_as: if frame.whole_plan { "whole-plan" } else { "choices" },
+        written: planned.asked.written,
+        completion_tokens: planned.asked.tokens.1,
     });
     Ok(EXIT_VALID)
 }
