@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn completion(text: &str) -> Value {
+/// A chat completion answering `text`.
+pub(crate) fn completion(text: &str) -> Value {
     json!({
         "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "served-model",
         "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" }],
@@ -36,7 +37,8 @@ fn valid_plan() -> Value {
     })
 }
 
-async fn answering(text: &str) -> MockServer {
+/// A server on 127.0.0.1 answering every chat completion with `text`.
+pub(crate) async fn answering(text: &str) -> MockServer {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/chat/completions"))

@@ -13,26 +13,9 @@ use planlock::handlers::{Constraint, ModelPlanner, PlanError};
 use planlock::steps::PersistSession;
 use planlock::{Failure, StepType, ValidPlan};
 use serde_json::{Value, json};
-use wiremock::matchers::{method, path};
-use wiremock::{Mock, MockServer, ResponseTemplate};
+use wiremock::MockServer;
 
-fn completion(text: &str) -> Value {
-    json!({
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "served-model",
-        "choices": [{ "index": 0, "message": { "role": "assistant", "content": text }, "finish_reason": "stop" }],
-        "usage": { "prompt_tokens": 80, "completion_tokens": 60, "total_tokens": 140 }
-    })
-}
-
-async fn answering(text: &str) -> MockServer {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/chat/completions"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(completion(text)))
-        .mount(&server)
-        .await;
-    server
-}
+use super::planner::answering;
 
 /// How `plan` ends with the demo handlers (and a session save that succeeds), its repository
 /// scan in an empty directory: `completed`, or why not.

@@ -64,10 +64,21 @@ struct PlanReport {
 }
 
 impl Report for PlanReport {
-    /// The plan's JSON, indented (a file of it would hold the same), or where it was written.
+    /// The plan's JSON, indented (a file of it would hold the same), or where it was written and
+    /// who wrote what.
     fn text(&self, out: &mut Text) {
         match &self.written_to {
-            Some(path) => line!(out, "wrote the plan to {}", path.display()),
+            Some(path) => {
+                let tokens = self.completion_tokens.map_or_else(String::new, |n| format!(" ({n} tokens)"));
+                match self.written_as {
+                    "choices" => line!(
+                        out,
+                        "wrote the plan to {}: the model chose its steps and texts{tokens}, planlock wrote the rest",
+                        path.display()
+                    ),
+                    _ => line!(out, "wrote the plan to {}: the model wrote it whole{tokens}", path.display()),
+                }
+            }
             None => {
                 for l in format!("{:#}", self.plan).lines() {
                     line!(out, "{l}");
