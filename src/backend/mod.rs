@@ -10,8 +10,7 @@
 //! ([`FilesBackend`], `PgBackend` with the feature `postgres`); what is the same everywhere (the pin and embedder check of
 //! a read) is written once here.
 //!
-//! Layer 6: imports sessions, stores and the PostgreSQL pool; the reviewer's domain and the
-//! runtime build on it.
+//! Layer 6 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
 mod error;
 mod files;

@@ -12,7 +12,7 @@
 //! pages are paged, bodies capped at 16 KiB, headers at 16 KiB, a connection that sends no
 //! request in 10 s is closed, at most 64 at once.
 //!
-//! Layer 8 (beside the runtime): imports the reviewer's domain, the backends and sessions.
+//! Layer 8, beside the runtime (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
 mod auth;
 mod decide;

@@ -3,7 +3,7 @@
 //! examples and tests. They show the shape of real handlers; they are not meant for
 //! production.
 //!
-//! Layer 9, the top of the library: imports whatever it shows.
+//! Layer 9, the top of the library (CONTRIBUTING.md, "The layers").
 //!
 //! - `RepoScan` really scans the directory: the file count, and a SHA-256 over every file's
 //!   relative path and content as `versionId`.

@@ -288,10 +288,7 @@ pub async fn decide_counted(
     // An expired pause can only be abandoned; an abandon judges nothing shown, so it binds to
     // the pause alone.
     let abandon = decision.verdict == ReviewVerdict::Abandon;
-    if let Some(expired_at) = record.expires_at
-        && decision.at > expired_at
-        && !abandon
-    {
+    if let Some(expired_at) = decision.too_late_for(&record) {
         return Err(DecideError::Expired { expired_at });
     }
     if decision.shown_digest != record.shown_digest && !abandon {

@@ -4,8 +4,7 @@
 //! pause it names, recorded without the session's lock or lease), the [`inbox`] of every pause
 //! waiting across sessions, and the [`overview`] of every session's status.
 //!
-//! Layer 7: imports the backends and sessions (their records and the approval log's formats) and nothing that runs
-//! a plan. The old paths (`session::inbox`, `session::overview`, `session::decide`) still name
+//! Layer 7 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them). The old paths (`session::inbox`, `session::overview`, `session::decide`) still name
 //! the same items.
 
 pub mod access;

@@ -103,10 +103,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         // A decision made after the pause expired is not used (`decide` refuses one; this one
         // came another way, or with a clock that disagrees).
-        if let Some(expired_at) = record.expires_at
-            && decision.at > expired_at
-            && decision.verdict != ReviewVerdict::Abandon
-        {
+        if decision.too_late_for(&record).is_some() {
             let event = ApprovalEvent::Expired { pause: decision.pause.clone(), at: Timestamp::now() };
             return Some(self.log_outcome(event).await.and(Err(self.paused_error(&record))));
         }

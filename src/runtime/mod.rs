@@ -3,8 +3,7 @@
 //! the end of each successful cycle (the `PersistSession` step's handler returns its status; the
 //! save, built from the cycle's ledger, is the runtime's: `commit`).
 //!
-//! Layer 8: the runtime owns a session: it imports the executor, the session store, hashing and
-//! validation, and nothing imports it but the demo handlers and the binary.
+//! Layer 8 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
 mod approvals;
 mod builder;

@@ -3,7 +3,7 @@
 //! [`Place::backend`] gives), kept for the programs written against it; the work is the
 //! backend's ([`crate::backend`]).
 //!
-//! Layer 8 (with the runtime): imports the backends.
+//! Layer 8, with the runtime (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
 use std::fmt;
 use std::path::PathBuf;

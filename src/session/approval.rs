@@ -169,6 +169,13 @@ pub enum Via {
 }
 
 impl ReviewDecision {
+    /// The expiry rule (CONTRACT §14), said once: a pause that has expired can only be
+    /// abandoned. When this decision comes after `record`'s pause expired and is not an abandon,
+    /// when the pause expired; `None` when the decision is in time (or an abandon).
+    pub fn too_late_for(&self, record: &InterventionRecord) -> Option<Timestamp> {
+        record.expires_at.filter(|expired_at| self.at > *expired_at && self.verdict != ReviewVerdict::Abandon)
+    }
+
     /// A decision on the pause of `record`, made now, on what the record shows.
     pub fn new(
         record: &InterventionRecord,

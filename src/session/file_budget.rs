@@ -318,15 +318,36 @@ impl FileBudget {
     }
 }
 
+/// The budgets file's lock is a blocking wait: every change runs on planlock's blocking
+/// threads, so a wait for another process's reservation holds no thread of the caller's.
 impl TokenBudget for FileBudget {
     fn reserve<'a>(&'a self, ask: TokenAsk<'a>) -> BudgetFuture<'a, ()> {
-        Box::pin(async move { self.reserve_now(&ask) })
+        let (budget, step) = (self.clone(), ask.step_id.to_owned());
+        let (id, tokens, cycle) = (ask.id, ask.tokens, ask.cycle);
+        Box::pin(self.off_thread(move || budget.reserve_now(&TokenAsk { id, tokens, cycle, step_id: &step })))
     }
 
     /// Settled now, whatever the cycle: a file cannot join the session's save (a settlement that
     /// is lost in a crash is released with the session's lock, never overspent).
     fn settle<'a>(&'a self, charges: &'a [Charge], _cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
-        Box::pin(async move { self.settle_now(charges) })
+        let (budget, charges) = (self.clone(), charges.to_vec());
+        Box::pin(self.off_thread(move || budget.settle_now(&charges)))
+    }
+}
+
+impl FileBudget {
+    /// Runs `change` on planlock's blocking threads.
+    async fn off_thread(
+        &self,
+        change: impl FnOnce() -> Result<(), BudgetError> + Send + 'static,
+    ) -> Result<(), BudgetError> {
+        crate::io::blocking(change).await.unwrap_or_else(|reason| {
+            Err(BudgetError::Unavailable {
+                place: self.dir.join(BUDGETS_FILE).display().to_string(),
+                doing: "read",
+                reason,
+            })
+        })
     }
 }
 

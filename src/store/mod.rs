@@ -9,8 +9,8 @@
 //! step handlers over any implementation; `conformance` (feature `testing`) is the suite every
 //! implementation must pass.
 //!
-//! Layer 5 (beside the session store): imports the contract, hashing (idempotency keys) and the
-//! executor's handler traits.
+//! Layer 5, beside the session store (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs`
+//! holds them).
 
 use std::future::Future;
 

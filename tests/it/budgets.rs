@@ -223,6 +223,36 @@ fn a_dead_processs_reservation_is_charged_once_its_root_is_unlocked() {
     assert_eq!((shown[0].used, shown[0].reserved), (60, 0), "{shown:?}");
 }
 
+/// A reservation waiting for another process's lock on the budgets file holds no thread of the
+/// caller's (docs/CONTRACT.md, "I/O"): on a current-thread executor, a timer fires while the
+/// reservation waits. On the code before, the reservation took the lock on the caller's thread,
+/// and the timer fired only after the lock was released.
+#[test]
+fn a_reservation_waiting_for_the_budgets_lock_holds_no_thread() {
+    use planlock::budget::{TokenAsk, TokenBudget};
+    let place = Place::new(1);
+    let sessions = place.sessions();
+    planlock::session::FileBudget::set(&sessions, "", 100, Duration::from_secs(3_600)).unwrap();
+    let lock = std::fs::File::open(sessions.join(planlock::session::BUDGETS_LOCK)).unwrap();
+    lock.lock().unwrap();
+    let waiter = std::thread::spawn(move || {
+        let executor = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        executor.block_on(async {
+            let budget = planlock::session::FileBudget::new(&sessions, "s0");
+            let reserve = budget.reserve(TokenAsk { id: uuid::Uuid::new_v4(), tokens: 10, cycle: 1, step_id: "llm" });
+            tokio::pin!(reserve);
+            tokio::select! {
+                biased;
+                _ = &mut reserve => "reserved first",
+                () = tokio::time::sleep(Duration::from_millis(100)) => "the timer fired while it waited",
+            }
+        })
+    });
+    std::thread::sleep(Duration::from_millis(600));
+    lock.unlock().unwrap();
+    assert_eq!(waiter.join().unwrap(), "the timer fired while it waited");
+}
+
 #[test]
 fn holds_naming_a_fifo_or_a_path_outside_are_charged_without_waiting() {
     use planlock::budget::{TokenAsk, TokenBudget, period_start};

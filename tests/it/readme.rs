@@ -138,6 +138,57 @@ fn commands_named_in_the_readmes_prose_exist() {
     }
 }
 
+/// Every repository path the docs name — in backticks (`src/exec/budget.rs`, `tests/it/`) or as a
+/// link target — exists: a file that moves takes its mentions with it. A span is a path when it
+/// has no space or placeholder (`*`, `<…>`, `{…}`, `…`, `$`) and starts with one of the
+/// repository's top-level entries; a `:line` or `#anchor` after it is left out.
+#[test]
+fn paths_named_in_the_docs_exist() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tops: Vec<String> = std::fs::read_dir(here)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name != "target" && name != ".git")
+        .collect();
+    let docs = [
+        ("README.md", README),
+        ("docs/CONTRACT.md", include_str!("../../docs/CONTRACT.md")),
+        ("CONTRIBUTING.md", include_str!("../../CONTRIBUTING.md")),
+    ];
+    let (mut checked, mut missing) = (0, Vec::new());
+    for (doc, text) in docs {
+        // Prose only: fenced blocks are commands and output (their commands are run above).
+        let mut fenced = false;
+        let prose: String = text
+            .lines()
+            .filter(|line| {
+                fenced ^= line.trim_start().starts_with("```");
+                !fenced && !line.trim_start().starts_with("```")
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let text = prose.as_str();
+        let spans = text.split('`').skip(1).step_by(2);
+        let links = text.split("](").skip(1).filter_map(|rest| rest.split_once(')').map(|(target, _)| target));
+        for span in spans.chain(links) {
+            if span.contains(|c: char| c.is_whitespace() || "*<{…$|".contains(c)) || span.contains("://") {
+                continue;
+            }
+            let path = span.split([':', '#']).next().unwrap_or_default().trim_end_matches(['.', ',', ';']);
+            let first = path.split('/').next().unwrap_or_default();
+            if !tops.iter().any(|top| top == first) || !(path.contains('/') || path == first && first.contains('.')) {
+                continue;
+            }
+            checked += 1;
+            if !here.join(path).exists() {
+                missing.push(format!("{doc}: `{path}`"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "paths the docs name that do not exist:\n{}", missing.join("\n"));
+    assert!(checked > 150, "only {checked} paths found: is the scan still reading the docs?");
+}
+
 /// `NAME` or `NAME --features A,B` after `cargo bench --bench `: the bench exists and the
 /// features given are its required ones.
 fn check_bench(here: &Path, bench: &str) {

@@ -1,8 +1,8 @@
 //! The typestate [`PlanBuilder`]: plans that break the order, presence or uniqueness rules do
 //! not compile.
 //!
-//! Layer 3 (beside hashing): imports the contract and validation layers; its states and rules are
-//! in `state.rs`, their impls generated below from the registry rows.
+//! Layer 3, beside hashing. Its states and rules are in `state.rs`, their impls generated below
+//! from the registry rows.
 //!
 //! `PlanBuilder<S, M>` remembers the last step added (`S`: [`Start`] or a step marker from
 //! [`steps`](crate::contract::steps)) and whether `metadata.topK` is set (`M`: [`NoTopK`] or [`TopK`]).
