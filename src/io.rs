@@ -41,6 +41,7 @@ pub fn io_handle() -> Result<tokio::runtime::Handle, String> {
     Ok(runtime()?.handle().clone())
 }
 
+#[cfg(feature = "io")]
 /// Runs the blocking `f` on the runtime's blocking threads and awaits it from any executor.
 /// A panic in `f` is resumed in the caller.
 pub(crate) async fn blocking<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {

@@ -336,7 +336,18 @@ impl TokenBudget for FileBudget {
 }
 
 impl FileBudget {
+    /// Runs `change` on the caller's thread: without the `io` feature (which every feature
+    /// doing I/O brings) there is no other.
+    #[cfg(not(feature = "io"))]
+    async fn off_thread(
+        &self,
+        change: impl FnOnce() -> Result<(), BudgetError> + Send + 'static,
+    ) -> Result<(), BudgetError> {
+        change()
+    }
+
     /// Runs `change` on planlock's blocking threads.
+    #[cfg(feature = "io")]
     async fn off_thread(
         &self,
         change: impl FnOnce() -> Result<(), BudgetError> + Send + 'static,
