@@ -5,45 +5,34 @@
 
 use std::sync::Arc;
 
-use hyper::body::Bytes;
-use hyper::{Request, StatusCode};
+use hyper::StatusCode;
 
-use super::auth::{Auth, Login, same_secret};
+use super::auth::{Auth, Login};
 use super::flash::Flash;
 use super::pages::row_anchor;
+use super::posted::Posted;
 use super::rules::Rules;
 use super::templates::url_segment;
-use super::{Answer, State, form, redirect, refused, same_origin};
+use super::{Answer, State, redirect, refused};
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
 use crate::review::{Decided, decide_counted};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 
-/// Decides `verdict` on `session`'s pause for `login`; see the module docs.
-pub(super) async fn decide_on<B>(
+/// Decides `verdict` on `session`'s pause for `login`, with the `form` its page posted; see the
+/// module docs.
+pub(super) async fn decide_on(
     console: &Arc<State>,
     session: String,
     verdict: ReviewVerdict,
     (login, rules): (&Login, &Rules),
-    req: Request<B>,
-) -> Answer
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !same_origin(&req) {
-        return refused(StatusCode::FORBIDDEN, "a request from another origin");
-    }
+    form: Posted,
+) -> Answer {
     if console.read_only {
         return refused(StatusCode::FORBIDDEN, "this console is read-only");
     }
-    let Some(fields) = form(req).await else {
-        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
-    };
-    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
-        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
-    }
+    let fields = form.fields;
     let Some(name) = console.session_name(session) else { return refused(StatusCode::NOT_FOUND, "no such session") };
     let Some(pause_id) = fields.get("pause") else {
         return refused(StatusCode::BAD_REQUEST, "the form does not name the pause it was shown for");

@@ -3,12 +3,12 @@
 
 use hyper::Request;
 use hyper::StatusCode;
-use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 
-use super::auth::{COOKIE, LOGIN_LIFE, Login, Refusal, same_secret};
+use super::auth::{COOKIE, LOGIN_LIFE, Refusal};
+use super::posted::Posted;
 use super::rules::Rules;
-use super::{Answer, State, form, html, pages, redirect, refused, same_origin};
+use super::{Answer, State, html, pages, redirect, refused};
 
 /// The name a read-only console's reader signs in under when they give none (they decide nothing).
 const READER: &str = "reader";
@@ -35,25 +35,15 @@ fn signed_in(id: &str) -> Answer {
     response
 }
 
-pub(super) async fn sign_in<B>(console: &State, req: Request<B>, rules: &Rules) -> Answer
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !same_origin(&req) {
-        return refused(StatusCode::FORBIDDEN, "a request from another origin");
-    }
+pub(super) fn sign_in(console: &State, form: Posted, rules: &Rules) -> Answer {
     if console.auth.by_proxy() {
         return refused(StatusCode::FORBIDDEN, "the proxy in front signs people in");
     }
     // Behind a trusted proxy, the client it reports: one attacker locks out only themselves.
-    let client = console.auth.client_of(&req);
+    let client = console.auth.client_of(&form.head);
     let personal = rules.access.is_some();
-    let Some(fields) = form(req).await else {
-        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
-    };
-    let token = fields.get("token").map(String::as_str).unwrap_or("");
-    let name = match fields.get("name").map(String::as_str).unwrap_or("") {
+    let token = form.field("token").unwrap_or("");
+    let name = match form.field("name").unwrap_or("") {
         "" if console.read_only => READER,
         name => name,
     };
@@ -73,22 +63,10 @@ where
     }
 }
 
-/// `POST /logout`: ends the login (with its CSRF token), and the cookie with it.
-pub(super) async fn sign_out<B>(console: &State, login: &Login, req: Request<B>) -> Answer
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    if !same_origin(&req) {
-        return refused(StatusCode::FORBIDDEN, "a request from another origin");
-    }
-    let id = super::auth::cookie(&req, COOKIE).unwrap_or_default();
-    let Some(fields) = form(req).await else {
-        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow");
-    };
-    if !fields.get("csrf").is_some_and(|c| same_secret(c, &login.csrf)) {
-        return refused(StatusCode::FORBIDDEN, "the form's CSRF token is missing or not this login's");
-    }
+/// `POST /logout`: ends the login (its CSRF token checked by [`posted`](super::posted)), and
+/// the cookie with it.
+pub(super) fn sign_out(console: &State, form: Posted) -> Answer {
+    let id = super::auth::cookie(&form.head, COOKIE).unwrap_or_default();
     console.auth.sign_out(&id);
     let mut response = redirect("/login");
     let gone = format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0");

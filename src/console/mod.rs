@@ -20,6 +20,7 @@ mod events;
 mod flash;
 mod login;
 mod pages;
+mod posted;
 mod read;
 mod routes;
 mod rules;
@@ -27,16 +28,14 @@ mod server;
 mod templates;
 mod view;
 
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::contract::registry::{Failure, FailureKind};
 use crate::review::access::Access;
 use crate::review::inbox::Inbox;
 use crate::text::printable;
 use http_body_util::combinators::BoxBody;
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper::body::Bytes;
 use hyper::header::{self, HeaderValue};
 use hyper::{Request, Response, StatusCode};
@@ -45,20 +44,18 @@ use tower_service::Service;
 use auth::{Auth, Login};
 pub use auth::{FAILURE_WINDOW, LOCKOUT, LOGIN_LIFE, MAX_FAILURES, PROXY_SECRET_HEADER};
 use pages::Forms;
+use posted::posted;
 use routes::Route;
 pub use rules::RulesLog;
 use rules::{LiveRules, Rules, Source};
 
 const CSP: &str = "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
-const MAX_BODY: usize = 16 << 10;
 const MAX_HEADERS: usize = 16 << 10;
 /// The most connections [`Console::serve`] holds at once.
 pub const MAX_CONNECTIONS: usize = 64;
 /// The most connections one client address may hold at once: one client cannot take every slot.
 pub const MAX_PER_CLIENT: usize = 16;
-/// How long a client has to send a request's body.
-const BODY_TIME: Duration = Duration::from_secs(10);
 struct State {
     inbox: Inbox,
     auth: Auth,
@@ -392,8 +389,14 @@ where
         (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
         (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
         (Route::LoginForm, _) => login::login_form(console, &req, &rules),
-        (Route::SignIn, _) => login::sign_in(console, req, &rules).await,
-        (Route::SignOut, Some(login)) => login::sign_out(console, &login, req).await,
+        (Route::SignIn, _) => match posted(req, None).await {
+            Ok(form) => login::sign_in(console, form, &rules),
+            Err(refusal) => refusal,
+        },
+        (Route::SignOut, Some(login)) => match posted(req, Some(&login)).await {
+            Ok(form) => login::sign_out(console, form),
+            Err(refusal) => refusal,
+        },
         (Route::MethodNotAllowed, _) => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
         (Route::NotFound, _) | (_, None) => refused(StatusCode::NOT_FOUND, "no such page"),
         (Route::Home, _) => redirect("/sessions"),
@@ -415,9 +418,10 @@ where
             Some(name) => read::session(console, &name, &console.forms(&login, &rules)).await,
             None => refused(StatusCode::NOT_FOUND, "no such page"),
         },
-        (Route::Decide { session, verdict }, Some(login)) => {
-            decide::decide_on(console, session, verdict, (&login, &rules), req).await
-        }
+        (Route::Decide { session, verdict }, Some(login)) => match posted(req, Some(&login)).await {
+            Ok(form) => decide::decide_on(console, session, verdict, (&login, &rules), form).await,
+            Err(refusal) => refusal,
+        },
     }
 }
 
@@ -426,32 +430,6 @@ impl State {
     fn forms<'a>(&'a self, login: &'a Login, rules: &'a Rules) -> Forms<'a> {
         Forms { login, read_only: self.read_only, rules }
     }
-}
-
-/// Whether the request comes from the console's own pages: its `Origin`, when the browser sends
-/// one, must be this console's (scheme, host and port of its `Host`).
-fn same_origin<B>(req: &Request<B>) -> bool {
-    let host = req.headers().get(header::HOST).and_then(|h| h.to_str().ok());
-    match (req.headers().get(header::ORIGIN).map(|o| o.to_str()), host) {
-        (None, _) => req
-            .headers()
-            .get("sec-fetch-site")
-            .and_then(|v| v.to_str().ok())
-            .is_none_or(|site| site == "same-origin" || site == "none"),
-        (Some(Ok(origin)), Some(host)) => origin == format!("http://{host}"),
-        _ => false,
-    }
-}
-
-/// The form fields of a request body (at most [`MAX_BODY`] bytes, sent within [`BODY_TIME`]).
-async fn form<B>(req: Request<B>) -> Option<HashMap<String, String>>
-where
-    B: hyper::body::Body<Data = Bytes>,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let body = Limited::new(req.into_body(), MAX_BODY).collect();
-    let body = tokio::time::timeout(BODY_TIME, body).await.ok()?.ok()?.to_bytes();
-    Some(form_urlencoded::parse(&body).into_owned().collect())
 }
 
 impl State {
