@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use hyper::StatusCode;
 
+use super::answer::{Answer, redirect, refused};
 use super::auth::{Auth, Login};
 use super::flash::Flash;
 use super::pages::row_anchor;
 use super::posted::Posted;
 use super::rules::Rules;
+use super::service::State;
 use super::templates::url_segment;
-use super::{Answer, State, redirect, refused};
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
 use crate::review::{Decided, decide_counted};

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use hyper::body::{Body, Bytes, Frame};
 
-use super::State;
+use super::service::State;
 
 /// How often a stream looks at the pulse (kept for all streams, at most 2 s old): a change is
 /// sent within 2.5 s.

@@ -5,10 +5,12 @@ use hyper::Request;
 use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
+use super::answer::{Answer, html, redirect, refused};
 use super::auth::{COOKIE, LOGIN_LIFE, Refusal};
+use super::pages;
 use super::posted::Posted;
 use super::rules::Rules;
-use super::{Answer, State, html, pages, redirect, refused};
+use super::service::State;
 
 /// The name a read-only console's reader signs in under when they give none (they decide nothing).
 const READER: &str = "reader";

@@ -12,8 +12,8 @@ use hyper::body::Bytes;
 use hyper::header;
 use hyper::{Request, StatusCode};
 
+use super::answer::{Answer, refused};
 use super::auth::{Login, same_secret};
-use super::{Answer, refused};
 
 /// The most bytes of a form.
 pub(super) const MAX_BODY: usize = 16 << 10;

@@ -7,9 +7,11 @@ use std::sync::Arc;
 use hyper::StatusCode;
 use hyper::header::{self, HeaderValue};
 
+use super::answer::{Answer, html, refused, respond_with};
+use super::events;
 use super::flash::Flash;
 use super::pages::{self, Forms, PAUSES_PER_PAGE, PER_PAGE};
-use super::{Answer, State, events, html, refused};
+use super::service::State;
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
 use crate::review::overview::SessionStatus;
@@ -155,7 +157,7 @@ pub(super) async fn session(console: &Arc<State>, name: &str, forms: &Forms<'_>)
 /// `GET /events`: the pulse of the sessions, as a `text/event-stream` ([`events`]).
 pub(super) fn events(console: &Arc<State>, login: String) -> Answer {
     let stream = events::stream(console.clone(), login);
-    let mut response = super::respond_with(StatusCode::OK, "text/event-stream", stream);
+    let mut response = respond_with(StatusCode::OK, "text/event-stream", stream);
     // A proxy in front must not hold the stream back to buffer it.
     response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
     response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));

@@ -10,7 +10,7 @@ use std::time::Duration;
 use hyper::Request;
 
 use super::auth::ClientAddr;
-use super::{MAX_CONNECTIONS, MAX_HEADERS, MAX_PER_CLIENT, State, handle};
+use super::service::{MAX_CONNECTIONS, MAX_HEADERS, MAX_PER_CLIENT, State, handle};
 
 /// How long a client has to send a request's headers.
 const HEADER_TIME: Duration = Duration::from_secs(10);

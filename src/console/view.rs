@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use crate::review::inbox::{InboxError, InboxFilter, InboxListing};
 use crate::review::overview::{SessionStatus, SessionsPage};
 
-use super::State;
+use super::service::State;
 
 /// How old what a page shows may be: a snapshot older than this is read again before a request
 /// is answered.

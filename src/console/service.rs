@@ -1,0 +1,222 @@
+//! [`Console`]: the tower [`Service`] of the console's pages and forms, its state, and the one
+//! dispatch of a request to its route.
+
+use std::sync::Arc;
+
+use hyper::body::Bytes;
+use hyper::{Request, StatusCode};
+use tower_service::Service;
+
+use super::answer::{Answer, redirect, refused, respond};
+use super::auth::{self, Auth, Login, PROXY_SECRET_HEADER};
+use super::options::{ConsoleError, ConsoleOptions, MIN_TOKEN_CHARS, identity_header};
+use super::pages::Forms;
+use super::posted::posted;
+use super::routes::Route;
+use super::rules::{LiveRules, Rules, Source};
+use super::{decide, flash, login, read, server, view};
+use crate::review::inbox::Inbox;
+use crate::text::printable;
+
+pub(super) const MAX_HEADERS: usize = 16 << 10;
+/// The most connections [`Console::serve`] holds at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// The most connections one client address may hold at once: one client cannot take every slot.
+pub const MAX_PER_CLIENT: usize = 16;
+/// What every request of one console shares.
+pub(super) struct State {
+    pub(super) inbox: Inbox,
+    pub(super) auth: Auth,
+    pub(super) rules: LiveRules,
+    pub(super) read_only: bool,
+    pub(super) cache: view::Cache,
+    pub(super) flashes: flash::Flashes,
+    pub(super) trace_url: Option<String>,
+}
+
+/// The console of an [`Inbox`]'s sessions, signed in with `token`: a tower [`Service`] of HTTP
+/// requests; see the [module docs](crate::console).
+///
+/// ```
+/// use planlock::console::{Console, ConsoleOptions, new_token};
+/// use planlock::review::inbox::{Inbox, Sessions};
+/// use tower_service::Service as _;
+///
+/// let dir = tempfile::tempdir()?;
+/// let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
+/// let mut console = Console::new(inbox, new_token(), ConsoleOptions::default())?;
+/// let request = hyper::Request::get("/inbox").body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
+/// let answer = planlock::block_on(console.call(request)).unwrap();
+/// assert_eq!(answer.status(), hyper::StatusCode::SEE_OTHER, "a stranger is sent to sign in");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone)]
+pub struct Console {
+    state: Arc<State>,
+}
+
+impl std::fmt::Debug for Console {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Console").field("read_only", &self.state.read_only).finish_non_exhaustive()
+    }
+}
+
+impl Console {
+    /// The console of `inbox`, signed in with `token` (at least [`MIN_TOKEN_CHARS`]).
+    pub fn new(inbox: Inbox, token: impl Into<String>, options: ConsoleOptions) -> Result<Console, ConsoleError> {
+        let token = token.into();
+        if token.chars().count() < MIN_TOKEN_CHARS {
+            return Err(ConsoleError::Token);
+        }
+        if options.proxy_secret.as_ref().is_some_and(|s| s.chars().count() < MIN_TOKEN_CHARS) {
+            return Err(ConsoleError::UserHeader(format!(
+                "the proxy's shared secret (--proxy-secret-env) must be at least {MIN_TOKEN_CHARS} characters"
+            )));
+        }
+        match (&options.user_header, &options.proxy_secret) {
+            (Some(header), Some(_)) => identity_header(header).map_err(ConsoleError::UserHeader)?,
+            (Some(_), None) => {
+                return Err(ConsoleError::UserHeader(format!(
+                    "a user header is taken only with the proxy's shared secret (--proxy-secret-env, at least \
+                     {MIN_TOKEN_CHARS} characters), which the proxy sends in {PROXY_SECRET_HEADER} with every \
+                     request, and rules naming the users it may carry"
+                )));
+            }
+            (None, _) => {}
+        }
+        let source = match (options.access, options.access_file) {
+            (Some(access), _) => Source::Given(access),
+            (None, Some(path)) => Source::File(path),
+            (None, None) => Source::Installed(inbox.backend_arc()),
+        };
+        let state = State {
+            rules: LiveRules::new(source, options.rules_log),
+            inbox,
+            auth: Auth::new(token, options.user_header, options.proxy_secret),
+            read_only: options.read_only,
+            cache: view::Cache::default(),
+            flashes: flash::Flashes::default(),
+            trace_url: options.trace_url,
+        };
+        Ok(Console { state: Arc::new(state) })
+    }
+
+    /// Serves connections on `listener` until the process stops: at most [`MAX_CONNECTIONS`] at
+    /// once and [`MAX_PER_CLIENT`] of one address, each closed when its client stops reading or
+    /// sending. Runs on a tokio runtime (planlock's: [`io_handle`](crate::io_handle)).
+    pub async fn serve(self, listener: tokio::net::TcpListener) {
+        server::accept(listener, self.state).await
+    }
+}
+
+impl<B> Service<Request<B>> for Console
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    type Response = Answer;
+    type Error = std::convert::Infallible;
+    type Future = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Answer, Self::Error>> + Send>>;
+
+    fn poll_ready(&mut self, _: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), Self::Error>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    /// Answers `req` on planlock's I/O runtime (its timers and reads are tokio's), so that the
+    /// answer can be awaited from any executor.
+    fn call(&mut self, req: Request<B>) -> Self::Future {
+        let state = self.state.clone();
+        Box::pin(async move {
+            let answered = match crate::io::runtime() {
+                Ok(runtime) => runtime.spawn(async move { handle(&state, req).await }).await.ok(),
+                Err(_) => None,
+            };
+            Ok(answered.unwrap_or_else(|| refused(StatusCode::INTERNAL_SERVER_ERROR, "the console could not answer")))
+        })
+    }
+}
+
+/// Answers `req`: its route, for the login it carries (a public route for anyone).
+pub(super) async fn handle<B>(console: &Arc<State>, req: Request<B>) -> Answer
+where
+    B: hyper::body::Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let route = Route::parse(req.method(), req.uri().path(), req.uri().query().unwrap_or(""));
+    if let Route::Static(content_type, body) = route {
+        return respond(StatusCode::OK, content_type, body);
+    }
+    // The rules as they are now: a person removed a moment ago is no longer signed in.
+    let rules = console.rules.current().await;
+    let login = match route.is_public() {
+        true => None,
+        false => match console.auth.login_of(&req, rules.access.as_deref()) {
+            Some(login) => Some(login),
+            // A decision by a person the rules no longer name is refused as such.
+            None => match (&route, console.auth.revoked(&req)) {
+                (Route::Decide { .. }, Some(name)) => {
+                    let why = format!(
+                        "{} may no longer decide: the access file no longer names them (not-an-approver)",
+                        printable(&name)
+                    );
+                    return refused(StatusCode::FORBIDDEN, &why);
+                }
+                _ => return redirect("/login"),
+            },
+        },
+    };
+    match (route, login) {
+        (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
+        (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
+        (Route::LoginForm, _) => login::login_form(console, &req, &rules),
+        (Route::SignIn, _) => match posted(req, None).await {
+            Ok(form) => login::sign_in(console, form, &rules),
+            Err(refusal) => refusal,
+        },
+        (Route::SignOut, Some(login)) => match posted(req, Some(&login)).await {
+            Ok(form) => login::sign_out(console, form),
+            Err(refusal) => refusal,
+        },
+        (Route::MethodNotAllowed, _) => refused(StatusCode::METHOD_NOT_ALLOWED, "GET and POST only"),
+        (Route::NotFound, _) | (_, None) => refused(StatusCode::NOT_FOUND, "no such page"),
+        (Route::Home, _) => redirect("/sessions"),
+        (Route::Events, Some(_)) => read::events(console, auth::cookie(&req, auth::COOKIE).unwrap_or_default()),
+        (Route::Sessions { status, words, page }, Some(login)) => {
+            read::sessions(console, status, &words, page, &console.forms(&login, &rules)).await
+        }
+        (Route::Inbox { filter, page, flash }, Some(login)) => {
+            read::inbox(console, filter, page, flash.as_deref(), &console.forms(&login, &rules)).await
+        }
+        (Route::Pause { session, cycle, step, flash, back }, Some(login)) => match console.session_name(session) {
+            Some(name) => {
+                let forms = console.forms(&login, &rules);
+                read::pause(console, &name, cycle, &step, (flash.as_deref(), &back), &forms).await
+            }
+            None => refused(StatusCode::NOT_FOUND, "no such page"),
+        },
+        (Route::Session(name), Some(login)) => match console.session_name(name) {
+            Some(name) => read::session(console, &name, &console.forms(&login, &rules)).await,
+            None => refused(StatusCode::NOT_FOUND, "no such page"),
+        },
+        (Route::Decide { session, verdict }, Some(login)) => match posted(req, Some(&login)).await {
+            Ok(form) => decide::decide_on(console, session, verdict, (&login, &rules), form).await,
+            Err(refusal) => refusal,
+        },
+    }
+}
+
+impl State {
+    /// What a page's forms need for `login`: its CSRF token, who it is, where it may decide.
+    pub(super) fn forms<'a>(&'a self, login: &'a Login, rules: &'a Rules) -> Forms<'a> {
+        Forms { login, read_only: self.read_only, rules }
+    }
+}
+
+impl State {
+    /// The session a path segment names (decoded): under a directory, one plain name of a root
+    /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
+    /// 256 bytes).
+    pub(super) fn session_name(&self, name: String) -> Option<String> {
+        self.inbox.backend().is_session_name(&name).then_some(name)
+    }
+}
