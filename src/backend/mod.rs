@@ -195,11 +195,22 @@ pub trait Backend: fmt::Debug + Send + Sync {
     ) -> BackendFuture<'a, Glances>;
 }
 
+/// Whether `place` names a PostgreSQL database — a `postgres://` or `postgresql://` URL — rather
+/// than a directory of session roots: the one test of it, for every place a user may give.
+///
+/// ```
+/// assert!(planlock::backend::is_database_url("postgres://db.internal/planlock"));
+/// assert!(!planlock::backend::is_database_url("postgres-sessions"));
+/// ```
+pub fn is_database_url(place: &str) -> bool {
+    place.starts_with("postgres://") || place.starts_with("postgresql://")
+}
+
 /// Makes the backend of `place`: a `postgres://` or `postgresql://` URL (connected and migrated;
 /// one pool per URL and tenant in a process, shared by every call; in `tenant` if one is given),
 /// or a directory of session roots (which must exist; a tenant is refused there).
 pub async fn connect(place: &str, tenant: Option<&str>) -> Result<Arc<dyn Backend>, BackendError> {
-    if place.starts_with("postgres://") || place.starts_with("postgresql://") {
+    if is_database_url(place) {
         #[cfg(feature = "postgres")]
         return Ok(Arc::new(PgBackend::connect(place, tenant).await?));
         #[cfg(not(feature = "postgres"))]

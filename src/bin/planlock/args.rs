@@ -409,7 +409,7 @@ impl SessionsArgs {
     /// The tenant: `--tenant`, else PLANLOCK_TENANT when the sessions are a database's.
     pub fn tenant_name(&self) -> Option<String> {
         let in_database = self.database_url().is_some()
-            || self.sessions.as_ref().and_then(|s| s.to_str()).is_some_and(|s| s.starts_with("postgres"));
+            || self.sessions.as_ref().and_then(|s| s.to_str()).is_some_and(planlock::backend::is_database_url);
         let from_env = from_env("PLANLOCK_TENANT").filter(|_| in_database && !self.all_tenants);
         self.tenant.clone().or(from_env)
     }

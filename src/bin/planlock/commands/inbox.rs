@@ -54,15 +54,13 @@ pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
 /// [`open`] in `tenant` (the console's choice: its `--tenant`, or its access file's).
 pub(super) fn open_in(args: &SessionsArgs, tenant: Option<&str>) -> Result<Inbox, CliError> {
     let url = match (&args.sessions, args.database_url()) {
-        (Some(place), _) => {
-            match place.to_str().filter(|p| p.starts_with("postgres://") || p.starts_with("postgresql://")) {
-                Some(url) => url.to_owned(),
-                None if tenant.is_some() => {
-                    return Err(CliError::of(&planlock::backend::BackendError::TenantNeedsDatabase));
-                }
-                None => return Ok(Inbox::new(FilesBackend::new(place))),
+        (Some(place), _) => match place.to_str().filter(|p| planlock::backend::is_database_url(p)) {
+            Some(url) => url.to_owned(),
+            None if tenant.is_some() => {
+                return Err(CliError::of(&planlock::backend::BackendError::TenantNeedsDatabase));
             }
-        }
+            None => return Ok(Inbox::new(FilesBackend::new(place))),
+        },
         (None, Some(url)) => url,
         (None, None) => {
             return Err(CliError::usage(
