@@ -431,9 +431,13 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
-        // The cycle's reservations are settled with its save, or now when it saves nothing (a
-        // failure, or a save that failed: its settlement was rolled back with it).
+        // The cycle's reservations are settled once, here: with the durable write that ends it
+        // (the session's save, or the pause's record), or now when it writes nothing (a
+        // failure, or a write that failed: the settlement was rolled back with it).
         let budget = CycleBudget::of(&guard).cloned();
+        if let (Some(budget), Ok(_)) = (&budget, &outcome) {
+            budget.settle(Some(&guard)).await;
+        }
         let settled = match outcome {
             Ok(CycleOutcome::Completed(done)) => self.commit(done, run, decision, guard).await,
             Ok(CycleOutcome::InterventionRequired(paused)) => self.pause(paused, run, decision, guard).await,
@@ -466,9 +470,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.pin = None;
         }
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
-        if let Some(budget) = CycleBudget::of(&guard) {
-            budget.settle(Some(&guard)).await;
-        }
         let saved = self.store.save(update, guard, entry).await;
         let saved = match saved {
             Ok(Durable { value, unkept }) => {
@@ -542,9 +543,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
         let entry = self.to_keep(entry);
-        if let Some(budget) = CycleBudget::of(&guard) {
-            budget.settle(Some(&guard)).await;
-        }
         match self.store.save_intervention(&record, guard, entry).await {
             Ok(Durable { value: (), unkept }) => run.unkept = unkept,
             Err(e) => match error::write_failure(&self.plan, e, paused.report().clone()) {
