@@ -449,27 +449,23 @@ fn a_place_on_the_command_line_wins_over_the_environment() {
         .output()
         .unwrap();
     assert_eq!(run.status.code(), Some(4), "paused on files: {run:?}");
-    let list = crate::common::cli::planlock()
-        .current_dir(dir.path())
-        .args(["inbox", "list", "--format", "json", "--sessions", "."])
-        .envs(env)
-        .output()
-        .unwrap();
-    assert_eq!(list.status.code(), Some(0), "{list:?}");
-    let listed = crate::common::cli::json(&list);
-    assert_eq!(listed["pauses"][0]["session"], "s1", "{listed}");
+    // `inbox list --sessions DIR`: the one session it lists.
+    let listed = |sessions: &str| {
+        let list = crate::common::cli::planlock()
+            .current_dir(dir.path())
+            .args(["inbox", "list", "--format", "json", "--sessions", sessions])
+            .envs(env)
+            .output()
+            .unwrap();
+        assert_eq!(list.status.code(), Some(0), "{list:?}");
+        crate::common::cli::json(&list)["pauses"][0]["session"].clone()
+    };
+    assert_eq!(listed("."), "s1");
     // A directory whose name begins like a database URL is a directory: the tenant in the
     // environment is a database's and not asked of it. On the code before, one test of "a
     // database" (`postgres…`) took it for one, and the command was refused (a tenant needs a
     // database); the test is now said once (`backend::is_database_url`).
     std::fs::create_dir(dir.path().join("postgres-dir")).unwrap();
     std::fs::rename(dir.path().join("s1"), dir.path().join("postgres-dir").join("s1")).unwrap();
-    let list = crate::common::cli::planlock()
-        .current_dir(dir.path())
-        .args(["inbox", "list", "--format", "json", "--sessions", "postgres-dir"])
-        .envs(env)
-        .output()
-        .unwrap();
-    assert_eq!(list.status.code(), Some(0), "{list:?}");
-    assert_eq!(crate::common::cli::json(&list)["pauses"][0]["session"], "s1");
+    assert_eq!(listed("postgres-dir"), "s1");
 }
