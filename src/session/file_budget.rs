@@ -321,10 +321,13 @@ impl FileBudget {
 /// The budgets file's lock is a blocking wait: every change runs on planlock's blocking
 /// threads, so a wait for another process's reservation holds no thread of the caller's.
 impl TokenBudget for FileBudget {
+    /// A reservation whose caller stops waiting (its future dropped, as at a step's deadline)
+    /// is given back once made, never left held for a caller that will not settle it.
     fn reserve<'a>(&'a self, ask: TokenAsk<'a>) -> BudgetFuture<'a, ()> {
-        let (budget, step) = (self.clone(), ask.step_id.to_owned());
-        let (id, tokens, cycle) = (ask.id, ask.tokens, ask.cycle);
-        Box::pin(self.off_thread(move || budget.reserve_now(&TokenAsk { id, tokens, cycle, step_id: &step })))
+        #[cfg(feature = "io")]
+        return Box::pin(self.reserve_off_thread(ask.id, ask.tokens, ask.cycle, ask.step_id.to_owned()));
+        #[cfg(not(feature = "io"))]
+        Box::pin(async move { self.reserve_now(&ask) })
     }
 
     /// Settled now, whatever the cycle: a file cannot join the session's save (a settlement that
@@ -336,6 +339,32 @@ impl TokenBudget for FileBudget {
 }
 
 impl FileBudget {
+    /// Reserves on planlock's blocking threads. The answer comes back on a channel: if the
+    /// caller has stopped waiting, whichever side finds the reservation unheard of gives it back
+    /// (the thread, when it cannot send; the dropped wait, when the answer is in the channel).
+    #[cfg(feature = "io")]
+    async fn reserve_off_thread(&self, id: Uuid, tokens: u64, cycle: u64, step: String) -> Result<(), BudgetError> {
+        let runtime = crate::io::runtime().map_err(|reason| self.unavailable("read", reason))?;
+        let (answer, heard) = tokio::sync::oneshot::channel();
+        let budget = self.clone();
+        runtime.spawn_blocking(move || {
+            let made = budget.reserve_now(&TokenAsk { id, tokens, cycle, step_id: &step });
+            if let Err(Ok(())) = answer.send(made) {
+                budget.give_back(id, tokens);
+            }
+        });
+        let mut waiting = Waiting { heard: Some(heard), budget: self.clone(), id, tokens };
+        waiting.answer().await
+    }
+
+    /// Gives back reservation `id`, which no call drew from.
+    #[cfg(feature = "io")]
+    fn give_back(&self, id: Uuid, tokens: u64) {
+        if let Err(e) = self.settle_now(&[Charge { id, reserved: tokens, used: 0 }]) {
+            tracing::warn!(error = %e, "a reservation nobody waited for was not given back; it is when the session's lock ends");
+        }
+    }
+
     /// Runs `change` on the caller's thread: without the `io` feature (which every feature
     /// doing I/O brings) there is no other.
     #[cfg(not(feature = "io"))]
@@ -359,6 +388,41 @@ impl FileBudget {
                 reason,
             })
         })
+    }
+}
+
+/// A reservation's answer, awaited; dropped unheard, it gives back a reservation made.
+#[cfg(feature = "io")]
+struct Waiting {
+    heard: Option<tokio::sync::oneshot::Receiver<Result<(), BudgetError>>>,
+    budget: FileBudget,
+    id: Uuid,
+    tokens: u64,
+}
+
+#[cfg(feature = "io")]
+impl Waiting {
+    async fn answer(&mut self) -> Result<(), BudgetError> {
+        let Some(heard) = self.heard.as_mut() else { return Ok(()) };
+        let answer = heard.await;
+        self.heard = None;
+        answer.unwrap_or_else(|_| Err(self.budget.unavailable("read", "the reservation's thread ended".to_owned())))
+    }
+}
+
+#[cfg(feature = "io")]
+impl Drop for Waiting {
+    fn drop(&mut self) {
+        let Some(mut heard) = self.heard.take() else { return };
+        // Closed first, so the thread cannot send after this looks: either its answer is here,
+        // or its send fails and it gives the reservation back itself.
+        heard.close();
+        if let Ok(Ok(())) = heard.try_recv() {
+            let (budget, id, tokens) = (self.budget.clone(), self.id, self.tokens);
+            if let Ok(runtime) = crate::io::runtime() {
+                runtime.spawn_blocking(move || budget.give_back(id, tokens));
+            }
+        }
     }
 }
 

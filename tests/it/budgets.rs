@@ -251,6 +251,14 @@ fn a_reservation_waiting_for_the_budgets_lock_holds_no_thread() {
     std::thread::sleep(Duration::from_millis(600));
     lock.unlock().unwrap();
     assert_eq!(waiter.join().unwrap(), "the timer fired while it waited");
+    // The reservation its caller stopped waiting for (its future dropped when the timer fired)
+    // is given back once made, not left held.
+    let given_back = (0..100).any(|_| {
+        std::thread::sleep(Duration::from_millis(50));
+        let shown = planlock::session::FileBudget::budgets(&place.sessions()).unwrap();
+        shown[0].reserved == 0 && shown[0].used == 0
+    });
+    assert!(given_back, "{:?}", planlock::session::FileBudget::budgets(&place.sessions()).unwrap());
 }
 
 #[test]
