@@ -120,6 +120,9 @@ fn an_answer_the_grammar_would_not_allow_is_refused_with_every_problem_and_where
     assert_eq!(refused(&format!(r#"{{{q},{q}}}"#))[0].0, DuplicateKey);
     assert_eq!(refused("not json")[0].0, MalformedJson);
     assert_eq!(refused("[1]"), [(InvalidType, String::new())]);
+    // Past the plan's size limit, refused before it is parsed.
+    let huge = format!(r#"{{"ContextSelect":{{"question":"{}"}}}}"#, "x".repeat(planlock_contract::MAX_PLAN_BYTES));
+    assert_eq!(refused(&huge), [(TooLarge, String::new())]);
 }
 
 #[test]

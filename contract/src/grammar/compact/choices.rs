@@ -48,13 +48,19 @@ pub struct Choices {
 impl Choices {
     /// The choices in what a model wrote: its JSON object (from the first `{` to the last `}`
     /// when it wrote prose around it), read by the validator's strict parser, each step of the
-    /// form an object of its texts (or `null`: not chosen). Every problem is reported, each
-    /// with a JSON Pointer into the answer.
+    /// form an object of its texts (or `null`: not chosen). At most [`MAX_PLAN_BYTES`]
+    /// (`too-large` past it). Every problem is reported, each with a JSON Pointer into the answer.
+    ///
+    /// [`MAX_PLAN_BYTES`]: crate::json::MAX_PLAN_BYTES
     pub fn read(written: &str, frame: &PlanFrame) -> Result<Choices, Rejection> {
         let within = match (written.find('{'), written.rfind('}')) {
             (Some(start), Some(end)) if start < end => &written[start..=end],
             _ => written,
         };
+        // An answer is bounded as a plan is: a choice of steps and a few texts is far smaller.
+        if within.len() > crate::json::MAX_PLAN_BYTES {
+            return Err(crate::validate::too_large_rejection(within.len()));
+        }
         let (parsed, problems) = crate::contract::strict::parse_strict(within.as_bytes());
         match parsed {
             Ok(_) if !problems.is_empty() => Err(Rejection::new(problems)),
