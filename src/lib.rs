@@ -78,12 +78,13 @@ pub use planlock_contract::*;
 mod io;
 // Layer 2: telemetry (the OpenTelemetry names, model-call spans, the trace a pause keeps, export).
 pub mod telemetry;
-// Layer 4: running a plan; the embedder port; the shared PostgreSQL database (feature `postgres`).
+// Layer 3: the shared PostgreSQL database (feature `postgres`).
+#[cfg(feature = "postgres")]
+pub mod pg;
+// Layer 4: running a plan (a cycle's guard holds its backend's cycle); the embedder port.
 mod exec;
 pub use exec::{budget, executor, handler, ledger, validator};
 pub mod embed;
-#[cfg(feature = "postgres")]
-pub mod pg;
 // Layer 5: sessions and their records; storage behind the D-021 ports; the model and prompt
 // handlers.
 pub mod handlers;

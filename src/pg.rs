@@ -3,8 +3,9 @@
 //! migrations; the session store (`session::postgres`) and the storage ports
 //! (`store::postgres`) use it.
 //!
-//! Layer 4 (beside the executor, below the stores that use it): it knows SQL and connections,
-//! and of the contract only how a failure is classified.
+//! Layer 3 (below the executor, whose cycle guard holds a cycle's transaction, and the stores
+//! that use it): it knows SQL and connections, and of the contract only how a failure is
+//! classified.
 //!
 //! - The client is `tokio-postgres`, its connections driven by planlock's I/O runtime
 //!   (`crate::io`): every call is a future awaited from any executor, and a wait (for a

@@ -53,6 +53,11 @@ pub enum BackendError {
     /// A budget's settings are out of range.
     #[error("the budget cannot be set: {0}")]
     BudgetSettings(String),
+    /// A delivery claim was handed to a backend other than the one that made it.
+    #[error(
+        "the delivery claim of event `{0}` was made by another backend; finish a claim on the backend that made it"
+    )]
+    ForeignClaim(String),
     /// The embedder given is not the one the session's vectors were made with.
     #[error(
         "the session's vectors were made with {pinned}, not {current}: give the embedder it was pinned with (CLI: --embed-url and --embed-model)"
@@ -94,6 +99,7 @@ impl Failure for BackendError {
             BackendError::Budget(e) => e.code(),
             BackendError::BudgetSettings(_) => "budget-settings",
             BackendError::EmbedderMismatch { .. } => "embedder-mismatch",
+            BackendError::ForeignClaim(_) => "foreign-claim",
         }
     }
 

@@ -11,7 +11,6 @@
 //!
 //! Layer 6, with the backends.
 
-use std::any::Any;
 use std::fs::{self, File};
 use std::io::Write as _;
 use std::path::Path;
@@ -43,8 +42,19 @@ pub struct DeliveryClaim {
     pub hook: String,
     /// How many attempts came before this one.
     pub attempts: u32,
-    /// What holds the claim (the file's lock; the lease's owner).
-    pub(crate) holder: Box<dyn Any + Send>,
+    /// What holds the claim: one case per backend.
+    pub(crate) holder: ClaimHolder,
+}
+
+/// What holds a [`DeliveryClaim`]: the receiver's attempts file, locked (files), or the lease's
+/// owner (a database). A backend finishes only a claim of its own case.
+#[derive(Debug)]
+pub(crate) enum ClaimHolder {
+    /// The locked attempts file of a session root.
+    File(File),
+    /// The owner written in the claimed row's lease.
+    #[cfg(feature = "postgres")]
+    Lease(uuid::Uuid),
 }
 
 impl std::fmt::Debug for DeliveryClaim {
@@ -123,17 +133,17 @@ pub(crate) fn claim_in_root(
         Some(a) => a.attempts,
         None => 0,
     };
-    let holder: Box<dyn Any + Send> = Box::new(file);
+    let holder = ClaimHolder::File(file);
     Ok(Some(DeliveryClaim { session: session.to_owned(), id: id.to_owned(), hook: hook.to_owned(), attempts, holder }))
 }
 
 /// Ends a claim of [`claim_in_root`]: the attempt appended and synced, the lock let go.
 pub(crate) fn finish_in_root(claim: DeliveryClaim, outcome: DeliveryOutcome) -> Result<(), SessionError> {
-    let Ok(file) = claim.holder.downcast::<File>() else {
+    #[cfg_attr(not(feature = "postgres"), allow(irrefutable_let_patterns))]
+    let ClaimHolder::File(mut file) = claim.holder else {
         let source = std::io::Error::other("a claim of another backend");
         return Err(SessionError::Io { file: format!("deliveries-{}.jsonl", claim.hook).into(), op: "finish", source });
     };
-    let mut file = *file;
     let (next, done) = match outcome {
         DeliveryOutcome::Delivered | DeliveryOutcome::GivenUp => (None, true),
         DeliveryOutcome::RetryAt(at) => (Some(at), false),

@@ -224,14 +224,16 @@ impl Backend for PgBackend {
                 id: id.to_owned(),
                 hook: hook.to_owned(),
                 attempts: u32::try_from(row.get::<_, i32>(0)).unwrap_or(0),
-                holder: Box::new(owner),
+                holder: super::outbox::ClaimHolder::Lease(owner),
             }))
         })
     }
 
     fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()> {
         Box::pin(async move {
-            let owner = claim.holder.downcast_ref::<uuid::Uuid>().copied().unwrap_or_default();
+            let super::outbox::ClaimHolder::Lease(owner) = claim.holder else {
+                return Err(BackendError::ForeignClaim(claim.id));
+            };
             let (next, done) = match outcome {
                 DeliveryOutcome::Delivered | DeliveryOutcome::GivenUp => (Timestamp::now().to_string(), true),
                 DeliveryOutcome::RetryAt(at) => (at.to_string(), false),

@@ -257,7 +257,8 @@ pub fn period_start(now: i64, period_secs: u64) -> i64 {
 
 /// One cycle's account with its session's budget: what the cycle reserved at its start, what
 /// its model calls drew from it or reserved on their own, and what each used. Opened by the
-/// runtime with the cycle, kept in the cycle's [`CycleGuard`]; cloning shares it.
+/// runtime with the cycle, beside the cycle's [`CycleGuard`], and handed with it to the cycle's
+/// steps; cloning shares it.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -271,8 +272,8 @@ pub fn period_start(now: i64, period_secs: u64) -> i64 {
 /// #         Box::pin(async { Ok(()) })
 /// #     }
 /// # }
-/// let guard = CycleBudget::new(Arc::new(Unlimited), 1).attach_to(CycleGuard::none());
-/// let account = CycleBudget::of(&guard).expect("attached");
+/// let guard = CycleGuard::none();
+/// let account = CycleBudget::new(Arc::new(Unlimited), 1);
 /// planlock::block_on(account.reserve_ahead(1000, &guard)); // the cycle's estimate, once
 /// let hold = planlock::block_on(account.reserve(600, "llm", Some(&guard)))?; // drawn from it
 /// hold.answered(Some(142)); // what the server reported
@@ -330,16 +331,6 @@ impl CycleBudget {
     /// Cycle `cycle`'s account with `budget`.
     pub fn new(budget: Arc<dyn TokenBudget>, cycle: u64) -> CycleBudget {
         CycleBudget { budget, cycle, account: Arc::default() }
-    }
-
-    /// `guard`'s cycle with this account attached: its steps reserve through it.
-    pub fn attach_to(self, guard: CycleGuard) -> CycleGuard {
-        guard.attach(self)
-    }
-
-    /// The account attached to `guard`'s cycle, if it has one.
-    pub fn of(guard: &CycleGuard) -> Option<&CycleBudget> {
-        guard.attached::<CycleBudget>()
     }
 
     fn account(&self) -> std::sync::MutexGuard<'_, Account> {

@@ -22,7 +22,7 @@ use tracing::Instrument;
 use crate::contract::plan::{PlanMetadata, StepDefinition, ValidatorSignature};
 use crate::contract::registry::{Failure, FailureKind};
 use crate::contract::steps::StepResult;
-use crate::exec::handler::{CycleGuard, HandlerSet, Handlers, Nil, StepContext, StepNotes};
+use crate::exec::handler::{HandlerSet, Handlers, InSession, Nil, StepContext, StepNotes};
 use crate::exec::validator::{Override, Registered, StepView, Validator, Verdict};
 use crate::validate::{ValidPlan, check_result};
 
@@ -234,7 +234,7 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         checked: &Checked,
         session: CycleSession,
-        open: Option<&CycleGuard>,
+        open: Option<InSession<'_>>,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         self.run_steps(plan, &self.resolved(checked), Cycle::new(session), open).await
@@ -247,7 +247,7 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         checked: &Checked,
         restored: RestoredCycle,
-        open: Option<&CycleGuard>,
+        open: Option<InSession<'_>>,
     ) -> Result<CycleOutcome, ExecError> {
         self.refuse_if_halted()?;
         let resolved = self.resolved(checked);
@@ -312,7 +312,7 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         validators: &Resolved<'_>,
         mut cycle: Cycle,
-        open: Option<&CycleGuard>,
+        open: Option<InSession<'_>>,
     ) -> Result<CycleOutcome, ExecError> {
         let trace = cycle.trace.take();
         let span = spans::cycle_span(plan.metadata(), &cycle, plan.steps().len(), trace);
@@ -327,7 +327,7 @@ impl<L: HandlerSet> Executor<L> {
         plan: &ValidPlan,
         validators: &Resolved<'_>,
         mut cycle: Cycle,
-        open: Option<&CycleGuard>,
+        open: Option<InSession<'_>>,
         cycle_span: &tracing::Span,
     ) -> Result<CycleOutcome, ExecError> {
         let steps = plan.steps();
@@ -379,7 +379,7 @@ impl<L: HandlerSet> Executor<L> {
                 deadline: limit.map(|(d, _)| call_start + d),
                 notes: &notes,
                 record_content: self.options.record_content,
-                open_cycle: open,
+                in_session: open,
             };
             // With no subscriber listening, entering and leaving the span on every poll is pure cost.
             let outcome = if span.is_disabled() {

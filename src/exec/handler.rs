@@ -99,7 +99,15 @@ pub struct StepContext<'a> {
     pub(crate) deadline: Option<Instant>,
     pub(crate) notes: &'a StepNotes,
     pub(crate) record_content: bool,
-    pub(crate) open_cycle: Option<&'a CycleGuard>,
+    pub(crate) in_session: Option<InSession<'a>>,
+}
+
+/// A session's cycle as the runtime hands it to its steps: the guard its session store began,
+/// and the cycle's account with the session's token budget, if it has one.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InSession<'a> {
+    pub(crate) guard: &'a CycleGuard,
+    pub(crate) budget: Option<&'a CycleBudget>,
 }
 
 /// What a step's handler leaves for the step's record: the tokens its model reported, and its
@@ -203,7 +211,7 @@ impl<'a> StepContext<'a> {
     /// the session store holds for the cycle (PostgreSQL's: one transaction with the session
     /// save). `None` for a cycle run by an [`Executor`](crate::Executor) alone.
     pub fn open_cycle(&self) -> Option<&'a CycleGuard> {
-        self.open_cycle
+        self.in_session.map(|s| s.guard)
     }
     /// Reserves `tokens` from the session's token budget before a model call (CONTRACT §20): the
     /// request's input, estimated, plus its `max_tokens`. Refused
@@ -226,8 +234,8 @@ impl<'a> StepContext<'a> {
     /// }
     /// ```
     pub async fn reserve_tokens(&self, tokens: u64) -> Result<TokenHold<'a>, BudgetError> {
-        match self.open_cycle.and_then(CycleBudget::of) {
-            Some(budget) => budget.reserve(tokens, &self.step.id, self.open_cycle).await,
+        match self.in_session.and_then(|s| s.budget) {
+            Some(budget) => budget.reserve(tokens, &self.step.id, self.open_cycle()).await,
             None => Ok(TokenHold::none()),
         }
     }

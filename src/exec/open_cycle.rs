@@ -2,52 +2,55 @@
 //! to every step (through [`StepContext::open_cycle`](crate::StepContext::open_cycle)) and gives to
 //! the session save by value (docs/CONTRACT.md, "Sessions and the runtime").
 //!
-//! Layer 4, with the executor: the executor carries the value without knowing what a store holds
-//! in it; the store that began it (and the stores opened for the same session, which join it)
-//! read it back by its type.
+//! Layer 4, with the executor. The value is typed: what a backend holds for a cycle is one case
+//! of [`Held`] (PostgreSQL's cycle; files hold nothing); the cycle's account with its token
+//! budget goes beside it (`handler::InSession`). A store reads back only its own backend's case, and refuses a cycle of
+//! another session or database ([`CycleGuard::pg_of`]) instead of writing outside it.
 
-use std::any::Any;
 use std::time::Instant;
 
 /// A cycle in progress on a session store, from
-/// [`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle): when it started, and
-/// what the store holds open for it (PostgreSQL's: the cycle's transaction, begun by its first
-/// write, and what its first read kept for a later step). Nothing else holds a cycle's state:
-/// the stores of the session join what the value holds when a step hands it to them, the save
-/// takes it by value and commits what it holds, and dropping it releases that (a transaction is
-/// rolled back).
+/// [`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle): when it started,
+/// what its backend holds open for it (PostgreSQL's: the cycle's transaction, begun by its first
+/// write, and what its first read kept for a later step). Nothing else holds a cycle's state: the stores of the session join what the
+/// value holds when a step hands it to them, the save takes it by value and commits what it
+/// holds, and dropping it releases that (a transaction is rolled back).
+///
+/// A store that holds nothing for a cycle (files, or a store of your own) begins it with
+/// [`CycleGuard::none`]: its save commits its own writes, as it always does.
 ///
 /// ```
 /// use planlock::session::CycleGuard;
-/// // A store that holds nothing for a cycle.
-/// let none = CycleGuard::none();
-/// assert!(none.held::<u32>().is_none());
-/// // A store that holds a value of its own type, read back by that type.
-/// let guard = CycleGuard::holding(7u32);
-/// assert_eq!(guard.held::<u32>(), Some(&7));
-/// assert_eq!(guard.into_held::<u32>(), Some(7));
+/// let cycle = CycleGuard::none();
+/// assert!(!cycle.holds());
+/// assert!(cycle.started().elapsed().as_secs() < 60);
 /// ```
 #[must_use = "a cycle's writes are rolled back when its guard is dropped"]
 pub struct CycleGuard {
     started: Instant,
-    held: Option<Box<dyn Any + Send + Sync>>,
-    /// What the runtime attached for the cycle's steps (its account with the session's token
-    /// budget), read back by its type.
-    attached: Option<Box<dyn Any + Send + Sync>>,
+    held: Held,
+}
+
+/// What a backend holds open for a cycle: one case per backend that holds anything.
+pub(crate) enum Held {
+    /// Nothing: the store's writes commit on their own (files, and stores outside planlock).
+    Nothing,
+    /// Nothing but what to run when the cycle ends ([`CycleGuard::ending`]): kept only to be
+    /// dropped with the guard.
+    Ending(#[expect(dead_code, reason = "held for its Drop")] OnDrop),
+    /// A PostgreSQL session's cycle: its transaction and what its first read kept.
+    #[cfg(feature = "postgres")]
+    Pg(Box<crate::pg::cycle::PgCycle>),
 }
 
 impl std::fmt::Debug for CycleGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CycleGuard")
-            .field("started", &self.started)
-            .field("holds", &self.held.is_some())
-            .field("attached", &self.attached.is_some())
-            .finish()
+        f.debug_struct("CycleGuard").field("started", &self.started).field("holds", &self.holds()).finish()
     }
 }
 
 /// Runs its function when dropped: what [`CycleGuard::ending`] holds.
-struct OnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
+pub(crate) struct OnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
 
 impl Drop for OnDrop {
     fn drop(&mut self) {
@@ -57,34 +60,39 @@ impl Drop for OnDrop {
     }
 }
 
+/// Why a store refuses the cycle it was handed: it is another session's, or another
+/// database's. Never written alone instead (the cycle's writes would then not commit together).
+#[cfg(feature = "postgres")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ForeignCycle;
+
 impl CycleGuard {
     /// The cycle of a store that holds nothing open for it, starting now.
     pub fn none() -> CycleGuard {
-        CycleGuard { started: Instant::now(), held: None, attached: None }
+        CycleGuard { started: Instant::now(), held: Held::Nothing }
     }
 
-    /// A cycle starting now for which the store holds `value`: dropped with the guard, or taken
-    /// back by the save ([`into_held`](Self::into_held)).
-    pub fn holding<T: Any + Send + Sync>(value: T) -> CycleGuard {
-        CycleGuard { started: Instant::now(), held: Some(Box::new(value)), attached: None }
-    }
-
-    /// A cycle starting now that runs `end` when it ends (saved or dropped).
+    /// A cycle starting now that runs `end` when it ends (saved or dropped): for a store of your
+    /// own that holds nothing open for a cycle but must know when it is over.
+    ///
+    /// ```
+    /// use std::sync::atomic::{AtomicBool, Ordering};
+    /// use std::sync::Arc;
+    /// use planlock::session::CycleGuard;
+    /// let ended = Arc::new(AtomicBool::new(false));
+    /// let flag = ended.clone();
+    /// let cycle = CycleGuard::ending(move || flag.store(true, Ordering::SeqCst));
+    /// drop(cycle);
+    /// assert!(ended.load(Ordering::SeqCst));
+    /// ```
     pub fn ending(end: impl FnOnce() + Send + Sync + 'static) -> CycleGuard {
-        CycleGuard::holding(OnDrop(Some(Box::new(end))))
+        CycleGuard { started: Instant::now(), held: Held::Ending(OnDrop(Some(Box::new(end)))) }
     }
 
-    /// The cycle with `value` attached by the runtime for its steps (the cycle's
-    /// [`CycleBudget`](crate::budget::CycleBudget)), read back by its type with
-    /// [`attached`](Self::attached); it replaces what was attached.
-    pub fn attach<T: Any + Send + Sync>(mut self, value: T) -> CycleGuard {
-        self.attached = Some(Box::new(value));
-        self
-    }
-
-    /// What the runtime attached, if it is a `T`.
-    pub fn attached<T: Any>(&self) -> Option<&T> {
-        self.attached.as_ref()?.downcast_ref()
+    /// A PostgreSQL session's cycle, starting now.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn pg(cycle: crate::pg::cycle::PgCycle) -> CycleGuard {
+        CycleGuard { started: Instant::now(), held: Held::Pg(Box::new(cycle)) }
     }
 
     /// When the cycle began.
@@ -92,14 +100,42 @@ impl CycleGuard {
         self.started
     }
 
-    /// What the store holds for the cycle, if it is a `T`.
-    pub fn held<T: Any>(&self) -> Option<&T> {
-        self.held.as_ref()?.downcast_ref()
+    /// Whether its backend holds a transaction open for the cycle: `false` for a store whose
+    /// writes commit on their own (a store of another backend refuses a cycle that holds one).
+    pub fn holds(&self) -> bool {
+        match self.held {
+            Held::Nothing | Held::Ending(_) => false,
+            #[cfg(feature = "postgres")]
+            Held::Pg(_) => true,
+        }
     }
 
-    /// What the store holds for the cycle, taken out, if it is a `T` (otherwise it is dropped
-    /// with the guard).
-    pub fn into_held<T: Any>(self) -> Option<T> {
-        self.held?.downcast().ok().map(|held| *held)
+    /// The PostgreSQL cycle of session `key` in database `db`: `Ok(None)` when the guard holds
+    /// nothing (no cycle: write alone), refused when it holds another session's or database's.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn pg_of(
+        &self,
+        db: &crate::pg::PgDatabase,
+        key: &str,
+    ) -> Result<Option<&crate::pg::cycle::PgCycle>, ForeignCycle> {
+        match &self.held {
+            Held::Nothing | Held::Ending(_) => Ok(None),
+            Held::Pg(cycle) if cycle.is_of(db, key) => Ok(Some(cycle)),
+            Held::Pg(_) => Err(ForeignCycle),
+        }
+    }
+
+    /// [`pg_of`](Self::pg_of), taking the cycle out.
+    #[cfg(feature = "postgres")]
+    pub(crate) fn into_pg_of(
+        self,
+        db: &crate::pg::PgDatabase,
+        key: &str,
+    ) -> Result<Option<Box<crate::pg::cycle::PgCycle>>, ForeignCycle> {
+        match self.held {
+            Held::Nothing | Held::Ending(_) => Ok(None),
+            Held::Pg(cycle) if cycle.is_of(db, key) => Ok(Some(cycle)),
+            Held::Pg(_) => Err(ForeignCycle),
+        }
     }
 }

@@ -31,7 +31,7 @@ use crate::exec::executor::{
     Checked, Completed, CycleOutcome, CycleReport, CycleSession, ExecError, ExecOptions, Executor, PausedCycle, Phase,
     RestoredCycle, override_fits,
 };
-use crate::exec::handler::{HandlerError, HandlerSet, Handlers, Nil};
+use crate::exec::handler::{HandlerError, HandlerSet, Handlers, InSession, Nil};
 use crate::exec::validator::Override;
 use crate::hash::{Digest, HashParts};
 use crate::session::{
@@ -282,27 +282,30 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
-        let guard = self.begin_cycle(session.cycle, 0).await?;
+        let (guard, budget) = self.begin_cycle(session.cycle, 0).await?;
         let mut run = CycleRun::new(session.cycle);
-        let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(&guard)).await;
-        let settled = self.settle(outcome, &mut run, None, guard).await;
+        let in_session = InSession { guard: &guard, budget: budget.as_ref() };
+        let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(in_session)).await;
+        let settled = self.settle(outcome, &mut run, None, guard, budget).await;
         self.record(run, settled).await
     }
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
-    /// or the guard's drop), with its budget's account: what the steps from index `from` on may
-    /// spend is reserved once, now (PostgreSQL: with the cycle's first round trip).
-    async fn begin_cycle(&mut self, cycle: u64, from: usize) -> Result<CycleGuard, RuntimeError> {
+    /// or the guard's drop), and its budget's account beside it: what the steps from index `from`
+    /// on may spend is reserved once, now (PostgreSQL: with the cycle's first round trip).
+    async fn begin_cycle(
+        &mut self,
+        cycle: u64,
+        from: usize,
+    ) -> Result<(CycleGuard, Option<CycleBudget>), RuntimeError> {
         let guard = match self.store.begin_cycle().await {
             Ok(guard) => guard,
             Err(e) => return Err(self.fail(e.into())),
         };
-        let Some(budget) = &self.budget else { return Ok(guard) };
-        let guard = CycleBudget::new(budget.clone(), cycle).attach_to(guard);
-        if let Some(account) = CycleBudget::of(&guard) {
-            account.reserve_ahead(self.executor.tokens_ahead(&self.plan, from), &guard).await;
-        }
-        Ok(guard)
+        let Some(budget) = &self.budget else { return Ok((guard, None)) };
+        let account = CycleBudget::new(budget.clone(), cycle);
+        account.reserve_ahead(self.executor.tokens_ahead(&self.plan, from), &guard).await;
+        Ok((guard, Some(account)))
     }
 
     /// [`run_cycle`](Self::run_cycle) from synchronous code.
@@ -351,10 +354,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         crate::telemetry::pause_closed();
         let from = self.plan.steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
-        let guard = self.begin_cycle(record.cycle, from).await?;
+        let (guard, budget) = self.begin_cycle(record.cycle, from).await?;
         let mut run = CycleRun::new(record.cycle);
-        let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(&guard)).await;
-        let settled = self.settle(outcome, &mut run, decision.as_ref(), guard).await;
+        let in_session = InSession { guard: &guard, budget: budget.as_ref() };
+        let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(in_session)).await;
+        let settled = self.settle(outcome, &mut run, decision.as_ref(), guard, budget).await;
         let settled = self.record(run, settled).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
@@ -430,11 +434,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         run: &mut CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
+        budget: Option<CycleBudget>,
     ) -> Result<RunOutcome, RuntimeError> {
         // The cycle's reservations are settled once, here: with the durable write that ends it
         // (the session's save, or the pause's record), or now when it writes nothing (a
         // failure, or a write that failed: the settlement was rolled back with it).
-        let budget = CycleBudget::of(&guard).cloned();
         if let (Some(budget), Ok(_)) = (&budget, &outcome) {
             budget.settle(Some(&guard)).await;
         }

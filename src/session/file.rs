@@ -160,6 +160,15 @@ impl FileSessionStore {
 }
 
 impl FileSessionStore {
+    /// Refuses a cycle whose backend holds a transaction (a database session's): its writes
+    /// would not commit with this session's files.
+    fn own(&self, cycle: &CycleGuard) -> Result<(), SessionError> {
+        match cycle.holds() {
+            false => Ok(()),
+            true => Err(SessionError::ForeignCycle { place: format!("session root {}", self.root.display()) }),
+        }
+    }
+
     /// Removes the file at `path` if it is there, durably (its directory synced).
     fn remove_durably(&self, path: &Path) -> Result<(), SessionError> {
         match fs::remove_file(path) {
@@ -274,9 +283,12 @@ impl SessionStore for FileSessionStore {
     fn save(
         &self,
         update: SessionUpdate,
-        _cycle: CycleGuard,
+        cycle: CycleGuard,
         entry: Option<HistoryEntry>,
     ) -> StoreFuture<'_, Durable<SessionState>> {
+        if let Err(refused) = self.own(&cycle) {
+            return ready(Err(refused));
+        }
         let reserved = self.root.join(RESERVED_FILE);
         let state = update.into_state();
         // The session exists now: its reserved id has done its work. The cycle's history entry
@@ -292,10 +304,11 @@ impl SessionStore for FileSessionStore {
     fn save_intervention<'a>(
         &'a self,
         record: &'a InterventionRecord,
-        _cycle: CycleGuard,
+        cycle: CycleGuard,
         entry: Option<HistoryEntry>,
     ) -> StoreFuture<'a, Durable<()>> {
-        ready(self.write_durably(&self.intervention, record).map(|()| Durable::leaving((), entry)))
+        let saved = self.own(&cycle).and_then(|()| self.write_durably(&self.intervention, record));
+        ready(saved.map(|()| Durable::leaving((), entry)))
     }
 
     fn remove_intervention(&self) -> StoreFuture<'_, ()> {
@@ -314,8 +327,8 @@ impl SessionStore for FileSessionStore {
         self.records.load_pin()
     }
 
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, _cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
-        ready(self.write_durably(&self.root.join(PIN_FILE), pin))
+    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
+        ready(self.own(cycle).and_then(|()| self.write_durably(&self.root.join(PIN_FILE), pin)))
     }
 
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {

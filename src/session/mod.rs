@@ -304,6 +304,15 @@ pub enum SessionError {
         /// The session key.
         key: String,
     },
+    /// The store was handed a cycle another session's store began (another session, or another
+    /// database): it writes nothing rather than commit outside that cycle.
+    #[error(
+        "the store of {place} was handed another session's cycle (another session or database); nothing was written: hand each store the cycle its own session's store began"
+    )]
+    ForeignCycle {
+        /// The session's root or key.
+        place: String,
+    },
     #[cfg(feature = "postgres")]
     /// The session key is not one a shared store accepts.
     #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
@@ -355,6 +364,7 @@ impl Failure for SessionError {
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
             SessionError::AlreadyDecided { .. } => "already-decided",
+            SessionError::ForeignCycle { .. } => "session-foreign-cycle",
             #[cfg(feature = "postgres")]
             SessionError::LeaseHeld { .. } => "session-in-use",
             #[cfg(feature = "postgres")]

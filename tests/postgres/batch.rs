@@ -38,8 +38,9 @@ pub(super) fn a_cycles_writes_travel_with_its_save_in_one_round_trip(server: &Pg
 }
 
 /// A write that fails when the save sends it is its step's failure, as it is where the write
-/// runs at its step (a store of another namespace writes alone): the same code, class, step,
-/// message and report; nothing of the cycle is written and no transaction stays open.
+/// runs at its step (a database store in a cycle of a files session, which holds no transaction,
+/// writes alone): the same code, class, step, message and report; nothing of the cycle is
+/// written and no transaction stays open.
 pub(super) fn a_write_failing_in_the_batch_fails_its_own_step(server: &PgServer) {
     let url = server.database("batch_failure");
     let fx = fixture();
@@ -52,14 +53,19 @@ pub(super) fn a_write_failing_in_the_batch_fails_its_own_step(server: &PgServer)
         let store = PgStore::new(&db, namespace);
         block_on(store.persist_decision(&Call::new().keyed(key(1)), &other)).unwrap();
     }
-    let fail = |key: &str, namespace: &str| {
-        let mut runtime = runtime_on(&db, &env, key, PgStore::new(&db, namespace));
-        match runtime.run_cycle_blocking() {
-            Err(e) => e,
-            Ok(_) => panic!("{key}: the cycle should fail at its decision"),
-        }
+    let failed = |key: &str, ran: Result<RunOutcome, planlock::runtime::RuntimeError>| match ran {
+        Err(e) => e,
+        Ok(_) => panic!("{key}: the cycle should fail at its decision"),
     };
-    let (batched, alone) = (fail("batched", "batched"), fail("alone", "alone-ns"));
+    let batched =
+        failed("batched", runtime_on(&db, &env, "batched", PgStore::new(&db, "batched")).run_cycle_blocking());
+    let files = tempfile::tempdir().unwrap();
+    let session = planlock::session::FileSessionStore::open(files.path()).unwrap();
+    let mut on_files = Runtime::builder(&env.policy, env.plan.clone(), session)
+        .handlers(Demo::new().with_store(&StoreHandlers::new(PgStore::new(&db, "alone-ns"))).boxed())
+        .boot_blocking()
+        .unwrap();
+    let alone = failed("alone", on_files.run_cycle_blocking());
     let shape = |e: &planlock::runtime::RuntimeError| {
         let report = e.report().unwrap();
         let steps: Vec<_> = report.steps.iter().map(|s| (s.id.clone(), s.status)).collect();
@@ -226,4 +232,64 @@ pub(super) fn the_write_functions_answer_as_the_embedded_stores_do(server: &PgSe
         })
         .collect();
     assert_eq!(sent_with_save, expected, "each write sent with its cycle's save");
+}
+
+/// A store handed a cycle another session's store began refuses it (issue 57 §1): the session
+/// save, the memory store's write, the budget, and a file store handed a database's cycle. Never
+/// a write alone, outside the cycle: the refused save writes nothing, and the cycle's own writes
+/// are rolled back with it.
+pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
+    use planlock::budget::{TokenAsk, TokenBudget};
+    use planlock::session::FileSessionStore;
+    use planlock::session::postgres::PgBudget;
+    let url = server.database("foreign_cycle");
+    let db = PgDatabase::connect(&url).unwrap();
+    let (mine, theirs) = (PgSessionStore::open(&db, "mine").unwrap(), PgSessionStore::open(&db, "theirs").unwrap());
+    let (my_store, their_store) = (PgStore::new(&db, "mine"), PgStore::new(&db, "theirs"));
+    let update = planlock::session::SessionUpdate {
+        session_id: uuid::Uuid::nil(),
+        memory_ref: None,
+        repo_scan_version: None,
+        last_execution_plan_hash: planlock::Digest::of(b"plan"),
+        hash_parts: None,
+        cycle: 1,
+    };
+    let count = |sql: &str| -> i64 {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        client.query_one(sql, &[]).unwrap().get(0)
+    };
+
+    // Their cycle, with a write of theirs kept for their save.
+    let cycle = block_on(theirs.begin_cycle()).unwrap();
+    assert!(cycle.holds());
+    let theirs_call = Call::new().in_cycle(&cycle).keyed(key(1));
+    block_on(their_store.persist_decision(&theirs_call, &decision("d-theirs", "r", 1, "global", None))).unwrap();
+    // My memory store, in their cycle: refused, nothing sent.
+    let mine_call = Call::new().in_cycle(&cycle).keyed(key(2));
+    let err = block_on(my_store.persist_decision(&mine_call, &decision("d-mine", "r", 1, "global", None))).unwrap_err();
+    assert_eq!(err.code(), "store-backend");
+    assert!(err.to_string().contains("another session's cycle"), "{err}");
+    // My budget, in their cycle: refused.
+    let ask = TokenAsk { id: uuid::Uuid::new_v4(), tokens: 10, cycle: 1, step_id: "" };
+    let refused = block_on(PgBudget::of(&mine).reserve_ahead(ask, &cycle)).unwrap_err();
+    assert!(refused.to_string().contains("another session's"), "{refused}");
+    // My save, handed their cycle: refused; it writes nothing, and their write goes with the
+    // dropped cycle.
+    let err = block_on(mine.save(update.clone(), cycle, None)).unwrap_err();
+    assert!(matches!(err, SessionError::ForeignCycle { .. }), "{err:?}");
+    assert_eq!((err.code(), err.kind()), ("session-foreign-cycle", FailureKind::FailFast));
+    assert_eq!(count("SELECT count(*) FROM planlock_sessions WHERE session_key = 'mine' AND state IS NOT NULL"), 0);
+    assert_eq!(count("SELECT count(*) FROM planlock_decisions WHERE id IN ('d-theirs', 'd-mine')"), 0);
+
+    // A file store handed a database's cycle: refused, its file not written.
+    let dir = tempfile::tempdir().unwrap();
+    let files = FileSessionStore::open(dir.path()).unwrap();
+    let err = block_on(files.save(update.clone(), block_on(theirs.begin_cycle()).unwrap(), None)).unwrap_err();
+    assert_eq!(err.code(), "session-foreign-cycle", "{err}");
+    assert!(block_on(files.load()).unwrap().is_none(), "nothing written");
+
+    // Each store's own cycle saves, as always.
+    let own = block_on(mine.begin_cycle()).unwrap();
+    let _ = block_on(mine.save(update, own, None)).unwrap();
+    assert_eq!(count("SELECT count(*) FROM planlock_sessions WHERE session_key = 'mine' AND state IS NOT NULL"), 1);
 }

@@ -79,6 +79,7 @@ const TESTS: &[(&str, Test)] = &[
         a_cycles_writes_are_durable_with_its_save_or_not_at_all,
     ),
     ("cycles_run_inside_a_tokio_runtime", cycles_run_inside_a_tokio_runtime),
+    ("a_store_refuses_another_sessions_cycle", a_store_refuses_another_sessions_cycle),
     ("a_cycles_writes_travel_with_its_save_in_one_round_trip", a_cycles_writes_travel_with_its_save_in_one_round_trip),
     ("a_write_failing_in_the_batch_fails_its_own_step", a_write_failing_in_the_batch_fails_its_own_step),
     ("a_batched_write_returns_what_its_key_holds", a_batched_write_returns_what_its_key_holds),

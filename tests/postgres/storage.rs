@@ -262,8 +262,9 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
         hash_parts: None,
         cycle: 1,
     };
-    // A store of another pool, or of another session, handed the cycle does not join it: its
-    // write commits alone, while the session's own store's write waits for the save.
+    // A store of another pool, or of another session, handed the cycle refuses it (issue 57:
+    // never a write alone, outside the cycle), while the session's own store's write waits for
+    // the save.
     let evidence = |id: &str| planlock::schema::Evidence { id: id.into(), summary: "s".into(), source: "t".into() };
     let writes = [
         (PgStore::new(&PgDatabase::connect(&url).unwrap(), "reads"), "e-pool", 90),
@@ -271,13 +272,17 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
         (store.clone(), "e-joined", 92),
     ];
     for (writer, id, n) in &writes {
-        block_on(writer.persist_evidence(&Call::new().in_cycle(&cycle).keyed(key(*n)), &evidence(id))).unwrap();
+        let written = block_on(writer.persist_evidence(&Call::new().in_cycle(&cycle).keyed(key(*n)), &evidence(id)));
+        match *id {
+            "e-joined" => assert_eq!(written.unwrap(), "e-joined"),
+            _ => assert!(written.unwrap_err().to_string().contains("another session's cycle"), "{id}"),
+        }
     }
     let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let mut stored = |id: &str| -> i64 {
         client.query_one("SELECT count(*) FROM planlock_evidence WHERE id = $1", &[&id]).unwrap().get(0)
     };
-    assert_eq!((stored("e-pool"), stored("e-other"), stored("e-joined")), (1, 1, 0));
+    assert_eq!((stored("e-pool"), stored("e-other"), stored("e-joined")), (0, 0, 0));
     drop(in_cycle);
     let _ = block_on(session.save(update, cycle, None)).unwrap();
     assert_eq!(stored("e-joined"), 1, "the joined write is committed with the save");

@@ -132,7 +132,7 @@ impl TestContext {
             deadline: self.deadline,
             notes: &self.notes,
             record_content: self.record_content,
-            open_cycle: None,
+            in_session: None,
         }
     }
 }

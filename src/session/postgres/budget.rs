@@ -100,9 +100,16 @@ impl PgBudget {
         Ok(rows.into_iter().next().unwrap_or_default())
     }
 
-    /// The cycle of this session `cycle` holds, if any.
-    fn joined<'a>(&self, cycle: Option<&'a CycleGuard>) -> Option<&'a PgCycle> {
-        cycle.and_then(CycleGuard::held::<PgCycle>).filter(|c| c.is_of(&self.db, &self.key))
+    /// The cycle of this session `cycle` holds, if any; a cycle of another session or database
+    /// is refused (never reserved or settled outside it).
+    fn joined<'a>(&self, cycle: Option<&'a CycleGuard>) -> Result<Option<&'a PgCycle>, BudgetError> {
+        let Some(cycle) = cycle else { return Ok(None) };
+        cycle.pg_of(&self.db, &self.key).map_err(|_| {
+            self.unavailable(
+                "used",
+                "the cycle it was handed is another session's: use each session's own budget".into(),
+            )
+        })
     }
 }
 
@@ -122,7 +129,7 @@ impl TokenBudget for PgBudget {
     /// search's batch): the reservation costs no round trip of its own.
     fn reserve_ahead<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
         Box::pin(async move {
-            match self.joined(Some(cycle)) {
+            match self.joined(Some(cycle))? {
                 Some(joined) => {
                     joined.reserve_ahead(self.reservation(&ask)).await;
                     Ok(())
@@ -135,7 +142,7 @@ impl TokenBudget for PgBudget {
     fn confirm<'a>(&'a self, ask: TokenAsk<'a>, cycle: &'a CycleGuard) -> BudgetFuture<'a, ()> {
         Box::pin(async move {
             // Not joined: `reserve_ahead` reserved it at once.
-            let Some(joined) = self.joined(Some(cycle)) else { return Ok(()) };
+            let Some(joined) = self.joined(Some(cycle))? else { return Ok(()) };
             match joined.take_reservation().await.filter(|r| r.id == ask.id) {
                 Some(Reservation { answer: Some(rows), .. }) => answer(&rows, &ask),
                 // Not sent yet (no read came first), or its batch failed: sent now.
@@ -149,7 +156,7 @@ impl TokenBudget for PgBudget {
 
     fn settle<'a>(&'a self, charges: &'a [Charge], cycle: Option<&'a CycleGuard>) -> BudgetFuture<'a, ()> {
         Box::pin(async move {
-            match self.joined(cycle) {
+            match self.joined(cycle)? {
                 Some(cycle) => {
                     let (ids, used) = columns(charges);
                     let write = PendingWrite {

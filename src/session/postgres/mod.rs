@@ -215,6 +215,11 @@ impl PgSessionStore {
         self.records.db.connection().await.map_err(|e| SessionError::Database { key, reason: e.to_string() })
     }
 
+    /// The refusal of a cycle another session's store began.
+    fn foreign(&self) -> SessionError {
+        SessionError::ForeignCycle { place: format!("session key {}", crate::text::printable(&self.records.key)) }
+    }
+
     fn database(&self, doing: &'static str, e: &tokio_postgres::Error) -> SessionError {
         let reason = format!("PostgreSQL at {}: {doing}: {}", self.records.db.target(), crate::pg::reason(e));
         SessionError::Database { key: self.records.key.clone(), reason }
@@ -348,10 +353,9 @@ impl PgSessionStore {
             reason: format!("cannot write the {what}: {e}"),
         })?;
         let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
-        let ours = |cycle: &PgCycle| cycle.is_of(&self.records.db, &self.records.key);
-        // A cycle of another session is dropped here: rolled back.
-        let in_cycle = match cycle.into_held::<PgCycle>().filter(ours) {
-            Some(cycle) => InCycle::Commit(Box::new(cycle)),
+        // A cycle of another session is refused (and dropped: rolled back), never written alone.
+        let in_cycle = match cycle.into_pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
+            Some(cycle) => InCycle::Commit(cycle),
             None => InCycle::Alone,
         };
         self.write_with(doing, set, &params, in_cycle, entry).await
@@ -484,7 +488,7 @@ impl SessionStore for PgSessionStore {
         Box::pin(self.records.read(Column::State))
     }
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
-        super::store::ready(Ok(CycleGuard::holding(PgCycle::new(&self.session))))
+        super::store::ready(Ok(CycleGuard::pg(PgCycle::new(&self.session))))
     }
     fn save(
         &self,
@@ -534,12 +538,13 @@ impl SessionStore for PgSessionStore {
         Box::pin(self.records.read(Column::Pin))
     }
     fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
-        let ours = |cycle: &&PgCycle| cycle.is_of(&self.records.db, &self.records.key);
-        let in_cycle = match cycle.held::<PgCycle>().filter(ours) {
-            Some(cycle) => InCycle::Join(cycle),
-            None => InCycle::Alone,
-        };
-        Box::pin(self.write_json("saving the bundle pin", Column::Pin, Some(pin), in_cycle))
+        Box::pin(async move {
+            let in_cycle = match cycle.pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
+                Some(cycle) => InCycle::Join(cycle),
+                None => InCycle::Alone,
+            };
+            self.write_json("saving the bundle pin", Column::Pin, Some(pin), in_cycle).await
+        })
     }
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
         Box::pin(async move {

@@ -116,7 +116,7 @@ impl DecisionContextProviderPort for PgStore {
         input: &str,
         current_domain: Option<&str>,
     ) -> Result<DecisionContext, StoreError> {
-        if let Some(cycle) = self.cycle(call)
+        if let Some(cycle) = self.cycle(call)?
             && let Some(kept) = cycle.take_kept().await
         {
             let mut context = DecisionContext::in_scope(&kept.decisions, &kept.links, current_domain);

@@ -74,7 +74,7 @@ impl MemoryRepositoryPort for PgStore {
             Some(_) => i64::try_from(crate::store::meaning::CANDIDATES).unwrap_or(i64::MAX),
             None => i64::try_from(top_k).unwrap_or(i64::MAX),
         };
-        let in_cycle = self.cycle(call);
+        let in_cycle = self.cycle(call)?;
         let begin = Begin { deadline: call.deadline(), custom_plans: true };
         // The keys of the cycle's later steps: which are written is read with the search.
         let keys = in_cycle.map(|_| call.keys_ahead()).unwrap_or_default();

@@ -104,9 +104,16 @@ impl PgStore {
         PgStore { meaning, ..self }
     }
 
-    /// The cycle of this store's session that `call` is made in, if it is.
-    fn cycle<'a>(&self, call: &Call<'a>) -> Option<&'a PgCycle> {
-        call.cycle()?.held::<PgCycle>().filter(|cycle| cycle.is_of(&self.db, &self.namespace))
+    /// The cycle of this store's session that `call` is made in, if it is; a cycle of another
+    /// session or database is refused (its writes would not commit with it).
+    fn cycle<'a>(&self, call: &Call<'a>) -> Result<Option<&'a PgCycle>, StoreError> {
+        let Some(cycle) = call.cycle() else { return Ok(None) };
+        cycle.pg_of(&self.db, &self.namespace).map_err(|_| {
+            StoreError::Backend(format!(
+                "the memory store of namespace {} was handed another session's cycle; it reads and writes only in its own session's cycles",
+                crate::text::printable(&self.namespace)
+            ))
+        })
     }
 
     /// The namespace.
@@ -142,7 +149,7 @@ impl PgStore {
     /// its `BEGIN` and `COMMIT`: one round trip.
     async fn write(&self, call: &Call<'_>, write: KeyedWrite) -> Result<String, StoreError> {
         let key = call.key()?.to_string();
-        if let Some(cycle) = self.cycle(call) {
+        if let Some(cycle) = self.cycle(call)? {
             if !cycle.knows(&key).await {
                 let mut keys = call.keys_ahead();
                 if !keys.contains(&key) {
