@@ -22,7 +22,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::review::inbox::{Inbox, InboxFilter};
 use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords, Timestamp};
 
 #[path = "../tests/common/mod.rs"]
@@ -94,7 +94,7 @@ fn bench(c: &mut Criterion) {
             std::fs::write(root.join(planlock::session::INTERVENTION_FILE), &text).unwrap();
         }
     }
-    let inbox = Inbox::new(Sessions::Dir(dir.clone()));
+    let inbox = Inbox::new(planlock::backend::FilesBackend::new(dir.clone()));
     assert_eq!(block_on(inbox.list(&InboxFilter::default())).unwrap().pauses.len(), 100);
     let walk = |dir: &PathBuf| {
         let mut found = 0;
@@ -178,7 +178,7 @@ fn postgres(c: &mut Criterion) {
         ],
     );
 
-    let inbox = Inbox::new(Sessions::Database(db.clone()));
+    let inbox = Inbox::new(planlock::backend::PgBackend::new(db.clone()));
     assert_eq!(block_on(inbox.list(&InboxFilter::default())).unwrap().pauses.len(), 100);
     let select = floor
         .prepare("SELECT session_key, intervention FROM planlock_sessions WHERE intervention IS NOT NULL")

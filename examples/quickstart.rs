@@ -14,7 +14,7 @@ use planlock::Failure;
 use planlock::demo::{Demo, ReviewGate};
 use planlock::handler::Boxed;
 use planlock::review::decide;
-use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::review::inbox::{Inbox, InboxFilter};
 use planlock::runtime::{Boot, BootError, RunOutcome, Runtime};
 use planlock::schema::*;
 use planlock::session::{FileSessionStore, ReviewDecision, ReviewVerdict};
@@ -180,7 +180,7 @@ async fn tour() -> Result<(), Box<dyn std::error::Error>> {
     describe(runtime.run_cycle().await?, &runtime);
     // The reviewer, in a process of their own (the session's lock stays with the runtime), lists
     // every pause waiting across the sessions of the directory and looks at what it shows.
-    let inbox = Inbox::new(Sessions::Dir(sessions.path().to_owned()));
+    let inbox = Inbox::new(planlock::backend::FilesBackend::new(sessions.path().to_owned()));
     let waiting = inbox.list(&InboxFilter::default()).await?;
     for pause in &waiting.pauses {
         let r = &pause.record;

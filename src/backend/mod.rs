@@ -206,9 +206,10 @@ pub fn is_database_url(place: &str) -> bool {
     place.starts_with("postgres://") || place.starts_with("postgresql://")
 }
 
-/// Makes the backend of `place`: a `postgres://` or `postgresql://` URL (connected and migrated;
-/// one pool per URL and tenant in a process, shared by every call; in `tenant` if one is given),
-/// or a directory of session roots (which must exist; a tenant is refused there).
+/// Makes the backend of `place`: a `postgres://` or `postgresql://` URL (connected and migrated,
+/// with a pool of its own, closed when the backend is dropped; in `tenant` if one is given), or
+/// a directory of session roots (which must exist; a tenant is refused there). Make it once and
+/// keep it for as long as the sessions are used.
 pub async fn connect(place: &str, tenant: Option<&str>) -> Result<Arc<dyn Backend>, BackendError> {
     if is_database_url(place) {
         #[cfg(feature = "postgres")]

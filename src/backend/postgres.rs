@@ -1,8 +1,7 @@
 //! Sessions in a PostgreSQL database: each session a key (a tenant or conversation id, 1 to
 //! 256 bytes) of planlock's tables, shared by many workers; a session's cycles hold a lease.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
@@ -34,8 +33,9 @@ impl PgBackend {
     }
 
     /// The sessions of the database at `url`, in `tenant` if one is given (CONTRACT §20: it sees
-    /// only that tenant's): connected (and migrated) once per process, so that every backend of
-    /// one URL and tenant shares one connection pool.
+    /// only that tenant's): connected and migrated now, with a connection pool of its own that
+    /// its clones share and that closes when the last is dropped (a program that wants one pool
+    /// for many uses keeps one backend: the CLI holds one per command, the console one).
     pub async fn connect(url: &str, tenant: Option<&str>) -> Result<PgBackend, BackendError> {
         PgBackend::connect_scoped(url, tenant, false).await
     }
@@ -47,19 +47,8 @@ impl PgBackend {
     }
 
     async fn connect_scoped(url: &str, tenant: Option<&str>, all_tenants: bool) -> Result<PgBackend, BackendError> {
-        /// A URL, a tenant, and whether every tenant is read.
-        type Key = (String, Option<String>, bool);
-        static POOLS: OnceLock<Mutex<HashMap<Key, PgDatabase>>> = OnceLock::new();
-        let pools = POOLS.get_or_init(Mutex::default);
-        let key = (url.to_owned(), tenant.map(str::to_owned), all_tenants);
-        if let Some(db) = pools.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-            return Ok(PgBackend { db: db.clone() });
-        }
-        let options = PgOptions { tenant: key.1.clone(), all_tenants, ..PgOptions::default() };
-        let db = PgDatabase::connect_async(url, options).await?;
-        // Two first calls at once may both connect: the first kept is the one every later call gets.
-        let db = pools.lock().unwrap_or_else(|p| p.into_inner()).entry(key).or_insert(db).clone();
-        Ok(PgBackend { db })
+        let options = PgOptions { tenant: tenant.map(str::to_owned), all_tenants, ..PgOptions::default() };
+        Ok(PgBackend { db: PgDatabase::connect_async(url, options).await? })
     }
 
     /// The database.

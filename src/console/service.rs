@@ -39,11 +39,11 @@ pub(super) struct State {
 ///
 /// ```
 /// use planlock::console::{Console, ConsoleOptions, new_token};
-/// use planlock::review::inbox::{Inbox, Sessions};
+/// use planlock::review::inbox::Inbox;
 /// use tower_service::Service as _;
 ///
 /// let dir = tempfile::tempdir()?;
-/// let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
+/// let inbox = Inbox::new(planlock::backend::FilesBackend::new(dir.path()));
 /// let mut console = Console::new(inbox, new_token(), ConsoleOptions::default())?;
 /// let request = hyper::Request::get("/inbox").body(http_body_util::Empty::<hyper::body::Bytes>::new())?;
 /// let answer = planlock::block_on(console.call(request)).unwrap();

@@ -8,12 +8,11 @@
 //! the result says how many more there are), a session's record is read as strictly as the
 //! runtime reads it, and one that cannot be read is listed as a problem, not a failure.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::backend::{Backend, FilesBackend};
+use crate::backend::Backend;
 use crate::contract::registry::Failure;
 use crate::session::{Decisions, InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
 
@@ -28,17 +27,6 @@ pub const MAX_INBOX: usize = 1000;
 
 /// The most sessions (roots or rows) one listing looks at.
 pub const MAX_SESSIONS: usize = 100_000;
-
-/// Where the sessions are: a shorthand for the two [`Backend`]s an inbox is made with.
-#[derive(Debug, Clone)]
-#[non_exhaustive]
-pub enum Sessions {
-    /// Each directory under this one is a session root (not followed through a link).
-    Dir(PathBuf),
-    /// The sessions of a shared database.
-    #[cfg(feature = "postgres")]
-    Database(crate::pg::PgDatabase),
-}
 
 /// One pause waiting for a person.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -125,23 +113,14 @@ pub struct InboxListing {
     pub problems: Vec<InboxProblem>,
 }
 
-impl From<Sessions> for Arc<dyn Backend> {
-    fn from(sessions: Sessions) -> Arc<dyn Backend> {
-        match sessions {
-            Sessions::Dir(dir) => Arc::new(FilesBackend::new(dir)),
-            #[cfg(feature = "postgres")]
-            Sessions::Database(db) => Arc::new(crate::backend::PgBackend::new(db)),
-        }
-    }
-}
-
 /// The pauses waiting for a person across sessions; see the module docs.
 ///
 /// ```
-/// use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
+/// use planlock::backend::FilesBackend;
+/// use planlock::review::inbox::{Inbox, InboxFilter};
 /// let dir = tempfile::tempdir()?;
 /// std::fs::create_dir(dir.path().join("session-a"))?;
-/// let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
+/// let inbox = Inbox::new(FilesBackend::new(dir.path()));
 /// assert!(planlock::block_on(inbox.list(&InboxFilter::default()))?.pauses.is_empty());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -151,7 +130,8 @@ pub struct Inbox {
 }
 
 impl Inbox {
-    /// The inbox of the sessions of `backend` (or of [`Sessions`]).
+    /// The inbox of the sessions of `backend` (a [`FilesBackend`](crate::backend::FilesBackend), a `PgBackend`, or one shared
+    /// as `Arc<dyn Backend>`).
     pub fn new(backend: impl Into<Arc<dyn Backend>>) -> Inbox {
         Inbox { backend: backend.into() }
     }

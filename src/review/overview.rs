@@ -145,10 +145,10 @@ impl Inbox {
     /// database, one statement reads the page.
     ///
     /// ```
-    /// use planlock::review::inbox::{Inbox, Sessions};
+    /// use planlock::review::inbox::Inbox;
     /// let dir = tempfile::tempdir()?;
     /// std::fs::create_dir(dir.path().join("new-session"))?; // nothing in it yet: not listed
-    /// let page = planlock::block_on(Inbox::new(Sessions::Dir(dir.path().to_owned())).sessions(None, 0, 50))?;
+    /// let page = planlock::block_on(Inbox::new(planlock::backend::FilesBackend::new(dir.path())).sessions(None, 0, 50))?;
     /// assert_eq!(page.total, 0);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```

@@ -10,7 +10,6 @@ mod builder;
 mod error;
 mod history;
 mod pin;
-pub mod place;
 mod restore;
 mod stager;
 

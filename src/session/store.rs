@@ -205,7 +205,8 @@ macro_rules! forward_session_store {
 }
 
 /// A boxed store is a store, so one program can boot a runtime on whichever store a
-/// configuration names (`Box<dyn SessionStore>`, as [`Place::open`](crate::runtime::place::Place::open) gives).
+/// configuration names (`Box<dyn SessionStore>`, as an opened session of a
+/// [`Backend`](crate::backend::Backend) gives).
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     crate::forward_session_store!(this => (**this);
         claim, load, begin_cycle, save, load_intervention, save_intervention, notices_with_record, remove_intervention,

@@ -489,7 +489,7 @@ impl StrategyResolver {
 
     /// `manifest`'s providers at `place`, opened only to read (see
     /// [`ProviderContext::read_only`]): what a command that reads a session uses
-    /// ([`Place::read_stores`](crate::runtime::place::Place::read_stores)).
+    /// (`backend::read_stores`).
     pub fn resolve_to_read(
         &self,
         manifest: &BundleManifest,

@@ -15,7 +15,7 @@ use planlock::executor::Shown;
 use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError};
 use planlock::schema::*;
-use planlock::session::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::session::inbox::{Inbox, InboxFilter};
 use planlock::session::{
     ApprovalEvent, FileRecords, FileSessionStore, InterventionRecord, Recorded, ReviewDecision, ReviewVerdict,
     SessionRecords, decide,
@@ -316,7 +316,7 @@ fn an_expired_pause_can_only_be_abandoned_and_lists_as_expired() {
     assert_eq!(err.code(), "approval-expired", "{err}");
     let err = rt.run_cycle_blocking().unwrap_err();
     assert!(err.to_string().contains("expired: abandon it"), "{err}");
-    let inbox = Inbox::new(Sessions::Dir(s.sessions.path().to_owned()));
+    let inbox = Inbox::new(planlock::backend::FilesBackend::new(s.sessions.path().to_owned()));
     let expired = block_on(inbox.list(&InboxFilter { expired: Some(true), ..InboxFilter::default() })).unwrap();
     assert_eq!(expired.pauses.len(), 1);
     assert!(expired.pauses[0].expired);

@@ -232,15 +232,15 @@ fn the_custom_strategy_example_runs() {
     assert!(said.contains(refused) && said.contains("recent-first, semantic-sql)"), "{said}");
 }
 
-/// A read of a session (`Place::read_stores`: what `planlock memory search` and `decisions`
+/// A read of a session (`backend::read_stores`: what `planlock memory search` and `decisions`
 /// use) goes through the providers its pin names, with the embedder it was pinned with, and
 /// creates nothing.
 #[test]
 fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
     use std::sync::Arc;
 
+    use planlock::backend::FilesBackend;
     use planlock::embed::DemoEmbedder;
-    use planlock::runtime::place::Place;
     use planlock::session::{PinVersion, SessionStore, Timestamp};
     use planlock::store::sqlite::SqliteStore;
     use planlock::store::sqlite::semantic::SemanticMemory;
@@ -249,11 +249,12 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
     // A root nothing ran in: read, nothing is created.
     let empty = tempfile::tempdir().unwrap();
     let demo = || StrategyResolver::default().embedder(Arc::new(DemoEmbedder::new()));
-    let found = planlock::block_on(Place::Root(empty.path().to_owned()).read_stores(&demo()).unwrap().search(
-        &Call::new(),
-        "x",
-        5,
-    ));
+    // The stores of the session at `root`, as its cycles read them, through its files backend.
+    let read_at = |root: &std::path::Path, resolver: &StrategyResolver| {
+        let (backend, name) = FilesBackend::of_root(root).unwrap();
+        planlock::block_on(planlock::backend::read_stores(&backend, &name, resolver))
+    };
+    let found = planlock::block_on(read_at(empty.path(), &demo()).unwrap().search(&Call::new(), "x", 5));
     assert!(found.unwrap().is_empty());
     assert_eq!(std::fs::read_dir(empty.path()).unwrap().count(), 0, "nothing created");
 
@@ -278,14 +279,13 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
         FileSessionStore::open(root.path()).unwrap().save_pin(&pin, &planlock::session::CycleGuard::none()),
     )
     .unwrap();
-    let place = Place::Root(root.path().to_owned());
     // By meaning, as RetrieveMemory searches it: `rotating` is no word of the memory.
-    let found = planlock::block_on(place.read_stores(&demo()).unwrap().search(&Call::new(), "rotating", 1)).unwrap();
+    let found = planlock::block_on(read_at(root.path(), &demo()).unwrap().search(&Call::new(), "rotating", 1)).unwrap();
     assert_eq!(found.len(), 1, "found by meaning, not by words");
     assert_eq!(found[0].summary, "rotation of the api keys in the vault");
     // Another embedder's vectors would mean something else: refused, naming both.
     let other = planlock::embed::Unavailable::new("other-model", 8, "refused before anything is embedded");
-    let err = place.read_stores(&StrategyResolver::default().embedder(Arc::new(other))).unwrap_err();
+    let err = read_at(root.path(), &StrategyResolver::default().embedder(Arc::new(other))).unwrap_err();
     assert_eq!(err.code(), "embedder-mismatch", "{err}");
     assert!(err.to_string().contains("other-model") && err.to_string().contains(DemoEmbedder::MODEL), "{err}");
 }

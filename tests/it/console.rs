@@ -508,11 +508,11 @@ fn a_program_mounts_the_console_as_a_tower_service() {
     use http_body_util::{BodyExt, Full};
     use hyper::body::Bytes;
     use planlock::console::{Console, ConsoleOptions};
-    use planlock::review::inbox::{Inbox, Sessions};
+    use planlock::review::inbox::Inbox;
     use tower_service::Service;
 
     let dir = sessions();
-    let inbox = Inbox::new(Sessions::Dir(dir.path().to_owned()));
+    let inbox = Inbox::new(planlock::backend::FilesBackend::new(dir.path().to_owned()));
     let mut console = Console::new(inbox, TOKEN, ConsoleOptions::default()).unwrap();
     let mut call = |method: &str, path: &str, headers: &[(&str, &str)], body: &str| {
         let mut request = hyper::Request::builder().method(method).uri(path).header("host", "console.test");

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use planlock::review::inbox::{Inbox, InboxFilter, Sessions};
+use planlock::review::inbox::{Inbox, InboxFilter};
 use serde_json::Value;
 
 use crate::common::cli::planlock;
@@ -60,7 +60,7 @@ fn the_inbox_list_filters_as_the_consoles_inbox_does() {
     assert_eq!(list(&["--state", "waiting", "--step-type", "PersistMemory"]), ["other"]);
     assert_eq!(list(&["--state", "expired"]), Vec::<String>::new());
     // The console's parameters, read by the library, give the same rows.
-    let inbox = Inbox::new(Sessions::Dir(d.to_owned()));
+    let inbox = Inbox::new(planlock::backend::FilesBackend::new(d.to_owned()));
     let filter = InboxFilter::from_pairs([("state", "waiting"), ("stepType", "PersistMemory")]).unwrap();
     let listed = planlock::block_on(inbox.list(&filter)).unwrap();
     assert_eq!(listed.pauses.iter().map(|p| p.session.as_str()).collect::<Vec<_>>(), ["other"]);

@@ -230,9 +230,9 @@ pub(super) fn the_console_decides_on_a_database_session(server: &PgServer) {
 }
 
 /// One backend for where sessions live (issue 40 §2): `backend::connect` makes a database's
-/// backend from its URL, every backend of one URL in a process shares one pool, a session is
-/// opened, read and listed through it, and the CLI takes the URL in `--sessions` as it takes a
-/// directory.
+/// backend from its URL, with a pool of its own that closes when the backend is dropped (issue
+/// 57: no pool map for the process), a session is opened, read and listed through it, and the
+/// CLI takes the URL in `--sessions` as it takes a directory.
 pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
     use planlock::backend::{Backend, PgBackend, connect};
 
@@ -255,11 +255,26 @@ pub(super) fn one_backend_one_pool_per_url(server: &PgServer) {
         .boot_blocking()
         .unwrap();
     assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
-    // What `a` did, `b` sees, on the one pool of the URL: `b`'s statements are a third's too.
+    // What `a` did, `b` sees, each on a pool of its own: `b`'s statements are not a third's, and
+    // a backend dropped closes its connections.
+    let connections = || -> i64 {
+        let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+        let sql =
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()";
+        client.query_one(sql, &[]).unwrap().get(0)
+    };
     let third = block_on(PgBackend::connect(&url, None)).unwrap();
     let before = third.database().round_trips();
     let paused = block_on(b.paused(100)).unwrap();
-    assert!(third.database().round_trips() > before, "one pool per URL in a process");
+    assert_eq!(third.database().round_trips(), before, "a pool per backend");
+    assert!(block_on(third.paused(100)).is_ok());
+    let with_third = connections();
+    drop(third);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while connections() >= with_third && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(connections() < with_third, "the dropped backend's pool is closed");
     assert_eq!(paused.iter().map(|(name, _)| name.as_str()).collect::<Vec<_>>(), ["t-1"]);
     assert!(block_on(b.records("never-opened")).is_err_and(|e| planlock::Failure::code(&e) == "unknown-session"));
     let glances = block_on(b.glances(Some("paused"), &[], 0, 10, 100)).unwrap();

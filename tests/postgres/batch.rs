@@ -6,6 +6,18 @@ use planlock::block_on;
 use planlock::store::conformance::{decision, key};
 use planlock::store::{Call, DecisionWritePort};
 
+/// A session's update for cycle `cycle`, of a plan these tests do not run.
+fn update(cycle: u64) -> planlock::session::SessionUpdate {
+    planlock::session::SessionUpdate {
+        session_id: uuid::Uuid::nil(),
+        memory_ref: None,
+        repo_scan_version: None,
+        last_execution_plan_hash: planlock::Digest::of(b"plan"),
+        hash_parts: None,
+        cycle,
+    }
+}
+
 fn runtime_on(db: &PgDatabase, env: &WorkerEnv, key: &str, store: PgStore) -> WorkerRuntime {
     let session = PgSessionStore::open(db, key).unwrap();
     Runtime::builder(&env.policy, env.plan.clone(), session)
@@ -103,14 +115,6 @@ pub(super) fn a_batched_write_returns_what_its_key_holds(server: &PgServer) {
     let store = PgStore::new(&db, "keys");
     let outside = PgStore::new(&PgDatabase::connect(&url).unwrap(), "keys");
     block_on(outside.persist_decision(&Call::new().keyed(key(7)), &decision("d7", "r7", 1, "global", None))).unwrap();
-    let update = |cycle| planlock::session::SessionUpdate {
-        session_id: uuid::Uuid::nil(),
-        memory_ref: None,
-        repo_scan_version: None,
-        last_execution_plan_hash: planlock::Digest::of(b"plan"),
-        hash_parts: None,
-        cycle,
-    };
     let stored = |id: &str| -> i64 {
         let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
         client.query_one("SELECT count(*) FROM planlock_decisions WHERE id = $1", &[&id]).unwrap().get(0)
@@ -246,14 +250,6 @@ pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
     let db = PgDatabase::connect(&url).unwrap();
     let (mine, theirs) = (PgSessionStore::open(&db, "mine").unwrap(), PgSessionStore::open(&db, "theirs").unwrap());
     let (my_store, their_store) = (PgStore::new(&db, "mine"), PgStore::new(&db, "theirs"));
-    let update = planlock::session::SessionUpdate {
-        session_id: uuid::Uuid::nil(),
-        memory_ref: None,
-        repo_scan_version: None,
-        last_execution_plan_hash: planlock::Digest::of(b"plan"),
-        hash_parts: None,
-        cycle: 1,
-    };
     let count = |sql: &str| -> i64 {
         let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
         client.query_one(sql, &[]).unwrap().get(0)
@@ -275,7 +271,7 @@ pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
     assert!(refused.to_string().contains("another session's"), "{refused}");
     // My save, handed their cycle: refused; it writes nothing, and their write goes with the
     // dropped cycle.
-    let err = block_on(mine.save(update.clone(), cycle, None)).unwrap_err();
+    let err = block_on(mine.save(update(1), cycle, None)).unwrap_err();
     assert!(matches!(err, SessionError::ForeignCycle { .. }), "{err:?}");
     assert_eq!((err.code(), err.kind()), ("session-foreign-cycle", FailureKind::FailFast));
     assert_eq!(count("SELECT count(*) FROM planlock_sessions WHERE session_key = 'mine' AND state IS NOT NULL"), 0);
@@ -284,12 +280,12 @@ pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
     // A file store handed a database's cycle: refused, its file not written.
     let dir = tempfile::tempdir().unwrap();
     let files = FileSessionStore::open(dir.path()).unwrap();
-    let err = block_on(files.save(update.clone(), block_on(theirs.begin_cycle()).unwrap(), None)).unwrap_err();
+    let err = block_on(files.save(update(1), block_on(theirs.begin_cycle()).unwrap(), None)).unwrap_err();
     assert_eq!(err.code(), "session-foreign-cycle", "{err}");
     assert!(block_on(files.load()).unwrap().is_none(), "nothing written");
 
     // Each store's own cycle saves, as always.
     let own = block_on(mine.begin_cycle()).unwrap();
-    let _ = block_on(mine.save(update, own, None)).unwrap();
+    let _ = block_on(mine.save(update(1), own, None)).unwrap();
     assert_eq!(count("SELECT count(*) FROM planlock_sessions WHERE session_key = 'mine' AND state IS NOT NULL"), 1);
 }

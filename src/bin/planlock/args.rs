@@ -392,7 +392,7 @@ pub struct SessionsArgs {
 }
 
 /// A variable of the environment that names a place, when set and not empty.
-fn from_env(name: &str) -> Option<String> {
+pub(crate) fn from_env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
@@ -629,25 +629,6 @@ impl SessionPlace {
             (None, None) => "SESSION".to_owned(),
         };
         format!("planlock inbox approve --by NAME --reason TEXT {place}")
-    }
-
-    /// The library's [`Place`](planlock::runtime::place::Place) these flags name (clap makes
-    /// sure one of the two is given).
-    pub fn place(&self) -> Result<planlock::runtime::place::Place, crate::error::CliError> {
-        use planlock::runtime::place::Place;
-        match (&self.root, &self.session) {
-            (Some(root), _) => Ok(Place::Root(root.clone())),
-            (None, Some(key)) => match self.database.clone().or_else(|| from_env("PLANLOCK_DATABASE_URL")) {
-                Some(url) => Ok(Place::Database { url, key: key.clone(), tenant: self.tenant_name() }),
-                None => Err(crate::error::CliError::usage(
-                    "usage",
-                    "--session names a key in a database: give --database URL (or set PLANLOCK_DATABASE_URL)",
-                )),
-            },
-            (None, None) => {
-                Err(crate::error::CliError::usage("usage", "give --root DIR, or --session KEY in a database"))
-            }
-        }
     }
 
     /// The tenant: `--tenant`, else PLANLOCK_TENANT, for a session in a database (never with

@@ -51,7 +51,7 @@ impl CliError {
     }
 
     /// A place that could not be opened: a bad key or URL is usage (2), the rest FailFast (3).
-    pub fn of_place(e: &planlock::runtime::place::PlaceError) -> CliError {
+    pub fn of_place(e: &planlock::backend::BackendError) -> CliError {
         let exit = if e.is_usage() { EXIT_USAGE } else { EXIT_FAIL_FAST };
         CliError { exit, code: e.code(), message: e.to_string() }
     }

@@ -14,6 +14,7 @@ mod args;
 mod commands;
 mod error;
 mod output;
+mod place;
 mod report;
 mod telemetry;
 

@@ -27,8 +27,8 @@ impl Report for AbandonReport {
 }
 
 pub fn abandon(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
-    let place = place.place()?;
-    let opened = place.open().map_err(|e| CliError::of_place(&e))?;
+    let place = place.locate()?;
+    let opened = place.open()?;
     let abandoned = planlock::block_on(planlock::runtime::abandon_paused(opened.session_store()));
     match abandoned.map_err(|e| CliError::of(&e))? {
         Some(record) => {

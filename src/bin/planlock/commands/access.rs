@@ -14,7 +14,7 @@ pub fn access(out: &mut Output, command: AccessCommand) -> Result<u8, CliError> 
         AccessCommand::NewToken { name } => new_token(out, name),
         AccessCommand::Install { sessions, file } => {
             let (checked, text) = Access::read(&file).map_err(|e| CliError::of(&e))?;
-            let backend = super::inbox::open(&sessions)?.backend_arc();
+            let backend = sessions.backend()?;
             planlock::block_on(backend.install_access(&text)).map_err(|e| CliError::of(&e))?;
             let installed = planlock::block_on(backend.installed_access()).map_err(|e| CliError::of(&e))?;
             let source = installed.map(|i| i.source).unwrap_or_default();
@@ -22,7 +22,7 @@ pub fn access(out: &mut Output, command: AccessCommand) -> Result<u8, CliError> 
             Ok(EXIT_VALID)
         }
         AccessCommand::Show { sessions } => {
-            let backend = super::inbox::open(&sessions)?.backend_arc();
+            let backend = sessions.backend()?;
             match planlock::block_on(backend.installed_access()).map_err(|e| CliError::of(&e))? {
                 Some(installed) => {
                     let access = Access::installed(&installed).map_err(|e| CliError::of(&e))?;
@@ -33,7 +33,7 @@ pub fn access(out: &mut Output, command: AccessCommand) -> Result<u8, CliError> 
             Ok(EXIT_VALID)
         }
         AccessCommand::Remove { sessions } => {
-            let backend = super::inbox::open(&sessions)?.backend_arc();
+            let backend = sessions.backend()?;
             if planlock::block_on(backend.uninstall_access()).map_err(|e| CliError::of(&e))? {
                 out.report(&Rules::none().action("removed"));
                 Ok(EXIT_VALID)

@@ -69,7 +69,7 @@ pub fn budget(out: &mut Output, command: BudgetCommand) -> Result<u8, CliError> 
             (sessions, Some(prefix.clone()))
         }
     };
-    let backend = super::inbox::open(sessions)?.backend_arc();
+    let backend = sessions.backend()?;
     let failed = |e: planlock::backend::BackendError| {
         if e.is_usage() { CliError::usage(planlock::Failure::code(&e), e.to_string()) } else { CliError::of(&e) }
     };

@@ -32,7 +32,7 @@ impl Report for DecisionsReport {
 }
 
 pub fn decisions(out: &mut Output, place: &SessionPlace, domain: Option<&str>) -> Result<u8, CliError> {
-    let store = super::read_stores(&place.place()?, None)?;
+    let store = super::read_stores(&place.locate()?, None)?;
     let context = planlock::block_on(store.load(&Call::new(), "", domain))
         .map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     out.report(&DecisionsReport { decisions: context.decisions, anchors: context.anchors });

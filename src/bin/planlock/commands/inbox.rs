@@ -3,7 +3,6 @@
 //! session's lock or lease; the session acts on it at its next `run`.
 
 use planlock::Failure;
-use planlock::backend::{FilesBackend, PgBackend};
 use planlock::review::access::Access;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
 use planlock::review::{Decided, Turn, decide_counted};
@@ -45,36 +44,10 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
     }
 }
 
-/// The inbox of the sessions the flags name: `--sessions DIR` (or a `postgres://` URL there), or
-/// `--database URL`; one backend, whose database pool the whole command shares.
+/// The inbox of the sessions the flags name (`crate::place`: one backend, whose database pool
+/// the whole command shares).
 pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
-    open_in(args, args.tenant_name().as_deref())
-}
-
-/// [`open`] in `tenant` (the console's choice: its `--tenant`, or its access file's).
-pub(super) fn open_in(args: &SessionsArgs, tenant: Option<&str>) -> Result<Inbox, CliError> {
-    let url = match (&args.sessions, args.database_url()) {
-        (Some(place), _) => match place.to_str().filter(|p| planlock::backend::is_database_url(p)) {
-            Some(url) => url.to_owned(),
-            None if tenant.is_some() => {
-                return Err(CliError::of(&planlock::backend::BackendError::TenantNeedsDatabase));
-            }
-            None => return Ok(Inbox::new(FilesBackend::new(place))),
-        },
-        (None, Some(url)) => url,
-        (None, None) => {
-            return Err(CliError::usage(
-                "usage",
-                "give --sessions DIR or --database URL (or set PLANLOCK_DATABASE_URL)",
-            ));
-        }
-    };
-    let backend = match args.all_tenants {
-        true => planlock::block_on(PgBackend::connect_all_tenants(&url)),
-        false => planlock::block_on(PgBackend::connect(&url, tenant)),
-    };
-    let backend = backend.map_err(|e| CliError::of_place(&e))?;
-    Ok(Inbox::new(backend))
+    Ok(Inbox::new(args.backend()?))
 }
 
 /// The pause of `session`, or why there is none.

@@ -40,7 +40,7 @@ pub fn search(
     embed: &EmbedArgs,
     text: &str,
 ) -> Result<u8, CliError> {
-    let store = super::read_stores(&place.place()?, Some(embed))?;
+    let store = super::read_stores(&place.locate()?, Some(embed))?;
     let call = Call::new();
     let items = planlock::block_on(store.search(&call, text, top_k))
         .map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;

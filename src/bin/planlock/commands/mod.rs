@@ -181,7 +181,7 @@ impl crate::args::EmbedArgs {
 /// names both); for a command without the flags (`embed` none), one that only says which flags
 /// to give, so that a read that embeds nothing (`decisions`) still works.
 fn read_stores(
-    place: &planlock::runtime::place::Place,
+    place: &crate::place::Located,
     embed: Option<&crate::args::EmbedArgs>,
 ) -> Result<planlock::store::provider::ResolvedStore, CliError> {
     use std::sync::Arc;
@@ -189,7 +189,7 @@ fn read_stores(
     use planlock::embed::{DemoEmbedder, Embedder, Unavailable};
     use planlock::handlers::{EmbedConfig, OpenAiEmbedder};
 
-    let pin = place.pin().map_err(|e| CliError::of_place(&e))?;
+    let pin = planlock::block_on(place.records()?.load_pin()).map_err(|e| CliError::of(&e))?;
     let pinned = pin.as_ref().and_then(|p| Some((p.embedder_model.clone()?, p.embedder_dimension?)));
     let named = embed.and_then(|e| Some((e.embed_url.as_ref()?, e.embed_model.as_ref()?, &e.embed_api_key_env)));
     let dimension = |pinned: &Option<(String, u64)>| pinned.as_ref().map_or(0, |(_, d)| *d as usize);
@@ -207,5 +207,6 @@ fn read_stores(
         (None, _) => Arc::new(DemoEmbedder::new()),
     };
     let resolver = planlock::store::bundle::StrategyResolver::default().embedder(embedder);
-    place.read_stores(&resolver).map_err(|e| CliError::of_place(&e))
+    planlock::block_on(planlock::backend::read_stores(place.backend.as_ref(), &place.name, &resolver))
+        .map_err(|e| CliError::of_place(&e))
 }

@@ -74,7 +74,7 @@ pub fn notify(
     once: bool,
     options: NotifyOptions,
 ) -> Result<u8, CliError> {
-    let backend = super::inbox::open(sessions)?.backend_arc();
+    let backend = sessions.backend()?;
     // The installed rules name the webhooks; `--access` only where none are installed.
     let access = match super::access::rules_here(backend.as_ref(), access)? {
         (Some(access), _) => access,

@@ -76,12 +76,12 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         _ => PathBuf::from("."),
     };
     let demo = Demo::new().failing(c.fail.clone()).repo_base(plan_dir);
-    let place = c.place.place()?;
+    let place = c.place.locate()?;
     // Memories and decisions live where the bundle says: by default the session root's SQLite
     // database, or the shared database's namespace of the session.
     let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {
         Ok(Some(manifest)) => manifest,
-        Ok(None) => place.default_bundle(),
+        Ok(None) => place.backend.default_bundle(),
         Err(e) => return Err(CliError::fail_fast(e.code(), e.to_string()).into()),
     };
     // `run` may create the root itself; nothing under it is created at boot.
@@ -97,7 +97,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
     let (resolver, embedder) = c.embed.resolver(&manifest, first_in_plan)?;
     // Named in the output only when the bundle's providers rank with it.
     let embedder = resolver.embedder_of(&manifest).map(|_| embedder);
-    let opened = place.open().map_err(|e| CliError::of_place(&e))?;
+    let opened = place.open()?;
     let storage = opened.resolve(&resolver, &manifest).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
     let storage = StoreHandlers::new(storage);
     // The session's token budgets: each model call reserves from them (none set: nothing).

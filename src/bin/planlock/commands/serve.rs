@@ -38,7 +38,7 @@ pub fn serve(
         Some(access) => access.tenant(sessions.tenant_name().as_deref()).map_err(|e| CliError::of(&e))?,
         None => sessions.tenant_name(),
     };
-    let inbox = super::inbox::open_in(sessions, tenant.as_deref())?;
+    let inbox = planlock::review::inbox::Inbox::new(sessions.backend_in(tenant.as_deref())?);
     // The installed rules, followed as they change; `--access` only where none are installed.
     let (access, installed) = super::access::rules_here(inbox.backend(), people.access.as_deref())?;
     let personal = access.is_some();

@@ -146,7 +146,7 @@ fn history_text(out: &mut Text, history: &[CycleEntry], unreadable: usize) {
 }
 
 pub fn status(out: &mut Output, place: &SessionPlace, history: Option<usize>) -> Result<u8, CliError> {
-    let records = place.place()?.records().map_err(|e| CliError::of_place(&e))?;
+    let records = place.locate()?.records()?;
     let loaded = planlock::block_on(async {
         let (session, intervention, pin) =
             (records.load().await?, records.load_intervention().await?, records.load_pin().await?);
