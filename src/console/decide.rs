@@ -17,7 +17,7 @@ use super::service::State;
 use super::templates::url_segment;
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
-use crate::review::{Decided, decide_counted};
+use crate::review::{Decided, decide_shown};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 
@@ -49,11 +49,13 @@ pub(super) async fn decide_on(
     let reason = fields.get("reason").cloned().unwrap_or_default();
     let shown_digest = fields.get("digest").and_then(|d| d.parse().ok());
     let outcome = async {
-        let Some(pause) = console.inbox.show(&name).await? else {
+        // The session's records, and its pause read once for the whole request.
+        let records = console.inbox.records(&name).await?;
+        let Some(record) = records.load_intervention().await? else {
             let text = format!("Not recorded: nothing is paused in {} any more.", printable(&name));
             return Ok::<_, InboxError>(Some((Flash::error(text), Back::Inbox(String::new()))));
         };
-        let r = &pause.record;
+        let r = &record;
         let at = format!("{} at step {} ({})", printable(&name), printable(&r.step_id), r.step_type);
         let anchor = row_anchor(&name, r.cycle, &r.step_id);
         // Only where the login may decide: refused before anything is read further.
@@ -71,10 +73,9 @@ pub(super) async fn decide_on(
                 return Ok(Some((refusal, Back::Inbox(String::new()))));
             }
         };
-        let records = console.inbox.records(&name).await?;
         // Installed rules are read by `decide` itself; rules given to this console are passed.
         let given = if console.rules.installed() { None } else { rules.access.as_deref() };
-        let flash = match decide_counted(records.as_ref(), &decision, given).await {
+        let flash = match decide_shown(records.as_ref(), r, &decision, given).await {
             Ok(Decided { recorded: Recorded::Counted { approvals, required }, turn, .. }) => {
                 let turn = turn.map(|t| format!(" ({t})")).unwrap_or_default();
                 Flash::ok(format!(

@@ -6,7 +6,7 @@ use tracing::Instrument;
 
 use super::access::Access;
 use crate::contract::registry::{Failure, FailureKind};
-use crate::session::SessionRecords;
+use crate::session::{InterventionRecord, SessionRecords};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict};
 use crate::session::{SessionError, Timestamp};
 use crate::text::printable;
@@ -265,6 +265,29 @@ pub async fn decide_counted(
     decision: &ReviewDecision,
     access: Option<&Access>,
 ) -> Result<Decided, DecideError> {
+    decide_read(records, None, decision, access).await
+}
+
+/// [`decide_counted`] on `record`, the pause the caller read from `records` already (to show
+/// it, or to check who may decide it): the pause is read once per request (the console's POST,
+/// the CLI's `inbox approve`), not again here. A record that is not the pause `decision` names
+/// is refused as a pause read here would be ([`DecideError::PauseEnded`]).
+pub async fn decide_shown(
+    records: &dyn SessionRecords,
+    record: &InterventionRecord,
+    decision: &ReviewDecision,
+    access: Option<&Access>,
+) -> Result<Decided, DecideError> {
+    decide_read(records, Some(record), decision, access).await
+}
+
+/// [`decide_counted`], on the pause `read` (`None`: read here, after the decider is checked).
+async fn decide_read(
+    records: &dyn SessionRecords,
+    read: Option<&InterventionRecord>,
+    decision: &ReviewDecision,
+    access: Option<&Access>,
+) -> Result<Decided, DecideError> {
     crate::exec::validator::check_justification(&decision.justification).map_err(DecideError::Invalid)?;
     check_decider(&decision.by).map_err(DecideError::Invalid)?;
     let access = rules_for(records, access).await?;
@@ -280,15 +303,22 @@ pub async fn decide_counted(
         None => 1,
     };
     let decision = &ReviewDecision { verified: Some(access.is_some()), ..decision.clone() };
-    let record = records.load_intervention().await?.ok_or(DecideError::NotPaused)?;
-    if crate::session::PauseRef::of(&record) != decision.pause {
+    let loaded;
+    let record = match read {
+        Some(record) => record,
+        None => {
+            loaded = records.load_intervention().await?.ok_or(DecideError::NotPaused)?;
+            &loaded
+        }
+    };
+    if crate::session::PauseRef::of(record) != decision.pause {
         let step_id = printable(&decision.pause.step_id).into_owned();
         return Err(DecideError::PauseEnded { cycle: decision.pause.cycle, step_id });
     }
     // An expired pause can only be abandoned; an abandon judges nothing shown, so it binds to
     // the pause alone.
     let abandon = decision.verdict == ReviewVerdict::Abandon;
-    if let Some(expired_at) = decision.too_late_for(&record) {
+    if let Some(expired_at) = decision.too_late_for(record) {
         return Err(DecideError::Expired { expired_at });
     }
     if decision.shown_digest != record.shown_digest && !abandon {

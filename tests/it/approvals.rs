@@ -568,3 +568,87 @@ fn a_refused_resume_leaves_no_approval() {
     assert_eq!(err.code(), "plan-hash-mismatch", "{err}");
     assert!(s.log().is_empty(), "no approval recorded: {:?}", s.log());
 }
+
+/// The session's records, counting how often the pause's record is read.
+struct CountingReads {
+    inner: FileRecords,
+    reads: std::sync::atomic::AtomicUsize,
+}
+
+impl SessionRecords for CountingReads {
+    fn load_intervention(&self) -> planlock::session::StoreFuture<'_, Option<InterventionRecord>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.load_intervention()
+    }
+    fn load(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::SessionState>> {
+        self.inner.load()
+    }
+    fn load_reserved(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::ReservedSession>> {
+        self.inner.load_reserved()
+    }
+    fn load_pin(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::BundlePinV1>> {
+        self.inner.load_pin()
+    }
+    fn decision_on<'a>(
+        &'a self,
+        pause: &'a planlock::session::PauseRef,
+    ) -> planlock::session::StoreFuture<'a, Option<ReviewDecision>> {
+        self.inner.decision_on(pause)
+    }
+    fn decisions_on<'a>(
+        &'a self,
+        pause: &'a planlock::session::PauseRef,
+    ) -> planlock::session::StoreFuture<'a, planlock::session::Decisions> {
+        self.inner.decisions_on(pause)
+    }
+    fn record_decision<'a>(
+        &'a self,
+        decision: &'a ReviewDecision,
+        required: usize,
+    ) -> planlock::session::StoreFuture<'a, Recorded> {
+        self.inner.record_decision(decision, required)
+    }
+    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> planlock::session::StoreFuture<'a, bool> {
+        self.inner.log_outcome(outcome)
+    }
+    fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> planlock::session::StoreFuture<'a, bool> {
+        self.inner.log_notice(notice)
+    }
+    fn notices(&self) -> planlock::session::StoreFuture<'_, planlock::session::ApprovalLog> {
+        self.inner.notices()
+    }
+    fn approval_log(&self) -> planlock::session::StoreFuture<'_, planlock::session::ApprovalLog> {
+        self.inner.approval_log()
+    }
+    fn history(&self, limit: usize) -> planlock::session::StoreFuture<'_, planlock::session::History> {
+        self.inner.history(limit)
+    }
+    fn installed_access(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::InstalledAccess>> {
+        self.inner.installed_access()
+    }
+}
+
+/// A decision on the pause the caller read (the console's POST, the CLI's `inbox approve`)
+/// reads the pause's record once per request (issue 57 §5): `decide_shown` judges the record it
+/// is given, as `decide` judges the one it reads; a record of another pause is refused.
+#[test]
+fn a_decision_reads_the_pause_once_per_request() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    let _ = paused(rt.run_cycle_blocking());
+    let records = CountingReads { inner: s.records(), reads: Default::default() };
+    let record = block_on(records.load_intervention()).unwrap().unwrap();
+    let mut other = record.clone();
+    other.cycle += 1;
+    let stale = ReviewDecision::new(&other, ReviewVerdict::Approve, "ada", "fine");
+    let refused = block_on(planlock::review::decide_shown(&records, &record, &stale, None)).unwrap_err();
+    assert_eq!(refused.code(), "pause-ended");
+    let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "fine");
+    let decided = block_on(planlock::review::decide_shown(&records, &record, &decision, None)).unwrap();
+    assert_eq!(decided.recorded, Recorded::New);
+    assert_eq!(records.reads.load(Ordering::SeqCst), 1, "the caller's read, and no other");
+    assert_eq!(events(&s.log()), ["decided"]);
+    // `decide` reads it itself, once.
+    let again = block_on(decide(&records, &ReviewDecision { at: planlock::session::Timestamp::now(), ..decision }));
+    assert_eq!((again.unwrap(), records.reads.load(Ordering::SeqCst)), (Recorded::Again, 2));
+}

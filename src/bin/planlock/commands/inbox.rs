@@ -5,7 +5,7 @@
 use planlock::Failure;
 use planlock::review::access::Access;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
-use planlock::review::{Decided, Turn, decide_counted};
+use planlock::review::{Decided, Turn, decide_shown};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
 use serde::Serialize;
 
@@ -52,13 +52,15 @@ pub(super) fn open(args: &SessionsArgs) -> Result<Inbox, CliError> {
 
 /// The pause of `session`, or why there is none.
 fn paused(inbox: &Inbox, session: &str) -> Result<PendingPause, CliError> {
-    match planlock::block_on(inbox.show(session)).map_err(|e| CliError::of(&e))? {
-        Some(pause) => Ok(pause),
-        None => Err(CliError {
-            exit: EXIT_CYCLE_FAIL,
-            code: "nothing-paused",
-            message: format!("nothing is paused in session `{}`", planlock::printable(session)),
-        }),
+    planlock::block_on(inbox.show(session)).map_err(|e| CliError::of(&e))?.ok_or_else(|| nothing_paused(session))
+}
+
+/// Why there is nothing to show or decide in `session`.
+fn nothing_paused(session: &str) -> CliError {
+    CliError {
+        exit: EXIT_CYCLE_FAIL,
+        code: "nothing-paused",
+        message: format!("nothing is paused in session `{}`", planlock::printable(session)),
     }
 }
 
@@ -67,9 +69,12 @@ fn paused(inbox: &Inbox, session: &str) -> Result<PendingPause, CliError> {
 fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Option<String>) -> Result<u8, CliError> {
     let OnPause { sessions, decider, pause: pause_id, session } = on;
     let access = decider.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
+    // The session's records, and its pause read once for the whole command.
     let inbox = open(&sessions)?;
-    let pause = paused(&inbox, &session)?;
-    let mut decision = ReviewDecision::new(&pause.record, verdict, decider.by, decider.reason).via(Via::Cli);
+    let records = planlock::block_on(inbox.records(&session)).map_err(|e| CliError::of(&e))?;
+    let record = planlock::block_on(records.load_intervention()).map_err(|e| CliError::of(&e))?;
+    let Some(record) = record else { return Err(nothing_paused(&session)) };
+    let mut decision = ReviewDecision::new(&record, verdict, decider.by, decider.reason).via(Via::Cli);
     if let Some(hex) = digest {
         let parsed =
             hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
@@ -79,10 +84,8 @@ fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Opti
         decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
     }
     // The rules installed where the session lives apply; `--access` only where none are.
-    let Decided { recorded, verified, turn } = planlock::block_on(async {
-        let records = inbox.records(&session).await.map_err(|e| CliError::of(&e))?;
-        decide_counted(records.as_ref(), &decision, access.as_ref()).await.map_err(|e| CliError::of(&e))
-    })?;
+    let decided = decide_shown(records.as_ref(), &record, &decision, access.as_ref());
+    let Decided { recorded, verified, turn } = planlock::block_on(decided).map_err(|e| CliError::of(&e))?;
     decision.verified = Some(verified);
     let (again, counted) = match recorded {
         Recorded::New => (false, None),
