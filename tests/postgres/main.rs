@@ -106,6 +106,7 @@ const TESTS: &[(&str, Test)] = &[
         the_exact_ranking_is_bounded_and_says_what_it_left_to_the_words,
     ),
     ("damaged_vectors_are_passed_over", damaged_vectors_are_passed_over),
+    ("a_search_by_meaning_under_a_budget_reads_its_own_rows", a_search_by_meaning_under_a_budget_reads_its_own_rows),
     (
         "the_pgvector_tier_is_installed_written_and_searched_or_refused",
         the_pgvector_tier_is_installed_written_and_searched_or_refused,

@@ -190,3 +190,33 @@ pub(super) fn damaged_vectors_are_passed_over(server: &PgServer) {
     assert!(warnings.contains("4 stored memory vectors could not be read"), "{warnings}");
     assert!(warnings.contains("1 stored memories could not be read"), "{warnings}");
 }
+
+/// A search by meaning in a cycle that carries its token reservation (CONTRACT §20: sent with
+/// the cycle's first read) finds what the same search finds outside a cycle, and the reservation
+/// is made: the reservation's answer, last in the batch, is not read as the ranking's rows.
+pub(super) fn a_search_by_meaning_under_a_budget_reads_its_own_rows(server: &PgServer) {
+    use planlock::budget::CycleBudget;
+    use planlock::session::postgres::{PgBudget, budgets, set_budget};
+    let url = server.database("meaning_budget");
+    let db = PgDatabase::connect(&url).unwrap();
+    block_on(set_budget(&db, "", 1_000_000, std::time::Duration::from_secs(86_400))).unwrap();
+    let store = PgStore::new(&db, "mb").by_meaning(semantic::demo());
+    for (n, summary) in [(1, "rotation of the api keys in the vault"), (2, "lunch menu for friday")] {
+        put(&store, n, summary).unwrap();
+    }
+    let ids = |found: Vec<planlock::schema::MemoryItem>| found.into_iter().map(|m| m.id).collect::<Vec<_>>();
+    // Each search by a store of its own, whose first search reads every vector.
+    let fresh = || PgStore::new(&db, "mb").by_meaning(semantic::demo());
+    let outside = ids(block_on(fresh().search(&Call::new(), "rotating", 2)).unwrap());
+    assert_eq!(outside.len(), 2);
+    let session = PgSessionStore::open(&db, "mb").unwrap();
+    let cycle = block_on(session.begin_cycle()).unwrap();
+    let account = CycleBudget::new(Arc::new(PgBudget::of(&session)), 1);
+    block_on(account.reserve_ahead(100, &cycle));
+    let inside = ids(block_on(fresh().search(&Call::new().in_cycle(&cycle), "rotating", 2)).unwrap());
+    assert_eq!(inside, outside, "the same ranking in the cycle's batch");
+    let hold = block_on(account.reserve(60, "llm", Some(&cycle))).unwrap();
+    hold.answered(Some(10));
+    let reserved: Vec<u64> = block_on(budgets(&db)).unwrap().iter().map(|b| b.reserved).collect();
+    assert_eq!(reserved, [100], "reserved with the search");
+}

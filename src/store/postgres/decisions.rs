@@ -128,7 +128,7 @@ impl DecisionContextProviderPort for PgStore {
         let active = self
             .alone(
                 "loading decisions",
-                Begin { deadline: call.deadline(), custom_plans: false },
+                Begin { deadline: call.deadline(), custom_plans: false, async_commit: false },
                 async |conn: &mut Conn, namespace: &str| {
                     let reads = ActiveQueries::new(Which::For(current_domain));
                     let rows = conn.pipeline(&reads.queries(&namespace), Then::Commit).await;

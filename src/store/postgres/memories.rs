@@ -75,7 +75,6 @@ impl MemoryRepositoryPort for PgStore {
             None => i64::try_from(top_k).unwrap_or(i64::MAX),
         };
         let in_cycle = self.cycle(call)?;
-        let begin = Begin { deadline: call.deadline(), custom_plans: true };
         // The keys of the cycle's later steps: which are written is read with the search.
         let keys = in_cycle.map(|_| call.keys_ahead()).unwrap_or_default();
         // The cycle's token reservation, made at its start, goes with this batch (CONTRACT §20):
@@ -84,6 +83,7 @@ impl MemoryRepositoryPort for PgStore {
             Some(cycle) => cycle.reservation_to_send().await,
             None => None,
         };
+        let begin = Begin { deadline: call.deadline(), custom_plans: true, async_commit: reservation.is_some() };
         let mut reserved = None;
         let searched = self
             .alone("searching memories", begin, async |tx: &mut Conn, namespace: &str| {
@@ -125,16 +125,12 @@ impl MemoryRepositoryPort for PgStore {
                 if let Some(reads) = &reads {
                     batch.extend(reads.queries(&namespace));
                 }
-                // Last, so the reads' rows keep their places; committed without waiting for the
-                // WAL flush, as every reservation is (`PgBudget`).
+                // Last, so the reads' rows keep their places (its transaction begun to commit
+                // without waiting for the WAL flush: `Begin::async_commit`).
                 if let Some(reservation) = &reservation {
-                    batch.push(Query::new("SET LOCAL synchronous_commit = off", &[]));
                     batch.push(reservation.query());
                 }
                 let ran = tx.pipeline(&batch, Then::Commit).await;
-                if let (Some(_), Ok(rows)) = (&reservation, &ran) {
-                    reserved = rows.last().cloned();
-                }
                 let mut rows = match ran {
                     Err(e) if e.code() == Some(&tokio_postgres::error::SqlState::QUERY_CANCELED) => {
                         return Err(StoreError::Backend("the search was stopped at the step's deadline".into()));
@@ -142,6 +138,10 @@ impl MemoryRepositoryPort for PgStore {
                     Err(e) if meaning.is_some_and(|m| m.is_hnsw()) => return Err(meaning::hnsw_failure(e)),
                     rows => rows.map_err(backend("searching memories"))?,
                 };
+                // The reservation's answer, last: taken off before the reads' rows, which end there.
+                if reservation.is_some() {
+                    reserved = rows.pop();
+                }
                 let read = reads.as_ref().map(|reads| reads.take(&mut rows));
                 let items: Vec<MemoryItem> = rows[0].iter().map(item).collect();
                 let (ahead, written) = match in_cycle {
