@@ -186,7 +186,9 @@ fn log_of(root: &Path) -> Vec<&'static str> {
 
 /// A person's approval of the paused cycle, recorded from outside the session's processes.
 fn approve_outside(root: &Path) {
-    use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+    use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords};
+
+    use planlock::review::decide;
     let records = FileRecords::new(root);
     let record = block_on(records.load_intervention()).unwrap().unwrap();
     block_on(decide(&records, &ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed"))).unwrap();

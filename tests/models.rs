@@ -236,7 +236,9 @@ impl planlock::Validator for ReviewEveryAnswer {
 /// answer, and completes without a second pause: the approval binds, and does not loop.
 fn an_approved_answer_is_met_again_and_the_cycle_completes(m: &Models) {
     use planlock::runtime::{RunOutcome, Runtime};
-    use planlock::session::{FileRecords, FileSessionStore, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+    use planlock::session::{FileRecords, FileSessionStore, ReviewDecision, ReviewVerdict, SessionRecords};
+
+    use planlock::review::decide;
     let (pol, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     policy(pol.path(), "friendly");
     let plan = plan_with(|v| {

@@ -28,8 +28,9 @@ use planlock::handlers::{EmbedConfig, ModelConfig, OpenAiEmbedder, OpenAiModel};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::{
     FileRecords, FileSessionStore, INTERVENTION_FILE, ReviewDecision, ReviewVerdict, SessionRecords, SessionStore,
-    decide,
 };
+
+use planlock::review::decide;
 use planlock::steps::*;
 use planlock::telemetry::{DURATION_BUCKETS, TOKEN_BUCKETS, names};
 use planlock::{StepType, ValidPlan};

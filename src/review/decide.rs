@@ -180,7 +180,8 @@ pub fn check_decider(by: &str) -> Result<(), String> {
 ///
 /// ```
 /// use planlock::Failure;
-/// use planlock::session::{FileRecords, ReviewVerdict, decide};
+/// use planlock::session::{FileRecords, ReviewVerdict};
+/// use planlock::review::decide;
 /// # let root = tempfile::tempdir()?;
 /// let records = FileRecords::new(root.path());
 /// // Nothing is paused under a new root.

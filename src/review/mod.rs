@@ -4,8 +4,7 @@
 //! pause it names, recorded without the session's lock or lease), the [`inbox`] of every pause
 //! waiting across sessions, and the [`overview`] of every session's status.
 //!
-//! Layer 7 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them). The old paths (`session::inbox`, `session::overview`, `session::decide`) still name
-//! the same items.
+//! Layer 7 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
 pub mod access;
 mod decide;

@@ -13,13 +13,15 @@ use std::time::Duration;
 use planlock::demo::Demo;
 use planlock::executor::Shown;
 use planlock::handler::Boxed;
+use planlock::review::inbox::{Inbox, InboxFilter};
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError};
 use planlock::schema::*;
-use planlock::session::inbox::{Inbox, InboxFilter};
 use planlock::session::{
     ApprovalEvent, FileRecords, FileSessionStore, InterventionRecord, Recorded, ReviewDecision, ReviewVerdict,
-    SessionRecords, decide,
+    SessionRecords,
 };
+
+use planlock::review::decide;
 use planlock::steps::*;
 use planlock::{
     Digest, Failure, Handler, HandlerError, Override, StepContext, StepView, ValidPlan, Validator, Verdict,
@@ -532,7 +534,7 @@ fn a_decider_and_a_reason_must_be_visible() {
     }
     assert!(s.log().is_empty(), "nothing recorded");
     for by in ["é", "한", "🙂", "a\u{0300}"] {
-        assert!(planlock::session::check_decider(by).is_ok(), "{by:?}");
+        assert!(planlock::review::check_decider(by).is_ok(), "{by:?}");
     }
 }
 

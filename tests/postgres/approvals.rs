@@ -7,8 +7,9 @@ use super::*;
 use planlock::block_on;
 use planlock::demo::ReviewGate;
 use planlock::session::postgres::PgRecords;
-use planlock::session::{ApprovalEvent, Recorded, ReviewDecision, ReviewVerdict, SessionRecords, decide};
+use planlock::session::{ApprovalEvent, Recorded, ReviewDecision, ReviewVerdict, SessionRecords};
 
+use planlock::review::decide;
 /// The fixture's plan with the review gate and one write to review (PersistMemory).
 pub(super) fn reviewed_fixture() -> Fixture {
     let fx = fixture();

@@ -1,0 +1,181 @@
+//! Why a session store failed: [`SessionError`], every case FailFast.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+#[cfg(feature = "postgres")]
+use uuid::Uuid;
+
+use super::{INTERVENTION_FILE, PIN_FILE, RESERVED_FILE, ReviewVerdict};
+use crate::contract::registry::{Failure, FailureKind};
+
+/// What a durable record is called in messages, by its file (or database row) name.
+fn record_kind(file: &Path) -> &'static str {
+    let is = |f: &'static str| file.file_name() == Path::new(f).file_name();
+    if is(INTERVENTION_FILE) {
+        "intervention record"
+    } else if is(PIN_FILE) {
+        "bundle pin"
+    } else if is(RESERVED_FILE) {
+        "session reservation"
+    } else {
+        "session file"
+    }
+}
+
+/// A session store failure. Every one is FailFast: data integrity is at stake.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SessionError {
+    /// The paused cycle already has a different decision (one decision per pause).
+    #[error(
+        "the paused cycle is already decided: {verdict} by `{by}`; a pause has one decision (the same one again changes nothing)"
+    )]
+    AlreadyDecided {
+        /// The recorded decision's verdict.
+        verdict: ReviewVerdict,
+        /// Who recorded it.
+        by: String,
+    },
+    /// Another runtime holds this session.
+    #[error("session in use: another runtime holds the lock on {}; refusing to share a session file", root.display())]
+    InUse {
+        /// The store's root.
+        root: PathBuf,
+    },
+    /// A runtime already claimed this opened store; a second one may not use it.
+    #[error("session in use: a runtime already claimed the store of {place}; open the session once per runtime")]
+    Claimed {
+        /// The session's root or key.
+        place: String,
+    },
+    /// The root directory is missing or not a directory.
+    #[error("session root {} is not usable: {source}", root.display())]
+    Root {
+        /// The root.
+        root: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// The record is there but is not what it should be.
+    #[error("{} {} is {problem}; fix or remove it (it was not changed)", record_kind(file), file.display())]
+    Corrupt {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// Reading or writing failed.
+    #[error("{} {}: {op} failed: {source}", record_kind(file), file.display())]
+    Io {
+        /// The file or directory.
+        file: PathBuf,
+        /// The operation.
+        op: &'static str,
+        /// Why.
+        source: io::Error,
+    },
+    /// Another live worker holds the session's lease (a shared store, docs/CONTRACT.md "More
+    /// than one machine").
+    #[error(
+        "session in use: worker {owner} holds the lease on session `{key}` for {seconds_left:.1} s more; refusing to share it"
+    )]
+    #[cfg(feature = "postgres")]
+    LeaseHeld {
+        /// The session key.
+        key: String,
+        /// The worker holding it.
+        owner: Uuid,
+        /// How long its lease still runs.
+        seconds_left: f64,
+    },
+    /// This worker's lease was taken over (it stalled past it), or the row changed under it:
+    /// it must not write, and did not.
+    #[error(
+        "session `{key}` was taken over by another worker (this one's lease ran out) or changed under it; nothing was written: stop this worker's runtime and boot again"
+    )]
+    #[cfg(feature = "postgres")]
+    Fenced {
+        /// The session key.
+        key: String,
+    },
+    /// The store was handed a cycle another session's store began (another session, or another
+    /// database): it writes nothing rather than commit outside that cycle.
+    #[error(
+        "the store of {place} was handed another session's cycle (another session or database); nothing was written: hand each store the cycle its own session's store began"
+    )]
+    ForeignCycle {
+        /// The session's root or key.
+        place: String,
+    },
+    #[cfg(feature = "postgres")]
+    /// The session key is not one a shared store accepts.
+    #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
+    InvalidKey {
+        /// What is wrong with it.
+        problem: String,
+    },
+    #[cfg(feature = "postgres")]
+    /// A stored row does not read back as what it must be.
+    #[error("session `{key}`: the stored {what} is not valid: {problem}; fix or remove it (it was not changed)")]
+    CorruptRow {
+        /// The session key.
+        key: String,
+        /// What was read.
+        what: &'static str,
+        /// What is wrong with it.
+        problem: String,
+    },
+    #[cfg(feature = "postgres")]
+    /// A store write of the cycle, sent with its save (CONTRACT §13), failed: the failure is
+    /// the write's step's (the runtime reports it as that step's), and the server rolled back
+    /// all of the cycle, the save included.
+    #[error("session `{key}`: the write of step `{}`, sent with the save, failed: {source}; nothing of the cycle was written", step_id.as_deref().unwrap_or("(none)"))]
+    StepWrite {
+        /// The session key.
+        key: String,
+        /// The step that made the write (`None` for a program's own call in the cycle).
+        step_id: Option<String>,
+        /// Why it failed.
+        source: crate::pg::WriteFailure,
+    },
+    #[cfg(feature = "postgres")]
+    /// The shared database failed.
+    #[error("session `{key}`: {reason}")]
+    Database {
+        /// The session key.
+        key: String,
+        /// What failed, naming the database (never its credentials).
+        reason: String,
+    },
+}
+
+impl Failure for SessionError {
+    /// A stable machine-readable code.
+    fn code(&self) -> &'static str {
+        match self {
+            SessionError::InUse { .. } | SessionError::Claimed { .. } => "session-in-use",
+            SessionError::Root { .. } => "session-root",
+            SessionError::Corrupt { .. } => "session-corrupt",
+            SessionError::Io { .. } => "session-io",
+            SessionError::AlreadyDecided { .. } => "already-decided",
+            SessionError::ForeignCycle { .. } => "session-foreign-cycle",
+            #[cfg(feature = "postgres")]
+            SessionError::LeaseHeld { .. } => "session-in-use",
+            #[cfg(feature = "postgres")]
+            SessionError::Fenced { .. } => "session-fenced",
+            #[cfg(feature = "postgres")]
+            SessionError::InvalidKey { .. } => "session-key",
+            #[cfg(feature = "postgres")]
+            SessionError::CorruptRow { .. } => "session-corrupt",
+            #[cfg(feature = "postgres")]
+            SessionError::Database { .. } => "session-database",
+            #[cfg(feature = "postgres")]
+            SessionError::StepWrite { .. } => "session-step-write",
+        }
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
