@@ -89,8 +89,14 @@ impl fmt::Debug for FileSessionStore {
     }
 }
 
+/// How long a session root's busy lock is tried again before the store answers "session in
+/// use" (see [`FileSessionStore::open`]).
+pub const LOCK_PATIENCE: std::time::Duration = std::time::Duration::from_millis(250);
+
 impl FileSessionStore {
-    /// Opens the store at `root` (which must exist) and locks it; creates nothing.
+    /// Opens the store at `root` (which must exist) and locks it; creates nothing. A root another
+    /// store holds is refused (`session-in-use`) once its lock stayed busy for [`LOCK_PATIENCE`]
+    /// (a lock let go can look held while a child process of this one starts).
     pub fn open(root: impl Into<PathBuf>) -> Result<FileSessionStore, SessionError> {
         FileSessionStore::on(root.into(), Box::new(RealFs))
     }
@@ -109,10 +115,21 @@ impl FileSessionStore {
             return Err(SessionError::Root { root, source });
         }
         let lock = File::open(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
-        match lock.try_lock() {
-            Ok(()) => {}
-            Err(fs::TryLockError::WouldBlock) => return Err(SessionError::InUse { root }),
-            Err(fs::TryLockError::Error(source)) => return Err(SessionError::Root { root, source }),
+        // A lock let go can look held for a moment: a child process another thread is starting
+        // holds a copy of every descriptor from its fork to its exec (measured: up to 90 ms for
+        // a large process). A busy lock is tried again for LOCK_PATIENCE before "in use".
+        let deadline = std::time::Instant::now() + LOCK_PATIENCE;
+        let mut pause = std::time::Duration::from_millis(1);
+        loop {
+            match lock.try_lock() {
+                Ok(()) => break,
+                Err(fs::TryLockError::WouldBlock) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(pause.min(deadline.saturating_duration_since(std::time::Instant::now())));
+                    pause = (pause * 2).min(std::time::Duration::from_millis(50));
+                }
+                Err(fs::TryLockError::WouldBlock) => return Err(SessionError::InUse { root }),
+                Err(fs::TryLockError::Error(source)) => return Err(SessionError::Root { root, source }),
+            }
         }
         let file = root.join(SESSION_FILE);
         let intervention = root.join(INTERVENTION_FILE);

@@ -303,3 +303,36 @@ fn two_stores_on_one_root_in_one_process_are_refused() {
     drop(first);
     FileSessionStore::open(root.path()).unwrap();
 }
+
+/// A store dropped is a session free to open again at once, in the same process, while another
+/// thread starts child processes: a child holds a copy of the lock's descriptor between its fork
+/// and its exec, and an open in that instant must not answer "session in use".
+#[test]
+fn a_session_reopens_while_another_thread_starts_processes() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+    let root = tempfile::tempdir().unwrap();
+    let (stop, spawned) = (Arc::new(AtomicBool::new(false)), Arc::new(AtomicUsize::new(0)));
+    let spawner = {
+        let (stop, spawned) = (stop.clone(), spawned.clone());
+        std::thread::spawn(move || {
+            while !stop.load(Relaxed) {
+                let _ = std::process::Command::new("true").status();
+                spawned.fetch_add(1, Relaxed);
+            }
+        })
+    };
+    let (started, mut opens, mut refused) = (std::time::Instant::now(), 0, Vec::new());
+    // Until 40 processes have started (or 30 s), opened and dropped again and again.
+    while spawned.load(Relaxed) < 40 && started.elapsed() < std::time::Duration::from_secs(30) {
+        opens += 1;
+        match FileSessionStore::open(root.path()) {
+            Ok(store) => drop(store),
+            Err(e) => refused.push(format!("{opens}: {e}")),
+        }
+    }
+    stop.store(true, Relaxed);
+    spawner.join().unwrap();
+    let spawned = spawned.load(Relaxed);
+    assert!(spawned >= 40, "the processes started: {spawned}");
+    assert!(refused.is_empty(), "{} of {opens} opens refused: {:?}", refused.len(), refused.first());
+}
