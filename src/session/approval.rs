@@ -3,7 +3,7 @@
 //!
 //! - A [`ReviewDecision`] — `{ pause, verdict, by, at, justification, shownDigest }` — is bound to
 //!   one pause ([`PauseRef`]: session, cycle, step, validator and the record's creation). Any
-//!   process may write it, without the session's lock or lease ([`decide`](super::decide)); a
+//!   process may write it, without the session's lock or lease ([`decide`](crate::review::decide)); a
 //!   pause has at most one: a second, different one is `already-decided`, the same one again
 //!   changes nothing.
 //! - The approval log holds every decision and what became of it ([`ApprovalEvent`]), one JSON

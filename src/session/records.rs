@@ -90,7 +90,7 @@ pub trait SessionRecords: Send + Sync {
     /// of several ([`Recorded::Counted`]), or a different decision than the one recorded
     /// ([`SessionError::AlreadyDecided`]). Processes deciding at once take turns on the pause: one
     /// decision wins, and no approval is counted twice or lost. Checks nothing else:
-    /// [`decide`](super::decide) does.
+    /// [`decide`](crate::review::decide) does.
     fn record_decision<'a>(&'a self, decision: &'a ReviewDecision, required: usize) -> StoreFuture<'a, Recorded>;
     /// Appends `outcome` (what became of a decision, or of a pause without one) to the approval
     /// log, durably, unless the log already has the outcome of its pause: a crash may stop a
