@@ -13,7 +13,6 @@ use planlock::runtime::{RunOutcome, Runtime};
 use planlock::schema::{Anchor, Decision, Evidence};
 use planlock::session::FileSessionStore;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
-use planlock::store::provider::ProviderPlace;
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{
     Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError, StoreHandlers,
@@ -64,10 +63,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         r#"{"bundle_id": "team", "version": "1", "strategy_provider_id": "recent-first"}"#,
     )?;
 
-    // 1. Register the strategy by id. The factory gets the session's place and the bundle folder.
-    let resolver = StrategyResolver::default().strategy("recent-first", |cx| match cx.place {
-        ProviderPlace::Root(root) => Ok(RecentFirst(SqliteStore::open(root))),
-        _ => Err("recent-first keeps its decisions under a session root".into()),
+    // 1. Register the strategy by id. The factory gets the session (its root here) and the bundle folder.
+    let resolver = StrategyResolver::default().strategy("recent-first", |cx| match cx.root() {
+        Some(root) => Ok(RecentFirst(SqliteStore::open(root))),
+        None => Err("recent-first keeps its decisions under a session root".into()),
     });
     println!("registered strategies: {}", resolver.strategy_ids().collect::<Vec<_>>().join(", "));
 

@@ -18,7 +18,7 @@ use crate::session::{
     is_root_name,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::store::provider::{ProviderPlace, ResolvedStore};
+use crate::store::provider::{Place, ResolvedStore};
 
 /// Sessions as files: each session a root directory (`ops/runtime/…` for the session,
 /// `ops/store/…` for its stores) under one directory, named by its root's plain name there
@@ -209,7 +209,7 @@ impl Backend for FilesBackend {
     ) -> BackendFuture<'a, ResolvedStore> {
         Box::pin(async move {
             let root = self.existing_root(name)?;
-            Ok(resolver.resolve_to_read(manifest, ProviderPlace::Root(&root))?)
+            Ok(resolver.resolve_to_read(manifest, Place::Root(&root))?)
         })
     }
 

@@ -16,7 +16,7 @@ use crate::session::Timestamp;
 use crate::session::postgres::{DEFAULT_LEASE, MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
 use crate::session::{SessionRecords, SessionStore};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::store::provider::{ProviderPlace, ResolvedStore};
+use crate::store::provider::{Place, ResolvedStore};
 use tokio_postgres::types::Type;
 
 /// Sessions in a PostgreSQL database: each session a key (a tenant or conversation id, 1 to 256
@@ -153,7 +153,7 @@ impl Backend for PgBackend {
         Box::pin(async move {
             // A session of its own, whose cycle is never opened: nothing joins a worker's.
             let session = PgSession::new(&self.db, key(name)?);
-            Ok(resolver.resolve_to_read(manifest, ProviderPlace::Session(&session))?)
+            Ok(resolver.resolve_to_read(manifest, Place::Session(&session))?)
         })
     }
 

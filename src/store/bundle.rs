@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::memory::InMemoryStore;
-use super::provider::{DynMemoryProvider, DynStrategyProvider, ProviderContext, ProviderPlace, ResolvedStore};
+use super::provider::{DynMemoryProvider, DynStrategyProvider, Place, ProviderContext, ResolvedStore};
 #[cfg(feature = "sqlite")]
 use super::sqlite::SqliteStore;
 use crate::contract::registry::StepType;
@@ -238,18 +238,17 @@ impl Default for StrategyResolver {
         #[cfg(feature = "sqlite")]
         let resolver = semantic_providers(resolver);
         #[cfg(feature = "sqlite")]
-        let resolver = resolver.memory("sqlite", |cx| match cx.place {
-            ProviderPlace::Root(root) => Ok(sqlite_at(root, cx.read_only)?),
-            #[cfg(feature = "postgres")]
-            ProviderPlace::Session(_) => {
+        let resolver = resolver.memory("sqlite", |cx| match cx.root() {
+            Some(root) => Ok(sqlite_at(root, cx.read_only)?),
+            None => {
                 Err("it keeps its file under a session root; with a database, use the memory provider `postgres`"
                     .into())
             }
         });
         #[cfg(feature = "postgres")]
-        let resolver = resolver.memory(POSTGRES_MEMORY, |cx| match cx.place {
-            ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
-            ProviderPlace::Session(session) => Ok(super::postgres::PgStore::new(session.database(), session.key())),
+        let resolver = resolver.memory(POSTGRES_MEMORY, |cx| match cx.database_session() {
+            Some(session) => Ok(super::postgres::PgStore::new(session.database(), session.key())),
+            None => Err(BundleError::NeedsDatabase.into()),
         });
         #[cfg(feature = "postgres")]
         let resolver = postgres_semantic(resolver);
@@ -266,10 +265,9 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
             "it ranks by meaning and needs an embedder: give one with StrategyResolver::embedder \
              (CLI: --embed-url and --embed-model, else the demo embedder)",
         )?;
-        match cx.place {
-            ProviderPlace::Root(root) => Ok((sqlite_at(root, cx.read_only)?, embedder)),
-            #[cfg(feature = "postgres")]
-            ProviderPlace::Session(_) => Err("it is SQLite-only: with a shared PostgreSQL database, \
+        match cx.root() {
+            Some(root) => Ok((sqlite_at(root, cx.read_only)?, embedder)),
+            None => Err("it is SQLite-only: with a shared PostgreSQL database, \
                  use `postgres-semantic` (as the memory provider and the strategy)"
                 .into()),
         }
@@ -292,9 +290,9 @@ fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
             "it ranks by meaning and needs an embedder: give one with StrategyResolver::embedder \
              (CLI: --embed-url and --embed-model, else the demo embedder)",
         )?;
-        match cx.place {
-            ProviderPlace::Root(_) => Err(BundleError::NeedsDatabase.into()),
-            ProviderPlace::Session(session) => Ok(PgStore::new(session.database(), session.key()).by_meaning(embedder)),
+        match cx.database_session() {
+            Some(session) => Ok(PgStore::new(session.database(), session.key()).by_meaning(embedder)),
+            None => Err(BundleError::NeedsDatabase.into()),
         }
     }
     fn pgvector(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
@@ -311,17 +309,17 @@ fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
 
 /// The store of the built-in strategy: the session root's SQLite database (an in-memory store
 /// without the `sqlite` feature), or the session's namespace of the shared database.
+#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), expect(unused_variables, reason = "in memory"))]
 fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider>, FactoryError> {
-    match cx.place {
-        #[cfg(feature = "sqlite")]
-        ProviderPlace::Root(root) => Ok(Arc::new(sqlite_at(root, cx.read_only)?)),
-        #[cfg(not(feature = "sqlite"))]
-        ProviderPlace::Root(_) => Ok(Arc::new(InMemoryStore::new())),
-        #[cfg(feature = "postgres")]
-        ProviderPlace::Session(session) => {
-            Ok(Arc::new(super::postgres::PgStore::new(session.database(), session.key())))
-        }
+    #[cfg(feature = "postgres")]
+    if let Some(session) = cx.database_session() {
+        return Ok(Arc::new(super::postgres::PgStore::new(session.database(), session.key())));
     }
+    #[cfg(feature = "sqlite")]
+    if let Some(root) = cx.root() {
+        return Ok(Arc::new(sqlite_at(root, cx.read_only)?));
+    }
+    Ok(Arc::new(InMemoryStore::new()))
 }
 
 /// The session root's SQLite store: to read, opened read-only (nothing created); to run, checked
@@ -484,27 +482,22 @@ impl StrategyResolver {
     /// `manifest`'s providers for the session root `root` (the bundle's folder as the manifest
     /// was loaded from).
     pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
-        self.open(manifest, &self.context(manifest, ProviderPlace::Root(root), false))
+        self.open(manifest, &self.context(manifest, Place::Root(root), false))
     }
 
     /// `manifest`'s providers at `place`, opened only to read (see
     /// [`ProviderContext::read_only`]): what a command that reads a session uses
-    /// (`backend::read_stores`).
-    pub fn resolve_to_read(
+    /// (`backend::read_stores`, the one way in).
+    pub(crate) fn resolve_to_read(
         &self,
         manifest: &BundleManifest,
-        place: ProviderPlace<'_>,
+        place: Place<'_>,
     ) -> Result<ResolvedStore, BundleError> {
         self.open(manifest, &self.context(manifest, place, true))
     }
 
     /// What the factories of `manifest`'s providers get at `place`.
-    fn context<'a>(
-        &'a self,
-        manifest: &'a BundleManifest,
-        place: ProviderPlace<'a>,
-        read_only: bool,
-    ) -> ProviderContext<'a> {
+    fn context<'a>(&'a self, manifest: &'a BundleManifest, place: Place<'a>, read_only: bool) -> ProviderContext<'a> {
         ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref(), read_only }
     }
 
@@ -516,6 +509,6 @@ impl StrategyResolver {
         manifest: &BundleManifest,
         session: &crate::pg::PgSession,
     ) -> Result<ResolvedStore, BundleError> {
-        self.open(manifest, &self.context(manifest, ProviderPlace::Session(session), false))
+        self.open(manifest, &self.context(manifest, Place::Session(session), false))
     }
 }

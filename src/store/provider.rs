@@ -21,34 +21,68 @@ use crate::embed::Embedder;
 /// A boxed future of a provider's call.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// Where a provider opens its store, as the session's place says.
+/// Where a session lives, as its providers' factories are given it: a provider asks its context
+/// (`ProviderContext::root`, `ProviderContext::database_session`) for the place it can use.
 #[derive(Debug, Clone, Copy)]
-#[non_exhaustive]
-pub enum ProviderPlace<'a> {
+pub(crate) enum Place<'a> {
     /// Files under a session root (`ops/store/…`).
     Root(&'a Path),
-    /// A session of a shared PostgreSQL database: its namespace (the session key), whose cycles
-    /// a [`PgStore`](crate::store::postgres::PgStore) of it joins when a step hands it one, so
-    /// the store's writes are durable with the session save.
+    /// A session of a shared PostgreSQL database.
     #[cfg(feature = "postgres")]
     Session(&'a crate::pg::PgSession),
 }
 
-/// What a provider's factory gets to open its store: the session's place, the bundle's folder
-/// for the provider's own configuration files (none for the default bundle), and the embedder
-/// the resolver was given, for providers that rank by meaning.
+/// What a provider's factory gets to open its store: the session it serves (a root, or a
+/// database session: see [`root`](Self::root) and `database_session` (feature `postgres`)),
+/// the bundle's folder for the provider's own configuration files (none for the default bundle),
+/// and the embedder the resolver was given, for providers that rank by meaning.
 #[derive(Clone, Copy)]
 pub struct ProviderContext<'a> {
     /// Where the session lives.
-    pub place: ProviderPlace<'a>,
+    pub(crate) place: Place<'a>,
     /// The bundle directory that holds `manifest.json`.
     pub bundle_dir: Option<&'a Path>,
     /// The embedder ([`StrategyResolver::embedder`](super::bundle::StrategyResolver::embedder)).
     pub embedder: Option<&'a Arc<dyn Embedder>>,
-    /// Opened only to read ([`StrategyResolver::resolve_to_read`](super::bundle::StrategyResolver::resolve_to_read)):
-    /// a provider creates nothing and refuses to write (the built-in SQLite ones open the
-    /// database read-only).
+    /// Opened only to read (`backend::read_stores`): a provider creates nothing and refuses to
+    /// write (the built-in SQLite ones open the database read-only).
     pub read_only: bool,
+}
+
+impl<'a> ProviderContext<'a> {
+    /// The session root a provider keeps its files under (`ops/store/…`); `None` for a session
+    /// of a shared database (a provider of files refuses it, naming one that works there).
+    ///
+    /// ```
+    /// use planlock::store::bundle::{BundleManifest, StrategyResolver};
+    /// use planlock::store::memory::InMemoryStore;
+    /// let resolver = StrategyResolver::default().strategy("beside-the-files", |cx| match cx.root() {
+    ///     Some(_root) => Ok(InMemoryStore::new()), // a store under `_root`, in a real provider
+    ///     None => Err("it keeps its decisions under a session root".into()),
+    /// });
+    /// let root = tempfile::tempdir()?;
+    /// let manifest = BundleManifest::pinned("b", "beside-the-files", "in-memory");
+    /// assert!(resolver.resolve(&manifest, root.path()).is_ok());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn root(&self) -> Option<&'a Path> {
+        match self.place {
+            Place::Root(root) => Some(root),
+            #[cfg(feature = "postgres")]
+            Place::Session(_) => None,
+        }
+    }
+
+    /// The session of a shared PostgreSQL database the provider works in (its namespace is the
+    /// session's key, and a [`PgStore`](crate::store::postgres::PgStore) of it joins the
+    /// session's cycles); `None` under a session root.
+    #[cfg(feature = "postgres")]
+    pub fn database_session(&self) -> Option<&'a crate::pg::PgSession> {
+        match self.place {
+            Place::Session(session) => Some(session),
+            Place::Root(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for ProviderContext<'_> {

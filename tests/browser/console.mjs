@@ -231,6 +231,9 @@ try {
   }
   await page.goto(`${url}/inbox?q=late`);
   await page.locator("tr[data-row] a").first().click();
+  // Measured on the pause's page once it is there (not the inbox the click leaves).
+  await page.waitForURL(/\/inbox\/[^/?]+\/\d+\//);
+  await page.waitForLoadState();
   assert.ok((await page.evaluate(() => document.documentElement.scrollWidth)) <= 390);
   for (const button of await page.locator("form.decide button").all()) {
     const box = await button.boundingBox();

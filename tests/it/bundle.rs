@@ -165,14 +165,13 @@ impl planlock::store::DecisionWritePort for Counting {
 
 #[test]
 fn a_provider_from_outside_runs_through_a_bundle_and_is_pinned() {
-    use planlock::store::provider::ProviderPlace;
     let (pol, root, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     policy(pol.path(), "friendly");
     let counting = Counting::default();
     let seen_bundle = std::sync::Arc::new(std::sync::Mutex::new(None));
     let (provider, seen) = (counting.clone(), seen_bundle.clone());
     let resolver = StrategyResolver::default().strategy("counting", move |cx| {
-        assert!(matches!(cx.place, ProviderPlace::Root(_)));
+        assert!(cx.root().is_some());
         *seen.lock().unwrap() = cx.bundle_dir.map(Path::to_owned);
         Ok(provider.clone())
     });
