@@ -3,7 +3,6 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-#[cfg(feature = "postgres")]
 use uuid::Uuid;
 
 use super::{INTERVENTION_FILE, PIN_FILE, RESERVED_FILE, ReviewVerdict};
@@ -80,7 +79,6 @@ pub enum SessionError {
     #[error(
         "session in use: worker {owner} holds the lease on session `{key}` for {seconds_left:.1} s more; refusing to share it"
     )]
-    #[cfg(feature = "postgres")]
     LeaseHeld {
         /// The session key.
         key: String,
@@ -94,7 +92,6 @@ pub enum SessionError {
     #[error(
         "session `{key}` was taken over by another worker (this one's lease ran out) or changed under it; nothing was written: stop this worker's runtime and boot again"
     )]
-    #[cfg(feature = "postgres")]
     Fenced {
         /// The session key.
         key: String,
@@ -108,14 +105,12 @@ pub enum SessionError {
         /// The session's root or key.
         place: String,
     },
-    #[cfg(feature = "postgres")]
     /// The session key is not one a shared store accepts.
     #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
     InvalidKey {
         /// What is wrong with it.
         problem: String,
     },
-    #[cfg(feature = "postgres")]
     /// A stored row does not read back as what it must be.
     #[error("session `{key}`: the stored {what} is not valid: {problem}; fix or remove it (it was not changed)")]
     CorruptRow {
@@ -139,7 +134,6 @@ pub enum SessionError {
         /// Why it failed.
         source: crate::pg::WriteFailure,
     },
-    #[cfg(feature = "postgres")]
     /// The shared database failed.
     #[error("session `{key}`: {reason}")]
     Database {
@@ -160,15 +154,10 @@ impl Failure for SessionError {
             SessionError::Io { .. } => "session-io",
             SessionError::AlreadyDecided { .. } => "already-decided",
             SessionError::ForeignCycle { .. } => "session-foreign-cycle",
-            #[cfg(feature = "postgres")]
             SessionError::LeaseHeld { .. } => "session-in-use",
-            #[cfg(feature = "postgres")]
             SessionError::Fenced { .. } => "session-fenced",
-            #[cfg(feature = "postgres")]
             SessionError::InvalidKey { .. } => "session-key",
-            #[cfg(feature = "postgres")]
             SessionError::CorruptRow { .. } => "session-corrupt",
-            #[cfg(feature = "postgres")]
             SessionError::Database { .. } => "session-database",
             #[cfg(feature = "postgres")]
             SessionError::StepWrite { .. } => "session-step-write",
