@@ -4,17 +4,19 @@
 //!
 //! Layer 4, with the executor. The value is typed: what a backend holds for a cycle is one case
 //! of [`Held`] (PostgreSQL's cycle; files hold nothing); the cycle's account with its token
-//! budget goes beside it (`handler::InSession`). A store reads back only its own backend's case, and refuses a cycle of
-//! another session or database ([`CycleGuard::pg_of`]) instead of writing outside it.
+//! budget goes beside it (`handler::InSession`). A store reads back only its own backend's case,
+//! and refuses a cycle of another session or database ([`CycleGuard::pg_of`]) instead of
+//! writing outside it.
 
 use std::time::Instant;
 
 /// A cycle in progress on a session store, from
 /// [`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle): when it started,
 /// what its backend holds open for it (PostgreSQL's: the cycle's transaction, begun by its first
-/// write, and what its first read kept for a later step). Nothing else holds a cycle's state: the stores of the session join what the
-/// value holds when a step hands it to them, the save takes it by value and commits what it
-/// holds, and dropping it releases that (a transaction is rolled back).
+/// write, and what its first read kept for a later step). Nothing else holds a cycle's state:
+/// the stores of the session join what the value holds when a step hands it to them, the save
+/// takes it by value and commits what it holds, and dropping it releases that (a transaction is
+/// rolled back).
 ///
 /// A store that holds nothing for a cycle (files, or a store of your own) begins it with
 /// [`CycleGuard::none`]: its save commits its own writes, as it always does.
