@@ -17,7 +17,7 @@ use super::service::State;
 use super::templates::url_segment;
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
-use crate::review::{Decided, decide_shown};
+use crate::review::{Decided, decide_shown, read_pause};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 
@@ -51,7 +51,7 @@ pub(super) async fn decide_on(
     let outcome = async {
         // The session's records, and its pause read once for the whole request.
         let records = console.inbox.records(&name).await?;
-        let Some(record) = records.load_intervention().await? else {
+        let Some(record) = read_pause(records.as_ref()).await? else {
             let text = format!("Not recorded: nothing is paused in {} any more.", printable(&name));
             return Ok::<_, InboxError>(Some((Flash::error(text), Back::Inbox(String::new()))));
         };

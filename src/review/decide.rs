@@ -269,17 +269,52 @@ pub async fn decide_counted(
     decide_read(records, None, decision, access).await
 }
 
-/// [`decide_counted`] on `record`, the pause the caller read from `records` already (to show
-/// it, or to check who may decide it): the pause is read once per request (the console's POST,
-/// the CLI's `inbox approve`), not again here. A record that is not the pause `decision` names
-/// is refused as a pause read here would be ([`DecideError::PauseEnded`]).
+/// A session's pause as [`read_pause`] read it from the session's records: the only way to
+/// make one, so a decision checked against it ([`decide_shown`]) is checked against the record
+/// the store holds, never one a caller wrote. It reads as the [`InterventionRecord`] it holds.
+///
+/// ```compile_fail
+/// # fn made(record: planlock::session::InterventionRecord) {
+/// let fabricated = planlock::review::ReadPause(record); // no: only `read_pause` makes one
+/// # }
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadPause(InterventionRecord);
+
+impl std::ops::Deref for ReadPause {
+    type Target = InterventionRecord;
+
+    fn deref(&self) -> &InterventionRecord {
+        &self.0
+    }
+}
+
+/// The pause waiting in `records`' session, or `None`: read once, to show it, to check who may
+/// decide it, and to decide on it with [`decide_shown`].
+///
+/// ```
+/// use planlock::session::FileRecords;
+/// # let root = tempfile::tempdir()?;
+/// let records = FileRecords::new(root.path());
+/// assert!(planlock::block_on(planlock::review::read_pause(&records))?.is_none(), "nothing is paused");
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub async fn read_pause(records: &dyn SessionRecords) -> Result<Option<ReadPause>, SessionError> {
+    Ok(records.load_intervention().await?.map(ReadPause))
+}
+
+/// [`decide_counted`] on `pause`, the pause the caller read from `records` already with
+/// [`read_pause`] (to show it, or to check who may decide it): the pause is read once per
+/// request (the console's POST, the CLI's `inbox approve`), not again here. A pause that is not
+/// the one `decision` names is refused as a pause read here would be
+/// ([`DecideError::PauseEnded`]).
 pub async fn decide_shown(
     records: &dyn SessionRecords,
-    record: &InterventionRecord,
+    pause: &ReadPause,
     decision: &ReviewDecision,
     access: Option<&Access>,
 ) -> Result<Decided, DecideError> {
-    decide_read(records, Some(record), decision, access).await
+    decide_read(records, Some(&pause.0), decision, access).await
 }
 
 /// [`decide_counted`], on the pause `read` (`None`: read here, after the decider is checked).

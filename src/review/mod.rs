@@ -17,7 +17,7 @@ pub mod overview;
 mod turn;
 
 pub use decide::{
-    DecideError, Decided, MAX_DECIDER_CHARS, check_acting, check_decider, decide, decide_counted, decide_shown,
-    decide_with, rules_for, turn_on,
+    DecideError, Decided, MAX_DECIDER_CHARS, ReadPause, check_acting, check_decider, decide, decide_counted,
+    decide_shown, decide_with, read_pause, rules_for, turn_on,
 };
 pub use turn::Turn;

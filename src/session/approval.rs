@@ -173,7 +173,10 @@ impl ReviewDecision {
     /// abandoned. When this decision comes after `record`'s pause expired and is not an abandon,
     /// when the pause expired; `None` when the decision is in time (or an abandon).
     pub fn too_late_for(&self, record: &InterventionRecord) -> Option<Timestamp> {
-        record.expires_at.filter(|expired_at| self.at > *expired_at && self.verdict != ReviewVerdict::Abandon)
+        if self.verdict == ReviewVerdict::Abandon || !record.expired_at(self.at) {
+            return None;
+        }
+        record.expires_at
     }
 
     /// A decision on the pause of `record`, made now, on what the record shows.

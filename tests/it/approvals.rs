@@ -639,8 +639,8 @@ fn a_decision_reads_the_pause_once_per_request() {
     let mut rt = s.boot(Gate::default(), &model(false), true, None);
     let _ = paused(rt.run_cycle_blocking());
     let records = CountingReads { inner: s.records(), reads: Default::default() };
-    let record = block_on(records.load_intervention()).unwrap().unwrap();
-    let mut other = record.clone();
+    let record = block_on(planlock::review::read_pause(&records)).unwrap().unwrap();
+    let mut other = (*record).clone();
     other.cycle += 1;
     let stale = ReviewDecision::new(&other, ReviewVerdict::Approve, "ada", "fine");
     let refused = block_on(planlock::review::decide_shown(&records, &record, &stale, None)).unwrap_err();

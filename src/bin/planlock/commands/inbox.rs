@@ -5,7 +5,7 @@
 use planlock::Failure;
 use planlock::review::access::Access;
 use planlock::review::inbox::{Inbox, InboxFilter, InboxListing, PendingPause};
-use planlock::review::{Decided, Turn, decide_shown};
+use planlock::review::{Decided, Turn, decide_shown, read_pause};
 use planlock::session::{ApprovalEvent, ApprovalLog, Recorded, ReviewDecision, ReviewVerdict, Via};
 use serde::Serialize;
 
@@ -72,7 +72,7 @@ fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Opti
     // The session's records, and its pause read once for the whole command.
     let inbox = open(&sessions)?;
     let records = planlock::block_on(inbox.records(&session)).map_err(|e| CliError::of(&e))?;
-    let record = planlock::block_on(records.load_intervention()).map_err(|e| CliError::of(&e))?;
+    let record = planlock::block_on(read_pause(records.as_ref())).map_err(|e| CliError::of(&e))?;
     let Some(record) = record else { return Err(nothing_paused(&session)) };
     let mut decision = ReviewDecision::new(&record, verdict, decider.by, decider.reason).via(Via::Cli);
     if let Some(hex) = digest {
