@@ -25,7 +25,8 @@ use planlock::block_on;
 use planlock::review::access::Access;
 use planlock::review::notify::{Notifier, NotifyOptions};
 use planlock::session::{
-    ApprovalEvent, CycleGuard, FileRecords, FileSessionStore, InterventionRecord, SessionRecords, SessionStore,
+    ApprovalEvent, CycleGuard, EndOfCycle, FileRecords, FileSessionStore, InterventionRecord, SessionRecords,
+    SessionStore,
 };
 
 #[path = "../tests/common/mod.rs"]
@@ -90,7 +91,7 @@ fn main() {
     let store = FileSessionStore::open(&root).unwrap();
     let records = FileRecords::new(&root);
     let save = |store: &FileSessionStore, r: &InterventionRecord| {
-        drop(black_box(block_on(store.save_intervention(r, CycleGuard::none(), None)).unwrap()));
+        drop(black_box(block_on(store.end_cycle(EndOfCycle::pausing(r.clone()), CycleGuard::none())).unwrap()));
     };
     let (mut n, mut m) = (0u64, 1_000_000u64);
     paired::report_always(
@@ -170,7 +171,9 @@ fn main() {
                     ("pause_record_as_the_store_writes_it", &mut || {
                         n += 1;
                         let r = record(n);
-                        drop(black_box(block_on(store.save_intervention(&r, CycleGuard::none(), None)).unwrap()));
+                        drop(black_box(
+                            block_on(store.end_cycle(EndOfCycle::pausing(r.clone()), CycleGuard::none())).unwrap(),
+                        ));
                     }),
                 ],
                 if quick() { 4 } else { 40 },

@@ -23,7 +23,7 @@ use planlock::demo::Demo;
 use planlock::pg::{PgDatabase, PgOptions};
 use planlock::runtime::{RunOutcome, Runtime};
 use planlock::session::postgres::PgSessionStore;
-use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+use planlock::session::{EndOfCycle, FileSessionStore, SessionStore, SessionUpdate};
 use planlock::store::StoreHandlers;
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::{Digest, ValidPlan};
@@ -167,8 +167,10 @@ fn main() {
         hash_parts: None,
         cycle: 1,
     };
-    let text =
-        serde_json::to_string(&block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap().value).unwrap();
+    let text = serde_json::to_string(
+        &block_on(store.end_cycle(EndOfCycle::saving(update.clone()), CycleGuard::none())).unwrap().unwrap(),
+    )
+    .unwrap();
     let mut bare = postgres::Client::connect(&url, postgres::NoTls).unwrap();
     let statement = bare.prepare("UPDATE planlock_sessions SET state = $2 WHERE session_key = $1").unwrap();
     paired::report(
@@ -178,7 +180,7 @@ fn main() {
                 bare.execute(&statement, &[&"bench-save", &text]).unwrap();
             }),
             ("PgSessionStore::save (compare-and-set)", &mut || {
-                let _ = block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap();
+                let _ = block_on(store.end_cycle(EndOfCycle::saving(update.clone()), CycleGuard::none())).unwrap();
             }),
         ],
     );

@@ -17,7 +17,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 
 #[path = "common/paired.rs"]
 mod paired;
-use planlock::session::{BlockPhase, CompletedStep, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate};
+use planlock::session::{
+    BlockPhase, CompletedStep, EndOfCycle, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate,
+};
 use planlock::{Digest, HashParts, PolicyProfile, ValidPlan, plan_hash};
 use serde_json::json;
 
@@ -82,7 +84,7 @@ fn bench(c: &mut Criterion) {
         hash_parts: Some(parts),
         cycle: 1,
     };
-    let saved = block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap().value;
+    let saved = block_on(store.end_cycle(EndOfCycle::saving(update.clone()), CycleGuard::none())).unwrap().unwrap();
     let bytes = std::fs::read(store.path()).unwrap();
     let hand_dir = base.join("hand");
 
@@ -90,7 +92,11 @@ fn bench(c: &mut Criterion) {
     g.sample_size(30);
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&bytes))));
     g.bench_function("file_session_store_save", |b| {
-        b.iter(|| block_on(store.save(black_box(update.clone()), CycleGuard::none(), None)).unwrap().value)
+        b.iter(|| {
+            block_on(store.end_cycle(EndOfCycle::saving(black_box(update.clone())), CycleGuard::none()))
+                .unwrap()
+                .unwrap()
+        })
     });
     g.finish();
     paired::report(
@@ -99,7 +105,9 @@ fn bench(c: &mut Criterion) {
             ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&bytes))),
             ("file_session_store_save", &mut || {
                 drop(black_box(
-                    block_on(store.save(black_box(update.clone()), CycleGuard::none(), None)).unwrap().value,
+                    block_on(store.end_cycle(EndOfCycle::saving(black_box(update.clone())), CycleGuard::none()))
+                        .unwrap()
+                        .unwrap(),
                 ))
             }),
         ],
@@ -107,13 +115,15 @@ fn bench(c: &mut Criterion) {
 
     // The record of a paused cycle, with the results of five completed steps, saved the same way.
     let record = intervention(&plan, &saved);
-    let _ = block_on(store.save_intervention(&record, CycleGuard::none(), None)).unwrap();
+    let _ = block_on(store.end_cycle(EndOfCycle::pausing(record.clone()), CycleGuard::none())).unwrap();
     let record_bytes = std::fs::read(base.join("store").join(planlock::session::INTERVENTION_FILE)).unwrap();
     let mut g = c.benchmark_group("intervention_save");
     g.sample_size(30);
     g.bench_function("floor_hand_written_recipe", |b| b.iter(|| hand_save(&hand_dir, black_box(&record_bytes))));
     g.bench_function("file_session_store_save_intervention", |b| {
-        b.iter(|| block_on(store.save_intervention(black_box(&record), CycleGuard::none(), None)).unwrap().value)
+        b.iter(|| {
+            block_on(store.end_cycle(EndOfCycle::pausing(black_box(&record).clone()), CycleGuard::none())).unwrap()
+        })
     });
     g.finish();
     paired::report(
@@ -121,7 +131,9 @@ fn bench(c: &mut Criterion) {
         &mut [
             ("floor_hand_written_recipe", &mut || hand_save(&hand_dir, black_box(&record_bytes))),
             ("file_session_store_save_intervention", &mut || {
-                block_on(store.save_intervention(black_box(&record), CycleGuard::none(), None)).unwrap().value
+                let ended =
+                    block_on(store.end_cycle(EndOfCycle::pausing(black_box(&record).clone()), CycleGuard::none()));
+                black_box(ended.unwrap());
             }),
         ],
     );

@@ -230,11 +230,6 @@ fn statement_cache(url: &str) -> Result<(String, Option<usize>), PgError> {
 pub struct PgDatabase {
     pool: Arc<conn::Pool>,
     target: Arc<str>,
-    /// A permit per cycle that may hold a connection in its open transaction at once: one
-    /// fewer than the pool holds, so a statement outside the cycles (a read, a lease, another
-    /// cycle's save) always finds a connection and the cycles holding one go on. None (a pool of
-    /// one): no cycle is held open, each write commits alone.
-    cycle_places: Option<Arc<tokio::sync::Semaphore>>,
 }
 
 impl fmt::Debug for PgDatabase {
@@ -292,8 +287,7 @@ impl PgDatabase {
         let mut pool = conn::Pool::new(config, timeout, target.clone(), size, trips, tenant, cache);
         pool.read_only = read_only;
         first.read_only = read_only;
-        let cycle_places = (size > 1).then(|| Arc::new(tokio::sync::Semaphore::new(size - 1)));
-        Ok(PgDatabase { pool: Arc::new(pool), target: Arc::from(target), cycle_places })
+        Ok(PgDatabase { pool: Arc::new(pool), target: Arc::from(target) })
     }
 
     /// Where the database is: host, port, database and user (never the password).
@@ -316,12 +310,6 @@ impl PgDatabase {
     /// A connection from the pool, once one is free (the wait holds no thread).
     pub(crate) async fn connection(&self) -> Result<Pooled, PgError> {
         self.pool.get().await
-    }
-
-    /// A place among the cycles holding a connection open, once one is free (a fair wait that
-    /// holds no thread); `None` when the pool holds no cycle open (a pool of one connection).
-    pub(crate) async fn cycle_place(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
-        self.cycle_places.clone()?.acquire_owned().await.ok()
     }
 
     /// A failed statement, as an error naming what was being done.

@@ -26,7 +26,9 @@ use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::Runtime;
 use planlock::schema::*;
-use planlock::session::{BlockPhase, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate, Timestamp};
+use planlock::session::{
+    BlockPhase, EndOfCycle, FileSessionStore, InterventionRecord, SessionStore, SessionUpdate, Timestamp,
+};
 use planlock::steps::{PersistDecision, PersistMemory};
 use planlock::store::sqlite::SqliteStore;
 use planlock::store::{MemoryRepositoryPort, NewMemory};
@@ -63,7 +65,8 @@ fn child(mode: &str, root: &Path) {
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                let _ = block_on(store.save(update(seq, session_id), CycleGuard::none(), None)).unwrap();
+                let _ =
+                    block_on(store.end_cycle(EndOfCycle::saving(update(seq, session_id)), CycleGuard::none())).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }
@@ -76,7 +79,7 @@ fn child(mode: &str, root: &Path) {
             writeln!(out, "ready {start}").unwrap();
             out.flush().unwrap();
             for seq in start + 1.. {
-                let _ = block_on(store.save_intervention(&record(seq), CycleGuard::none(), None)).unwrap();
+                let _ = block_on(store.end_cycle(EndOfCycle::pausing(record(seq)), CycleGuard::none())).unwrap();
                 writeln!(out, "{seq}").unwrap();
                 out.flush().unwrap();
             }

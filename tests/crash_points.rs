@@ -1,7 +1,8 @@
 //! A crash at each point of the resume and abandon sequences never wedges the session
-//! (CONTRACT §11): a child process stops at a named point (before the pin save, inside it with
-//! the new pin written but not renamed, before the session save, after it, after the record's
-//! removal; for abandon, before and after the removal) and is killed with SIGKILL. A new process
+//! (CONTRACT §11): a child process stops at a named point of the end of the cycle (before it,
+//! inside it with the new pin written but not renamed, with the pin saved and the state written
+//! but not renamed, after it, after the record's removal; for abandon, before and after the
+//! removal) and is killed with SIGKILL. A new process
 //! then boots and goes on — resuming with the same approval if the cycle is still paused, running
 //! the next cycle otherwise — with no manual step, and the SQLite store holds one memory per
 //! completed cycle.
@@ -33,13 +34,20 @@ fn stop_at(point: &str) {
     panic!("not killed at {point}");
 }
 
-/// The real file system, stopping inside the pin's save: written and flushed, not yet renamed.
-struct StopInPinSave(bool);
+/// The real file system, stopping inside the end of a cycle at `point`: `during-pin` with the
+/// new pin written and flushed, not yet renamed; `during-save` with the pin saved and the state
+/// written and flushed, not yet renamed.
+struct StopInEnd(String);
 
-impl SaveFs for StopInPinSave {
+impl SaveFs for StopInEnd {
     fn rename(&self, temp: tempfile::NamedTempFile, to: &Path) -> std::io::Result<()> {
-        if self.0 && to.ends_with("bundle_pin.json") {
-            stop_at("during-pin");
+        let file = match self.0.as_str() {
+            "during-pin" => "bundle_pin.json",
+            "during-save" => "session_state.json",
+            _ => "",
+        };
+        if !file.is_empty() && to.ends_with(file) {
+            stop_at(&self.0);
         }
         RealFs.rename(temp, to)
     }
@@ -53,7 +61,7 @@ impl SaveFs for StopInPinSave {
 fn child(root: &Path, action: &str, point: &str) {
     let data = root.parent().unwrap();
     let plan = ValidPlan::from_str(include_str!("../examples/plans/reviewed_plan.json")).unwrap();
-    let files = FileSessionStore::with_fs(root, StopInPinSave(point == "during-pin")).unwrap();
+    let files = FileSessionStore::with_fs(root, StopInEnd(point.to_owned())).unwrap();
     let store = Around::at(files, point, stop_at);
     let storage = StoreHandlers::new(SqliteStore::open(root));
     let runtime = Runtime::builder(data.join("policy"), plan, store)
@@ -138,9 +146,9 @@ fn paused_session(data: &Path) -> std::path::PathBuf {
 
 fn every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on() {
     let cases = [
-        ("resume", "before-pin"),
-        ("resume", "during-pin"),
         ("resume", "before-save"),
+        ("resume", "during-pin"),
+        ("resume", "during-save"),
         ("resume", "after-save"),
         ("resume", "after-removal"),
         ("abandon", "before-removal"),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use planlock::pg::PgDatabase;
 use planlock::session::postgres::PgSessionStore;
-use planlock::session::{SessionStore, SessionUpdate};
+use planlock::session::{EndOfCycle, SessionStore, SessionUpdate};
 use serde_json::json;
 use wiremock::matchers::{body_partial_json, method};
 use wiremock::{Mock, MockServer, ResponseTemplate};
@@ -232,7 +232,7 @@ pub fn cas_floor(url: &str, clients: usize, window: Duration) -> f64 {
                 };
                 let mut saves = 0u64;
                 while Instant::now() < stop {
-                    let _ = block_on(store.save(update.clone(), CycleGuard::none(), None)).unwrap();
+                    let _ = block_on(store.end_cycle(EndOfCycle::saving(update.clone()), CycleGuard::none())).unwrap();
                     saves += 1;
                 }
                 saves

@@ -7,20 +7,19 @@
 //! keeps as a local of the cycle and hands to its steps; a
 //! [`PgStore`](crate::store::postgres::PgStore) of the same session on the same pool joins the
 //! cycle it is handed. The cycle's store writes are kept in it ([`super::writes`]) and sent by
-//! the save, with its compare-and-set and COMMIT; a write of the session store before the save
-//! (the bundle pin) begins the cycle's transaction, which the save then commits. A read the
+//! the end of the cycle, with its compare-and-set and COMMIT, in one round trip. A read the
 //! cycle makes early for a later step (the memory search reads the decision context ahead, and
-//! which of the cycle's keys are written) is kept in it, typed. The session save takes the guard
-//! by value; dropped, the guard sends nothing and rolls back what it began.
+//! which of the cycle's keys are written) is kept in it, typed. The end of the cycle takes the
+//! guard by value; dropped, the guard sends nothing.
 //! Nothing else holds a cycle: no slot, no open flag.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use tokio::sync::{MappedMutexGuard, Mutex, MutexGuard};
+use tokio::sync::Mutex;
 
+use super::PgDatabase;
 use super::writes::PendingWrite;
-use super::{Conn, PgDatabase, PgError, Pooled};
 use crate::contract::schema::{Anchor, Decision};
 
 /// One session of the database: its key (the namespace of the stores opened for it) and the
@@ -93,8 +92,6 @@ pub(crate) struct PgCycle {
 
 #[derive(Default)]
 struct Inner {
-    /// The cycle's transaction, begun by its first write.
-    tx: Option<OpenTransaction>,
     /// What the cycle's memory search read for its decision load.
     reads: Option<KeptDecisions>,
     /// The idempotency keys whose writes the cycle knows of: what the write under each returned
@@ -140,32 +137,9 @@ impl Reservation {
     }
 }
 
-/// A cycle's open transaction: its connection, and its place among the cycles holding one
-/// ([`PgDatabase::cycle_place`]), given back after the connection (rolled back unless committed).
-pub(crate) struct OpenTransaction {
-    conn: Pooled,
-    _place: tokio::sync::OwnedSemaphorePermit,
-}
-
-impl std::ops::Deref for OpenTransaction {
-    type Target = Conn;
-    fn deref(&self) -> &Conn {
-        &self.conn
-    }
-}
-
-impl std::ops::DerefMut for OpenTransaction {
-    fn deref_mut(&mut self) -> &mut Conn {
-        &mut self.conn
-    }
-}
-
 impl std::fmt::Debug for Inner {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Inner")
-            .field("in_transaction", &self.tx.is_some())
-            .field("pending", &self.pending)
-            .finish_non_exhaustive()
+        f.debug_struct("Inner").field("pending", &self.pending).finish_non_exhaustive()
     }
 }
 
@@ -182,30 +156,10 @@ impl PgCycle {
         &*self.session.key == key && self.session.db.same_pool(db)
     }
 
-    /// The cycle's transaction, begun now if this is its first write (`BEGIN` on a connection of
-    /// the pool, once the cycle has a place among those holding one); `None` when the pool holds
-    /// none open (a write then commits alone). Held, the transaction is this caller's until the
-    /// guard drops.
-    pub(crate) async fn transaction(&self) -> Result<Option<MappedMutexGuard<'_, Conn>>, PgError> {
-        let mut inner = self.inner.lock().await;
-        if inner.tx.is_none() {
-            let db = &self.session.db;
-            let Some(place) = db.cycle_place().await else { return Ok(None) };
-            let mut conn = db.connection().await?;
-            // Sent with the cycle's first statements.
-            conn.begin("BEGIN");
-            inner.tx = Some(OpenTransaction { conn, _place: place });
-            // The cycle writes now: what its reads kept belongs to before.
-            inner.reads = None;
-        }
-        Ok(Some(MutexGuard::map(inner, |inner| &mut **inner.tx.as_mut().expect("begun above"))))
-    }
-
-    /// The cycle's transaction, if a write began one, and the writes kept for the save: what the
-    /// save sends and commits (or drops: rolled back, and nothing sent).
-    pub(crate) fn into_parts(self) -> (Option<OpenTransaction>, Vec<PendingWrite>) {
-        let inner = self.inner.into_inner();
-        (inner.tx, inner.pending)
+    /// The writes kept for the end of the cycle: what it sends and commits (or drops, and
+    /// nothing is sent).
+    pub(crate) fn into_pending(self) -> Vec<PendingWrite> {
+        self.inner.into_inner().pending
     }
 
     /// Whether the cycle knows if the write under `key` was made.

@@ -185,7 +185,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         upgraded.shown_digest = Some(shown.digest);
         upgraded.shown_truncated = shown.truncated;
         // Outside a cycle: nothing of one to make durable with it, and no history entry.
-        let _no_entry = self.store.save_intervention(&upgraded, crate::session::CycleGuard::none(), None).await?;
+        let end = crate::session::EndOfCycle::pausing(upgraded.clone());
+        self.store.end_cycle(end, crate::session::CycleGuard::none()).await?;
         self.state = State::Paused(Box::new(upgraded));
         Ok(())
     }

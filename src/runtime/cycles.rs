@@ -15,8 +15,8 @@ use crate::exec::handler::{HandlerError, HandlerSet, Handlers, InSession, Nil};
 use crate::exec::validator::Override;
 use crate::hash::{Digest, HashParts};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, Durable, InterventionRecord, ReservedSession, ReviewDecision,
-    SessionState, SessionStore, Timestamp,
+    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, EndOfCycle, InterventionRecord, ReservedSession,
+    ReviewDecision, SessionState, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
 
@@ -393,23 +393,18 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     ) -> Result<RunOutcome, RuntimeError> {
         let cycle = run.cycle;
         let entry = history::completed(&self.plan, self.cycle_session(cycle), run.started, &done, self.history);
-        let entry = self.to_keep(entry);
-        if let Some(pin) = &self.pin {
-            if let Err(e) = self.store.save_pin(pin, &guard).await {
-                let cause = HandlerError::with_source("saving the bundle pin failed", e);
-                return Err(self.fail(error::persist_failure(&self.plan, cause, done.report).into()));
-            }
-            self.pin = None;
-        }
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
-        let saved = self.store.save(update, guard, entry).await;
-        let saved = match saved {
-            Ok(Durable { value, unkept }) => {
-                run.unkept = unkept;
-                value
+        // The pin due goes with the save, so a session never exists without its pin.
+        let end = EndOfCycle::saving(update).with_pin(self.pin.as_deref().cloned()).with_entry(self.to_keep(entry));
+        let saved = match self.store.end_cycle(end, guard).await {
+            Ok(Some(saved)) => saved,
+            Ok(None) => {
+                let cause = HandlerError::new("the store saved no session state for a completed cycle");
+                return Err(self.fail(error::persist_failure(&self.plan, cause, done.report).into()));
             }
             Err(e) => return Err(self.fail(error::save_failure(&self.plan, e, done.report).into())),
         };
+        self.pin = None;
         self.session = Some(saved);
         if matches!(self.state, State::Paused(_)) {
             // What became of the decision, logged before its record goes (a crash between is
@@ -474,13 +469,12 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             self.log_outcome(event).await.map_err(|e| self.fail(e))?;
         }
         let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
-        let entry = self.to_keep(entry);
-        match self.store.save_intervention(&record, guard, entry).await {
-            Ok(Durable { value: (), unkept }) => run.unkept = unkept,
-            Err(e) => match error::write_failure(&self.plan, e, paused.report().clone()) {
-                Ok(step_failed) => return Err(self.fail(step_failed.into())),
-                Err(other) => return Err(self.fail(other.0.into())),
-            },
+        let end = EndOfCycle::pausing(record.clone()).with_entry(self.to_keep(entry));
+        if let Err(e) = self.store.end_cycle(end, guard).await {
+            return Err(match error::write_failure(&self.plan, e, paused.report().clone()) {
+                Ok(step_failed) => self.fail(step_failed.into()),
+                Err(other) => self.fail(other.0.into()),
+            });
         }
         self.state = State::Paused(Box::new(record.clone()));
         Ok(RunOutcome::Paused { record, report: paused.abandon() })

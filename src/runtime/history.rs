@@ -107,25 +107,23 @@ fn failed_step(e: &RuntimeError) -> Option<String> {
 }
 
 /// A cycle as the call that runs it keeps it, a local of that call (the runtime holds no cycle's
-/// state): its number, when it started, and, once its save is done, the history entry the save
-/// did not keep.
+/// state): its number, and when it started.
 pub(super) struct CycleRun {
     pub(super) cycle: u64,
     pub(super) started: Timestamp,
-    pub(super) unkept: Option<HistoryEntry>,
 }
 
 impl CycleRun {
     /// Cycle `cycle`, starting now.
     pub(super) fn new(cycle: u64) -> CycleRun {
-        CycleRun { cycle, started: Timestamp::now(), unkept: None }
+        CycleRun { cycle, started: Timestamp::now() }
     }
 }
 
 impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     /// Keeps the finished cycle's entry in the session's history and returns how it ended: a
-    /// completed or paused cycle's went with its save, unless the save gave it back; a
-    /// failed cycle's is written now. A cycle that ended well but whose entry cannot be kept is a
+    /// completed or paused cycle's went with the end of its cycle; a failed cycle's is written
+    /// now. A cycle that ended well but whose entry cannot be kept is a
     /// store failure (FailFast); a failed cycle's own error stands over its entry's.
     pub(super) async fn record(
         &mut self,
@@ -134,12 +132,8 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     ) -> Result<RunOutcome, RuntimeError> {
         let (session, started) = (self.cycle_session(run.cycle), run.started);
         let entry = match &settled {
-            // Its entry was kept when it was abandoned.
-            Ok(RunOutcome::Abandoned(_)) => return settled,
-            Ok(_) => match run.unkept {
-                Some((entry, _)) => entry,
-                None => return settled,
-            },
+            // Its entry was kept when it ended, or when it was abandoned.
+            Ok(_) => return settled,
             Err(e) => failed(session, started, e),
         };
         if self.history.keep == 0 {
@@ -151,7 +145,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         }
     }
 
-    /// The cycle's history entry as it goes with its save, with how many to keep (none when no
+    /// The cycle's history entry as it goes with the end of its cycle, with how many to keep (none when no
     /// history is kept).
     pub(super) fn to_keep(&self, entry: CycleEntry) -> Option<HistoryEntry> {
         match self.history.keep {

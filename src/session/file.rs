@@ -10,8 +10,8 @@ use super::history::{HISTORY_FILE, PREVIOUS_HISTORY_FILE};
 use super::records::{FileRecords, SessionRecords, open_log};
 use super::store::ready;
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, INTERVENTION_FILE, InterventionRecord, PIN_FILE,
-    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, EndOfCycle, INTERVENTION_FILE, InterventionRecord, Leaves, PIN_FILE,
+    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, StoreFuture,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -52,7 +52,7 @@ impl SaveFs for RealFs {}
 /// paused cycle beside it (`intervention.json`).
 ///
 /// ```
-/// use planlock::session::{FileSessionStore, SessionStore, SessionUpdate};
+/// use planlock::session::{EndOfCycle, FileSessionStore, SessionStore, SessionUpdate};
 /// use planlock::{Failure, block_on as wait};
 /// let root = tempfile::tempdir()?;
 /// let store = FileSessionStore::open(root.path())?;
@@ -62,8 +62,8 @@ impl SaveFs for RealFs {}
 ///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
 ///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None, cycle: 1,
 /// };
-/// let saved = wait(store.save(update, wait(store.begin_cycle())?, None))?.value;
-/// assert_eq!(wait(store.load())?, Some(saved));
+/// let saved = wait(store.end_cycle(EndOfCycle::saving(update), wait(store.begin_cycle())?))?;
+/// assert_eq!(wait(store.load())?, saved);
 /// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -297,35 +297,37 @@ impl SessionStore for FileSessionStore {
         self.records.load()
     }
 
-    fn save(
-        &self,
-        update: SessionUpdate,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'_, Durable<SessionState>> {
-        if let Err(refused) = self.own(&cycle) {
-            return ready(Err(refused));
-        }
-        let reserved = self.root.join(RESERVED_FILE);
-        let state = update.into_state();
-        // The session exists now: its reserved id has done its work. The cycle's history entry
-        // is the runtime's to append, after.
-        let saved = self.write_durably(&self.file, &state).and_then(|()| self.remove_durably(&reserved));
-        ready(saved.map(|()| Durable::leaving(state, entry)))
+    // The one crash-safe order of a cycle's end on files: the pin (a session never exists
+    // without it), the state and then the reserved id's removal (a crash between leaves an id
+    // the saved session supersedes) or the pause's record, then the history entry. A crash at
+    // any point leaves what the next boot reads as the cycle not ended, or ended.
+    fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
+        let ended = self.own(&cycle).and_then(|()| {
+            if let Some(pin) = &end.pin {
+                self.write_durably(&self.root.join(PIN_FILE), pin)?;
+            }
+            let saved = match end.leaves {
+                Leaves::Session(update) => {
+                    let state = update.into_state();
+                    self.write_durably(&self.file, &state)?;
+                    self.remove_durably(&self.root.join(RESERVED_FILE))?;
+                    Some(state)
+                }
+                Leaves::Pause(record) => {
+                    self.write_durably(&self.intervention, &record)?;
+                    None
+                }
+            };
+            if let Some((entry, keep)) = &end.entry {
+                self.append_history(entry, *keep)?;
+            }
+            Ok(saved)
+        });
+        ready(ended)
     }
 
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         self.records.load_intervention()
-    }
-
-    fn save_intervention<'a>(
-        &'a self,
-        record: &'a InterventionRecord,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'a, Durable<()>> {
-        let saved = self.own(&cycle).and_then(|()| self.write_durably(&self.intervention, record));
-        ready(saved.map(|()| Durable::leaving((), entry)))
     }
 
     fn remove_intervention(&self) -> StoreFuture<'_, ()> {
@@ -342,10 +344,6 @@ impl SessionStore for FileSessionStore {
 
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         self.records.load_pin()
-    }
-
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
-        ready(self.own(cycle).and_then(|()| self.write_durably(&self.root.join(PIN_FILE), pin)))
     }
 
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use super::{CycleGuard, Durable, HistoryEntry, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
+use super::{CycleGuard, EndOfCycle, Leaves, SessionError, SessionState, SessionStore, SessionUpdate, StoreFuture};
 
 /// `inner`, with `check` run before each session save: an `Err` from it is the save's error and
 /// nothing is written. Every other call goes straight to `inner`. Wrapping rather than
@@ -11,7 +11,7 @@ use super::{CycleGuard, Durable, HistoryEntry, SessionError, SessionState, Sessi
 ///
 /// ```
 /// use planlock::block_on as wait;
-/// use planlock::session::{BeforeSave, FileSessionStore, SessionError, SessionStore, SessionUpdate};
+/// use planlock::session::{BeforeSave, EndOfCycle, FileSessionStore, SessionError, SessionStore, SessionUpdate};
 ///
 /// let dir = tempfile::tempdir()?;
 /// let store = BeforeSave::new(FileSessionStore::open(dir.path())?, |_: &SessionUpdate| {
@@ -25,7 +25,7 @@ use super::{CycleGuard, Durable, HistoryEntry, SessionError, SessionState, Sessi
 ///     hash_parts: None,
 ///     cycle: 1,
 /// };
-/// assert!(wait(store.save(update, wait(store.begin_cycle())?, None)).is_err());
+/// assert!(wait(store.end_cycle(EndOfCycle::saving(update), wait(store.begin_cycle())?)).is_err());
 /// assert!(wait(store.load())?.is_none(), "a refused save writes nothing");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -61,19 +61,16 @@ where
     S: SessionStore,
     F: Fn(&SessionUpdate) -> Result<(), SessionError> + Send + Sync,
 {
-    fn save(
-        &self,
-        update: SessionUpdate,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'_, Durable<SessionState>> {
-        if let Err(e) = (self.check)(&update) {
+    fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
+        if let Leaves::Session(update) = &end.leaves
+            && let Err(e) = (self.check)(update)
+        {
             // Refused: the cycle's guard is dropped, so what it wrote is rolled back.
             return Box::pin(std::future::ready(Err(e)));
         }
-        self.inner.save(update, cycle, entry)
+        self.inner.end_cycle(end, cycle)
     }
     crate::forward_session_store!(this => this.inner;
-        claim, load, begin_cycle, load_intervention, save_intervention, notices_with_record, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
+        claim, load, begin_cycle, load_intervention, notices_with_record, remove_intervention,
+        load_reserved, save_reserved, load_pin, record_cycle, records);
 }

@@ -22,6 +22,7 @@
 
 mod access_file;
 mod approval;
+mod end;
 mod error;
 mod file;
 mod file_budget;
@@ -43,6 +44,7 @@ pub use access_file::{
     uninstall_access,
 };
 pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict, Via};
+pub use end::{EndOfCycle, HistoryEntry, Leaves};
 pub use error::SessionError;
 pub use file::{FileSessionStore, LOCK_PATIENCE};
 pub use file_budget::{BUDGETS_FILE, BUDGETS_LOCK, FileBudget, MAX_BUDGETS_FILE_BYTES, MAX_HOLDS};
@@ -52,7 +54,7 @@ pub use history::{
 };
 pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, NOTICES_FILE, SessionRecords};
 pub(crate) use records::{open_log, read_log};
-pub use store::{CycleGuard, Durable, HistoryEntry, SessionStore, StoreFuture};
+pub use store::{CycleGuard, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]

@@ -1,9 +1,9 @@
 //! [`SessionStore`]: where a session lives, as the one runtime that owns it uses it. Every call is
 //! a future (the file store's finish at once; PostgreSQL's wait on the server, holding no
 //! thread), and a cycle is a value the runtime begins on the store ([`SessionStore::begin_cycle`]),
-//! hands to the cycle's steps, and ends: by the session save, which takes it by value and makes the
-//! cycle's writes durable with it where they share a database, or by dropping it, which rolls them
-//! back.
+//! hands to the cycle's steps, and ends: with [`SessionStore::end_cycle`], which takes it by value
+//! with the [`EndOfCycle`] and makes the cycle's writes durable with it where they share a
+//! database, or by dropping it, which rolls them back.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -12,8 +12,8 @@ use std::pin::Pin;
 pub use crate::exec::handler::CycleGuard;
 
 use super::{
-    BundlePinV1, CycleEntry, InterventionRecord, ReservedSession, SessionError, SessionRecords, SessionState,
-    SessionUpdate,
+    BundlePinV1, CycleEntry, EndOfCycle, InterventionRecord, ReservedSession, SessionError, SessionRecords,
+    SessionState,
 };
 
 /// What a [`SessionStore`] call returns: a future of its result.
@@ -24,35 +24,6 @@ pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError
 pub(crate) fn ready<'a, T: Send + 'a>(result: Result<T, SessionError>) -> StoreFuture<'a, T> {
     Box::pin(std::future::ready(result))
 }
-
-/// What a session save or a pause's record made durable, and the finished cycle's history entry
-/// when the store did not keep it with them: the runtime keeps that one right after
-/// ([`SessionStore::record_cycle`]). Said by value, so no entry is kept twice or lost.
-#[derive(Debug)]
-#[must_use = "an entry the store did not keep is the runtime's to keep"]
-pub struct Durable<T> {
-    /// What was saved.
-    pub value: T,
-    /// The cycle's history entry (with how many to keep), if the store did not keep it.
-    pub unkept: Option<HistoryEntry>,
-}
-
-impl<T> Durable<T> {
-    /// `value` saved with the cycle's history entry, which the store kept in the same write.
-    pub fn keeping(value: T) -> Durable<T> {
-        Durable { value, unkept: None }
-    }
-
-    /// `value` saved without the cycle's history `entry` (if the runtime gave one): left for
-    /// the runtime to keep.
-    pub fn leaving(value: T, entry: Option<HistoryEntry>) -> Durable<T> {
-        Durable { value, unkept: entry }
-    }
-}
-
-/// A finished cycle's history entry as the runtime gives it to the save: the entry, and how many
-/// of the session's entries to keep with it (see [`SessionStore::record_cycle`]).
-pub type HistoryEntry = (CycleEntry, usize);
 
 /// Where sessions live: the session state and the record of a paused cycle. The runtime
 /// computes plan hashes; a store only stores and compares. A [`Runtime`](crate::runtime::Runtime)
@@ -69,32 +40,20 @@ pub trait SessionStore: Send + Sync {
     /// Begins a cycle: the value the runtime keeps while the cycle runs and hands to its steps.
     /// A store whose stores' writes can be durable with the session save (PostgreSQL's) holds
     /// in it what those writes join (their transaction, begun by the first of them) until the
-    /// value is given to [`save`](Self::save) or [`save_intervention`](Self::save_intervention),
-    /// or dropped (rolled back). By default, nothing is held.
+    /// value is given to [`end_cycle`](Self::end_cycle), or dropped (rolled back). By default,
+    /// nothing is held.
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         Box::pin(std::future::ready(Ok(CycleGuard::none())))
     }
-    /// Saves atomically and durably, filling `updatedAt`, with what `cycle` wrote, and the
-    /// cycle's history `entry` where the store can keep it in the same write; returns what was
-    /// saved, and the entry if the store did not keep it.
-    fn save(
-        &self,
-        update: SessionUpdate,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'_, Durable<SessionState>>;
+    /// Ends a completed or paused cycle with `end`, atomically and durably where the store can
+    /// (one transaction) and otherwise in one crash-safe order: its bundle pin first (a session
+    /// never exists without its pin), then the session's state (filling `updatedAt`; the reserved
+    /// id removed) or the record of its pause (replacing any other), with what `cycle` wrote,
+    /// then its history entry. Returns the state saved, or `None` for a pause. A `cycle` another
+    /// store began is refused ([`SessionError::ForeignCycle`]), never written alone.
+    fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>>;
     /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
-    /// Saves the record of a paused cycle, atomically and durably, replacing any other, with what
-    /// `cycle` wrote before the pause (the record lists those steps as completed) and the
-    /// cycle's history `entry` as [`save`](Self::save) does; returns the entry if the store did
-    /// not keep it with the record.
-    fn save_intervention<'a>(
-        &'a self,
-        record: &'a InterventionRecord,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'a, Durable<()>>;
     /// Whether the store logs the pause's `paused` notice (the outbox of `pause.created`,
     /// CONTRACT §18) itself when it logs the pause's outcome, unless a notifier has (PostgreSQL:
     /// made from the record on the session's row, in the outcome's round trip). Otherwise
@@ -114,13 +73,10 @@ pub trait SessionStore: Send + Sync {
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()>;
     /// The session's bundle pin, or `None`. Creates nothing; strict like [`load`](Self::load).
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
-    /// Saves the session's bundle pin, atomically and durably: in `cycle`, where the store holds
-    /// one for it (then durable with the session save).
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()>;
     /// Keeps `entry`, a finished cycle's, in the session's history, durably, with the `keep - 1`
     /// entries before it (older ones are dropped whole; `keep` 0 keeps nothing). Called by the
-    /// runtime once the cycle has ended (after its save, the record of its pause, or its
-    /// failure); read back by [`SessionRecords::history`].
+    /// runtime for a cycle that failed or was abandoned (a completed or paused one keeps its entry
+    /// with its [`end_cycle`](Self::end_cycle)); read back by [`SessionRecords::history`].
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()>;
     /// The session's records as any process reads and decides on them ([`SessionRecords`]):
     /// the runtime reads a person's decision and writes the approval log through it.
@@ -135,19 +91,19 @@ pub trait SessionStore: Send + Sync {
 ///
 /// ```
 /// use std::sync::atomic::{AtomicUsize, Ordering};
-/// use planlock::session::{CycleGuard, Durable, FileSessionStore, HistoryEntry, SessionState, SessionStore, SessionUpdate, StoreFuture};
+/// use planlock::session::{CycleGuard, EndOfCycle, FileSessionStore, SessionState, SessionStore, StoreFuture};
 ///
-/// /// Counts the session saves of the store it wraps.
+/// /// Counts the cycles the store it wraps ended.
 /// struct CountSaves<S> { inner: S, saves: AtomicUsize }
 ///
 /// impl<S: SessionStore> SessionStore for CountSaves<S> {
-///     fn save(&self, update: SessionUpdate, cycle: CycleGuard, entry: Option<HistoryEntry>) -> StoreFuture<'_, Durable<SessionState>> {
+///     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
 ///         self.saves.fetch_add(1, Ordering::Relaxed);
-///         self.inner.save(update, cycle, entry)
+///         self.inner.end_cycle(end, cycle)
 ///     }
 ///     planlock::forward_session_store!(this => this.inner;
-///         claim, load, begin_cycle, load_intervention, save_intervention, notices_with_record,
-///         remove_intervention, load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
+///         claim, load, begin_cycle, load_intervention, notices_with_record, remove_intervention,
+///         load_reserved, save_reserved, load_pin, record_cycle, records);
 /// }
 ///
 /// let dir = tempfile::tempdir()?;
@@ -169,14 +125,8 @@ macro_rules! forward_session_store {
     (@ begin_cycle $this:ident $inner:expr) => {
         fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }
     };
-    (@ save $this:ident $inner:expr) => {
-        fn save(&self, update: $crate::session::SessionUpdate, cycle: $crate::session::CycleGuard, entry: Option<$crate::session::HistoryEntry>) -> $crate::session::StoreFuture<'_, $crate::session::Durable<$crate::session::SessionState>> { let $this = self; $inner.save(update, cycle, entry) }
-    };
     (@ load_intervention $this:ident $inner:expr) => {
         fn load_intervention(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::InterventionRecord>> { let $this = self; $inner.load_intervention() }
-    };
-    (@ save_intervention $this:ident $inner:expr) => {
-        fn save_intervention<'a>(&'a self, record: &'a $crate::session::InterventionRecord, cycle: $crate::session::CycleGuard, entry: Option<$crate::session::HistoryEntry>) -> $crate::session::StoreFuture<'a, $crate::session::Durable<()>> { let $this = self; $inner.save_intervention(record, cycle, entry) }
     };
     (@ notices_with_record $this:ident $inner:expr) => {
         fn notices_with_record(&self) -> bool { let $this = self; $inner.notices_with_record() }
@@ -193,8 +143,8 @@ macro_rules! forward_session_store {
     (@ load_pin $this:ident $inner:expr) => {
         fn load_pin(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::BundlePinV1>> { let $this = self; $inner.load_pin() }
     };
-    (@ save_pin $this:ident $inner:expr) => {
-        fn save_pin<'a>(&'a self, pin: &'a $crate::session::BundlePinV1, cycle: &'a $crate::session::CycleGuard) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_pin(pin, cycle) }
+    (@ end_cycle $this:ident $inner:expr) => {
+        fn end_cycle(&self, end: $crate::session::EndOfCycle, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, Option<$crate::session::SessionState>> { let $this = self; $inner.end_cycle(end, cycle) }
     };
     (@ record_cycle $this:ident $inner:expr) => {
         fn record_cycle<'a>(&'a self, entry: &'a $crate::session::CycleEntry, keep: usize) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.record_cycle(entry, keep) }
@@ -209,6 +159,6 @@ macro_rules! forward_session_store {
 /// [`Backend`](crate::backend::Backend) gives).
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     crate::forward_session_store!(this => (**this);
-        claim, load, begin_cycle, save, load_intervention, save_intervention, notices_with_record, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
+        claim, load, begin_cycle, end_cycle, load_intervention, notices_with_record, remove_intervention,
+        load_reserved, save_reserved, load_pin, record_cycle, records);
 }

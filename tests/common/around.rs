@@ -1,10 +1,9 @@
 //! A session store that forwards every call to another and calls a hook at the named points
-//! around its writes: `before-save`, `after-save`, `before-removal`, `after-removal`,
-//! `before-pin`. The crash tests stop or abort the process there.
+//! around its writes: `before-save` and `after-save` (around the end of a cycle: its pin, its
+//! state or pause, its history entry), `before-removal`, `after-removal`. The crash tests stop
+//! or abort the process there.
 
-use planlock::session::{
-    BundlePinV1, CycleGuard, Durable, HistoryEntry, SessionState, SessionStore, SessionUpdate, StoreFuture,
-};
+use planlock::session::{CycleGuard, EndOfCycle, SessionState, SessionStore, StoreFuture};
 
 /// `inner`, with `hook` called at every point (it decides which one it acts on).
 pub struct Around<S> {
@@ -28,15 +27,10 @@ impl<S: SessionStore> Around<S> {
 }
 
 impl<S: SessionStore> SessionStore for Around<S> {
-    fn save(
-        &self,
-        update: SessionUpdate,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'_, Durable<SessionState>> {
+    fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(async move {
             (self.hook)("before-save");
-            let saved = self.inner.save(update, cycle, entry).await?;
+            let saved = self.inner.end_cycle(end, cycle).await?;
             (self.hook)("after-save");
             Ok(saved)
         })
@@ -49,11 +43,7 @@ impl<S: SessionStore> SessionStore for Around<S> {
             Ok(())
         })
     }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
-        (self.hook)("before-pin");
-        self.inner.save_pin(pin, cycle)
-    }
     planlock::forward_session_store!(this => this.inner;
-        claim, load, begin_cycle, load_intervention, save_intervention, notices_with_record, load_reserved, save_reserved,
+        claim, load, begin_cycle, load_intervention, notices_with_record, load_reserved, save_reserved,
         load_pin, record_cycle, records);
 }

@@ -11,7 +11,7 @@ use planlock::Failure;
 use planlock::demo::Demo;
 use planlock::runtime::{Boot, BootError, PolicyInterpreter, RunOutcome, Runtime, RuntimeError};
 use planlock::session::{
-    BeforeSave, FileSessionStore, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
+    BeforeSave, EndOfCycle, FileSessionStore, SESSION_FILE, SessionError, SessionState, SessionStore, SessionUpdate,
 };
 use planlock::{FailureKind, PolicyProfile, StepType, ValidPlan};
 use serde_json::{Value, json};
@@ -126,7 +126,10 @@ fn references_are_kept_when_the_plan_has_no_step_to_renew_them() {
         hash_parts: None,
         cycle: 4,
     };
-    let _ = block_on(FileSessionStore::open(root.path()).unwrap().save(update, CycleGuard::none(), None)).unwrap();
+    let _ = block_on(
+        FileSessionStore::open(root.path()).unwrap().end_cycle(EndOfCycle::saving(update), CycleGuard::none()),
+    )
+    .unwrap();
     let mut runtime = boot(pol.path(), plan, counting(root.path(), false).0, &Demo::new()).unwrap();
     assert!(matches!(runtime.boot_kind(), Boot::Resume(_)));
     runtime.run_cycle_blocking().unwrap();

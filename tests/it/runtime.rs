@@ -12,8 +12,7 @@ use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError, Status};
 use planlock::schema::*;
 use planlock::session::{
-    CycleGuard, Durable, FileSessionStore, HistoryEntry, INTERVENTION_FILE, InterventionRecord, SESSION_FILE,
-    SessionState, SessionStore, SessionUpdate, StoreFuture,
+    CycleGuard, EndOfCycle, FileSessionStore, INTERVENTION_FILE, SESSION_FILE, SessionState, SessionStore, StoreFuture,
 };
 use planlock::steps::*;
 use planlock::{
@@ -105,8 +104,8 @@ struct Forward(Arc<FileSessionStore>);
 
 impl SessionStore for Forward {
     planlock::forward_session_store!(this => this.0;
-        claim, load, begin_cycle, save, load_intervention, save_intervention, notices_with_record, remove_intervention,
-        load_reserved, save_reserved, load_pin, save_pin, record_cycle, records);
+        claim, load, begin_cycle, end_cycle, load_intervention, notices_with_record, remove_intervention,
+        load_reserved, save_reserved, load_pin, record_cycle, records);
 }
 
 #[test]
@@ -455,26 +454,12 @@ impl SessionStore for Counting {
             counts.ended.fetch_add(1, SeqCst);
         }))))
     }
-    fn save(
-        &self,
-        update: SessionUpdate,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'_, Durable<SessionState>> {
+    fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
         self.counts.saved.fetch_add(1, SeqCst);
-        self.inner.save(update, cycle, entry)
-    }
-    fn save_intervention<'a>(
-        &'a self,
-        record: &'a InterventionRecord,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'a, Durable<()>> {
-        self.counts.saved.fetch_add(1, SeqCst);
-        self.inner.save_intervention(record, cycle, entry)
+        self.inner.end_cycle(end, cycle)
     }
     planlock::forward_session_store!(this => this.inner;
-        claim, load, load_intervention, notices_with_record, remove_intervention, load_reserved, save_reserved, load_pin, save_pin,
+        claim, load, load_intervention, notices_with_record, remove_intervention, load_reserved, save_reserved, load_pin,
         record_cycle, records);
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use planlock::Digest;
 use planlock::Failure;
-use planlock::session::{FileSessionStore, RealFs, SESSION_FILE, SaveFs, SessionStore, SessionUpdate};
+use planlock::session::{EndOfCycle, FileSessionStore, RealFs, SESSION_FILE, SaveFs, SessionStore, SessionUpdate};
 
 fn update(memory: &str) -> SessionUpdate {
     SessionUpdate {
@@ -176,10 +176,10 @@ fn save_then_load_round_trips_and_sets_updated_at() {
     let root = tempfile::tempdir().unwrap();
     let store = FileSessionStore::open(root.path()).unwrap();
     let before = planlock::session::Timestamp::now();
-    let saved = block_on(store.save(update("m-1"), CycleGuard::none(), None)).unwrap().value;
+    let saved = block_on(store.end_cycle(EndOfCycle::saving(update("m-1")), CycleGuard::none())).unwrap().unwrap();
     assert!(saved.updated_at >= before);
     assert_eq!(block_on(store.load()).unwrap(), Some(saved.clone()));
-    let again = block_on(store.save(update("m-2"), CycleGuard::none(), None)).unwrap().value;
+    let again = block_on(store.end_cycle(EndOfCycle::saving(update("m-2")), CycleGuard::none())).unwrap().unwrap();
     assert_eq!(block_on(store.load()).unwrap(), Some(again));
     let leftovers: Vec<_> =
         fs::read_dir(root.path().join("ops/runtime")).unwrap().map(|e| e.unwrap().file_name()).collect();
@@ -251,7 +251,7 @@ fn a_save_does_every_durability_step_in_order() {
     // The fault is in the very last step, so every step before it is seen to run.
     let store = FileSessionStore::with_fs(root.path(), Faulty { op: Op::SyncDir, log: log.clone() }).unwrap();
     // A fresh root: both directories are created and each is made durable in its parent.
-    let err = block_on(store.save(update("x"), CycleGuard::none(), None)).unwrap_err();
+    let err = block_on(store.end_cycle(EndOfCycle::saving(update("x")), CycleGuard::none())).unwrap_err();
     assert_eq!(err.code(), "session-io", "{err}");
     assert!(err.to_string().contains("fsync directory"), "the last step failed: {err}");
     assert_eq!(
@@ -267,15 +267,17 @@ fn every_save_failure_is_fail_fast_and_leaves_the_old_or_the_new_state() {
         let old = if op == Op::CreateDir {
             None // the directories must not exist yet for this fault to be reached
         } else {
-            Some(
-                block_on(FileSessionStore::open(root.path()).unwrap().save(update("old"), CycleGuard::none(), None))
+            block_on(
+                FileSessionStore::open(root.path())
                     .unwrap()
-                    .value,
+                    .end_cycle(EndOfCycle::saving(update("old")), CycleGuard::none()),
             )
+            .unwrap()
         };
         let log = Arc::new(Mutex::new(Vec::new()));
         let store = FileSessionStore::with_fs(root.path(), Faulty { op, log }).unwrap();
-        let err = block_on(store.save(update("new"), CycleGuard::none(), None)).expect_err(&format!("{op:?}"));
+        let err = block_on(store.end_cycle(EndOfCycle::saving(update("new")), CycleGuard::none()))
+            .expect_err(&format!("{op:?}"));
         assert_eq!(err.code(), "session-io", "{op:?}: {err}");
         assert!(err.to_string().contains(&root.path().display().to_string()), "{op:?} names the path: {err}");
         drop(store);

@@ -3,6 +3,7 @@
 
 use super::*;
 use planlock::block_on;
+use planlock::session::EndOfCycle;
 use planlock::store::conformance::{decision, key};
 use planlock::store::{Call, DecisionWritePort};
 
@@ -129,7 +130,7 @@ pub(super) fn a_batched_write_returns_what_its_key_holds(server: &PgServer) {
     assert_eq!(stored("d8"), 0, "kept for the save");
     let twice = block_on(store.persist_decision(&call(8), &decision("d8-other", "r8b", 1, "global", None)));
     assert_eq!(twice.unwrap(), "d8", "one write per key in a cycle too");
-    let _ = block_on(session.save(update(1), cycle, None)).unwrap();
+    let _ = block_on(session.end_cycle(EndOfCycle::saving(update(1)), cycle)).unwrap();
     assert_eq!((stored("d7-other"), stored("d8"), stored("d8-other")), (0, 1, 0));
 
     // Another writer takes key 9 between the cycle's read of its keys and its save.
@@ -139,7 +140,7 @@ pub(super) fn a_batched_write_returns_what_its_key_holds(server: &PgServer) {
     assert_eq!(block_on(store.persist_decision(&call(9), &decision("d9", "r9", 1, "global", None))).unwrap(), "d9");
     block_on(outside.persist_decision(&Call::new().keyed(key(9)), &decision("d9-x", "r9x", 1, "global", None)))
         .unwrap();
-    let err = block_on(session.save(update(2), cycle, None)).unwrap_err();
+    let err = block_on(session.end_cycle(EndOfCycle::saving(update(2)), cycle)).unwrap_err();
     match &err {
         SessionError::StepWrite { step_id: None, source: planlock::pg::WriteFailure::Conflict(m), .. } => {
             assert!(m.contains("returned `d9-x`, not `d9`"), "{m}")
@@ -149,7 +150,7 @@ pub(super) fn a_batched_write_returns_what_its_key_holds(server: &PgServer) {
     assert_eq!((stored("d10"), stored("d9")), (0, 0), "nothing of the cycle: {err}");
     // The session was not written: its next save, from what this worker saw, goes through.
     let cycle = block_on(session.begin_cycle()).unwrap();
-    let _ = block_on(session.save(update(2), cycle, None)).unwrap();
+    let _ = block_on(session.end_cycle(EndOfCycle::saving(update(2)), cycle)).unwrap();
 }
 
 /// One write of the decision ports.
@@ -226,7 +227,7 @@ pub(super) fn the_write_functions_answer_as_the_embedded_stores_do(server: &PgSe
                 hash_parts: None,
                 cycle: n,
             };
-            match block_on(session.save(update, cycle, None)) {
+            match block_on(session.end_cycle(EndOfCycle::saving(update), cycle)) {
                 Ok(_) => result,
                 Err(SessionError::StepWrite { source, .. }) => {
                     Err(planlock::store::StoreError::from(source).to_string())
@@ -271,7 +272,7 @@ pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
     assert!(refused.to_string().contains("another session's"), "{refused}");
     // My save, handed their cycle: refused; it writes nothing, and their write goes with the
     // dropped cycle.
-    let err = block_on(mine.save(update(1), cycle, None)).unwrap_err();
+    let err = block_on(mine.end_cycle(EndOfCycle::saving(update(1)), cycle)).unwrap_err();
     assert!(matches!(err, SessionError::ForeignCycle { .. }), "{err:?}");
     assert_eq!((err.code(), err.kind()), ("session-foreign-cycle", FailureKind::FailFast));
     assert_eq!(count("SELECT count(*) FROM planlock_sessions WHERE session_key = 'mine' AND state IS NOT NULL"), 0);
@@ -280,12 +281,13 @@ pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
     // A file store handed a database's cycle: refused, its file not written.
     let dir = tempfile::tempdir().unwrap();
     let files = FileSessionStore::open(dir.path()).unwrap();
-    let err = block_on(files.save(update(1), block_on(theirs.begin_cycle()).unwrap(), None)).unwrap_err();
+    let err =
+        block_on(files.end_cycle(EndOfCycle::saving(update(1)), block_on(theirs.begin_cycle()).unwrap())).unwrap_err();
     assert_eq!(err.code(), "session-foreign-cycle", "{err}");
     assert!(block_on(files.load()).unwrap().is_none(), "nothing written");
 
     // Each store's own cycle saves, as always.
     let own = block_on(mine.begin_cycle()).unwrap();
-    let _ = block_on(mine.save(update(1), own, None)).unwrap();
+    let _ = block_on(mine.end_cycle(EndOfCycle::saving(update(1)), own)).unwrap();
     assert_eq!(count("SELECT count(*) FROM planlock_sessions WHERE session_key = 'mine' AND state IS NOT NULL"), 1);
 }

@@ -3,7 +3,7 @@
 
 use super::*;
 use planlock::block_on;
-use planlock::session::CycleGuard;
+use planlock::session::{CycleGuard, EndOfCycle};
 
 pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server: &PgServer) {
     let db = PgDatabase::connect(&server.database("lease")).unwrap();
@@ -17,7 +17,7 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
         hash_parts: None,
         cycle,
     };
-    let _ = block_on(a.save(update(1), CycleGuard::none(), None)).unwrap();
+    let _ = block_on(a.end_cycle(EndOfCycle::saving(update(1)), CycleGuard::none())).unwrap();
     let err = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap_err();
     assert!(matches!(err, SessionError::LeaseHeld { .. }), "{err}");
     assert_eq!((err.code(), err.kind()), ("session-in-use", FailureKind::FailFast));
@@ -30,10 +30,10 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     // Stalled past its lease: another worker takes over, and the stalled one can write nothing.
     std::thread::sleep(lease + Duration::from_millis(50));
     let b = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap();
-    let _ = block_on(b.save(update(2), CycleGuard::none(), None)).unwrap();
+    let _ = block_on(b.end_cycle(EndOfCycle::saving(update(2)), CycleGuard::none())).unwrap();
     for result in [
-        block_on(a.save(update(9), CycleGuard::none(), None)).map(drop),
-        block_on(a.save_pin(&pin(), &CycleGuard::none())),
+        block_on(a.end_cycle(EndOfCycle::saving(update(9)), CycleGuard::none())).map(drop),
+        block_on(a.end_cycle(EndOfCycle::saving(update(9)).with_pin(Some(pin())), CycleGuard::none())).map(drop),
         block_on(a.remove_intervention()),
         a.renew(),
         block_on(a.record_cycle(&entry(9), 10)),

@@ -2,6 +2,7 @@
 
 use super::*;
 use planlock::block_on;
+use planlock::session::EndOfCycle;
 
 pub(super) fn migrations_are_idempotent_concurrent_and_refuse_a_newer_schema(server: &PgServer) {
     let url = server.database("migrations");
@@ -284,7 +285,7 @@ pub(super) fn a_cycles_two_retrievals_share_one_read(server: &PgServer) {
     };
     assert_eq!((stored("e-pool"), stored("e-other"), stored("e-joined")), (0, 0, 0));
     drop(in_cycle);
-    let _ = block_on(session.save(update, cycle, None)).unwrap();
+    let _ = block_on(session.end_cycle(EndOfCycle::saving(update), cycle)).unwrap();
     assert_eq!(stored("e-joined"), 1, "the joined write is committed with the save");
     assert_eq!(ids(block_on(store.load(&Call::new(), "anything", None)).unwrap()), ["d1", "d2", "d4"]);
     // More active decisions than a search reads ahead: it keeps nothing, and the load reads

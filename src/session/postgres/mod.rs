@@ -12,10 +12,11 @@
 //!   [`SessionError::Fenced`] (FailFast). Each write also extends the lease.
 //! - A cycle is one value: the store begins it ([`SessionStore::begin_cycle`]), the runtime keeps
 //!   it and hands it to the cycle's steps, and the stores of the session (its [`PgSession`]) join
-//!   it: the cycle's writes are kept in it and sent with the session save, after its
-//!   compare-and-set and before its COMMIT, in one round trip (or with the record of a pause, the
-//!   writes before it); a write that fails there is its step's ([`SessionError::StepWrite`]), and
-//!   a cycle that ends otherwise sends nothing.
+//!   it: the cycle's writes are kept in it and sent with the end of the cycle
+//!   ([`SessionStore::end_cycle`]: the session state or the record of the pause, and the pin due,
+//!   in its compare-and-set), after that compare-and-set and before its COMMIT, in one round
+//!   trip; a write that fails there is its step's ([`SessionError::StepWrite`]), and a cycle that
+//!   ends otherwise sends nothing.
 //! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
 //! - The store holds no connection between its operations: each takes one from the pool and
 //!   gives it back, so a worker keeps as many sessions open as it likes on a few connections.
@@ -35,8 +36,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, Durable, HistoryEntry, InterventionRecord, ReservedSession, SessionError,
-    SessionRecords, SessionState, SessionStore, SessionUpdate, StoreFuture,
+    BundlePinV1, CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, Leaves, ReservedSession,
+    SessionError, SessionRecords, SessionState, SessionStore, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
@@ -104,11 +105,9 @@ pub struct PgSessionStore {
 }
 
 /// How a write of the session store meets the cycle.
-enum InCycle<'a> {
+enum InCycle {
     /// On a connection of its own, committed alone.
     Alone,
-    /// In the cycle's transaction, left open (the bundle pin, before the save).
-    Join(&'a PgCycle),
     /// In the cycle's transaction if its writes began one, which it then commits (the session
     /// save, and the record of a paused cycle with the writes of the steps before the pause).
     Commit(Box<PgCycle>),
@@ -233,7 +232,7 @@ impl PgSessionStore {
         doing: &'static str,
         set: &str,
         params: &[Param<'_>],
-        in_cycle: InCycle<'_>,
+        in_cycle: InCycle,
     ) -> Result<(), SessionError> {
         self.write_with(doing, set, params, in_cycle, None).await
     }
@@ -245,7 +244,7 @@ impl PgSessionStore {
         doing: &'static str,
         set: &str,
         params: &[Param<'_>],
-        in_cycle: InCycle<'_>,
+        in_cycle: InCycle,
         entry: Option<HistoryEntry>,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
@@ -279,15 +278,11 @@ impl PgSessionStore {
         if let Some(row) = &history {
             all.extend([(&row.end as _, Type::TEXT), (&row.class as _, Type::TEXT)]);
         }
-        let in_join = match &in_cycle {
-            InCycle::Join(cycle) => Some(*cycle),
-            _ => None,
-        };
         let history_params = history.as_ref().map(|row| row.params(&self.records.key, &self.owner));
-        // The cycle's transaction, if a write began one, and the writes it kept for its save.
-        let (tx, pending) = match in_cycle {
-            InCycle::Commit(cycle) => cycle.into_parts(),
-            _ => (None, Vec::new()),
+        // The writes the cycle kept for its end.
+        let pending = match in_cycle {
+            InCycle::Commit(cycle) => cycle.into_pending(),
+            InCycle::Alone => Vec::new(),
         };
         // The compare-and-set first: a fenced worker stops there, and holds the row while the
         // cycle's writes run. Then the writes, in the order they were made, then the history.
@@ -309,23 +304,17 @@ impl PgSessionStore {
                 (None, _) => self.database(doing, &e),
             }
         };
-        let rows = match (in_join, tx) {
-            (Some(cycle), _) => match cycle.transaction().await {
-                Ok(Some(mut tx)) => tx.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
-                Ok(None) => self.connection().await?.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
-                Err(e) => return Err(SessionError::Database { key: self.records.key.clone(), reason: e.to_string() }),
-            },
-            // What the cycle wrote is in its transaction, or in the batch: the compare-and-set
-            // decides for it too, and the COMMIT goes with it. Not this worker's row any more
-            // (fenced), or a write or anything else failed: the server rolls the transaction
-            // back, and none of the cycle's writes happen.
-            (None, Some(mut tx)) => tx.pipeline_at(&query, Then::Commit).await.map_err(failed)?,
-            (None, None) if query.len() > 1 => {
-                let mut conn = self.connection().await?;
+        // What the cycle wrote is in the batch: the compare-and-set decides for it too, and the
+        // COMMIT goes with it. Not this worker's row any more (fenced), or a write or anything
+        // else failed: the server rolls the transaction back, and none of the cycle's writes
+        // happen.
+        let mut conn = self.connection().await?;
+        let rows = match query.len() {
+            1 => conn.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
+            _ => {
                 conn.begin("BEGIN");
                 conn.pipeline_at(&query, Then::Commit).await.map_err(failed)?
             }
-            (None, None) => self.connection().await?.pipeline_at(&query, Then::Stay).await.map_err(failed)?,
         };
         // The compare-and-set's row: the batch's first statement.
         match rows.first().and_then(|rows| rows.first()) {
@@ -337,28 +326,12 @@ impl PgSessionStore {
         }
     }
 
-    /// The write that ends a cycle (the session save or the record of its pause): `value`'s JSON
-    /// set by `set` (`$5`), the cycle's history `entry` with it when the runtime gave one, and
-    /// the COMMIT of what the cycle wrote, in one batch.
-    async fn commit_cycle<T: Serialize + Sync>(
-        &self,
-        doing: &'static str,
-        what: &'static str,
-        set: &str,
-        value: &T,
-        (cycle, entry): (CycleGuard, Option<HistoryEntry>),
-    ) -> Result<(), SessionError> {
-        let text = serde_json::to_string(value).map_err(|e| SessionError::Database {
+    /// `value` as the JSON a column holds, or why it cannot be (`what` it is).
+    fn json<T: Serialize + ?Sized>(&self, what: &str, value: &T) -> Result<String, SessionError> {
+        serde_json::to_string(value).map_err(|e| SessionError::Database {
             key: self.records.key.clone(),
             reason: format!("cannot write the {what}: {e}"),
-        })?;
-        let params: [Param<'_>; 1] = [(&text, Type::TEXT)];
-        // A cycle of another session is refused (and dropped: rolled back), never written alone.
-        let in_cycle = match cycle.into_pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
-            Some(cycle) => InCycle::Commit(cycle),
-            None => InCycle::Alone,
-        };
-        self.write_with(doing, set, &params, in_cycle, entry).await
+        })
     }
 
     async fn write_json<T: Serialize + Sync>(
@@ -366,12 +339,9 @@ impl PgSessionStore {
         doing: &'static str,
         column: Column,
         value: Option<&T>,
-        in_cycle: InCycle<'_>,
+        in_cycle: InCycle,
     ) -> Result<(), SessionError> {
-        let text = value.map(serde_json::to_string).transpose().map_err(|e| SessionError::Database {
-            key: self.records.key.clone(),
-            reason: format!("cannot write the {}: {e}", column.what()),
-        })?;
+        let text = value.map(|value| self.json(column.what(), value)).transpose()?;
         self.write(doing, &format!("{} = $5", column.name()), &[(&text, Type::TEXT)], in_cycle).await
     }
 }
@@ -490,36 +460,42 @@ impl SessionStore for PgSessionStore {
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         super::store::ready(Ok(CycleGuard::pg(PgCycle::new(&self.session))))
     }
-    fn save(
-        &self,
-        update: SessionUpdate,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'_, Durable<SessionState>> {
+    // The end of a cycle is one batch: the compare-and-set writes the state (the reserved id
+    // cleared) or the pause's record, and the pin due with it; then the cycle's writes, the
+    // history entry and the COMMIT.
+    fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(async move {
-            let state = update.into_state();
-            // The session exists now: its reserved id has done its work (one statement, so
-            // both or neither). The cycle's history entry is kept in the same commit.
-            let set = "state = $5, reserved = NULL";
-            self.commit_cycle("saving the session", "session state", set, &state, (cycle, entry)).await?;
-            Ok(Durable::keeping(state))
+            let EndOfCycle { leaves, pin, entry } = end;
+            let pin = pin.map(|pin| self.json("bundle pin", &pin)).transpose()?;
+            let (doing, text, saved, mut set) = match leaves {
+                Leaves::Session(update) => {
+                    let state = update.into_state();
+                    let text = self.json("session state", &state)?;
+                    ("saving the session", text, Some(state), String::from("state = $5, reserved = NULL"))
+                }
+                Leaves::Pause(record) => {
+                    // The record alone: its `paused` event is made from it when it is logged
+                    // (schema 7).
+                    let text = self.json("intervention record", &record)?;
+                    ("saving the intervention record", text, None, String::from("intervention = $5"))
+                }
+            };
+            // The pin in every end's statement (kept as it was when none is due), so a cycle
+            // that pins and one that does not share one prepared statement.
+            set.push_str(", pin = COALESCE($6, pin)");
+            let params: [Param<'_>; 2] = [(&text, Type::TEXT), (&pin, Type::TEXT)];
+            // A cycle of another session is refused (and dropped: rolled back), never written
+            // alone.
+            let in_cycle = match cycle.into_pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
+                Some(cycle) => InCycle::Commit(cycle),
+                None => InCycle::Alone,
+            };
+            self.write_with(doing, &set, &params, in_cycle, entry).await?;
+            Ok(saved)
         })
     }
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
         Box::pin(self.records.read(Column::Intervention))
-    }
-    fn save_intervention<'a>(
-        &'a self,
-        record: &'a InterventionRecord,
-        cycle: CycleGuard,
-        entry: Option<HistoryEntry>,
-    ) -> StoreFuture<'a, Durable<()>> {
-        Box::pin(async move {
-            // The record alone: its `paused` event is made from it when it is logged (schema 7).
-            let (doing, what) = ("saving the intervention record", "intervention record");
-            self.commit_cycle(doing, what, "intervention = $5", record, (cycle, entry)).await?;
-            Ok(Durable::keeping(()))
-        })
     }
     fn notices_with_record(&self) -> bool {
         true
@@ -536,15 +512,6 @@ impl SessionStore for PgSessionStore {
     }
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         Box::pin(self.records.read(Column::Pin))
-    }
-    fn save_pin<'a>(&'a self, pin: &'a BundlePinV1, cycle: &'a CycleGuard) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            let in_cycle = match cycle.pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
-                Some(cycle) => InCycle::Join(cycle),
-                None => InCycle::Alone,
-            };
-            self.write_json("saving the bundle pin", Column::Pin, Some(pin), in_cycle).await
-        })
     }
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
         Box::pin(async move {
