@@ -146,7 +146,9 @@ fn bench(c: &mut Criterion) {
         })
     });
     g.bench_function("file_session_store_load_and_compare", |b| {
-        b.iter(|| block_on(store.load()).unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)))
+        b.iter(|| {
+            block_on(store.records().load()).unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected))
+        })
     });
     g.finish();
     paired::report(
@@ -158,7 +160,9 @@ fn bench(c: &mut Criterion) {
             }),
             ("file_session_store_load_and_compare", &mut || {
                 black_box(
-                    block_on(store.load()).unwrap().is_some_and(|s| s.last_execution_plan_hash == black_box(expected)),
+                    block_on(store.records().load())
+                        .unwrap()
+                        .is_some_and(|s| s.last_execution_plan_hash == black_box(expected)),
                 );
             }),
         ],

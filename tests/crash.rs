@@ -58,7 +58,7 @@ fn child(mode: &str, root: &Path) {
     match mode {
         "save-loop" => {
             let session_id = uuid::Uuid::new_v4();
-            let start = match block_on(store.load()) {
+            let start = match block_on(store.records().load()) {
                 Ok(Some(s)) => seq_of(&s.memory_ref),
                 _ => 0,
             };
@@ -72,7 +72,7 @@ fn child(mode: &str, root: &Path) {
             }
         }
         "pause-loop" => {
-            let start = match block_on(store.load_intervention()) {
+            let start = match block_on(store.records().load_intervention()) {
                 Ok(Some(r)) => r.cycle,
                 _ => 0,
             };
@@ -230,7 +230,7 @@ fn killed_saves_leave_the_last_acknowledged_state_or_the_next() {
             }
         }
         let acked = last_ack.load(Ordering::SeqCst);
-        let state = block_on(FileSessionStore::open(root.path()).unwrap().load())
+        let state = block_on(FileSessionStore::open(root.path()).unwrap().records().load())
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): the file is torn after a kill: {e}"));
         let on_disk = state.as_ref().map_or(0, |s| seq_of(&s.memory_ref));
         assert!(
@@ -271,7 +271,7 @@ fn killed_intervention_saves_leave_the_last_acknowledged_record_or_the_next() {
                 acked = n;
             }
         }
-        let saved = block_on(FileSessionStore::open(root.path()).unwrap().load_intervention())
+        let saved = block_on(FileSessionStore::open(root.path()).unwrap().records().load_intervention())
             .unwrap_or_else(|e| panic!("round {round} (seed {seed}): the record is torn after a kill: {e}"));
         let on_disk = saved.as_ref().map_or(0, |r| r.cycle);
         assert!(

@@ -128,7 +128,7 @@ fn memories(root: &Path) -> i64 {
 
 fn completed(root: &Path) -> i64 {
     let store = FileSessionStore::open(root).unwrap();
-    block_on(store.load()).unwrap().map_or(0, |s| s.cycle as i64)
+    block_on(store.records().load()).unwrap().map_or(0, |s| s.cycle as i64)
 }
 
 /// A fresh session whose first cycle is paused for review.

@@ -270,7 +270,8 @@ fn a_resumed_cycle_continues_the_paused_cycles_trace_after_a_restart() {
     assert_eq!(attr(first, names::OUTCOME).as_deref(), Some("paused"));
     assert_eq!(attr(named(&spans, "PersistMemory")[0], names::OUTCOME).as_deref(), Some("blocked"));
     // The record keeps the paused cycle's span.
-    let record = planlock::block_on(FileSessionStore::open(d.root.path()).unwrap().load_intervention()).unwrap();
+    let record =
+        planlock::block_on(FileSessionStore::open(d.root.path()).unwrap().records().load_intervention()).unwrap();
     let parent = record.clone().unwrap().trace_parent.expect("the record keeps the trace");
     assert_eq!(parent.trace_id(), first.span_context.trace_id().to_string());
     assert_eq!(parent.span_id(), first.span_context.span_id().to_string());

@@ -97,7 +97,7 @@ pub trait OpenedSession: fmt::Debug + Send + Sync {
 /// std::fs::create_dir(dir.path().join("support-7"))?;
 /// let sessions = planlock::backend::connect(dir.path().to_str().unwrap(), None).await?;
 /// let opened = sessions.open("support-7").await?;
-/// assert!(opened.session_store().load().await?.is_none(), "a new session holds nothing yet");
+/// assert!(opened.session_store().records().load().await?.is_none(), "a new session holds nothing yet");
 /// assert_eq!(sessions.default_bundle().bundle_id, "default");
 /// assert!(sessions.records("no-such-session").await.is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())

@@ -54,7 +54,7 @@ pub(super) async fn log_outcome<S: SessionStore + ?Sized>(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub async fn abandon_paused(store: &dyn SessionStore) -> Result<Option<InterventionRecord>, SessionError> {
-    let Some(record) = store.load_intervention().await? else { return Ok(None) };
+    let Some(record) = store.records().load_intervention().await? else { return Ok(None) };
     let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
     log_outcome(store, &event).await?;
     store.remove_intervention().await?;

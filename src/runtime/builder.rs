@@ -121,10 +121,10 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         let profile = PolicyProfile::load(&policy_root, &plan.metadata().policy_profile)?;
         let hash = plan_hash(&profile, &plan);
         let parts = HashParts::of(&profile, &plan);
-        let state = store.load().await?;
+        let state = store.records().load().await?;
         // Read only for a new session: a saved one has no reserved id left.
         let reserved = match state {
-            None => store.load_reserved().await?,
+            None => store.records().load_reserved().await?,
             Some(_) => None,
         };
         let (boot, mut session_id) = match state {
@@ -153,7 +153,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             Boot::ColdStart => None,
         };
         let completed = previous.as_ref().map_or(0, |s| s.cycle);
-        let mut pending = store.load_intervention().await?;
+        let mut pending = store.records().load_intervention().await?;
         // A resume that saved the session but was stopped before removing the record left it
         // behind: the session proves the cycle finished, so the record goes, and nothing re-runs.
         let leftover = match (&pending, &previous) {

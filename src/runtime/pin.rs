@@ -35,7 +35,7 @@ pub(super) async fn pin_for<S: SessionStore>(
         embedder_dimension: embedder.map(|(_, d)| d as u64),
         pinned_at,
     };
-    let Some(pin) = store.load_pin().await? else { return Ok(Some(fresh(Timestamp::now()))) };
+    let Some(pin) = store.records().load_pin().await? else { return Ok(Some(fresh(Timestamp::now()))) };
     match (&pin.strategy_provider_id, &pin.memory_provider_id) {
         (Some(s), Some(m)) if s == strategy && m == memory => {}
         (Some(s), Some(m)) => {

@@ -10,8 +10,8 @@ use super::history::{HISTORY_FILE, PREVIOUS_HISTORY_FILE};
 use super::records::{FileRecords, SessionRecords, open_log};
 use super::store::ready;
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, EndOfCycle, INTERVENTION_FILE, InterventionRecord, Leaves, PIN_FILE,
-    RESERVED_FILE, ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, StoreFuture,
+    CycleEntry, CycleGuard, EndOfCycle, INTERVENTION_FILE, Leaves, PIN_FILE, RESERVED_FILE, ReservedSession,
+    SESSION_FILE, SessionError, SessionState, SessionStore, StoreFuture,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -56,14 +56,14 @@ impl SaveFs for RealFs {}
 /// use planlock::{Failure, block_on as wait};
 /// let root = tempfile::tempdir()?;
 /// let store = FileSessionStore::open(root.path())?;
-/// assert!(wait(store.load())?.is_none());                  // Cold Start, nothing created
+/// assert!(wait(store.records().load())?.is_none());                  // Cold Start, nothing created
 /// assert!(!root.path().join("ops").exists());
 /// let update = SessionUpdate {
 ///     session_id: uuid::Uuid::new_v4(), memory_ref: None, repo_scan_version: None,
 ///     last_execution_plan_hash: planlock::Digest::of(b"plan"), hash_parts: None, cycle: 1,
 /// };
 /// let saved = wait(store.end_cycle(EndOfCycle::saving(update), wait(store.begin_cycle())?))?;
-/// assert_eq!(wait(store.load())?, saved);
+/// assert_eq!(wait(store.records().load())?, saved);
 /// assert_eq!(FileSessionStore::open(root.path()).unwrap_err().code(), "session-in-use");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -293,9 +293,6 @@ impl SessionStore for FileSessionStore {
         }
         Ok(())
     }
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        self.records.load()
-    }
 
     // The one crash-safe order of a cycle's end on files: the pin (a session never exists
     // without it), the state and then the reserved id's removal (a crash between leaves an id
@@ -326,24 +323,12 @@ impl SessionStore for FileSessionStore {
         ready(ended)
     }
 
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        self.records.load_intervention()
-    }
-
     fn remove_intervention(&self) -> StoreFuture<'_, ()> {
         ready(self.remove_durably(&self.intervention))
     }
 
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        self.records.load_reserved()
-    }
-
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
         ready(self.write_durably(&self.root.join(RESERVED_FILE), reserved))
-    }
-
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        self.records.load_pin()
     }
 
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {

@@ -26,7 +26,7 @@ use super::{CycleGuard, EndOfCycle, Leaves, SessionError, SessionState, SessionS
 ///     cycle: 1,
 /// };
 /// assert!(wait(store.end_cycle(EndOfCycle::saving(update), wait(store.begin_cycle())?)).is_err());
-/// assert!(wait(store.load())?.is_none(), "a refused save writes nothing");
+/// assert!(wait(store.records().load())?.is_none(), "a refused save writes nothing");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct BeforeSave<S, F> {
@@ -71,6 +71,5 @@ where
         self.inner.end_cycle(end, cycle)
     }
     crate::forward_session_store!(this => this.inner;
-        claim, load, begin_cycle, load_intervention, notices_with_record, remove_intervention,
-        load_reserved, save_reserved, load_pin, record_cycle, records);
+        claim, begin_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
 }

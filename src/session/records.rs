@@ -80,8 +80,11 @@ pub trait SessionRecords: Send + Sync {
     fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>>;
     /// The bundle pin, or `None`.
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
-    /// The decision recorded on `pause`, or `None`.
-    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>>;
+    /// The decision recorded on `pause`, or `None`: the decision of
+    /// [`decisions_on`](Self::decisions_on).
+    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
+        Box::pin(async move { Ok(self.decisions_on(pause).await?.decision) })
+    }
     /// What is decided on `pause` so far: its decision, or the approvals counted toward one.
     fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions>;
     /// Records `decision` on its pause in the approval log, durably before it returns, by the
@@ -187,9 +190,6 @@ impl SessionRecords for FileRecords {
     }
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         ready(self.unlinked(|| read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")))
-    }
-    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
-        ready(self.unlinked(|| Ok(self.events_on(pause)?.decision_on(pause).cloned())))
     }
     fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
         ready(self.unlinked(|| Ok(self.events_on(pause)?.decisions_on(pause))))

@@ -11,10 +11,7 @@ use std::pin::Pin;
 #[doc(no_inline)]
 pub use crate::exec::handler::CycleGuard;
 
-use super::{
-    BundlePinV1, CycleEntry, EndOfCycle, InterventionRecord, ReservedSession, SessionError, SessionRecords,
-    SessionState,
-};
+use super::{CycleEntry, EndOfCycle, ReservedSession, SessionError, SessionRecords, SessionState};
 
 /// What a [`SessionStore`] call returns: a future of its result.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError>> + Send + 'a>>;
@@ -35,13 +32,10 @@ pub trait SessionStore: Send + Sync {
     /// that forwards every call) is refused with `session-in-use`. A store that wraps another
     /// forwards this call, so exclusive use cannot be lost by wrapping.
     fn claim(&self) -> Result<(), SessionError>;
-    /// The saved session, or `None` (Cold Start). Creates nothing.
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>>;
     /// Begins a cycle: the value the runtime keeps while the cycle runs and hands to its steps.
-    /// A store whose stores' writes can be durable with the session save (PostgreSQL's) holds
-    /// in it what those writes join (their transaction, begun by the first of them) until the
-    /// value is given to [`end_cycle`](Self::end_cycle), or dropped (rolled back). By default,
-    /// nothing is held.
+    /// A store whose stores' writes can be durable with the end of the cycle (PostgreSQL's)
+    /// keeps those writes in it until the value is given to [`end_cycle`](Self::end_cycle)
+    /// (sent with it), or dropped (never sent). By default, nothing is held.
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         Box::pin(std::future::ready(Ok(CycleGuard::none())))
     }
@@ -52,8 +46,6 @@ pub trait SessionStore: Send + Sync {
     /// then its history entry. Returns the state saved, or `None` for a pause. A `cycle` another
     /// store began is refused ([`SessionError::ForeignCycle`]), never written alone.
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>>;
-    /// The record of a paused cycle, or `None`. Creates nothing; strict like [`load`](Self::load).
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
     /// Whether the store logs the pause's `paused` notice (the outbox of `pause.created`,
     /// CONTRACT §18) itself when it logs the pause's outcome, unless a notifier has (PostgreSQL:
     /// made from the record on the session's row, in the outcome's round trip). Otherwise
@@ -64,22 +56,19 @@ pub trait SessionStore: Send + Sync {
     }
     /// Removes the record of a paused cycle, durably; removing none is not an error.
     fn remove_intervention(&self) -> StoreFuture<'_, ()>;
-    /// The session id reserved for a new session whose first cycle has not completed yet, with
-    /// the plan hash it was reserved under; `None` if there is none. Creates nothing.
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>>;
     /// Reserves the id of a new session before its first cycle runs, atomically and durably, so
     /// that a crashed first cycle runs again under the same id (and so the same idempotency
     /// keys). Removed by the first session save.
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()>;
-    /// The session's bundle pin, or `None`. Creates nothing; strict like [`load`](Self::load).
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
     /// Keeps `entry`, a finished cycle's, in the session's history, durably, with the `keep - 1`
     /// entries before it (older ones are dropped whole; `keep` 0 keeps nothing). Called by the
     /// runtime for a cycle that failed or was abandoned (a completed or paused one keeps its entry
     /// with its [`end_cycle`](Self::end_cycle)); read back by [`SessionRecords::history`].
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()>;
     /// The session's records as any process reads and decides on them ([`SessionRecords`]):
-    /// the runtime reads a person's decision and writes the approval log through it.
+    /// the saved session, the pause's record, the reserved id and the pin are read there (by
+    /// the runtime at boot as by any reader), and the runtime reads a person's decision and
+    /// writes the approval log through it.
     fn records(&self) -> &dyn SessionRecords;
 }
 
@@ -102,13 +91,12 @@ pub trait SessionStore: Send + Sync {
 ///         self.inner.end_cycle(end, cycle)
 ///     }
 ///     planlock::forward_session_store!(this => this.inner;
-///         claim, load, begin_cycle, load_intervention, notices_with_record, remove_intervention,
-///         load_reserved, save_reserved, load_pin, record_cycle, records);
+///         claim, begin_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
 /// }
 ///
 /// let dir = tempfile::tempdir()?;
 /// let store = CountSaves { inner: FileSessionStore::open(dir.path())?, saves: AtomicUsize::new(0) };
-/// assert!(planlock::block_on(store.load())?.is_none());
+/// assert!(planlock::block_on(store.records().load())?.is_none());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[macro_export]
@@ -119,14 +107,8 @@ macro_rules! forward_session_store {
     (@ claim $this:ident $inner:expr) => {
         fn claim(&self) -> Result<(), $crate::session::SessionError> { let $this = self; $inner.claim() }
     };
-    (@ load $this:ident $inner:expr) => {
-        fn load(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::SessionState>> { let $this = self; $inner.load() }
-    };
     (@ begin_cycle $this:ident $inner:expr) => {
         fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }
-    };
-    (@ load_intervention $this:ident $inner:expr) => {
-        fn load_intervention(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::InterventionRecord>> { let $this = self; $inner.load_intervention() }
     };
     (@ notices_with_record $this:ident $inner:expr) => {
         fn notices_with_record(&self) -> bool { let $this = self; $inner.notices_with_record() }
@@ -134,14 +116,8 @@ macro_rules! forward_session_store {
     (@ remove_intervention $this:ident $inner:expr) => {
         fn remove_intervention(&self) -> $crate::session::StoreFuture<'_, ()> { let $this = self; $inner.remove_intervention() }
     };
-    (@ load_reserved $this:ident $inner:expr) => {
-        fn load_reserved(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::ReservedSession>> { let $this = self; $inner.load_reserved() }
-    };
     (@ save_reserved $this:ident $inner:expr) => {
         fn save_reserved<'a>(&'a self, reserved: &'a $crate::session::ReservedSession) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_reserved(reserved) }
-    };
-    (@ load_pin $this:ident $inner:expr) => {
-        fn load_pin(&self) -> $crate::session::StoreFuture<'_, Option<$crate::session::BundlePinV1>> { let $this = self; $inner.load_pin() }
     };
     (@ end_cycle $this:ident $inner:expr) => {
         fn end_cycle(&self, end: $crate::session::EndOfCycle, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, Option<$crate::session::SessionState>> { let $this = self; $inner.end_cycle(end, cycle) }
@@ -159,6 +135,5 @@ macro_rules! forward_session_store {
 /// [`Backend`](crate::backend::Backend) gives).
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     crate::forward_session_store!(this => (**this);
-        claim, load, begin_cycle, end_cycle, load_intervention, notices_with_record, remove_intervention,
-        load_reserved, save_reserved, load_pin, record_cycle, records);
+        claim, begin_cycle, end_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
 }

@@ -44,6 +44,5 @@ impl<S: SessionStore> SessionStore for Around<S> {
         })
     }
     planlock::forward_session_store!(this => this.inner;
-        claim, load, begin_cycle, load_intervention, notices_with_record, load_reserved, save_reserved,
-        load_pin, record_cycle, records);
+        claim, begin_cycle, notices_with_record, save_reserved, record_cycle, records);
 }

@@ -70,7 +70,7 @@ fn cold_start_writes_nothing_until_a_cycle_succeeds() {
     let runtime_id = runtime.session_id();
     drop(runtime);
     let (store, _) = counting(root.path(), false);
-    assert_eq!(block_on(store.load_reserved()).unwrap().map(|r| r.session_id), Some(runtime_id));
+    assert_eq!(block_on(store.records().load_reserved()).unwrap().map(|r| r.session_id), Some(runtime_id));
     drop(store);
 
     // A successful one saves exactly once, with the references from this cycle's ledger.

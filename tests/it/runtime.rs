@@ -104,8 +104,7 @@ struct Forward(Arc<FileSessionStore>);
 
 impl SessionStore for Forward {
     planlock::forward_session_store!(this => this.0;
-        claim, load, begin_cycle, end_cycle, load_intervention, notices_with_record, remove_intervention,
-        load_reserved, save_reserved, load_pin, record_cycle, records);
+        claim, begin_cycle, end_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
 }
 
 #[test]
@@ -459,8 +458,7 @@ impl SessionStore for Counting {
         self.inner.end_cycle(end, cycle)
     }
     planlock::forward_session_store!(this => this.inner;
-        claim, load, load_intervention, notices_with_record, remove_intervention, load_reserved, save_reserved, load_pin,
-        record_cycle, records);
+        claim, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
 }
 
 #[test]

@@ -42,7 +42,7 @@ const GOOD: &str = r#"{
 fn a_good_file_loads() {
     let root = tempfile::tempdir().unwrap();
     write_state(root.path(), GOOD.as_bytes());
-    let state = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap().unwrap();
+    let state = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap().unwrap();
     assert_eq!(state.repo_scan_version.as_deref(), Some("v1.2.3"));
     assert_eq!(state.memory_ref, None);
     assert_eq!(state.updated_at.to_string(), "2026-11-22T10:00:00Z");
@@ -52,11 +52,11 @@ fn a_good_file_loads() {
 fn no_file_is_a_cold_start_and_creates_nothing() {
     let root = tempfile::tempdir().unwrap();
     let store = FileSessionStore::open(root.path()).unwrap();
-    assert!(block_on(store.load()).unwrap().is_none());
+    assert!(block_on(store.records().load()).unwrap().is_none());
     assert_eq!(fs::read_dir(root.path()).unwrap().count(), 0, "boot created nothing");
     // The same with `ops/` present but empty.
     fs::create_dir(root.path().join("ops")).unwrap();
-    assert!(block_on(store.load()).unwrap().is_none());
+    assert!(block_on(store.records().load()).unwrap().is_none());
     assert_eq!(fs::read_dir(root.path().join("ops")).unwrap().count(), 0);
 }
 
@@ -113,7 +113,7 @@ fn every_bad_file_is_fail_fast_names_the_file_and_stays_untouched() {
         let root = tempfile::tempdir().unwrap();
         let file = write_state(root.path(), &bytes);
         let before = fs::metadata(&file).unwrap().modified().unwrap();
-        let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).expect_err(name);
+        let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).expect_err(name);
         assert_eq!(err.code(), "session-corrupt", "{name}: {err}");
         let msg = err.to_string();
         assert!(msg.contains(&file.display().to_string()), "{name}: the file is named: {msg}");
@@ -132,12 +132,12 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     fs::write(&target, GOOD).unwrap();
 
     std::os::unix::fs::symlink(&target, &file).unwrap();
-    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     fs::remove_file(&file).unwrap();
 
     fs::create_dir(&file).unwrap();
-    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap_err();
     assert!(err.to_string().contains("a directory"), "{err}");
     fs::remove_dir(&file).unwrap();
 
@@ -146,27 +146,27 @@ fn special_files_are_refused_without_being_followed_or_opened() {
     // spawning `mkfifo`: a fork would briefly hold the session locks of tests running in parallel.
     // SAFETY: `c` is a valid NUL-terminated path for the duration of the call.
     assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap_err();
     assert!(err.to_string().contains("FIFO"), "{err}");
     fs::remove_file(&file).unwrap();
 
     // A socket cannot even be opened; the store still says what it is.
     let listener = std::os::unix::net::UnixListener::bind(&file).unwrap();
-    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap_err();
     assert!(err.to_string().contains("a socket"), "{err}");
     drop(listener);
     fs::remove_file(&file).unwrap();
 
     // A dangling symbolic link is refused too, not taken for a missing file (Cold Start).
     std::os::unix::fs::symlink(root.path().join("nowhere.json"), &file).unwrap();
-    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap_err();
     assert!(err.to_string().contains("symbolic link"), "{err}");
     fs::remove_file(&file).unwrap();
 
     // Unreadable: the path runs through a file where a directory should be.
     fs::remove_dir_all(root.path().join("ops")).unwrap();
     fs::write(root.path().join("ops"), "not a directory").unwrap();
-    let err = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap_err();
+    let err = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap_err();
     assert_eq!(err.code(), "session-io", "{err}");
     assert_eq!(fs::read_to_string(root.path().join("ops")).unwrap(), "not a directory");
 }
@@ -178,9 +178,9 @@ fn save_then_load_round_trips_and_sets_updated_at() {
     let before = planlock::session::Timestamp::now();
     let saved = block_on(store.end_cycle(EndOfCycle::saving(update("m-1")), CycleGuard::none())).unwrap().unwrap();
     assert!(saved.updated_at >= before);
-    assert_eq!(block_on(store.load()).unwrap(), Some(saved.clone()));
+    assert_eq!(block_on(store.records().load()).unwrap(), Some(saved.clone()));
     let again = block_on(store.end_cycle(EndOfCycle::saving(update("m-2")), CycleGuard::none())).unwrap().unwrap();
-    assert_eq!(block_on(store.load()).unwrap(), Some(again));
+    assert_eq!(block_on(store.records().load()).unwrap(), Some(again));
     let leftovers: Vec<_> =
         fs::read_dir(root.path().join("ops/runtime")).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(leftovers, [std::ffi::OsString::from("session_state.json")], "no temporary files left");
@@ -281,7 +281,7 @@ fn every_save_failure_is_fail_fast_and_leaves_the_old_or_the_new_state() {
         assert_eq!(err.code(), "session-io", "{op:?}: {err}");
         assert!(err.to_string().contains(&root.path().display().to_string()), "{op:?} names the path: {err}");
         drop(store);
-        let now = block_on(FileSessionStore::open(root.path()).unwrap().load()).unwrap();
+        let now = block_on(FileSessionStore::open(root.path()).unwrap().records().load()).unwrap();
         match op {
             // The rename happened: the new state is in place, even though the save reported failure.
             Op::SyncDir => assert_eq!(now.unwrap().memory_ref.as_deref(), Some("new"), "{op:?}"),

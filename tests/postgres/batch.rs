@@ -284,7 +284,7 @@ pub(super) fn a_store_refuses_another_sessions_cycle(server: &PgServer) {
     let err =
         block_on(files.end_cycle(EndOfCycle::saving(update(1)), block_on(theirs.begin_cycle()).unwrap())).unwrap_err();
     assert_eq!(err.code(), "session-foreign-cycle", "{err}");
-    assert!(block_on(files.load()).unwrap().is_none(), "nothing written");
+    assert!(block_on(files.records().load()).unwrap().is_none(), "nothing written");
 
     // Each store's own cycle saves, as always.
     let own = block_on(mine.begin_cycle()).unwrap();

@@ -77,10 +77,10 @@ pub(super) fn check_rows(db: &PgDatabase, keys: &[String], lease: Duration) -> B
     let mut cycles = BTreeMap::new();
     for key in keys {
         let store = PgSessionStore::open_with_lease(db, key, lease).unwrap_or_else(|e| panic!("{key}: {e}"));
-        let state = block_on(store.load()).unwrap_or_else(|e| panic!("{key}: {e}"));
-        block_on(store.load_intervention()).unwrap();
-        block_on(store.load_reserved()).unwrap();
-        block_on(store.load_pin()).unwrap();
+        let state = block_on(store.records().load()).unwrap_or_else(|e| panic!("{key}: {e}"));
+        block_on(store.records().load_intervention()).unwrap();
+        block_on(store.records().load_reserved()).unwrap();
+        block_on(store.records().load_pin()).unwrap();
         cycles.insert(key.clone(), state.map_or(0, |s| s.cycle));
     }
     cycles

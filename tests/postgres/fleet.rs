@@ -42,8 +42,8 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
         assert!(matches!(err, SessionError::Fenced { .. }), "{err}");
         assert_eq!(err.code(), "session-fenced");
     }
-    assert_eq!(block_on(b.load()).unwrap().unwrap().cycle, 2, "the fenced worker wrote nothing");
-    assert!(block_on(b.load_pin()).unwrap().is_none());
+    assert_eq!(block_on(b.records().load()).unwrap().unwrap().cycle, 2, "the fenced worker wrote nothing");
+    assert!(block_on(b.records().load_pin()).unwrap().is_none());
     // The history: written by the lease's holder, the newest `keep` kept.
     for cycle in 3..8 {
         block_on(b.record_cycle(&entry(cycle), 2)).unwrap();
@@ -54,7 +54,7 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     // Dropping a store gives its lease back at once.
     drop(b);
     let c = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap();
-    assert_eq!(block_on(c.load()).unwrap().unwrap().cycle, 2);
+    assert_eq!(block_on(c.records().load()).unwrap().unwrap().cycle, 2);
     // Keys: 1 to 256 bytes.
     for bad in [String::new(), "k".repeat(257)] {
         let err = PgSessionStore::open(&db, &bad).unwrap_err();

@@ -109,7 +109,7 @@ pub(super) fn a_semantic_cycle_writes_its_vectors_with_its_save(server: &PgServe
     assert_eq!(trips[2..], [2, 2, 2], "round trips per cycle: {trips:?}");
     println!("postgres-semantic: round trips per cycle {trips:?}");
     let stored = PgSessionStore::open_with_lease(&db, "sem", lease).unwrap();
-    let pin = block_on(stored.load_pin()).unwrap().unwrap();
+    let pin = block_on(stored.records().load_pin()).unwrap().unwrap();
     drop(stored);
     std::thread::sleep(lease + std::time::Duration::from_millis(200));
     assert_eq!(

@@ -110,10 +110,12 @@ pub(super) fn the_cli_runs_and_resumes_a_session_in_the_database(server: &PgServ
     assert!(String::from_utf8_lossy(&abandon.stderr).contains("session `tenant-7/conv-42`"));
     let db = PgDatabase::connect(&url).unwrap();
     let store = PgSessionStore::open(&db, "tenant-7/conv-42").unwrap();
-    assert_eq!(block_on(store.load()).unwrap().unwrap().cycle, 2);
+    assert_eq!(block_on(store.records().load()).unwrap().unwrap().cycle, 2);
     assert_eq!(memory_rows(&url, "tenant-7/conv-42"), 2);
     assert_eq!(
-        block_on(store.load_pin()).unwrap().map(|p| serde_json::to_value(p).unwrap()["memory_provider_id"].clone()),
+        block_on(store.records().load_pin())
+            .unwrap()
+            .map(|p| serde_json::to_value(p).unwrap()["memory_provider_id"].clone()),
         Some(json!("postgres"))
     );
 }

@@ -36,8 +36,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    BundlePinV1, CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, Leaves, ReservedSession,
-    SessionError, SessionRecords, SessionState, SessionStore, StoreFuture,
+    CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, Leaves, ReservedSession, SessionError,
+    SessionRecords, SessionState, SessionStore, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
@@ -454,9 +454,6 @@ impl SessionStore for PgSessionStore {
         }
         Ok(())
     }
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        Box::pin(self.records.read(Column::State))
-    }
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         super::store::ready(Ok(CycleGuard::pg(PgCycle::new(&self.session))))
     }
@@ -494,9 +491,6 @@ impl SessionStore for PgSessionStore {
             Ok(saved)
         })
     }
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        Box::pin(self.records.read(Column::Intervention))
-    }
     fn notices_with_record(&self) -> bool {
         true
     }
@@ -504,14 +498,8 @@ impl SessionStore for PgSessionStore {
         let doing = "removing the intervention record";
         Box::pin(self.write_json::<InterventionRecord>(doing, Column::Intervention, None, InCycle::Alone))
     }
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        Box::pin(self.records.read(Column::Reserved))
-    }
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
         Box::pin(self.write_json("reserving the session id", Column::Reserved, Some(reserved), InCycle::Alone))
-    }
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        Box::pin(self.records.read(Column::Pin))
     }
     fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
         Box::pin(async move {

@@ -157,22 +157,6 @@ impl PgRecords {
         let rows = self.query(doing, &sql, &[(&self.key, Type::TEXT), (&MAX_LOG_EVENTS, Type::INT8)]).await?;
         Ok(ApprovalLog::parse(rows.iter().map(|r| r.get::<_, String>(0))))
     }
-
-    async fn decision(&self, pause: &PauseRef) -> Result<Option<ReviewDecision>, SessionError> {
-        let pause = serde_json::to_string(pause).unwrap_or_default();
-        let rows = self
-            .query(
-                "reading the decision",
-                "SELECT event FROM planlock_approval_log WHERE planlock_mine(tenant) AND session_key = $1 AND pause = $2 AND kind = 'decided'",
-                &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
-            )
-            .await?;
-        match rows.first().map(|r| self.parse::<ApprovalEvent>("approval log event", &r.get::<_, String>(0))) {
-            Some(Ok(ApprovalEvent::Decided { decision })) => Ok(Some(decision)),
-            Some(Ok(_)) | None => Ok(None),
-            Some(Err(e)) => Err(e),
-        }
-    }
 }
 
 impl SessionRecords for PgRecords {
@@ -187,9 +171,6 @@ impl SessionRecords for PgRecords {
     }
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         Box::pin(self.read(Column::Pin))
-    }
-    fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
-        Box::pin(self.decision(pause))
     }
     fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
         Box::pin(async move {
