@@ -29,14 +29,7 @@ pub enum Leaves {
 /// use planlock::session::{EndOfCycle, FileSessionStore, SessionStore, SessionUpdate};
 /// let root = tempfile::tempdir()?;
 /// let store = FileSessionStore::open(root.path())?;
-/// let update = SessionUpdate {
-///     session_id: uuid::Uuid::new_v4(),
-///     memory_ref: None,
-///     repo_scan_version: None,
-///     last_execution_plan_hash: planlock::hash::Digest::of(b"plan"),
-///     hash_parts: None,
-///     cycle: 1,
-/// };
+/// let update = SessionUpdate::new(uuid::Uuid::new_v4(), planlock::hash::Digest::of(b"plan"), 1);
 /// let cycle = planlock::block_on(store.begin_cycle())?;
 /// let saved = planlock::block_on(store.end_cycle(EndOfCycle::saving(update), cycle))?;
 /// assert_eq!(saved.map(|s| s.cycle), Some(1), "a completed cycle's end gives back what it saved");

@@ -78,6 +78,24 @@ pub struct SessionUpdate {
 }
 
 impl SessionUpdate {
+    /// The update of session `session_id` after its cycle `cycle` under the plan of hash
+    /// `plan_hash`, with no memory reference, scan version or per-part digests.
+    ///
+    /// ```
+    /// let update = planlock::session::SessionUpdate::new(uuid::Uuid::new_v4(), planlock::Digest::of(b"plan"), 1);
+    /// assert_eq!((update.cycle, update.memory_ref), (1, None));
+    /// ```
+    pub fn new(session_id: Uuid, plan_hash: Digest, cycle: u64) -> SessionUpdate {
+        SessionUpdate {
+            session_id,
+            memory_ref: None,
+            repo_scan_version: None,
+            last_execution_plan_hash: plan_hash,
+            hash_parts: None,
+            cycle,
+        }
+    }
+
     /// The state a store saves for this update: the update, stamped now.
     pub fn into_state(self) -> SessionState {
         SessionState {

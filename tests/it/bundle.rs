@@ -275,14 +275,7 @@ fn a_read_goes_through_the_pinned_providers_with_the_pinned_embedder() {
         pinned_at: Timestamp::now(),
     };
     // Pinned as a first cycle pins it: with the session's first save.
-    let update = planlock::session::SessionUpdate {
-        session_id: uuid::Uuid::new_v4(),
-        memory_ref: None,
-        repo_scan_version: None,
-        last_execution_plan_hash: planlock::Digest::of(b"plan"),
-        hash_parts: None,
-        cycle: 1,
-    };
+    let update = planlock::session::SessionUpdate::new(uuid::Uuid::new_v4(), planlock::Digest::of(b"plan"), 1);
     let end = planlock::session::EndOfCycle::saving(update).with_pin(Some(pin));
     planlock::block_on(
         FileSessionStore::open(root.path()).unwrap().end_cycle(end, planlock::session::CycleGuard::none()),
