@@ -53,6 +53,10 @@ pub enum BackendError {
     /// A budget's settings are out of range.
     #[error("the budget cannot be set: {0}")]
     BudgetSettings(String),
+    /// The backend keeps no such thing (its [`budgets`](super::Backend::budgets) or
+    /// [`outbox`](super::Backend::outbox) is `None`): what was asked cannot be done here.
+    #[error("where these sessions live keeps no {0}; use a backend that does (a directory of sessions, or a database)")]
+    Lacks(&'static str),
     /// A delivery claim was handed to a backend other than the one that made it.
     #[error(
         "the delivery claim of event `{0}` was made by another backend; finish a claim on the backend that made it"
@@ -100,6 +104,7 @@ impl Failure for BackendError {
             BackendError::BudgetSettings(_) => "budget-settings",
             BackendError::EmbedderMismatch { .. } => "embedder-mismatch",
             BackendError::ForeignClaim(_) => "foreign-claim",
+            BackendError::Lacks(_) => "backend-lacks",
         }
     }
 

@@ -10,12 +10,10 @@ use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
 use crate::session::FileBudget;
 
 use super::{
-    Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
-    PausedSession,
+    Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Listed, OpenedSession, Outbox,
 };
 use crate::session::{
-    ApprovalEvent, FileRecords, FileSessionStore, InstalledAccess, PauseRef, SessionRecords, SessionStore, Timestamp,
-    is_root_name,
+    FileRecords, FileSessionStore, InstalledAccess, SessionRecords, SessionStore, Timestamp, is_root_name,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::{Place, ResolvedStore};
@@ -154,27 +152,23 @@ impl Backend for FilesBackend {
         self.paths || is_root_name(name)
     }
 
-    fn lists_by_reading_each(&self) -> bool {
-        true
-    }
-
     fn default_bundle(&self) -> BundleManifest {
         BundleManifest::default_bundle()
     }
 
-    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>> {
-        Box::pin(async move { Ok(FileBudget::budgets(&self.dir)?) })
+    fn budgets(&self) -> Option<&dyn BudgetBook> {
+        Some(self)
     }
 
-    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
+    fn outbox(&self) -> Option<&dyn Outbox> {
+        Some(self)
+    }
+
+    fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {
         Box::pin(async move {
-            check_budget(prefix, tokens, period.as_secs()).map_err(BackendError::BudgetSettings)?;
-            Ok(FileBudget::set(&self.dir, prefix, tokens, period)?)
+            let roots = self.roots(max)?;
+            Ok(roots.into_iter().map(|(name, records)| (name, Box::new(records) as Box<dyn SessionRecords>)).collect())
         })
-    }
-
-    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(async move { Ok(FileBudget::remove(&self.dir, prefix)?) })
     }
 
     fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>> {
@@ -212,27 +206,26 @@ impl Backend for FilesBackend {
             Ok(resolver.resolve_to_read(manifest, Place::Root(&root))?)
         })
     }
+}
 
-    fn recent_events(&self, since: Timestamp, max: usize) -> BackendFuture<'_, Vec<Logged>> {
+impl BudgetBook for FilesBackend {
+    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>> {
+        Box::pin(async move { Ok(FileBudget::budgets(&self.dir)?) })
+    }
+
+    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
         Box::pin(async move {
-            let mut out = Vec::new();
-            for (name, records) in self.roots(super::outbox::MAX_SESSIONS_SCANNED)? {
-                // A root whose records cannot be read sends nothing; it is listed as a problem by
-                // the inbox, not here.
-                let (Ok(log), Ok(notices)) = (records.approval_log().await, records.notices().await) else { continue };
-                let mut events: Vec<_> =
-                    notices.events.into_iter().chain(log.events).filter(|e| e.at() >= since).collect();
-                events.sort_by_key(ApprovalEvent::at);
-                out.extend(events.into_iter().map(|event| Logged { session: name.clone(), event }));
-                if out.len() >= max {
-                    out.truncate(max);
-                    break;
-                }
-            }
-            Ok(out)
+            check_budget(prefix, tokens, period.as_secs()).map_err(BackendError::BudgetSettings)?;
+            Ok(FileBudget::set(&self.dir, prefix, tokens, period)?)
         })
     }
 
+    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(async move { Ok(FileBudget::remove(&self.dir, prefix)?) })
+    }
+}
+
+impl Outbox for FilesBackend {
     fn claim_delivery<'a>(
         &'a self,
         session: &'a str,
@@ -248,50 +241,6 @@ impl Backend for FilesBackend {
 
     fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()> {
         Box::pin(async move { Ok(super::outbox::finish_in_root(claim, outcome)?) })
-    }
-
-    fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>> {
-        Box::pin(async move {
-            let mut out = Vec::new();
-            for (name, records) in self.roots(max)? {
-                let read = match records.load_intervention().await {
-                    Ok(Some(record)) => {
-                        records.decisions_on(&PauseRef::of(&record)).await.map(|decided| Some((record, decided)))
-                    }
-                    Ok(None) => Ok(None),
-                    Err(e) => Err(e),
-                };
-                match read {
-                    Ok(Some(pause)) => out.push((name, Ok(pause))),
-                    Ok(None) => {}
-                    Err(e) => out.push((name, Err(e))),
-                }
-            }
-            Ok(out)
-        })
-    }
-
-    fn glances<'a>(
-        &'a self,
-        _status: Option<&'a str>,
-        _words: &'a [String],
-        _offset: usize,
-        _limit: usize,
-        max: usize,
-    ) -> BackendFuture<'a, Glances> {
-        // Every root is read (a status is known only from its records): the caller pages.
-        Box::pin(async move {
-            let mut glances = Glances::default();
-            for (name, records) in self.roots(max)? {
-                let read = async {
-                    let (state, paused) = (records.load().await?, records.load_intervention().await?);
-                    let last = records.history(1).await?.entries.into_iter().next();
-                    Ok(Glance { state, paused, last })
-                };
-                glances.sessions.push((name, read.await));
-            }
-            Ok(glances)
-        })
     }
 }
 

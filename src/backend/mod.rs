@@ -12,8 +12,10 @@
 //!
 //! Layer 6 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
+mod budgets;
 mod error;
 mod files;
+mod listing;
 mod outbox;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -22,16 +24,16 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
 
+pub use budgets::BudgetBook;
 pub use error::BackendError;
 pub use files::FilesBackend;
-pub use outbox::{DeliveryClaim, DeliveryOutcome, Logged};
+pub use outbox::{DeliveryClaim, DeliveryOutcome, Logged, Outbox};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PgBackend;
 
-use crate::exec::budget::{BudgetState, TokenBudget};
+use crate::exec::budget::TokenBudget;
 use crate::session::{
     BundlePinV1, CycleEntry, Decisions, InstalledAccess, InterventionRecord, SessionError, SessionRecords,
     SessionState, SessionStore, Timestamp,
@@ -41,6 +43,9 @@ use crate::store::provider::ResolvedStore;
 
 /// What a [`Backend`] method returns: a boxed future, so that backends are objects.
 pub type BackendFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, BackendError>> + Send + 'a>>;
+
+/// A session as [`Backend::sessions`] lists it: its name and its records.
+pub type Listed = (String, Box<dyn SessionRecords>);
 
 /// A paused session as a listing reads it: its name, and its pause's record with what is decided
 /// on it so far, or why they cannot be read.
@@ -111,10 +116,6 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// rule, [`is_root_name`](crate::session::is_root_name)), or a key of 1 to 256 bytes.
     fn is_session_name(&self, name: &str) -> bool;
 
-    /// Whether listing sessions here reads each one's files (a reader of many keeps a snapshot),
-    /// rather than one statement a page.
-    fn lists_by_reading_each(&self) -> bool;
-
     /// The bundle a session here uses when none is named: providers `hierarchical-sql` and
     /// `sqlite` under a directory, their PostgreSQL counterparts in a database.
     fn default_bundle(&self) -> BundleManifest;
@@ -137,16 +138,20 @@ pub trait Backend: fmt::Debug + Send + Sync {
         manifest: &'a BundleManifest,
     ) -> BackendFuture<'a, ResolvedStore>;
 
-    /// The token budgets here (the tenant's, in a database), by prefix, as a model call would
-    /// find them now.
-    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>>;
+    /// The token budgets kept here (CONTRACT §20), or `None` where this backend keeps none (then
+    /// `planlock budget` says so, and its sessions' model calls reserve nothing). No default: a
+    /// backend says which.
+    fn budgets(&self) -> Option<&dyn BudgetBook>;
 
-    /// Sets the budget of the sessions whose name or key starts with `prefix` (`""`: all of
-    /// them): `tokens` per `period` (1 s to 366 days). What this period used and holds is kept.
-    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()>;
+    /// The outbox of notifications here (CONTRACT §18): the claims of each event's delivery to
+    /// each receiver, or `None` where this backend keeps none (then notifications cannot be
+    /// sent from it, and the notifier says so). No default: a backend says which.
+    fn outbox(&self) -> Option<&dyn Outbox>;
 
-    /// Removes the budget of `prefix`; whether there was one.
-    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool>;
+    /// Every session here (at most `max` looked at), each with its records, for reading: what
+    /// the listings below are made of ([`paused`](Self::paused), [`glances`](Self::glances),
+    /// [`recent_events`](Self::recent_events)), unless a backend says them in one statement.
+    fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>>;
 
     /// The access file installed here (CONTRACT §18, amended): beside the session roots, or the
     /// tenant's in the database; `None` when none is.
@@ -160,31 +165,32 @@ pub trait Backend: fmt::Debug + Send + Sync {
     fn uninstall_access(&self) -> BackendFuture<'_, bool>;
 
     /// Every paused session (at most `max` sessions looked at), with its record and decision.
-    fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>>;
+    /// By default, read from each of [`sessions`](Self::sessions).
+    fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>> {
+        Box::pin(async move { listing::paused(self.sessions(max).await?).await })
+    }
 
     /// The events of every session's records (its approval log and its notices: the outbox of
     /// notifications, CONTRACT §18) at or after `since`, at most `max` of them, oldest first
-    /// within a session.
-    fn recent_events(&self, since: Timestamp, max: usize) -> BackendFuture<'_, Vec<Logged>>;
+    /// within a session. By default, read from each of [`sessions`](Self::sessions).
+    fn recent_events(&self, since: Timestamp, max: usize) -> BackendFuture<'_, Vec<Logged>> {
+        Box::pin(
+            async move { listing::recent_events(self.sessions(outbox::MAX_SESSIONS_SCANNED).await?, since, max).await },
+        )
+    }
 
-    /// Claims the delivery of event `id` of session `session` to receiver `hook`, when it is due
-    /// (not done, its retry time come) and no other sender holds it; a claim held past `hold`
-    /// (its sender stopped) may be taken by another. `None`: not now.
-    fn claim_delivery<'a>(
-        &'a self,
-        session: &'a str,
-        id: &'a str,
-        hook: &'a str,
-        hold: std::time::Duration,
-    ) -> BackendFuture<'a, Option<DeliveryClaim>>;
-
-    /// Ends a claimed attempt with `outcome`, durably.
-    fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()>;
+    /// Whether listing sessions here reads each one's records (a reader of many keeps a
+    /// snapshot), rather than one statement a page: true unless a backend overrides
+    /// [`glances`](Self::glances) with a statement of its own.
+    fn lists_by_reading_each(&self) -> bool {
+        true
+    }
 
     /// Sessions at a glance: the page of `limit` from `offset` of those whose status is `status`
     /// (`paused`, `expired`, `halted`, `ready`; every one with `None`) and whose name holds every
     /// one of `words` (lowercase; in any case) where one statement can say it, else every session
-    /// (at most `max`) for the caller to filter and page.
+    /// (at most `max`) for the caller to filter and page — which is what the default does, from
+    /// each of [`sessions`](Self::sessions).
     fn glances<'a>(
         &'a self,
         status: Option<&'a str>,
@@ -192,7 +198,10 @@ pub trait Backend: fmt::Debug + Send + Sync {
         offset: usize,
         limit: usize,
         max: usize,
-    ) -> BackendFuture<'a, Glances>;
+    ) -> BackendFuture<'a, Glances> {
+        let _ = (status, words, offset, limit);
+        Box::pin(async move { listing::glances(self.sessions(max).await?).await })
+    }
 }
 
 /// Whether `place` names a PostgreSQL database — a `postgres://` or `postgresql://` URL — rather

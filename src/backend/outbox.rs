@@ -22,6 +22,26 @@ use crate::session::{ApprovalEvent, SessionError, Timestamp};
 /// The most session roots one read of the recent events looks at (as the inbox's listing).
 pub(crate) const MAX_SESSIONS_SCANNED: usize = 100_000;
 
+/// The deliveries of a backend's outbox: each event's delivery to each receiver, claimed by
+/// one sender at a time (CONTRACT §18). The events themselves are the sessions' records
+/// ([`Backend::recent_events`](super::Backend::recent_events)).
+pub trait Outbox: Send + Sync {
+    /// Claims the delivery of event `id` of session `session` to receiver `hook`, when it is due
+    /// (not done, its retry time come) and no other sender holds it; a claim held past `hold`
+    /// (its sender stopped) may be taken by another. `None`: not now.
+    fn claim_delivery<'a>(
+        &'a self,
+        session: &'a str,
+        id: &'a str,
+        hook: &'a str,
+        hold: std::time::Duration,
+    ) -> super::BackendFuture<'a, Option<DeliveryClaim>>;
+
+    /// Ends a claimed attempt with `outcome`, durably. A claim another backend made is refused
+    /// ([`BackendError::ForeignClaim`](super::BackendError::ForeignClaim)).
+    fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> super::BackendFuture<'_, ()>;
+}
+
 /// One event of a session's records, as a sender reads it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Logged {

@@ -8,8 +8,8 @@ use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
 use crate::session::postgres::{self as access, PgBudget, budgets, remove_budget, set_budget};
 
 use super::{
-    Backend, BackendError, BackendFuture, DeliveryClaim, DeliveryOutcome, Glance, Glances, Logged, OpenedSession,
-    PausedSession,
+    Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Glance, Glances, Listed, Logged,
+    OpenedSession, Outbox, PausedSession,
 };
 use crate::pg::{PgDatabase, PgOptions, PgSession};
 use crate::session::Timestamp;
@@ -100,19 +100,32 @@ impl Backend for PgBackend {
         BundleManifest::default_shared_bundle()
     }
 
-    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>> {
-        Box::pin(async move { Ok(budgets(&self.db).await?) })
+    fn budgets(&self) -> Option<&dyn BudgetBook> {
+        Some(self)
     }
 
-    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
+    fn outbox(&self) -> Option<&dyn Outbox> {
+        Some(self)
+    }
+
+    fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {
         Box::pin(async move {
-            check_budget(prefix, tokens, period.as_secs()).map_err(BackendError::BudgetSettings)?;
-            Ok(set_budget(&self.db, prefix, tokens, period).await?)
+            let limit = i64::try_from(max).unwrap_or(i64::MAX);
+            let rows = self
+                .query(
+                    "listing the sessions",
+                    "SELECT session_key FROM planlock_sessions WHERE planlock_mine(tenant) ORDER BY session_key LIMIT $1",
+                    &[(&limit, Type::INT8)],
+                )
+                .await?;
+            let mut sessions = Vec::with_capacity(rows.len());
+            for row in rows {
+                let name: String = row.get(0);
+                let records = PgRecords::new(&self.db, &name)?;
+                sessions.push((name, Box::new(records) as Box<dyn SessionRecords>));
+            }
+            Ok(sessions)
         })
-    }
-
-    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
-        Box::pin(async move { Ok(remove_budget(&self.db, prefix).await?) })
     }
 
     fn installed_access(&self) -> BackendFuture<'_, Option<crate::session::InstalledAccess>> {
@@ -180,6 +193,58 @@ impl Backend for PgBackend {
         })
     }
 
+    fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>> {
+        Box::pin(async move { Ok(crate::session::postgres::paused_sessions(&self.db, max).await?) })
+    }
+
+    fn glances<'a>(
+        &'a self,
+        status: Option<&'a str>,
+        words: &'a [String],
+        offset: usize,
+        limit: usize,
+        _max: usize,
+    ) -> BackendFuture<'a, Glances> {
+        Box::pin(async move {
+            let (rows, total) = crate::session::postgres::session_page(&self.db, status, words, offset, limit).await?;
+            let sessions = rows
+                .into_iter()
+                .map(|row| {
+                    // Each row's records read as strictly as the runtime reads them.
+                    let records = PgRecords::new(&self.db, &row.key);
+                    let read = records.and_then(|records| {
+                        Ok(Glance {
+                            state: row.state.map(|t| records.parse("session state", &t)).transpose()?,
+                            paused: row.intervention.map(|t| records.parse("intervention record", &t)).transpose()?,
+                            last: row.entry.map(|t| records.parse("cycle history entry", &t)).transpose()?,
+                        })
+                    });
+                    (row.key, read)
+                })
+                .collect();
+            Ok(Glances { sessions, paged_total: Some(total) })
+        })
+    }
+}
+
+impl BudgetBook for PgBackend {
+    fn budgets(&self) -> BackendFuture<'_, Vec<BudgetState>> {
+        Box::pin(async move { Ok(budgets(&self.db).await?) })
+    }
+
+    fn set_budget<'a>(&'a self, prefix: &'a str, tokens: u64, period: Duration) -> BackendFuture<'a, ()> {
+        Box::pin(async move {
+            check_budget(prefix, tokens, period.as_secs()).map_err(BackendError::BudgetSettings)?;
+            Ok(set_budget(&self.db, prefix, tokens, period).await?)
+        })
+    }
+
+    fn remove_budget<'a>(&'a self, prefix: &'a str) -> BackendFuture<'a, bool> {
+        Box::pin(async move { Ok(remove_budget(&self.db, prefix).await?) })
+    }
+}
+
+impl Outbox for PgBackend {
     fn claim_delivery<'a>(
         &'a self,
         session: &'a str,
@@ -243,39 +308,6 @@ impl Backend for PgBackend {
             )
             .await
             .map(drop)
-        })
-    }
-
-    fn paused(&self, max: usize) -> BackendFuture<'_, Vec<PausedSession>> {
-        Box::pin(async move { Ok(crate::session::postgres::paused_sessions(&self.db, max).await?) })
-    }
-
-    fn glances<'a>(
-        &'a self,
-        status: Option<&'a str>,
-        words: &'a [String],
-        offset: usize,
-        limit: usize,
-        _max: usize,
-    ) -> BackendFuture<'a, Glances> {
-        Box::pin(async move {
-            let (rows, total) = crate::session::postgres::session_page(&self.db, status, words, offset, limit).await?;
-            let sessions = rows
-                .into_iter()
-                .map(|row| {
-                    // Each row's records read as strictly as the runtime reads them.
-                    let records = PgRecords::new(&self.db, &row.key);
-                    let read = records.and_then(|records| {
-                        Ok(Glance {
-                            state: row.state.map(|t| records.parse("session state", &t)).transpose()?,
-                            paused: row.intervention.map(|t| records.parse("intervention record", &t)).transpose()?,
-                            last: row.entry.map(|t| records.parse("cycle history entry", &t)).transpose()?,
-                        })
-                    });
-                    (row.key, read)
-                })
-                .collect();
-            Ok(Glances { sessions, paged_total: Some(total) })
         })
     }
 }

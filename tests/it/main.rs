@@ -10,6 +10,7 @@
 mod common;
 
 mod approvals;
+mod bare_backend;
 mod budgets;
 mod bundle;
 mod cli;

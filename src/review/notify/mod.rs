@@ -4,7 +4,7 @@
 //!
 //! The outbox is the sessions' own records ([`Backend::recent_events`]): an event is durable
 //! with what causes it, so a sender killed at any point loses nothing. Each event's delivery to
-//! each receiver is claimed by one sender at a time ([`Backend::claim_delivery`]), so two
+//! each receiver is claimed by one sender at a time ([`Outbox::claim_delivery`](crate::backend::Outbox::claim_delivery)), so two
 //! senders never deliver one event to one receiver at once; a 2xx ends it, anything else is
 //! tried again with exponential back-off and jitter ([`NotifyOptions::first_retry`], doubling,
 //! at most an hour apart) under the same `webhook-id`, until the event is
@@ -198,6 +198,10 @@ impl Notifier {
                 })
             })
             .collect::<Result<Vec<_>, NotifyError>>()?;
+        // Deliveries are claimed in the backend's outbox: one that keeps none cannot send.
+        if !hooks.is_empty() && backend.outbox().is_none() {
+            return Err(BackendError::Lacks("outbox of notifications").into());
+        }
         let client = reqwest::Client::builder()
             .timeout(options.timeout)
             .connect_timeout(options.timeout)
@@ -370,7 +374,8 @@ impl Notifier {
         // A claim outlives the request: another sender takes it over only once this one has
         // plainly stopped.
         let hold = self.options.timeout * 2 + Duration::from_secs(5);
-        let claim = self.backend.claim_delivery(&logged.session, &notification.id, &hook.id, hold).await?;
+        let outbox = self.backend.outbox().ok_or(BackendError::Lacks("outbox of notifications"))?;
+        let claim = outbox.claim_delivery(&logged.session, &notification.id, &hook.id, hold).await?;
         let Some(claim) = claim else { return Ok(None) };
         let attempts = claim.attempts;
         let now = Timestamp::now();
@@ -383,7 +388,7 @@ impl Notifier {
             why,
         };
         if now.since(notification.at) > self.options.give_up_after {
-            self.backend.finish_delivery(claim, DeliveryOutcome::GivenUp).await?;
+            outbox.finish_delivery(claim, DeliveryOutcome::GivenUp).await?;
             return Ok(Some(attempt("given-up", Some("older than the time it may be tried".into()))));
         }
         let sent = self.post(hook, notification, now).await;
@@ -398,7 +403,7 @@ impl Notifier {
                 }
             }
         };
-        self.backend.finish_delivery(claim, outcome).await?;
+        outbox.finish_delivery(claim, outcome).await?;
         Ok(Some(done))
     }
 

@@ -73,18 +73,19 @@ pub fn budget(out: &mut Output, command: BudgetCommand) -> Result<u8, CliError> 
     let failed = |e: planlock::backend::BackendError| {
         if e.is_usage() { CliError::usage(planlock::Failure::code(&e), e.to_string()) } else { CliError::of(&e) }
     };
+    let book = backend.budgets().ok_or(planlock::backend::BackendError::Lacks("token budgets")).map_err(failed)?;
     let (action, exit) = match command {
         BudgetCommand::Show { .. } => {
-            let budgets = planlock::block_on(backend.budgets()).map_err(failed)?;
+            let budgets = planlock::block_on(book.budgets()).map_err(failed)?;
             out.report(&Shown { budgets });
             return Ok(EXIT_VALID);
         }
         BudgetCommand::Set { prefix, tokens, period, .. } => {
-            planlock::block_on(backend.set_budget(&prefix, tokens, period)).map_err(failed)?;
+            planlock::block_on(book.set_budget(&prefix, tokens, period)).map_err(failed)?;
             ("set", EXIT_VALID)
         }
         BudgetCommand::Remove { prefix, .. } => {
-            match planlock::block_on(backend.remove_budget(&prefix)).map_err(failed)? {
+            match planlock::block_on(book.remove_budget(&prefix)).map_err(failed)? {
                 true => ("removed", EXIT_VALID),
                 false => ("none", EXIT_CYCLE_FAIL),
             }
