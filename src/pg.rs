@@ -3,7 +3,7 @@
 //! migrations; the session store (`session::postgres`) and the storage ports
 //! (`store::postgres`) use it.
 //!
-//! Layer 3 (below the executor, whose cycle guard holds a cycle's transaction, and the stores
+//! Layer 3 (below the executor, whose cycle guard holds a cycle's kept writes, and the stores
 //! that use it): it knows SQL and connections, and of the contract only how a failure is
 //! classified.
 //!

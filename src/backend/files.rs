@@ -123,10 +123,6 @@ struct OpenedRoot {
 }
 
 impl OpenedSession for OpenedRoot {
-    fn session_store(&self) -> &dyn SessionStore {
-        &self.store
-    }
-
     fn resolve(&self, resolver: &StrategyResolver, manifest: &BundleManifest) -> Result<ResolvedStore, BundleError> {
         resolver.resolve(manifest, &self.root)
     }

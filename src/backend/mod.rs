@@ -76,9 +76,6 @@ pub struct Glances {
 /// A session opened to run its cycles: its store (the lock or lease held while it lives), and
 /// where its bundle's providers open their stores.
 pub trait OpenedSession: fmt::Debug + Send + Sync {
-    /// The session store.
-    fn session_store(&self) -> &dyn SessionStore;
-
     /// The stores of `manifest`'s providers, opened by `resolver` where the session is: under its
     /// root, or in the database session's namespace and cycles.
     fn resolve(&self, resolver: &StrategyResolver, manifest: &BundleManifest) -> Result<ResolvedStore, BundleError>;
@@ -102,7 +99,7 @@ pub trait OpenedSession: fmt::Debug + Send + Sync {
 /// std::fs::create_dir(dir.path().join("support-7"))?;
 /// let sessions = planlock::backend::connect(dir.path().to_str().unwrap(), None).await?;
 /// let opened = sessions.open("support-7").await?;
-/// assert!(opened.session_store().records().load().await?.is_none(), "a new session holds nothing yet");
+/// assert!(opened.into_session_store().records().load().await?.is_none(), "a new session holds nothing yet");
 /// assert_eq!(sessions.default_bundle().bundle_id, "default");
 /// assert!(sessions.records("no-such-session").await.is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())

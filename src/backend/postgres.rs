@@ -66,10 +66,6 @@ fn key(key: &str) -> Result<&str, BackendError> {
 }
 
 impl OpenedSession for PgSessionStore {
-    fn session_store(&self) -> &dyn SessionStore {
-        self
-    }
-
     fn resolve(&self, resolver: &StrategyResolver, manifest: &BundleManifest) -> Result<ResolvedStore, BundleError> {
         resolver.resolve_for_session(manifest, self.session())
     }

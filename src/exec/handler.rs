@@ -208,8 +208,8 @@ impl<'a> StepContext<'a> {
     /// The cycle as its session store began it, when the step runs in a session's cycle (a
     /// [`Runtime`](crate::runtime::Runtime)'s): a storage handler hands it to its store
     /// ([`store::Call::of_step`](crate::store::Call::of_step)) so the store's writes join what
-    /// the session store holds for the cycle (PostgreSQL's: one transaction with the session
-    /// save). `None` for a cycle run by an [`Executor`](crate::Executor) alone.
+    /// the session store holds for the cycle (PostgreSQL's: one transaction with the end of the
+    /// cycle). `None` for a cycle run by an [`Executor`](crate::Executor) alone.
     pub fn open_cycle(&self) -> Option<&'a CycleGuard> {
         self.in_session.map(|s| s.guard)
     }

@@ -1,8 +1,7 @@
 //! Layer 4, running a plan (docs/CONTRACT.md, "Execution"): typed handlers ([`handler`]), the
 //! read-only results of a cycle ([`ledger`]), pre and post validators ([`validator`]) and the flat
-//! executor with its cycle report ([`executor`]).
-//!
-//! Imports the contract, validation and hashing layers; nothing above.
+//! executor with its cycle report ([`executor`]). What it may import is the layer test's to say
+//! (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs`).
 
 pub mod budget;
 mod cycle;

@@ -1,6 +1,6 @@
 //! A cycle as a session store began it: a value the runtime keeps as a local of the cycle, hands
 //! to every step (through [`StepContext::open_cycle`](crate::StepContext::open_cycle)) and gives to
-//! the session save by value (docs/CONTRACT.md, "Sessions and the runtime").
+//! the end of the cycle by value (docs/CONTRACT.md, "Sessions and the runtime").
 //!
 //! Layer 4, with the executor. The value is typed: what a backend holds for a cycle is one case
 //! of [`Held`] (PostgreSQL's cycle; files hold nothing); the cycle's account with its token
@@ -12,14 +12,14 @@ use std::time::Instant;
 
 /// A cycle in progress on a session store, from
 /// [`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle): when it started,
-/// what its backend holds open for it (PostgreSQL's: the cycle's transaction, begun by its first
-/// write, and what its first read kept for a later step). Nothing else holds a cycle's state:
-/// the stores of the session join what the value holds when a step hands it to them, the save
-/// takes it by value and commits what it holds, and dropping it releases that (a transaction is
-/// rolled back).
+/// what its backend holds for it (PostgreSQL's: the cycle's writes, kept to be sent with its
+/// end, and what its first read kept for a later step). Nothing else holds a cycle's state: the
+/// stores of the session join what the value holds when a step hands it to them,
+/// [`SessionStore::end_cycle`](crate::session::SessionStore::end_cycle) takes it by value and
+/// commits what it holds, and dropping it releases that (nothing kept is sent).
 ///
 /// A store that holds nothing for a cycle (files, or a store of your own) begins it with
-/// [`CycleGuard::none`]: its save commits its own writes, as it always does.
+/// [`CycleGuard::none`]: its writes commit on their own, as they always do.
 ///
 /// ```
 /// use planlock::session::CycleGuard;
@@ -27,7 +27,7 @@ use std::time::Instant;
 /// assert!(!cycle.holds());
 /// assert!(cycle.started().elapsed().as_secs() < 60);
 /// ```
-#[must_use = "a cycle's writes are rolled back when its guard is dropped"]
+#[must_use = "a cycle's kept writes are dropped with its guard"]
 pub struct CycleGuard {
     started: Instant,
     held: Held,
@@ -40,7 +40,7 @@ pub(crate) enum Held {
     /// Nothing but what to run when the cycle ends ([`CycleGuard::ending`]): kept only to be
     /// dropped with the guard.
     Ending(#[expect(dead_code, reason = "held for its Drop")] OnDrop),
-    /// A PostgreSQL session's cycle: its transaction and what its first read kept.
+    /// A PostgreSQL session's cycle: its kept writes and what its first read kept.
     #[cfg(feature = "postgres")]
     Pg(Box<crate::pg::cycle::PgCycle>),
 }
@@ -102,8 +102,9 @@ impl CycleGuard {
         self.started
     }
 
-    /// Whether its backend holds a transaction open for the cycle: `false` for a store whose
-    /// writes commit on their own (a store of another backend refuses a cycle that holds one).
+    /// Whether its backend holds anything for the cycle (writes kept for its end): `false` for a
+    /// store whose writes commit on their own (a store of another backend refuses a cycle that
+    /// holds something).
     pub fn holds(&self) -> bool {
         match self.held {
             Held::Nothing | Held::Ending(_) => false,

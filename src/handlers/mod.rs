@@ -10,7 +10,7 @@
 //! - `ModelPlanner` (feature `openai`): a `PolicyInterpreter` that asks a model for the plan,
 //!   with the grammar of valid plans, and validates what it writes.
 //!
-//! Imports `contract`, `validate`, `exec` and `grammar` (layers 1, 2 and 4).
+//! What it may import is the layer test's to say (CONTRIBUTING.md, "The layers").
 
 #[cfg(feature = "openai")]
 pub mod embed;

@@ -2,9 +2,8 @@
 //! [`SessionStore`] interface and the crash-safe [`FileSessionStore`] at
 //! `<root>/ops/runtime/session_state.json`.
 //!
-//! Layer 5: sessions and their records. Imports the contract (digests, JSON, files read under bounds),
-//! the executor's cycle report (a history entry keeps it) and the PostgreSQL pool; nothing that runs
-//! a plan.
+//! Layer 5: sessions and their records (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs`
+//! holds them).
 //!
 //! - **Load** creates nothing. No file means Cold Start. The file must be a regular file (never
 //!   through a symlink, never a FIFO or a directory), at most [`MAX_SESSION_FILE_BYTES`], and

@@ -28,8 +28,8 @@ impl Report for AbandonReport {
 
 pub fn abandon(out: &mut Output, place: &SessionPlace) -> Result<u8, CliError> {
     let place = place.locate()?;
-    let opened = place.open()?;
-    let abandoned = planlock::block_on(planlock::runtime::abandon_paused(opened.session_store()));
+    let store = place.open()?.into_session_store();
+    let abandoned = planlock::block_on(planlock::runtime::abandon_paused(store.as_ref()));
     match abandoned.map_err(|e| CliError::of(&e))? {
         Some(record) => {
             out.report(&AbandonReport { abandoned_cycle: record.cycle, step_id: record.step_id });
