@@ -48,6 +48,20 @@ pub(super) fn a_cycles_writes_travel_with_its_save_in_one_round_trip(server: &Pg
     assert_eq!(trips[2..], [2, 2, 2, 2], "round trips per cycle: {trips:?}");
     // Each cycle wrote once: a memory per cycle, and the decision, evidence and link keys.
     assert_eq!(written_rows(&url, "trips"), (6, 18));
+    // The end of a cycle is one round trip whether a bundle pin is due with it or not: the pin
+    // rides in the same compare-and-set (it took a round trip of its own before issue 57 §2).
+    let store = PgSessionStore::open(&db, "ends").unwrap();
+    let mut ends = Vec::new();
+    for (cycle, due) in [(1, Some(pin())), (2, None), (3, Some(pin())), (4, None)] {
+        let cycle_guard = block_on(store.begin_cycle()).unwrap();
+        let before = db.round_trips();
+        let saved = block_on(store.end_cycle(EndOfCycle::saving(update(cycle)).with_pin(due), cycle_guard)).unwrap();
+        ends.push(db.round_trips() - before);
+        assert_eq!(saved.map(|s| s.cycle), Some(cycle));
+    }
+    assert_eq!(ends[1..], [1, 1, 1], "round trips per end of a cycle: {ends:?}");
+    let pinned = block_on(store.records().load_pin()).unwrap();
+    assert_eq!(pinned.map(|p| p.bundle_id), Some("b".to_owned()), "a later end without a pin keeps it");
 }
 
 /// A write that fails when the save sends it is its step's failure, as it is where the write
