@@ -44,6 +44,9 @@ pub enum BackendError {
     /// held by another worker, a record that does not parse).
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The session could not be opened: another holds it, or its root or key cannot be used.
+    #[error(transparent)]
+    Open(#[from] crate::session::OpenError),
     /// The providers the session's pin names could not be opened.
     #[error(transparent)]
     Bundle(#[from] BundleError),
@@ -99,6 +102,7 @@ impl Failure for BackendError {
             #[cfg(feature = "postgres")]
             BackendError::Database(e) => e.code(),
             BackendError::Session(e) => e.code(),
+            BackendError::Open(e) => e.code(),
             BackendError::Bundle(e) => e.code(),
             BackendError::Budget(e) => e.code(),
             BackendError::BudgetSettings(_) => "budget-settings",

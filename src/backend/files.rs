@@ -82,7 +82,7 @@ impl FilesBackend {
         match existing(&root, !named) {
             Ok(()) => Ok(root),
             Err(_) if named => Err(BackendError::Unknown(crate::text::printable(name).into_owned())),
-            Err(source) => Err(crate::session::SessionError::Root { root, source }.into()),
+            Err(source) => Err(crate::session::OpenError::Root { root, source }.into()),
         }
     }
 

@@ -14,7 +14,7 @@ use super::{
 use crate::pg::{PgDatabase, PgOptions, PgSession};
 use crate::session::Timestamp;
 use crate::session::postgres::{DEFAULT_LEASE, MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
-use crate::session::{SessionRecords, SessionStore};
+use crate::session::{SessionError, SessionRecords, SessionStore};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
 use crate::store::provider::{Place, ResolvedStore};
 use tokio_postgres::types::Type;
@@ -206,8 +206,13 @@ impl Backend for PgBackend {
             let sessions = rows
                 .into_iter()
                 .map(|row| {
-                    // Each row's records read as strictly as the runtime reads them.
-                    let records = PgRecords::new(&self.db, &row.key);
+                    // Each row's records read as strictly as the runtime reads them; a stored key
+                    // no session could have is a row that is not valid.
+                    let records = PgRecords::new(&self.db, &row.key).map_err(|e| SessionError::CorruptRow {
+                        key: crate::text::printable(&row.key).into_owned(),
+                        what: "session key",
+                        problem: e.to_string(),
+                    });
                     let read = records.and_then(|records| {
                         Ok(Glance {
                             state: row.state.map(|t| records.parse("session state", &t)).transpose()?,

@@ -140,6 +140,9 @@ pub enum BootError {
     /// The session store failed or holds a bad file.
     #[error(transparent)]
     Session(#[from] SessionError),
+    /// The session cannot be claimed for this runtime: another runtime claimed its store.
+    #[error(transparent)]
+    Open(#[from] crate::session::OpenError),
     /// The saved session belongs to another plan or policy.
     #[error(transparent)]
     HashMismatch(Box<HashMismatch>),
@@ -206,6 +209,7 @@ impl Failure for BootError {
             BootError::Plan(r) => r.problems().first().map_or("plan-rejected", |p| p.code().as_str()),
             BootError::Profile(e) => e.code(),
             BootError::Session(e) => e.code(),
+            BootError::Open(e) => e.code(),
             BootError::HashMismatch(e) => e.code(),
             BootError::InterventionMismatch(e) => e.code(),
             BootError::PersistSessionHandler => "persist-session-handler",

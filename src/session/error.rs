@@ -1,4 +1,6 @@
-//! Why a session store failed: [`SessionError`], every case FailFast.
+//! Why a session store failed, by operation (as redb's `error.rs`): [`OpenError`] for opening
+//! a session for a runtime (its lock or lease, its root or key, its claim), [`SessionError`] for
+//! reading and writing its records. Every case is FailFast.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -36,26 +38,6 @@ pub enum SessionError {
         /// Who recorded it.
         by: String,
     },
-    /// Another runtime holds this session.
-    #[error("session in use: another runtime holds the lock on {}; refusing to share a session file", root.display())]
-    InUse {
-        /// The store's root.
-        root: PathBuf,
-    },
-    /// A runtime already claimed this opened store; a second one may not use it.
-    #[error("session in use: a runtime already claimed the store of {place}; open the session once per runtime")]
-    Claimed {
-        /// The session's root or key.
-        place: String,
-    },
-    /// The root directory is missing or not a directory.
-    #[error("session root {} is not usable: {source}", root.display())]
-    Root {
-        /// The root.
-        root: PathBuf,
-        /// Why.
-        source: io::Error,
-    },
     /// The record is there but is not what it should be.
     #[error("{} {} is {problem}; fix or remove it (it was not changed)", record_kind(file), file.display())]
     Corrupt {
@@ -74,19 +56,6 @@ pub enum SessionError {
         /// Why.
         source: io::Error,
     },
-    /// Another live worker holds the session's lease (a shared store, docs/CONTRACT.md "More
-    /// than one machine").
-    #[error(
-        "session in use: worker {owner} holds the lease on session `{key}` for {seconds_left:.1} s more; refusing to share it"
-    )]
-    LeaseHeld {
-        /// The session key.
-        key: String,
-        /// The worker holding it.
-        owner: Uuid,
-        /// How long its lease still runs.
-        seconds_left: f64,
-    },
     /// This worker's lease was taken over (it stalled past it), or the row changed under it:
     /// it must not write, and did not.
     #[error(
@@ -104,12 +73,6 @@ pub enum SessionError {
     ForeignCycle {
         /// The session's root or key.
         place: String,
-    },
-    /// The session key is not one a shared store accepts.
-    #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
-    InvalidKey {
-        /// What is wrong with it.
-        problem: String,
     },
     /// A stored row does not read back as what it must be.
     #[error("session `{key}`: the stored {what} is not valid: {problem}; fix or remove it (it was not changed)")]
@@ -148,19 +111,82 @@ impl Failure for SessionError {
     /// A stable machine-readable code.
     fn code(&self) -> &'static str {
         match self {
-            SessionError::InUse { .. } | SessionError::Claimed { .. } => "session-in-use",
-            SessionError::Root { .. } => "session-root",
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
             SessionError::AlreadyDecided { .. } => "already-decided",
             SessionError::ForeignCycle { .. } => "session-foreign-cycle",
-            SessionError::LeaseHeld { .. } => "session-in-use",
             SessionError::Fenced { .. } => "session-fenced",
-            SessionError::InvalidKey { .. } => "session-key",
             SessionError::CorruptRow { .. } => "session-corrupt",
             SessionError::Database { .. } => "session-database",
             #[cfg(feature = "postgres")]
             SessionError::StepWrite { .. } => "session-step-write",
+        }
+    }
+
+    fn kind(&self) -> FailureKind {
+        FailureKind::FailFast
+    }
+}
+
+/// Why a session could not be opened for a runtime: another holds it (its lock, its lease, or a
+/// runtime already claimed the opened store), its root or key cannot be used, or its records
+/// failed while it was opened ([`OpenError::Records`]).
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum OpenError {
+    /// Another runtime holds this session.
+    #[error("session in use: another runtime holds the lock on {}; refusing to share a session file", root.display())]
+    InUse {
+        /// The store's root.
+        root: PathBuf,
+    },
+    /// A runtime already claimed this opened store; a second one may not use it.
+    #[error("session in use: a runtime already claimed the store of {place}; open the session once per runtime")]
+    Claimed {
+        /// The session's root or key.
+        place: String,
+    },
+    /// The root directory is missing or not a directory.
+    #[error("session root {} is not usable: {source}", root.display())]
+    Root {
+        /// The root.
+        root: PathBuf,
+        /// Why.
+        source: io::Error,
+    },
+    /// Another live worker holds the session's lease (a shared store, docs/CONTRACT.md "More
+    /// than one machine").
+    #[error(
+        "session in use: worker {owner} holds the lease on session `{key}` for {seconds_left:.1} s more; refusing to share it"
+    )]
+    LeaseHeld {
+        /// The session key.
+        key: String,
+        /// The worker holding it.
+        owner: Uuid,
+        /// How long its lease still runs.
+        seconds_left: f64,
+    },
+    /// The session key is not one a shared store accepts.
+    #[error("session key {problem}; use a non-empty key of at most 256 bytes (a tenant or conversation id)")]
+    InvalidKey {
+        /// What is wrong with it.
+        problem: String,
+    },
+    /// The session's records failed while it was opened (the database, or a file).
+    #[error(transparent)]
+    Records(#[from] SessionError),
+}
+
+impl Failure for OpenError {
+    /// A stable machine-readable code: `session-in-use` (its lock, lease or claim held),
+    /// `session-root`, `session-key`, or its records' code.
+    fn code(&self) -> &'static str {
+        match self {
+            OpenError::InUse { .. } | OpenError::Claimed { .. } | OpenError::LeaseHeld { .. } => "session-in-use",
+            OpenError::Root { .. } => "session-root",
+            OpenError::InvalidKey { .. } => "session-key",
+            OpenError::Records(e) => e.code(),
         }
     }
 

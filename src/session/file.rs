@@ -1,6 +1,7 @@
 //! The crash-safe [`FileSessionStore`]: one session file under a root the caller chooses,
 //! saved atomically and durably, locked against a second store on the same root.
 
+use super::OpenError;
 use std::fmt;
 use std::fs::{self, File};
 use std::io::{self, Write};
@@ -97,24 +98,24 @@ impl FileSessionStore {
     /// Opens the store at `root` (which must exist) and locks it; creates nothing. A root another
     /// store holds is refused (`session-in-use`) once its lock stayed busy for [`LOCK_PATIENCE`]
     /// (a lock let go can look held while a child process of this one starts).
-    pub fn open(root: impl Into<PathBuf>) -> Result<FileSessionStore, SessionError> {
+    pub fn open(root: impl Into<PathBuf>) -> Result<FileSessionStore, OpenError> {
         FileSessionStore::on(root.into(), Box::new(RealFs))
     }
 
     /// [`open`](Self::open) with another [`SaveFs`], for fault injection (feature `testing`).
     #[cfg(feature = "testing")]
     #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
-    pub fn with_fs(root: impl Into<PathBuf>, fs: impl SaveFs + 'static) -> Result<FileSessionStore, SessionError> {
+    pub fn with_fs(root: impl Into<PathBuf>, fs: impl SaveFs + 'static) -> Result<FileSessionStore, OpenError> {
         FileSessionStore::on(root.into(), Box::new(fs))
     }
 
-    fn on(root: PathBuf, fs: Box<dyn SaveFs>) -> Result<FileSessionStore, SessionError> {
-        let meta = fs::metadata(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
+    fn on(root: PathBuf, fs: Box<dyn SaveFs>) -> Result<FileSessionStore, OpenError> {
+        let meta = fs::metadata(&root).map_err(|source| OpenError::Root { root: root.clone(), source })?;
         if !meta.is_dir() {
             let source = io::Error::new(io::ErrorKind::NotADirectory, "not a directory");
-            return Err(SessionError::Root { root, source });
+            return Err(OpenError::Root { root, source });
         }
-        let lock = File::open(&root).map_err(|source| SessionError::Root { root: root.clone(), source })?;
+        let lock = File::open(&root).map_err(|source| OpenError::Root { root: root.clone(), source })?;
         // A lock let go can look held for a moment: a child process another thread is starting
         // holds a copy of every descriptor from its fork to its exec (measured: up to 90 ms for
         // a large process). A busy lock is tried again for LOCK_PATIENCE before "in use".
@@ -127,8 +128,8 @@ impl FileSessionStore {
                     std::thread::sleep(pause.min(deadline.saturating_duration_since(std::time::Instant::now())));
                     pause = (pause * 2).min(std::time::Duration::from_millis(50));
                 }
-                Err(fs::TryLockError::WouldBlock) => return Err(SessionError::InUse { root }),
-                Err(fs::TryLockError::Error(source)) => return Err(SessionError::Root { root, source }),
+                Err(fs::TryLockError::WouldBlock) => return Err(OpenError::InUse { root }),
+                Err(fs::TryLockError::Error(source)) => return Err(OpenError::Root { root, source }),
             }
         }
         let file = root.join(SESSION_FILE);
@@ -287,9 +288,9 @@ fn ends_with_newline(file: &mut File) -> io::Result<bool> {
 // they return: a fleet of sessions uses the PostgreSQL store, whose calls wait on the server
 // holding no thread.
 impl SessionStore for FileSessionStore {
-    fn claim(&self) -> Result<(), SessionError> {
+    fn claim(&self) -> Result<(), OpenError> {
         if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
-            return Err(SessionError::Claimed { place: self.root.display().to_string() });
+            return Err(OpenError::Claimed { place: self.root.display().to_string() });
         }
         Ok(())
     }

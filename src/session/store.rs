@@ -11,7 +11,7 @@ use std::pin::Pin;
 #[doc(no_inline)]
 pub use crate::exec::handler::CycleGuard;
 
-use super::{CycleEntry, EndOfCycle, ReservedSession, SessionError, SessionRecords, SessionState};
+use super::{CycleEntry, EndOfCycle, OpenError, ReservedSession, SessionError, SessionRecords, SessionState};
 
 /// What a [`SessionStore`] call returns: a future of its result.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError>> + Send + 'a>>;
@@ -31,7 +31,7 @@ pub trait SessionStore: Send + Sync {
     /// second claim (a second runtime booting on the same store, directly or through a wrapper
     /// that forwards every call) is refused with `session-in-use`. A store that wraps another
     /// forwards this call, so exclusive use cannot be lost by wrapping.
-    fn claim(&self) -> Result<(), SessionError>;
+    fn claim(&self) -> Result<(), OpenError>;
     /// Begins a cycle: the value the runtime keeps while the cycle runs and hands to its steps.
     /// A store whose stores' writes can be durable with the end of the cycle (PostgreSQL's)
     /// keeps those writes in it until the value is given to [`end_cycle`](Self::end_cycle)
@@ -105,7 +105,7 @@ macro_rules! forward_session_store {
         $($crate::forward_session_store!(@ $method $this $inner);)*
     };
     (@ claim $this:ident $inner:expr) => {
-        fn claim(&self) -> Result<(), $crate::session::SessionError> { let $this = self; $inner.claim() }
+        fn claim(&self) -> Result<(), $crate::session::OpenError> { let $this = self; $inner.claim() }
     };
     (@ begin_cycle $this:ident $inner:expr) => {
         fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }

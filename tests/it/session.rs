@@ -338,3 +338,22 @@ fn a_session_reopens_while_another_thread_starts_processes() {
     assert!(spawned >= 40, "the processes started: {spawned}");
     assert!(refused.is_empty(), "{} of {opens} opens refused: {:?}", refused.len(), refused.first());
 }
+
+/// Opening a session has an error of its own (errors by operation, issue 57 §6): a root another
+/// store holds, a root that is no directory, a store a runtime already claimed — each a case of
+/// `OpenError`, with the codes a person reads.
+#[test]
+fn opening_a_session_fails_with_an_open_error_by_case() {
+    use planlock::session::OpenError;
+    let root = tempfile::tempdir().unwrap();
+    let held = FileSessionStore::open(root.path()).unwrap();
+    let in_use = FileSessionStore::open(root.path()).unwrap_err();
+    assert!(matches!(in_use, OpenError::InUse { .. }), "{in_use}");
+    let missing = FileSessionStore::open(root.path().join("missing")).unwrap_err();
+    assert!(matches!(missing, OpenError::Root { .. }), "{missing}");
+    held.claim().unwrap();
+    let claimed = held.claim().unwrap_err();
+    assert!(matches!(claimed, OpenError::Claimed { .. }), "{claimed}");
+    let codes = [in_use.code(), missing.code(), claimed.code()];
+    assert_eq!(codes, ["session-in-use", "session-root", "session-in-use"]);
+}

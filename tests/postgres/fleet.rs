@@ -19,7 +19,7 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     };
     let _ = block_on(a.end_cycle(EndOfCycle::saving(update(1)), CycleGuard::none())).unwrap();
     let err = PgSessionStore::open_with_lease(&db, "conv-1", lease).unwrap_err();
-    assert!(matches!(err, SessionError::LeaseHeld { .. }), "{err}");
+    assert!(matches!(err, planlock::session::OpenError::LeaseHeld { .. }), "{err}");
     assert_eq!((err.code(), err.kind()), ("session-in-use", FailureKind::FailFast));
     assert!(err.to_string().contains(&a.owner().to_string()), "{err}");
     // A renewal keeps it.

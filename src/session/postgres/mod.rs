@@ -36,8 +36,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, Leaves, ReservedSession, SessionError,
-    SessionRecords, SessionState, SessionStore, StoreFuture,
+    CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, Leaves, OpenError, ReservedSession,
+    SessionError, SessionRecords, SessionState, SessionStore, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
@@ -126,18 +126,18 @@ impl std::fmt::Debug for PgSessionStore {
 
 impl PgSessionStore {
     /// The session `key`, its lease taken for [`DEFAULT_LEASE`].
-    pub fn open(db: &PgDatabase, key: &str) -> Result<PgSessionStore, SessionError> {
+    pub fn open(db: &PgDatabase, key: &str) -> Result<PgSessionStore, OpenError> {
         PgSessionStore::open_with_lease(db, key, DEFAULT_LEASE)
     }
 
     /// The session `key`, its lease taken for `lease` (extended by every write). Creates the row
     /// if there is none; a new row holds no session (Cold Start).
-    pub fn open_with_lease(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
+    pub fn open_with_lease(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, OpenError> {
         crate::io::block_on(PgSessionStore::open_async(db, key, lease))
     }
 
     /// [`open_with_lease`](Self::open_with_lease), awaited.
-    pub async fn open_async(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, SessionError> {
+    pub async fn open_async(db: &PgDatabase, key: &str, lease: Duration) -> Result<PgSessionStore, OpenError> {
         let records = PgRecords::new(db, key)?;
         let mut store = PgSessionStore {
             records,
@@ -179,7 +179,7 @@ impl PgSessionStore {
         let (owner, seconds_left) = holder
             .map(|row| (row.get::<_, Option<Uuid>>(0).unwrap_or_default(), row.get::<_, f64>(1)))
             .unwrap_or_default();
-        Err(SessionError::LeaseHeld { key: store.records.key.clone(), owner, seconds_left })
+        Err(OpenError::LeaseHeld { key: store.records.key.clone(), owner, seconds_left })
     }
 
     /// The session key.
@@ -436,21 +436,21 @@ impl Drop for PgSessionStore {
 }
 
 /// A key is 1 to 256 bytes.
-fn check_key(key: &str) -> Result<(), SessionError> {
+fn check_key(key: &str) -> Result<(), OpenError> {
     if key.is_empty() {
-        return Err(SessionError::InvalidKey { problem: "is empty".into() });
+        return Err(OpenError::InvalidKey { problem: "is empty".into() });
     }
     if key.len() > MAX_SESSION_KEY_BYTES {
-        return Err(SessionError::InvalidKey { problem: format!("is {} bytes long", key.len()) });
+        return Err(OpenError::InvalidKey { problem: format!("is {} bytes long", key.len()) });
     }
     Ok(())
 }
 
 impl SessionStore for PgSessionStore {
-    fn claim(&self) -> Result<(), SessionError> {
+    fn claim(&self) -> Result<(), OpenError> {
         if self.claimed.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let place = format!("session key {}", crate::text::printable(&self.records.key));
-            return Err(SessionError::Claimed { place });
+            return Err(OpenError::Claimed { place });
         }
         Ok(())
     }

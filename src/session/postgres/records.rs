@@ -8,6 +8,7 @@ use tokio_postgres::types::Type;
 
 use super::{Column, check_key};
 use crate::pg::{Param, PgDatabase, Query, Then};
+use crate::session::OpenError;
 use crate::session::{
     ApprovalEvent, ApprovalLog, BundlePinV1, Decisions, History, InterventionRecord, PauseRef, Recorded,
     ReservedSession, ReviewDecision, SessionError, SessionRecords, SessionState, StoreFuture,
@@ -37,7 +38,7 @@ pub struct PgRecords {
 
 impl PgRecords {
     /// The records of session `key` (1 to 256 bytes).
-    pub fn new(db: &PgDatabase, key: &str) -> Result<PgRecords, SessionError> {
+    pub fn new(db: &PgDatabase, key: &str) -> Result<PgRecords, OpenError> {
         check_key(key)?;
         Ok(PgRecords { db: db.clone(), key: key.to_owned() })
     }
