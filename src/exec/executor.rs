@@ -544,14 +544,7 @@ impl<L: HandlerSet> Executor<L> {
                             _ => {
                                 // The Block a person approved: an event on the step.
                                 spans::guardrail_event(span, &v.id, "approved");
-                                report.overrides.push(OverrideRecord {
-                                    step_id: step.id.clone(),
-                                    validator_id: o.validator_id,
-                                    reason,
-                                    justification: o.justification,
-                                    by: o.by,
-                                    shown_digest: o.shown_digest,
-                                });
+                                report.overrides.push(OverrideRecord { approved: o, reason });
                                 continue;
                             }
                         }

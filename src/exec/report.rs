@@ -129,23 +129,26 @@ pub struct Intervention {
     pub reason: String,
 }
 
-/// An override that let a Block pass.
+/// An override that let a Block pass: the override as it was given (its validator and step,
+/// the justification, who decided, the digest it was bound to), and the reason the validator
+/// gave. Its JSON is one flat object, as before the override was kept whole.
+///
+/// ```
+/// use planlock::executor::OverrideRecord;
+/// let kept = r#"{"step_id":"remember","validator_id":"review","reason":"pii","justification":"checked","by":"ada"}"#;
+/// let record: OverrideRecord = serde_json::from_str(kept)?;
+/// assert_eq!((record.approved.step_id.as_str(), record.reason.as_str()), ("remember", "pii"));
+/// let json = serde_json::to_value(&record)?;
+/// assert_eq!((&json["justification"], &json["by"]), (&"checked".into(), &"ada".into()), "one flat object");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct OverrideRecord {
-    /// The step whose Block was overridden.
-    pub step_id: String,
-    /// The validator.
-    pub validator_id: String,
-    /// The reason it gave.
+    /// The override applied.
+    #[serde(flatten)]
+    pub approved: crate::exec::validator::Override,
+    /// The reason the validator gave.
     pub reason: String,
-    /// The caller's justification.
-    pub justification: String,
-    /// Who decided, when known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub by: Option<String>,
-    /// The digest of what was approved, when the override was bound to it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shown_digest: Option<Digest>,
 }
 
 /// An approval that did not apply (`approval-stale`): the re-run met something other than what

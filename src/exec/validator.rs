@@ -127,7 +127,10 @@ impl Registered {
 /// while the re-run meets what has that digest (before the step: its input; after it: its
 /// result); otherwise the validator's Block stands, the report says the approval was stale, and
 /// the cycle pauses again on what is there now (CONTRACT §14).
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// The cycle report records the override it applied as it was given
+/// ([`OverrideRecord`](crate::executor::OverrideRecord)), with the validator's reason.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Override {
     /// The validator whose Block is overridden.
     pub validator_id: String,
@@ -136,10 +139,12 @@ pub struct Override {
     /// Why; recorded in the cycle report.
     pub justification: String,
     /// Who decided, when known; recorded in the cycle report.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub by: Option<String>,
     /// The digest of what was approved ([`Shown::digest`](crate::executor::Shown)); `None` lets
     /// the Block pass whatever the re-run meets (a record of an older version shows nothing to
     /// bind to).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_digest: Option<Digest>,
 }
 

@@ -66,7 +66,8 @@ pub async fn abandon_paused(store: &dyn SessionStore) -> Result<Option<Intervent
 pub(super) fn outcome(pause: &PauseRef, report: Option<&CycleReport>, completed: bool) -> ApprovalEvent {
     let at = Timestamp::now();
     let mine = |step: &str, validator: &str| step == pause.step_id && validator == pause.validator_id;
-    let applied = report.is_some_and(|r| r.overrides.iter().any(|o| mine(&o.step_id, &o.validator_id)));
+    let applied =
+        report.is_some_and(|r| r.overrides.iter().any(|o| mine(&o.approved.step_id, &o.approved.validator_id)));
     let stale = report.and_then(|r| r.stale.iter().find(|s| mine(&s.step_id, &s.validator_id)));
     match (applied, stale) {
         (true, _) => ApprovalEvent::Consumed { pause: pause.clone(), cycle: pause.cycle, completed, at },

@@ -194,8 +194,8 @@ fn an_approval_applies_while_the_rerun_meets_what_was_approved() {
     // completes without a second pause.
     let done = completed(rt.run_cycle_blocking());
     assert_eq!(done.report.overrides.len(), 1);
-    assert_eq!(done.report.overrides[0].by.as_deref(), Some("ada"));
-    assert_eq!(done.report.overrides[0].shown_digest, record.shown_digest);
+    assert_eq!(done.report.overrides[0].approved.by.as_deref(), Some("ada"));
+    assert_eq!(done.report.overrides[0].approved.shown_digest, record.shown_digest);
     assert!(rt.pending().is_none());
     assert_eq!(events(&s.log()), ["decided", "consumed"]);
 }

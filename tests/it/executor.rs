@@ -459,12 +459,12 @@ fn an_override_lets_one_block_pass_once_and_is_recorded() {
     let RunOutcome::Completed(done) = runtime.resume_blocking(Some(over)).unwrap() else { panic!() };
     assert_eq!(done.report.interventions.len(), 1, "the Block that paused the cycle");
     assert_eq!(done.report.overrides.len(), 1);
-    let o = &done.report.overrides[0];
+    let o = &done.report.overrides[0].approved;
     assert_eq!(
         (o.step_id.as_str(), o.validator_id.as_str(), o.justification.as_str()),
         ("remember", "pre-guard", "reviewed by the on-call engineer")
     );
-    assert_eq!(o.reason, "pii a third time");
+    assert_eq!(done.report.overrides[0].reason, "pii a third time");
     assert_eq!(probe.ids().iter().filter(|id| *id == "remember").count(), 1);
 }
 

@@ -68,7 +68,7 @@ fn every_finished_cycle_is_kept_with_its_steps_and_read_back_newest_first_after_
     let [failed, resumed, paused] = &history.entries[..] else { unreachable!() };
     assert!(resumed.failure.is_none() && resumed.finished_at >= resumed.started_at);
     assert!(resumed.report.steps.iter().all(|s| s.status == StepStatus::Completed));
-    assert_eq!(resumed.report.overrides[0].justification, "checked by hand");
+    assert_eq!(resumed.report.overrides[0].approved.justification, "checked by hand");
     let failure = failed.failure.as_ref().unwrap();
     assert_eq!((failure.code.as_str(), failure.class), ("step-failed", FailureKind::CycleFail), "{failure:?}");
     assert_eq!(failure.step_id.as_deref(), Some("llm"));

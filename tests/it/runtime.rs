@@ -150,7 +150,7 @@ fn an_override_is_tied_to_its_intervention() {
     else {
         panic!("still paused")
     };
-    let steps: Vec<_> = done.report.overrides.iter().map(|o| o.step_id.as_str()).collect();
+    let steps: Vec<_> = done.report.overrides.iter().map(|o| o.approved.step_id.as_str()).collect();
     assert_eq!(steps, ["decide"], "the report of the run that completed records its override");
 }
 

@@ -136,7 +136,7 @@ fn history_text(out: &mut Text, history: &[CycleEntry], unreadable: usize) {
         for i in &entry.report.interventions {
             line!(out, "    paused at `{}` by validator `{}`: {}", i.step_id, i.validator_id, i.reason);
         }
-        for o in &entry.report.overrides {
+        for o in entry.report.overrides.iter().map(|o| &o.approved) {
             line!(out, "    override at `{}` of `{}`: {}", o.step_id, o.validator_id, o.justification);
         }
     }
