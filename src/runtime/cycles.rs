@@ -211,10 +211,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         self.reserve().await?;
         let session = self.cycle_session(self.cycle() + 1);
         let (guard, budget) = self.begin_cycle(session.cycle, 0).await?;
-        let mut run = CycleRun::new(session.cycle);
+        let run = CycleRun::new(session.cycle);
         let in_session = InSession { guard: &guard, budget: budget.as_ref() };
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(in_session)).await;
-        let settled = self.settle(outcome, &mut run, None, guard, budget).await;
+        let settled = self.settle(outcome, &run, None, guard, budget).await;
         self.record(run, settled).await
     }
 
@@ -283,10 +283,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         crate::telemetry::pause_closed();
         let from = self.plan.steps().iter().position(|s| s.id == record.step_id).unwrap_or(0);
         let (guard, budget) = self.begin_cycle(record.cycle, from).await?;
-        let mut run = CycleRun::new(record.cycle);
+        let run = CycleRun::new(record.cycle);
         let in_session = InSession { guard: &guard, budget: budget.as_ref() };
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(in_session)).await;
-        let settled = self.settle(outcome, &mut run, decision.as_ref(), guard, budget).await;
+        let settled = self.settle(outcome, &run, decision.as_ref(), guard, budget).await;
         let settled = self.record(run, settled).await;
         // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
         if let Err(e) = &settled
@@ -359,7 +359,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     pub(super) async fn settle(
         &mut self,
         outcome: Result<CycleOutcome, ExecError>,
-        run: &mut CycleRun,
+        run: &CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
         budget: Option<CycleBudget>,
@@ -387,7 +387,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     pub(super) async fn commit(
         &mut self,
         done: Completed,
-        run: &mut CycleRun,
+        run: &CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
@@ -425,7 +425,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
     pub(super) async fn pause(
         &mut self,
         paused: PausedCycle,
-        run: &mut CycleRun,
+        run: &CycleRun,
         decision: Option<&ReviewDecision>,
         guard: CycleGuard,
     ) -> Result<RunOutcome, RuntimeError> {
