@@ -66,15 +66,41 @@ pub struct DeliveryClaim {
     pub(crate) holder: ClaimHolder,
 }
 
-/// What holds a [`DeliveryClaim`]: the receiver's attempts file, locked (files), or the lease's
-/// owner (a database). A backend finishes only a claim of its own case.
+/// What holds a [`DeliveryClaim`]: the receiver's attempts file, locked (files), or a token
+/// the outbox wrote with the claim (a database's lease owner, or an outbox of your own's). An
+/// outbox finishes only a claim of its own case.
 #[derive(Debug)]
 pub(crate) enum ClaimHolder {
     /// The locked attempts file of a session root.
     File(File),
-    /// The owner written in the claimed row's lease.
-    #[cfg(feature = "postgres")]
-    Lease(uuid::Uuid),
+    /// The token written with the claim (PostgreSQL: the claimed row's lease owner).
+    Token(uuid::Uuid),
+}
+
+impl DeliveryClaim {
+    /// A claim an [`Outbox`] made and holds by `token`, which it wrote with the claim and checks
+    /// when the claim is finished ([`token`](Self::token)): how an outbox of your own makes the
+    /// claims it returns.
+    ///
+    /// ```
+    /// use planlock::backend::DeliveryClaim;
+    /// let token = uuid::Uuid::new_v4();
+    /// let claim = DeliveryClaim::held_by("support-7", "evt-1", "hook-a", 0, token);
+    /// assert_eq!((claim.token(), claim.attempts), (Some(token), 0));
+    /// ```
+    pub fn held_by(session: &str, id: &str, hook: &str, attempts: u32, token: uuid::Uuid) -> DeliveryClaim {
+        let (session, id, hook) = (session.to_owned(), id.to_owned(), hook.to_owned());
+        DeliveryClaim { session, id, hook, attempts, holder: ClaimHolder::Token(token) }
+    }
+
+    /// The token of a claim made by [`held_by`](Self::held_by); `None` for a claim of the files
+    /// backend, which holds its attempts file's lock instead.
+    pub fn token(&self) -> Option<uuid::Uuid> {
+        match self.holder {
+            ClaimHolder::Token(token) => Some(token),
+            ClaimHolder::File(_) => None,
+        }
+    }
 }
 
 impl std::fmt::Debug for DeliveryClaim {
@@ -159,7 +185,6 @@ pub(crate) fn claim_in_root(
 
 /// Ends a claim of [`claim_in_root`]: the attempt appended and synced, the lock let go.
 pub(crate) fn finish_in_root(claim: DeliveryClaim, outcome: DeliveryOutcome) -> Result<(), SessionError> {
-    #[cfg_attr(not(feature = "postgres"), allow(irrefutable_let_patterns))]
     let ClaimHolder::File(mut file) = claim.holder else {
         let source = std::io::Error::other("a claim of another backend");
         return Err(SessionError::Io { file: format!("deliveries-{}.jsonl", claim.hook).into(), op: "finish", source });

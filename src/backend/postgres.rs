@@ -274,21 +274,14 @@ impl Outbox for PgBackend {
                     ],
                 )
                 .await?;
-            Ok(rows.first().map(|row| DeliveryClaim {
-                session: session.to_owned(),
-                id: id.to_owned(),
-                hook: hook.to_owned(),
-                attempts: u32::try_from(row.get::<_, i32>(0)).unwrap_or(0),
-                holder: super::outbox::ClaimHolder::Lease(owner),
-            }))
+            let attempts = |row: &tokio_postgres::Row| u32::try_from(row.get::<_, i32>(0)).unwrap_or(0);
+            Ok(rows.first().map(|row| DeliveryClaim::held_by(session, id, hook, attempts(row), owner)))
         })
     }
 
     fn finish_delivery(&self, claim: DeliveryClaim, outcome: DeliveryOutcome) -> BackendFuture<'_, ()> {
         Box::pin(async move {
-            let super::outbox::ClaimHolder::Lease(owner) = claim.holder else {
-                return Err(BackendError::ForeignClaim(claim.id));
-            };
+            let Some(owner) = claim.token() else { return Err(BackendError::ForeignClaim(claim.id)) };
             let (next, done) = match outcome {
                 DeliveryOutcome::Delivered | DeliveryOutcome::GivenUp => (Timestamp::now().to_string(), true),
                 DeliveryOutcome::RetryAt(at) => (at.to_string(), false),
