@@ -184,10 +184,30 @@ impl<'a> StepContext<'a> {
         IdempotencyKey::derive(self.session_id, self.plan_hash, self.cycle, &self.step.id)
     }
     /// The idempotency keys of this step and of every step after it in the plan, in order: what
-    /// a store that sends a cycle's writes late reads ahead, to know which are written.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn keys_from_here(&self) -> Vec<IdempotencyKey> {
-        let here = self.steps.iter().position(|s| s.id == self.step.id).unwrap_or(0);
+    /// a store that sends a cycle's writes late reads ahead, to know which are written
+    /// ([`Call::keys_ahead`](crate::store::Call::keys_ahead)).
+    ///
+    /// ```
+    /// # #[cfg(feature = "testing")] {
+    /// use planlock::handler::TestContext;
+    /// use planlock::{AnyObject, schema::*};
+    /// use planlock::steps::PromptAssemble;
+    /// let payload = LlmCallPayload { prompt: "p".into(), config: AnyObject::new() };
+    /// let test = TestContext::new("llm", payload).with_step::<PromptAssemble>(
+    ///     "prompt",
+    ///     PromptAssemblePayload { template: "hi".into(), vars: AnyObject::new() },
+    ///     PromptAssembleResult { prompt: "hi".into() },
+    /// );
+    /// let cx = test.context();
+    /// assert_eq!(cx.keys_from_here(), [cx.idempotency_key()], "no step after it is known: its own key only");
+    /// # }
+    /// ```
+    pub fn keys_from_here(&self) -> Vec<IdempotencyKey> {
+        // A context whose steps do not list this one (a `TestContext` lists the earlier ones):
+        // no step after it is known, only its own key.
+        let Some(here) = self.steps.iter().position(|s| s.id == self.step.id) else {
+            return vec![self.idempotency_key()];
+        };
         self.steps[here..]
             .iter()
             .map(|s| IdempotencyKey::derive(self.session_id, self.plan_hash, self.cycle, &s.id))

@@ -116,9 +116,13 @@ impl<'a> Call<'a> {
     }
 
     /// The id of the step that made the call, if a step did: a store that sends the write later
-    /// names it in the write's failure.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn step_id(&self) -> Option<&'a str> {
+    /// names it in the write's failure. `None` for a program's own call.
+    ///
+    /// ```
+    /// use planlock::store::Call;
+    /// assert_eq!(Call::new().step_id(), None);
+    /// ```
+    pub fn step_id(&self) -> Option<&'a str> {
         match &self.warnings {
             Warnings::Step(cx) => Some(cx.step_id()),
             Warnings::Kept(_) => None,
@@ -126,9 +130,14 @@ impl<'a> Call<'a> {
     }
 
     /// The idempotency keys of the call's step and of the steps after it (for a program's own
-    /// call, its key): what a store reads ahead to know which of a cycle's writes were made.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn keys_ahead(&self) -> Vec<String> {
+    /// call, its key): what a store that sends a cycle's writes late (PostgreSQL's, with the end
+    /// of the cycle) reads ahead, to know which of them were made already.
+    ///
+    /// ```
+    /// use planlock::store::Call;
+    /// assert!(Call::new().keys_ahead().is_empty(), "a call without a key has none ahead");
+    /// ```
+    pub fn keys_ahead(&self) -> Vec<String> {
         match &self.warnings {
             Warnings::Step(cx) => cx.keys_from_here().iter().map(ToString::to_string).collect(),
             Warnings::Kept(_) => self.key.iter().map(ToString::to_string).collect(),
