@@ -33,7 +33,6 @@ mod tenant;
 pub use cycle::PgSession;
 pub use tenant::MAX_TENANT_BYTES;
 pub(crate) mod writes;
-pub use writes::WriteFailure;
 
 pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 

@@ -6,8 +6,8 @@
 //! in a session's cycle is not sent when its step runs: it is kept in the cycle as a
 //! [`PendingWrite`], and the step goes on with the result the write will return. The session save
 //! sends the cycle's writes after its compare-and-set and before its COMMIT, in one round trip;
-//! the first write that fails is named by its index in that batch, and its [`WriteFailure`] is
-//! its step's. The server rolls back all of the cycle then, its save included.
+//! the first write that fails is named by its index in that batch, and its failure is its
+//! step's. The server rolls back all of the cycle then, its save included.
 //!
 //! The result a step goes on with is the write's own (`expected`), unless the key's write was
 //! made before (a cycle run again after a pause that kept some of its writes was abandoned):
@@ -48,48 +48,27 @@ impl PendingWrite {
     }
 }
 
-/// Why a store write failed, as the server answered. The stores turn it into their own error
-/// (`StoreError`), with the same variant.
-///
-/// ```
-/// use planlock::pg::WriteFailure;
-/// let failure = WriteFailure::Conflict("decision `d1` is stored with other content".into());
-/// assert_eq!(failure.to_string(), "conflict: decision `d1` is stored with other content");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum WriteFailure {
-    /// The write contradicts what is stored (the write functions' `PLC01`, `PLW01`, or a
-    /// broken uniqueness rule).
-    #[error("conflict: {0}")]
-    Conflict(String),
-    /// The write names something that is not stored (`PLN01`).
-    #[error("not found: {0}")]
-    NotFound(String),
-    /// The database failed.
-    #[error("{0}")]
-    Backend(String),
+/// How a caller makes its own failure of a write the server refused, by kind: the write
+/// contradicts what is stored (the write functions' `PLC01`, `PLW01`, or a broken uniqueness
+/// rule), names something not stored (`PLN01`), or the database failed. The session store makes
+/// a [`WriteFailure`](crate::session::WriteFailure) with it, a store its `StoreError`.
+pub(crate) struct Kinds<T> {
+    pub(crate) conflict: fn(String) -> T,
+    pub(crate) not_found: fn(String) -> T,
+    pub(crate) backend: fn(String) -> T,
 }
 
-/// A [`WriteFailure`] made from the server's message.
-type Made = fn(String) -> WriteFailure;
-
-/// The SQLSTATEs the write functions raise, and what each is.
-const RAISED: &[(&str, Made)] =
-    &[("PLC01", WriteFailure::Conflict), ("PLW01", WriteFailure::Conflict), ("PLN01", WriteFailure::NotFound)];
-
-impl WriteFailure {
-    /// What the server's error `e` says of a write that was `doing` something.
-    pub(crate) fn of(e: &tokio_postgres::Error, doing: &str) -> WriteFailure {
-        if let Some(db) = e.as_db_error() {
-            let code = db.code().code();
-            if let Some((_, made)) = RAISED.iter().find(|(raised, _)| *raised == code) {
-                return made(db.message().to_owned());
+/// What the server's error `e` says of a write that was `doing` something, made by `kinds`.
+pub(crate) fn failure_of<T>(e: &tokio_postgres::Error, doing: &str, kinds: Kinds<T>) -> T {
+    if let Some(db) = e.as_db_error() {
+        match db.code().code() {
+            "PLC01" | "PLW01" => return (kinds.conflict)(db.message().to_owned()),
+            "PLN01" => return (kinds.not_found)(db.message().to_owned()),
+            _ if *db.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION => {
+                return (kinds.conflict)(format!("{doing}: {}", super::reason(e)));
             }
-            if *db.code() == tokio_postgres::error::SqlState::UNIQUE_VIOLATION {
-                return WriteFailure::Conflict(format!("{doing}: {}", super::reason(e)));
-            }
+            _ => {}
         }
-        WriteFailure::Backend(format!("{doing}: {}", super::reason(e)))
     }
+    (kinds.backend)(format!("{doing}: {}", super::reason(e)))
 }

@@ -15,7 +15,8 @@ use crate::exec::handler::HandlerError;
 use crate::hash::Digest;
 use crate::hash::profile::ProfileError;
 use crate::review::DecideError;
-use crate::session::{INTERVENTION_FILE, SessionError};
+use crate::session::{INTERVENTION_FILE, SessionError, WriteFailure};
+use crate::store::StoreError;
 use crate::store::bundle::BundleError;
 use crate::text::printable;
 use crate::validate::ValidPlan;
@@ -377,7 +378,6 @@ pub(super) fn write_failure(
     e: SessionError,
     report: CycleReport,
 ) -> Result<ExecError, Box<(SessionError, CycleReport)>> {
-    #[cfg(feature = "postgres")]
     if let SessionError::StepWrite { step_id: Some(id), source, .. } = &e
         && let Some((index, step)) = plan.steps().iter().enumerate().find(|(_, s)| &s.id == id)
     {
@@ -386,7 +386,13 @@ pub(super) fn write_failure(
             report.steps.truncate(at + 1);
             report.steps[at].status = StepStatus::Failed;
         }
-        let cause = crate::store::step_failure(step_type, source.clone().into());
+        // What the step's store would have said at the step.
+        let said = match source.clone() {
+            WriteFailure::Conflict(m) => StoreError::Conflict(m),
+            WriteFailure::NotFound(m) => StoreError::NotFound(m),
+            WriteFailure::Backend(m) => StoreError::Backend(m),
+        };
+        let cause = crate::store::step_failure(step_type, said);
         return Ok(ExecError::StepFailed {
             step_id: id.clone(),
             step_type,
@@ -395,6 +401,5 @@ pub(super) fn write_failure(
             report: Box::new(report),
         });
     }
-    let _ = plan;
     Err(Box::new((e, report)))
 }

@@ -84,7 +84,6 @@ pub enum SessionError {
         /// What is wrong with it.
         problem: String,
     },
-    #[cfg(feature = "postgres")]
     /// A store write of the cycle, sent with its save (CONTRACT §13), failed: the failure is
     /// the write's step's (the runtime reports it as that step's), and the server rolled back
     /// all of the cycle, the save included.
@@ -95,7 +94,7 @@ pub enum SessionError {
         /// The step that made the write (`None` for a program's own call in the cycle).
         step_id: Option<String>,
         /// Why it failed.
-        source: crate::pg::WriteFailure,
+        source: WriteFailure,
     },
     /// The shared database failed.
     #[error("session `{key}`: {reason}")]
@@ -118,7 +117,6 @@ impl Failure for SessionError {
             SessionError::Fenced { .. } => "session-fenced",
             SessionError::CorruptRow { .. } => "session-corrupt",
             SessionError::Database { .. } => "session-database",
-            #[cfg(feature = "postgres")]
             SessionError::StepWrite { .. } => "session-step-write",
         }
     }
@@ -193,4 +191,27 @@ impl Failure for OpenError {
     fn kind(&self) -> FailureKind {
         FailureKind::FailFast
     }
+}
+
+/// Why a store write of a cycle failed when its session store sent it with the end of the cycle
+/// ([`SessionError::StepWrite`]): what the write's step is told, as its store would have said it
+/// at the step.
+///
+/// ```
+/// use planlock::session::WriteFailure;
+/// let failure = WriteFailure::Conflict("decision `d1` is stored with other content".into());
+/// assert_eq!(failure.to_string(), "conflict: decision `d1` is stored with other content");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteFailure {
+    /// The write contradicts what is stored.
+    #[error("conflict: {0}")]
+    Conflict(String),
+    /// The write names something that is not stored.
+    #[error("not found: {0}")]
+    NotFound(String),
+    /// The store itself failed.
+    #[error("{0}")]
+    Backend(String),
 }

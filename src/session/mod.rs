@@ -44,7 +44,7 @@ pub use access_file::{
 };
 pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict, Via};
 pub use end::{EndOfCycle, HistoryEntry, Leaves};
-pub use error::{OpenError, SessionError};
+pub use error::{OpenError, SessionError, WriteFailure};
 pub use file::{FileSessionStore, LOCK_PATIENCE};
 pub use file_budget::{BUDGETS_FILE, BUDGETS_LOCK, FileBudget, MAX_BUDGETS_FILE_BYTES, MAX_HOLDS};
 pub use history::{

@@ -34,7 +34,6 @@ mod write;
 
 pub use call::Call;
 pub use handlers::StoreHandlers;
-#[cfg(feature = "postgres")]
 pub(crate) use handlers::step_failure;
 
 /// A memory to store: what `PersistMemory` carries (stored under its call's idempotency key).

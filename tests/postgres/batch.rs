@@ -156,7 +156,7 @@ pub(super) fn a_batched_write_returns_what_its_key_holds(server: &PgServer) {
         .unwrap();
     let err = block_on(session.end_cycle(EndOfCycle::saving(update(2)), cycle)).unwrap_err();
     match &err {
-        SessionError::StepWrite { step_id: None, source: planlock::pg::WriteFailure::Conflict(m), .. } => {
+        SessionError::StepWrite { step_id: None, source: planlock::session::WriteFailure::Conflict(m), .. } => {
             assert!(m.contains("returned `d9-x`, not `d9`"), "{m}")
         }
         other => panic!("expected the write's failure, got {other:?}"),
@@ -233,19 +233,10 @@ pub(super) fn the_write_functions_answer_as_the_embedded_stores_do(server: &PgSe
         .map(|(w, n)| {
             let cycle = block_on(session.begin_cycle()).unwrap();
             let result = w.on(&batched, &Call::new().in_cycle(&cycle).keyed(key(n)));
-            let update = planlock::session::SessionUpdate {
-                session_id: uuid::Uuid::nil(),
-                memory_ref: None,
-                repo_scan_version: None,
-                last_execution_plan_hash: planlock::Digest::of(b"plan"),
-                hash_parts: None,
-                cycle: n,
-            };
-            match block_on(session.end_cycle(EndOfCycle::saving(update), cycle)) {
+            match block_on(session.end_cycle(EndOfCycle::saving(update(n)), cycle)) {
                 Ok(_) => result,
-                Err(SessionError::StepWrite { source, .. }) => {
-                    Err(planlock::store::StoreError::from(source).to_string())
-                }
+                // Said as the store says it at the step.
+                Err(SessionError::StepWrite { source, .. }) => Err(source.to_string()),
                 Err(e) => panic!("write {n}: {e}"),
             }
         })

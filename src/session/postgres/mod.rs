@@ -42,7 +42,8 @@ use super::{
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
 use crate::pg::writes::PendingWrite;
-use crate::pg::{Param, PgDatabase, Pooled, Query, Then, WriteFailure};
+use crate::pg::{Param, PgDatabase, Pooled, Query, Then};
+use crate::session::WriteFailure;
 
 /// How long a lease runs unless configured otherwise; every write extends it.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
@@ -299,7 +300,15 @@ impl PgSessionStore {
                 (Some(write), _) => SessionError::StepWrite {
                     key: self.records.key.clone(),
                     step_id: write.step_id.clone(),
-                    source: WriteFailure::of(&e, write.doing),
+                    source: crate::pg::writes::failure_of(
+                        &e,
+                        write.doing,
+                        crate::pg::writes::Kinds {
+                            conflict: WriteFailure::Conflict,
+                            not_found: WriteFailure::NotFound,
+                            backend: WriteFailure::Backend,
+                        },
+                    ),
                 },
                 (None, _) => self.database(doing, &e),
             }

@@ -39,7 +39,7 @@ use super::{Call, StoreError};
 use crate::embed::Embedder;
 use crate::pg::cycle::PgCycle;
 use crate::pg::writes::PendingWrite;
-use crate::pg::{Conn, PgDatabase, Pooled, Then, WriteFailure, reason};
+use crate::pg::{Conn, PgDatabase, Pooled, Then, reason};
 
 /// Memories and decisions of one namespace in a shared PostgreSQL database. Clones share the
 /// pool.
@@ -169,7 +169,12 @@ impl PgStore {
         let mut conn = self.connection().await?;
         conn.begin("BEGIN");
         let rows = conn.pipeline(&[pending.query()], Then::Commit).await;
-        let rows = rows.map_err(|e| StoreError::from(WriteFailure::of(&e, doing)))?;
+        let kinds = crate::pg::writes::Kinds {
+            conflict: StoreError::Conflict,
+            not_found: StoreError::NotFound,
+            backend: StoreError::Backend,
+        };
+        let rows = rows.map_err(|e| crate::pg::writes::failure_of(&e, doing, kinds))?;
         rows.first()
             .and_then(|rows| rows.first())
             .and_then(|row| row.get::<_, Option<String>>(0))
@@ -201,16 +206,6 @@ impl KeyedWrite {
         params.extend(self.values);
         params.push(Box::new(expected));
         PendingWrite { step_id: step.map(str::to_owned), doing: self.doing, sql: self.sql, params }
-    }
-}
-
-impl From<WriteFailure> for StoreError {
-    fn from(failure: WriteFailure) -> StoreError {
-        match failure {
-            WriteFailure::Conflict(m) => StoreError::Conflict(m),
-            WriteFailure::NotFound(m) => StoreError::NotFound(m),
-            WriteFailure::Backend(m) => StoreError::Backend(m),
-        }
     }
 }
 
