@@ -473,22 +473,21 @@ impl SessionStore for PgSessionStore {
         Box::pin(async move {
             let EndOfCycle { leaves, pin, entry } = end;
             let pin = pin.map(|pin| self.json("bundle pin", &pin)).transpose()?;
-            let (doing, text, saved, mut set) = match leaves {
+            // The pin is in every end's statement (kept as it was when none is due), so a cycle
+            // that pins and one that does not share one prepared statement.
+            let (doing, text, saved, set) = match leaves {
                 Leaves::Session(update) => {
                     let state = update.into_state();
                     let text = self.json("session state", &state)?;
-                    ("saving the session", text, Some(state), String::from("state = $5, reserved = NULL"))
+                    ("saving the session", text, Some(state), "state = $5, reserved = NULL, pin = COALESCE($6, pin)")
                 }
                 Leaves::Pause(record) => {
                     // The record alone: its `paused` event is made from it when it is logged
                     // (schema 7).
                     let text = self.json("intervention record", &record)?;
-                    ("saving the intervention record", text, None, String::from("intervention = $5"))
+                    ("saving the intervention record", text, None, "intervention = $5, pin = COALESCE($6, pin)")
                 }
             };
-            // The pin in every end's statement (kept as it was when none is due), so a cycle
-            // that pins and one that does not share one prepared statement.
-            set.push_str(", pin = COALESCE($6, pin)");
             let params: [Param<'_>; 2] = [(&text, Type::TEXT), (&pin, Type::TEXT)];
             // A cycle of another session is refused (and dropped: rolled back), never written
             // alone.
@@ -496,7 +495,7 @@ impl SessionStore for PgSessionStore {
                 Some(cycle) => InCycle::Commit(cycle),
                 None => InCycle::Alone,
             };
-            self.write_with(doing, &set, &params, in_cycle, entry).await?;
+            self.write_with(doing, set, &params, in_cycle, entry).await?;
             Ok(saved)
         })
     }
