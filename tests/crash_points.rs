@@ -1,8 +1,9 @@
 //! A crash at each point of the resume and abandon sequences never wedges the session
-//! (CONTRACT §11): a child process stops at a named point of the end of the cycle (before it,
+//! (CONTRACT §11): a child process stops at a named point of the end of the cycle (before it;
 //! inside it with the new pin written but not renamed, with the pin saved and the state written
-//! but not renamed, after it, after the record's removal; for abandon, before and after the
-//! removal) and is killed with SIGKILL. A new process
+//! but not renamed, with the state and the history entry written but the outcome not logged nor
+//! the record removed; after it, the record removed; for abandon, before and after its end) and
+//! is killed with SIGKILL. A new process
 //! then boots and goes on — resuming with the same approval if the cycle is still paused, running
 //! the next cycle otherwise — with no manual step, and the SQLite store holds one memory per
 //! completed cycle.
@@ -36,7 +37,8 @@ fn stop_at(point: &str) {
 
 /// The real file system, stopping inside the end of a cycle at `point`: `during-pin` with the
 /// new pin written and flushed, not yet renamed; `during-save` with the pin saved and the state
-/// written and flushed, not yet renamed.
+/// written and flushed, not yet renamed; `after-save` with the state saved and the history entry
+/// written, before the outcome is logged and the record removed.
 struct StopInEnd(String);
 
 impl SaveFs for StopInEnd {
@@ -52,6 +54,13 @@ impl SaveFs for StopInEnd {
         RealFs.rename(temp, to)
     }
     fn sync_file(&self, file: &File) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        if self.0 == "after-save" {
+            let path = std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+            if path.ends_with(planlock::session::HISTORY_FILE) {
+                stop_at(&self.0);
+            }
+        }
         RealFs.sync_file(file)
     }
 }

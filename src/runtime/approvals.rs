@@ -15,26 +15,19 @@ use crate::exec::handler::HandlerSet;
 use crate::exec::validator::Override;
 use crate::review::{DecideError, Decided, check_acting, decide_counted};
 use crate::session::{
-    ApprovalEvent, BlockPhase, InterventionRecord, PauseRef, ReviewDecision, ReviewVerdict, SessionError, SessionStore,
-    Timestamp, Via,
+    ApprovalEvent, BlockPhase, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, PauseRef, ReviewDecision,
+    ReviewVerdict, SessionError, SessionStore, Timestamp, Via,
 };
 
 /// Logs `outcome` in `store`'s records once (see
-/// [`SessionRecords::log_outcome`](crate::session::SessionRecords::log_outcome)); first, where
-/// the store does not log a pause's notice with its record, the `paused` notice of the pause it
-/// ends, unless a notifier logged it already: every pause's making is logged before its end.
+/// [`SessionRecords::log_outcome`](crate::session::SessionRecords::log_outcome), which logs the
+/// `paused` notice of the pause it ends first): for an outcome that ends nothing (an expired
+/// decision); one that ends its pause goes with the end ([`EndOfCycle::with_outcome`]).
 pub(super) async fn log_outcome<S: SessionStore + ?Sized>(
     store: &S,
     outcome: &ApprovalEvent,
 ) -> Result<(), SessionError> {
-    let records = store.records();
-    if !store.notices_with_record()
-        && let Some(record) = records.load_intervention().await?
-        && PauseRef::of(&record) == *outcome.pause()
-    {
-        records.log_notice(&ApprovalEvent::paused(&record)).await?;
-    }
-    if records.log_outcome(outcome).await? {
+    if store.records().log_outcome(outcome).await? {
         tracing::info!(event = outcome.name(), step_id = %outcome.pause().step_id, "approval log");
     }
     Ok(())
@@ -43,8 +36,8 @@ pub(super) async fn log_outcome<S: SessionStore + ?Sized>(
 /// Gives up the paused cycle of the session `store` holds (the one way to: a runtime's
 /// [`abandon`](Runtime::abandon), and a process that holds the session without running it, as
 /// `planlock abandon` does): its outcome goes to the approval log once (`abandoned`), then its
-/// record is removed durably; the session stays as it was and the same cycle number runs next.
-/// `None` when nothing is paused.
+/// record is removed durably, in one end ([`EndOfCycle::unpausing`]); the session stays as it
+/// was and the same cycle number runs next. `None` when nothing is paused.
 ///
 /// ```
 /// use planlock::session::FileSessionStore;
@@ -55,11 +48,21 @@ pub(super) async fn log_outcome<S: SessionStore + ?Sized>(
 /// ```
 pub async fn abandon_paused(store: &dyn SessionStore) -> Result<Option<InterventionRecord>, SessionError> {
     let Some(record) = store.records().load_intervention().await? else { return Ok(None) };
-    let event = ApprovalEvent::Abandoned { pause: PauseRef::of(&record), at: Timestamp::now() };
-    log_outcome(store, &event).await?;
-    store.remove_intervention().await?;
-    crate::telemetry::pause_closed();
+    abandon_with(store, &record, None).await?;
     Ok(Some(record))
+}
+
+/// [`abandon_paused`] of `record`, keeping the history `entry` with it.
+pub(super) async fn abandon_with<S: SessionStore + ?Sized>(
+    store: &S,
+    record: &InterventionRecord,
+    entry: Option<HistoryEntry>,
+) -> Result<(), SessionError> {
+    let event = ApprovalEvent::Abandoned { pause: PauseRef::of(record), at: Timestamp::now() };
+    let end = EndOfCycle::unpausing().with_outcome(Some(event)).with_entry(entry);
+    store.end_cycle(end, CycleGuard::none()).await?;
+    crate::telemetry::pause_closed();
+    Ok(())
 }
 
 /// What a decision being acted on became, from the cycle report of the run that used it.
@@ -186,8 +189,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         upgraded.shown_digest = Some(shown.digest);
         upgraded.shown_truncated = shown.truncated;
         // Outside a cycle: nothing of one to make durable with it, and no history entry.
-        let end = crate::session::EndOfCycle::pausing(upgraded.clone());
-        self.store.end_cycle(end, crate::session::CycleGuard::none()).await?;
+        self.store.end_cycle(EndOfCycle::pausing(upgraded.clone()), CycleGuard::none()).await?;
         self.state = State::Paused(Box::new(upgraded));
         Ok(())
     }

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 
 use uuid::Uuid;
 
-use super::approvals;
 use super::error::{BootError, HashMismatch, RecordMismatch, Saved};
 use super::history::HistoryOptions;
 use super::pin::pin_for;
@@ -18,7 +17,7 @@ use crate::exec::executor::{ExecOptions, Executor};
 use crate::exec::handler::{HandlerSet, Handlers, Nil};
 use crate::hash::profile::PolicyProfile;
 use crate::hash::{HashParts, plan_hash};
-use crate::session::{ApprovalEvent, PauseRef, SessionStore, Timestamp};
+use crate::session::{ApprovalEvent, CycleGuard, EndOfCycle, PauseRef, SessionStore, Timestamp};
 use crate::store::bundle::{BundleManifest, StrategyResolver};
 use crate::validate::ValidPlan;
 use std::sync::Arc;
@@ -155,18 +154,21 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
         let completed = previous.as_ref().map_or(0, |s| s.cycle);
         let mut pending = store.records().load_intervention().await?;
         // A resume that saved the session but was stopped before removing the record left it
-        // behind: the session proves the cycle finished, so the record goes, and nothing re-runs.
+        // behind (a store that ends a cycle in steps: files): the session proves the cycle
+        // finished, so the record goes, and nothing re-runs.
         let leftover = match (&pending, &previous) {
             (Some(record), Some(state)) if record.is_leftover_of(state) => {
                 // Its decision was consumed by the cycle the session completed: logged if the
                 // stopped process had not.
                 let pause = PauseRef::of(record);
-                if store.records().decision_on(&pause).await?.is_some() {
-                    let at = Timestamp::now();
-                    let event = ApprovalEvent::Consumed { pause, cycle: record.cycle, completed: true, at };
-                    approvals::log_outcome(&store, &event).await?;
-                }
-                store.remove_intervention().await?;
+                let outcome = match store.records().decision_on(&pause).await? {
+                    Some(_) => {
+                        let at = Timestamp::now();
+                        Some(ApprovalEvent::Consumed { pause, cycle: record.cycle, completed: true, at })
+                    }
+                    None => None,
+                };
+                store.end_cycle(EndOfCycle::unpausing().with_outcome(outcome), CycleGuard::none()).await?;
                 pending.take()
             }
             _ => None,

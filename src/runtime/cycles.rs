@@ -215,7 +215,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let in_session = InSession { guard: &guard, budget: budget.as_ref() };
         let outcome = self.executor.run_checked(&self.plan, &self.checked, session, Some(in_session)).await;
         let settled = self.settle(outcome, &run, None, guard, budget).await;
-        self.record(run, settled).await
+        self.record(run, settled, EndOfCycle::failing()).await
     }
 
     /// Opens the cycle on the store (where the store holds its writes, from now until the save
@@ -287,31 +287,21 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let in_session = InSession { guard: &guard, budget: budget.as_ref() };
         let outcome = self.executor.resume_restored(&self.plan, &self.checked, restored, Some(in_session)).await;
         let settled = self.settle(outcome, &run, decision.as_ref(), guard, budget).await;
-        let settled = self.record(run, settled).await;
-        // A resumed cycle that failed (CycleFail) is over: the same number runs again next.
-        if let Err(e) = &settled
-            && e.kind() == FailureKind::CycleFail
-        {
-            if let Some(decision) = &decision {
+        // A resumed cycle that failed (CycleFail) is over: its pause goes with its history entry,
+        // after what became of the decision, and the same number runs next.
+        let given_up = matches!(&settled, Err(e) if e.kind() == FailureKind::CycleFail);
+        let end = match (&settled, given_up) {
+            (Err(e), true) => {
                 let report = match e {
                     RuntimeError::Exec(e) => e.report(),
                     _ => None,
                 };
-                let event = approvals::outcome(&decision.pause, report, false);
-                self.log_outcome(event).await.map_err(|e| self.fail(e))?;
+                let outcome = decision.as_ref().map(|decision| approvals::outcome(&decision.pause, report, false));
+                EndOfCycle::unpausing().with_outcome(outcome)
             }
-            self.remove_record().await?;
-            self.state = State::Ready;
-        }
-        settled
-    }
-
-    /// Removes the paused cycle's record from the store, durably.
-    pub(super) async fn remove_record(&mut self) -> Result<(), RuntimeError> {
-        match self.store.remove_intervention().await {
-            Ok(()) => Ok(()),
-            Err(e) => Err(self.fail(e.into())),
-        }
+            _ => EndOfCycle::failing(),
+        };
+        self.record(run, settled, end).await
     }
 
     /// [`resume`](Self::resume) from synchronous code.
@@ -319,16 +309,17 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         crate::io::block_on(self.resume(over))
     }
 
-    /// Gives up the paused cycle: logs it abandoned, removes its record durably and leaves the
-    /// session as it was. The next cycle runs under the same number.
+    /// Gives up the paused cycle: logs it abandoned, removes its record durably (with its
+    /// history entry) and leaves the session as it was. The next cycle runs under the same
+    /// number.
     pub async fn abandon(&mut self) -> Result<InterventionRecord, RuntimeError> {
         self.refuse_if_halted()?;
         let State::Paused(record) = &self.state else { return Err(RuntimeError::NotPaused) };
         let record = (**record).clone();
-        if let Err(e) = approvals::abandon_paused(&self.store).await {
+        let entry = self.to_keep(history::abandoned(self.cycle_session(record.cycle), &record));
+        if let Err(e) = approvals::abandon_with(&self.store, &record, entry).await {
             return Err(self.fail(e.into()));
         }
-        self.record_abandoned(&record).await;
         self.state = State::Ready;
         Ok(record)
     }
@@ -381,9 +372,9 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         settled
     }
 
-    /// Saves the session update of a completed cycle, built from its ledger (its bundle pin
-    /// first, when one is due, so a session never exists without its pin), then removes any
-    /// paused cycle's record.
+    /// Saves the session update of a completed cycle, built from its ledger, with the bundle
+    /// pin due (a session never exists without its pin) and what became of the decision it acted
+    /// on (logged before the paused cycle's record goes with the save).
     pub(super) async fn commit(
         &mut self,
         done: Completed,
@@ -394,8 +385,15 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         let cycle = run.cycle;
         let entry = history::completed(&self.plan, self.cycle_session(cycle), run.started, &done, self.history);
         let update = session_update(self.session.as_ref(), &done.ledger, self.cycle_session(cycle), &self.parts);
-        // The pin due goes with the save, so a session never exists without its pin.
-        let end = EndOfCycle::saving(update).with_pin(self.pin.as_deref().cloned()).with_entry(self.to_keep(entry));
+        // What became of the decision acted on, logged before its record goes.
+        let outcome = match (&self.state, decision) {
+            (State::Paused(_), Some(decision)) => Some(approvals::outcome(&decision.pause, Some(&done.report), true)),
+            _ => None,
+        };
+        let end = EndOfCycle::saving(update)
+            .with_pin(self.pin.as_deref().cloned())
+            .with_outcome(outcome)
+            .with_entry(self.to_keep(entry));
         let saved = match self.store.end_cycle(end, guard).await {
             Ok(Some(saved)) => saved,
             Ok(None) => {
@@ -406,15 +404,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         self.pin = None;
         self.session = Some(saved);
-        if matches!(self.state, State::Paused(_)) {
-            // What became of the decision, logged before its record goes (a crash between is
-            // finished by the next boot, which finds the record a leftover).
-            if let Some(decision) = decision {
-                let event = approvals::outcome(&decision.pause, Some(&done.report), true);
-                self.log_outcome(event).await.map_err(|e| self.fail(e))?;
-            }
-            self.remove_record().await?;
-        }
         self.state = State::Ready;
         Ok(RunOutcome::Completed(done))
     }
@@ -464,12 +453,10 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             expires_at: self.approval_ttl.and_then(|ttl| now.plus(ttl)),
             trace_parent: paused.trace(),
         };
-        if let Some(decision) = decision {
-            let event = approvals::outcome(&decision.pause, Some(paused.report()), false);
-            self.log_outcome(event).await.map_err(|e| self.fail(e))?;
-        }
+        // What became of the decision acted on, logged before the new record replaces its own.
+        let outcome = decision.map(|decision| approvals::outcome(&decision.pause, Some(paused.report()), false));
         let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
-        let end = EndOfCycle::pausing(record.clone()).with_entry(self.to_keep(entry));
+        let end = EndOfCycle::pausing(record.clone()).with_outcome(outcome).with_entry(self.to_keep(entry));
         if let Err(e) = self.store.end_cycle(end, guard).await {
             return Err(match error::write_failure(&self.plan, e, paused.report().clone()) {
                 Ok(step_failed) => self.fail(step_failed.into()),

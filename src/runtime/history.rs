@@ -1,17 +1,17 @@
 //! The runtime's half of the cycle history (CONTRACT §15): the entry a finished cycle leaves,
-//! built from how it ended, and kept. A completed or paused cycle's goes with its save, by value
-//! (a store that commits the cycle's writes keeps it in the same transaction, and the save says
-//! so); any other, and one the save gave back, is kept after ([`SessionStore::record_cycle`]).
+//! built from how it ended, and kept: it goes with the end of its cycle, by value
+//! ([`EndOfCycle::with_entry`]; a store that commits the cycle's writes keeps it in the same
+//! transaction).
 
 use serde_json::{Map, Value};
 
 use super::error::RuntimeError;
-use super::{RunOutcome, Runtime};
+use super::{RunOutcome, Runtime, State};
 use crate::exec::executor::{Completed, CycleReport, CycleSession, ExecError};
 use crate::exec::handler::HandlerSet;
 use crate::session::{
-    CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, History, HistoryEntry, InterventionRecord, SessionStore,
-    Timestamp,
+    CycleEnd, CycleEntry, CycleFailure, CycleGuard, DEFAULT_KEEP, EndOfCycle, History, HistoryEntry,
+    InterventionRecord, Leaves, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
 
@@ -121,14 +121,16 @@ impl CycleRun {
 }
 
 impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
-    /// Keeps the finished cycle's entry in the session's history and returns how it ended: a
-    /// completed or paused cycle's went with the end of its cycle; a failed cycle's is written
-    /// now. A cycle that ended well but whose entry cannot be kept is a
-    /// store failure (FailFast); a failed cycle's own error stands over its entry's.
+    /// Ends a failed cycle with `end` (nothing changed, or its pause given up), keeping its
+    /// history entry, and returns how it ended: a completed or paused cycle's end went with it.
+    /// A failed cycle's own error stands over its entry's; one whose pause cannot be given up
+    /// durably halts the runtime (a store failure, FailFast), else the runtime is ready for the
+    /// same cycle number.
     pub(super) async fn record(
         &mut self,
         run: CycleRun,
         settled: Result<RunOutcome, RuntimeError>,
+        end: EndOfCycle,
     ) -> Result<RunOutcome, RuntimeError> {
         let (session, started) = (self.cycle_session(run.cycle), run.started);
         let entry = match &settled {
@@ -136,11 +138,17 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             Ok(_) => return settled,
             Err(e) => failed(session, started, e),
         };
-        if self.history.keep == 0 {
+        let unpauses = end.leaves == Leaves::Unpaused;
+        let end = end.with_entry(self.to_keep(entry));
+        if end.entry.is_none() && !unpauses {
             return settled;
         }
-        match self.store.record_cycle(&entry, self.history.keep).await {
-            Err(e) if settled.is_ok() => Err(self.fail(e.into())),
+        match self.store.end_cycle(end, CycleGuard::none()).await {
+            Err(e) if unpauses => Err(self.fail(e.into())),
+            Ok(_) if unpauses => {
+                self.state = State::Ready;
+                settled
+            }
             _ => settled,
         }
     }
@@ -152,16 +160,6 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             0 => None,
             keep => Some((entry, keep)),
         }
-    }
-
-    /// Keeps the entry of the paused cycle `record`, abandoned now. One that cannot be kept is
-    /// no failure of the abandon (its record is gone, durably, and the log says so).
-    pub(super) async fn record_abandoned(&self, record: &InterventionRecord) {
-        if self.history.keep == 0 {
-            return;
-        }
-        let entry = abandoned(self.cycle_session(record.cycle), record);
-        let _ = self.store.record_cycle(&entry, self.history.keep).await;
     }
 
     /// The session's last `limit` finished cycles, newest first (CONTRACT §15): each one's

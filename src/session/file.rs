@@ -11,8 +11,8 @@ use super::history::{HISTORY_FILE, PREVIOUS_HISTORY_FILE};
 use super::records::{FileRecords, SessionRecords, open_log};
 use super::store::ready;
 use super::{
-    CycleEntry, CycleGuard, EndOfCycle, INTERVENTION_FILE, Leaves, PIN_FILE, RESERVED_FILE, ReservedSession,
-    SESSION_FILE, SessionError, SessionState, SessionStore, StoreFuture,
+    CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, INTERVENTION_FILE, Leaves, PIN_FILE, RESERVED_FILE,
+    ReservedSession, SESSION_FILE, SessionError, SessionState, SessionStore, StoreFuture,
 };
 
 /// The file operations of a save, one method each: the seam for fault injection.
@@ -36,6 +36,10 @@ pub trait SaveFs: Send + Sync {
     /// Renames the temporary file over `to`.
     fn rename(&self, temp: tempfile::NamedTempFile, to: &Path) -> io::Result<()> {
         temp.persist(to).map(drop).map_err(|e| e.error)
+    }
+    /// Removes the file at `path`.
+    fn remove_file(&self, path: &Path) -> io::Result<()> {
+        fs::remove_file(path)
     }
     /// Flushes a directory's entries to disk.
     fn sync_dir(&self, dir: &Path) -> io::Result<()> {
@@ -189,7 +193,7 @@ impl FileSessionStore {
 
     /// Removes the file at `path` if it is there, durably (its directory synced).
     fn remove_durably(&self, path: &Path) -> Result<(), SessionError> {
-        match fs::remove_file(path) {
+        match self.fs.remove_file(path) {
             Ok(()) => {}
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(self.io("remove", path)(e)),
@@ -296,44 +300,51 @@ impl SessionStore for FileSessionStore {
     }
 
     // The one crash-safe order of a cycle's end on files: the pin (a session never exists
-    // without it), the state and then the reserved id's removal (a crash between leaves an id
-    // the saved session supersedes) or the pause's record, then the history entry. A crash at
-    // any point leaves what the next boot reads as the cycle not ended, or ended.
+    // without it); the state and then the reserved id's removal (a crash between leaves an id
+    // the saved session supersedes), with the history entry right after it; the pause's outcome
+    // (logged once); the pause's record written or removed, after its outcome (a crash between
+    // leaves a record the next boot finds decided, or a leftover of a saved session); then any
+    // other end's history entry. A crash at any point leaves what the next boot reads as the
+    // cycle not ended, or ended.
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
+        let EndOfCycle { leaves, pin, outcome, entry } = end;
         let ended = self.own(&cycle).and_then(|()| {
-            if let Some(pin) = &end.pin {
+            if let Some(pin) = &pin {
                 self.write_durably(&self.root.join(PIN_FILE), pin)?;
             }
-            let saved = match end.leaves {
+            let saved = match &leaves {
                 Leaves::Session(update) => {
-                    let state = update.into_state();
+                    let state = update.clone().into_state();
                     self.write_durably(&self.file, &state)?;
                     self.remove_durably(&self.root.join(RESERVED_FILE))?;
                     Some(state)
                 }
-                Leaves::Pause(record) => {
-                    self.write_durably(&self.intervention, &record)?;
-                    None
-                }
+                _ => None,
             };
-            if let Some((entry, keep)) = &end.entry {
-                self.append_history(entry, *keep)?;
+            let history = |entry: Option<HistoryEntry>| match entry {
+                Some((entry, keep)) => self.append_history(&entry, keep),
+                None => Ok(()),
+            };
+            let entry = match saved {
+                Some(_) => history(entry).map(|()| None)?,
+                None => entry,
+            };
+            if let Some(outcome) = &outcome {
+                self.records.outcome_now(outcome)?;
             }
+            match leaves {
+                Leaves::Pause(record) => self.write_durably(&self.intervention, &record)?,
+                Leaves::Session(_) | Leaves::Unpaused => self.remove_durably(&self.intervention)?,
+                Leaves::AsItWas => {}
+            }
+            history(entry)?;
             Ok(saved)
         });
         ready(ended)
     }
 
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        ready(self.remove_durably(&self.intervention))
-    }
-
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
         ready(self.write_durably(&self.root.join(RESERVED_FILE), reserved))
-    }
-
-    fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
-        ready(self.append_history(entry, keep))
     }
 
     fn records(&self) -> &dyn SessionRecords {

@@ -7,7 +7,7 @@
 //!   results ([`CycleEntry::content`]) only when the runtime records content
 //!   (`RuntimeBuilder::record_content`, which also puts them in the step spans).
 //! - The runtime writes one entry per finished cycle through its store
-//!   ([`SessionStore::record_cycle`](super::SessionStore::record_cycle)), durably, keeping the
+//!   ([`SessionStore::end_cycle`](super::SessionStore::end_cycle)), durably, keeping the
 //!   last `keep` (default [`DEFAULT_KEEP`]); any process reads them
 //!   ([`SessionRecords::history`](super::SessionRecords::history)), newest first.
 //! - Files: one JSON object a line in [`HISTORY_FILE`], appended and synced; when it holds `keep`

@@ -71,5 +71,5 @@ where
         self.inner.end_cycle(end, cycle)
     }
     crate::forward_session_store!(this => this.inner;
-        claim, begin_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
+        claim, begin_cycle, save_reserved, records);
 }

@@ -98,7 +98,9 @@ pub trait SessionRecords: Send + Sync {
     /// Appends `outcome` (what became of a decision, or of a pause without one) to the approval
     /// log, durably, unless the log already has the outcome of its pause: a crash may stop a
     /// process after it logged and before it removed the record, and the next one must not log
-    /// again. Whether it was appended.
+    /// again. First, while the pause's record is still there, its `paused` notice, unless that
+    /// is logged already: every pause's making is logged before its end. Whether the outcome was
+    /// appended.
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool>;
     /// Appends `notice` ([`ApprovalEvent::is_notice`]) to the session's notices, durably, unless
     /// they hold that notice of its pause already (whoever sees a pause first logs it). Whether
@@ -198,19 +200,10 @@ impl SessionRecords for FileRecords {
         ready(self.unlinked(|| self.record(decision, required)))
     }
     fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
-        ready(self.unlinked(|| {
-            self.append_with(APPROVAL_LOG_FILE, outcome.pause(), |log| {
-                Ok(if log.has_outcome(outcome.pause()) { (false, Vec::new()) } else { (true, vec![outcome.clone()]) })
-            })
-        }))
+        ready(self.unlinked(|| self.outcome_now(outcome)))
     }
     fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> StoreFuture<'a, bool> {
-        ready(self.unlinked(|| {
-            self.append_with(NOTICES_FILE, notice.pause(), |log| {
-                let there = log.events.iter().any(|e| e.name() == notice.name() && e.pause() == notice.pause());
-                Ok(if there { (false, Vec::new()) } else { (true, vec![notice.clone()]) })
-            })
-        }))
+        ready(self.unlinked(|| self.notice_now(notice)))
     }
     fn notices(&self) -> StoreFuture<'_, ApprovalLog> {
         ready(self.unlinked(|| self.log_of(NOTICES_FILE)))
@@ -227,6 +220,27 @@ impl SessionRecords for FileRecords {
 }
 
 impl FileRecords {
+    /// [`SessionRecords::log_outcome`], in place.
+    pub(super) fn outcome_now(&self, outcome: &ApprovalEvent) -> Result<bool, SessionError> {
+        let pause = outcome.pause();
+        let record: Option<InterventionRecord> =
+            read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record")?;
+        if let Some(record) = record.filter(|record| PauseRef::of(record) == *pause) {
+            self.notice_now(&ApprovalEvent::paused(&record))?;
+        }
+        self.append_with(APPROVAL_LOG_FILE, pause, |log| {
+            Ok(if log.has_outcome(pause) { (false, Vec::new()) } else { (true, vec![outcome.clone()]) })
+        })
+    }
+
+    /// [`SessionRecords::log_notice`], in place.
+    fn notice_now(&self, notice: &ApprovalEvent) -> Result<bool, SessionError> {
+        self.append_with(NOTICES_FILE, notice.pause(), |log| {
+            let there = log.events.iter().any(|e| e.name() == notice.name() && e.pause() == notice.pause());
+            Ok(if there { (false, Vec::new()) } else { (true, vec![notice.clone()]) })
+        })
+    }
+
     /// `read` if the root's `ops` and `ops/runtime` are directories of its own, not links: a
     /// link to another root's would have this root's readers read, and its deciders write, the
     /// other session's records (the session store refuses them too).

@@ -11,7 +11,7 @@ use std::pin::Pin;
 #[doc(no_inline)]
 pub use crate::exec::handler::CycleGuard;
 
-use super::{CycleEntry, EndOfCycle, OpenError, ReservedSession, SessionError, SessionRecords, SessionState};
+use super::{EndOfCycle, OpenError, ReservedSession, SessionError, SessionRecords, SessionState};
 
 /// What a [`SessionStore`] call returns: a future of its result.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, SessionError>> + Send + 'a>>;
@@ -39,32 +39,24 @@ pub trait SessionStore: Send + Sync {
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         Box::pin(std::future::ready(Ok(CycleGuard::none())))
     }
-    /// Ends a completed or paused cycle with `end`, atomically and durably where the store can
-    /// (one transaction) and otherwise in one crash-safe order: its bundle pin first (a session
-    /// never exists without its pin), then the session's state (filling `updatedAt`; the reserved
-    /// id removed) or the record of its pause (replacing any other), with what `cycle` wrote,
-    /// then its history entry. Returns the state saved, or `None` for a pause. A `cycle` another
-    /// store began is refused ([`SessionError::ForeignCycle`]), never written alone.
+    /// Ends a cycle with `end`, atomically and durably where the store can (one transaction,
+    /// with what `cycle` wrote) and otherwise in one crash-safe order: its bundle pin first (a
+    /// session never exists without its pin); then the session's state (filling `updatedAt`;
+    /// the reserved id removed); the pause's outcome, logged once (its `paused` notice first,
+    /// if not logged yet) before the pause's record is replaced ([`Leaves::Pause`]) or removed
+    /// ([`Leaves::Session`], [`Leaves::Unpaused`]); and its history entry, right after the
+    /// state or else last. Returns the state saved, or `None` when the session was not saved.
+    /// A `cycle` another store began is refused ([`SessionError::ForeignCycle`]), never written
+    /// alone.
+    ///
+    /// [`Leaves::Pause`]: super::Leaves::Pause
+    /// [`Leaves::Session`]: super::Leaves::Session
+    /// [`Leaves::Unpaused`]: super::Leaves::Unpaused
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>>;
-    /// Whether the store logs the pause's `paused` notice (the outbox of `pause.created`,
-    /// CONTRACT §18) itself when it logs the pause's outcome, unless a notifier has (PostgreSQL:
-    /// made from the record on the session's row, in the outcome's round trip). Otherwise
-    /// (files, by default) the runtime does, reading the record first. Either way the record
-    /// is the notice's durable cause, and a pause's own write is its record alone.
-    fn notices_with_record(&self) -> bool {
-        false
-    }
-    /// Removes the record of a paused cycle, durably; removing none is not an error.
-    fn remove_intervention(&self) -> StoreFuture<'_, ()>;
     /// Reserves the id of a new session before its first cycle runs, atomically and durably, so
     /// that a crashed first cycle runs again under the same id (and so the same idempotency
     /// keys). Removed by the first session save.
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()>;
-    /// Keeps `entry`, a finished cycle's, in the session's history, durably, with the `keep - 1`
-    /// entries before it (older ones are dropped whole; `keep` 0 keeps nothing). Called by the
-    /// runtime for a cycle that failed or was abandoned (a completed or paused one keeps its entry
-    /// with its [`end_cycle`](Self::end_cycle)); read back by [`SessionRecords::history`].
-    fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()>;
     /// The session's records as any process reads and decides on them ([`SessionRecords`]):
     /// the saved session, the pause's record, the reserved id and the pin are read there (by
     /// the runtime at boot as by any reader), and the runtime reads a person's decision and
@@ -91,7 +83,7 @@ pub trait SessionStore: Send + Sync {
 ///         self.inner.end_cycle(end, cycle)
 ///     }
 ///     planlock::forward_session_store!(this => this.inner;
-///         claim, begin_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
+///         claim, begin_cycle, save_reserved, records);
 /// }
 ///
 /// let dir = tempfile::tempdir()?;
@@ -110,20 +102,11 @@ macro_rules! forward_session_store {
     (@ begin_cycle $this:ident $inner:expr) => {
         fn begin_cycle(&self) -> $crate::session::StoreFuture<'_, $crate::session::CycleGuard> { let $this = self; $inner.begin_cycle() }
     };
-    (@ notices_with_record $this:ident $inner:expr) => {
-        fn notices_with_record(&self) -> bool { let $this = self; $inner.notices_with_record() }
-    };
-    (@ remove_intervention $this:ident $inner:expr) => {
-        fn remove_intervention(&self) -> $crate::session::StoreFuture<'_, ()> { let $this = self; $inner.remove_intervention() }
-    };
     (@ save_reserved $this:ident $inner:expr) => {
         fn save_reserved<'a>(&'a self, reserved: &'a $crate::session::ReservedSession) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.save_reserved(reserved) }
     };
     (@ end_cycle $this:ident $inner:expr) => {
         fn end_cycle(&self, end: $crate::session::EndOfCycle, cycle: $crate::session::CycleGuard) -> $crate::session::StoreFuture<'_, Option<$crate::session::SessionState>> { let $this = self; $inner.end_cycle(end, cycle) }
-    };
-    (@ record_cycle $this:ident $inner:expr) => {
-        fn record_cycle<'a>(&'a self, entry: &'a $crate::session::CycleEntry, keep: usize) -> $crate::session::StoreFuture<'a, ()> { let $this = self; $inner.record_cycle(entry, keep) }
     };
     (@ records $this:ident $inner:expr) => {
         fn records(&self) -> &dyn $crate::session::SessionRecords { let $this = self; $inner.records() }
@@ -135,5 +118,5 @@ macro_rules! forward_session_store {
 /// [`Backend`](crate::backend::Backend) gives).
 impl<S: SessionStore + ?Sized> SessionStore for Box<S> {
     crate::forward_session_store!(this => (**this);
-        claim, begin_cycle, end_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
+        claim, begin_cycle, end_cycle, save_reserved, records);
 }

@@ -1,9 +1,10 @@
 //! A session store that forwards every call to another and calls a hook at the named points
-//! around its writes: `before-save` and `after-save` (around the end of a cycle: its pin, its
-//! state or pause, its history entry), `before-removal`, `after-removal`. The crash tests stop
-//! or abort the process there.
+//! around the end of a cycle: before it, `before-removal` for an end that gives a pause up and
+//! `before-save` for any other; after it, `after-removal` for an end that removed the pause's
+//! record (a completed cycle's, or one that gave a pause up) and `after-save` for a pause's
+//! (and a failed cycle's). The crash tests stop or abort the process there.
 
-use planlock::session::{CycleGuard, EndOfCycle, SessionState, SessionStore, StoreFuture};
+use planlock::session::{CycleGuard, EndOfCycle, Leaves, SessionState, SessionStore, StoreFuture};
 
 /// `inner`, with `hook` called at every point (it decides which one it acts on).
 pub struct Around<S> {
@@ -29,20 +30,17 @@ impl<S: SessionStore> Around<S> {
 impl<S: SessionStore> SessionStore for Around<S> {
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(async move {
-            (self.hook)("before-save");
+            let (before, after) = match end.leaves {
+                Leaves::Unpaused => ("before-removal", "after-removal"),
+                Leaves::Session(_) => ("before-save", "after-removal"),
+                Leaves::Pause(_) | Leaves::AsItWas => ("before-save", "after-save"),
+            };
+            (self.hook)(before);
             let saved = self.inner.end_cycle(end, cycle).await?;
-            (self.hook)("after-save");
+            (self.hook)(after);
             Ok(saved)
         })
     }
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        Box::pin(async move {
-            (self.hook)("before-removal");
-            self.inner.remove_intervention().await?;
-            (self.hook)("after-removal");
-            Ok(())
-        })
-    }
     planlock::forward_session_store!(this => this.inner;
-        claim, begin_cycle, notices_with_record, save_reserved, record_cycle, records);
+        claim, begin_cycle, save_reserved, records);
 }

@@ -12,7 +12,8 @@ use planlock::handler::Boxed;
 use planlock::runtime::{RunOutcome, Runtime, RuntimeError, Status};
 use planlock::schema::*;
 use planlock::session::{
-    CycleGuard, EndOfCycle, FileSessionStore, INTERVENTION_FILE, SESSION_FILE, SessionState, SessionStore, StoreFuture,
+    CycleGuard, EndOfCycle, FileSessionStore, INTERVENTION_FILE, Leaves, SESSION_FILE, SessionState, SessionStore,
+    StoreFuture,
 };
 use planlock::steps::*;
 use planlock::{
@@ -104,7 +105,7 @@ struct Forward(Arc<FileSessionStore>);
 
 impl SessionStore for Forward {
     planlock::forward_session_store!(this => this.0;
-        claim, begin_cycle, end_cycle, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
+        claim, begin_cycle, end_cycle, save_reserved, records);
 }
 
 #[test]
@@ -454,11 +455,15 @@ impl SessionStore for Counting {
         }))))
     }
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
-        self.counts.saved.fetch_add(1, SeqCst);
+        // A save: an end that writes the session or a pause (a failed cycle's end keeps only its
+        // history entry, with no cycle of the store's).
+        if matches!(end.leaves, Leaves::Session(_) | Leaves::Pause(_)) {
+            self.counts.saved.fetch_add(1, SeqCst);
+        }
         self.inner.end_cycle(end, cycle)
     }
     planlock::forward_session_store!(this => this.inner;
-        claim, notices_with_record, remove_intervention, save_reserved, record_cycle, records);
+        claim, save_reserved, records);
 }
 
 #[test]

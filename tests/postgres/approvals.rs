@@ -7,7 +7,7 @@ use super::*;
 use planlock::block_on;
 use planlock::demo::ReviewGate;
 use planlock::session::postgres::PgRecords;
-use planlock::session::{ApprovalEvent, Recorded, ReviewDecision, ReviewVerdict, SessionRecords};
+use planlock::session::{ApprovalEvent, CycleEnd, Recorded, ReviewDecision, ReviewVerdict, SessionRecords};
 
 use planlock::review::decide;
 /// The fixture's plan with the review gate and one write to review (PersistMemory).
@@ -77,6 +77,10 @@ pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart
         }
         let outcome = if verdict == "approve" { "consumed" } else { "abandoned" };
         assert_eq!(log_of(&db, key), ["decided", outcome]);
+        // The cycle's end is in the session's history, an abandoned one too.
+        let history = block_on(PgRecords::new(&db, key).unwrap().history(1)).unwrap();
+        let end = if verdict == "approve" { CycleEnd::Completed } else { CycleEnd::Abandoned };
+        assert_eq!(history.entries.iter().map(|e| e.end).collect::<Vec<_>>(), [end], "{verdict}");
     }
     assert_eq!(memory_rows(&url, "tenant/approved"), 1);
     assert_eq!(memory_rows(&url, "tenant/rejected"), 0);
@@ -112,11 +116,14 @@ pub(super) fn one_decision_per_pause_when_two_decide_at_once_on_postgres(server:
     }
 }
 
+/// A worker acting on an approval, killed before the end of its cycle or after it: the next
+/// one finishes the work, the approved write and the decision's outcome once. The end is one
+/// transaction (the state, the outcome, the record's removal), so after it nothing is left over.
 pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres(server: &PgServer) {
     let url = server.database("approved_kills");
     let db = PgDatabase::connect(&url).unwrap();
     let fx = reviewed_fixture();
-    for point in ["before-save", "after-save"] {
+    for point in ["before-save", "after-removal"] {
         let key = format!("killed-{point}");
         let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
         let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("paused") };
@@ -147,7 +154,8 @@ pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_p
         if point == "before-save" {
             assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))), "{point}");
         } else {
-            assert_eq!(runtime.removed_leftover().map(|r| r.cycle), Some(1), "{point}");
+            assert_eq!(runtime.removed_leftover().map(|r| r.cycle), None, "{point}: the end removed the record");
+            assert!(runtime.pending().is_none(), "{point}");
         }
         assert_eq!(runtime.cycle(), 1, "{point}");
         assert_eq!(memory_rows(&url, &key), 1, "{point}: the approved write once");

@@ -34,9 +34,9 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     for result in [
         block_on(a.end_cycle(EndOfCycle::saving(update(9)), CycleGuard::none())).map(drop),
         block_on(a.end_cycle(EndOfCycle::saving(update(9)).with_pin(Some(pin())), CycleGuard::none())).map(drop),
-        block_on(a.remove_intervention()),
+        block_on(a.end_cycle(EndOfCycle::unpausing(), CycleGuard::none())).map(drop),
         a.renew(),
-        block_on(a.record_cycle(&entry(9), 10)),
+        block_on(a.end_cycle(EndOfCycle::failing().with_entry(Some((entry(9), 10))), CycleGuard::none())).map(drop),
     ] {
         let err = result.unwrap_err();
         assert!(matches!(err, SessionError::Fenced { .. }), "{err}");
@@ -46,7 +46,7 @@ pub(super) fn the_lease_refuses_a_second_worker_and_fences_a_stalled_one(server:
     assert!(block_on(b.records().load_pin()).unwrap().is_none());
     // The history: written by the lease's holder, the newest `keep` kept.
     for cycle in 3..8 {
-        block_on(b.record_cycle(&entry(cycle), 2)).unwrap();
+        block_on(b.end_cycle(EndOfCycle::failing().with_entry(Some((entry(cycle), 2))), CycleGuard::none())).unwrap();
     }
     let records = planlock::session::postgres::PgRecords::new(&db, "conv-1").unwrap();
     let history = block_on(planlock::session::SessionRecords::history(&records, 10)).unwrap();

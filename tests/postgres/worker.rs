@@ -151,8 +151,9 @@ pub(super) fn worker(mode: &str) {
             }
         }
         // Acts on the recorded decision of the reviewed plan's paused cycle, and dies at
-        // `PLANLOCK_PG_POINT`: before its session save (its writes in the open transaction), or
-        // after it (before the record's removal).
+        // `PLANLOCK_PG_POINT`: before the end of its cycle (its writes kept for it), or after
+        // it (`after-removal`: the state saved, the outcome logged and the record removed, in
+        // one transaction).
         "approved" => {
             let key = &env.keys[0];
             let point = std::env::var("PLANLOCK_PG_POINT").unwrap_or_else(|_| "before-save".into());

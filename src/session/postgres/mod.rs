@@ -36,8 +36,8 @@ use tokio_postgres::types::Type;
 use uuid::Uuid;
 
 use super::{
-    CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, InterventionRecord, Leaves, OpenError, ReservedSession,
-    SessionError, SessionRecords, SessionState, SessionStore, StoreFuture,
+    ApprovalEvent, CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, Leaves, OpenError, ReservedSession, SessionError,
+    SessionRecords, SessionState, SessionStore, StoreFuture,
 };
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
@@ -235,20 +235,24 @@ impl PgSessionStore {
         params: &[Param<'_>],
         in_cycle: InCycle,
     ) -> Result<(), SessionError> {
-        self.write_with(doing, set, params, in_cycle, None).await
+        self.write_with(doing, set, params, in_cycle, Ending::default()).await
     }
 
-    /// [`write`](Self::write), with the cycle's history `entry` (and how many to keep) added
-    /// after it in the same batch: in the cycle's transaction, committed or rolled back with it.
+    /// [`write`](Self::write), with what ends a cycle in the same batch: the pause's outcome
+    /// before it, the cycle's history entry (and how many to keep) after it; in the cycle's
+    /// transaction, committed or rolled back with it.
     async fn write_with(
         &self,
         doing: &'static str,
         set: &str,
         params: &[Param<'_>],
         in_cycle: InCycle,
-        entry: Option<HistoryEntry>,
+        Ending { outcome, entry }: Ending,
     ) -> Result<(), SessionError> {
         let mut seen = self.seen.lock().await;
+        let outcome = outcome
+            .map(|o| Ok::<_, SessionError>((self.json("approval event", o.pause())?, self.json("approval event", &o)?)))
+            .transpose()?;
         let history = entry.filter(|(_, keep)| *keep > 0).map(|(entry, keep)| HistoryRow::of(&entry, keep));
         // With the cycle's history entry, the compare-and-set keeps its outcome on the row (for
         // the sessions page): one update of the row, where the entry's own statement made two.
@@ -285,16 +289,26 @@ impl PgSessionStore {
             InCycle::Commit(cycle) => cycle.into_pending(),
             InCycle::Alone => Vec::new(),
         };
-        // The compare-and-set first: a fenced worker stops there, and holds the row while the
-        // cycle's writes run. Then the writes, in the order they were made, then the history.
-        let mut query = Vec::with_capacity(pending.len() + 2);
+        // The pause's outcome first, while its record is on the row (its notice is made from
+        // it). Then the compare-and-set: a fenced worker stops there (the transaction, outcome
+        // and all, rolled back), and holds the row while the cycle's writes run. Then the
+        // writes, in the order they were made, then the history.
+        let mut query = Vec::with_capacity(pending.len() + 4);
+        let (notice, logged): ([Param<'_>; 2], [Param<'_>; 3]);
+        if let Some((pause, event)) = &outcome {
+            notice = [(&self.records.key, Type::TEXT), (pause, Type::TEXT)];
+            logged = [(&self.records.key, Type::TEXT), (pause, Type::TEXT), (event, Type::TEXT)];
+            query.push(Query::typed(records::PAUSED_NOTICE_SQL, &notice));
+            query.push(Query::typed(records::OUTCOME_SQL, &logged));
+        }
+        let cas = query.len();
         query.push(Query::typed(&sql, &all));
         query.extend(pending.iter().map(PendingWrite::query));
         if let Some(params) = &history_params {
             query.push(Query::typed(HISTORY_AFTER_SAVE, params));
         }
         let failed = |(at, e): (Option<usize>, tokio_postgres::Error)| {
-            let write = at.and_then(|at| at.checked_sub(1)).and_then(|at| pending.get(at));
+            let write = at.and_then(|at| at.checked_sub(cas + 1)).and_then(|at| pending.get(at));
             match (write, e.code().map(|c| c.code())) {
                 (_, Some("PLF01")) => SessionError::Fenced { key: self.records.key.clone() },
                 (Some(write), _) => SessionError::StepWrite {
@@ -325,8 +339,8 @@ impl PgSessionStore {
                 conn.pipeline_at(&query, Then::Commit).await.map_err(failed)?
             }
         };
-        // The compare-and-set's row: the batch's first statement.
-        match rows.first().and_then(|rows| rows.first()) {
+        // The compare-and-set's row.
+        match rows.get(cas).and_then(|rows| rows.first()) {
             Some(row) => {
                 *seen = row.get(0);
                 Ok(())
@@ -355,29 +369,20 @@ impl PgSessionStore {
     }
 }
 
-/// One statement adds a history entry: the entry, only while the lease is this worker's (else it
-/// raises, as a fenced write does), its outcome on the session's row (for the sessions page), and
-/// the rows before the newest `keep - 1` dropped. Alone after a failed cycle, or sent with the
-/// save of a completed or paused one, in its transaction.
-const HISTORY_SQL: &str = "WITH added AS (
-       INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
-       SELECT $1, $2, $3, $4, $7
-       WHERE EXISTS (SELECT 1 FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1 AND lease_owner = $5)
-       RETURNING seq),
-     touched AS (
-       UPDATE planlock_sessions SET last_outcome = $3, last_class = $7, last_cycle_at = now()
-       WHERE planlock_mine(tenant) AND session_key = $1 AND EXISTS (SELECT 1 FROM added)),
-     dropped AS (
-       DELETE FROM planlock_cycle_history
-       WHERE planlock_mine(tenant) AND session_key = $1 AND EXISTS (SELECT 1 FROM added) AND seq <= (
-         SELECT seq FROM planlock_cycle_history WHERE planlock_mine(tenant) AND session_key = $1
-         ORDER BY seq DESC OFFSET $6 LIMIT 1))
-     SELECT COALESCE((SELECT seq FROM added), planlock_fenced($1))";
+/// What goes with a write that ends a cycle ([`PgSessionStore::write_with`]).
+#[derive(Default)]
+struct Ending {
+    /// The pause's outcome, logged before the write (with the pause's notice, if not logged).
+    outcome: Option<ApprovalEvent>,
+    /// The cycle's history entry, added after it.
+    entry: Option<HistoryEntry>,
+}
 
 /// The history entry sent with a save, after its compare-and-set (which checked the lease and
 /// kept the outcome on the session's row, in the same transaction): the entry, and the rows
-/// before the newest `keep - 1` dropped. The parameters of [`HISTORY_SQL`] (`$5`, the owner,
-/// unused).
+/// before the newest `keep - 1` dropped. Its parameters: the session key, the cycle, how it
+/// ended, the entry, the owner (`$5`, unused: the compare-and-set checked the lease), how many
+/// before it to keep, the failure's class.
 const HISTORY_AFTER_SAVE: &str = "WITH added AS (
        INSERT INTO planlock_cycle_history (session_key, cycle, outcome, entry, failure_class)
        VALUES ($1, $2, $3, $4, $7) RETURNING seq),
@@ -388,7 +393,7 @@ const HISTORY_AFTER_SAVE: &str = "WITH added AS (
          ORDER BY seq DESC OFFSET $6 LIMIT 1))
      SELECT seq FROM added";
 
-/// The values of [`HISTORY_SQL`] for one entry.
+/// The values of [`HISTORY_AFTER_SAVE`] for one entry.
 struct HistoryRow {
     text: String,
     cycle: i64,
@@ -466,12 +471,13 @@ impl SessionStore for PgSessionStore {
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
         super::store::ready(Ok(CycleGuard::pg(PgCycle::new(&self.session))))
     }
-    // The end of a cycle is one batch: the compare-and-set writes the state (the reserved id
-    // cleared) or the pause's record, and the pin due with it; then the cycle's writes, the
-    // history entry and the COMMIT.
+    // The end of a cycle is one batch: the pause's outcome (its `paused` notice first, made from
+    // the record still on the row), then the compare-and-set, which writes the state (the
+    // reserved id and any pause's record cleared), the pause's record or its removal, and the
+    // pin due with it; then the cycle's writes, the history entry and the COMMIT.
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(async move {
-            let EndOfCycle { leaves, pin, entry } = end;
+            let EndOfCycle { leaves, pin, outcome, entry } = end;
             let pin = pin.map(|pin| self.json("bundle pin", &pin)).transpose()?;
             // The pin is in every end's statement (kept as it was when none is due), so a cycle
             // that pins and one that does not share one prepared statement.
@@ -479,52 +485,36 @@ impl SessionStore for PgSessionStore {
                 Leaves::Session(update) => {
                     let state = update.into_state();
                     let text = self.json("session state", &state)?;
-                    ("saving the session", text, Some(state), "state = $5, reserved = NULL, pin = COALESCE($6, pin)")
+                    let set = "state = $6, reserved = NULL, intervention = NULL, pin = COALESCE($5, pin)";
+                    ("saving the session", Some(text), Some(state), set)
                 }
                 Leaves::Pause(record) => {
                     // The record alone: its `paused` event is made from it when it is logged
                     // (schema 7).
                     let text = self.json("intervention record", &record)?;
-                    ("saving the intervention record", text, None, "intervention = $5, pin = COALESCE($6, pin)")
+                    ("saving the intervention record", Some(text), None, "intervention = $6, pin = COALESCE($5, pin)")
                 }
+                Leaves::Unpaused => {
+                    ("removing the intervention record", None, None, "intervention = NULL, pin = COALESCE($5, pin)")
+                }
+                Leaves::AsItWas => ("recording the cycle", None, None, "pin = COALESCE($5, pin)"),
             };
-            let params: [Param<'_>; 2] = [(&text, Type::TEXT), (&pin, Type::TEXT)];
+            let params: Vec<Param<'_>> = match &text {
+                Some(text) => vec![(&pin, Type::TEXT), (text, Type::TEXT)],
+                None => vec![(&pin, Type::TEXT)],
+            };
             // A cycle of another session is refused (and dropped: rolled back), never written
             // alone.
             let in_cycle = match cycle.into_pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
                 Some(cycle) => InCycle::Commit(cycle),
                 None => InCycle::Alone,
             };
-            self.write_with(doing, set, &params, in_cycle, entry).await?;
+            self.write_with(doing, set, &params, in_cycle, Ending { outcome, entry }).await?;
             Ok(saved)
         })
     }
-    fn notices_with_record(&self) -> bool {
-        true
-    }
-    fn remove_intervention(&self) -> StoreFuture<'_, ()> {
-        let doing = "removing the intervention record";
-        Box::pin(self.write_json::<InterventionRecord>(doing, Column::Intervention, None, InCycle::Alone))
-    }
     fn save_reserved<'a>(&'a self, reserved: &'a ReservedSession) -> StoreFuture<'a, ()> {
         Box::pin(self.write_json("reserving the session id", Column::Reserved, Some(reserved), InCycle::Alone))
-    }
-    fn record_cycle<'a>(&'a self, entry: &'a CycleEntry, keep: usize) -> StoreFuture<'a, ()> {
-        Box::pin(async move {
-            if keep == 0 {
-                return Ok(());
-            }
-            let row = HistoryRow::of(entry, keep);
-            let params = row.params(&self.records.key, &self.owner);
-            let mut conn = self.connection().await?;
-            match conn.query_typed(HISTORY_SQL, &params).await {
-                Ok(_) => Ok(()),
-                Err(e) if e.code().map(|c| c.code()) == Some("PLF01") => {
-                    Err(SessionError::Fenced { key: self.records.key.clone() })
-                }
-                Err(e) => Err(self.database("recording the cycle in the history", &e)),
-            }
-        })
     }
     fn records(&self) -> &dyn SessionRecords {
         &self.records

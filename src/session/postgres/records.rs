@@ -160,6 +160,20 @@ impl PgRecords {
     }
 }
 
+/// Logs the `paused` notice of the pause `$2` (a `PauseRef`'s JSON) of session `$1`, made from
+/// the record still on the session's row, unless it is logged already: sent before the pause's
+/// outcome ([`OUTCOME_SQL`]), so every pause's making is logged before its end.
+pub(super) const PAUSED_NOTICE_SQL: &str = "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
+     SELECT session_key, $2, 'paused', planlock_paused_event(intervention) FROM planlock_sessions
+     WHERE planlock_mine(tenant) AND session_key = $1 AND intervention IS NOT NULL
+       AND (planlock_paused_event(intervention)::jsonb -> 'pause') = $2::jsonb
+     ON CONFLICT (session_key, pause, tenant) WHERE kind = 'paused' DO NOTHING";
+
+/// Logs the outcome `$3` of the pause `$2` of session `$1` once: a row when it was logged now.
+pub(super) const OUTCOME_SQL: &str =
+    "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, 'outcome', $3)
+     ON CONFLICT (session_key, pause, tenant) WHERE kind = 'outcome' DO NOTHING RETURNING 1";
+
 impl SessionRecords for PgRecords {
     fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(self.read(Column::State))
@@ -206,21 +220,9 @@ impl SessionRecords for PgRecords {
                 .connection()
                 .await
                 .map_err(|e| SessionError::Database { key: self.key.clone(), reason: e.to_string() })?;
-            let batch = [
-                Query::typed(
-                    "INSERT INTO planlock_approval_log (session_key, pause, kind, event)
-                     SELECT session_key, $2, 'paused', planlock_paused_event(intervention) FROM planlock_sessions
-                     WHERE planlock_mine(tenant) AND session_key = $1 AND intervention IS NOT NULL
-                       AND (planlock_paused_event(intervention)::jsonb -> 'pause') = $2::jsonb
-                     ON CONFLICT (session_key, pause, tenant) WHERE kind = 'paused' DO NOTHING",
-                    &[(&self.key, Type::TEXT), (&pause, Type::TEXT)],
-                ),
-                Query::typed(
-                    "INSERT INTO planlock_approval_log (session_key, pause, kind, event) VALUES ($1, $2, 'outcome', $3)
-                     ON CONFLICT (session_key, pause, tenant) WHERE kind = 'outcome' DO NOTHING RETURNING 1",
-                    &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (&text, Type::TEXT)],
-                ),
-            ];
+            let notice: [Param<'_>; 2] = [(&self.key, Type::TEXT), (&pause, Type::TEXT)];
+            let logged: [Param<'_>; 3] = [(&self.key, Type::TEXT), (&pause, Type::TEXT), (&text, Type::TEXT)];
+            let batch = [Query::typed(PAUSED_NOTICE_SQL, &notice), Query::typed(OUTCOME_SQL, &logged)];
             let rows = conn.pipeline(&batch, Then::Stay).await.map_err(failed)?;
             Ok(rows.last().is_some_and(|rows| !rows.is_empty()))
         })
