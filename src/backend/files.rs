@@ -10,7 +10,8 @@ use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
 use crate::session::FileBudget;
 
 use super::{
-    Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Listed, OpenedSession, Outbox,
+    AccessBook, Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Listed,
+    OpenedSession, Outbox,
 };
 use crate::session::{
     FileRecords, FileSessionStore, InstalledAccess, SessionRecords, SessionStore, Timestamp, is_root_name,
@@ -160,23 +161,15 @@ impl Backend for FilesBackend {
         Some(self)
     }
 
+    fn access(&self) -> Option<&dyn AccessBook> {
+        Some(self)
+    }
+
     fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {
         Box::pin(async move {
             let roots = self.roots(max)?;
             Ok(roots.into_iter().map(|(name, records)| (name, Box::new(records) as Box<dyn SessionRecords>)).collect())
         })
-    }
-
-    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>> {
-        Box::pin(async move { Ok(crate::session::read_installed_access(&self.dir)?) })
-    }
-
-    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
-        Box::pin(async move { Ok(crate::session::install_access(&self.dir, text)?) })
-    }
-
-    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
-        Box::pin(async move { Ok(crate::session::uninstall_access(&self.dir)?) })
     }
 
     fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>> {
@@ -201,6 +194,20 @@ impl Backend for FilesBackend {
             let root = self.existing_root(name)?;
             Ok(resolver.resolve_to_read(manifest, Place::Root(&root))?)
         })
+    }
+}
+
+impl AccessBook for FilesBackend {
+    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>> {
+        Box::pin(async move { Ok(crate::session::read_installed_access(&self.dir)?) })
+    }
+
+    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
+        Box::pin(async move { Ok(crate::session::install_access(&self.dir, text)?) })
+    }
+
+    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
+        Box::pin(async move { Ok(crate::session::uninstall_access(&self.dir)?) })
     }
 }
 

@@ -12,6 +12,7 @@
 //!
 //! Layer 6 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
+mod access;
 mod budgets;
 mod error;
 mod files;
@@ -25,6 +26,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+pub use access::AccessBook;
 pub use budgets::BudgetBook;
 pub use error::BackendError;
 pub use files::FilesBackend;
@@ -150,16 +152,19 @@ pub trait Backend: fmt::Debug + Send + Sync {
     /// [`recent_events`](Self::recent_events)), unless a backend says them in one statement.
     fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>>;
 
-    /// The access file installed here (CONTRACT §18, amended): beside the session roots, or the
-    /// tenant's in the database; `None` when none is.
-    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>>;
+    /// The access file kept here (CONTRACT §18, amended), or `None` where this backend keeps
+    /// none (then none is ever installed: one operator, names unverified, and `planlock access
+    /// install` is refused, `backend-lacks`). No default: a backend says which.
+    fn access(&self) -> Option<&dyn AccessBook>;
 
-    /// Installs `text` as the access file here, replacing the one installed; the caller has
-    /// checked it (`review::access::Access::parse`).
-    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()>;
-
-    /// Removes the access file installed here: whether there was one.
-    fn uninstall_access(&self) -> BackendFuture<'_, bool>;
+    /// The access file installed here (beside the session roots, or the tenant's in the
+    /// database); `None` when none is, or the backend keeps none.
+    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>> {
+        match self.access() {
+            Some(book) => book.installed_access(),
+            None => Box::pin(std::future::ready(Ok(None))),
+        }
+    }
 
     /// Every paused session (at most `max` sessions looked at), with its record and decision.
     /// By default, read from each of [`sessions`](Self::sessions).

@@ -8,8 +8,8 @@ use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
 use crate::session::postgres::{self as access, PgBudget, budgets, remove_budget, set_budget};
 
 use super::{
-    Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Glance, Glances, Listed, Logged,
-    OpenedSession, Outbox, PausedSession,
+    AccessBook, Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Glance, Glances,
+    Listed, Logged, OpenedSession, Outbox, PausedSession,
 };
 use crate::pg::{PgDatabase, PgOptions, PgSession};
 use crate::session::Timestamp;
@@ -104,6 +104,10 @@ impl Backend for PgBackend {
         Some(self)
     }
 
+    fn access(&self) -> Option<&dyn AccessBook> {
+        Some(self)
+    }
+
     fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {
         Box::pin(async move {
             let limit = i64::try_from(max).unwrap_or(i64::MAX);
@@ -122,18 +126,6 @@ impl Backend for PgBackend {
             }
             Ok(sessions)
         })
-    }
-
-    fn installed_access(&self) -> BackendFuture<'_, Option<crate::session::InstalledAccess>> {
-        Box::pin(async move { Ok(access::installed_access(&self.db).await?) })
-    }
-
-    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
-        Box::pin(async move { Ok(access::install_access(&self.db, text).await?) })
-    }
-
-    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
-        Box::pin(async move { Ok(access::uninstall_access(&self.db).await?) })
     }
 
     fn open<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn OpenedSession>> {
@@ -225,6 +217,20 @@ impl Backend for PgBackend {
                 .collect();
             Ok(Glances { sessions, paged_total: Some(total) })
         })
+    }
+}
+
+impl AccessBook for PgBackend {
+    fn installed_access(&self) -> BackendFuture<'_, Option<crate::session::InstalledAccess>> {
+        Box::pin(async move { Ok(access::installed_access(&self.db).await?) })
+    }
+
+    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
+        Box::pin(async move { Ok(access::install_access(&self.db, text).await?) })
+    }
+
+    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
+        Box::pin(async move { Ok(access::uninstall_access(&self.db).await?) })
     }
 }
 

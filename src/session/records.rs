@@ -85,8 +85,12 @@ pub trait SessionRecords: Send + Sync {
     fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
         Box::pin(async move { Ok(self.decisions_on(pause).await?.decision) })
     }
-    /// What is decided on `pause` so far: its decision, or the approvals counted toward one.
-    fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions>;
+    /// What is decided on `pause` so far: its decision, or the approvals counted toward one. By
+    /// default, read from the [`approval_log`](Self::approval_log); a store that can read the
+    /// pause's events alone does (files, PostgreSQL).
+    fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
+        Box::pin(async move { Ok(self.approval_log().await?.decisions_on(pause)) })
+    }
     /// Records `decision` on its pause in the approval log, durably before it returns, by the
     /// rule of [`ApprovalLog::tally`] for a pause that needs `required` distinct approvals: the
     /// pause's decision ([`Recorded::New`]), the same again ([`Recorded::Again`]), one approval

@@ -571,7 +571,8 @@ fn a_refused_resume_leaves_no_approval() {
     assert!(s.log().is_empty(), "no approval recorded: {:?}", s.log());
 }
 
-/// The session's records, counting how often the pause's record is read.
+/// The session's records, counting how often the pause's record is read (what is decided on a
+/// pause is read from the approval log, by the trait's default).
 struct CountingReads {
     inner: FileRecords,
     reads: std::sync::atomic::AtomicUsize,
@@ -590,18 +591,6 @@ impl SessionRecords for CountingReads {
     }
     fn load_pin(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::BundlePinV1>> {
         self.inner.load_pin()
-    }
-    fn decision_on<'a>(
-        &'a self,
-        pause: &'a planlock::session::PauseRef,
-    ) -> planlock::session::StoreFuture<'a, Option<ReviewDecision>> {
-        self.inner.decision_on(pause)
-    }
-    fn decisions_on<'a>(
-        &'a self,
-        pause: &'a planlock::session::PauseRef,
-    ) -> planlock::session::StoreFuture<'a, planlock::session::Decisions> {
-        self.inner.decisions_on(pause)
     }
     fn record_decision<'a>(
         &'a self,

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use planlock::Failure;
 use planlock::backend::{
-    Backend, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, FilesBackend, Listed, OpenedSession, Outbox,
-    PausedSession,
+    AccessBook, Backend, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, FilesBackend, Listed,
+    OpenedSession, Outbox, PausedSession,
 };
 use planlock::review::notify::Notifier;
-use planlock::session::{InstalledAccess, ReviewDecision, ReviewVerdict, SessionRecords, Timestamp};
+use planlock::session::{ReviewDecision, ReviewVerdict, SessionRecords, Timestamp};
 use planlock::store::bundle::{BundleManifest, StrategyResolver};
 use planlock::store::provider::ResolvedStore;
 
@@ -103,14 +103,8 @@ impl Backend for Bare {
     fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {
         self.0.sessions(max)
     }
-    fn installed_access(&self) -> BackendFuture<'_, Option<InstalledAccess>> {
-        self.0.installed_access()
-    }
-    fn install_access<'a>(&'a self, text: &'a str) -> BackendFuture<'a, ()> {
-        self.0.install_access(text)
-    }
-    fn uninstall_access(&self) -> BackendFuture<'_, bool> {
-        self.0.uninstall_access()
+    fn access(&self) -> Option<&dyn AccessBook> {
+        None
     }
 }
 
@@ -136,7 +130,8 @@ fn a_backend_of_a_few_hooks_lists_its_sessions_and_says_what_it_lacks() {
     let events = planlock::block_on(bare.recent_events(since, 10)).unwrap();
     assert!(events.iter().any(|e| e.session == name && e.event.name() == "decided"), "{events:?}");
     // What it lacks is refused by name wherever it is needed.
-    assert!(bare.budgets().is_none() && bare.outbox().is_none());
+    assert!(bare.budgets().is_none() && bare.outbox().is_none() && bare.access().is_none());
+    assert!(planlock::block_on(bare.installed_access()).unwrap().is_none(), "none installed where none is kept");
     let access = s.policy.path().join("access.yaml");
     let url = "https://receiver.example.com/hook";
     std::fs::write(

@@ -15,8 +15,9 @@ pub fn access(out: &mut Output, command: AccessCommand) -> Result<u8, CliError> 
         AccessCommand::Install { sessions, file } => {
             let (checked, text) = Access::read(&file).map_err(|e| CliError::of(&e))?;
             let backend = sessions.backend()?;
-            planlock::block_on(backend.install_access(&text)).map_err(|e| CliError::of(&e))?;
-            let installed = planlock::block_on(backend.installed_access()).map_err(|e| CliError::of(&e))?;
+            let book = book_of(backend.as_ref())?;
+            planlock::block_on(book.install_access(&text)).map_err(|e| CliError::of(&e))?;
+            let installed = planlock::block_on(book.installed_access()).map_err(|e| CliError::of(&e))?;
             let source = installed.map(|i| i.source).unwrap_or_default();
             out.report(&Rules::of(&checked, source, "installed"));
             Ok(EXIT_VALID)
@@ -34,7 +35,7 @@ pub fn access(out: &mut Output, command: AccessCommand) -> Result<u8, CliError> 
         }
         AccessCommand::Remove { sessions } => {
             let backend = sessions.backend()?;
-            if planlock::block_on(backend.uninstall_access()).map_err(|e| CliError::of(&e))? {
+            if planlock::block_on(book_of(backend.as_ref())?.uninstall_access()).map_err(|e| CliError::of(&e))? {
                 out.report(&Rules::none().action("removed"));
                 Ok(EXIT_VALID)
             } else {
@@ -46,6 +47,11 @@ pub fn access(out: &mut Output, command: AccessCommand) -> Result<u8, CliError> 
             }
         }
     }
+}
+
+/// Where `backend` keeps its access file, or `backend-lacks`.
+fn book_of(backend: &dyn planlock::backend::Backend) -> Result<&dyn planlock::backend::AccessBook, CliError> {
+    backend.access().ok_or(planlock::backend::BackendError::Lacks("access file")).map_err(|e| CliError::of(&e))
 }
 
 /// The rules a command that decides or acts on `backend`'s sessions applies (CONTRACT §18,
