@@ -5,8 +5,6 @@ use std::path::PathBuf;
 
 use crate::contract::registry::{Failure, FailureKind};
 use crate::exec::budget::BudgetError;
-#[cfg(feature = "postgres")]
-use crate::pg::PgError;
 use crate::session::SessionError;
 use crate::store::bundle::BundleError;
 
@@ -36,10 +34,10 @@ pub enum BackendError {
         /// Why.
         source: std::io::Error,
     },
-    /// The database could not be reached or used.
-    #[cfg(feature = "postgres")]
-    #[error(transparent)]
-    Database(#[from] PgError),
+    /// The database could not be reached or used: its backend's own error, erased once here
+    /// (`PgBackend`'s is `pg::PgError`).
+    #[error("{0}")]
+    Database(Box<dyn DatabaseError>),
     /// The session store could not be opened or read (a root that is not a directory, a lease
     /// held by another worker, a record that does not parse).
     #[error(transparent)]
@@ -77,14 +75,39 @@ pub enum BackendError {
     },
 }
 
+/// The error of the database a backend keeps its sessions in, as [`BackendError::Database`]
+/// carries it (as sqlx's `Error::Database` carries a driver's): what went wrong, its stable
+/// code, and whether the caller's input (a malformed URL) was the cause.
+///
+/// ```
+/// use planlock::backend::{BackendError, DatabaseError};
+/// use planlock::Failure;
+///
+/// #[derive(Debug, thiserror::Error)]
+/// #[error("the store at {0} refused the connection")]
+/// struct Refused(String);
+/// impl DatabaseError for Refused {
+///     fn code(&self) -> &'static str { "kv-connect" }
+/// }
+/// let err = BackendError::Database(Box::new(Refused("kv.internal".into())));
+/// assert_eq!((err.code(), err.is_usage()), ("kv-connect", false));
+/// ```
+pub trait DatabaseError: std::error::Error + Send + Sync + 'static {
+    /// Its stable code (`pg-connect`, …).
+    fn code(&self) -> &'static str;
+    /// Whether the caller's input was wrong (a place that does not parse), not the database.
+    fn is_usage(&self) -> bool {
+        false
+    }
+}
+
 impl BackendError {
     /// Whether the caller's input was wrong (a bad key or URL), not the place: a command line
     /// reports it as a usage error.
     pub fn is_usage(&self) -> bool {
         match self {
             BackendError::Key { .. } | BackendError::BudgetSettings(_) => true,
-            #[cfg(feature = "postgres")]
-            BackendError::Database(PgError::Url { .. }) => true,
+            BackendError::Database(e) => e.is_usage(),
             _ => false,
         }
     }
@@ -99,7 +122,6 @@ impl Failure for BackendError {
             BackendError::Unknown(_) => "unknown-session",
             BackendError::TenantNeedsDatabase => "tenant-needs-database",
             BackendError::Dir { .. } => "inbox-dir",
-            #[cfg(feature = "postgres")]
             BackendError::Database(e) => e.code(),
             BackendError::Session(e) => e.code(),
             BackendError::Open(e) => e.code(),

@@ -28,7 +28,7 @@ use std::sync::Arc;
 
 pub use access::AccessBook;
 pub use budgets::BudgetBook;
-pub use error::BackendError;
+pub use error::{BackendError, DatabaseError};
 pub use files::FilesBackend;
 pub use outbox::{DeliveryClaim, DeliveryOutcome, Logged, Outbox};
 #[cfg(feature = "postgres")]

@@ -8,10 +8,11 @@ use crate::exec::budget::{BudgetState, TokenBudget, check_budget};
 use crate::session::postgres::{self as access, PgBudget, budgets, remove_budget, set_budget};
 
 use super::{
-    AccessBook, Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Glance, Glances,
-    Listed, Logged, OpenedSession, Outbox, PausedSession,
+    AccessBook, Backend, BackendError, BackendFuture, BudgetBook, DatabaseError, DeliveryClaim, DeliveryOutcome,
+    Glance, Glances, Listed, Logged, OpenedSession, Outbox, PausedSession,
 };
-use crate::pg::{PgDatabase, PgOptions, PgSession};
+use crate::contract::registry::Failure;
+use crate::pg::{PgDatabase, PgError, PgOptions, PgSession};
 use crate::session::Timestamp;
 use crate::session::postgres::{DEFAULT_LEASE, MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
 use crate::session::{SessionError, SessionRecords, SessionStore};
@@ -331,5 +332,21 @@ impl PgBackend {
 impl From<PgBackend> for std::sync::Arc<dyn Backend> {
     fn from(backend: PgBackend) -> Self {
         std::sync::Arc::new(backend)
+    }
+}
+
+/// PostgreSQL's error, as a backend's database error.
+impl DatabaseError for PgError {
+    fn code(&self) -> &'static str {
+        Failure::code(self)
+    }
+    fn is_usage(&self) -> bool {
+        matches!(self, PgError::Url { .. })
+    }
+}
+
+impl From<PgError> for BackendError {
+    fn from(e: PgError) -> BackendError {
+        BackendError::Database(Box::new(e))
     }
 }
