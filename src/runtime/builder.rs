@@ -17,7 +17,7 @@ use crate::exec::executor::{ExecOptions, Executor};
 use crate::exec::handler::{HandlerSet, Handlers, Nil};
 use crate::hash::profile::PolicyProfile;
 use crate::hash::{HashParts, plan_hash};
-use crate::session::{ApprovalEvent, CycleGuard, EndOfCycle, PauseRef, SessionStore, Timestamp};
+use crate::session::{ApprovalEvent, CycleGuard, EndOfCycle, PauseRef, PlanDocument, SessionStore, Timestamp};
 use crate::store::bundle::{BundleManifest, StrategyResolver};
 use crate::validate::ValidPlan;
 use std::sync::Arc;
@@ -209,6 +209,17 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             Some(manifest) => pin_for(&store, manifest, &resolver.unwrap_or_default()).await?,
             None => None,
         };
+        // The session keeps the plan it runs (CONTRACT §21), for a worker that acts on its
+        // decided pause: kept with the next end unless it is kept already. One that cannot be
+        // read is kept again (it is a copy: the plan given is the one that runs).
+        let plan_due = match store.records().load_plan().await {
+            Ok(Some(kept)) if kept.plan_hash == hash => None,
+            Ok(_) => Some(Box::new(PlanDocument::of(&plan, hash))),
+            Err(e) => {
+                tracing::warn!(error = %e, "the session's kept plan cannot be read; it is kept again");
+                Some(Box::new(PlanDocument::of(&plan, hash)))
+            }
+        };
         let handlers = handlers.on_named::<PersistSession, _>(SessionStager);
         let executor = Executor::in_runtime(handlers, options);
         let checked = executor.check(&plan)?;
@@ -228,6 +239,7 @@ impl<S: SessionStore, L: HandlerSet> RuntimeBuilder<S, L> {
             leftover: leftover.map(Box::new),
             reserved: false,
             pin: pin.map(Box::new),
+            plan_due,
             executor,
             checked,
             state,

@@ -15,7 +15,7 @@ use crate::exec::handler::{HandlerError, HandlerSet, Handlers, InSession, Nil};
 use crate::exec::validator::Override;
 use crate::hash::{Digest, HashParts};
 use crate::session::{
-    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, EndOfCycle, InterventionRecord, ReservedSession,
+    BlockPhase, BundlePinV1, CompletedStep, CycleGuard, EndOfCycle, InterventionRecord, PlanDocument, ReservedSession,
     ReviewDecision, SessionState, SessionStore, Timestamp,
 };
 use crate::validate::ValidPlan;
@@ -74,6 +74,9 @@ pub struct Runtime<S, L> {
     pub(super) reserved: bool,
     /// A bundle pin to save with the next completed cycle (a new or upgraded one).
     pub(super) pin: Option<Box<BundlePinV1>>,
+    /// The plan to keep with the next completed or paused cycle, while the session keeps none
+    /// (or another's, or one that cannot be read).
+    pub(super) plan_due: Option<Box<PlanDocument>>,
     pub(super) executor: Executor<WithStager<L>>,
     /// What boot found the plan needs of the executor: every cycle runs with it.
     pub(super) checked: Checked,
@@ -392,6 +395,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         };
         let end = EndOfCycle::saving(update)
             .with_pin(self.pin.as_deref().cloned())
+            .with_plan(self.plan_due.as_deref().cloned())
             .with_outcome(outcome)
             .with_entry(self.to_keep(entry));
         let saved = match self.store.end_cycle(end, guard).await {
@@ -402,7 +406,7 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
             }
             Err(e) => return Err(self.fail(error::save_failure(&self.plan, e, done.report).into())),
         };
-        self.pin = None;
+        (self.pin, self.plan_due) = (None, None);
         self.session = Some(saved);
         self.state = State::Ready;
         Ok(RunOutcome::Completed(done))
@@ -456,13 +460,17 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
         // What became of the decision acted on, logged before the new record replaces its own.
         let outcome = decision.map(|decision| approvals::outcome(&decision.pause, Some(paused.report()), false));
         let entry = history::paused(self.cycle_session(cycle), run.started, &record, paused.report(), self.history);
-        let end = EndOfCycle::pausing(record.clone()).with_outcome(outcome).with_entry(self.to_keep(entry));
+        let end = EndOfCycle::pausing(record.clone())
+            .with_plan(self.plan_due.as_deref().cloned())
+            .with_outcome(outcome)
+            .with_entry(self.to_keep(entry));
         if let Err(e) = self.store.end_cycle(end, guard).await {
             return Err(match error::write_failure(&self.plan, e, paused.report().clone()) {
                 Ok(step_failed) => self.fail(step_failed.into()),
                 Err(other) => self.fail(other.0.into()),
             });
         }
+        self.plan_due = None;
         self.state = State::Paused(Box::new(record.clone()));
         Ok(RunOutcome::Paused { record, report: paused.abandon() })
     }

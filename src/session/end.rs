@@ -1,11 +1,11 @@
 //! [`EndOfCycle`]: how a cycle ends, as one value the runtime builds and its store applies
 //! ([`SessionStore::end_cycle`](super::SessionStore::end_cycle)) — what the cycle leaves (the
 //! session's new state, the record of its pause, a pause given up, or nothing), the bundle pin
-//! due with it, what became of the pause it acted on, and the cycle's history entry. PostgreSQL
+//! and the plan document due with it, what became of the pause it acted on, and the cycle's history entry. PostgreSQL
 //! sends it with the cycle's writes in one batch (one transaction); files apply it in one
 //! crash-safe order, written once in the file store.
 
-use super::{ApprovalEvent, BundlePinV1, CycleEntry, InterventionRecord, SessionUpdate};
+use super::{ApprovalEvent, BundlePinV1, CycleEntry, InterventionRecord, PlanDocument, SessionUpdate};
 
 /// A finished cycle's history entry as it goes with the end of its cycle: the entry, and how
 /// many of the session's entries to keep with it (the newest `keep`; 0 keeps nothing).
@@ -50,6 +50,9 @@ pub struct EndOfCycle {
     /// The bundle pin to save with it (a new or upgraded one), so a session never exists
     /// without its pin.
     pub pin: Option<BundlePinV1>,
+    /// The plan the session runs, to keep with it while the session keeps none
+    /// ([`PlanDocument`]).
+    pub plan: Option<PlanDocument>,
     /// What became of the pause the cycle acted on or gave up (consumed, stale, superseded,
     /// abandoned): logged once, with the pause's `paused` notice before it if that is not logged
     /// yet, before the pause's record is removed or replaced.
@@ -85,12 +88,17 @@ impl EndOfCycle {
     }
 
     fn leaving(leaves: Leaves) -> EndOfCycle {
-        EndOfCycle { leaves, pin: None, outcome: None, entry: None }
+        EndOfCycle { leaves, pin: None, plan: None, outcome: None, entry: None }
     }
 
     /// This end, saving `pin` with it.
     pub fn with_pin(self, pin: Option<BundlePinV1>) -> EndOfCycle {
         EndOfCycle { pin, ..self }
+    }
+
+    /// This end, keeping the session's `plan` with it.
+    pub fn with_plan(self, plan: Option<PlanDocument>) -> EndOfCycle {
+        EndOfCycle { plan, ..self }
     }
 
     /// This end, logging `outcome` (what became of the pause it ends) with it.

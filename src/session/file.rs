@@ -299,16 +299,19 @@ impl SessionStore for FileSessionStore {
         Ok(())
     }
 
-    // The one crash-safe order of a cycle's end on files: the pin (a session never exists
-    // without it); the state and then the reserved id's removal (a crash between leaves an id
+    // The one crash-safe order of a cycle's end on files: the plan and the pin (a session never
+    // exists without them); the state and then the reserved id's removal (a crash between leaves an id
     // the saved session supersedes), with the history entry right after it; the pause's outcome
     // (logged once); the pause's record written or removed, after its outcome (a crash between
     // leaves a record the next boot finds decided, or a leftover of a saved session); then any
     // other end's history entry. A crash at any point leaves what the next boot reads as the
     // cycle not ended, or ended.
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
-        let EndOfCycle { leaves, pin, outcome, entry } = end;
+        let EndOfCycle { leaves, pin, plan, outcome, entry } = end;
         let ended = self.own(&cycle).and_then(|()| {
+            if let Some(plan) = &plan {
+                self.write_durably(&self.root.join(super::PLAN_FILE), plan)?;
+            }
             if let Some(pin) = &pin {
                 self.write_durably(&self.root.join(PIN_FILE), pin)?;
             }

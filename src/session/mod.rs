@@ -30,6 +30,7 @@ mod history;
 mod hook;
 mod intervention;
 mod pin;
+mod plan;
 #[cfg(feature = "postgres")]
 pub mod postgres;
 mod records;
@@ -63,6 +64,7 @@ pub use file::{RealFs, SaveFs};
 pub use hook::BeforeSave;
 pub use intervention::{BlockPhase, CompletedStep, INTERVENTION_FILE, InterventionRecord, MAX_INTERVENTION_FILE_BYTES};
 pub use pin::{BundlePinV1, PIN_FILE, PinVersion};
+pub use plan::{MAX_PLAN_FILE_BYTES, PLAN_FILE, PlanDocument};
 pub use reserved::{RESERVED_FILE, ReservedSession};
 pub use root_name::{MAX_ROOT_NAME_BYTES, is_root_name};
 pub use state::{MAX_SESSION_FILE_BYTES, SESSION_FILE, SessionState, SessionUpdate};

@@ -80,6 +80,9 @@ pub trait SessionRecords: Send + Sync {
     fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>>;
     /// The bundle pin, or `None`.
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
+    /// The plan the session runs ([`PlanDocument`](super::PlanDocument)), or `None` (a session
+    /// that has not ended a cycle yet, or was last run by a planlock that kept no plan).
+    fn load_plan(&self) -> StoreFuture<'_, Option<super::PlanDocument>>;
     /// The decision recorded on `pause`, or `None`: the decision of
     /// [`decisions_on`](Self::decisions_on).
     fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
@@ -196,6 +199,9 @@ impl SessionRecords for FileRecords {
     }
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         ready(self.unlinked(|| read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")))
+    }
+    fn load_plan(&self) -> StoreFuture<'_, Option<super::PlanDocument>> {
+        ready(self.unlinked(|| read_strict(&self.root.join(super::PLAN_FILE), super::MAX_PLAN_FILE_BYTES, "plan")))
     }
     fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
         ready(self.unlinked(|| Ok(self.events_on(pause)?.decisions_on(pause))))

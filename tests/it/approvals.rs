@@ -592,6 +592,9 @@ impl SessionRecords for CountingReads {
     fn load_pin(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::BundlePinV1>> {
         self.inner.load_pin()
     }
+    fn load_plan(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::PlanDocument>> {
+        self.inner.load_plan()
+    }
     fn record_decision<'a>(
         &'a self,
         decision: &'a ReviewDecision,

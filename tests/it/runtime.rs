@@ -513,3 +513,27 @@ fn runtimes_of_one_plan_share_it() {
     // Taken out, it is the caller's own again.
     assert_eq!(plan.clone().into_plan(), *plan.plan());
 }
+
+/// A session keeps the plan it runs (CONTRACT §21) with the end of its first cycle, paused or
+/// completed, so that a worker resumes it without being handed the plan; a kept plan that was
+/// removed or damaged is kept again with the next end.
+#[test]
+fn a_session_keeps_the_plan_it_runs() {
+    use planlock::session::{FileRecords, PLAN_FILE, SessionRecords};
+    let d = dirs();
+    let plan = reviewed_plan(&["PersistMemory"]);
+    let mut runtime = boot(&d, plan.clone());
+    let records = FileRecords::new(d.root.path());
+    assert!(planlock::block_on(records.load_plan()).unwrap().is_none(), "nothing kept before the first end");
+    assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
+    let kept = planlock::block_on(records.load_plan()).unwrap().expect("kept with the pause");
+    assert_eq!((kept.plan().unwrap(), kept.plan_hash), (plan.clone(), runtime.plan_hash()));
+    // Damaged by hand: the next boot keeps it again, with the next end.
+    drop(runtime);
+    std::fs::write(d.root.path().join(PLAN_FILE), "{ not json").unwrap();
+    let mut runtime = boot(&d, plan.clone());
+    let over = Override::new(ReviewGate::ID, "remember", "reviewed");
+    assert!(matches!(runtime.resume_blocking(Some(over)).unwrap(), RunOutcome::Completed(_)));
+    let kept = planlock::block_on(records.load_plan()).unwrap().expect("kept again");
+    assert_eq!(kept.plan().unwrap(), plan);
+}

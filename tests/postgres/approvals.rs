@@ -61,6 +61,9 @@ pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart
         let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, key).unwrap(), |s| s);
         assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })));
         assert!(matches!(runtime.run_cycle_blocking(), Err(planlock::runtime::RuntimeError::Paused { .. })));
+        // The session keeps the plan it runs, with its pause (CONTRACT §21).
+        let kept = block_on(PgRecords::new(&db, key).unwrap().load_plan()).unwrap().expect("kept with the pause");
+        assert_eq!((kept.plan().unwrap(), kept.plan_hash), (fx.plan.clone(), runtime.plan_hash()));
         // The reviewer, in another process, lists the inbox and decides, while the worker holds
         // the lease.
         let (code, list) = inbox(&url, &["list"]);
@@ -84,6 +87,16 @@ pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart
     }
     assert_eq!(memory_rows(&url, "tenant/approved"), 1);
     assert_eq!(memory_rows(&url, "tenant/rejected"), 0);
+    // A kept record longer than the file store would read is refused, not read whole.
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    client
+        .execute(
+            "UPDATE planlock_sessions SET plan = repeat('x', $1) WHERE session_key = 'tenant/approved'",
+            &[&i32::try_from(planlock::session::MAX_PLAN_FILE_BYTES + 1).unwrap()],
+        )
+        .unwrap();
+    let err = block_on(PgRecords::new(&db, "tenant/approved").unwrap().load_plan()).unwrap_err();
+    assert!(err.to_string().contains("bytes long"), "{err}");
 }
 
 pub(super) fn one_decision_per_pause_when_two_decide_at_once_on_postgres(server: &PgServer) {

@@ -58,6 +58,7 @@ enum Column {
     Intervention,
     Reserved,
     Pin,
+    Plan,
 }
 
 impl Column {
@@ -67,6 +68,15 @@ impl Column {
             Column::Intervention => "intervention",
             Column::Reserved => "reserved",
             Column::Pin => "pin",
+            Column::Plan => "plan",
+        }
+    }
+    /// The longest text read from it: what the file store reads of the same record.
+    fn cap(self) -> u64 {
+        match self {
+            Column::Intervention => super::MAX_INTERVENTION_FILE_BYTES,
+            Column::Plan => super::MAX_PLAN_FILE_BYTES,
+            Column::State | Column::Reserved | Column::Pin => super::MAX_SESSION_FILE_BYTES,
         }
     }
     fn what(self) -> &'static str {
@@ -75,6 +85,7 @@ impl Column {
             Column::Intervention => "intervention record",
             Column::Reserved => "reserved session id",
             Column::Pin => "bundle pin",
+            Column::Plan => "plan",
         }
     }
 }
@@ -477,31 +488,36 @@ impl SessionStore for PgSessionStore {
     // pin due with it; then the cycle's writes, the history entry and the COMMIT.
     fn end_cycle(&self, end: EndOfCycle, cycle: CycleGuard) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(async move {
-            let EndOfCycle { leaves, pin, outcome, entry } = end;
+            let EndOfCycle { leaves, pin, plan, outcome, entry } = end;
             let pin = pin.map(|pin| self.json("bundle pin", &pin)).transpose()?;
-            // The pin is in every end's statement (kept as it was when none is due), so a cycle
-            // that pins and one that does not share one prepared statement.
+            let plan = plan.map(|plan| self.json("plan", &plan)).transpose()?;
+            // The pin and the plan are in every end's statement (kept as they were when none is
+            // due), so a cycle that pins and one that does not share one prepared statement.
             let (doing, text, saved, set) = match leaves {
                 Leaves::Session(update) => {
                     let state = update.into_state();
                     let text = self.json("session state", &state)?;
-                    let set = "state = $6, reserved = NULL, intervention = NULL, pin = COALESCE($5, pin)";
+                    let set = "state = $7, reserved = NULL, intervention = NULL, pin = COALESCE($5, pin), plan = COALESCE($6, plan)";
                     ("saving the session", Some(text), Some(state), set)
                 }
                 Leaves::Pause(record) => {
                     // The record alone: its `paused` event is made from it when it is logged
                     // (schema 7).
                     let text = self.json("intervention record", &record)?;
-                    ("saving the intervention record", Some(text), None, "intervention = $6, pin = COALESCE($5, pin)")
+                    let set = "intervention = $7, pin = COALESCE($5, pin), plan = COALESCE($6, plan)";
+                    ("saving the intervention record", Some(text), None, set)
                 }
                 Leaves::Unpaused => {
-                    ("removing the intervention record", None, None, "intervention = NULL, pin = COALESCE($5, pin)")
+                    let set = "intervention = NULL, pin = COALESCE($5, pin), plan = COALESCE($6, plan)";
+                    ("removing the intervention record", None, None, set)
                 }
-                Leaves::AsItWas => ("recording the cycle", None, None, "pin = COALESCE($5, pin)"),
+                Leaves::AsItWas => {
+                    ("recording the cycle", None, None, "pin = COALESCE($5, pin), plan = COALESCE($6, plan)")
+                }
             };
             let params: Vec<Param<'_>> = match &text {
-                Some(text) => vec![(&pin, Type::TEXT), (text, Type::TEXT)],
-                None => vec![(&pin, Type::TEXT)],
+                Some(text) => vec![(&pin, Type::TEXT), (&plan, Type::TEXT), (text, Type::TEXT)],
+                None => vec![(&pin, Type::TEXT), (&plan, Type::TEXT)],
             };
             // A cycle of another session is refused (and dropped: rolled back), never written
             // alone.

@@ -65,11 +65,25 @@ impl PgRecords {
 
     /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
     pub(super) async fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
-        let sql =
-            format!("SELECT {} FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1", column.name());
-        let rows = self.query("reading the session", &sql, &[(&self.key, Type::TEXT)]).await?;
-        let Some(text) = rows.first().and_then(|r| r.get::<_, Option<String>>(0)) else { return Ok(None) };
-        self.parse(column.what(), &text).map(Some)
+        // A text longer than the file store would read of the same record is not sent: it is
+        // refused, as a file that large is.
+        let sql = format!(
+            "SELECT CASE WHEN octet_length({0}) <= $2 THEN {0} END, octet_length({0})
+             FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1",
+            column.name()
+        );
+        let cap = i64::try_from(column.cap()).unwrap_or(i64::MAX);
+        let rows = self.query("reading the session", &sql, &[(&self.key, Type::TEXT), (&cap, Type::INT8)]).await?;
+        let Some(row) = rows.first() else { return Ok(None) };
+        match (row.get::<_, Option<String>>(0), row.get::<_, Option<i32>>(1)) {
+            (Some(text), _) => self.parse(column.what(), &text).map(Some),
+            (None, Some(len)) => Err(SessionError::CorruptRow {
+                key: self.key.clone(),
+                what: column.what(),
+                problem: format!("it is {len} bytes long; at most {} are read", column.cap()),
+            }),
+            (None, None) => Ok(None),
+        }
     }
 
     /// A stored JSON text, read strictly.
@@ -186,6 +200,9 @@ impl SessionRecords for PgRecords {
     }
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
         Box::pin(self.read(Column::Pin))
+    }
+    fn load_plan(&self) -> StoreFuture<'_, Option<crate::session::PlanDocument>> {
+        Box::pin(self.read(Column::Plan))
     }
     fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
         Box::pin(async move {
