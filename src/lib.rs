@@ -103,6 +103,10 @@ pub mod runtime;
 #[cfg(feature = "demo")]
 #[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
 pub mod demo;
+// Layer 9: the worker that acts on decisions (feature `worker`).
+#[cfg(feature = "worker")]
+#[cfg_attr(docsrs, doc(cfg(feature = "worker")))]
+pub mod worker;
 
 // The short paths of the core items (the contract's come with its root, above). Each item is
 // documented once, on its module's page; these re-exports only link there (`doc(no_inline)`),

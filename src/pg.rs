@@ -29,10 +29,12 @@ use crate::contract::registry::{Failure, FailureKind};
 
 mod conn;
 pub(crate) mod cycle;
+mod listen;
 mod tenant;
 pub use cycle::PgSession;
 pub use tenant::MAX_TENANT_BYTES;
 pub(crate) mod writes;
+pub(crate) use listen::Heard;
 
 pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 

@@ -165,6 +165,48 @@ impl Backend for FilesBackend {
         Some(self)
     }
 
+    // The roots' approval logs, watched (inotify on Linux): a log written or made wakes its
+    // root's session; what the watcher loses (an overflow, an error) wakes every session. Only
+    // writes count, so a worker reading the logs does not wake itself.
+    #[cfg(feature = "worker")]
+    fn watch_decisions(&self, wake: super::Wake) -> BackendFuture<'_, Option<super::Watch>> {
+        Box::pin(async move {
+            use fs_notify::event::{AccessKind, AccessMode, EventKind};
+            use fs_notify::{RecursiveMode, Watcher};
+            if self.paths {
+                return Ok(None);
+            }
+            let base = self.dir.clone();
+            let log = Path::new(crate::session::APPROVAL_LOG_FILE);
+            let mut watcher = fs_notify::recommended_watcher(move |event: fs_notify::Result<fs_notify::Event>| {
+                let Ok(event) = event else { return wake.all() };
+                let written = matches!(
+                    event.kind,
+                    EventKind::Create(_)
+                        | EventKind::Modify(_)
+                        | EventKind::Access(AccessKind::Close(AccessMode::Write))
+                );
+                if event.need_rescan() {
+                    return wake.all();
+                }
+                for path in event.paths.iter().filter(|_| written) {
+                    let Ok(inside) = path.strip_prefix(&base) else { continue };
+                    let mut parts = inside.components();
+                    if let Some(root) = parts.next().and_then(|root| root.as_os_str().to_str())
+                        && parts.as_path() == log
+                    {
+                        wake.session(root);
+                    }
+                }
+            })
+            .map_err(|e| BackendError::Dir { dir: self.dir.clone(), source: std::io::Error::other(e) })?;
+            watcher
+                .watch(&self.dir, RecursiveMode::Recursive)
+                .map_err(|e| BackendError::Dir { dir: self.dir.clone(), source: std::io::Error::other(e) })?;
+            Ok(Some(super::Watch::new(watcher)))
+        })
+    }
+
     fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {
         Box::pin(async move {
             let roots = self.roots(max)?;

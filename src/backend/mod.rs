@@ -20,6 +20,7 @@ mod listing;
 mod outbox;
 #[cfg(feature = "postgres")]
 mod postgres;
+mod watch;
 
 use std::fmt;
 use std::future::Future;
@@ -34,6 +35,7 @@ pub use outbox::{DeliveryClaim, DeliveryOutcome, Logged, Outbox};
 #[cfg(feature = "postgres")]
 #[cfg_attr(docsrs, doc(cfg(feature = "postgres")))]
 pub use postgres::PgBackend;
+pub use watch::{MAX_WOKEN, Wake, Watch, Woken};
 
 use crate::exec::budget::TokenBudget;
 use crate::session::{
@@ -164,6 +166,14 @@ pub trait Backend: fmt::Debug + Send + Sync {
             Some(book) => book.installed_access(),
             None => Box::pin(std::future::ready(Ok(None))),
         }
+    }
+
+    /// Watches for decisions (CONTRACT §21): tells `wake` which session had a decision recorded,
+    /// as it happens, for as long as the returned [`Watch`] lives. `None`: this backend cannot
+    /// watch, and a worker finds its decisions by polling alone (the default).
+    fn watch_decisions(&self, wake: Wake) -> BackendFuture<'_, Option<Watch>> {
+        let _ = wake;
+        Box::pin(std::future::ready(Ok(None)))
     }
 
     /// Every paused session (at most `max` sessions looked at), with its record and decision.

@@ -9,10 +9,10 @@ use crate::session::postgres::{self as access, PgBudget, budgets, remove_budget,
 
 use super::{
     AccessBook, Backend, BackendError, BackendFuture, BudgetBook, DatabaseError, DeliveryClaim, DeliveryOutcome,
-    Glance, Glances, Listed, Logged, OpenedSession, Outbox, PausedSession,
+    Glance, Glances, Listed, Logged, OpenedSession, Outbox, PausedSession, Wake, Watch,
 };
 use crate::contract::registry::Failure;
-use crate::pg::{PgDatabase, PgError, PgOptions, PgSession};
+use crate::pg::{Heard, PgDatabase, PgError, PgOptions, PgSession};
 use crate::session::Timestamp;
 use crate::session::postgres::{DEFAULT_LEASE, MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
 use crate::session::{SessionError, SessionRecords, SessionStore};
@@ -107,6 +107,31 @@ impl Backend for PgBackend {
 
     fn access(&self) -> Option<&dyn AccessBook> {
         Some(self)
+    }
+
+    // `LISTEN planlock_decided`: schema 18's trigger notifies with each decision's commit, its
+    // tenant and session key as JSON; a notification of another tenant wakes nothing, and one
+    // lost while the connection was down wakes every session.
+    fn watch_decisions(&self, wake: Wake) -> BackendFuture<'_, Option<Watch>> {
+        Box::pin(async move {
+            #[derive(serde::Deserialize)]
+            struct Decided {
+                tenant: String,
+                session: String,
+            }
+            let listening = self
+                .db
+                .listen("planlock_decided", move |heard| match heard {
+                    Heard::Payload { payload, tenant } => match serde_json::from_str::<Decided>(payload) {
+                        Ok(d) if d.tenant == tenant.unwrap_or_default() => wake.session(&d.session),
+                        Ok(_) => {}
+                        Err(_) => wake.all(),
+                    },
+                    Heard::Lost => wake.all(),
+                })
+                .await?;
+            Ok(Some(Watch::new(listening)))
+        })
     }
 
     fn sessions(&self, max: usize) -> BackendFuture<'_, Vec<Listed>> {

@@ -359,6 +359,12 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
+    /// How its connections are made (the configuration, the connect timeout) and their tenant:
+    /// what a listening connection of its own is made with.
+    pub(crate) fn recipe(&self) -> (&Config, Duration, Option<&str>) {
+        (&self.config, self.timeout, self.tenant.as_deref())
+    }
+
     /// A pool of at most `size` connections made with `config`, each opened within `timeout`,
     /// each beginning its transactions in `tenant`.
     pub(crate) fn new(

@@ -18,6 +18,8 @@ pub mod semantic;
 #[cfg(feature = "postgres")]
 pub mod vectors;
 pub mod webhooks;
+#[cfg(feature = "cli")]
+pub mod worker;
 
 use std::path::Path;
 

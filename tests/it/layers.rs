@@ -32,6 +32,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("runtime", 8),
     ("console", 8),
     ("demo", 9),
+    ("worker", 9),
 ];
 
 /// CONTRIBUTING.md's layer table (the one people read) says what [`LAYERS`] says.

@@ -46,3 +46,4 @@ mod typescript;
 mod upgrade;
 mod vectors;
 mod webhooks;
+mod worker;

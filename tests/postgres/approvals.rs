@@ -463,3 +463,58 @@ pub(super) fn notifications_are_delivered_from_the_database(server: &PgServer) {
     // The failing receiver got each id twice: a 500, then the same id again.
     assert_eq!(failing.answered().iter().filter(|e| e["status"] == 500).count(), 3);
 }
+
+/// Two `planlock worker`s on one database (CONTRACT §21): each decision wakes them (the
+/// database's notification: their poll is far longer than the test), and each is acted on by
+/// exactly one of them — the approved write once, the outcome logged once.
+pub(super) fn two_workers_act_on_each_decision_once_on_postgres(server: &PgServer) {
+    use crate::common::worker::WorkerProcess;
+    let url = server.database("two_workers");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    let keys: Vec<String> = (0..6).map(|n| format!("team/conv-{n}")).collect();
+    for key in &keys {
+        let out = crate::common::cli::planlock()
+            .args(["run", "--session", key, "--database", &url, "--policy-root"])
+            .arg(&fx.policy)
+            .arg(&fx.plan_file)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{key} paused: {out:?}");
+    }
+    let args = [
+        "--database".as_ref(),
+        url.as_ref(),
+        "--policy-root".as_ref(),
+        fx.policy.as_os_str(),
+        "--poll".as_ref(),
+        "10m".as_ref(),
+    ];
+    let mut workers = [WorkerProcess::start(&args), WorkerProcess::start(&args)];
+    for worker in &mut workers {
+        worker.wait_for("started: woken by each decision", Duration::from_secs(30));
+    }
+    for key in &keys {
+        let (code, decided) = inbox(&url, &["approve", "--by", "ada", "--reason", "checked", key]);
+        assert_eq!(code, Some(0), "{decided}");
+    }
+    // Every key acted on once, by one worker or the other.
+    let mut acted: Vec<String> = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while acted.len() < keys.len() && Instant::now() < deadline {
+        for worker in &mut workers {
+            let said = worker.said_within(Duration::from_millis(200));
+            acted.extend(said.into_iter().filter(|l| l.contains(": approve by ada:")));
+        }
+    }
+    for key in &keys {
+        let lines: Vec<&String> = acted.iter().filter(|l| l.contains(&format!(" {key} cycle 1:"))).collect();
+        assert_eq!(lines.len(), 1, "{key} acted on once: {acted:?}");
+        assert!(lines[0].ends_with("completed"), "{lines:?}");
+        assert_eq!(memory_rows(&url, key), 1, "{key}: the approved write once");
+        assert_eq!(log_of(&db, key), ["decided", "consumed"], "{key}");
+    }
+    for worker in workers {
+        assert_eq!(worker.stop(), Some(0));
+    }
+}

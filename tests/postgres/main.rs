@@ -149,6 +149,7 @@ const TESTS: &[(&str, Test)] = &[
         racing_two_person_approvals_count_each_person_once_on_postgres,
     ),
     ("notifications_are_delivered_from_the_database", notifications_are_delivered_from_the_database),
+    ("two_workers_act_on_each_decision_once_on_postgres", two_workers_act_on_each_decision_once_on_postgres),
     (
         "an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres",
         an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres,

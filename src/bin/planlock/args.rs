@@ -208,6 +208,13 @@ pub enum Command {
         #[arg(long, value_name = "URL", value_parser = parse_trace_url)]
         trace_url: Option<String>,
     },
+    /// Act on each decision as it is made (CONTRACT §21): run a session's next cycle as soon as
+    /// a person's decision on its pause is complete (an approval re-runs the blocked step, a
+    /// rejection or an abandon ends the cycle, as `run` does), with the plan the session keeps.
+    /// Woken by the decision itself (a database's notification, the session roots watched),
+    /// and looking at every session every `--poll`. Each action is one line; SIGTERM or Ctrl-C
+    /// stops it after the cycle in flight. Many may run at once: each decision is acted on once.
+    Worker(WorkerArgs),
     /// The token budgets of the sessions (CONTRACT §20): tokens per period for every session of
     /// the directory or tenant, or for those whose name starts with a prefix. A model call
     /// reserves its estimate before it is sent and is refused (`budget-exhausted`) when a budget
@@ -610,6 +617,45 @@ pub struct CycleArgs {
     pub approval_ttl: Option<std::time::Duration>,
     /// The plan file, or `-` for standard input.
     pub plan: PathBuf,
+}
+
+/// `planlock worker`: where the sessions live and what their runtimes run with.
+#[derive(clap::Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub sessions: SessionsArgs,
+    /// The directory holding the policy profiles.
+    #[arg(long)]
+    pub policy_root: PathBuf,
+    /// The bundle directory (as for `run`); without it, the place's default bundle.
+    #[arg(long)]
+    pub bundle: Option<PathBuf>,
+    /// What the relative `repoPath`s of the kept plans mean (`run` takes the plan file's
+    /// directory).
+    #[arg(long, default_value = ".", value_name = "DIR")]
+    pub repo_base: PathBuf,
+    /// The base URL of an OpenAI-compatible chat-completions server (as for `run`); without it
+    /// and `--llm-model`, the offline demo model answers.
+    #[arg(long, requires = "llm_model", value_name = "URL")]
+    pub llm_url: Option<String>,
+    /// The model to ask when the plan's `config.model` names none.
+    #[arg(long, requires = "llm_url", value_name = "NAME")]
+    pub llm_model: Option<String>,
+    /// The environment variable holding the API key (never printed).
+    #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
+    pub llm_api_key_env: String,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+    /// How long a new pause waits for a person (as for `run`).
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub approval_ttl: Option<std::time::Duration>,
+    /// How often every session is looked at, whatever woke the worker (`10s`, `1m`; at least
+    /// `1s`): what a lost notification costs at most.
+    #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]
+    pub poll: std::time::Duration,
+    /// Act on what is decided now, then stop.
+    #[arg(long)]
+    pub once: bool,
 }
 
 impl SessionPlace {

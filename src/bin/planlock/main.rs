@@ -16,6 +16,7 @@ mod error;
 mod output;
 mod place;
 mod report;
+mod runtime;
 mod telemetry;
 
 use std::process::ExitCode;

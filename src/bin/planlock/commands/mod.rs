@@ -19,6 +19,7 @@ mod schema;
 mod serve;
 mod status;
 mod validate;
+mod worker;
 
 use std::io::Read;
 use std::path::Path;
@@ -69,6 +70,7 @@ pub fn dispatch(command: Command, out: &mut Output) -> Result<u8, CliError> {
         }
         Command::Inbox { command } => inbox::inbox(out, command),
         Command::Budget { command } => budget::budget(out, command),
+        Command::Worker(args) => worker::worker(out, args),
         Command::Access { command } => access::access(out, command),
         Command::Notify { sessions, access, once, timeout, first_retry } => {
             let options = planlock::review::notify::NotifyOptions::default().timeout(timeout).first_retry(first_retry);
@@ -136,7 +138,7 @@ impl crate::args::EmbedArgs {
     /// cause's code (`model-http-status`, `model-redirect`, …) and the class of `first`, the
     /// first step that would have asked it: the same failure has the same class before the
     /// cycle as in it.
-    fn resolver(
+    pub(crate) fn resolver(
         &self,
         manifest: &planlock::store::bundle::BundleManifest,
         first: impl Fn(&[planlock::StepType]) -> Option<planlock::StepType>,

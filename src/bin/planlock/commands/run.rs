@@ -3,20 +3,16 @@
 
 use std::path::PathBuf;
 
-use planlock::demo::{Demo, ReviewGate};
 use planlock::executor::StepStatus as ReportStatus;
-use planlock::handlers::{ModelConfig, OpenAiModel};
 use planlock::review::DecideError;
-use planlock::runtime::{Boot, RunOutcome, Runtime, RuntimeError, Status};
-use planlock::steps::{LLMCall, SummarizeMemory};
-use planlock::store::StoreHandlers;
-use planlock::store::bundle::BundleManifest;
+use planlock::runtime::{Boot, RunOutcome, RuntimeError, Status};
 use planlock::{Failure, FailureKind, Override};
 
 use crate::args::CycleArgs;
 use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_INTERVENTION, EXIT_USAGE, EXIT_VALID, class_exit};
 use crate::output::Output;
 use crate::report::{BootCleanup, Leftover, ModelInfo, RunReport, StepStatus, Usage};
+use crate::runtime::{self, Built, RuntimeArgs};
 
 /// Boots the session with the demo handlers and runs its next cycle, or resumes its paused one
 /// with `over`. Every outcome, failures included, is the report.
@@ -55,15 +51,6 @@ impl From<CliError> for Stopped {
     }
 }
 
-/// The model the plan's `LLMCall` steps ask for by name (`config.model`), if one does: it wins
-/// over `--llm-model`, which is the model of the steps that name none.
-fn planned_model(plan: &planlock::ValidPlan) -> Option<String> {
-    plan.steps().iter().find_map(|s| match &s.payload {
-        planlock::StepPayload::LLMCall(p) => p.config.0.get("model")?.as_str().map(str::to_owned),
-        _ => None,
-    })
-}
-
 fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopped> {
     let plan = super::load_plan(&c.plan).map_err(|failure| Stopped {
         outcome: failure.class.map_or("error", FailureKind::as_str),
@@ -75,15 +62,18 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         Some(dir) if c.plan.as_os_str() != "-" && !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    let demo = Demo::new().failing(c.fail.clone()).repo_base(plan_dir);
     let place = c.place.locate()?;
-    // Memories and decisions live where the bundle says: by default the session root's SQLite
-    // database, or the shared database's namespace of the session.
-    let manifest = match c.bundle.as_deref().map(BundleManifest::load).transpose() {
-        Ok(Some(manifest)) => manifest,
-        Ok(None) => place.backend.default_bundle(),
-        Err(e) => return Err(CliError::fail_fast(e.code(), e.to_string()).into()),
+    let args = RuntimeArgs {
+        policy_root: &c.policy_root,
+        bundle: c.bundle.as_deref(),
+        fail: &c.fail,
+        repo_base: plan_dir,
+        llm: c.llm_url.as_deref().zip(c.llm_model.as_deref()),
+        llm_api_key_env: &c.llm_api_key_env,
+        embed: &c.embed,
+        approval_ttl: c.approval_ttl,
     };
+    let manifest = runtime::manifest(&args, place.backend.as_ref())?;
     // `run` may create the root itself; nothing under it is created at boot.
     if over.is_none()
         && let Some(root) = &c.place.root
@@ -92,52 +82,8 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         let message = format!("cannot create the session root {}: {e}", root.display());
         return Err(CliError::usage("cannot-create-root", message).into());
     }
-    let first_in_plan =
-        |types: &[planlock::StepType]| plan.steps().iter().map(|s| s.step_type()).find(|t| types.contains(t));
-    let (resolver, embedder) = c.embed.resolver(&manifest, first_in_plan)?;
-    // Named in the output only when the bundle's providers rank with it.
-    let embedder = resolver.embedder_of(&manifest).map(|_| embedder);
-    let opened = place.open()?;
-    let storage = opened.resolve(&resolver, &manifest).map_err(|e| CliError::fail_fast(e.code(), e.to_string()))?;
-    let storage = StoreHandlers::new(storage);
-    // The session's token budgets: each model call reserves from them (none set: nothing).
-    let budget = opened.budget();
-    let store = demo.session_store(opened.into_session_store());
-
-    // The model: a real server when asked for, the demo otherwise; `--fail` covers both.
-    let planned = planned_model(&plan);
-    let (handlers, mut model) = match (&c.llm_url, &c.llm_model) {
-        (Some(url), Some(name)) => {
-            let config = ModelConfig::new(url, name).api_key_env(&c.llm_api_key_env);
-            let model = OpenAiModel::new(config);
-            // The model asked is the plan's when it names one (its `config.model` wins).
-            let named_by_plan = planned.as_ref().is_some_and(|p| p != name);
-            let about = ModelInfo::Openai {
-                model: planned.clone().unwrap_or_else(|| name.clone()),
-                url: model.config().shown_url(),
-                usage: None,
-                named_by_plan,
-            };
-            let handlers = demo
-                .with_store(&storage)
-                .on::<LLMCall>(demo.gate(model.clone()))
-                .on::<SummarizeMemory>(demo.gate(model));
-            (handlers.boxed(), about)
-        }
-        _ => (demo.with_store(&storage).boxed(), ModelInfo::Demo),
-    };
-    let runtime = Runtime::builder(&c.policy_root, plan, store)
-        .handlers(handlers)
-        .bundle(manifest)
-        .resolver(resolver)
-        .budget(budget)
-        .record_content(crate::telemetry::captures_content())
-        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate);
-    let runtime = match c.approval_ttl {
-        Some(ttl) => runtime.approval_ttl(ttl),
-        None => runtime,
-    }
-    .boot_blocking();
+    let Built { builder, mut model, embedder } = runtime::build(&args, manifest, plan, || place.open())?;
+    let runtime = builder.boot_blocking();
     let mut runtime =
         runtime.map_err(|e| Stopped { outcome: e.kind().as_str(), error: CliError::of(&e), problems: vec![] })?;
     let boot = match (runtime.boot_kind(), runtime.status()) {

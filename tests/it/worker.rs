@@ -1,0 +1,75 @@
+//! A decision takes effect by itself (CONTRACT §21): a running `planlock worker` runs the
+//! session's next cycle as soon as its pause is decided — no `run` typed — woken by the decision
+//! (the session roots watched), with the plan the session keeps.
+
+use std::ffi::OsStr;
+use std::path::Path;
+use std::time::Duration;
+
+use crate::common::cli::{json, planlock};
+use crate::common::worker::WorkerProcess;
+
+const PLAN: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/plans/reviewed_plan.json");
+const POLICY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policy");
+
+/// Pauses the first cycle of session `name` under `dir`.
+fn paused(dir: &Path, name: &str) {
+    let out = planlock().args(["run", "--root"]).arg(dir.join(name)).args(["--policy-root", POLICY, PLAN]).output();
+    assert_eq!(out.unwrap().status.code(), Some(4), "paused");
+}
+
+fn inbox(dir: &Path, args: &[&str]) {
+    let out = planlock().arg("inbox").args(args).arg("--sessions").arg(dir).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+}
+
+fn status(dir: &Path, name: &str) -> serde_json::Value {
+    json(&planlock().args(["status", "--format", "json", "--root"]).arg(dir.join(name)).output().unwrap())
+}
+
+#[test]
+fn a_running_worker_acts_on_each_decision_as_it_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    paused(dir.path(), "approved");
+    paused(dir.path(), "rejected");
+    // A poll far longer than the test: what it acts on, it was woken for.
+    let args: Vec<&OsStr> = vec![
+        "--sessions".as_ref(),
+        dir.path().as_os_str(),
+        "--policy-root".as_ref(),
+        POLICY.as_ref(),
+        "--poll".as_ref(),
+        "10m".as_ref(),
+    ];
+    let mut worker = WorkerProcess::start(&args);
+    worker.wait_for("started: woken by each decision", Duration::from_secs(30));
+    inbox(dir.path(), &["approve", "--by", "ada", "--reason", "checked", "approved"]);
+    let acted = worker.wait_for("approved cycle 1", Duration::from_secs(20));
+    assert!(acted.ends_with("approve by ada: completed"), "{acted}");
+    let done = status(dir.path(), "approved");
+    assert_eq!((&done["status"], &done["session"]["cycle"]), (&serde_json::json!("ready"), &serde_json::json!(1)));
+    inbox(dir.path(), &["reject", "--by", "ada", "--reason", "not this", "rejected"]);
+    let acted = worker.wait_for("rejected cycle 1", Duration::from_secs(20));
+    assert!(acted.ends_with("reject by ada: abandoned"), "{acted}");
+    assert!(status(dir.path(), "rejected")["intervention"].is_null());
+    assert_eq!(worker.stop(), Some(0), "SIGTERM stops it cleanly");
+}
+
+/// A decision made while no worker ran is acted on when one starts; `--once` acts on what is
+/// decided and stops.
+#[test]
+fn a_worker_acts_on_what_was_decided_before_it_started() {
+    let dir = tempfile::tempdir().unwrap();
+    paused(dir.path(), "s1");
+    inbox(dir.path(), &["approve", "--by", "ada", "--reason", "checked", "s1"]);
+    let out = planlock()
+        .args(["worker", "--once", "--sessions"])
+        .arg(dir.path())
+        .args(["--policy-root", POLICY])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}");
+    assert!(text.contains("s1 cycle 1: approve by ada: completed"), "{text}");
+    assert_eq!(status(dir.path(), "s1")["session"]["cycle"], 1);
+}
