@@ -99,13 +99,17 @@ fn every_readme_command_runs_as_written() {
             }
         } else if let Some(bench) = command.strip_prefix("cargo bench --bench ") {
             check_bench(here, bench);
-        } else if let Some(flags) = command.strip_prefix("planlock serve ") {
-            // It serves until stopped (tests/it/console.rs runs it): here, every flag shown exists.
-            let help = crate::common::cli::planlock().args(["serve", "--help"]).output().unwrap();
+        } else if let Some((served, flags)) = ["serve", "worker"]
+            .iter()
+            .find_map(|name| Some((*name, command.strip_prefix(&format!("planlock {name} "))?)))
+        {
+            // It runs until stopped (tests/it/console.rs and tests/it/worker.rs run them): here,
+            // every flag shown exists.
+            let help = crate::common::cli::planlock().args([served, "--help"]).output().unwrap();
             let help = String::from_utf8_lossy(&help.stdout).into_owned();
             for flag in flags.split(|c: char| c.is_whitespace() || c == '[' || c == ']').filter(|f| f.starts_with("--"))
             {
-                assert!(help.contains(flag), "`planlock serve` has no {flag}:\n{help}");
+                assert!(help.contains(flag), "`planlock {served}` has no {flag}:\n{help}");
             }
         } else if CI.lines().any(|l| l.trim() == command) {
             // `.ci/run` runs it as written (the bindings' build and install).
