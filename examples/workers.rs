@@ -1,40 +1,39 @@
-//! Many workers, one PostgreSQL database: the shape a deployment takes.
+//! Many workers, one PostgreSQL database, and a reviewer: the shape a deployment takes.
 //!
 //! ```sh
-//! cargo run --example workers --features postgres -- postgres://user:pass@host/db [WORKERS] [SESSIONS] [CYCLES]
+//! cargo run --example workers --features postgres,worker -- postgres://user:pass@host/db [WORKERS] [SESSIONS] [CYCLES]
 //! ```
 //!
-//! The parent creates a queue table (`planlock_example_queue`: a session key and how many cycles
-//! it still wants), fills it with SESSIONS keys, and starts WORKERS copies of itself as worker
-//! processes (default 4 workers, 16 sessions, 5 cycles). Each worker loops:
+//! The parent plays the two roles around the workers (default 4 workers, 16 sessions, 5 cycles):
 //!
-//! 1. takes one session whose turn it is, `FOR UPDATE SKIP LOCKED`, so no two workers take the
-//!    same one and none waits for another;
-//! 2. opens its [`PgSessionStore`] (taking the session's lease: a worker on another machine that
-//!    still held it would make this one skip it), boots a [`Runtime`] with the demo handlers
-//!    and the session's memories in [`PgStore`], and runs one cycle;
-//! 3. when the cycle completed, counts it down in the queue and commits; otherwise rolls back,
-//!    so the session's turn comes again.
+//! 1. the policy layer: it runs each session's next cycle of the reviewed plan, which pauses
+//!    for a person before its memory is written;
+//! 2. the reviewer: it approves each pause (`review::decide`, as `planlock inbox approve` and
+//!    the console do).
 //!
-//! A worker that stalls past its lease is fenced: its next save writes nothing and fails
-//! FailFast, and whoever took the session over goes on from the saved state.
+//! It starts WORKERS copies of itself as worker processes, each a [`Worker`] on the database:
+//! woken by each decision (the database's `NOTIFY`), it takes the session (its lease: no two
+//! workers act on one decision), boots the session's runtime with the plan the session keeps,
+//! and runs the approved cycle. The parent waits for every session to complete the cycle
+//! before the next round, then closes the workers' standard input, which stops them.
 
+use std::io::Read as _;
 use std::path::PathBuf;
-use std::process::{Command, ExitCode};
+use std::process::{Command, ExitCode, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use planlock::ValidPlan;
-use planlock::demo::Demo;
-use planlock::pg::PgDatabase;
-use planlock::runtime::{RunOutcome, Runtime};
-use planlock::session::postgres::PgSessionStore;
+use planlock::backend::{Backend, OpenedSession};
+use planlock::demo::{Demo, ReviewGate};
+use planlock::handler::Boxed;
+use planlock::review::decide;
+use planlock::runtime::{RunOutcome, Runtime, RuntimeBuilder};
+use planlock::session::{ReviewDecision, ReviewVerdict, SessionStore};
 use planlock::store::StoreHandlers;
-use planlock::store::bundle::{BundleManifest, StrategyResolver};
-
-const QUEUE: &str = "CREATE TABLE IF NOT EXISTS planlock_example_queue (
-    session_key text PRIMARY KEY,
-    remaining integer NOT NULL CHECK (remaining >= 0)
-)";
+use planlock::store::bundle::StrategyResolver;
+use planlock::worker::{ToRun, Worker};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -57,100 +56,122 @@ fn main() -> ExitCode {
 
 type Error = Box<dyn std::error::Error>;
 
-/// Fills the queue, starts the workers, waits for them, and says what the database holds.
+fn examples() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+/// The reviewed plan (the demo plan, paused before its memory is written), scanning the
+/// examples' policy folder.
+fn plan() -> Result<ValidPlan, Error> {
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(examples().join("plans/reviewed_plan.json"))?)?;
+    plan["steps"][0]["payload"]["repoPath"] = serde_json::json!(examples().join("policy").display().to_string());
+    Ok(ValidPlan::from_value(&plan)?)
+}
+
+/// The runtime of an opened session: the demo handlers over the session's memories in the
+/// database, the review gate. What the parent runs a cycle with, and what a worker boots.
+fn builder(
+    backend: &dyn Backend,
+    plan: ValidPlan,
+    opened: Box<dyn OpenedSession>,
+) -> Result<RuntimeBuilder<Box<dyn SessionStore>, Boxed>, String> {
+    let manifest = backend.default_bundle();
+    let storage = opened.resolve(&StrategyResolver::default(), &manifest).map_err(|e| e.to_string())?;
+    let handlers = Demo::new().with_store(&StoreHandlers::new(storage)).boxed();
+    Ok(Runtime::builder(examples().join("policy"), plan, opened.into_session_store())
+        .handlers(handlers)
+        .bundle(manifest)
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate))
+}
+
+/// Starts the workers, then runs CYCLES rounds: each session's cycle paused, each pause
+/// approved, every approved cycle completed by a worker. Says what the database holds.
 fn parent(url: &str, workers: u32, sessions: u32, cycles: u32) -> Result<(), Error> {
     // Connecting applies planlock's migrations once, before the workers start.
-    drop(PgDatabase::connect(url)?);
-    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
-    client.batch_execute(QUEUE)?;
-    for n in 0..sessions {
-        let key = format!("example/conversation-{n:04}");
-        client.execute(
-            "INSERT INTO planlock_example_queue VALUES ($1, $2)
-             ON CONFLICT (session_key) DO UPDATE SET remaining = EXCLUDED.remaining",
-            &[&key, &i32::try_from(cycles)?],
-        )?;
-    }
-    let started = Instant::now();
-    let children: Vec<_> = (0..workers)
-        .map(|_| Command::new(std::env::current_exe()?).args(["--worker", url]).spawn())
+    let backend = planlock::block_on(planlock::backend::connect(url, None))?;
+    let plan = plan()?;
+    let mut children: Vec<_> = (0..workers)
+        .map(|_| Command::new(std::env::current_exe()?).args(["--worker", url]).stdin(Stdio::piped()).spawn())
         .collect::<Result<_, _>>()?;
+    let keys: Vec<String> = (0..sessions).map(|n| format!("example/conversation-{n:04}")).collect();
+    let started = Instant::now();
+    for round in 1..=cycles {
+        for key in &keys {
+            // The policy layer: the session's next cycle, paused for review.
+            let opened = planlock::block_on(backend.open(key))?;
+            let mut runtime = planlock::block_on(builder(backend.as_ref(), plan.clone(), opened)?.boot())?;
+            let RunOutcome::Paused { record, .. } = runtime.run_cycle_blocking()? else {
+                return Err(format!("{key}: the reviewed plan's cycle did not pause").into());
+            };
+            drop(runtime); // its lease, given back for the worker that acts on the decision
+            // The reviewer.
+            let records = planlock::block_on(backend.records(key))?;
+            let approval = ReviewDecision::new(&record, ReviewVerdict::Approve, "reviewer", "checked");
+            planlock::block_on(decide(records.as_ref(), &approval))?;
+        }
+        wait_for_round(backend.as_ref(), &keys, u64::from(round))?;
+    }
+    let elapsed = started.elapsed();
+    // Closing their standard input stops the workers.
     let mut failed = 0;
-    for mut child in children {
+    for mut child in children.drain(..) {
+        drop(child.stdin.take());
         failed += u32::from(!child.wait()?.success());
     }
+    let mut client = postgres::Client::connect(url, postgres::NoTls)?;
     let done: i64 =
         client.query_one("SELECT count(*) FROM planlock_sessions WHERE session_key LIKE 'example/%'", &[])?.get(0);
     let memories: i64 =
         client.query_one("SELECT count(*) FROM planlock_memories WHERE namespace LIKE 'example/%'", &[])?.get(0);
     println!(
         "{workers} workers ran {sessions} sessions x {cycles} cycles in {:.1} s: {done} sessions stored, {memories} memories; {failed} worker(s) failed",
-        started.elapsed().as_secs_f64()
+        elapsed.as_secs_f64()
     );
     if failed > 0 { Err(format!("{failed} worker(s) failed").into()) } else { Ok(()) }
 }
 
-/// One worker process: takes sessions from the queue until none wants a cycle.
-fn worker(url: &str) -> Result<(), Error> {
-    let db = PgDatabase::connect(url)?;
-    let mut queue = postgres::Client::connect(url, postgres::NoTls)?;
-    let examples = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
-    let mut plan: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(examples.join("plans/demo_plan.json"))?)?;
-    plan["steps"][0]["payload"]["repoPath"] = serde_json::json!(examples.join("policy").display().to_string());
-    let plan = ValidPlan::from_value(&plan)?;
-    let manifest = BundleManifest::default_shared_bundle();
-    let mut ran = 0;
-    loop {
-        let mut tx = queue.transaction()?;
-        let Some(row) = tx.query_opt(
-            "SELECT session_key FROM planlock_example_queue WHERE remaining > 0 ORDER BY session_key
-             FOR UPDATE SKIP LOCKED LIMIT 1",
-            &[],
-        )?
-        else {
-            tx.rollback()?;
-            let left: i64 =
-                queue.query_one("SELECT count(*) FROM planlock_example_queue WHERE remaining > 0", &[])?.get(0);
-            if left == 0 {
-                break;
+/// Waits until every session completed `cycle` (a worker ran its approved cycle).
+fn wait_for_round(backend: &dyn Backend, keys: &[String], cycle: u64) -> Result<(), Error> {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    for key in keys {
+        let records = planlock::block_on(backend.records(key))?;
+        while planlock::block_on(records.load())?.map_or(0, |s| s.cycle) < cycle {
+            if Instant::now() > deadline {
+                return Err(format!("{key}: cycle {cycle} was not completed by a worker within 120 s").into());
             }
-            // Every session that wants a cycle is taken by another worker right now.
-            std::thread::sleep(Duration::from_millis(5));
-            continue;
-        };
-        let key: String = row.get(0);
-        let store = match PgSessionStore::open(&db, &key) {
-            Ok(store) => store,
-            Err(e) => {
-                // Held by a worker elsewhere (or the database failed): its turn comes again.
-                eprintln!("worker {}: {key}: {e}", std::process::id());
-                continue;
-            }
-        };
-        let storage = StoreHandlers::new(StrategyResolver::default().resolve_for_session(&manifest, store.session())?);
-        let mut runtime = Runtime::builder(examples.join("policy"), plan.clone(), store)
-            .handlers(Demo::new().with_store(&storage))
-            .bundle(manifest.clone())
-            .boot_blocking()?;
-        match runtime.run_cycle_blocking() {
-            Ok(RunOutcome::Completed(_)) => {
-                tx.execute(
-                    "UPDATE planlock_example_queue SET remaining = remaining - 1 WHERE session_key = $1",
-                    &[&key],
-                )?;
-                tx.commit()?;
-                ran += 1;
-            }
-            Ok(RunOutcome::Paused { record, .. }) => {
-                eprintln!("worker {}: {key} paused: {}", std::process::id(), record.reason)
-            }
-            Ok(RunOutcome::Abandoned(record)) => {
-                eprintln!("worker {}: {key}: a reviewer rejected cycle {}", std::process::id(), record.cycle)
-            }
-            Err(e) => eprintln!("worker {}: {key}: {e}", std::process::id()),
+            std::thread::sleep(Duration::from_millis(10));
         }
     }
-    println!("worker {} ran {ran} cycles", std::process::id());
+    Ok(())
+}
+
+/// One worker process: acts on every decision until its standard input closes.
+fn worker(url: &str) -> Result<(), Error> {
+    let backend = planlock::block_on(planlock::backend::connect(url, None))?;
+    let for_boot = backend.clone();
+    let boot = move |s: ToRun| builder(for_boot.as_ref(), s.plan, s.opened);
+    let closed = Arc::new(AtomicBool::new(false));
+    let flag = closed.clone();
+    std::thread::spawn(move || {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+        flag.store(true, Ordering::SeqCst);
+    });
+    let stop = async move {
+        while !closed.load(Ordering::SeqCst) {
+            futures_timer::Delay::new(Duration::from_millis(50)).await;
+        }
+    };
+    let pid = std::process::id();
+    let mut acted = 0;
+    let report = |event: planlock::worker::WorkerEvent| {
+        if matches!(event, planlock::worker::WorkerEvent::Acted(_)) {
+            acted += 1;
+        } else {
+            eprintln!("worker {pid}: {event}");
+        }
+    };
+    planlock::block_on(Worker::new(backend, boot).poll_every(Duration::from_secs(5)).run(stop, report));
+    println!("worker {pid} acted on {acted} decisions");
     Ok(())
 }
