@@ -1,13 +1,14 @@
 //! The access file (CONTRACT §18): the people who may decide on a pause, their personal tokens
-//! (only each token's SHA-256 is stored), which validators each may decide, and how many
-//! distinct approvals a validator needs.
+//! (only each token's SHA-256 is stored), which validators each may decide, how many
+//! distinct approvals a validator needs, and what becomes of its pause when it expires
+//! undecided (`onExpiry`: `wait`, the default, or `abandon`, which a worker applies).
 //!
 //! ```yaml
 //! users:
 //!   ada: { tokenSha256: "<64 hex>" }
 //!   bob: { tokenSha256: "<64 hex>" }
 //! validators:
-//!   demo-review: { approvers: [ada, bob], required: 2 }
+//!   demo-review: { approvers: [ada, bob], required: 2, onExpiry: abandon }
 //! webhooks:
 //!   - url: "http://127.0.0.1:9000/hook"
 //!     secretEnv: PLANLOCK_WEBHOOK_SECRET
@@ -88,6 +89,20 @@ struct RuleEntry {
     approvers: Vec<String>,
     #[serde(default = "one")]
     required: usize,
+    #[serde(default)]
+    on_expiry: OnExpiry,
+}
+
+/// What becomes of a validator's pause that expired undecided (`onExpiry` in its rule; CONTRACT
+/// §21).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnExpiry {
+    /// It waits for a person, who can only abandon it (the default).
+    #[default]
+    Wait,
+    /// A worker abandons it, once, as a decision by `planlock` whose reason names the rule.
+    Abandon,
 }
 
 fn one() -> usize {
@@ -120,6 +135,8 @@ pub struct Rule {
     pub approvers: Vec<String>,
     /// How many distinct approvals approve a pause.
     pub required: usize,
+    /// What becomes of a pause that expired undecided.
+    pub on_expiry: OnExpiry,
 }
 
 /// The access file, read and checked (see the [module docs](self)).
@@ -266,7 +283,7 @@ impl Access {
                     ),
                 ));
             }
-            validators.insert(id, Rule { approvers, required: rule.required });
+            validators.insert(id, Rule { approvers, required: rule.required, on_expiry: rule.on_expiry });
         }
         for hook in &written.webhooks {
             let line = line_with(text, &hook.url);
@@ -343,10 +360,11 @@ impl Access {
     /// Who may decide on `validator`'s pauses, and how many approvals they need: the file's rule,
     /// or every user with one approval for a validator it does not name.
     pub fn rule(&self, validator: &str) -> Rule {
-        self.validators
-            .get(validator)
-            .cloned()
-            .unwrap_or_else(|| Rule { approvers: self.users.keys().cloned().collect(), required: 1 })
+        self.validators.get(validator).cloned().unwrap_or_else(|| Rule {
+            approvers: self.users.keys().cloned().collect(),
+            required: 1,
+            on_expiry: OnExpiry::Wait,
+        })
     }
 
     /// Whether `user` may approve or reject `validator`'s pauses.

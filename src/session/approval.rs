@@ -166,6 +166,10 @@ pub enum Via {
     Cli,
     /// A program through the library (a `Runtime`'s resume with an override).
     Library,
+    /// planlock itself, applying a rule of the installed access file (a worker abandoning an
+    /// expired pause by its validator's `onExpiry: abandon`): `by` is `planlock`, the reason
+    /// names the rule.
+    Rule,
 }
 
 impl ReviewDecision {

@@ -5,8 +5,13 @@
 use crate::backend::{Backend, BackendError, OpenedSession};
 use crate::contract::registry::Failure;
 use crate::exec::handler::HandlerSet;
+use crate::review::access::OnExpiry;
+use crate::review::rules_for;
 use crate::runtime::{RunOutcome, Runtime, RuntimeBuilder};
-use crate::session::{OpenError, PauseRef, SessionStore};
+use crate::session::{
+    InterventionRecord, OpenError, PauseRef, ReviewDecision, ReviewVerdict, SessionError, SessionRecords, SessionStore,
+    Timestamp, Via,
+};
 use crate::validate::ValidPlan;
 
 use super::event::{Acted, WorkerEvent};
@@ -60,7 +65,14 @@ pub(super) async fn act_on<B: Boot>(backend: &dyn Backend, boot: &B, name: &str)
     let skipped = |why: String| Some(WorkerEvent::Skipped { session: name.to_owned(), why });
     let records = backend.records(name).await.ok()?;
     let record = records.load_intervention().await.ok()??;
-    let decision = records.decision_on(&PauseRef::of(&record)).await.ok()??;
+    let decision = match records.decision_on(&PauseRef::of(&record)).await.ok()? {
+        Some(decision) => decision,
+        None => match expired_by_rule(records.as_ref(), &record).await {
+            Ok(Some(decision)) => decision,
+            Ok(None) => return None,
+            Err(why) => return skipped(why),
+        },
+    };
     // A decision made after the pause expired is not acted on (a run logs it `expired`).
     if decision.too_late_for(&record).is_some() {
         return None;
@@ -109,4 +121,35 @@ pub(super) async fn act_on<B: Boot>(backend: &dyn Backend, boot: &B, name: &str)
         by: decision.by,
         outcome,
     }))
+}
+
+/// The decision the installed rules make on `record`'s pause once it expired undecided: with
+/// `onExpiry: abandon` for its validator, an abandon by `planlock` whose reason names the rule,
+/// recorded in the approval log like any decision (once: a second worker finds it recorded).
+/// `None` when the pause has not expired or its rule is to wait.
+async fn expired_by_rule(
+    records: &dyn SessionRecords,
+    record: &InterventionRecord,
+) -> Result<Option<ReviewDecision>, String> {
+    if !record.expired_at(Timestamp::now()) {
+        return Ok(None);
+    }
+    let Some(access) = rules_for(records, None).await.map_err(|e| format!("its rules cannot be read: {e}"))? else {
+        return Ok(None);
+    };
+    let validator = &record.validator.id;
+    if access.rule(validator).on_expiry != OnExpiry::Abandon {
+        return Ok(None);
+    }
+    let reason = format!(
+        "the pause expired undecided, and the installed rules say `onExpiry: abandon` for validator `{}`",
+        crate::text::printable(validator)
+    );
+    let decision = ReviewDecision::new(record, ReviewVerdict::Abandon, "planlock", reason).via(Via::Rule);
+    match records.record_decision(&decision, 1).await {
+        Ok(_) | Err(SessionError::AlreadyDecided { .. }) => {}
+        Err(e) => return Err(format!("its expiry rule cannot be applied: {e}")),
+    }
+    // Whichever decision is recorded (this one, or another worker's or person's) is acted on.
+    records.decision_on(&PauseRef::of(record)).await.map_err(|e| e.to_string())
 }

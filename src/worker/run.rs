@@ -78,8 +78,10 @@ impl<B: Boot> Worker<B> {
             Ok(paused) => paused,
             Err(e) => return report(WorkerEvent::Failed { code: e.code(), message: e.to_string() }),
         };
+        // A decided pause, or one that expired (its rule may be to abandon it).
+        let now = crate::session::Timestamp::now();
         for (name, listed) in paused {
-            if matches!(&listed, Ok((_, decided)) if decided.decision.is_some()) {
+            if matches!(&listed, Ok((record, decided)) if decided.decision.is_some() || record.expired_at(now)) {
                 self.act_on(&name, report).await;
             }
         }

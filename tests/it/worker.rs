@@ -73,3 +73,54 @@ fn a_worker_acts_on_what_was_decided_before_it_started() {
     assert!(text.contains("s1 cycle 1: approve by ada: completed"), "{text}");
     assert_eq!(status(dir.path(), "s1")["session"]["cycle"], 1);
 }
+
+/// A pause that expired undecided (CONTRACT §21): with `onExpiry: abandon` in its validator's
+/// rule, a worker abandons it once, logged as a decision by `planlock` whose reason names the
+/// rule; with the default (`wait`), it is left for a person.
+#[test]
+fn an_expired_pause_is_abandoned_by_its_rule_or_left_to_wait() {
+    let token = planlock::review::access::token_sha256("ada-token");
+    for (rule, abandons) in [(", onExpiry: abandon", true), ("", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let access = dir.path().join("access.yaml");
+        let text = format!(
+            "users:\n  ada: {{ tokenSha256: \"{token}\" }}\nvalidators:\n  demo-review: {{ approvers: [ada]{rule} }}\n"
+        );
+        std::fs::write(&access, text).unwrap();
+        let sessions = dir.path().join("sessions");
+        std::fs::create_dir(&sessions).unwrap();
+        let install =
+            planlock().args(["access", "install", "--sessions"]).arg(&sessions).arg(&access).output().unwrap();
+        assert_eq!(install.status.code(), Some(0), "{install:?}");
+        let out = planlock()
+            .args(["run", "--approval-ttl", "1s", "--root"])
+            .arg(sessions.join("s1"))
+            .args(["--policy-root", POLICY, PLAN])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(4), "{out:?}");
+        std::thread::sleep(Duration::from_millis(1200));
+        let once = || {
+            let out = planlock()
+                .args(["worker", "--once", "--sessions"])
+                .arg(&sessions)
+                .args(["--policy-root", POLICY])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(0), "{out:?}");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        let said = once();
+        let log = planlock().args(["inbox", "log", "--format", "json", "--sessions"]).arg(&sessions).arg("s1").output();
+        let log = json(&log.unwrap()).to_string();
+        if abandons {
+            assert!(said.contains("s1 cycle 1: abandon by planlock: abandoned"), "{said}");
+            assert!(log.contains("onExpiry: abandon") && log.contains("\"via\":\"rule\""), "{log}");
+            assert!(status(&sessions, "s1")["intervention"].is_null(), "abandoned");
+            assert!(!once().contains("s1"), "applied once");
+        } else {
+            assert!(!said.contains("s1"), "left to wait: {said}");
+            assert!(!status(&sessions, "s1")["intervention"].is_null(), "still paused");
+        }
+    }
+}
