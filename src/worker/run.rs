@@ -46,6 +46,7 @@ pub struct Worker<B> {
     backend: Arc<dyn Backend>,
     boot: B,
     poll: Duration,
+    watch: bool,
 }
 
 impl<B> std::fmt::Debug for Worker<B> {
@@ -64,7 +65,13 @@ enum Then {
 impl<B: Boot> Worker<B> {
     /// A worker for the sessions of `backend`, booting each session's runtime with `boot`.
     pub fn new(backend: Arc<dyn Backend>, boot: B) -> Worker<B> {
-        Worker { backend, boot, poll: DEFAULT_POLL }
+        Worker { backend, boot, poll: DEFAULT_POLL, watch: true }
+    }
+
+    /// Whether it is woken by each decision (the default) or finds them by polling alone: for a
+    /// file system where watching does not work (a network one), or to measure the poll.
+    pub fn watching(self, watch: bool) -> Worker<B> {
+        Worker { watch, ..self }
     }
 
     /// Looks at every session this often (at least a second), whatever woke it.
@@ -99,7 +106,11 @@ impl<B: Boot> Worker<B> {
     /// sessions (a cycle in flight finishes first). Every event goes to `report`.
     pub async fn run(&self, stop: impl Future<Output = ()>, mut report: impl FnMut(WorkerEvent)) {
         let wake = Wake::default();
-        let watch = match self.backend.watch_decisions(wake.clone()).await {
+        let watching = match self.watch {
+            true => self.backend.watch_decisions(wake.clone()).await,
+            false => Ok(None),
+        };
+        let watch = match watching {
             Ok(watch) => watch,
             Err(e) => {
                 report(WorkerEvent::Failed { code: e.code(), message: format!("cannot watch for decisions: {e}") });

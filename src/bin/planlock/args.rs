@@ -656,6 +656,9 @@ pub struct WorkerArgs {
     /// Act on what is decided now, then stop.
     #[arg(long)]
     pub once: bool,
+    /// Find decisions by polling alone (a network file system, where watching does not work).
+    #[arg(long)]
+    pub no_watch: bool,
 }
 
 impl SessionPlace {

@@ -54,7 +54,7 @@ pub fn worker(out: &mut Output, w: WorkerArgs) -> Result<u8, CliError> {
         let ToRun { plan, opened, .. } = session;
         runtime::build(&args, manifest.clone(), plan, || Ok(opened)).map(|built| built.builder).map_err(|e| e.message)
     };
-    let worker = Worker::new(backend, boot).poll_every(w.poll);
+    let worker = Worker::new(backend, boot).poll_every(w.poll).watching(!w.no_watch);
     let json = out.is_json();
     let say = move |event: WorkerEvent| {
         let line = EventLine::of(&event);

@@ -1,0 +1,238 @@
+//! A decision takes effect (CONTRACT §21, issue 58): from a decision's acknowledgement (the
+//! `decide` call returned, the decision durable) to the resumed cycle's save by a running
+//! `worker::Worker`, with 1, 100 and 10,000 paused sessions held, on files and on PostgreSQL.
+//! Beside it in the same run, in interleaved rounds, its floor: the same worker finding the
+//! decisions by its poll alone (every second), which the wake-up by the decision must beat.
+//! Targets: p99 ≤ 1 s at 10,000 sessions, ≤ 100 ms with the wake-up.
+//!
+//! The decisions come one at a time (the next once the last one's cycle is saved), each on a
+//! session not decided before. Writes under `target/bench-worker`; the PostgreSQL server is
+//! started here (`fsync` on).
+//!
+//! Run: `cargo bench --bench worker --features postgres,worker,demo` (`-- --quick`: 1 and 100
+//! sessions, fewer decisions, one round; what `.ci/run` runs as a smoke).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use planlock::ValidPlan;
+use planlock::backend::{Backend, OpenedSession};
+use planlock::demo::{Demo, ReviewGate};
+use planlock::handler::Boxed;
+use planlock::review::decide;
+use planlock::runtime::{RunOutcome, Runtime, RuntimeBuilder};
+use planlock::session::{ReviewDecision, ReviewVerdict, SessionStore};
+use planlock::store::StoreHandlers;
+use planlock::store::bundle::StrategyResolver;
+use planlock::worker::{ToRun, Worker, WorkerEvent};
+
+#[path = "../tests/common/pg.rs"]
+#[allow(dead_code)]
+mod pg;
+
+fn examples() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
+}
+
+fn plan() -> ValidPlan {
+    let text = std::fs::read_to_string(examples().join("plans/reviewed_plan.json")).unwrap();
+    let mut plan: serde_json::Value = serde_json::from_str(&text).unwrap();
+    plan["steps"][0]["payload"]["repoPath"] = serde_json::json!(examples().join("policy").display().to_string());
+    ValidPlan::from_value(&plan).unwrap()
+}
+
+/// The runtime every session runs: the demo handlers over the session's own store, the review
+/// gate (which pauses each cycle before its memory is written).
+fn builder(
+    backend: &dyn Backend,
+    plan: ValidPlan,
+    opened: Box<dyn OpenedSession>,
+) -> Result<RuntimeBuilder<Box<dyn SessionStore>, Boxed>, String> {
+    let manifest = backend.default_bundle();
+    let storage = opened.resolve(&StrategyResolver::default(), &manifest).map_err(|e| e.to_string())?;
+    Ok(Runtime::builder(examples().join("policy"), plan, opened.into_session_store())
+        .handlers(Demo::new().with_store(&StoreHandlers::new(storage)).boxed())
+        .bundle(manifest)
+        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate))
+}
+
+/// Pauses the next cycle of session `name` (once the worker that acted on it let it go).
+fn pause(backend: &dyn Backend, name: &str) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let opened = loop {
+        match planlock::block_on(backend.open(name)) {
+            Ok(opened) => break opened,
+            Err(e) if Instant::now() < deadline => {
+                let _ = e;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => panic!("{name}: {e}"),
+        }
+    };
+    let mut runtime = planlock::block_on(builder(backend, plan(), opened).unwrap().boot()).unwrap();
+    assert!(matches!(runtime.run_cycle_blocking().unwrap(), RunOutcome::Paused { .. }));
+}
+
+/// Copies a session root's records, not its memories' store (made again at the first cycle that
+/// needs it): what 10,000 roots hold stays small.
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name() == "store" {
+            continue;
+        }
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+/// Where the sessions are held: `count` paused sessions named `s0…`, made from one paused
+/// session (its root copied, or its row), in a directory or a database of their own.
+enum Place<'a> {
+    Files(PathBuf),
+    Database(&'a pg::PgServer),
+}
+
+impl Place<'_> {
+    fn fill(&self, count: usize) -> Arc<dyn Backend> {
+        match self {
+            Place::Files(base) => {
+                let dir = &base.join(format!("held-{count}"));
+                let _ = std::fs::remove_dir_all(dir);
+                std::fs::create_dir_all(dir.join("template")).unwrap();
+                let backend = planlock::block_on(planlock::backend::connect(dir.to_str().unwrap(), None)).unwrap();
+                pause(backend.as_ref(), "template");
+                for n in 0..count {
+                    copy_dir(&dir.join("template"), &dir.join(format!("s{n}")));
+                }
+                std::fs::remove_dir_all(dir.join("template")).unwrap();
+                backend
+            }
+            Place::Database(server) => {
+                let url = &server.database(&format!("held_{count}"));
+                let backend: Arc<dyn Backend> =
+                    Arc::new(planlock::block_on(planlock::backend::PgBackend::connect(url, None)).unwrap());
+                let mut client = postgres::Client::connect(url, postgres::NoTls).unwrap();
+                pause(backend.as_ref(), "template");
+                client
+                    .execute(
+                        "INSERT INTO planlock_sessions (session_key, state, intervention, reserved, pin, plan)
+                         SELECT 's' || g, state, intervention, reserved, pin, plan
+                         FROM planlock_sessions, generate_series(0, $1 - 1) g WHERE session_key = 'template'",
+                        &[&i32::try_from(count).unwrap()],
+                    )
+                    .unwrap();
+                client.execute("DELETE FROM planlock_sessions WHERE session_key = 'template'", &[]).unwrap();
+                backend
+            }
+        }
+    }
+}
+
+/// A worker running on its own thread, saying when it saved each session's resumed cycle.
+struct Running {
+    stop: Arc<AtomicBool>,
+    saved: mpsc::Receiver<String>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+fn start(backend: Arc<dyn Backend>, watch: bool) -> Running {
+    let (stop, saved_tx, (started_tx, started)) = (Arc::new(AtomicBool::new(false)), mpsc::channel(), mpsc::channel());
+    let (saved_tx, saved) = saved_tx;
+    let flag = stop.clone();
+    let thread = std::thread::spawn(move || {
+        let for_boot = backend.clone();
+        let boot = move |s: ToRun| builder(for_boot.as_ref(), s.plan, s.opened);
+        // With the wake-up, the poll is the safety net (10 s); alone, it is every second.
+        let poll = if watch { Duration::from_secs(10) } else { Duration::from_secs(1) };
+        let worker = Worker::new(backend, boot).poll_every(poll).watching(watch);
+        let stopped = async move {
+            while !flag.load(Ordering::SeqCst) {
+                futures_timer::Delay::new(Duration::from_millis(20)).await;
+            }
+        };
+        planlock::block_on(worker.run(stopped, |event| match event {
+            WorkerEvent::Started { .. } => drop(started_tx.send(())),
+            WorkerEvent::Acted(acted) => {
+                assert_eq!(acted.outcome, "completed", "{acted:?}");
+                drop(saved_tx.send(acted.session));
+            }
+            other => eprintln!("worker: {other}"),
+        }));
+    });
+    started.recv_timeout(Duration::from_secs(120)).expect("the worker started");
+    Running { stop, saved, thread }
+}
+
+/// Makes `count` decisions one at a time on the sessions `names` (in turn), a worker watching
+/// (or polling): each one's latency from the acknowledgement to its save. Each session decided
+/// is paused again after its save (untimed), so the sessions held stay paused.
+fn latencies(backend: &Arc<dyn Backend>, names: &[String], count: usize, watch: bool) -> Vec<Duration> {
+    let running = start(backend.clone(), watch);
+    let mut taken = Vec::with_capacity(count);
+    for name in names.iter().cycle().take(count) {
+        let records = planlock::block_on(backend.records(name)).unwrap();
+        let record = planlock::block_on(records.load_intervention()).unwrap().unwrap();
+        let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "checked");
+        planlock::block_on(decide(records.as_ref(), &decision)).unwrap();
+        let acknowledged = Instant::now();
+        let saved = running.saved.recv_timeout(Duration::from_secs(60)).expect("the worker saved the cycle");
+        taken.push(acknowledged.elapsed());
+        assert_eq!(&saved, name);
+        pause(backend.as_ref(), name);
+    }
+    running.stop.store(true, Ordering::SeqCst);
+    running.thread.join().unwrap();
+    taken
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    let at = ((sorted.len() as f64 * p).ceil() as usize).clamp(1, sorted.len()) - 1;
+    sorted[at]
+}
+
+fn main() {
+    let quick = std::env::args().any(|a| a == "--quick");
+    let sizes: &[usize] = if quick { &[1, 100] } else { &[1, 100, 10_000] };
+    let (rounds, per_round) = if quick { (1, 5) } else { (3, 20) };
+    let base = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-worker");
+    let server = pg::PgServer::start_with(true);
+    let mut places = vec![("files", Place::Files(base))];
+    match &server {
+        Some(server) => places.push(("PostgreSQL", Place::Database(server))),
+        None => println!("(no PostgreSQL server installed: files only)"),
+    }
+    println!("worker: from a decision's acknowledgement to the resumed cycle's save, {rounds} round(s) of");
+    println!("{per_round} decisions per size and mode, interleaved: woken by the decision, and the poll alone (1 s)");
+    for (name, place) in &places {
+        for &held in sizes {
+            let backend = place.fill(held);
+            // The decided ones spread over the sessions held (at most 200 of them).
+            let names: Vec<String> = (0..held.min(200)).map(|i| format!("s{}", i * (held / held.min(200)))).collect();
+            let (mut woken, mut polled) = (Vec::new(), Vec::new());
+            for _ in 0..rounds {
+                woken.extend(latencies(&backend, &names, per_round, true));
+                polled.extend(latencies(&backend, &names, per_round, false));
+            }
+            woken.sort();
+            polled.sort();
+            let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+            println!(
+                "== {name}, {held} sessions held: woken p50 {:.1} ms, p99 {:.1} ms; poll alone p50 {:.1} ms, p99 {:.1} ms; p99 ratio {:.3}x",
+                ms(percentile(&woken, 0.5)),
+                ms(percentile(&woken, 0.99)),
+                ms(percentile(&polled, 0.5)),
+                ms(percentile(&polled, 0.99)),
+                ms(percentile(&woken, 0.99)) / ms(percentile(&polled, 0.99)),
+            );
+        }
+    }
+}
