@@ -78,6 +78,17 @@ pub enum DecideError {
         /// Who approved, and who may still.
         turn: super::Turn,
     },
+    /// The decider approved this pause already, and it waits for the others (CONTRACT §18, issue
+    /// 58): refused, nothing recorded.
+    #[error("you ({by}) approved this pause already; it waits for {waiting}: {turn}")]
+    AlreadyApproved {
+        /// Who approved again.
+        by: String,
+        /// Who it waits for (the approvers who have not approved), as a person reads it.
+        waiting: String,
+        /// Who approved, and who may still.
+        turn: super::Turn,
+    },
     /// The access file installed where the session lives cannot be read as written: nothing is
     /// decided or acted on without its rules.
     #[error("the installed rules cannot be used: {0}; fix the file and install it again (`planlock access install`)")]
@@ -108,6 +119,7 @@ impl Failure for DecideError {
             DecideError::Invalid(_) => "decision-invalid",
             DecideError::NotAnApprover { .. } => "not-an-approver",
             DecideError::Incomplete { .. } => "approval-incomplete",
+            DecideError::AlreadyApproved { .. } => "already-approved",
             DecideError::Access(e) => e.code(),
             DecideError::AccessMismatch { .. } => "access-mismatch",
             DecideError::Session(e) => e.code(),
@@ -121,7 +133,11 @@ impl Failure for DecideError {
             DecideError::NotAnApprover { .. } | DecideError::Access(_) | DecideError::AccessMismatch { .. } => {
                 FailureKind::FailFast
             }
-            DecideError::Session(e) if !matches!(e, SessionError::AlreadyDecided { .. }) => e.kind(),
+            DecideError::Session(e)
+                if !matches!(e, SessionError::AlreadyDecided { .. } | SessionError::AlreadyApproved { .. }) =>
+            {
+                e.kind()
+            }
             _ => FailureKind::CycleFail,
         }
     }
@@ -384,7 +400,15 @@ async fn decide_read(
     if let Some(parent) = record.trace_parent {
         parent.adopt(&span);
     }
-    let recorded = records.record_decision(decision, required).instrument(span).await?;
+    let recorded = match (records.record_decision(decision, required).instrument(span).await, &access) {
+        (Ok(recorded), _) => recorded,
+        // A second approval by the same person: refused, saying whose turn it is.
+        (Err(SessionError::AlreadyApproved { by, .. }), Some(access)) => {
+            let turn = turn_on(records, &decision.pause, &access.rule(validator)).await?;
+            return Err(DecideError::AlreadyApproved { by, waiting: turn.waiting_for(), turn });
+        }
+        (Err(e), _) => return Err(e.into()),
+    };
     crate::telemetry::approval(verdict);
     let turn = match (&recorded, &access) {
         (Recorded::Counted { .. }, Some(access)) => {

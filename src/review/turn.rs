@@ -11,10 +11,12 @@ use super::access::Rule;
 /// ```
 /// use planlock::review::Turn;
 /// use planlock::review::access::Rule;
-/// let rule = Rule { approvers: vec!["ada".into(), "bob".into(), "cy".into()], required: 2 };
+/// let approvers = vec!["ada".into(), "bob".into(), "cy".into()];
+/// let rule = Rule { approvers, required: 2, on_expiry: planlock::review::access::OnExpiry::Wait };
 /// let turn = Turn::of(&rule, vec!["ada".into()]);
 /// assert_eq!(turn.to_string(), "1 of 2: ada approved; bob or cy may approve");
 /// assert!(!turn.complete() && turn.may_approve("bob") && !turn.may_approve("ada"));
+/// assert_eq!(turn.waiting_for(), "bob or cy");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -39,22 +41,29 @@ impl Turn {
         self.approved.len() >= self.required
     }
 
+    /// Who the pause waits for, as a person reads it: "bob", "bob or cy", or "nobody".
+    pub fn waiting_for(&self) -> String {
+        either(&self.may_still_approve)
+    }
+
     /// Whether `name` may still approve (an approver who has not yet).
     pub fn may_approve(&self, name: &str) -> bool {
         !self.complete() && self.may_still_approve.iter().any(|a| a == name)
     }
 }
 
+/// `names` as a person reads them: "ada", "ada, bob or cy", or "nobody".
+fn either(names: &[String]) -> String {
+    let shown: Vec<String> = names.iter().map(|n| crate::text::printable(n).into_owned()).collect();
+    match shown.as_slice() {
+        [] => "nobody".to_owned(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
+    }
+}
+
 impl std::fmt::Display for Turn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let names = |names: &[String]| {
-            let shown: Vec<String> = names.iter().map(|n| crate::text::printable(n).into_owned()).collect();
-            match shown.as_slice() {
-                [] => "nobody".to_owned(),
-                [one] => one.clone(),
-                [rest @ .., last] => format!("{} or {last}", rest.join(", ")),
-            }
-        };
         write!(f, "{} of {}: ", self.approved.len(), self.required)?;
         if !self.approved.is_empty() {
             let approved: Vec<String> = self.approved.iter().map(|n| crate::text::printable(n).into_owned()).collect();
@@ -62,7 +71,7 @@ impl std::fmt::Display for Turn {
         }
         match self.may_still_approve.is_empty() {
             true => write!(f, "nobody else may approve"),
-            false => write!(f, "{} may approve", names(&self.may_still_approve)),
+            false => write!(f, "{} may approve", either(&self.may_still_approve)),
         }
     }
 }

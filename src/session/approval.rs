@@ -492,8 +492,8 @@ impl super::ApprovalLog {
     /// - The pause has a decision: the same one again changes nothing (an approval by one of its
     ///   approvers is the same); another is [`SessionError::AlreadyDecided`].
     /// - A rejection or an abandon, or an approval where one is enough, is the pause's decision.
-    /// - Otherwise it is one person's approval ([`ApprovalEvent::Voted`]): the same person twice
-    ///   counts once; the approval that makes `required` distinct people on the same digest also
+    /// - Otherwise it is one person's approval ([`ApprovalEvent::Voted`]): the same person's
+    ///   second one is refused ([`SessionError::AlreadyApproved`]); the approval that makes `required` distinct people on the same digest also
     ///   writes the pause's decision, naming them all.
     pub fn tally(
         &self,
@@ -514,7 +514,8 @@ impl super::ApprovalLog {
         let mut approvers: Vec<String> =
             self.approvals_on(&decision.pause, decision.shown_digest).into_iter().map(str::to_owned).collect();
         if approvers.contains(&decision.by) {
-            return Ok((Recorded::Counted { approvals: approvers.len(), required }, Vec::new()));
+            let by = crate::text::printable(&decision.by).into_owned();
+            return Err(SessionError::AlreadyApproved { by, approvals: approvers.len(), required });
         }
         approvers.push(decision.by.clone());
         let count = approvers.len();

@@ -38,6 +38,19 @@ pub enum SessionError {
         /// Who recorded it.
         by: String,
     },
+    /// The decider approved this pause already, and it waits for others (an approval counts
+    /// once a person; the second one is refused, not recorded).
+    #[error(
+        "`{by}` approved this pause already ({approvals} of {required} approvals); it waits for the other approvers"
+    )]
+    AlreadyApproved {
+        /// Who approved again.
+        by: String,
+        /// The approvals so far.
+        approvals: usize,
+        /// How many it needs.
+        required: usize,
+    },
     /// The record is there but is not what it should be.
     #[error("{} {} is {problem}; fix or remove it (it was not changed)", record_kind(file), file.display())]
     Corrupt {
@@ -113,6 +126,7 @@ impl Failure for SessionError {
             SessionError::Corrupt { .. } => "session-corrupt",
             SessionError::Io { .. } => "session-io",
             SessionError::AlreadyDecided { .. } => "already-decided",
+            SessionError::AlreadyApproved { .. } => "already-approved",
             SessionError::ForeignCycle { .. } => "session-foreign-cycle",
             SessionError::Fenced { .. } => "session-fenced",
             SessionError::CorruptRow { .. } => "session-corrupt",

@@ -3,8 +3,9 @@
 
 use std::future::Future;
 use std::pin::pin;
-use std::sync::Arc;
-use std::task::Poll;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use crate::backend::{Backend, Wake, Woken};
@@ -59,7 +60,66 @@ impl<B> std::fmt::Debug for Worker<B> {
 enum Then {
     Stop,
     Woke(Woken),
+    Passed(Found),
     Poll,
+}
+
+/// The sessions to act on: those whose pause is decided or expired (its rule may be to
+/// abandon it).
+async fn to_act_on(backend: &dyn Backend) -> Result<Vec<String>, WorkerEvent> {
+    let paused = backend
+        .paused(MAX_SESSIONS)
+        .await
+        .map_err(|e| WorkerEvent::Failed { code: e.code(), message: e.to_string() })?;
+    let now = crate::session::Timestamp::now();
+    Ok(paused
+        .into_iter()
+        .filter(|(_, listed)| matches!(listed, Ok((record, decided)) if decided.decision.is_some() || record.expired_at(now)))
+        .map(|(name, _)| name)
+        .collect())
+}
+
+/// What a pass found, or why it could not look.
+type Found = Result<Vec<String>, WorkerEvent>;
+
+/// A pass over every session ([`to_act_on`]) on a thread of its own: its result, once there,
+/// and the task waiting for it.
+struct Pass(Arc<Mutex<(Option<Found>, Option<Waker>)>>);
+
+impl Pass {
+    fn start(backend: Arc<dyn Backend>) -> Pass {
+        let slot: Arc<Mutex<(Option<Found>, Option<Waker>)>> = Arc::default();
+        let done = slot.clone();
+        let listing = move || {
+            let found = crate::io::block_on(to_act_on(backend.as_ref()));
+            let mut slot = done.lock().unwrap_or_else(PoisonError::into_inner);
+            slot.0 = Some(found);
+            if let Some(waiting) = slot.1.take() {
+                waiting.wake();
+            }
+        };
+        if let Err(e) = std::thread::Builder::new().name("planlock-worker-pass".into()).spawn(listing) {
+            let failed = WorkerEvent::Failed { code: "worker-thread", message: format!("cannot start a pass: {e}") };
+            slot.lock().unwrap_or_else(PoisonError::into_inner).0 = Some(Err(failed));
+        }
+        Pass(slot)
+    }
+
+    fn poll_done(&self, cx: &mut std::task::Context<'_>) -> Poll<Found> {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.0.take() {
+            Some(done) => Poll::Ready(done),
+            None => {
+                slot.1 = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+/// Whether `future` is done, without waiting for it.
+async fn is_ready<F: Future + ?Sized>(mut future: std::pin::Pin<&mut F>) -> bool {
+    std::future::poll_fn(|cx| Poll::Ready(future.as_mut().poll(cx).is_ready())).await
 }
 
 impl<B: Boot> Worker<B> {
@@ -81,16 +141,13 @@ impl<B: Boot> Worker<B> {
 
     /// Acts on every decided pause there is now (one poll), reporting each event to `report`.
     pub async fn act_on_decided(&self, report: &mut impl FnMut(WorkerEvent)) {
-        let paused = match self.backend.paused(MAX_SESSIONS).await {
-            Ok(paused) => paused,
-            Err(e) => return report(WorkerEvent::Failed { code: e.code(), message: e.to_string() }),
-        };
-        // A decided pause, or one that expired (its rule may be to abandon it).
-        let now = crate::session::Timestamp::now();
-        for (name, listed) in paused {
-            if matches!(&listed, Ok((record, decided)) if decided.decision.is_some() || record.expired_at(now)) {
-                self.act_on(&name, report).await;
+        match to_act_on(self.backend.as_ref()).await {
+            Ok(names) => {
+                for name in names {
+                    self.act_on(&name, report).await;
+                }
             }
+            Err(failed) => report(failed),
         }
     }
 
@@ -119,20 +176,31 @@ impl<B: Boot> Worker<B> {
         };
         report(WorkerEvent::Started { watching: watch.is_some(), poll: self.poll });
         let mut stop = pin!(stop);
-        let mut woken = Some(Woken::All);
+        // The poll's pass over every session lists on a thread of its own (a directory of many
+        // roots is read in place), so a decision that wakes the worker meanwhile is acted on at
+        // once; what the pass finds is acted on after what woke the worker.
+        let mut pass = Some(Pass::start(self.backend.clone()));
+        let mut found: VecDeque<String> = VecDeque::new();
         let mut next_poll = Instant::now() + self.poll;
         loop {
-            match woken.take() {
-                Some(Woken::All) => {
-                    self.act_on_decided(&mut report).await;
-                    next_poll = Instant::now() + self.poll;
-                }
+            if is_ready(stop.as_mut()).await {
+                break;
+            }
+            match wake.take() {
                 Some(Woken::Sessions(names)) => {
                     for name in names {
                         self.act_on(&name, &mut report).await;
                     }
+                    continue;
+                }
+                Some(Woken::All) => {
+                    pass.get_or_insert_with(|| Pass::start(self.backend.clone()));
                 }
                 None => {}
+            }
+            if let Some(name) = found.pop_front() {
+                self.act_on(&name, &mut report).await;
+                continue;
             }
             let mut next = pin!(wake.next());
             let mut delay = pin!(futures_timer::Delay::new(next_poll.saturating_duration_since(Instant::now())));
@@ -143,6 +211,12 @@ impl<B: Boot> Worker<B> {
                 if let Poll::Ready(woken) = next.as_mut().poll(cx) {
                     return Poll::Ready(Then::Woke(woken));
                 }
+                if let Some(listed) = &pass {
+                    return match listed.poll_done(cx) {
+                        Poll::Ready(done) => Poll::Ready(Then::Passed(done)),
+                        Poll::Pending => Poll::Pending,
+                    };
+                }
                 match delay.as_mut().poll(cx) {
                     Poll::Ready(()) => Poll::Ready(Then::Poll),
                     Poll::Pending => Poll::Pending,
@@ -151,8 +225,18 @@ impl<B: Boot> Worker<B> {
             .await;
             match then {
                 Then::Stop => break,
-                Then::Woke(w) => woken = Some(w),
-                Then::Poll => woken = Some(Woken::All),
+                // Put back for the loop's next turn, which acts on it.
+                Then::Woke(Woken::Sessions(names)) => names.iter().for_each(|name| wake.session(name)),
+                Then::Woke(Woken::All) => wake.all(),
+                Then::Passed(done) => {
+                    pass = None;
+                    next_poll = Instant::now() + self.poll;
+                    match done {
+                        Ok(names) => found.extend(names),
+                        Err(failed) => report(failed),
+                    }
+                }
+                Then::Poll => pass = Some(Pass::start(self.backend.clone())),
             }
         }
         drop(watch);

@@ -70,10 +70,12 @@ fn two_people_approve_a_pause_that_needs_two_and_only_its_approvers_count() {
     let (code, refused) = decide(dir, "reject", "mallory", Some(&access));
     assert_eq!((code, &refused["errorCode"]), (Some(3), &json!("not-an-approver")), "{refused}");
     assert!(log_events(dir).is_empty(), "nothing recorded for who may not decide");
-    // ada's approval counts, once however often she sends it.
+    // ada's approval counts, once: sent again, it is refused, saying whose turn it is (issue 58).
     let (code, first) = decide(dir, "approve", "ada", Some(&access));
     assert_eq!((code, &first["counted"]), (Some(0), &json!([1, 2])), "{first}");
-    assert_eq!(decide(dir, "approve", "ada", Some(&access)).1["counted"], json!([1, 2]));
+    let (code, again) = decide(dir, "approve", "ada", Some(&access));
+    assert_eq!((code, &again["errorCode"]), (Some(1), &json!("already-approved")), "{again}");
+    assert!(again["error"].as_str().unwrap().contains("you (ada) approved this pause already; it waits for bob"));
     let log = log_events(dir);
     assert_eq!(names(&log), ["voted"]);
     assert_eq!((&log[0]["count"], &log[0]["required"]), (&json!(1), &json!(2)));
@@ -155,10 +157,24 @@ fn racing_approvals_never_count_one_person_twice_and_never_lose_one() {
                     .unwrap()
             })
             .collect();
+        // Each person's first approval is recorded; a second one is refused (approved already,
+        // or the pause decided by then), or is the decision it completed, sent again: never
+        // counted.
+        let mut recorded = Vec::new();
         for child in children {
             let out = child.wait_with_output().unwrap();
-            assert_eq!(out.status.code(), Some(0), "round {round}: {}", String::from_utf8_lossy(&out.stdout));
+            let said = String::from_utf8_lossy(&out.stdout).into_owned();
+            match out.status.code() {
+                Some(0) if said.contains("\"again\":true") => {}
+                Some(0) => recorded.push(said),
+                Some(1) => assert!(
+                    said.contains("already-approved") || said.contains("already-decided"),
+                    "round {round}: {said}"
+                ),
+                other => panic!("round {round}: exit {other:?}: {said}"),
+            }
         }
+        assert_eq!(recorded.len(), 2, "round {round}: one approval a person: {recorded:?}");
         let log = log_events(dir);
         assert_eq!(names(&log), ["voted", "voted", "decided"], "round {round}: {log:?}");
         let mut approvers: Vec<&str> =

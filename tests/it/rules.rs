@@ -53,9 +53,10 @@ fn resume_by_one_person_of_two_records_one_approval_and_runs_nothing() {
     args.push(plan);
     let out = planlock().args(&args).env("USER", "operator").output().unwrap();
     assert_eq!((out.status.code(), &json(&out)["errorCode"]), (Some(3), &json!("not-an-approver")), "{out:?}");
-    // ada again by `resume`: still one of two; the step does not run, and the pause says who is left.
+    // ada again by `resume`: refused (she approved already), still one of two; the step does
+    // not run, and the pause says who is left.
     let (code, again) = resume(&run_args, "ada", "me alone");
-    assert_eq!((code, &again["errorCode"]), (Some(4), &json!("approval-incomplete")), "{again}");
+    assert_eq!((code, &again["errorCode"]), (Some(4), &json!("already-approved")), "{again}");
     assert!(again["error"].as_str().unwrap().contains("1 of 2: ada approved; bob may approve"), "{again}");
     assert_eq!(names(&log_events(dir)), ["voted"], "nothing consumed");
     // bob's `resume` is the second approval: the step runs.

@@ -193,12 +193,14 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
     Ok((report, exit))
 }
 
-/// Whether `e` leaves the cycle paused for a person: a run while it waits, or an approval that
-/// counted toward several and is not yet complete.
+/// Whether `e` leaves the cycle paused for a person: a run while it waits, an approval that
+/// counted toward several and is not yet complete, or one by a person who approved already.
 fn waits_for_a_person(e: &RuntimeError) -> bool {
     match e {
         RuntimeError::Paused { .. } => true,
-        RuntimeError::Decision(d) => matches!(**d, DecideError::Incomplete { .. }),
+        RuntimeError::Decision(d) => {
+            matches!(**d, DecideError::Incomplete { .. } | DecideError::AlreadyApproved { .. })
+        }
         _ => false,
     }
 }
