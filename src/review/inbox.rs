@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use super::access::Access;
 use crate::backend::Backend;
 use crate::contract::registry::Failure;
 use crate::session::{Decisions, InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
@@ -48,11 +49,27 @@ pub struct PendingPause {
     /// How many approvals it needs, once one of several is counted.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub required: Option<usize>,
+    /// Whose turn it is, once one of several approvals is counted under installed rules: who
+    /// approved and who may still (issue 58).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub turn: Option<super::Turn>,
 }
 
 impl PendingPause {
-    /// The pause of `session`, with what is decided on it, as it stands at `now`.
-    fn new(session: String, record: InterventionRecord, decided: Decisions, now: Timestamp) -> PendingPause {
+    /// The pause of `session`, with what is decided on it, as it stands at `now` under `rules`.
+    fn new(
+        session: String,
+        record: InterventionRecord,
+        decided: Decisions,
+        now: Timestamp,
+        rules: Option<&Access>,
+    ) -> PendingPause {
+        let turn = match (&decided.decision, rules) {
+            (None, Some(rules)) if !decided.approvals.is_empty() => {
+                Some(super::Turn::of(&rules.rule(&record.validator.id), decided.approvals.clone()))
+            }
+            _ => None,
+        };
         PendingPause {
             session,
             expired: record.expired_at(now),
@@ -61,10 +78,12 @@ impl PendingPause {
             decision: decided.decision,
             approvals: decided.approvals,
             required: decided.required,
+            turn,
         }
     }
 
-    /// Where it stands: `expired`, `approved` or `rejected`, `1 of 2 (ada)`, or `waiting`.
+    /// Where it stands: `expired`, `approved` or `rejected`, whose turn it is (`1 of 2: ada
+    /// approved; bob may approve`, or `1 of 2 (ada)` where no rules say who may), or `waiting`.
     ///
     /// ```
     /// # let json = r#"{"sessionId":"6f1c1b8e-4a55-4d1f-9a57-8a4f0f7c2a11","planHash":"0000000000000000000000000000000000000000000000000000000000000000","cycle":1,"stepId":"s","stepType":"PersistMemory","phase":"pre","validator":{"id":"v","version":"1","config_hash":"0000000000000000000000000000000000000000000000000000000000000000"},"reason":"r","completed":[],"createdAt":"2026-01-01T00:00:00Z"}"#;
@@ -72,7 +91,7 @@ impl PendingPause {
     /// use planlock::review::inbox::PendingPause;
     /// let pause = PendingPause {
     ///     session: "s1".into(), expired: false, age_seconds: 5, record, decision: None,
-    ///     approvals: vec!["ada".into()], required: Some(2),
+    ///     approvals: vec!["ada".into()], required: Some(2), turn: None,
     /// };
     /// assert_eq!(pause.state(), "1 of 2 (ada)");
     /// # Ok::<(), serde_json::Error>(())
@@ -82,6 +101,7 @@ impl PendingPause {
             _ if self.expired => "expired".to_owned(),
             (Some(d), _) if d.verified == Some(false) => format!("{} (unverified name)", d.verdict.past()),
             (Some(d), _) => d.verdict.past().to_owned(),
+            (None, _) if let Some(turn) = &self.turn => turn.to_string(),
             (None, Some(required)) if !self.approvals.is_empty() => {
                 format!("{} of {required} ({})", self.approvals.len(), self.approvals.join(", "))
             }
@@ -151,10 +171,11 @@ impl Inbox {
         let now = Timestamp::now();
         let mut listing = InboxListing::default();
         let mut found = Vec::new();
+        let rules = self.rules().await;
         for (session, read) in self.backend.paused(MAX_SESSIONS).await? {
             match read {
                 Ok((record, decided)) => {
-                    let pause = PendingPause::new(session, record, decided, now);
+                    let pause = PendingPause::new(session, record, decided, now, rules.as_ref());
                     if filter.matches(&pause) {
                         found.push(pause);
                     }
@@ -182,7 +203,14 @@ impl Inbox {
         let Some(record) = records.load_intervention().await? else { return Ok(None) };
         let now = Timestamp::now();
         let decided = records.decisions_on(&crate::session::PauseRef::of(&record)).await?;
-        Ok(Some(PendingPause::new(session.to_owned(), record, decided, now)))
+        Ok(Some(PendingPause::new(session.to_owned(), record, decided, now, self.rules().await.as_ref())))
+    }
+
+    /// The rules installed where the sessions live, to say whose turn it is (none, or rules that
+    /// cannot be read: the count alone is said; deciding refuses unreadable rules itself).
+    async fn rules(&self) -> Option<Access> {
+        let installed = self.backend.installed_access().await.ok()??;
+        Access::installed(&installed).ok()
     }
 
     /// The records of one session, to decide on its pause ([`decide`](super::decide)) or read

@@ -1,9 +1,9 @@
 //! [`Worker`]: the loop that finds decided pauses and acts on them — woken by the backend's
 //! watch, and looking at every session on a slow poll.
 
+use std::collections::VecDeque;
 use std::future::Future;
 use std::pin::pin;
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};

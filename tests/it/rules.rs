@@ -45,6 +45,21 @@ fn resume_by_one_person_of_two_records_one_approval_and_runs_nothing() {
     let (code, first) = decide(dir, "approve", "ada", None);
     assert_eq!((code, &first["counted"], &first["decision"]["verified"]), (Some(0), &json!([1, 2]), &json!(true)));
     assert_eq!(first["turn"], json!({"approved": ["ada"], "required": 2, "mayStillApprove": ["bob"]}));
+    // Every place that shows the pause says whose turn it is (issue 58): inbox list and show,
+    // status.
+    let turn = "1 of 2: ada approved; bob may approve";
+    let text = |args: &[&str]| {
+        let out = planlock().args(args).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let sessions = dir.to_str().unwrap();
+    let root = dir.join("s1");
+    assert!(text(&["inbox", "list", "--sessions", sessions]).contains(turn));
+    assert!(text(&["inbox", "show", "--sessions", sessions, "s1"]).contains(&format!("decision:   {turn}")));
+    assert!(text(&["status", "--root", root.to_str().unwrap()]).contains(&format!("decision: none yet: {turn}")));
+    let listed =
+        json(&planlock().args(["inbox", "list", "--format", "json", "--sessions", sessions]).output().unwrap());
+    assert_eq!(listed["pauses"][0]["turn"]["mayStillApprove"], json!(["bob"]), "{listed}");
     // `resume --approve` by someone the rules do not name (the `USER` default): refused.
     let mut args = run_args.clone();
     args[0] = "resume".into();

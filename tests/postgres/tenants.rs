@@ -137,12 +137,14 @@ pub(super) fn rules_installed_for_a_tenant_hold_there_and_only_there(server: &Pg
     assert_eq!((code, &refused["errorCode"]), (Some(3), &serde_json::json!("not-an-approver")), "{text}");
     let (code, counted, text) = decide("acme", "ada");
     assert_eq!((code, &counted["counted"]), (Some(0), &serde_json::json!([1, 2])), "{text}");
-    // `resume` through the runtime by ada again: still one of two, nothing runs.
+    // `resume` through the runtime by ada again: refused (she approved already; issue 58),
+    // still one of two, nothing runs.
     let acme = tenant_db(&url, "acme");
     let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&acme, "s1").unwrap(), |s| s);
     let over = planlock::Override::new("demo-review", "remember", "me alone").by("ada");
     let refused = runtime.resume_blocking(Some(over)).unwrap_err();
-    assert_eq!(planlock::Failure::code(&refused), "approval-incomplete", "{refused}");
+    assert_eq!(planlock::Failure::code(&refused), "already-approved", "{refused}");
+    assert!(refused.to_string().contains("it waits for bob"), "{refused}");
     drop(runtime);
     // globex has no rules: one operator, the name unverified; and it sees none of acme's.
     let (code, shown, _) = cli(&url, "globex", &["access", "show"]);

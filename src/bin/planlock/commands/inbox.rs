@@ -184,6 +184,7 @@ impl Report for ShowReport {
         }
         match &p.decision {
             Some(d) => line!(out, "decision:   {} by {} at {}: {}", d.verdict, d.who(), d.at, d.justification),
+            None if p.turn.is_some() => line!(out, "decision:   {}", p.state()),
             None if !p.approvals.is_empty() => line!(out, "decision:   approved {}, waiting for more", p.state()),
             None => line!(out, "decision:   none yet"),
         }

@@ -2,6 +2,8 @@
 //! cycle; with `--history N`, the session's last N finished cycles. A read: it writes nothing and takes neither the session's lock nor its lease, so it
 //! answers while a cycle runs.
 
+use planlock::review::Turn;
+use planlock::review::access::Access;
 use planlock::session::{
     BundlePinV1, CycleEntry, InterventionRecord, PauseRef, ReviewDecision, SessionState, Timestamp,
 };
@@ -28,6 +30,9 @@ struct StatusReport {
     leftover_record: Option<Leftover>,
     /// The decision recorded on the paused cycle, waiting for the next run.
     decision: Option<ReviewDecision>,
+    /// Whose turn it is on a pause that needs several approvals and has some (issue 58).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn: Option<planlock::review::Turn>,
     /// Whether the paused cycle's pause has expired.
     expired: bool,
     /// The last finished cycles, newest first, when asked for.
@@ -90,7 +95,10 @@ impl Report for StatusReport {
                     Some(d) => {
                         line!(out, "decision: {} by {} at {} (acted on at the next run)", d.verdict, d.who(), d.at)
                     }
-                    None => line!(out, "decision: none yet"),
+                    None => match &self.turn {
+                        Some(turn) => line!(out, "decision: none yet: {turn}"),
+                        None => line!(out, "decision: none yet"),
+                    },
                 }
             }
         }
@@ -150,17 +158,26 @@ pub fn status(out: &mut Output, place: &SessionPlace, history: Option<usize>) ->
     let loaded = planlock::block_on(async {
         let (session, intervention, pin) =
             (records.load().await?, records.load_intervention().await?, records.load_pin().await?);
-        let decision = match &intervention {
-            Some(record) => records.decision_on(&PauseRef::of(record)).await?,
+        let decided = match &intervention {
+            Some(record) => Some(records.decisions_on(&PauseRef::of(record)).await?),
             None => None,
         };
+        // Whose turn it is, where installed rules say who may approve.
+        let rules = records.installed_access().await.ok().flatten().and_then(|i| Access::installed(&i).ok());
+        let turn = match (&decided, &intervention, rules) {
+            (Some(d), Some(record), Some(rules)) if d.decision.is_none() && !d.approvals.is_empty() => {
+                Some(Turn::of(&rules.rule(&record.validator.id), d.approvals.clone()))
+            }
+            _ => None,
+        };
+        let decision = decided.and_then(|d| d.decision);
         let history = match history {
             Some(limit) => Some(records.history(limit).await?),
             None => None,
         };
-        Ok::<_, planlock::session::SessionError>((session, intervention, pin, decision, history))
+        Ok::<_, planlock::session::SessionError>((session, intervention, pin, (decision, turn), history))
     });
-    let (session, mut intervention, pin, decision, history) = loaded.map_err(|e| CliError::of(&e))?;
+    let (session, mut intervention, pin, (decision, turn), history) = loaded.map_err(|e| CliError::of(&e))?;
     let expired = intervention.as_ref().is_some_and(|r| r.expired_at(Timestamp::now()));
     // A read writes nothing: a leftover record is reported, and the next boot removes it.
     let leftover = match (&intervention, &session) {
@@ -185,6 +202,7 @@ pub fn status(out: &mut Output, place: &SessionPlace, history: Option<usize>) ->
         pin,
         leftover_record,
         decision,
+        turn,
         expired,
         history,
         unreadable_history,
