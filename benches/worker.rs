@@ -20,18 +20,19 @@ use std::time::{Duration, Instant};
 
 use planlock::ValidPlan;
 use planlock::backend::{Backend, OpenedSession};
-use planlock::demo::{Demo, ReviewGate};
+use planlock::demo::Demo;
 use planlock::handler::Boxed;
 use planlock::review::decide;
-use planlock::runtime::{RunOutcome, Runtime, RuntimeBuilder};
+use planlock::runtime::{RunOutcome, RuntimeBuilder};
 use planlock::session::{ReviewDecision, ReviewVerdict, SessionStore};
-use planlock::store::StoreHandlers;
-use planlock::store::bundle::StrategyResolver;
 use planlock::worker::{ToRun, Worker, WorkerEvent};
 
 #[path = "../tests/common/pg.rs"]
 #[allow(dead_code)]
 mod pg;
+
+/// A session's runtime, ready to boot.
+type Runtime = RuntimeBuilder<Box<dyn SessionStore>, Boxed>;
 
 fn examples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("examples")
@@ -44,19 +45,11 @@ fn plan() -> ValidPlan {
     ValidPlan::from_value(&plan).unwrap()
 }
 
-/// The runtime every session runs: the demo handlers over the session's own store, the review
-/// gate (which pauses each cycle before its memory is written).
-fn builder(
-    backend: &dyn Backend,
-    plan: ValidPlan,
-    opened: Box<dyn OpenedSession>,
-) -> Result<RuntimeBuilder<Box<dyn SessionStore>, Boxed>, String> {
-    let manifest = backend.default_bundle();
-    let storage = opened.resolve(&StrategyResolver::default(), &manifest).map_err(|e| e.to_string())?;
-    Ok(Runtime::builder(examples().join("policy"), plan, opened.into_session_store())
-        .handlers(Demo::new().with_store(&StoreHandlers::new(storage)).boxed())
-        .bundle(manifest)
-        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate))
+/// The runtime of an opened session (the demo's, with the review gate, over the session's own
+/// stores): what the parent runs a cycle with and what a worker boots.
+fn builder(backend: &dyn Backend, plan: ValidPlan, opened: Box<dyn OpenedSession>) -> Result<Runtime, String> {
+    let policy = examples().join("policy");
+    Demo::new().session_runtime(policy, plan, opened, backend.default_bundle()).map_err(|e| e.to_string())
 }
 
 /// Pauses the next cycle of session `name` (once the worker that acted on it let it go).

@@ -26,14 +26,15 @@ use std::time::{Duration, Instant};
 
 use planlock::ValidPlan;
 use planlock::backend::{Backend, OpenedSession};
-use planlock::demo::{Demo, ReviewGate};
+use planlock::demo::Demo;
 use planlock::handler::Boxed;
 use planlock::review::decide;
-use planlock::runtime::{RunOutcome, Runtime, RuntimeBuilder};
+use planlock::runtime::{RunOutcome, RuntimeBuilder};
 use planlock::session::{ReviewDecision, ReviewVerdict, SessionStore};
-use planlock::store::StoreHandlers;
-use planlock::store::bundle::StrategyResolver;
 use planlock::worker::{ToRun, Worker};
+
+/// A session's runtime, ready to boot.
+type Runtime = RuntimeBuilder<Box<dyn SessionStore>, Boxed>;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -69,20 +70,11 @@ fn plan() -> Result<ValidPlan, Error> {
     Ok(ValidPlan::from_value(&plan)?)
 }
 
-/// The runtime of an opened session: the demo handlers over the session's memories in the
-/// database, the review gate. What the parent runs a cycle with, and what a worker boots.
-fn builder(
-    backend: &dyn Backend,
-    plan: ValidPlan,
-    opened: Box<dyn OpenedSession>,
-) -> Result<RuntimeBuilder<Box<dyn SessionStore>, Boxed>, String> {
-    let manifest = backend.default_bundle();
-    let storage = opened.resolve(&StrategyResolver::default(), &manifest).map_err(|e| e.to_string())?;
-    let handlers = Demo::new().with_store(&StoreHandlers::new(storage)).boxed();
-    Ok(Runtime::builder(examples().join("policy"), plan, opened.into_session_store())
-        .handlers(handlers)
-        .bundle(manifest)
-        .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate))
+/// The runtime of an opened session (the demo's, with the review gate, over the session's own
+/// stores): what the parent runs a cycle with and what a worker boots.
+fn builder(backend: &dyn Backend, plan: ValidPlan, opened: Box<dyn OpenedSession>) -> Result<Runtime, String> {
+    let policy = examples().join("policy");
+    Demo::new().session_runtime(policy, plan, opened, backend.default_bundle()).map_err(|e| e.to_string())
 }
 
 /// Starts the workers, then runs CYCLES rounds: each session's cycle paused, each pause

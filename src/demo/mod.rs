@@ -28,6 +28,7 @@ use crate::store::{Storage, StoreHandlers};
 use crate::telemetry::{Message, ModelAnswer, ModelCall, Operation};
 
 mod scan;
+mod session;
 pub use scan::MAX_SCAN_FILES;
 use scan::scan;
 

@@ -94,7 +94,6 @@ pub fn spawn_self(
     root: &Path,
     envs: &[(&str, &str)],
 ) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
-    use std::io::BufRead;
     let mut child = std::process::Command::new(std::env::current_exe().unwrap())
         .env("PLANLOCK_CHILD", mode)
         .env("PLANLOCK_ROOT", root)
@@ -103,7 +102,13 @@ pub fn spawn_self(
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let stdout = child.stdout.take().unwrap();
+    let rx = lines_of(child.stdout.take().unwrap());
+    (child, rx)
+}
+
+/// The lines a child writes on `stdout`, sent one by one as they come, by a thread of their own.
+pub fn lines_of(stdout: impl std::io::Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
@@ -112,7 +117,7 @@ pub fn spawn_self(
             }
         }
     });
-    (child, rx)
+    rx
 }
 
 /// A policy root (its tone `friendly`) and a session root, both temporary.

@@ -1,7 +1,6 @@
 //! A `planlock worker` process the test starts and reads line by line: what it said, waited
 //! for with a deadline, and a SIGTERM that stops it.
 
-use std::io::BufRead as _;
 use std::process::{Child, Stdio};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -24,15 +23,7 @@ impl WorkerProcess {
             .stderr(Stdio::inherit())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (send, lines) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
-                if send.send(line).is_err() {
-                    break;
-                }
-            }
-        });
+        let lines = super::lines_of(child.stdout.take().unwrap());
         WorkerProcess { child, lines, said: Vec::new() }
     }
 

@@ -578,24 +578,48 @@ pub struct PlansOf {
     pub meta: Vec<String>,
 }
 
-/// What `run` and `resume` share: where the session is, which policy and bundle, the plan.
+/// What `run` and `resume` share: where the session is, what its runtime runs with, the plan.
 #[derive(clap::Args)]
 pub struct CycleArgs {
     #[command(flatten)]
     pub place: SessionPlace,
+    #[command(flatten)]
+    pub runtime: RuntimeFlags,
+    /// Make this step type's handler fail (repeatable), to show the failure semantics; any
+    /// step type, `PersistSession` included (the save fails, nothing is written).
+    #[arg(long = "fail", value_parser = parse_step_type)]
+    pub fail: Vec<StepType>,
+    /// The plan file, or `-` for standard input.
+    pub plan: PathBuf,
+}
+
+/// What a session's runtime runs with (`run`, `resume`, `worker`): the policy, the bundle, the
+/// model, the embedder, how long a pause waits.
+#[derive(clap::Args)]
+pub struct RuntimeFlags {
     /// The directory holding the policy profiles.
     #[arg(long)]
     pub policy_root: PathBuf,
     /// The bundle directory (its `manifest.json` names the strategy and memory providers).
     /// Without it, the default bundle: strategy `hierarchical-sql`, memory provider `sqlite`
-    /// (`ops/store/planlock.sqlite3` under the root). The session is pinned to the
-    /// providers by its first completed cycle.
+    /// (`ops/store/planlock.sqlite3` under the root), or their PostgreSQL counterparts in a
+    /// database. The session is pinned to the providers by its first completed cycle.
     #[arg(long)]
     pub bundle: Option<PathBuf>,
-    /// Make this step type's handler fail (repeatable), to show the failure semantics; any
-    /// step type, `PersistSession` included (the save fails, nothing is written).
-    #[arg(long = "fail", value_parser = parse_step_type)]
-    pub fail: Vec<StepType>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub embed: EmbedArgs,
+    /// How long a pause waits for a person (`30m`, `8h`, `2d`): past it, a decision is refused
+    /// and the cycle can only be abandoned. No expiry without it.
+    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
+    pub approval_ttl: Option<std::time::Duration>,
+}
+
+/// The model the sessions' `LLMCall` and `SummarizeMemory` steps ask (`run`, `resume`,
+/// `worker`).
+#[derive(clap::Args)]
+pub struct ModelArgs {
     /// The base URL of an OpenAI-compatible chat-completions server for `LLMCall` and
     /// `SummarizeMemory`: `https://api.openai.com/v1`, vLLM's or llama.cpp's `http://HOST:PORT/v1`,
     /// Ollama's `http://127.0.0.1:11434/v1`. Needs `--llm-model`. Without both, the offline demo
@@ -609,14 +633,13 @@ pub struct CycleArgs {
     /// Unset or empty: no key is sent, as local servers expect.
     #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
     pub llm_api_key_env: String,
-    #[command(flatten)]
-    pub embed: EmbedArgs,
-    /// How long a pause waits for a person (`30m`, `8h`, `2d`): past it, a decision is refused
-    /// and the cycle can only be abandoned. No expiry without it.
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub approval_ttl: Option<std::time::Duration>,
-    /// The plan file, or `-` for standard input.
-    pub plan: PathBuf,
+}
+
+impl ModelArgs {
+    /// The server and the model, when both are given.
+    pub fn llm(&self) -> Option<(&str, &str)> {
+        self.llm_url.as_deref().zip(self.llm_model.as_deref())
+    }
 }
 
 /// `planlock worker`: where the sessions live and what their runtimes run with.
@@ -624,31 +647,12 @@ pub struct CycleArgs {
 pub struct WorkerArgs {
     #[command(flatten)]
     pub sessions: SessionsArgs,
-    /// The directory holding the policy profiles.
-    #[arg(long)]
-    pub policy_root: PathBuf,
-    /// The bundle directory (as for `run`); without it, the place's default bundle.
-    #[arg(long)]
-    pub bundle: Option<PathBuf>,
+    #[command(flatten)]
+    pub runtime: RuntimeFlags,
     /// What the relative `repoPath`s of the kept plans mean (`run` takes the plan file's
     /// directory).
     #[arg(long, default_value = ".", value_name = "DIR")]
     pub repo_base: PathBuf,
-    /// The base URL of an OpenAI-compatible chat-completions server (as for `run`); without it
-    /// and `--llm-model`, the offline demo model answers.
-    #[arg(long, requires = "llm_model", value_name = "URL")]
-    pub llm_url: Option<String>,
-    /// The model to ask when the plan's `config.model` names none.
-    #[arg(long, requires = "llm_url", value_name = "NAME")]
-    pub llm_model: Option<String>,
-    /// The environment variable holding the API key (never printed).
-    #[arg(long, default_value = planlock::handlers::openai::DEFAULT_API_KEY_ENV, value_name = "VAR")]
-    pub llm_api_key_env: String,
-    #[command(flatten)]
-    pub embed: EmbedArgs,
-    /// How long a new pause waits for a person (as for `run`).
-    #[arg(long, value_parser = parse_duration, value_name = "DURATION")]
-    pub approval_ttl: Option<std::time::Duration>,
     /// How often every session is looked at, whatever woke the worker (`10s`, `1m`; at least
     /// `1s`): what a lost notification costs at most.
     #[arg(long, default_value = "10s", value_parser = parse_duration, value_name = "DURATION")]

@@ -39,6 +39,23 @@ pub struct RuntimeArgs<'a> {
     pub approval_ttl: Option<std::time::Duration>,
 }
 
+impl crate::args::RuntimeFlags {
+    /// What a session's runtime runs with: these flags, the handlers that fail (`--fail`), and
+    /// what relative `repoPath`s mean.
+    pub fn args<'a>(&'a self, fail: &'a [StepType], repo_base: PathBuf) -> RuntimeArgs<'a> {
+        RuntimeArgs {
+            policy_root: &self.policy_root,
+            bundle: self.bundle.as_deref(),
+            fail,
+            repo_base,
+            llm: self.model.llm(),
+            llm_api_key_env: &self.model.llm_api_key_env,
+            embed: &self.embed,
+            approval_ttl: self.approval_ttl,
+        }
+    }
+}
+
 /// A session's runtime, ready to boot, and what the report says of its model and embedder.
 pub struct Built {
     pub builder: RuntimeBuilder<DemoSessionStore<Box<dyn SessionStore>>, Boxed>,

@@ -12,7 +12,7 @@ use crate::args::CycleArgs;
 use crate::error::{CliError, EXIT_CYCLE_FAIL, EXIT_INTERVENTION, EXIT_USAGE, EXIT_VALID, class_exit};
 use crate::output::Output;
 use crate::report::{BootCleanup, Leftover, ModelInfo, RunReport, StepStatus, Usage};
-use crate::runtime::{self, Built, RuntimeArgs};
+use crate::runtime::{self, Built};
 
 /// Boots the session with the demo handlers and runs its next cycle, or resumes its paused one
 /// with `over`. Every outcome, failures included, is the report.
@@ -63,16 +63,7 @@ fn cycle(c: &CycleArgs, over: Option<Override>) -> Result<(RunReport, u8), Stopp
         _ => PathBuf::from("."),
     };
     let place = c.place.locate()?;
-    let args = RuntimeArgs {
-        policy_root: &c.policy_root,
-        bundle: c.bundle.as_deref(),
-        fail: &c.fail,
-        repo_base: plan_dir,
-        llm: c.llm_url.as_deref().zip(c.llm_model.as_deref()),
-        llm_api_key_env: &c.llm_api_key_env,
-        embed: &c.embed,
-        approval_ttl: c.approval_ttl,
-    };
+    let args = c.runtime.args(&c.fail, plan_dir);
     let manifest = runtime::manifest(&args, place.backend.as_ref())?;
     // `run` may create the root itself; nothing under it is created at boot.
     if over.is_none()

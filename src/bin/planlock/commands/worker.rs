@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::args::WorkerArgs;
 use crate::error::{CliError, EXIT_VALID};
 use crate::output::Output;
-use crate::runtime::{self, RuntimeArgs};
+use crate::runtime;
 
 /// One event, as a JSON line.
 #[derive(Serialize)]
@@ -39,16 +39,7 @@ impl<'a> EventLine<'a> {
 
 pub fn worker(out: &mut Output, w: WorkerArgs) -> Result<u8, CliError> {
     let backend = w.sessions.backend()?;
-    let args = RuntimeArgs {
-        policy_root: &w.policy_root,
-        bundle: w.bundle.as_deref(),
-        fail: &[],
-        repo_base: w.repo_base.clone(),
-        llm: w.llm_url.as_deref().zip(w.llm_model.as_deref()),
-        llm_api_key_env: &w.llm_api_key_env,
-        embed: &w.embed,
-        approval_ttl: w.approval_ttl,
-    };
+    let args = w.runtime.args(&[], w.repo_base.clone());
     let manifest = runtime::manifest(&args, backend.as_ref())?;
     let boot = |session: ToRun| {
         let ToRun { plan, opened, .. } = session;
