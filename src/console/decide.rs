@@ -83,7 +83,10 @@ pub(super) async fn decide_on(
                     required.saturating_sub(approvals)
                 ))
             }
-            Ok(_) => Flash::ok(format!("Recorded: {} on {at} (acted on at the session's next run).", decision.verdict)),
+            Ok(_) => Flash::ok(format!(
+                "Recorded: {} on {at} (a running worker acts on it at once; without one, the session's next run does).",
+                decision.verdict
+            )),
             // Refused (a blank reason, a pause decided meanwhile): back to the pause's page, the
             // refusal beside the form and the reason as it was typed.
             Err(e) => {

@@ -240,6 +240,14 @@ fn a_person_signs_in_with_their_own_token_decides_only_where_allowed_and_signs_o
     let said = console.flash(&ada, &reply);
     assert!(said.starts_with("ok: Recorded: approval 1 of 2 on s1"), "{said}");
     assert!(console.get(&ada, "/inbox").body.contains("1 of 2 (ada)"));
+    // Her page says whose turn it is and offers her no second Approve (issue 58); a second one
+    // sent anyway is refused, saying so, and nothing is recorded.
+    let again = console.pause_page(&ada, "s1").body;
+    assert!(again.contains("You approved; waiting for bob."), "{again}");
+    assert!(!again.contains("action=\"/inbox/s1/approve\"") && again.contains("action=\"/inbox/s1/reject\""));
+    let reply = console.request("POST", "/inbox/s1/approve", &[("Cookie", &ada), ("Origin", &origin)], &body);
+    let said = console.flash(&ada, &reply);
+    assert!(said.contains("approved this pause already; it waits for bob"), "{said}");
     let log = log_events(dir);
     assert_eq!(names(&log), ["voted"]);
     assert_eq!((&log[0]["decision"]["via"], &log[0]["decision"]["verified"]), (&json!("console"), &json!(true)));

@@ -3,6 +3,7 @@
 //! the earlier results folded), its digest, the forms the signed-in person may use, and what was
 //! decided on the same step of that session before.
 
+use crate::review::Turn;
 use crate::review::inbox::{InboxFilter, InboxListing, PauseState, PendingPause};
 use crate::session::{ApprovalEvent, ApprovalLog, PauseRef, ReviewVerdict, Timestamp};
 use minijinja::value::Value;
@@ -225,6 +226,8 @@ pub fn pause_page(
         beside_form: bool,
         /// A refused decision's reason that no form shows again (the pause was decided).
         kept_reason: Option<String>,
+        /// The viewer approved this pause already: who it waits for (issue 58).
+        you_approved: Option<String>,
     }
     let now = Timestamp::now();
     let r = &pause.record;
@@ -248,12 +251,21 @@ pub fn pause_page(
     };
     let decided = pause.decision.is_some();
     let may = forms.may_decide(&r.validator.id) && !forms.read_only;
+    // One who approved is not offered Approve again: the page says who it waits for.
+    let approved = !decided && pause.approvals.contains(&forms.login.name);
+    // Whose turn it is under the rules in force here (installed, or the console's own file).
+    let turn = forms.rules.access.as_deref().map(|a| Turn::of(&a.rule(&r.validator.id), pause.approvals.clone()));
+    let you_approved = approved.then(|| match &turn {
+        Some(turn) => format!("You approved; waiting for {}.", turn.waiting_for()),
+        None => "You approved; waiting for the other approvers.".to_owned(),
+    });
     // Only the buttons that can be taken: an expired pause can only be abandoned.
     let offered = if decided || !may {
         Vec::new()
     } else {
         ReviewVerdict::ALL
             .into_iter()
+            .filter(|v| !(approved && *v == ReviewVerdict::Approve))
             .filter(|v| *v == ReviewVerdict::Abandon || (!pause.expired && r.shown_digest.is_some()))
             .map(|v| Form {
                 kept: flash.as_ref().and_then(|f| f.kept.clone()).filter(|(k, _)| *k == v.as_str()).map(|(_, r)| r),
@@ -337,6 +349,7 @@ pub fn pause_page(
         earlier,
         beside_form,
         kept_reason,
+        you_approved,
         flash,
     };
     let title = ["Pause: ", &r.step_id, " in ", &pause.session].concat();
