@@ -65,8 +65,9 @@ pub struct InboxFilter {
     pub expired: Option<bool>,
     /// Only pauses that stand so.
     pub state: Option<PauseState>,
-    /// Only pauses whose session name, step id or reason holds every one of these words (any
-    /// case): what [`set`](Self::set)`("q", …)` takes, lowercased, at most [`MAX_WORDS`].
+    /// Only pauses whose session name, step id, reason or decision's reason holds every one of
+    /// these words (any case): what [`set`](Self::set)`("q", …)` takes, lowercased, at most
+    /// [`MAX_WORDS`].
     pub q: Vec<String>,
     /// Newest first (else oldest first: the one waiting longest on top).
     pub newest_first: bool,

@@ -237,8 +237,10 @@ impl InboxFilter {
     /// Whether `pause` is one this filter asks for.
     pub fn matches(&self, pause: &PendingPause) -> bool {
         let record = &pause.record;
+        // The session, the step, why it paused, and the reason of its decision (issue 58).
+        let decided = pause.decision.as_ref().map_or("", |d| d.justification.as_str());
         let holds = |word: &String| {
-            [pause.session.as_str(), record.step_id.as_str(), record.reason.as_str()]
+            [pause.session.as_str(), record.step_id.as_str(), record.reason.as_str(), decided]
                 .iter()
                 .any(|text| text.to_lowercase().contains(word.as_str()))
         };

@@ -57,6 +57,7 @@ fn the_inbox_list_filters_as_the_consoles_inbox_does() {
     let approve = ["inbox", "approve", "--sessions", ".", "--by", "ada", "--reason", "fine", "review"];
     assert_eq!(cli(d, &approve).0, 0);
     assert_eq!(list(&["--state", "decided"]), ["review"]);
+    assert_eq!(list(&["--q", "FINE"]), ["review"], "a word of the decision's reason (issue 58)");
     assert_eq!(list(&["--state", "waiting", "--step-type", "PersistMemory"]), ["other"]);
     assert_eq!(list(&["--state", "expired"]), Vec::<String>::new());
     // The console's parameters, read by the library, give the same rows.

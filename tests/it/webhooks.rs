@@ -93,7 +93,7 @@ fn every_notification_arrives_signed_and_says_nothing_of_what_was_shown() {
     );
     let created = got.iter().find(|e| e["type"] == "pause.created").unwrap();
     assert_eq!(created["data"]["stepId"], "remember");
-    assert_eq!(created["data"]["url"], "https://console.example.com/sessions/s1");
+    assert_eq!(created["data"]["url"], "https://console.example.com/inbox/s1/1/remember", "the pause's own page");
     assert!(created["data"]["shownDigest"].as_str().is_some_and(|d| d.len() == 64));
     let complete = got.iter().find(|e| e["data"]["complete"] == true).unwrap();
     assert_eq!(complete["data"]["by"], serde_json::json!(["ada", "bob"]));

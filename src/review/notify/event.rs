@@ -56,8 +56,10 @@ impl Notification {
             "validator": pause.validator_id,
             "pause": pause.id(),
         });
+        // The pause's own page in the console (issue 58), where it is decided.
         if let Some(console) = console {
-            data["url"] = json!(format!("{console}/sessions/{}", segment(&logged.session)));
+            let (session, step) = (segment(&logged.session), segment(&pause.step_id));
+            data["url"] = json!(format!("{console}/inbox/{session}/{}/{step}", pause.cycle));
         }
         let kind = match event {
             ApprovalEvent::Paused { step_type, reason, shown_digest, expires_at, .. } => {
