@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use planlock::ValidPlan;
-use planlock::backend::{Backend, OpenedSession};
+use planlock::backend::{Backend, OpenedSession, PgBackend};
 use planlock::demo::Demo;
 use planlock::handler::Boxed;
 use planlock::review::decide;
@@ -77,11 +77,16 @@ fn builder(backend: &dyn Backend, plan: ValidPlan, opened: Box<dyn OpenedSession
     Demo::new().session_runtime(policy, plan, opened, backend.default_bundle()).map_err(|e| e.to_string())
 }
 
+/// The database's sessions (a `postgres://` URL or a libpq `key=value` string).
+fn connect(url: &str) -> Result<Arc<dyn Backend>, Error> {
+    Ok(Arc::new(planlock::block_on(PgBackend::connect(url, None))?))
+}
+
 /// Starts the workers, then runs CYCLES rounds: each session's cycle paused, each pause
 /// approved, every approved cycle completed by a worker. Says what the database holds.
 fn parent(url: &str, workers: u32, sessions: u32, cycles: u32) -> Result<(), Error> {
     // Connecting applies planlock's migrations once, before the workers start.
-    let backend = planlock::block_on(planlock::backend::connect(url, None))?;
+    let backend = connect(url)?;
     let plan = plan()?;
     let mut children: Vec<_> = (0..workers)
         .map(|_| Command::new(std::env::current_exe()?).args(["--worker", url]).stdin(Stdio::piped()).spawn())
@@ -140,7 +145,7 @@ fn wait_for_round(backend: &dyn Backend, keys: &[String], cycle: u64) -> Result<
 
 /// One worker process: acts on every decision until its standard input closes.
 fn worker(url: &str) -> Result<(), Error> {
-    let backend = planlock::block_on(planlock::backend::connect(url, None))?;
+    let backend = connect(url)?;
     let for_boot = backend.clone();
     let boot = move |s: ToRun| builder(for_boot.as_ref(), s.plan, s.opened);
     let closed = Arc::new(AtomicBool::new(false));
