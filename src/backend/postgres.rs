@@ -110,24 +110,36 @@ impl Backend for PgBackend {
     }
 
     // `LISTEN planlock_decided`: schema 18's trigger notifies with each decision's commit, its
-    // tenant and session key as JSON; a notification of another tenant wakes nothing, and one
-    // lost while the connection was down wakes every session.
+    // payload only the approval log row's `seq` (a notification is seen by every listener of the
+    // database, whatever its tenant: it names no session). The row is read back in this
+    // backend's tenant: another tenant's decision finds none and wakes nothing. A payload that
+    // is no number, too many lookups at once, a lookup that fails, or a lost connection wakes
+    // every session instead.
     fn watch_decisions(&self, wake: Wake) -> BackendFuture<'_, Option<Watch>> {
         Box::pin(async move {
-            #[derive(serde::Deserialize)]
-            struct Decided {
-                tenant: String,
-                session: String,
-            }
+            let (db, in_flight) = (self.db.clone(), Arc::new(std::sync::atomic::AtomicUsize::new(0)));
             let listening = self
                 .db
-                .listen("planlock_decided", move |heard| match heard {
-                    Heard::Payload { payload, tenant } => match serde_json::from_str::<Decided>(payload) {
-                        Ok(d) if d.tenant == tenant.unwrap_or_default() => wake.session(&d.session),
-                        Ok(_) => {}
-                        Err(_) => wake.all(),
-                    },
-                    Heard::Lost => wake.all(),
+                .listen("planlock_decided", move |heard| {
+                    use std::sync::atomic::Ordering::SeqCst;
+                    let seq = match heard {
+                        Heard::Payload(payload) => payload.parse::<i64>().ok(),
+                        Heard::Lost => None,
+                    };
+                    let Some(seq) = seq else { return wake.all() };
+                    if in_flight.fetch_add(1, SeqCst) >= MAX_LOOKUPS {
+                        in_flight.fetch_sub(1, SeqCst);
+                        return wake.all();
+                    }
+                    let (db, wake, in_flight) = (db.clone(), wake.clone(), in_flight.clone());
+                    tokio::spawn(async move {
+                        match decided_session(&db, seq).await {
+                            Ok(Some(key)) => wake.session(&key),
+                            Ok(None) => {}
+                            Err(_) => wake.all(),
+                        }
+                        in_flight.fetch_sub(1, SeqCst);
+                    });
                 })
                 .await?;
             Ok(Some(Watch::new(listening)))
@@ -374,4 +386,20 @@ impl From<PgError> for BackendError {
     fn from(e: PgError) -> BackendError {
         BackendError::Database(Box::new(e))
     }
+}
+
+/// The most decisions a watch looks up at once; past it, a notification wakes every session.
+const MAX_LOOKUPS: usize = 64;
+
+/// The session of the approval log's row `seq`, if it is this database's tenant's.
+async fn decided_session(db: &PgDatabase, seq: i64) -> Result<Option<String>, PgError> {
+    let mut conn = db.connection().await?;
+    let row = conn
+        .query_typed_opt(
+            "SELECT session_key FROM planlock_approval_log WHERE planlock_mine(tenant) AND seq = $1",
+            &[(&seq, Type::INT8)],
+        )
+        .await
+        .map_err(db.failed("reading a decision's session"))?;
+    Ok(row.map(|row| row.get(0)))
 }

@@ -359,10 +359,10 @@ pub(crate) struct Pool {
 }
 
 impl Pool {
-    /// How its connections are made (the configuration, the connect timeout) and their tenant:
-    /// what a listening connection of its own is made with.
-    pub(crate) fn recipe(&self) -> (&Config, Duration, Option<&str>) {
-        (&self.config, self.timeout, self.tenant.as_deref())
+    /// How its connections are made (the configuration, the connect timeout): what a listening
+    /// connection of its own is made with.
+    pub(crate) fn recipe(&self) -> (&Config, Duration) {
+        (&self.config, self.timeout)
     }
 
     /// A pool of at most `size` connections made with `config`, each opened within `timeout`,

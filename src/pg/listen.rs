@@ -12,8 +12,8 @@ use super::{PgDatabase, PgError};
 /// What a listener hears.
 #[derive(Debug)]
 pub(crate) enum Heard<'a> {
-    /// A notification's payload, from a connection in the database's tenant (`None`: none).
-    Payload { payload: &'a str, tenant: Option<&'a str> },
+    /// A notification's payload.
+    Payload(&'a str),
     /// The connection was lost (or could not be made): what was sent meanwhile was not heard.
     Lost,
 }
@@ -42,8 +42,8 @@ impl PgDatabase {
         channel: &'static str,
         heard: impl Fn(Heard<'_>) + Send + Sync + 'static,
     ) -> Result<Listening, PgError> {
-        let (config, timeout, tenant) = self.pool.recipe();
-        let (config, tenant) = (config.clone(), tenant.map(str::to_owned));
+        let (config, timeout) = self.pool.recipe();
+        let config = config.clone();
         let target = self.target.to_string();
         let failed = |reason: String| PgError::Connect { target: target.clone(), reason };
         let runtime = crate::io::runtime().map_err(failed)?;
@@ -52,7 +52,7 @@ impl PgDatabase {
         // One connection that listens: its messages are read by a task of their own, which
         // hands each notification to `heard` and ends when the connection does.
         let connect = move || {
-            let (config, heard, tenant) = (config.clone(), heard.clone(), tenant.clone());
+            let (config, heard) = (config.clone(), heard.clone());
             async move {
                 let (client, mut connection) =
                     tokio::time::timeout(timeout, config.connect(NoTls)).await.map_err(|_| None)?.map_err(Some)?;
@@ -60,7 +60,7 @@ impl PgDatabase {
                     let mut messages = futures_util::stream::poll_fn(move |cx| connection.poll_message(cx));
                     while let Some(Ok(message)) = messages.next().await {
                         if let AsyncMessage::Notification(n) = message {
-                            heard(Heard::Payload { payload: n.payload(), tenant: tenant.as_deref() });
+                            heard(Heard::Payload(n.payload()));
                         }
                     }
                 });

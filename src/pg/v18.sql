@@ -22,15 +22,16 @@ ALTER TABLE planlock_sessions VALIDATE CONSTRAINT planlock_sessions_last_outcome
 -- worker acting on its decided pause resumes it without being handed the plan.
 ALTER TABLE planlock_sessions ADD COLUMN plan text;
 
--- A decision wakes the workers of its tenant: a notification on `planlock_decided`, sent when
--- the decision's transaction commits, whatever path recorded it (the CLI, the console, the
--- library). Its payload: the tenant and the session key, as JSON. A worker that misses it (a
--- pooler in transaction mode does not deliver notifications) finds the decision at its next
--- poll.
+-- A decision wakes the workers: a notification on `planlock_decided`, sent when the decision's
+-- transaction commits, whatever path recorded it (the CLI, the console, the library). Every
+-- listener of the database hears it, whatever its tenant, so its payload names nothing: only
+-- the row's `seq`, which a worker reads back in its own tenant (another tenant's row is not
+-- its to see). A worker that misses it (a pooler in transaction mode does not deliver
+-- notifications) finds the decision at its next poll.
 CREATE FUNCTION planlock_notify_decided() RETURNS trigger
 LANGUAGE plpgsql AS $$
 BEGIN
-    PERFORM pg_notify('planlock_decided', json_build_object('tenant', NEW.tenant, 'session', NEW.session_key)::text);
+    PERFORM pg_notify('planlock_decided', NEW.seq::text);
     RETURN NULL;
 END
 $$;

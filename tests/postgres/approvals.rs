@@ -498,10 +498,22 @@ pub(super) fn two_workers_act_on_each_decision_once_on_postgres(server: &PgServe
     for worker in &mut workers {
         worker.wait_for("started: woken by each decision", Duration::from_secs(30));
     }
+    // Every listener of the database hears a decision, whatever its tenant: the notification
+    // names no session, only the log row a worker reads back in its own tenant.
+    let mut listener = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    listener.batch_execute("LISTEN planlock_decided").unwrap();
     for key in &keys {
         let (code, decided) = inbox(&url, &["approve", "--by", "ada", "--reason", "checked", key]);
         assert_eq!(code, Some(0), "{decided}");
     }
+    use postgres::fallible_iterator::FallibleIterator as _;
+    let mut heard = Vec::new();
+    let mut notifications = listener.notifications();
+    let mut waiting = notifications.timeout_iter(Duration::from_secs(5));
+    while heard.len() < keys.len() {
+        heard.push(waiting.next().unwrap().expect("a notification per decision").payload().to_owned());
+    }
+    assert!(heard.iter().all(|p| p.parse::<i64>().is_ok()), "{heard:?}");
     // Every key acted on once, by one worker or the other.
     let mut acted: Vec<String> = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
