@@ -206,11 +206,11 @@ impl Auth {
         self.revoked.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned()
     }
 
-    /// Whether the login of cookie id `id` is still live under `rules` (an event stream asks
-    /// while it runs: it ends at sign-out, expiry, or the person's removal).
-    pub fn is_live(&self, id: &str, rules: Option<&Access>) -> bool {
+    /// The login of cookie id `id` while it is live under `rules` (an event stream asks while
+    /// it runs: it ends at sign-out, expiry, or the person's removal).
+    pub fn live(&self, id: &str, rules: Option<&Access>) -> Option<Login> {
         let logins = self.logins.lock().unwrap_or_else(|p| p.into_inner());
-        logins.get(id).is_some_and(|login| login.held(rules) && login.since.elapsed() < LOGIN_LIFE)
+        logins.get(id).filter(|login| login.held(rules) && login.since.elapsed() < LOGIN_LIFE).cloned()
     }
 
     /// Behind a proxy, a login for the user it names (a cookie id and the login); `None` when it
@@ -340,7 +340,7 @@ mod tests {
         for _ in 0..1001 {
             auth.sign_in(None, ("the console's token", "ada"), None).ok().unwrap();
         }
-        assert!(auth.is_live(&bob, None), "bob's login stays");
+        assert!(auth.live(&bob, None).is_some(), "bob's login stays");
         let logins = auth.logins.lock().unwrap();
         assert_eq!(logins.values().filter(|l| l.name == "ada").count(), MAX_LOGINS_PER_PERSON);
     }

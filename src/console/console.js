@@ -37,7 +37,9 @@ async function reload() {
     return;
   }
   const answer = await fetch(location.href, { credentials: "same-origin", headers: { Accept: "text/html" } });
-  if (!answer.ok || answer.redirected) return;
+  // A pause's page answers 404 once the pause ended: its page then says what became of it (the
+  // approved step ran, and the cycle's outcome).
+  if (answer.redirected || !(answer.ok || answer.status === 404)) return;
   const page = new DOMParser().parseFromString(await answer.text(), "text/html");
   const main = page.querySelector("main");
   if (!main) return;
@@ -51,7 +53,10 @@ function live() {
   const events = new EventSource("/events");
   events.addEventListener("pulse", (e) => {
     const pulse = JSON.parse(e.data);
-    for (const count of document.querySelectorAll("[data-pending]")) count.textContent = String(pulse.pending);
+    for (const count of document.querySelectorAll("[data-pending]")) {
+      count.textContent = String(pulse.pending);
+      count.classList.toggle("none", pulse.pending === 0);
+    }
     if (version !== null && version !== pulse.version) reload();
     version = pulse.version;
   });

@@ -1,8 +1,9 @@
 //! `GET /events`: the pages' live updates (CONTRACT §15), a `text/event-stream` a page's script
 //! opens with `EventSource`. Twice a second the stream looks at the console's pulse — how many
 //! pauses wait, and a fingerprint of every pause's state and the sessions' first page — read at
-//! most once per [`FRESH`](super::view::FRESH) for all streams together; when it changed, it
-//! sends `{"pending": N, "version": "…"}` and the page reads the rows that changed. A stream is
+//! most once per [`FRESH`](super::view::FRESH) for all streams together; when it changed (or
+//! the count of pauses waiting for the stream's person did), it sends `{"pending": N,
+//! "version": "…"}` and the page reads the rows that changed. A stream is
 //! a task and a channel of four messages: no thread, a few hundred bytes, and it ends when the
 //! browser goes (its next send fails).
 
@@ -50,10 +51,11 @@ pub fn stream(console: Arc<State>, login: String) -> EventBody {
         let mut quiet = Duration::ZERO;
         loop {
             // The rules as the last request read them: a stream reads no file of its own.
-            if !console.auth.is_live(&login, console.rules.last().access.as_deref()) {
-                return;
-            }
-            let pulse = console.pulse().await;
+            let rules = console.rules.last();
+            let Some(person) = console.auth.live(&login, rules.access.as_deref()) else { return };
+            let (listing, version) = console.pulse().await;
+            // The count is the person's own: the pauses waiting for them.
+            let pulse = (console.forms(&person, &rules).pending(&listing), version);
             let message = match last == Some(pulse) {
                 true if quiet >= KEEP_ALIVE => Some(": still here\n\n".to_owned()),
                 true => None,

@@ -13,7 +13,7 @@ use super::flash::Flash;
 use super::pages::{self, Forms, PAUSES_PER_PAGE, PER_PAGE};
 use super::service::State;
 use crate::contract::registry::Failure;
-use crate::review::inbox::{InboxError, InboxFilter};
+use crate::review::inbox::{InboxError, InboxFilter, PendingPause, Show};
 use crate::review::overview::SessionStatus;
 
 impl State {
@@ -40,7 +40,9 @@ pub(super) async fn sessions(
     forms: &Forms<'_>,
 ) -> Answer {
     match console.sessions_page(status, words, page * PER_PAGE, PER_PAGE).await {
-        Ok(list) => html(StatusCode::OK, pages::sessions(&list, status, words, page, console.pending().await, forms)),
+        Ok(list) => {
+            html(StatusCode::OK, pages::sessions(&list, status, words, page, console.pending(forms).await, forms))
+        }
         Err(e) => failed(&e),
     }
 }
@@ -58,9 +60,11 @@ pub(super) async fn inbox(
         Ok(filter) => (filter, None),
         Err(e) => (InboxFilter::default(), Some(e.to_string())),
     };
-    match console.inbox_page(&filter, page * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
+    let mine = forms.show(&filter) == Show::Mine;
+    let keep = |p: &PendingPause| !mine || forms.waits_for_me(p);
+    match console.inbox_page(&filter, keep, page * PAUSES_PER_PAGE, PAUSES_PER_PAGE).await {
         Ok((listing, total)) => {
-            let pending = console.pending().await;
+            let pending = console.pending(forms).await;
             let flash = console.flash(forms, flash);
             let status = if error.is_some() { StatusCode::BAD_REQUEST } else { StatusCode::OK };
             html(status, pages::inbox(&listing, &filter, error.as_deref(), page, total, pending, forms, flash))
@@ -87,46 +91,62 @@ pub(super) async fn pause(
     match read.await {
         Ok((Some(pause), log)) if pause.record.cycle == cycle && pause.record.step_id == step => {
             let flash = console.flash(forms, flash);
-            html(StatusCode::OK, pages::pause_page(&pause, &log, forms, console.pending().await, back, flash))
+            html(StatusCode::OK, pages::pause_page(&pause, &log, forms, console.pending(forms).await, back, flash))
         }
         // It ended: say what became of it, with the way to its session and the pause there now.
         Ok((waiting, log)) => {
-            let what = what_became_of(&log, cycle, step);
+            let (what, outcome) = what_became_of(&log, cycle, step);
             let current = waiting.as_ref().map(|p| (p.record.cycle, p.record.step_id.as_str()));
-            html(StatusCode::NOT_FOUND, super::templates::ended(session, &what, current))
+            html(StatusCode::NOT_FOUND, super::templates::ended(session, (&what, outcome), current))
         }
         Err(e) => failed(&e),
     }
 }
 
-/// What the approval log says became of the latest pause at `cycle` and `step`.
-fn what_became_of(log: &crate::session::ApprovalLog, cycle: u64, step: &str) -> String {
+/// What the approval log says became of the latest pause at `cycle` and `step`, and how it
+/// ended as a status names it (`completed`, `failed`, `rejected`, `abandoned`, `expired`), once
+/// it did.
+fn what_became_of(log: &crate::session::ApprovalLog, cycle: u64, step: &str) -> (String, Option<&'static str>) {
     use crate::session::ApprovalEvent;
     let step_shown = crate::text::printable(step);
     let mine = |e: &&ApprovalEvent| e.pause().cycle == cycle && e.pause().step_id == step;
     let mut said = Vec::new();
+    let mut outcome = None;
     for event in log.events.iter().filter(mine) {
         match event {
             ApprovalEvent::Decided { decision } => {
                 said.push(format!("{} by {} at {}", decision.verdict.past(), decision.who(), decision.at));
+                if decision.verdict == crate::session::ReviewVerdict::Reject {
+                    outcome = Some("rejected");
+                }
             }
-            ApprovalEvent::Consumed { cycle: by, completed, .. } => said.push(format!(
-                "acted on by cycle {by}{}",
-                if *completed { ", which completed" } else { ", which failed after it" }
-            )),
+            ApprovalEvent::Consumed { cycle: by, completed, .. } => {
+                outcome = Some(if *completed { "completed" } else { "failed" });
+                said.push(format!(
+                    "acted on by cycle {by}{}",
+                    if *completed { ", which completed" } else { ", which failed after it" }
+                ))
+            }
             ApprovalEvent::Stale { .. } => {
                 said.push("stale: the re-run met something other than what was approved".into())
             }
             ApprovalEvent::Superseded { .. } => said.push("superseded: the re-run did not need it".into()),
-            ApprovalEvent::Abandoned { at, .. } => said.push(format!("abandoned at {at}")),
-            ApprovalEvent::Expired { at, .. } => said.push(format!("expired at {at}")),
+            ApprovalEvent::Abandoned { at, .. } => {
+                outcome = Some("abandoned");
+                said.push(format!("abandoned at {at}"))
+            }
+            ApprovalEvent::Expired { at, .. } => {
+                outcome = Some("expired");
+                said.push(format!("expired at {at}"))
+            }
             _ => {}
         }
     }
-    match said.is_empty() {
+    let what = match said.is_empty() {
         true => format!("Nothing waits at step {step_shown} of cycle {cycle}: no pause there is on record."),
         false => format!("The pause at step {step_shown} of cycle {cycle} was {}.", said.join("; then ")),
-    }
+    };
+    (what, outcome)
 }
 
 /// `GET /sessions/{name}`.
@@ -145,7 +165,7 @@ pub(super) async fn session(console: &Arc<State>, name: &str, forms: &Forms<'_>)
     };
     match read.await {
         Ok((history, log, paused, id)) => {
-            let pending = console.pending().await;
+            let pending = console.pending(forms).await;
             let trace_url = console.trace_url.as_deref();
             let page = pages::session(name, id, &history.entries, paused.as_ref(), &log, forms, pending, trace_url);
             html(StatusCode::OK, page)

@@ -17,8 +17,9 @@ pub enum Route {
     Static(&'static str, &'static str),
     /// `/favicon.ico`: no content.
     NoIcon,
-    /// `GET /login`.
-    LoginForm,
+    /// `GET /login?next=…`: the sign-in form, and the page to land on after it (a page of this
+    /// console only: [`Route::landing`]).
+    LoginForm { next: Option<String> },
     /// `POST /login`.
     SignIn,
     /// `POST /logout`.
@@ -65,7 +66,7 @@ impl Route {
             (true, "/static/console.css") => Route::Static("text/css; charset=utf-8", include_str!("console.css")),
             (true, "/static/console.js") => Route::Static("text/javascript; charset=utf-8", include_str!("console.js")),
             (true, "/favicon.ico") => Route::NoIcon,
-            (true, "/login") => Route::LoginForm,
+            (true, "/login") => Route::LoginForm { next: param("next").and_then(|n| Route::landing(&n)) },
             (false, "/login") => Route::SignIn,
             (false, "/logout") => Route::SignOut,
             (true, "/") => Route::Home,
@@ -118,7 +119,25 @@ impl Route {
 
     /// Whether the route is served without a login (the login itself and the console's files).
     pub fn is_public(&self) -> bool {
-        matches!(self, Route::Static(..) | Route::NoIcon | Route::LoginForm | Route::SignIn)
+        matches!(self, Route::Static(..) | Route::NoIcon | Route::LoginForm { .. } | Route::SignIn)
+    }
+
+    /// `target` if it is a page of this console a person may land on after signing in (a deep
+    /// link that survives the sign-in): a path of this origin (`/…`, never `//host` or a
+    /// backslash), printable ASCII, at most 2 KiB, that is a page behind the login. Anything
+    /// else is `None` (the inbox): no sign-in sends anyone elsewhere.
+    pub fn landing(target: &str) -> Option<String> {
+        let plain = target.len() <= 2048 && target.bytes().all(|b| b.is_ascii_graphic() && b != b'\\');
+        if !plain || !target.starts_with('/') || target.starts_with("//") {
+            return None;
+        }
+        let (path, query) = target.split_once('?').unwrap_or((target, ""));
+        let page = Route::parse(&Method::GET, path, query);
+        let lands = matches!(
+            page,
+            Route::Home | Route::Sessions { .. } | Route::Inbox { .. } | Route::Pause { .. } | Route::Session(_)
+        );
+        lands.then(|| target.to_owned())
     }
 }
 
@@ -143,7 +162,25 @@ mod tests {
         assert_eq!(get("/sessions/a%20b"), Route::Session("a b".into()));
         assert_eq!(get("/sessions/a/b"), Route::NotFound);
         assert_eq!(get("/sessions/%c0%ae"), Route::NotFound);
-        assert_eq!(Route::parse(&Method::HEAD, "/login", ""), Route::LoginForm);
+        assert_eq!(Route::parse(&Method::HEAD, "/login", ""), Route::LoginForm { next: None });
+        // A deep link survives the sign-in, and only to a page of this console.
+        let next = |n: &str| Route::parse(&Method::GET, "/login", &format!("next={n}"));
+        assert_eq!(
+            next("%2Finbox%2Fs1%2F3%2Fremember"),
+            Route::LoginForm { next: Some("/inbox/s1/3/remember".into()) }
+        );
+        assert_eq!(next("%2Finbox%3Fstate%3Dexpired"), Route::LoginForm { next: Some("/inbox?state=expired".into()) });
+        for elsewhere in [
+            "%2F%2Fevil.example%2Finbox",
+            "https%3A%2F%2Fevil.example",
+            "%2F%5Cevil.example",
+            "%2Flogout",
+            "%2Fevents",
+            "%2Fnowhere",
+            "%2Finbox%0a",
+        ] {
+            assert_eq!(next(elsewhere), Route::LoginForm { next: None }, "{elsewhere}");
+        }
         assert_eq!(Route::parse(&Method::DELETE, "/", ""), Route::MethodNotAllowed);
         assert_eq!(
             Route::parse(&Method::POST, "/inbox/s1/reject", ""),

@@ -161,14 +161,15 @@ where
                     );
                     return refused(StatusCode::FORBIDDEN, &why);
                 }
-                _ => return redirect("/login"),
+                // A page asked for lands there after the sign-in (a deep link survives it).
+                _ => return redirect(&sign_in_then(&req)),
             },
         },
     };
     match (route, login) {
         (Route::Static(content_type, body), _) => respond(StatusCode::OK, content_type, body),
         (Route::NoIcon, _) => respond(StatusCode::NO_CONTENT, "image/x-icon", ""),
-        (Route::LoginForm, _) => login::login_form(console, &req, &rules),
+        (Route::LoginForm { next }, _) => login::login_form(console, &req, &rules, next.as_deref()),
         (Route::SignIn, _) => match posted(req, None).await {
             Ok(form) => login::sign_in(console, form, &rules),
             Err(refusal) => refusal,
@@ -202,6 +203,18 @@ where
             Ok(form) => decide::decide_on(console, session, verdict, (&login, &rules), form).await,
             Err(refusal) => refusal,
         },
+    }
+}
+
+/// The sign-in page for `req`, with the page it asked for to land on after it, when that is a
+/// page a person lands on ([`Route::landing`]).
+fn sign_in_then<B>(req: &Request<B>) -> String {
+    let asked = req.uri().path_and_query().map_or("/", |p| p.as_str());
+    match (req.method() == hyper::Method::GET, Route::landing(asked)) {
+        (true, Some(next)) => {
+            ["/login?", &form_urlencoded::Serializer::new(String::new()).append_pair("next", &next).finish()].concat()
+        }
+        _ => "/login".to_owned(),
     }
 }
 

@@ -101,9 +101,10 @@ pub fn refused(why: &str) -> String {
     page("Refused", 0, None, render("refused.html", Refused { why }))
 }
 
-/// The page of a pause that no longer waits: `what` became of it, with links to its session and
-/// to the pause waiting there now, if one is (`current`: its cycle and step).
-pub fn ended(session: &str, what: &str, current: Option<(u64, &str)>) -> String {
+/// The page of a pause that no longer waits: `what` became of it (and its `outcome`, a status's
+/// name, once it has one), with links to its session and to the pause waiting there now, if one
+/// is (`current`: its cycle and step).
+pub fn ended(session: &str, (what, outcome): (&str, Option<&str>), current: Option<(u64, &str)>) -> String {
     #[derive(Serialize)]
     struct Current<'a> {
         cycle: u64,
@@ -115,10 +116,11 @@ pub fn ended(session: &str, what: &str, current: Option<(u64, &str)>) -> String 
         session: &'a str,
         segment: String,
         what: &'a str,
+        outcome: Option<&'a str>,
         current: Option<Current<'a>>,
     }
     let current = current.map(|(cycle, step_id)| Current { cycle, step: url_segment(step_id), step_id });
-    let view = Ended { session, segment: url_segment(session), what, current };
+    let view = Ended { session, segment: url_segment(session), what, outcome, current };
     page("Pause ended", 0, None, render("ended.html", view))
 }
 

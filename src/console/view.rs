@@ -5,15 +5,15 @@
 //! console has the next request read it again. Past half of [`FRESH`], a request starts a read
 //! in the background (and is answered from what is kept), so in steady use no request waits for
 //! one. A page over a directory is so at most [`FRESH`]
-//! behind what a worker wrote, and so is a database's pending count (the number in the title);
-//! an idle console reads nothing.
+//! behind what a worker wrote, and so is a database's listing that the count of pauses waiting
+//! for a person (the number in the title) is taken from; an idle console reads nothing.
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::review::inbox::{InboxError, InboxFilter, InboxListing};
+use crate::review::inbox::{InboxError, InboxFilter, InboxListing, PendingPause};
 use crate::review::overview::{SessionStatus, SessionsPage};
 
 use super::service::State;
@@ -25,20 +25,21 @@ pub const FRESH: Duration = Duration::from_secs(2);
 /// Every root under a directory, as last read.
 pub struct Snapshot {
     sessions: SessionsPage,
-    inbox: InboxListing,
+    inbox: Arc<InboxListing>,
 }
 
-/// The snapshot (of a directory), and the pending count and pulse (of a database).
+/// The snapshot (of a directory), and the listing and pulse (of a database).
 #[derive(Default)]
 pub struct Cache {
     snapshot: Kept<Arc<Snapshot>>,
-    pending: Kept<usize>,
+    listing: Kept<Arc<InboxListing>>,
     pulse: Kept<Pulse>,
 }
 
-/// How many pauses wait for a decision, and a fingerprint of what the pages show: every pause's
-/// state and the sessions' first page. A change of either is what `/events` reports.
-pub type Pulse = (usize, u64);
+/// Every pause (each person's count is taken from it), and a fingerprint of what the pages
+/// show: every pause's state and the sessions' first page. A change of either is what `/events`
+/// reports.
+pub type Pulse = (Arc<InboxListing>, u64);
 
 /// The fingerprint of `inbox` and `sessions`.
 fn fingerprint(inbox: &InboxListing, sessions: &SessionsPage) -> u64 {
@@ -140,21 +141,25 @@ impl State {
         }
     }
 
-    /// The page of at most `limit` pauses that `filter` asks for from `offset` (a copy of those
-    /// only: a listing's records may hold 64 KiB each), and how many it asks for in all.
+    /// The page of at most `limit` pauses that `filter` asks for from `offset`, of those `keep`
+    /// keeps (the person's part of the filter: [`Forms::waits_for_me`](super::pages::Forms)), a
+    /// copy of those only (a listing's records may hold 64 KiB each), and how many it asks for
+    /// in all.
     pub async fn inbox_page(
         self: &Arc<Self>,
         filter: &InboxFilter,
+        keep: impl Fn(&PendingPause) -> bool,
         offset: usize,
         limit: usize,
     ) -> Result<(InboxListing, usize), InboxError> {
         let page = |all: &InboxListing, filter: Option<&InboxFilter>| {
-            let mut matching: Vec<&crate::review::inbox::PendingPause> =
-                all.pauses.iter().filter(|p| filter.is_none_or(|f| f.matches(p))).collect();
+            let mut matching: Vec<&PendingPause> =
+                all.pauses.iter().filter(|p| filter.is_none_or(|f| f.matches(p)) && keep(p)).collect();
             if filter.is_some_and(|f| f.newest_first) {
                 matching.reverse();
             }
-            let total = matching.len() + if filter.is_some() { 0 } else { all.more };
+            let unlisted = matching.len() == all.pauses.len() && filter.is_none();
+            let total = matching.len() + if unlisted { all.more } else { 0 };
             let listing = InboxListing {
                 pauses: matching.into_iter().skip(offset).take(limit).cloned().collect(),
                 more: all.more,
@@ -169,22 +174,28 @@ impl State {
         }
     }
 
-    /// How many pauses wait for a decision (for the title and the navigation), counted at most
-    /// [`FRESH`] ago, so that a page of a database does not list every pause to show one number.
-    pub async fn pending(self: &Arc<Self>) -> usize {
+    /// Every pause (the oldest [`MAX_INBOX`](crate::review::inbox::MAX_INBOX)), read at most
+    /// [`FRESH`] ago: what the count in the title of each person's pages is taken from, so that
+    /// a page of a database does not list every pause to show one number.
+    pub async fn listing(self: &Arc<Self>) -> Arc<InboxListing> {
         if self.inbox.backend().lists_by_reading_each() {
-            return self.snapshot().await.map_or(0, |s| super::pages::undecided(&s.inbox));
+            return self.snapshot().await.map(|s| s.inbox.clone()).unwrap_or_default();
         }
-        if self.cache.pending.due_ahead() {
+        if self.cache.listing.due_ahead() {
             let me = self.clone();
-            tokio::spawn(async move { me.cache.pending.read_ahead(|| me.clone().count()).await });
+            tokio::spawn(async move { me.cache.listing.read_ahead(|| me.clone().read_listing()).await });
         }
-        self.cache.pending.fresh(|| self.clone().count()).await.unwrap_or(0)
+        self.cache.listing.fresh(|| self.clone().read_listing()).await.unwrap_or_default()
     }
 
-    /// How many pauses wait for a decision, counted now.
-    async fn count(self: Arc<Self>) -> Result<usize, InboxError> {
-        Ok(super::pages::undecided(&self.inbox.list(&InboxFilter::default()).await?))
+    /// How many pauses wait for `forms`' login (the number in the title and the navigation).
+    pub async fn pending(self: &Arc<Self>, forms: &super::pages::Forms<'_>) -> usize {
+        forms.pending(&*self.listing().await)
+    }
+
+    /// Every pause, read now.
+    async fn read_listing(self: Arc<Self>) -> Result<Arc<InboxListing>, InboxError> {
+        Ok(Arc::new(self.inbox.list(&InboxFilter::default()).await?))
     }
 
     /// The pulse of the sessions, read at most [`FRESH`] ago (for every `/events` stream at
@@ -192,8 +203,8 @@ impl State {
     pub async fn pulse(self: &Arc<Self>) -> Pulse {
         if self.inbox.backend().lists_by_reading_each() {
             return match self.snapshot().await {
-                Ok(s) => (super::pages::undecided(&s.inbox), fingerprint(&s.inbox, &s.sessions)),
-                Err(_) => (0, 0),
+                Ok(s) => (s.inbox.clone(), fingerprint(&s.inbox, &s.sessions)),
+                Err(_) => Pulse::default(),
             };
         }
         let read = || {
@@ -201,16 +212,17 @@ impl State {
             async move {
                 let inbox = me.inbox.list(&InboxFilter::default()).await?;
                 let sessions = me.inbox.sessions(None, 0, super::pages::PER_PAGE).await?;
-                Ok::<_, InboxError>((super::pages::undecided(&inbox), fingerprint(&inbox, &sessions)))
+                let fingerprint = fingerprint(&inbox, &sessions);
+                Ok::<_, InboxError>((Arc::new(inbox), fingerprint))
             }
         };
-        self.cache.pulse.fresh(read).await.unwrap_or((0, 0))
+        self.cache.pulse.fresh(read).await.unwrap_or_default()
     }
 
     /// After a decision here: the next page reads again, and shows it.
     pub fn decided(&self) {
         self.cache.snapshot.forget();
-        self.cache.pending.forget();
+        self.cache.listing.forget();
         self.cache.pulse.forget();
     }
 
@@ -225,7 +237,7 @@ impl State {
     /// Every root read now.
     async fn read_snapshot(self: Arc<Self>) -> Result<Arc<Snapshot>, InboxError> {
         let sessions = self.inbox.all_sessions().await?;
-        let inbox = self.inbox.list(&InboxFilter::default()).await?;
+        let inbox = Arc::new(self.inbox.list(&InboxFilter::default()).await?);
         Ok(Arc::new(Snapshot { sessions, inbox }))
     }
 }

@@ -37,6 +37,27 @@ impl PauseState {
     }
 }
 
+/// Whose pauses the console lists (`show`): the default is [`Show::Mine`] for a person who
+/// may decide, and every pause for a read-only console's reader. The CLI lists every pause.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Show {
+    /// Only the pauses waiting for the signed-in person: ones they may decide, not expired, not
+    /// decided, and not approved by them already (what the inbox's count counts).
+    Mine,
+    /// Every pause the other filters ask for.
+    All,
+}
+
+impl Show {
+    /// Its name: `mine` or `all`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Show::Mine => "mine",
+            Show::All => "all",
+        }
+    }
+}
+
 /// Which pauses to list, and in what order.
 ///
 /// ```
@@ -71,6 +92,8 @@ pub struct InboxFilter {
     pub q: Vec<String>,
     /// Newest first (else oldest first: the one waiting longest on top).
     pub newest_first: bool,
+    /// Whose pauses the console lists (`None`: its default); see [`Show`].
+    pub show: Option<Show>,
 }
 
 /// A filter parameter that is not one, or a value it does not take. Its message names the
@@ -100,7 +123,7 @@ impl Failure for FilterError {
 }
 
 /// The parameters a filter takes, by name: the console's GET parameters and the CLI's flags.
-pub const PARAMETERS: [&str; 6] = ["validator", "stepType", "state", "olderThan", "q", "order"];
+pub const PARAMETERS: [&str; 7] = ["validator", "stepType", "state", "olderThan", "q", "order", "show"];
 
 impl InboxFilter {
     /// Sets parameter `name` (one of [`PARAMETERS`]) from `value`; an empty value leaves it
@@ -143,6 +166,10 @@ impl InboxFilter {
                     "oldest" => false,
                     _ => return Err(refuse("takes newest or oldest".to_owned())),
                 }
+            }
+            "show" => {
+                let show = [Show::Mine, Show::All].into_iter().find(|s| s.as_str() == value);
+                self.show = Some(show.ok_or_else(|| refuse("takes mine or all".to_owned()))?);
             }
             _ => return Err(refuse(format!("not a filter: give one of {}", PARAMETERS.join(", ")))),
         }
@@ -193,6 +220,9 @@ impl InboxFilter {
         if self.newest_first {
             query.append_pair("order", "newest");
         }
+        if let Some(show) = self.show {
+            query.append_pair("show", show.as_str());
+        }
         query.finish()
     }
 }
@@ -238,6 +268,7 @@ mod tests {
             ("olderThan", "2m"),
             ("q", "a&b  c"),
             ("order", "newest"),
+            ("show", "all"),
         ])
         .unwrap();
         let query = filter.to_query();

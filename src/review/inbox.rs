@@ -17,7 +17,7 @@ use crate::backend::Backend;
 use crate::contract::registry::Failure;
 use crate::session::{Decisions, InterventionRecord, ReviewDecision, SessionRecords, Timestamp};
 
-pub use super::filter::{FilterError, InboxFilter, MAX_WORDS, PARAMETERS, PauseState, parse_duration};
+pub use super::filter::{FilterError, InboxFilter, MAX_WORDS, PARAMETERS, PauseState, Show, parse_duration};
 /// The rule for a session root's name, where the inbox's users first found it.
 pub use crate::session::{MAX_ROOT_NAME_BYTES, is_root_name};
 /// Why an inbox could not be read: the [`Backend`]'s error.

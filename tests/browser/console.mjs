@@ -59,7 +59,7 @@ try {
 
   // Signing in.
   await page.goto(`${url}/inbox`);
-  assert.match(page.url(), /\/login$/);
+  assert.match(page.url(), /\/login\?next=%2Finbox$/);
   await page.fill("input[name=token]", "not the token at all");
   await page.fill("input[name=name]", "ada");
   await page.click("button[type=submit]");
@@ -78,7 +78,15 @@ try {
   const links = await page.locator("tr[data-row] td:first-child a").evaluateAll((as) => as.map((a) => a.getAttribute("href")));
   assert.ok(links.every((h) => /^\/inbox\/[^/]+\/1\/remember$/.test(h)), links.join());
   await page.screenshot({ path: `${shots}/console-inbox.png`, fullPage: false });
-  ok("a row per pause, each with its own page's link");
+  // The first row is reachable with three Tab presses (the navigation's two links, then it).
+  await page.locator("body").focus();
+  for (let i = 0; i < 3; i++) await page.keyboard.press("Tab");
+  assert.equal(
+    await page.evaluate(() => document.activeElement === document.querySelector("tr[data-row] a")),
+    true,
+    await page.evaluate(() => document.activeElement.outerHTML),
+  );
+  ok("a row per pause, each with its own page's link; the first row three Tab presses away");
 
   // Filters and search, as GET parameters a link carries.
   await page.fill("input[name=q]", "other");
@@ -130,11 +138,15 @@ try {
   await page.locator("tr[data-row]", { hasText: "review" }).locator("a").first().click();
   await page.screenshot({ path: `${shots}/console-pause.png`, fullPage: false });
   let focused = "";
-  for (let i = 0; i < 60 && focused !== "reason-approve"; i++) {
+  for (let i = 0; i < 60 && focused !== "reason"; i++) {
     await page.keyboard.press("Tab");
     focused = await page.evaluate(() => document.activeElement && document.activeElement.id);
   }
-  assert.equal(focused, "reason-approve");
+  assert.equal(focused, "reason");
+  // One form: one reason, and a button for each verdict that may be taken.
+  assert.equal(await page.locator("form.decide").count(), 1);
+  assert.equal(await page.locator("form.decide textarea").count(), 1);
+  assert.deepEqual(await page.locator("form.decide button").allTextContents(), ["Approve", "Reject", "Abandon"]);
   await page.keyboard.type("checked: no personal data");
   await page.keyboard.press("Tab");
   assert.equal(await page.evaluate(() => document.activeElement.textContent), "Approve");
@@ -142,8 +154,14 @@ try {
   await page.waitForURL(/\/inbox\?flash=[0-9a-f]+#p-[0-9a-f]{16}$/);
   assert.match(await page.textContent("p.flash.ok"), /Recorded: approve on review at step remember/);
   assert.match(await page.title(), /^\(2\) Inbox/);
+  // Decided, it waits for no one: it left "waiting for me"; every pause shows it on its way, green.
   const anchor = new URL(page.url()).hash.slice(1);
-  assert.match(await page.locator(`tr#${anchor}`).textContent(), /approved/);
+  assert.equal(await page.locator(`tr#${anchor}`).count(), 0);
+  await page.goto(`${url}/inbox?show=all`);
+  assert.equal(await page.locator(`tr#${anchor} .status.approved`).textContent(), "approved (unverified name) — running");
+  const green = await page.locator(`tr#${anchor} .status`).evaluate((e) => getComputedStyle(e).backgroundColor);
+  assert.equal(green, "rgb(6, 118, 71)");
+  await page.goBack();
   await page.reload();
   assert.equal(await page.locator("p.flash").count(), 0, "shown once");
   ok("approved with the keyboard alone; the inbox returns to the row, the result shown once");
@@ -163,8 +181,8 @@ try {
   // Rejecting: the next run abandons the cycle; the pause that comes back says so.
   await page.goto(`${url}/inbox?q=other`);
   await page.locator("tr[data-row] a").first().click();
-  await page.fill("form.reject textarea", "not this one");
-  await page.click("form.reject button");
+  await page.fill("form.decide textarea", "not this one");
+  await page.click("form.decide button.reject");
   assert.match(await page.textContent("p.flash.ok"), /Recorded: reject on other/);
   assert.equal(run("other"), 1);
   assert.equal(run("other"), 4, "paused again");
@@ -179,11 +197,13 @@ try {
   assert.equal(run("expiring", "--approval-ttl", "1s"), 4);
   await page.waitForTimeout(2600);
   await page.goto(`${url}/inbox?state=expired`);
+  assert.equal(await page.locator("tr[data-row]").count(), 0, "an expired pause waits for no one");
+  await page.goto(`${url}/inbox?state=expired&show=all`);
   assert.equal(await page.locator("tr[data-row]").count(), 1);
   await page.locator("tr[data-row] a").first().click();
   assert.deepEqual(await page.locator("form.decide button").allTextContents(), ["Abandon"]);
-  await page.fill("form.abandon textarea", "too late to judge");
-  await page.click("form.abandon button");
+  await page.fill("form.decide textarea", "too late to judge");
+  await page.click("form.decide button.abandon");
   assert.match(await page.textContent("p.flash.ok"), /Recorded: abandon on expiring/);
   assert.equal(run("expiring"), 1, "abandoned at its run");
   ok("an expired pause offers Abandon, and only that");
@@ -195,8 +215,10 @@ try {
   assert.equal(run("late"), 4);
   await page.locator("tr[data-row]", { hasText: "late" }).waitFor({ timeout: 5000 });
   assert.equal(page.url(), loaded, "no navigation");
-  const waiting = await page.locator("tr[data-row] .status.waiting, tr[data-row] .status.expired").count();
+  // The count is the rows waiting for this person: what "waiting for me" lists.
+  const waiting = await page.locator("tr[data-row]").count();
   assert.equal(await page.textContent("nav [data-pending]"), String(waiting));
+  assert.equal(await page.locator("tr[data-row] .status.waiting").count(), waiting);
   ok("a pause made by another process appears live, without a reload");
 
   // Sessions: paused first, filterable, searchable.
@@ -224,11 +246,27 @@ try {
 
   // At a phone's width nothing scrolls sideways and the buttons are on screen; dark mode.
   await page.setViewportSize({ width: 390, height: 844 });
-  for (const path of ["/inbox", "/sessions", "/sessions/review"]) {
+  for (const path of ["/inbox", "/inbox?show=all", "/sessions", "/sessions/review"]) {
     await page.goto(`${url}${path}`);
     const width = await page.evaluate(() => document.documentElement.scrollWidth);
     assert.ok(width <= 390, `${path} is ${width} px wide`);
   }
+  // The rows are cards: the tallest is short, and no cell's text is cut or runs past its card.
+  for (const path of ["/inbox?show=all", "/sessions"]) {
+    await page.goto(`${url}${path}`);
+    const measured = await page.evaluate(() => {
+      const rows = [...document.querySelectorAll("main tbody tr")];
+      const tallest = Math.max(...rows.map((r) => r.getBoundingClientRect().height));
+      const overflow = Math.max(...[...document.querySelectorAll("main tbody td")].map((c) => c.scrollWidth - c.clientWidth));
+      const widest = Math.max(...rows.map((r) => r.getBoundingClientRect().right));
+      return { rows: rows.length, tallest, overflow, widest };
+    });
+    assert.ok(measured.rows >= 3 && measured.tallest <= 220, `${path}: ${JSON.stringify(measured)}`);
+    assert.ok(measured.overflow <= 1 && measured.widest <= 390, `${path}: ${JSON.stringify(measured)}`);
+    console.log(`measured at 390 px: ${path} ${JSON.stringify(measured)}`);
+  }
+  await page.goto(`${url}/inbox?show=all`);
+  await page.screenshot({ path: `${shots}/console-inbox-390.png`, fullPage: false });
   await page.goto(`${url}/inbox?q=late`);
   await page.locator("tr[data-row] a").first().click();
   // Measured on the pause's page once it is there (not the inbox the click leaves).
@@ -267,6 +305,27 @@ try {
   ok("a POST without the CSRF token or from another origin is refused");
   assert.deepEqual(ran, []);
   ok("nothing ran in the page");
+
+  // Live after a decision: the pause's page says "approved — running", then, when the step ran,
+  // the cycle's outcome, without a reload.
+  await page.goto(`${url}/inbox?q=late`);
+  await page.locator("tr[data-row] a").first().click();
+  await page.waitForURL(/\/inbox\/late\/\d+\//);
+  const pauseUrl = page.url().split("?")[0];
+  await page.fill("form.decide textarea", "fine");
+  await page.click("form.decide button.approve");
+  await page.goto(pauseUrl);
+  assert.match(await page.textContent("[data-state]"), /^approved \(unverified name\) — running$/);
+  await page.waitForTimeout(1500);
+  assert.equal(run("late"), 0);
+  await page.locator("[data-outcome]").waitFor({ timeout: 6000 });
+  assert.equal(await page.textContent("[data-outcome]"), "completed");
+  assert.match(await page.textContent("main"), /approved by `ada` \(unverified name\).*acted on by cycle \d+, which completed/);
+  assert.equal(page.url(), pauseUrl, "no navigation");
+  // The ended pause's page is a 404 (it waits no more): the one error of this part.
+  assert.deepEqual(ran, ["console: Failed to load resource: the server responded with a status of 404 (Not Found)"]);
+  ran.length = 0;
+  ok("after a decision the pause's page shows it running, then the cycle's outcome, live");
 } finally {
   await browser.close();
 }

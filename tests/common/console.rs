@@ -93,7 +93,7 @@ impl Console {
     pub fn pause_page(&self, cookie: &str, session: &str) -> Reply {
         // Found by the inbox's search, whichever page its row is on.
         let q: String = form_urlencoded_byte(session);
-        let inbox = self.get(cookie, &format!("/inbox?q={q}")).body;
+        let inbox = self.get(cookie, &format!("/inbox?q={q}&show=all")).body;
         let start = format!("href=\"/inbox/{}/", url_segment(session));
         let at = inbox.find(&start).unwrap_or_else(|| panic!("no row of {session}: {inbox}")) + 6;
         let href = &inbox[at..at + inbox[at..].find('"').unwrap()];
@@ -129,8 +129,11 @@ pub fn rows(html: &str) -> usize {
     html.matches(" data-row>").count()
 }
 
+/// The value of field `name` of the form that posts to `form_action` (its own action, or a
+/// button's `formaction`: the decision form is one form with a button per verdict).
 pub fn field<'a>(html: &'a str, form_action: &str, name: &str) -> &'a str {
-    let form = &html[html.find(&format!("action=\"{form_action}\"")).expect(form_action)..];
+    let action = html.find(&format!("action=\"{form_action}\"")).expect(form_action);
+    let form = &html[html[..action].rfind("<form").expect("a form")..];
     let at = form.find(&format!("name=\"{name}\" value=\"")).unwrap() + name.len() + 15;
     &form[at..at + form[at..].find('"').unwrap()]
 }

@@ -210,7 +210,7 @@ pub(crate) fn cookie_of(reply: &crate::common::console::Reply) -> String {
 
 #[test]
 fn a_person_signs_in_with_their_own_token_decides_only_where_allowed_and_signs_out() {
-    use crate::common::console::{decide_fields, field, serve};
+    use crate::common::console::{decide_fields, field, rows, serve};
     let (s, _) = paused_by_the_cli();
     let dir = s.sessions.path();
     let access = access_file(s.policy.path(), 2);
@@ -220,8 +220,12 @@ fn a_person_signs_in_with_their_own_token_decides_only_where_allowed_and_signs_o
     assert!(form.contains("Your personal token") && !form.contains("name=\"name\""), "nothing typed but the token");
     // The console's own token signs no one in when there is an access file.
     assert_eq!(signs_in(&console, crate::common::console::TOKEN).status, 401);
-    // eve may sign in, but not decide on demo-review: no form, and a POST is refused.
+    // eve may sign in, but not decide on demo-review: nothing waits for her (her inbox is empty
+    // and counts 0), no form, and a POST is refused.
     let eve = cookie_of(&signs_in(&console, "eve's token"));
+    let inbox = console.get(&eve, "/inbox").body;
+    assert!(inbox.contains("<title>Inbox ·") && inbox.contains("Nothing waits for you."), "{inbox}");
+    assert_eq!((rows(&inbox), rows(&console.get(&eve, "/inbox?show=all").body)), (0, 1));
     let page = console.pause_page(&eve, "s1").body;
     assert!(page.contains("not among this validator") && !page.contains("action=\"/inbox/s1/approve\""), "{page}");
     assert!(page.contains(">eve<") || page.contains("eve</span>"), "the header names who is signed in");
@@ -231,15 +235,23 @@ fn a_person_signs_in_with_their_own_token_decides_only_where_allowed_and_signs_o
     assert_eq!(reply.status, 403, "{}", reply.body);
     assert!(reply.body.contains("not-an-approver"), "{}", reply.body);
     assert!(log_events(dir).is_empty(), "nothing recorded");
-    // ada approves: one of two.
+    // ada approves: one of two. It waited for her (counted, listed), then for bob only.
     let ada = cookie_of(&signs_in(&console, "ada's token"));
+    let inbox = console.get(&ada, "/inbox").body;
+    assert!(inbox.contains("<title>(1) Inbox") && rows(&inbox) == 1, "{inbox}");
     let page = console.pause_page(&ada, "s1").body;
     let body = format!("{}&reason=checked", decide_fields(&page, "/inbox/s1/approve"));
     let reply = console.request("POST", "/inbox/s1/approve", &[("Cookie", &ada), ("Origin", &origin)], &body);
     assert_eq!(reply.status, 303, "{}", reply.body);
     let said = console.flash(&ada, &reply);
     assert!(said.starts_with("ok: Recorded: approval 1 of 2 on s1"), "{said}");
-    assert!(console.get(&ada, "/inbox").body.contains("1 of 2 (ada)"));
+    let inbox = console.get(&ada, "/inbox").body;
+    assert!(inbox.contains("<title>Inbox ·") && rows(&inbox) == 0, "nothing waits for ada: {inbox}");
+    let all = console.get(&ada, "/inbox?show=all").body;
+    assert!(all.contains("<span class=\"status partial\">1 of 2: ada approved; bob may approve</span>"), "{all}");
+    let bob = cookie_of(&signs_in(&console, "bob's token"));
+    let inbox = console.get(&bob, "/inbox").body;
+    assert!(inbox.contains("<title>(1) Inbox") && rows(&inbox) == 1, "it waits for bob: {inbox}");
     // Her page says whose turn it is and offers her no second Approve (issue 58); a second one
     // sent anyway is refused, saying so, and nothing is recorded.
     let again = console.pause_page(&ada, "s1").body;
@@ -262,6 +274,22 @@ fn a_person_signs_in_with_their_own_token_decides_only_where_allowed_and_signs_o
     assert!(out.headers.contains("max-age=0"), "{}", out.headers);
     let after = console.get(&ada, "/inbox");
     assert_eq!((after.status, after.headers.contains("location: /login")), (303, true));
+    // A deep link survives the sign-in: a pause's page asked for signed out is where the sign-in
+    // lands; a link elsewhere lands in the inbox.
+    let location = |reply: &crate::common::console::Reply| {
+        reply.headers.lines().find_map(|l| l.strip_prefix("location: ")).unwrap_or_default().trim().to_owned()
+    };
+    let at = console.request("GET", "/inbox/s1/1/remember?state=decided", &[], "");
+    let to = location(&at);
+    // (The test's reader lowercases headers.)
+    assert_eq!((at.status, to.as_str()), (303, "/login?next=%2finbox%2fs1%2f1%2fremember%3fstate%3ddecided"));
+    let form = console.request("GET", &to, &[], "").body;
+    assert!(form.contains("name=\"next\" value=\"&#x2f;inbox&#x2f;s1&#x2f;1&#x2f;remember?state=decided\""), "{form}");
+    for (next, lands) in [("%2Finbox%2Fs1%2F1%2Fremember", "/inbox/s1/1/remember"), ("%2F%2Fevil.example", "/inbox")] {
+        let body = format!("token=ada%27s+token&next={next}");
+        let reply = console.request("POST", "/login", &[("Origin", &origin)], &body);
+        assert_eq!((reply.status, location(&reply)), (303, lands.to_owned()), "{}", reply.body);
+    }
 }
 
 #[test]
@@ -364,7 +392,7 @@ fn people_sign_in_with_their_tokens_in_a_real_browser() {
         .unwrap();
     let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "the browser test failed:\n{said}");
-    assert_eq!(said.matches("ok: ").count(), 6, "{said}");
+    assert_eq!(said.matches("ok: ").count(), 7, "{said}");
     assert_eq!(names(&log_events(s.sessions.path())), ["voted", "voted", "decided"]);
 }
 

@@ -201,6 +201,7 @@ pub fn session(
         step_type: String,
         validator: &'a str,
         reason: &'a str,
+        tone: &'static str,
         state: String,
         created: Ago,
     }
@@ -225,13 +226,14 @@ pub fn session(
         name,
         // The id telemetry files its traces under (`session.id`, `gen_ai.conversation.id`).
         session_id: session_id.map(|id| id.to_string()),
-        pause: paused.map(|p| Pause {
+        pause: paused.map(|p| (p, super::standing(p, forms))).map(|(p, (tone, state))| Pause {
             link: PauseLink::to(&p.session, p.record.cycle, &p.record.step_id),
             step: &p.record.step_id,
             step_type: p.record.step_type.to_string(),
             validator: &p.record.validator.id,
             reason: &p.record.reason,
-            state: p.state(),
+            tone,
+            state,
             created: Ago::of(p.record.created_at, now),
         }),
         cycles: cycles(history, log, trace_url, now),

@@ -3,8 +3,7 @@
 //! the earlier results folded), its digest, the forms the signed-in person may use, and what was
 //! decided on the same step of that session before.
 
-use crate::review::Turn;
-use crate::review::inbox::{InboxFilter, InboxListing, PauseState, PendingPause};
+use crate::review::inbox::{InboxFilter, InboxListing, PauseState, PendingPause, Show};
 use crate::session::{ApprovalEvent, ApprovalLog, PauseRef, ReviewVerdict, Timestamp};
 use minijinja::value::Value;
 use serde::Serialize;
@@ -70,7 +69,7 @@ pub fn inbox(
         reason: String,
         created: Ago,
         expires: Option<Ago>,
-        state: &'static str,
+        tone: &'static str,
         state_text: String,
     }
     #[derive(Serialize)]
@@ -91,6 +90,10 @@ pub fn inbox(
         q: String,
         newest_first: bool,
         filtered: bool,
+        /// Only the pauses waiting for the viewer are listed.
+        mine: bool,
+        /// The query of every pause these filters ask for.
+        all_query: String,
         query: String,
         older: Option<usize>,
         newer: Option<usize>,
@@ -112,6 +115,7 @@ pub fn inbox(
             if r.reason.chars().count() > REASON_CHARS {
                 reason.push('…');
             }
+            let (tone, state_text) = super::standing(p, forms);
             Row {
                 anchor: row_anchor(&p.session, r.cycle, &r.step_id),
                 link: PauseLink::to(&p.session, r.cycle, &r.step_id),
@@ -123,8 +127,8 @@ pub fn inbox(
                 reason,
                 created: Ago::of(r.created_at, now),
                 expires: r.expires_at.map(|at| Ago::of(at, now)),
-                state: PauseState::of(p).as_str(),
-                state_text: p.state(),
+                tone,
+                state_text,
             }
         })
         .collect();
@@ -148,7 +152,9 @@ pub fn inbox(
         older_than: filter.older_than.map(|d| format!("{}s", d.as_secs())).unwrap_or_default(),
         q: filter.q.join(" "),
         newest_first: filter.newest_first,
-        filtered: *filter != InboxFilter::default(),
+        filtered: InboxFilter { show: None, ..filter.clone() } != InboxFilter::default(),
+        mine: forms.show(filter) == Show::Mine,
+        all_query: InboxFilter { show: Some(Show::All), ..filter.clone() }.to_query(),
         query,
         older: at.checked_sub(1),
         newer: (shown < total).then_some(at + 1),
@@ -178,13 +184,12 @@ pub fn pause_page(
         name: String,
         lines: Vec<String>,
     }
+    /// A button of the decision form: one verdict that may be taken.
     #[derive(Serialize)]
-    struct Form {
+    struct Verdict {
         verdict: &'static str,
         label: &'static str,
         hint: &'static str,
-        /// The reason typed for a refused decision of this verdict, shown again.
-        kept: Option<String>,
     }
     #[derive(Serialize)]
     struct Earlier {
@@ -205,7 +210,7 @@ pub fn pause_page(
         validator: &'a str,
         created: Ago,
         expires: Option<Ago>,
-        state: &'static str,
+        tone: &'static str,
         state_text: String,
         reason: &'a str,
         digest: Option<String>,
@@ -213,7 +218,10 @@ pub fn pause_page(
         results: Vec<Part>,
         cut: bool,
         decision: Option<Earlier>,
-        forms: Vec<Form>,
+        /// The verdicts the viewer may take, as the buttons of one form (one reason for all).
+        verdicts: Vec<Verdict>,
+        /// The reason typed for a refused decision, shown again in the form.
+        kept: Option<String>,
         csrf: &'a str,
         pause_id: String,
         back: &'a str,
@@ -253,8 +261,7 @@ pub fn pause_page(
     let may = forms.may_decide(&r.validator.id) && !forms.read_only;
     // One who approved is not offered Approve again: the page says who it waits for.
     let approved = !decided && pause.approvals.contains(&forms.login.name);
-    // Whose turn it is under the rules in force here (installed, or the console's own file).
-    let turn = forms.rules.access.as_deref().map(|a| Turn::of(&a.rule(&r.validator.id), pause.approvals.clone()));
+    let turn = forms.turn(pause);
     let you_approved = approved.then(|| match &turn {
         Some(turn) => format!("You approved; waiting for {}.", turn.waiting_for()),
         None => "You approved; waiting for the other approvers.".to_owned(),
@@ -267,8 +274,7 @@ pub fn pause_page(
             .into_iter()
             .filter(|v| !(approved && *v == ReviewVerdict::Approve))
             .filter(|v| *v == ReviewVerdict::Abandon || (!pause.expired && r.shown_digest.is_some()))
-            .map(|v| Form {
-                kept: flash.as_ref().and_then(|f| f.kept.clone()).filter(|(k, _)| *k == v.as_str()).map(|(_, r)| r),
+            .map(|v| Verdict {
                 verdict: v.as_str(),
                 label: match v {
                     ReviewVerdict::Approve => "Approve",
@@ -314,8 +320,12 @@ pub fn pause_page(
             Earlier { at: Ago::of(e.at(), now), what, by, why, this_pause: *e.pause() == this }
         })
         .collect();
-    let beside_form = offered.iter().any(|f| f.kept.is_some());
-    let kept_reason = flash.as_ref().and_then(|f| f.kept.clone()).filter(|_| !beside_form).map(|(_, r)| r);
+    // A refused decision's reason goes back into the form, or, where no form is offered any
+    // more (the pause was decided meanwhile), above it.
+    let kept = flash.as_ref().and_then(|f| f.kept.clone()).map(|(_, reason)| reason);
+    let beside_form = kept.is_some() && !offered.is_empty();
+    let kept_reason = kept.clone().filter(|_| !beside_form);
+    let (tone, state_text) = super::standing(pause, forms);
     let view = Pause {
         session: &pause.session,
         segment: url_segment(&pause.session),
@@ -325,8 +335,8 @@ pub fn pause_page(
         validator: &r.validator.id,
         created: Ago::of(r.created_at, now),
         expires: r.expires_at.map(|at| Ago::of(at, now)),
-        state: PauseState::of(pause).as_str(),
-        state_text: pause.state(),
+        tone,
+        state_text,
         reason: &r.reason,
         digest: r.shown.as_ref().and(r.shown_digest).map(|d| d.to_string()),
         payload,
@@ -339,7 +349,8 @@ pub fn pause_page(
             why: d.justification.clone(),
             this_pause: true,
         }),
-        forms: offered,
+        verdicts: offered,
+        kept: kept.filter(|_| beside_form),
         csrf: &forms.login.csrf,
         pause_id: this.id(),
         back,

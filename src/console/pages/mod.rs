@@ -11,7 +11,7 @@ mod inbox;
 pub use history::session;
 pub use inbox::{PAUSES_PER_PAGE, inbox, pause_page, row_anchor};
 
-use crate::review::inbox::{InboxListing, InboxProblem};
+use crate::review::inbox::{InboxFilter, InboxListing, InboxProblem, PendingPause, Show};
 use crate::review::overview::{SessionStatus, SessionsPage};
 use crate::session::Timestamp;
 use minijinja::value::Value;
@@ -28,6 +28,28 @@ fn who(decision: &crate::session::ReviewDecision) -> String {
     match decision.verified {
         Some(false) => format!("{names} (unverified name)"),
         _ => names,
+    }
+}
+
+/// How a pause stands as a page shows it (issue 58): the class its colour is by — `waiting`,
+/// `partial` (some of several approvals), `approved` (green), `rejected` and `abandoned` (red),
+/// `expired` — and its words. A decided pause is on its way: approved, it runs ("approved —
+/// running"); rejected or abandoned, its cycle ends.
+/// A partial approval names who approved and who may still (CONTRACT §18) under the rules in
+/// force here: installed ones (the listing's turn), or the console's own access file.
+fn standing(pause: &PendingPause, forms: &Forms<'_>) -> (&'static str, String) {
+    use crate::session::ReviewVerdict;
+    let turn = forms.turn(pause).filter(|_| !pause.approvals.is_empty());
+    match &pause.decision {
+        _ if pause.expired => ("expired", pause.state()),
+        Some(d) => match d.verdict {
+            ReviewVerdict::Approve => ("approved", format!("{} — running", pause.state())),
+            ReviewVerdict::Reject => ("rejected", format!("{} — ending the cycle", pause.state())),
+            ReviewVerdict::Abandon => ("abandoned", format!("{} — ending the cycle", pause.state())),
+        },
+        None if let Some(turn) = turn => ("partial", turn.to_string()),
+        None if !pause.approvals.is_empty() => ("partial", pause.state()),
+        None => ("waiting", pause.state()),
     }
 }
 
@@ -58,18 +80,55 @@ impl Forms<'_> {
     pub fn may_decide(&self, validator: &str) -> bool {
         Auth::may_decide(self.login, validator, self.rules.access.as_deref())
     }
+
+    /// Whose turn it is on `pause` under the rules in force here: installed ones (the listing's
+    /// turn), or the console's own access file; `None` once it is decided, or without rules.
+    pub fn turn(&self, pause: &PendingPause) -> Option<crate::review::Turn> {
+        match (&pause.turn, self.rules.access.as_deref()) {
+            _ if pause.decision.is_some() => None,
+            (Some(turn), _) => Some(turn.clone()),
+            (None, Some(rules)) => {
+                Some(crate::review::Turn::of(&rules.rule(&pause.record.validator.id), pause.approvals.clone()))
+            }
+            (None, None) => None,
+        }
+    }
+
+    /// Whether `pause` waits for the login (issue 58): one they may decide, not expired, not
+    /// decided, and not approved by them already. What the inbox's count counts, and what its
+    /// default view ([`Show::Mine`]) lists.
+    pub fn waits_for_me(&self, pause: &PendingPause) -> bool {
+        !self.read_only
+            && !pause.expired
+            && pause.decision.is_none()
+            && !pause.approvals.contains(&self.login.name)
+            && self.may_decide(&pause.record.validator.id)
+    }
+
+    /// How many of `listing`'s pauses wait for the login (the number in the title and the
+    /// navigation; a listing holds the oldest [`MAX_INBOX`](crate::review::inbox::MAX_INBOX)).
+    pub fn pending(&self, listing: &InboxListing) -> usize {
+        listing.pauses.iter().filter(|p| self.waits_for_me(p)).count()
+    }
+
+    /// Whose pauses `filter` lists for the login: what it says, else only theirs — every pause
+    /// for a read-only console's reader, who decides none.
+    pub fn show(&self, filter: &InboxFilter) -> Show {
+        filter.show.unwrap_or(if self.read_only { Show::All } else { Show::Mine })
+    }
 }
 
 /// The sign-in page: a personal token (with an access file), or the console's token and a name
-/// (one operator, names unverified).
-pub fn login(error: Option<&str>, personal: bool, read_only: bool) -> String {
+/// (one operator, names unverified); `next` is the page it lands on after.
+pub fn login(error: Option<&str>, (personal, read_only): (bool, bool), next: Option<&str>) -> String {
     #[derive(Serialize)]
     struct Login<'a> {
         error: Option<&'a str>,
         personal: bool,
         read_only: bool,
+        next: Option<&'a str>,
     }
-    page("Sign in", 0, None, render("login.html", Login { error, personal, read_only }))
+    page("Sign in", 0, None, render("login.html", Login { error, personal, read_only, next }))
 }
 
 /// The sessions whose records could not be read, listed below a page.
@@ -172,10 +231,4 @@ pub fn sessions(
         problems: problems(&list.problems),
     };
     page("Sessions", pending, Some(forms.viewer()), render("sessions.html", view))
-}
-
-/// The pauses of `listing` waiting for a decision (one decided waits only for its session's next
-/// run).
-pub fn undecided(listing: &InboxListing) -> usize {
-    listing.pauses.iter().filter(|p| p.decision.is_none()).count() + listing.more
 }
