@@ -8,6 +8,9 @@
 //! the next cycle otherwise — with no manual step, and the SQLite store holds one memory per
 //! completed cycle.
 //!
+//! A worker (CONTRACT §21) killed before or after its end of the cycle leaves the decision to the
+//! next worker, which acts on it once.
+//!
 //! This file is its own test harness: run with a `PLANLOCK_CHILD` variable it is the child.
 
 use planlock::block_on;
@@ -104,6 +107,31 @@ fn child(root: &Path, action: &str, point: &str) {
         Ok(RunOutcome::Abandoned(r)) => println!("abandoned {}", r.cycle),
         Err(e) => println!("failed: {e}"),
     }
+}
+
+/// One worker process (CONTRACT §21) over the roots beside `root`: acts on every decided pause
+/// there is (one pass, as `planlock worker --once`), the session's store stopping at `point`
+/// (`before-save`, `after-removal`) if it names one.
+fn worker_child(root: &Path, point: &str) {
+    use planlock::backend::{Backend, FilesBackend};
+    use planlock::store::bundle::StrategyResolver;
+    use planlock::worker::{ToRun, Worker};
+    let data = root.parent().unwrap().to_owned();
+    let backend: std::sync::Arc<dyn Backend> = std::sync::Arc::new(FilesBackend::new(&data));
+    let point = point.to_owned();
+    // The session's own runtime, as a deployment boots it, its store stopping at the point.
+    let boot = move |s: ToRun| {
+        let manifest = BundleManifest::default_bundle();
+        let storage = s.opened.resolve(&StrategyResolver::default(), &manifest).map_err(|e| e.to_string())?;
+        let store = Around::at(s.opened.into_session_store(), &point, stop_at);
+        Ok(Runtime::builder(data.join("policy"), s.plan, store)
+            .handlers(Demo::new().repo_base(&data).with_store(&StoreHandlers::new(storage)).boxed())
+            .bundle(manifest)
+            .validator(ReviewGate::ID, ReviewGate::VERSION, &serde_json::json!({}), ReviewGate))
+    };
+    let worker = Worker::new(backend, boot);
+    block_on(worker.act_on_decided(&mut |event| println!("{event}")));
+    println!("worker done");
 }
 
 /// Runs one child to its end and returns its lines.
@@ -236,17 +264,46 @@ fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
     }
 }
 
+/// A worker killed at each point of acting on a decision leaves it to the next worker
+/// (CONTRACT §21): the approved step's effect once, the decision consumed once.
+fn every_kill_point_of_a_worker_leaves_the_decision_to_the_next() {
+    for point in [None, Some("before-save"), Some("after-removal")] {
+        let data = tempfile::tempdir().unwrap();
+        let root = paused_session(data.path());
+        approve_outside(&root);
+        if let Some(point) = point {
+            kill_at(&root, "worker", point);
+        }
+        // The next worker acts on what is left: the cycle if it did not end, nothing if it did.
+        let lines = lines_of(&root, "worker");
+        let expected: &[&str] = match point {
+            Some("after-removal") => &["worker done"],
+            _ => &["session cycle 1: approve by ada: completed", "worker done"],
+        };
+        assert_eq!(lines, expected, "worker killed at {point:?}");
+        assert_eq!(completed(&root), 1, "worker killed at {point:?}");
+        assert_eq!(memories(&root), 1, "worker killed at {point:?}: the approved write happened once");
+        assert_eq!(log_of(&root), ["decided", "consumed"], "worker killed at {point:?}");
+        println!("crash: a worker killed at {point:?}: the next one left it consumed once, written once");
+    }
+}
+
 fn main() {
     if std::env::var("PLANLOCK_CHILD").is_ok() {
         let root = std::env::var("PLANLOCK_ROOT").expect("PLANLOCK_ROOT");
         let action = std::env::var("PLANLOCK_ACTION").expect("PLANLOCK_ACTION");
         let point = std::env::var("PLANLOCK_POINT").unwrap_or_default();
-        child(Path::new(&root), &action, &point);
+        match action.as_str() {
+            "worker" => worker_child(Path::new(&root), &point),
+            _ => child(Path::new(&root), &action, &point),
+        }
         return;
     }
     println!("test every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on ...");
     every_kill_point_of_resume_and_abandon_leaves_a_session_that_goes_on();
     println!("test every_kill_point_of_an_approved_run_consumes_the_decision_once ...");
     every_kill_point_of_an_approved_run_consumes_the_decision_once();
-    println!("crash_points: 2 passed, 0 failed");
+    println!("test every_kill_point_of_a_worker_leaves_the_decision_to_the_next ...");
+    every_kill_point_of_a_worker_leaves_the_decision_to_the_next();
+    println!("crash_points: 3 passed, 0 failed");
 }

@@ -1,5 +1,6 @@
 //! What a worker reports: each action on a session, each session it could not act on, and why.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use crate::session::ReviewVerdict;
@@ -78,5 +79,60 @@ impl std::fmt::Display for WorkerEvent {
             WorkerEvent::Failed { code, message } => write!(f, "failed ({code}): {message}"),
             WorkerEvent::Stopped => f.write_str("stopped"),
         }
+    }
+}
+
+/// The most sessions whose last skip a worker remembers (past it, it forgets them all and may
+/// say one again).
+const MAX_REMEMBERED: usize = 10_000;
+
+/// What a worker last said of each session it skipped: a skip is reported once, not at every
+/// poll, until its reason changes or the session is acted on.
+#[derive(Debug, Default)]
+pub(super) struct Said(HashMap<String, String>);
+
+impl Said {
+    /// Whether `event` is news: not the same skip of the same session again.
+    pub(super) fn is_new(&mut self, event: &WorkerEvent) -> bool {
+        match event {
+            WorkerEvent::Skipped { session, why } => {
+                if self.0.get(session) == Some(why) {
+                    return false;
+                }
+                if self.0.len() >= MAX_REMEMBERED {
+                    self.0.clear();
+                }
+                self.0.insert(session.clone(), why.clone());
+                true
+            }
+            WorkerEvent::Acted(acted) => {
+                self.0.remove(&acted.session);
+                true
+            }
+            _ => true,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_skip_is_said_once_until_it_changes() {
+        let skip = |why: &str| WorkerEvent::Skipped { session: "s1".into(), why: why.into() };
+        let mut said = Said::default();
+        assert!(said.is_new(&skip("no plan")));
+        assert!(!said.is_new(&skip("no plan")), "the same skip at the next poll is not said again");
+        assert!(said.is_new(&skip("cannot boot")));
+        let acted = Acted {
+            session: "s1".into(),
+            cycle: 1,
+            verdict: ReviewVerdict::Approve,
+            by: "ada".into(),
+            outcome: "completed".into(),
+        };
+        assert!(said.is_new(&WorkerEvent::Acted(acted)));
+        assert!(said.is_new(&skip("cannot boot")), "acted on since: said again");
     }
 }

@@ -14,6 +14,7 @@
 mod act;
 mod event;
 mod run;
+mod scan;
 
 pub use act::{Boot, ToRun};
 pub use event::{Acted, WorkerEvent};

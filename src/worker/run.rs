@@ -12,14 +12,12 @@ use crate::backend::{Backend, Wake, Woken};
 use crate::contract::registry::Failure;
 
 use super::act::{Boot, act_on};
-use super::event::WorkerEvent;
+use super::event::{Said, WorkerEvent};
+use super::scan::{Found, Scan};
 
 /// How often a worker looks at every session by default, whatever woke it: what a lost
 /// notification costs at most.
 pub const DEFAULT_POLL: Duration = Duration::from_secs(10);
-
-/// The most sessions one poll looks at.
-const MAX_SESSIONS: usize = 100_000;
 
 /// Acts on the decided pauses of the sessions of one [`Backend`] (CONTRACT §21), each as soon
 /// as its decision is complete: the session's next cycle runs on a runtime `boot` builds for
@@ -64,34 +62,19 @@ enum Then {
     Poll,
 }
 
-/// The sessions to act on: those whose pause is decided or expired (its rule may be to
-/// abandon it).
-async fn to_act_on(backend: &dyn Backend) -> Result<Vec<String>, WorkerEvent> {
-    let paused = backend
-        .paused(MAX_SESSIONS)
-        .await
-        .map_err(|e| WorkerEvent::Failed { code: e.code(), message: e.to_string() })?;
-    let now = crate::session::Timestamp::now();
-    Ok(paused
-        .into_iter()
-        .filter(|(_, listed)| matches!(listed, Ok((record, decided)) if decided.decision.is_some() || record.expired_at(now)))
-        .map(|(name, _)| name)
-        .collect())
-}
-
-/// What a pass found, or why it could not look.
-type Found = Result<Vec<String>, WorkerEvent>;
-
-/// A pass over every session ([`to_act_on`]) on a thread of its own: its result, once there,
-/// and the task waiting for it.
+/// A pass over every session ([`Scan::pass`]) on a thread of its own: its result, once
+/// there, and the task waiting for it.
 struct Pass(Arc<Mutex<(Option<Found>, Option<Waker>)>>);
 
 impl Pass {
-    fn start(backend: Arc<dyn Backend>) -> Pass {
+    /// A pass over `backend`'s sessions that goes on from what `scan` saw (one pass at a time).
+    fn start(backend: Arc<dyn Backend>, scan: Arc<Mutex<Scan>>) -> Pass {
         let slot: Arc<Mutex<(Option<Found>, Option<Waker>)>> = Arc::default();
         let done = slot.clone();
         let listing = move || {
-            let found = crate::io::block_on(to_act_on(backend.as_ref()));
+            let mut scan = scan.lock().unwrap_or_else(PoisonError::into_inner);
+            let found = crate::io::block_on(scan.pass(backend.as_ref()));
+            drop(scan);
             let mut slot = done.lock().unwrap_or_else(PoisonError::into_inner);
             slot.0 = Some(found);
             if let Some(waiting) = slot.1.take() {
@@ -141,7 +124,7 @@ impl<B: Boot> Worker<B> {
 
     /// Acts on every decided pause there is now (one poll), reporting each event to `report`.
     pub async fn act_on_decided(&self, report: &mut impl FnMut(WorkerEvent)) {
-        match to_act_on(self.backend.as_ref()).await {
+        match Scan::default().pass(self.backend.as_ref()).await {
             Ok(names) => {
                 for name in names {
                     self.act_on(&name, report).await;
@@ -160,8 +143,15 @@ impl<B: Boot> Worker<B> {
 
     /// Runs until `stop` completes: acts on what is decided now, then on each decision as the
     /// backend's watch reports it, and on every decided pause at each poll. Stops between two
-    /// sessions (a cycle in flight finishes first). Every event goes to `report`.
+    /// sessions (a cycle in flight finishes first). Every event goes to `report` (a session skipped, once until its reason changes or it is acted on).
     pub async fn run(&self, stop: impl Future<Output = ()>, mut report: impl FnMut(WorkerEvent)) {
+        // A session skipped is said once, not at every poll, until something changes.
+        let mut said = Said::default();
+        let mut report = move |event: WorkerEvent| {
+            if said.is_new(&event) {
+                report(event)
+            }
+        };
         let wake = Wake::default();
         let watching = match self.watch {
             true => self.backend.watch_decisions(wake.clone()).await,
@@ -179,7 +169,9 @@ impl<B: Boot> Worker<B> {
         // The poll's pass over every session lists on a thread of its own (a directory of many
         // roots is read in place), so a decision that wakes the worker meanwhile is acted on at
         // once; what the pass finds is acted on after what woke the worker.
-        let mut pass = Some(Pass::start(self.backend.clone()));
+        let scan = Arc::new(Mutex::new(Scan::default()));
+        let start = || Pass::start(self.backend.clone(), scan.clone());
+        let mut pass = Some(start());
         let mut found: VecDeque<String> = VecDeque::new();
         let mut next_poll = Instant::now() + self.poll;
         loop {
@@ -194,7 +186,7 @@ impl<B: Boot> Worker<B> {
                     continue;
                 }
                 Some(Woken::All) => {
-                    pass.get_or_insert_with(|| Pass::start(self.backend.clone()));
+                    pass.get_or_insert_with(start);
                 }
                 None => {}
             }
@@ -236,7 +228,7 @@ impl<B: Boot> Worker<B> {
                         Err(failed) => report(failed),
                     }
                 }
-                Then::Poll => pass = Some(Pass::start(self.backend.clone())),
+                Then::Poll => pass = Some(start()),
             }
         }
         drop(watch);

@@ -124,3 +124,33 @@ fn an_expired_pause_is_abandoned_by_its_rule_or_left_to_wait() {
         }
     }
 }
+
+/// A session the worker cannot act on (here: it keeps no plan) is said once, with what to do,
+/// not at every poll; and a session found by the poll alone (no wake-up: the decision came
+/// before the worker) is acted on once its plan is back.
+#[test]
+fn a_session_skipped_is_said_once_not_at_every_poll() {
+    let dir = tempfile::tempdir().unwrap();
+    paused(dir.path(), "s1");
+    let plan = dir.path().join("s1").join(planlock::session::PLAN_FILE);
+    let kept = std::fs::read(&plan).unwrap();
+    std::fs::remove_file(&plan).unwrap();
+    inbox(dir.path(), &["approve", "--by", "ada", "--reason", "checked", "s1"]);
+    let args: Vec<&OsStr> = vec![
+        "--sessions".as_ref(),
+        dir.path().as_os_str(),
+        "--policy-root".as_ref(),
+        POLICY.as_ref(),
+        "--poll".as_ref(),
+        "1s".as_ref(),
+    ];
+    let mut worker = WorkerProcess::start(&args);
+    let skipped = worker.wait_for("s1: skipped", Duration::from_secs(30));
+    assert!(skipped.contains("keeps no plan"), "{skipped}");
+    let later = worker.said_within(Duration::from_millis(3500));
+    assert!(later.iter().all(|l| !l.contains("skipped")), "said again at a later poll: {later:?}");
+    std::fs::write(&plan, kept).unwrap();
+    let acted = worker.wait_for("s1 cycle 1", Duration::from_secs(20));
+    assert!(acted.ends_with("approve by ada: completed"), "{acted}");
+    assert_eq!(worker.stop(), Some(0));
+}
