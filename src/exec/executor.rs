@@ -335,8 +335,20 @@ impl<L: HandlerSet> Executor<L> {
         cycle.report.steps.reserve(steps.len().saturating_sub(cycle.next));
         // One clock read per step: a step ends where the next one starts.
         let mut started = Instant::now();
-        while let Some(step) = steps.get(cycle.next) {
+        while let Some(planned) = steps.get(cycle.next) {
             let index = cycle.next;
+            // An approved edit (CONTRACT §22): the re-run of its step runs the edited payload,
+            // which the validator's Block passes only while it has the approved digest. One that
+            // cannot be read leaves the plan's payload, which the approval does not pass.
+            let edited = match cycle.over.as_ref().and_then(|o| o.edited(planned)) {
+                Some(Ok(step)) => Some(step),
+                Some(Err(message)) => {
+                    tracing::warn!(step = %planned.id, %message, "approved edit not read");
+                    None
+                }
+                None => None,
+            };
+            let step = edited.as_ref().unwrap_or(planned);
             let span = spans::step_span(cycle_span, index, step);
             let mut warnings = Vec::new();
             let view = StepView {

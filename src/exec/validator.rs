@@ -146,6 +146,15 @@ pub struct Override {
     /// bind to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shown_digest: Option<Digest>,
+    /// An approved edit of the step's payload (CONTRACT §22): the re-run hands the step this
+    /// payload instead of the plan's, and `shown_digest` is the edit's digest, which the re-run
+    /// must meet. Only for this re-run: the next cycle runs the plan's own payload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<serde_json::Value>,
+    /// With an edit: the digest of what the step showed before it (the cycle's history keeps
+    /// both digests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edited_from: Option<Digest>,
 }
 
 impl Override {
@@ -161,7 +170,32 @@ impl Override {
             justification: justification.into(),
             by: None,
             shown_digest: None,
+            payload: None,
+            edited_from: None,
         }
+    }
+
+    /// With `payload` in place of the step's own (an approved edit, CONTRACT §22), bound to the
+    /// edit's `digest`; `from` is what the step showed before it.
+    pub fn with_edit(mut self, payload: serde_json::Value, digest: Digest, from: Option<Digest>) -> Override {
+        self.payload = Some(payload);
+        self.shown_digest = Some(digest);
+        self.edited_from = from;
+        self
+    }
+
+    /// `step` as the re-run runs it: with the approved edit's payload when this override is
+    /// for it and carries one (read as the step's type reads a plan's payload), else `None`.
+    pub fn edited(
+        &self,
+        step: &crate::contract::plan::StepDefinition,
+    ) -> Option<Result<crate::contract::plan::StepDefinition, String>> {
+        let payload = self.payload.as_ref().filter(|_| self.step_id == step.id)?;
+        let document = serde_json::json!({"id": step.id, "type": step.step_type().wire_name(), "payload": payload});
+        Some(
+            serde_json::from_value(document)
+                .map_err(|e| format!("the approved edit cannot be read as a payload of {}: {e}", step.step_type())),
+        )
     }
 
     /// Binds the override to what the reviewer saw: it applies only while the re-run meets what

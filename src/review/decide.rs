@@ -104,6 +104,17 @@ pub enum DecideError {
         /// Where the installed rules are.
         installed: String,
     },
+    /// The pause cannot be edited (CONTRACT §22): its step ran already, or it does not show
+    /// its whole input.
+    #[error(transparent)]
+    NotEditable(#[from] crate::session::NotEditable),
+    /// An edit of a session that keeps no plan to check it against (it was last run by an older
+    /// planlock, or its plan lacks the step).
+    #[error("this session keeps no plan to check an edit against: run it once with `planlock run`, then edit")]
+    NoPlanKept,
+    /// The edited payload breaks the plan's rules: the validator's problems, as for a plan.
+    #[error("the edited payload is refused by the plan's validator: {0}")]
+    EditInvalid(crate::contract::problem::Rejection),
     /// The store failed, or the pause already has another decision (`already-decided`).
     #[error(transparent)]
     Session(#[from] SessionError),
@@ -122,6 +133,10 @@ impl Failure for DecideError {
             DecideError::AlreadyApproved { .. } => "already-approved",
             DecideError::Access(e) => e.code(),
             DecideError::AccessMismatch { .. } => "access-mismatch",
+            DecideError::NotEditable(crate::session::NotEditable::AfterStep) => "nothing-to-edit",
+            DecideError::NotEditable(crate::session::NotEditable::NotWhole) => "not-editable",
+            DecideError::NoPlanKept => "no-plan-kept",
+            DecideError::EditInvalid(_) => "edit-invalid",
             DecideError::Session(e) => e.code(),
         }
     }
@@ -373,14 +388,34 @@ async fn decide_read(
     if let Some(expired_at) = decision.too_late_for(record) {
         return Err(DecideError::Expired { expired_at });
     }
+    // An edit (CONTRACT §22): an approval only, its payload checked by the plan's validator
+    // and its digest made here, whatever the caller built.
+    if let Some(edit) = &decision.edit {
+        if decision.verdict != ReviewVerdict::Approve {
+            return Err(DecideError::Invalid("only an approval edits the step's payload".into()));
+        }
+        if super::edit_of(records, record, edit.payload.clone()).await? != *edit {
+            return Err(DecideError::Invalid(
+                "the edit's digest or payload is not what the validator makes of it: edit again".into(),
+            ));
+        }
+    }
+    // On what the pause shows: its record's digest, or its latest edit's (which the store's
+    // tally holds it to: an approval of what an edit replaced is `approval-stale`).
     if decision.shown_digest != record.shown_digest && !abandon {
-        let name = |d: Option<crate::hash::Digest>| {
-            d.map_or_else(|| "(none: a record of an older version)".into(), |d| d.to_string())
+        let edited = match decision.shown_digest {
+            Some(_) => records.decisions_on(&decision.pause).await?.edit.map(|e| e.digest),
+            None => None,
         };
-        return Err(DecideError::DigestMismatch {
-            decided: name(decision.shown_digest),
-            shown: name(record.shown_digest),
-        });
+        if edited.is_none() || edited != decision.shown_digest {
+            let name = |d: Option<crate::hash::Digest>| {
+                d.map_or_else(|| "(none: a record of an older version)".into(), |d| d.to_string())
+            };
+            return Err(DecideError::DigestMismatch {
+                decided: name(decision.shown_digest),
+                shown: name(edited.or(record.shown_digest)),
+            });
+        }
     }
     // The decision is part of the paused cycle's trace: its span is a child of the cycle's.
     let verdict = decision.verdict.past();

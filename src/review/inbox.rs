@@ -53,6 +53,10 @@ pub struct PendingPause {
     /// approved and who may still (issue 58).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub turn: Option<super::Turn>,
+    /// The latest edit of the step's payload while the pause waits (CONTRACT §22): what the
+    /// approvals counted are of, and what the next approver approves (its digest).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit: Option<crate::session::Edit>,
 }
 
 impl PendingPause {
@@ -79,6 +83,7 @@ impl PendingPause {
             approvals: decided.approvals,
             required: decided.required,
             turn,
+            edit: decided.edit,
         }
     }
 
@@ -91,7 +96,7 @@ impl PendingPause {
     /// use planlock::review::inbox::PendingPause;
     /// let pause = PendingPause {
     ///     session: "s1".into(), expired: false, age_seconds: 5, record, decision: None,
-    ///     approvals: vec!["ada".into()], required: Some(2), turn: None,
+    ///     approvals: vec!["ada".into()], required: Some(2), turn: None, edit: None,
     /// };
     /// assert_eq!(pause.state(), "1 of 2 (ada)");
     /// # Ok::<(), serde_json::Error>(())

@@ -8,6 +8,7 @@
 
 pub mod access;
 mod decide;
+mod edit;
 mod filter;
 pub mod inbox;
 #[cfg(feature = "notify")]
@@ -20,4 +21,5 @@ pub use decide::{
     DecideError, Decided, MAX_DECIDER_CHARS, ReadPause, check_acting, check_decider, decide, decide_counted,
     decide_shown, decide_with, read_pause, rules_for, turn_on,
 };
+pub use edit::{DiffLine, edit_diff, edit_of};
 pub use turn::Turn;

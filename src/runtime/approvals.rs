@@ -209,9 +209,11 @@ impl<S: SessionStore, L: HandlerSet> Runtime<S, L> {
 pub(super) fn override_of(decision: &ReviewDecision) -> Override {
     let over =
         Override::new(&decision.pause.validator_id, &decision.pause.step_id, &decision.justification).by(&decision.by);
-    match decision.shown_digest {
-        Some(digest) => over.for_shown(digest),
-        None => over,
+    match (&decision.edit, decision.shown_digest) {
+        // An approved edit: the re-run runs its payload, bound to its digest (CONTRACT §22).
+        (Some(edit), shown) => over.with_edit(edit.payload.clone(), edit.digest, shown),
+        (None, Some(digest)) => over.for_shown(digest),
+        (None, None) => over,
     }
 }
 

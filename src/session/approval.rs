@@ -154,6 +154,11 @@ pub struct ReviewDecision {
     /// counted, in the order they approved (`by` is the last of them). Empty otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approvers: Vec<String>,
+    /// An approval that edits the paused step's payload (CONTRACT §22): the payload the step
+    /// runs with instead, and its own digest, which the other approvers approve. `shown_digest`
+    /// stays what the editor was shown. Absent for any other decision.
+    #[serde(default, skip_serializing_if = "Option::is_none", deserialize_with = "super::present")]
+    pub edit: Option<super::Edit>,
 }
 
 /// Where a decision was made: who vouches for its `by`.
@@ -200,7 +205,20 @@ impl ReviewDecision {
             verified: None,
             via: None,
             approvers: Vec::new(),
+            edit: None,
         }
+    }
+
+    /// This decision, an approval that edits the step's payload to `edit`'s.
+    pub fn editing(mut self, edit: super::Edit) -> ReviewDecision {
+        self.edit = Some(edit);
+        self
+    }
+
+    /// The digest this decision approves (or rejects): its edit's, for an edit; else what the
+    /// decider was shown.
+    pub fn approves(&self) -> Option<Digest> {
+        self.edit.as_ref().map_or(self.shown_digest, |edit| Some(edit.digest))
     }
 
     /// This decision, made through `via`.
@@ -250,6 +268,7 @@ impl ReviewDecision {
             && same_person
             && same_words
             && self.shown_digest == other.shown_digest
+            && self.edit == other.edit
     }
 }
 
@@ -445,6 +464,10 @@ pub struct Decisions {
     /// How many approvals it needs, as the last of them counted (`None` without one).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub required: Option<usize>,
+    /// The latest edit of the step's payload while the pause waits (CONTRACT §22): what the
+    /// approvals counted are of, and what the next approver approves.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub edit: Option<super::Edit>,
 }
 
 /// The approvals of a pause so far: who approved which digest, in order.
@@ -454,10 +477,15 @@ impl super::ApprovalLog {
         let decision = self.decision_on(pause).cloned();
         let mut approvals: Vec<String> = Vec::new();
         let mut required = None;
+        let edit = decision.is_none().then(|| self.latest_edit(pause)).flatten().cloned();
         if decision.is_none() {
+            // The approvals counted are of what the pause stands on now: its latest edit's
+            // digest once one was made (an edit restarts the count), else what it showed.
+            let now = edit.as_ref().map(|e| e.digest);
             for event in &self.events {
                 if let ApprovalEvent::Voted { decision, required: needs, .. } = event
                     && decision.pause == *pause
+                    && (now.is_none() || decision.approves() == now)
                 {
                     required = Some(*needs);
                     if !approvals.contains(&decision.by) {
@@ -466,7 +494,30 @@ impl super::ApprovalLog {
                 }
             }
         }
-        Decisions { decision, approvals, required }
+        Decisions { decision, approvals, required, edit }
+    }
+
+    /// Who made the latest edit of `pause`'s step (printable), or an empty name.
+    fn editor_of(&self, pause: &PauseRef) -> String {
+        let by = self.events.iter().rev().find_map(|event| match event {
+            ApprovalEvent::Voted { decision, .. } | ApprovalEvent::Decided { decision }
+                if decision.pause == *pause && decision.edit.is_some() =>
+            {
+                Some(decision.by.as_str())
+            }
+            _ => None,
+        });
+        crate::text::printable(by.unwrap_or_default()).into_owned()
+    }
+
+    /// The latest edit of `pause`'s step, if one was made (CONTRACT §22).
+    pub fn latest_edit(&self, pause: &PauseRef) -> Option<&super::Edit> {
+        self.events.iter().rev().find_map(|event| match event {
+            ApprovalEvent::Voted { decision, .. } | ApprovalEvent::Decided { decision } if decision.pause == *pause => {
+                decision.edit.as_ref()
+            }
+            _ => None,
+        })
     }
 
     /// The distinct people who approved `pause` on `digest`, in the order they approved (a pause
@@ -476,7 +527,7 @@ impl super::ApprovalLog {
         for event in &self.events {
             if let ApprovalEvent::Voted { decision, .. } = event
                 && decision.pause == *pause
-                && decision.shown_digest == digest
+                && decision.approves() == digest
                 && !names.contains(&decision.by.as_str())
             {
                 names.push(&decision.by);
@@ -507,12 +558,30 @@ impl super::ApprovalLog {
             let by = crate::text::printable(&existing.approved_by().join(", ")).into_owned();
             return Err(SessionError::AlreadyDecided { verdict: existing.verdict, by });
         }
+        // Once the step's payload was edited, a decision judges the latest edit: an approval or
+        // an edit of what it replaced is stale (an abandon judges nothing shown).
+        let latest = self.latest_edit(&decision.pause).map(|edit| (edit.digest, self.editor_of(&decision.pause)));
+        if let Some((digest, edited_by)) = latest
+            && decision.verdict != ReviewVerdict::Abandon
+            && decision.shown_digest != Some(digest)
+        {
+            return Err(SessionError::ApprovalStale { edited_by, digest });
+        }
         let decided = |decision: ReviewDecision| vec![ApprovalEvent::Decided { decision }];
+        // An approval of an edit someone else made approves that edit: the pause's decision
+        // carries it, for the re-run to run with.
+        let edit = match &decision.edit {
+            Some(edit) => Some(edit.clone()),
+            None if decision.verdict == ReviewVerdict::Approve => {
+                self.latest_edit(&decision.pause).filter(|e| Some(e.digest) == decision.shown_digest).cloned()
+            }
+            None => None,
+        };
         if decision.verdict.ends_the_cycle() || required <= 1 {
-            return Ok((Recorded::New, decided(decision.clone())));
+            return Ok((Recorded::New, decided(ReviewDecision { edit, ..decision.clone() })));
         }
         let mut approvers: Vec<String> =
-            self.approvals_on(&decision.pause, decision.shown_digest).into_iter().map(str::to_owned).collect();
+            self.approvals_on(&decision.pause, decision.approves()).into_iter().map(str::to_owned).collect();
         if approvers.contains(&decision.by) {
             let by = crate::text::printable(&decision.by).into_owned();
             return Err(SessionError::AlreadyApproved { by, approvals: approvers.len(), required });
@@ -523,7 +592,7 @@ impl super::ApprovalLog {
         if count < required {
             return Ok((Recorded::Counted { approvals: count, required }, events));
         }
-        events.extend(decided(ReviewDecision { approvers, ..decision.clone() }));
+        events.extend(decided(ReviewDecision { approvers, edit, ..decision.clone() }));
         Ok((Recorded::New, events))
     }
 }

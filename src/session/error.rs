@@ -51,6 +51,17 @@ pub enum SessionError {
         /// How many it needs.
         required: usize,
     },
+    /// The decision is on what an edit of the step's payload replaced since (CONTRACT §22): the
+    /// approvals count on the latest edit; refused, not recorded.
+    #[error(
+        "the step's payload was edited since (by `{edited_by}`, digest {digest}): look again and decide on the edited payload"
+    )]
+    ApprovalStale {
+        /// Who made the latest edit.
+        edited_by: String,
+        /// The latest edit's digest.
+        digest: crate::hash::Digest,
+    },
     /// The record is there but is not what it should be.
     #[error("{} {} is {problem}; fix or remove it (it was not changed)", record_kind(file), file.display())]
     Corrupt {
@@ -127,6 +138,7 @@ impl Failure for SessionError {
             SessionError::Io { .. } => "session-io",
             SessionError::AlreadyDecided { .. } => "already-decided",
             SessionError::AlreadyApproved { .. } => "already-approved",
+            SessionError::ApprovalStale { .. } => "approval-stale",
             SessionError::ForeignCycle { .. } => "session-foreign-cycle",
             SessionError::Fenced { .. } => "session-fenced",
             SessionError::CorruptRow { .. } => "session-corrupt",

@@ -21,6 +21,7 @@
 
 mod access_file;
 mod approval;
+mod edit;
 mod end;
 mod error;
 mod file;
@@ -44,6 +45,7 @@ pub use access_file::{
     uninstall_access,
 };
 pub use approval::{ApprovalEvent, Decisions, MAX_LOG_BYTES, PauseRef, Recorded, ReviewDecision, ReviewVerdict, Via};
+pub use edit::{Edit, NotEditable};
 pub use end::{EndOfCycle, HistoryEntry, Leaves};
 pub use error::{OpenError, SessionError, WriteFailure};
 pub use file::{FileSessionStore, LOCK_PATIENCE};

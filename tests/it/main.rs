@@ -20,6 +20,7 @@ mod cli_json;
 mod cli_run;
 mod console;
 mod console_pages;
+mod edit;
 mod executor;
 mod history;
 mod hostile_templates;

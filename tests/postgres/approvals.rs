@@ -534,3 +534,44 @@ pub(super) fn two_workers_act_on_each_decision_once_on_postgres(server: &PgServe
         assert_eq!(worker.stop(), Some(0));
     }
 }
+
+/// Edit and approve on PostgreSQL (CONTRACT §22): bob approves what was shown, ada edits it (the
+/// count restarts at her edit), bob's approval of the old payload is stale, his approval of the
+/// edit approves it — his second vote on the pause, on another digest — and the re-run stores
+/// ada's text.
+pub(super) fn an_edit_restarts_the_count_and_runs_its_payload_on_postgres(server: &PgServer) {
+    use planlock::review::access::{Access, token_sha256};
+    use planlock::review::{decide_with, edit_of};
+    let url = server.database("edits");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    let users: String =
+        ["ada", "bob"].iter().map(|u| format!("  {u}: {{ tokenSha256: \"{}\" }}\n", token_sha256(u))).collect();
+    let text = format!("users:\n{users}validators:\n  demo-review: {{ approvers: [ada, bob], required: 2 }}\n");
+    let access = Access::parse("access.yaml", &text).unwrap();
+    let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, "e1").unwrap(), |s| s);
+    let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("paused") };
+    let records = PgRecords::new(&db, "e1").unwrap();
+    let bob = ReviewDecision::new(&record, ReviewVerdict::Approve, "bob", "fine as shown");
+    assert!(matches!(block_on(decide_with(&records, &bob, Some(&access))), Ok(Recorded::Counted { approvals: 1, .. })));
+    let mut payload = record.shown.as_ref().unwrap()["payload"].clone();
+    payload["summary"] = json!("ada's text");
+    let edit = block_on(edit_of(&records, &record, payload)).unwrap();
+    let ada = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "redacted").editing(edit.clone());
+    assert!(matches!(block_on(decide_with(&records, &ada, Some(&access))), Ok(Recorded::Counted { approvals: 1, .. })));
+    let stale = ReviewDecision::new(&record, ReviewVerdict::Approve, "bob", "fine as shown, again");
+    assert_eq!(block_on(decide_with(&records, &stale, Some(&access))).unwrap_err().code(), "approval-stale");
+    let mut on_edit = ReviewDecision::new(&record, ReviewVerdict::Approve, "bob", "the edit is fine");
+    on_edit.shown_digest = Some(edit.digest);
+    assert_eq!(block_on(decide_with(&records, &on_edit, Some(&access))).unwrap(), Recorded::New);
+    assert_eq!(log_of(&db, "e1"), ["voted", "voted", "voted", "decided"]);
+    assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_))));
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let stored: Vec<String> = client
+        .query("SELECT summary FROM planlock_memories ORDER BY seq", &[])
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(stored, ["ada's text"]);
+}

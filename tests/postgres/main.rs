@@ -148,6 +148,10 @@ const TESTS: &[(&str, Test)] = &[
         "racing_two_person_approvals_count_each_person_once_on_postgres",
         racing_two_person_approvals_count_each_person_once_on_postgres,
     ),
+    (
+        "an_edit_restarts_the_count_and_runs_its_payload_on_postgres",
+        an_edit_restarts_the_count_and_runs_its_payload_on_postgres,
+    ),
     ("notifications_are_delivered_from_the_database", notifications_are_delivered_from_the_database),
     ("two_workers_act_on_each_decision_once_on_postgres", two_workers_act_on_each_decision_once_on_postgres),
     (

@@ -353,6 +353,17 @@ pub enum InboxCommand {
         #[arg(long, value_name = "HEX")]
         digest: Option<String>,
     },
+    /// Edit and approve a pause (CONTRACT §22): replace the paused step's payload with the JSON
+    /// in FILE (checked by the plan's validator like a plan's step). Your edit is your approval
+    /// of it; other approvers approve the edited payload (`inbox show` prints its digest and
+    /// diff; `inbox approve --digest` it). The step re-runs with exactly that payload, once.
+    Edit {
+        #[command(flatten)]
+        on: OnPause,
+        /// The replacement payload: a JSON object (at most 64 KiB).
+        #[arg(long, value_name = "FILE")]
+        payload: PathBuf,
+    },
     /// Reject a pause: its cycle is abandoned at the session's next `run`.
     Reject {
         #[command(flatten)]

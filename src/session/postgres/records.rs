@@ -138,11 +138,18 @@ impl PgRecords {
         let rows = conn.pipeline(&read, Then::Stay).await.map_err(failed)?;
         let log = ApprovalLog::parse(rows[1].iter().map(|r| r.get::<_, String>(0)));
         let (recorded, events) = log.tally(decision, required)?;
-        let texts: Vec<(String, &str, Option<&str>)> = events
+        // One vote a person per pause and digest (the index's second wall): an edit restarts
+        // the count on its own digest, where the same person approves again.
+        let texts: Vec<(String, &str, Option<String>)> = events
             .iter()
             .map(|event| {
                 let (kind, voter) = match event {
-                    ApprovalEvent::Voted { decision, .. } => ("vote", Some(decision.by.as_str())),
+                    ApprovalEvent::Voted { decision, .. } => match decision.approves() {
+                        Some(digest) if decision.edit.is_some() || digest_edited(&log, decision) => {
+                            ("vote", Some(format!("{} {digest}", decision.by)))
+                        }
+                        _ => ("vote", Some(decision.by.clone())),
+                    },
                     _ => ("decided", None),
                 };
                 (serde_json::to_string(event).unwrap_or_default(), kind, voter)
@@ -153,7 +160,13 @@ impl PgRecords {
             .map(|(text, kind, voter)| {
                 Query::typed(
                     "INSERT INTO planlock_approval_log (session_key, pause, kind, event, voter) VALUES ($1, $2, $3, $4, $5)",
-                    &[(&self.key, Type::TEXT), (&pause, Type::TEXT), (kind, Type::TEXT), (text, Type::TEXT), (voter, Type::TEXT)],
+                    &[
+                        (&self.key, Type::TEXT),
+                        (&pause, Type::TEXT),
+                        (kind, Type::TEXT),
+                        (text, Type::TEXT),
+                        (voter, Type::TEXT),
+                    ],
                 )
             })
             .collect();
@@ -401,4 +414,10 @@ pub(crate) struct OverviewRow {
     pub(crate) state: Option<String>,
     pub(crate) intervention: Option<String>,
     pub(crate) entry: Option<String>,
+}
+
+/// Whether `decision` approves an edit of its pause (one `log` holds): its vote is then kept
+/// apart from the same person's vote on what the pause showed before.
+fn digest_edited(log: &ApprovalLog, decision: &ReviewDecision) -> bool {
+    log.latest_edit(&decision.pause).is_some_and(|edit| Some(edit.digest) == decision.approves())
 }

@@ -31,9 +31,10 @@ pub fn inbox(out: &mut Output, command: InboxCommand) -> Result<u8, CliError> {
             out.report(&ShowReport(pause));
             Ok(EXIT_VALID)
         }
-        InboxCommand::Approve { on, digest } => decide_on(out, on, ReviewVerdict::Approve, digest),
-        InboxCommand::Reject { on } => decide_on(out, on, ReviewVerdict::Reject, None),
-        InboxCommand::Abandon { on } => decide_on(out, on, ReviewVerdict::Abandon, None),
+        InboxCommand::Approve { on, digest } => decide_on(out, on, ReviewVerdict::Approve, (digest, None)),
+        InboxCommand::Edit { on, payload } => decide_on(out, on, ReviewVerdict::Approve, (None, Some(payload))),
+        InboxCommand::Reject { on } => decide_on(out, on, ReviewVerdict::Reject, (None, None)),
+        InboxCommand::Abandon { on } => decide_on(out, on, ReviewVerdict::Abandon, (None, None)),
         InboxCommand::Log { sessions, session } => {
             let inbox = open(&sessions)?;
             let records = planlock::block_on(inbox.records(&session)).map_err(|e| CliError::of(&e))?;
@@ -66,7 +67,14 @@ fn nothing_paused(session: &str) -> CliError {
 
 /// Records `verdict` on the pause `on` names, by its decider; an approval bound to `digest`
 /// when given (what `inbox show` printed).
-fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Option<String>) -> Result<u8, CliError> {
+/// Decides `verdict` on the pause `on` names, on `digest` (else what the record shows), editing
+/// the step's payload to the JSON in `edit`'s file for an edit.
+fn decide_on(
+    out: &mut Output,
+    on: OnPause,
+    verdict: ReviewVerdict,
+    (digest, edit): (Option<String>, Option<std::path::PathBuf>),
+) -> Result<u8, CliError> {
     let OnPause { sessions, decider, pause: pause_id, session } = on;
     let access = decider.access.as_deref().map(Access::load).transpose().map_err(|e| CliError::of(&e))?;
     // The session's records, and its pause read once for the whole command.
@@ -82,6 +90,16 @@ fn decide_on(out: &mut Output, on: OnPause, verdict: ReviewVerdict, digest: Opti
     }
     if let Some(id) = pause_id {
         decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
+    }
+    if let Some(file) = edit {
+        let payload = read_payload(&file)?;
+        // On what the pause shows now: its latest edit, if one was made.
+        let shown = planlock::block_on(records.decisions_on(&decision.pause)).map_err(|e| CliError::of(&e))?;
+        if let Some(latest) = shown.edit {
+            decision.shown_digest = Some(latest.digest);
+        }
+        let edit = planlock::block_on(planlock::review::edit_of(records.as_ref(), &record, payload));
+        decision = decision.editing(edit.map_err(|e| CliError::of(&e))?);
     }
     // The rules installed where the session lives apply; `--access` only where none are.
     let decided = decide_shown(records.as_ref(), &record, &decision, access.as_ref());
@@ -199,12 +217,31 @@ impl Report for ShowReport {
                 for l in pretty.lines() {
                     line!(out, "  {l}");
                 }
+                // A pending edit (CONTRACT §22): what the approvals are of now, as a diff.
+                let digest = match &p.edit {
+                    Some(edit) => {
+                        line!(out, "edited:     digest {} (approve this one), against what was shown:", edit.digest);
+                        for l in planlock::review::edit_diff(r, edit) {
+                            line!(out, "  {}{}", l.tag, l.text);
+                        }
+                        edit.digest
+                    }
+                    None => *digest,
+                };
                 line!(
                     out,
                     "to decide:  planlock inbox approve|reject --by NAME --reason TEXT --pause {} --digest {digest} {}",
                     planlock::session::PauseRef::of(r).id(),
                     p.session
                 );
+                if r.phase == planlock::session::BlockPhase::Pre && !r.shown_truncated {
+                    line!(
+                        out,
+                        "to edit:    planlock inbox edit --by NAME --reason TEXT --payload FILE --pause {} {}",
+                        planlock::session::PauseRef::of(r).id(),
+                        p.session
+                    );
+                }
             }
             _ => line!(out, "shown:      not recorded (a record of an older planlock version)"),
         }
@@ -304,4 +341,19 @@ impl Report for LogReport {
             line!(out, "({} line(s) of the log could not be read)", self.log.unreadable);
         }
     }
+}
+
+/// The JSON of an edit's payload from `file`: at most 64 KiB, strictly one JSON value.
+fn read_payload(file: &std::path::Path) -> Result<serde_json::Value, CliError> {
+    use std::io::Read;
+    let limit = planlock::executor::MAX_SHOWN_BYTES as u64;
+    let mut bytes = Vec::new();
+    std::fs::File::open(file)
+        .and_then(|f| f.take(limit + 1).read_to_end(&mut bytes))
+        .map_err(|e| CliError::usage("usage", format!("--payload {}: {e}", file.display())))?;
+    if bytes.len() as u64 > limit {
+        return Err(CliError::usage("usage", format!("--payload {}: past 64 KiB, an edit is refused", file.display())));
+    }
+    serde_json::from_slice(&bytes)
+        .map_err(|e| CliError::usage("usage", format!("--payload {}: not JSON ({e})", file.display())))
 }
