@@ -19,7 +19,11 @@ function refresh() {
 function writing() {
   const active = document.activeElement;
   if (active && active.matches("textarea, input:not([type=hidden]), select")) return true;
-  return [...document.querySelectorAll("textarea")].some((t) => t.value.trim() !== "");
+  // A reason written (or kept from a refusal), or a text changed (an edit's payload comes filled
+  // in: only a change counts).
+  return [...document.querySelectorAll("textarea")].some(
+    (t) => t.value !== t.defaultValue || (t.name === "reason" && t.value.trim() !== ""),
+  );
 }
 // The page read again and its main part put in place of this one's (the server escaped it).
 async function reload() {

@@ -10,14 +10,14 @@ use hyper::StatusCode;
 use super::answer::{Answer, redirect, refused};
 use super::auth::{Auth, Login};
 use super::flash::Flash;
-use super::pages::row_anchor;
+use super::pages::{EditKept, row_anchor};
 use super::posted::Posted;
 use super::rules::Rules;
 use super::service::State;
 use super::templates::url_segment;
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};
-use crate::review::{Decided, decide_shown, read_pause};
+use crate::review::{DecideError, Decided, decide_shown, edit_of, read_pause};
 use crate::session::{Recorded, ReviewDecision, ReviewVerdict, Via};
 use crate::text::printable;
 
@@ -30,6 +30,40 @@ pub(super) async fn decide_on(
     (login, rules): (&Login, &Rules),
     form: Posted,
 ) -> Answer {
+    act_on(console, session, Action::Decide(verdict), (login, rules), form).await
+}
+
+/// `POST /inbox/{session}/edit`: edit and approve (CONTRACT §22) — the form's `payload` (JSON)
+/// in place of the paused step's, checked by the plan's validator. A payload the validator
+/// refuses is answered with the pause's page (422): its problems beside the form, the text and
+/// the reason kept.
+pub(super) async fn edit_on(
+    console: &Arc<State>,
+    session: String,
+    (login, rules): (&Login, &Rules),
+    form: Posted,
+) -> Answer {
+    act_on(console, session, Action::Edit, (login, rules), form).await
+}
+
+/// What a decision's form asks for.
+#[derive(Clone, Copy)]
+enum Action {
+    Decide(ReviewVerdict),
+    Edit,
+}
+
+async fn act_on(
+    console: &Arc<State>,
+    session: String,
+    action: Action,
+    (login, rules): (&Login, &Rules),
+    form: Posted,
+) -> Answer {
+    let verdict = match action {
+        Action::Decide(verdict) => verdict,
+        Action::Edit => ReviewVerdict::Approve,
+    };
     if console.read_only {
         return refused(StatusCode::FORBIDDEN, "this console is read-only");
     }
@@ -53,7 +87,7 @@ pub(super) async fn decide_on(
         let records = console.inbox.records(&name).await?;
         let Some(record) = read_pause(records.as_ref()).await? else {
             let text = format!("Not recorded: nothing is paused in {} any more.", printable(&name));
-            return Ok::<_, InboxError>(Some((Flash::error(text), Back::Inbox(String::new()))));
+            return Ok::<_, InboxError>(Some(Outcome::Done(Flash::error(text), Back::Inbox(String::new()))));
         };
         let r = &record;
         let at = format!("{} at step {} ({})", printable(&name), printable(&r.step_id), r.step_type);
@@ -65,12 +99,29 @@ pub(super) async fn decide_on(
         let mut decision = ReviewDecision::new(r, verdict, login.name.clone(), reason.clone()).via(Via::Console);
         // Bound to what this page showed: a pause that changed since is refused.
         decision.shown_digest = shown_digest;
+        // An edit's text as it was typed: a refusal shows it again.
+        let typed = matches!(action, Action::Edit).then(|| fields.get("payload").cloned().unwrap_or_default());
+        if let Some(text) = &typed {
+            let edit = match serde_json::from_str(text) {
+                Ok(payload) => edit_of(records.as_ref(), r, payload).await,
+                Err(e) => Err(DecideError::Invalid(format!("the payload is not JSON: {e}"))),
+            };
+            match edit {
+                Ok(edit) => decision = decision.editing(edit),
+                // Refused: the pause's page again, the problems beside the text kept as typed.
+                Err(e) => {
+                    let refusal = Flash::error(format!("Not recorded on {at}: {e} ({})", e.code()));
+                    let kept = EditKept::of(&e, text.clone(), reason);
+                    return Ok(Some(Outcome::EditRefused(refusal, Box::new(kept))));
+                }
+            }
+        }
         // And to the pause it showed: a later one of the same session is not decided by it.
         let decision = match decision.on_pause(pause_id) {
             Ok(decision) => decision,
             Err(e) => {
                 let refusal = Flash::error(format!("Not recorded on {at}: {e} ({})", e.code()));
-                return Ok(Some((refusal, Back::Inbox(String::new()))));
+                return Ok(Some(Outcome::Done(refusal, Back::Inbox(String::new()))));
             }
         };
         // Installed rules are read by `decide` itself; rules given to this console are passed.
@@ -85,19 +136,40 @@ pub(super) async fn decide_on(
             }
             Ok(_) => Flash::ok(format!(
                 "Recorded: {} on {at} (a running worker acts on it at once; without one, the session's next run does).",
-                decision.verdict
+                if decision.edit.is_some() { "your edit, approved," } else { decision.verdict.as_str() }
             )),
             // Refused (a blank reason, a pause decided meanwhile): back to the pause's page, the
             // refusal beside the form and the reason as it was typed.
             Err(e) => {
                 let refusal = Flash::error(format!("Not recorded on {at}: {e} ({})", e.code()));
+                if let Some(text) = typed {
+                    return Ok(Some(Outcome::EditRefused(refusal, Box::new(EditKept::of(&e, text, reason)))));
+                }
                 let page = format!("/inbox/{}/{}/{}", url_segment(&name), r.cycle, url_segment(&r.step_id));
-                return Ok(Some((refusal.keeping(verdict.as_str(), reason), Back::Pause(page))));
+                return Ok(Some(Outcome::Done(refusal.keeping(verdict.as_str(), reason), Back::Pause(page))));
             }
         };
-        Ok(Some((flash, Back::Inbox(anchor))))
+        Ok(Some(Outcome::Done(flash, Back::Inbox(anchor))))
     };
     match outcome.await {
+        // A refused edit's text may be 64 KiB: it is not kept on the server, the page is answered.
+        Ok(Some(Outcome::EditRefused(flash, kept))) => {
+            let page = console.inbox.show(&name).await.ok().flatten();
+            let log = match console.inbox.records(&name).await {
+                Ok(records) => records.approval_log().await.unwrap_or_default(),
+                Err(_) => Default::default(),
+            };
+            let forms = console.forms(login, rules);
+            match page {
+                Some(pause) => {
+                    let pending = console.pending(&forms).await;
+                    let page =
+                        super::pages::pause_page(&pause, &log, &forms, pending, &back, (Some(flash), Some(&kept)));
+                    super::answer::html(StatusCode::UNPROCESSABLE_ENTITY, page)
+                }
+                None => refused(StatusCode::NOT_FOUND, &flash.text),
+            }
+        }
         Ok(None) => refused(
             StatusCode::FORBIDDEN,
             &format!(
@@ -105,7 +177,7 @@ pub(super) async fn decide_on(
                 printable(&login.name)
             ),
         ),
-        Ok(Some((flash, to))) => {
+        Ok(Some(Outcome::Done(flash, to))) => {
             console.decided();
             let id = console.flashes.put(&login.csrf, flash);
             let query = [back.as_str(), &["flash=", &id].concat()]
@@ -126,9 +198,16 @@ pub(super) async fn decide_on(
     }
 }
 
-/// Where a decision's answer returns to: the inbox at a row's anchor (empty: its top), or a
+/// Where a decision's answer returns to: the inbox at a row's anchor (empty: its top), a
 /// pause's own page (a refusal, beside its form).
 enum Back {
     Inbox(String),
     Pause(String),
+}
+
+/// What a decision's form led to: a result shown where `Back` says, or a refused edit, answered
+/// with the pause's page at once.
+enum Outcome {
+    Done(Flash, Back),
+    EditRefused(Flash, Box<EditKept>),
 }

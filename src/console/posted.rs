@@ -1,6 +1,6 @@
 //! The checks every `POST` passes before its handler sees it, written once: the request comes
 //! from the console's own pages (its `Origin`, or `Sec-Fetch-Site`), its form is at most
-//! [`MAX_BODY`] bytes sent within [`BODY_TIME`], and — for a signed-in person — it carries their
+//! [`MAX_BODY`] bytes ([`MAX_EDIT_BODY`] for an edit) sent within [`BODY_TIME`], and — for a signed-in person — it carries their
 //! login's CSRF token. A [`Posted`] is the only value a `POST` handler takes, and [`posted`] the
 //! only way to make one, so a new form cannot forget a check.
 
@@ -17,6 +17,10 @@ use super::auth::{Login, same_secret};
 
 /// The most bytes of a form.
 pub(super) const MAX_BODY: usize = 16 << 10;
+
+/// The most bytes of the form that edits a step's payload (CONTRACT §22): a payload of at most
+/// 64 KiB, percent-encoded (each byte at most three), and its reason.
+pub(super) const MAX_EDIT_BODY: usize = 256 << 10;
 
 /// How long a client has to send a request's body.
 pub(super) const BODY_TIME: Duration = Duration::from_secs(10);
@@ -43,11 +47,20 @@ where
     B: hyper::body::Body<Data = Bytes>,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
+    posted_within(req, login, MAX_BODY).await
+}
+
+/// [`posted`], for a form of at most `max` bytes.
+pub(super) async fn posted_within<B>(req: Request<B>, login: Option<&Login>, max: usize) -> Result<Posted, Answer>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     if !same_origin(&req) {
         return Err(refused(StatusCode::FORBIDDEN, "a request from another origin"));
     }
     let (parts, body) = req.into_parts();
-    let read = tokio::time::timeout(BODY_TIME, Limited::new(body, MAX_BODY).collect()).await;
+    let read = tokio::time::timeout(BODY_TIME, Limited::new(body, max).collect()).await;
     let Ok(Ok(body)) = read else {
         return Err(refused(StatusCode::PAYLOAD_TOO_LARGE, "the form is too large or too slow"));
     };

@@ -91,7 +91,10 @@ pub(super) async fn pause(
     match read.await {
         Ok((Some(pause), log)) if pause.record.cycle == cycle && pause.record.step_id == step => {
             let flash = console.flash(forms, flash);
-            html(StatusCode::OK, pages::pause_page(&pause, &log, forms, console.pending(forms).await, back, flash))
+            html(
+                StatusCode::OK,
+                pages::pause_page(&pause, &log, forms, console.pending(forms).await, back, (flash, None)),
+            )
         }
         // It ended: say what became of it, with the way to its session and the pause there now.
         Ok((waiting, log)) => {

@@ -41,6 +41,8 @@ pub enum Route {
     Events,
     /// `POST /inbox/{name}/approve`, `…/reject` or `…/abandon`.
     Decide { session: String, verdict: ReviewVerdict },
+    /// `POST /inbox/{name}/edit`: edit and approve (CONTRACT §22).
+    Edit { session: String },
     /// A method other than GET, HEAD and POST.
     MethodNotAllowed,
     /// Anything else.
@@ -107,10 +109,11 @@ impl Route {
             }
             (false, _) => {
                 let Some(rest) = path.strip_prefix("/inbox/") else { return Route::NotFound };
-                let Some((name, verdict)) = rest.rsplit_once('/') else { return Route::NotFound };
-                let verdict = ReviewVerdict::ALL.into_iter().find(|v| v.as_str() == verdict);
+                let Some((name, action)) = rest.rsplit_once('/') else { return Route::NotFound };
+                let verdict = ReviewVerdict::ALL.into_iter().find(|v| v.as_str() == action);
                 match (segment(name), verdict) {
                     (Some(session), Some(verdict)) => Route::Decide { session, verdict },
+                    (Some(session), None) if action == "edit" => Route::Edit { session },
                     _ => Route::NotFound,
                 }
             }
@@ -187,6 +190,7 @@ mod tests {
             Route::Decide { session: "s1".into(), verdict: ReviewVerdict::Reject }
         );
         assert_eq!(Route::parse(&Method::POST, "/inbox/s1/delete", ""), Route::NotFound);
+        assert_eq!(Route::parse(&Method::POST, "/inbox/s1/edit", ""), Route::Edit { session: "s1".into() });
         assert_eq!(
             Route::parse(&Method::POST, "/inbox/s%2F1/abandon", ""),
             Route::Decide { session: "s/1".into(), verdict: ReviewVerdict::Abandon }

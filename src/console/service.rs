@@ -11,7 +11,7 @@ use super::answer::{Answer, redirect, refused, respond};
 use super::auth::{self, Auth, Login, PROXY_SECRET_HEADER};
 use super::options::{ConsoleError, ConsoleOptions, MIN_TOKEN_CHARS, identity_header};
 use super::pages::Forms;
-use super::posted::posted;
+use super::posted::{MAX_EDIT_BODY, posted, posted_within};
 use super::routes::Route;
 use super::rules::{LiveRules, Rules, Source};
 use super::{decide, flash, login, read, server, view};
@@ -154,7 +154,7 @@ where
             Some(login) => Some(login),
             // A decision by a person the rules no longer name is refused as such.
             None => match (&route, console.auth.revoked(&req)) {
-                (Route::Decide { .. }, Some(name)) => {
+                (Route::Decide { .. } | Route::Edit { .. }, Some(name)) => {
                     let why = format!(
                         "{} may no longer decide: the access file no longer names them (not-an-approver)",
                         printable(&name)
@@ -201,6 +201,10 @@ where
         },
         (Route::Decide { session, verdict }, Some(login)) => match posted(req, Some(&login)).await {
             Ok(form) => decide::decide_on(console, session, verdict, (&login, &rules), form).await,
+            Err(refusal) => refusal,
+        },
+        (Route::Edit { session }, Some(login)) => match posted_within(req, Some(&login), MAX_EDIT_BODY).await {
+            Ok(form) => decide::edit_on(console, session, (&login, &rules), form).await,
             Err(refusal) => refusal,
         },
     }

@@ -118,7 +118,7 @@ pub(super) async fn act_on<B: Boot>(backend: &dyn Backend, boot: &B, name: &str)
         session: name.to_owned(),
         cycle: record.cycle,
         verdict: decision.verdict,
-        by: decision.by,
+        by: decision.approved_by().join(", "),
         outcome,
     }))
 }

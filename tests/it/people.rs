@@ -356,7 +356,8 @@ fn behind_a_proxy_only_requests_with_its_secret_name_a_person() {
 }
 
 /// The same, as a person does it in Debian's headless Chromium at a phone's width: three people
-/// by their own tokens, forms only where allowed, one approval of two, sign-out.
+/// by their own tokens, forms only where allowed, one approval of two, sign-out; then edit and
+/// approve with a running worker (`tests/browser/edit.mjs`).
 #[test]
 fn people_sign_in_with_their_tokens_in_a_real_browser() {
     let node = std::process::Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
@@ -374,7 +375,7 @@ fn people_sign_in_with_their_tokens_in_a_real_browser() {
             .unwrap();
         assert!(out.status.success(), "npm ci: {}", String::from_utf8_lossy(&out.stderr));
     }
-    let (s, _) = paused_by_the_cli();
+    let (s, run) = paused_by_the_cli();
     let access = access_file(s.policy.path(), 2);
     let console = crate::common::console::serve(
         &["--sessions".as_ref(), s.sessions.path().as_os_str(), "--access".as_ref(), access.as_os_str()],
@@ -394,6 +395,46 @@ fn people_sign_in_with_their_tokens_in_a_real_browser() {
     assert!(out.status.success(), "the browser test failed:\n{said}");
     assert_eq!(said.matches("ok: ").count(), 7, "{said}");
     assert_eq!(names(&log_events(s.sessions.path())), ["voted", "voted", "decided"]);
+
+    // Edit and approve (CONTRACT §22), with a running worker: ada edits, bob approves the edit,
+    // and the memory stored is ada's text.
+    let mut edit_run = run.clone();
+    let s2 = s.sessions.path().join("s2");
+    let at = edit_run.iter().position(|a| a == "--root").unwrap() + 1;
+    edit_run[at] = s2.to_str().unwrap().to_owned();
+    let args: Vec<&str> = edit_run.iter().map(String::as_str).collect();
+    assert_eq!(crate::common::cli::planlock().args(&args).output().unwrap().status.code(), Some(4), "s2 paused");
+    let policy = edit_run[edit_run.iter().position(|a| a == "--policy-root").unwrap() + 1].clone();
+    let mut worker = crate::common::worker::WorkerProcess::start(&[
+        "--sessions".as_ref(),
+        s.sessions.path().as_os_str(),
+        "--policy-root".as_ref(),
+        policy.as_ref(),
+    ]);
+    worker.wait_for("started", std::time::Duration::from_secs(30));
+    let out = std::process::Command::new("node")
+        .arg("edit.mjs")
+        .current_dir(&tests)
+        .env("CONSOLE_URL", console.origin())
+        .env("CHROMIUM", crate::console::chromium().unwrap())
+        .env("SESSION", "s2")
+        .env("ADA_TOKEN", "ada's token")
+        .env("BOB_TOKEN", "bob's token")
+        .output()
+        .unwrap();
+    let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "the edit's browser test failed:\n{said}\nthe worker said:\n{}",
+        worker.said.join("\n")
+    );
+    assert_eq!(said.matches("ok: ").count(), 4, "{said}");
+    let acted = worker.wait_for("s2 cycle 1", std::time::Duration::from_secs(20));
+    assert!(acted.ends_with("approve by ada, bob: completed"), "{acted}");
+    assert_eq!(worker.stop(), Some(0));
+    let conn = rusqlite::Connection::open(s2.join(planlock::store::sqlite::DATABASE_FILE)).unwrap();
+    let stored: String = conn.query_row("SELECT summary FROM memories", [], |r| r.get(0)).unwrap();
+    assert_eq!(stored, "key rotation (names removed by ada)", "the memory stored is ada's text");
 }
 
 /// Sign-in that one person or a proxy cannot turn against the team: behind a trusted proxy the

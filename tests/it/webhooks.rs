@@ -328,3 +328,53 @@ fn the_example_receiver_takes_its_port_and_verifies_what_it_prints() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+/// An edit (CONTRACT §22) is said in `pause.decided` — that one was made, and its digest —
+/// never its payload.
+#[test]
+fn a_decision_that_edits_says_so_and_its_digest_never_the_payload() {
+    let Some(python) = python() else { return };
+    let receiver = Receiver::start(&python, "ok");
+    let (s, run) = paused_by_the_cli();
+    let dir = s.sessions.path();
+    let access = access_with_hooks(s.policy.path(), &[(&receiver.url, "HOOK_A")]);
+    let payload = s.policy.path().join("edit.json");
+    std::fs::write(
+        &payload,
+        r#"{"summary": "a secret edit", "keywords": ["api", "key", "rotation"], "sessionRef": "session-42"}"#,
+    )
+    .unwrap();
+    let out = planlock()
+        .args(["inbox", "edit", "--format", "json", "--sessions"])
+        .arg(dir)
+        .args(["--by", "ada", "--reason", "redacted", "--payload"])
+        .arg(&payload)
+        .arg("--access")
+        .arg(&access)
+        .arg("s1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let digest = json(&out)["decision"]["edit"]["digest"].as_str().unwrap().to_owned();
+    let out = planlock()
+        .args(["inbox", "approve", "--format", "json", "--sessions"])
+        .arg(dir)
+        .args(["--by", "bob", "--reason", "the edit is fine", "--digest", &digest, "--access"])
+        .arg(&access)
+        .arg("s1")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(planlock().args(&run).output().unwrap().status.code(), Some(0));
+    once(dir, &access);
+    let got = receiver.answered();
+    let decided: Vec<&Value> = got.iter().filter(|e| e["type"] == "pause.decided").collect();
+    assert_eq!(decided.len(), 2, "{got:?}");
+    for e in &decided {
+        assert_eq!(e["data"]["editDigest"], serde_json::json!(digest), "{e}");
+        assert_eq!(e["data"]["edited"], true, "{e}");
+    }
+    for e in &got {
+        assert!(!e["body"].as_str().unwrap().contains("a secret edit"), "no payload: {}", e["body"]);
+    }
+}

@@ -166,17 +166,61 @@ pub fn inbox(
     page("Inbox", pending, Some(forms.viewer()), render("inbox.html", view))
 }
 
+/// An edit the console refused (CONTRACT §22), shown again in its form: the text as typed, the
+/// reason, and the validator's problems (code, JSON Pointer, message) when it found any.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EditKept {
+    payload: String,
+    reason: String,
+    problems: Vec<(&'static str, String, String)>,
+}
+
+impl EditKept {
+    /// The refused edit `payload`, with `reason`, and what `refused` says of it.
+    pub fn of(refused: &crate::review::DecideError, payload: String, reason: String) -> EditKept {
+        let problems = match refused {
+            crate::review::DecideError::EditInvalid(rejection) => rejection
+                .problems()
+                .iter()
+                .map(|p| (p.code().as_str(), p.pointer().to_owned(), p.message().to_owned()))
+                .collect(),
+            _ => Vec::new(),
+        };
+        EditKept { payload, reason, problems }
+    }
+}
+
 /// A pause's own page: where, why, since when, until when, what it shows (the payload first,
-/// the earlier results folded), its digest, the forms `forms`' login may use, and what `log`
-/// holds on the same step before; `back` is the inbox query it returns to.
+/// the earlier results folded), its digest, the forms `forms`' login may use (an edit of the
+/// step's payload among them, and a pending edit's diff), and what `log` holds on the same step
+/// before; `back` is the inbox query it returns to; `flash` the result shown once, and `kept` a
+/// refused edit shown again.
 pub fn pause_page(
     pause: &PendingPause,
     log: &ApprovalLog,
     forms: &Forms<'_>,
     pending: usize,
     back: &str,
-    flash: Option<Flash>,
+    (flash, kept): (Option<Flash>, Option<&EditKept>),
 ) -> String {
+    /// The edit form: the payload as pretty JSON (or as typed, refused), the reason, and the
+    /// validator's problems.
+    #[derive(Serialize)]
+    struct EditForm<'a> {
+        /// The text's lines (the template puts the line breaks: a value's own control
+        /// characters are shown as escapes).
+        lines: Vec<String>,
+        reason: &'a str,
+        problems: &'a [(&'static str, String, String)],
+        open: bool,
+    }
+    /// A pending edit: who made it, its digest, and its diff against what was shown.
+    #[derive(Serialize)]
+    struct Edited {
+        by: String,
+        digest: String,
+        diff: Vec<crate::review::DiffLine>,
+    }
     /// A part of what is shown, as lines of pretty JSON (the template puts the line breaks: a
     /// value's own control characters are shown as escapes).
     #[derive(Serialize)]
@@ -236,6 +280,10 @@ pub fn pause_page(
         kept_reason: Option<String>,
         /// The viewer approved this pause already: who it waits for (issue 58).
         you_approved: Option<String>,
+        /// The digest the decision form binds to: the pending edit's, else what is shown.
+        current_digest: Option<String>,
+        edit_form: Option<EditForm<'a>>,
+        edited: Option<Edited>,
     }
     let now = Timestamp::now();
     let r = &pause.record;
@@ -322,9 +370,50 @@ pub fn pause_page(
         .collect();
     // A refused decision's reason goes back into the form, or, where no form is offered any
     // more (the pause was decided meanwhile), above it.
+    let kept_edit = kept;
     let kept = flash.as_ref().and_then(|f| f.kept.clone()).map(|(_, reason)| reason);
-    let beside_form = kept.is_some() && !offered.is_empty();
+    let beside_form = (kept.is_some() && !offered.is_empty()) || kept_edit.is_some();
     let kept_reason = kept.clone().filter(|_| !beside_form);
+    // A pending edit (CONTRACT §22): the approvals are of it now; its diff against what was shown.
+    let edited = pause.edit.as_ref().map(|edit| Edited {
+        by: log
+            .events
+            .iter()
+            .rev()
+            .find_map(|e| match e {
+                ApprovalEvent::Voted { decision, .. } | ApprovalEvent::Decided { decision }
+                    if decision.pause == this && decision.edit.is_some() =>
+                {
+                    Some(super::who(decision))
+                }
+                _ => None,
+            })
+            .unwrap_or_default(),
+        digest: edit.digest.to_string(),
+        diff: crate::review::edit_diff(r, edit),
+    });
+    let current_digest = pause.edit.as_ref().map(|e| Some(e.digest)).unwrap_or(r.shown.as_ref().and(r.shown_digest));
+    // Edit and approve: where the viewer may approve, before the step ran, on a whole input.
+    let editable = offered.iter().any(|v| v.verdict == "approve" || approved)
+        && r.phase == crate::session::BlockPhase::Pre
+        && !r.shown_truncated
+        && r.shown.is_some();
+    let edit_form = editable.then(|| EditForm {
+        lines: match kept_edit {
+            Some(kept) => kept.payload.clone(),
+            None => {
+                let now =
+                    pause.edit.as_ref().map(|e| &e.payload).or_else(|| r.shown.as_ref().and_then(|s| s.get("payload")));
+                now.map(|p| serde_json::to_string_pretty(p).unwrap_or_default()).unwrap_or_default()
+            }
+        }
+        .split('\n')
+        .map(|l| l.trim_end_matches('\r').to_owned())
+        .collect(),
+        reason: kept_edit.map_or("", |k| k.reason.as_str()),
+        problems: kept_edit.map_or(&[][..], |k| k.problems.as_slice()),
+        open: kept_edit.is_some(),
+    });
     let (tone, state_text) = super::standing(pause, forms);
     let view = Pause {
         session: &pause.session,
@@ -361,6 +450,9 @@ pub fn pause_page(
         beside_form,
         kept_reason,
         you_approved,
+        current_digest: current_digest.map(|d| d.to_string()),
+        edit_form,
+        edited,
         flash,
     };
     let title = ["Pause: ", &r.step_id, " in ", &pause.session].concat();

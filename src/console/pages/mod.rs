@@ -9,7 +9,7 @@ mod history;
 mod inbox;
 
 pub use history::session;
-pub use inbox::{PAUSES_PER_PAGE, inbox, pause_page, row_anchor};
+pub use inbox::{EditKept, PAUSES_PER_PAGE, inbox, pause_page, row_anchor};
 
 use crate::review::inbox::{InboxFilter, InboxListing, InboxProblem, PendingPause, Show};
 use crate::review::overview::{SessionStatus, SessionsPage};

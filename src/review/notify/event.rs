@@ -102,7 +102,8 @@ impl Notification {
 }
 
 /// What a decision says: the verdict, who (all of them, for an approval by several), whether
-/// an access file vouched for them, where, why, on what digest.
+/// an access file vouched for them, where, why, on what digest, and whether it edits the step's
+/// payload (with the edit's digest, never the payload).
 fn decided(data: &mut Value, decision: &ReviewDecision, complete: bool) {
     data["verdict"] = json!(decision.verdict);
     data["by"] = json!(decision.approved_by());
@@ -110,6 +111,11 @@ fn decided(data: &mut Value, decision: &ReviewDecision, complete: bool) {
     data["via"] = json!(decision.via);
     data["justification"] = json!(decision.justification);
     data["shownDigest"] = json!(decision.shown_digest);
+    // An edit is said, with its digest: never its payload (CONTRACT §22).
+    data["edited"] = json!(decision.edit.is_some());
+    if let Some(edit) = &decision.edit {
+        data["editDigest"] = json!(edit.digest);
+    }
     data["complete"] = json!(complete);
 }
 
