@@ -4,20 +4,10 @@
 //   CONSOLE_URL, CHROMIUM, and ADA_TOKEN, BOB_TOKEN, EVE_TOKEN (eve is no approver).
 // It prints one line per check and exits non-zero at the first that fails.
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { env, launch, ok, url as origin } from "./people.mjs";
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
-const url = env("CONSOLE_URL").replace(/\/$/, "");
-const ok = (what) => console.log(`ok: ${what}`);
-
-const browser = await chromium.launch({
-  executablePath: env("CHROMIUM"),
-  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-});
+const url = origin();
+const browser = await launch();
 try {
   const page = await (await browser.newContext({ viewport: { width: 390, height: 844 } })).newPage();
   const ran = [];

@@ -5,20 +5,10 @@
 // CHROMIUM, SESSION (the paused session), ADA_TOKEN and BOB_TOKEN; it then checks the memory
 // stored is ada's text. One line per check; a non-zero exit at the first that fails.
 import assert from "node:assert/strict";
-import { chromium } from "playwright-core";
+import { env, launch, ok, url as origin } from "./people.mjs";
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set`);
-  return value;
-};
-const url = env("CONSOLE_URL").replace(/\/$/, "");
-const ok = (what) => console.log(`ok: ${what}`);
-
-const browser = await chromium.launch({
-  executablePath: env("CHROMIUM"),
-  args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"],
-});
+const url = origin();
+const browser = await launch();
 try {
   const page = await (await browser.newContext({ viewport: { width: 1024, height: 900 } })).newPage();
   const ran = [];
