@@ -288,6 +288,47 @@ fn every_kill_point_of_a_worker_leaves_the_decision_to_the_next() {
     }
 }
 
+/// An edited approval (CONTRACT §22), its worker killed at each point: the next worker runs the
+/// step once, with the edited payload, whatever the kill left.
+fn every_kill_point_of_an_edited_run_runs_the_edit_once() {
+    use planlock::review::{decide, edit_of};
+    use planlock::session::{FileRecords, ReviewDecision, ReviewVerdict, SessionRecords};
+    for point in [None, Some("before-save"), Some("after-removal")] {
+        let data = tempfile::tempdir().unwrap();
+        let root = paused_session(data.path());
+        let records = FileRecords::new(&root);
+        let record = block_on(records.load_intervention()).unwrap().unwrap();
+        let mut payload = record.shown.as_ref().unwrap()["payload"].clone();
+        payload["summary"] = serde_json::json!("the reviewer's summary");
+        let edit = block_on(edit_of(&records, &record, payload)).unwrap();
+        let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "edited").editing(edit);
+        block_on(decide(&records, &decision)).unwrap();
+        if let Some(point) = point {
+            kill_at(&root, "worker", point);
+        }
+        let lines = lines_of(&root, "worker");
+        let expected: &[&str] = match point {
+            Some("after-removal") => &["worker done"],
+            _ => &["session cycle 1: approve by ada: completed", "worker done"],
+        };
+        assert_eq!(lines, expected, "worker killed at {point:?}");
+        assert_eq!(summaries(&root), ["the reviewer's summary"], "killed at {point:?}: the edit ran once");
+        assert_eq!(log_of(&root), ["decided", "consumed"], "killed at {point:?}");
+        // The next cycle runs the plan's own payload again: it pauses on it.
+        assert_eq!(finish(&root, "go-on"), "paused 2", "killed at {point:?}");
+        let next = block_on(records.load_intervention()).unwrap().unwrap();
+        assert_ne!(next.shown.as_ref().unwrap()["payload"]["summary"], "the reviewer's summary");
+        println!("crash: an edited run's worker killed at {point:?}: the edit ran once, the next cycle the plan's own");
+    }
+}
+
+/// The summaries of the memories stored under `root`, in order.
+fn summaries(root: &Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(root.join(planlock::store::sqlite::DATABASE_FILE)).unwrap();
+    let mut rows = conn.prepare("SELECT summary FROM memories ORDER BY rowid").unwrap();
+    rows.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+}
+
 fn main() {
     if std::env::var("PLANLOCK_CHILD").is_ok() {
         let root = std::env::var("PLANLOCK_ROOT").expect("PLANLOCK_ROOT");
@@ -305,5 +346,7 @@ fn main() {
     every_kill_point_of_an_approved_run_consumes_the_decision_once();
     println!("test every_kill_point_of_a_worker_leaves_the_decision_to_the_next ...");
     every_kill_point_of_a_worker_leaves_the_decision_to_the_next();
-    println!("crash_points: 3 passed, 0 failed");
+    println!("test every_kill_point_of_an_edited_run_runs_the_edit_once ...");
+    every_kill_point_of_an_edited_run_runs_the_edit_once();
+    println!("crash_points: 4 passed, 0 failed");
 }

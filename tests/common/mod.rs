@@ -9,6 +9,7 @@ pub mod chat;
 pub mod cli;
 #[cfg(feature = "cli")]
 pub mod console;
+pub mod edits;
 pub mod goals;
 #[cfg(feature = "openai")]
 pub mod models;

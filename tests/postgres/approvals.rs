@@ -575,3 +575,40 @@ pub(super) fn an_edit_restarts_the_count_and_runs_its_payload_on_postgres(server
         .collect();
     assert_eq!(stored, ["ada's text"]);
 }
+
+/// The property of edit and approve (`common::edits`) on PostgreSQL: 30 random cases, a
+/// session each, its cycle run by a runtime on the database; the memories a case stored are the
+/// rows it added.
+pub(super) fn random_edits_and_approvals_run_exactly_the_approved_bytes_on_postgres(server: &PgServer) {
+    let url = server.database("edit_property");
+    let db = PgDatabase::connect(&url).unwrap();
+    let fx = reviewed_fixture();
+    let access = fx.policy.join("access.yaml");
+    std::fs::write(&access, common::edits::rules()).unwrap();
+    let install =
+        common::cli::planlock().args(["access", "install", "--database", &url]).arg(&access).output().unwrap();
+    assert_eq!(install.status.code(), Some(0), "{install:?}");
+    let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+    let mut stored_since = |seq: &mut i64| -> Vec<String> {
+        let rows =
+            client.query("SELECT seq, summary FROM planlock_memories WHERE seq > $1 ORDER BY seq", &[&*seq]).unwrap();
+        rows.iter()
+            .map(|r| {
+                *seq = (*seq).max(r.get(0));
+                r.get::<_, String>(1)
+            })
+            .collect()
+    };
+    let mut seq = 0;
+    stored_since(&mut seq);
+    let mut property = common::edits::Property::seeded();
+    for case in 0..30 {
+        let key = format!("c{case}");
+        let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
+        assert!(matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Paused { .. })), "{}", property.at(case));
+        let model = property.decide(case, &PgRecords::new(&db, &key).unwrap());
+        let completed = matches!(runtime.run_cycle_blocking(), Ok(RunOutcome::Completed(_)));
+        property.check(case, &model, completed, &stored_since(&mut seq));
+    }
+    property.covered();
+}

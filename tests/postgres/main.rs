@@ -152,6 +152,10 @@ const TESTS: &[(&str, Test)] = &[
         "an_edit_restarts_the_count_and_runs_its_payload_on_postgres",
         an_edit_restarts_the_count_and_runs_its_payload_on_postgres,
     ),
+    (
+        "random_edits_and_approvals_run_exactly_the_approved_bytes_on_postgres",
+        random_edits_and_approvals_run_exactly_the_approved_bytes_on_postgres,
+    ),
     ("notifications_are_delivered_from_the_database", notifications_are_delivered_from_the_database),
     ("two_workers_act_on_each_decision_once_on_postgres", two_workers_act_on_each_decision_once_on_postgres),
     (
