@@ -181,10 +181,12 @@ fn the_cli_edits_shows_the_diff_and_approves_the_edit() {
     let (_, shown) = inbox(&["show"]);
     assert!(shown.contains("edited:     digest") && shown.contains("+  \"summary\": \"ada's text\""), "{shown}");
     assert!(shown.contains("-  \"summary\": \"key rotation\""), "{shown}");
-    let (code, said) = inbox(&["approve", "--by", "bob", "--reason", "fine as shown"]);
+    // An approval of what the edit replaced (its digest given) is stale; without --digest, an
+    // approval is of what the pause stands on now: the edit.
+    let old = shown.lines().find_map(|l| l.strip_prefix("shown:      digest ")).unwrap().split(' ').next().unwrap();
+    let (code, said) = inbox(&["approve", "--by", "bob", "--reason", "fine as shown", "--digest", old]);
     assert!(code != Some(0) && said.contains("payload was edited since (by `ada`"), "{said}");
-    let digest = shown.lines().find_map(|l| l.strip_prefix("edited:     digest ")).unwrap().split(' ').next().unwrap();
-    let (code, said) = inbox(&["approve", "--by", "bob", "--reason", "the edit is fine", "--digest", digest]);
+    let (code, said) = inbox(&["approve", "--by", "bob", "--reason", "the edit is fine"]);
     assert_eq!(code, Some(0), "{said}");
     assert_eq!(run(&root), Some(0));
     assert_eq!(memories(&root), ["ada's text"]);

@@ -348,8 +348,8 @@ pub enum InboxCommand {
     Approve {
         #[command(flatten)]
         on: OnPause,
-        /// The digest of what you approve (`inbox show` prints it); without it, what the record
-        /// shows now.
+        /// The digest of what you approve (`inbox show` prints it); without it, what the pause
+        /// stands on now: its latest edit, once one was made, else what its record shows.
         #[arg(long, value_name = "HEX")]
         digest: Option<String>,
     },

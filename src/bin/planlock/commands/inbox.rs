@@ -83,6 +83,7 @@ fn decide_on(
     let record = planlock::block_on(read_pause(records.as_ref())).map_err(|e| CliError::of(&e))?;
     let Some(record) = record else { return Err(nothing_paused(&session)) };
     let mut decision = ReviewDecision::new(&record, verdict, decider.by, decider.reason).via(Via::Cli);
+    let digest_given = digest.clone();
     if let Some(hex) = digest {
         let parsed =
             hex.parse().map_err(|_| CliError::usage("usage", format!("--digest `{hex}` is not 64 hex digits")))?;
@@ -91,13 +92,16 @@ fn decide_on(
     if let Some(id) = pause_id {
         decision = decision.on_pause(&id).map_err(|e| CliError::of(&e))?;
     }
-    if let Some(file) = edit {
-        let payload = read_payload(&file)?;
-        // On what the pause shows now: its latest edit, if one was made.
-        let shown = planlock::block_on(records.decisions_on(&decision.pause)).map_err(|e| CliError::of(&e))?;
-        if let Some(latest) = shown.edit {
+    // Without --digest, on what the pause stands on now: its latest edit, once one was made
+    // (`inbox show` prints it and its diff), else what its record shows.
+    if digest_given.is_none() {
+        let now = planlock::block_on(records.decisions_on(&decision.pause)).map_err(|e| CliError::of(&e))?;
+        if let Some(latest) = now.edit {
             decision.shown_digest = Some(latest.digest);
         }
+    }
+    if let Some(file) = edit {
+        let payload = read_payload(&file)?;
         let edit = planlock::block_on(planlock::review::edit_of(records.as_ref(), &record, payload));
         decision = decision.editing(edit.map_err(|e| CliError::of(&e))?);
     }
