@@ -129,20 +129,30 @@ pub(super) fn one_decision_per_pause_when_two_decide_at_once_on_postgres(server:
     }
 }
 
-/// A worker acting on an approval, killed before the end of its cycle or after it: the next
-/// one finishes the work, the approved write and the decision's outcome once. The end is one
+/// A worker acting on an approval (plain, or one that edits the step's payload), killed before
+/// the end of its cycle or after it: the next one finishes the work, the approved write (with
+/// the edited payload) and the decision's outcome once. The end is one
 /// transaction (the state, the outcome, the record's removal), so after it nothing is left over.
 pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_postgres(server: &PgServer) {
     let url = server.database("approved_kills");
     let db = PgDatabase::connect(&url).unwrap();
     let fx = reviewed_fixture();
-    for point in ["before-save", "after-removal"] {
-        let key = format!("killed-{point}");
+    // A plain approval, and one that edits the step's payload (CONTRACT §22).
+    for (point, edited) in
+        [("before-save", false), ("after-removal", false), ("before-save", true), ("after-removal", true)]
+    {
+        let key = format!("killed-{point}-{edited}");
         let mut runtime = reviewed_runtime(&fx, PgSessionStore::open(&db, &key).unwrap(), |s| s);
         let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("paused") };
         drop(runtime);
-        let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed");
-        block_on(decide(&PgRecords::new(&db, &key).unwrap(), &decision)).unwrap();
+        let records = PgRecords::new(&db, &key).unwrap();
+        let mut decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "reviewed");
+        if edited {
+            let mut payload = record.shown.as_ref().unwrap()["payload"].clone();
+            payload["summary"] = json!("the reviewer's summary");
+            decision = decision.editing(block_on(planlock::review::edit_of(&records, &record, payload)).unwrap());
+        }
+        block_on(decide(&records, &decision)).unwrap();
         // A worker acts on it and dies at `point`.
         let mut child = Command::new(std::env::current_exe().unwrap())
             .env("PLANLOCK_PG_WORKER", "approved")
@@ -173,6 +183,11 @@ pub(super) fn an_approved_run_killed_before_or_after_its_save_consumes_once_on_p
         assert_eq!(runtime.cycle(), 1, "{point}");
         assert_eq!(memory_rows(&url, &key), 1, "{point}: the approved write once");
         assert_eq!(log_of(&db, &key), ["decided", "consumed"], "{point}");
+        if edited {
+            let mut client = postgres::Client::connect(&url, postgres::NoTls).unwrap();
+            let row = client.query_one("SELECT summary FROM planlock_memories WHERE namespace = $1", &[&key]).unwrap();
+            assert_eq!(row.get::<_, String>(0), "the reviewer's summary", "{point}: with the edited payload");
+        }
     }
 }
 
