@@ -208,3 +208,116 @@ fn random_edits_and_approvals_run_exactly_the_approved_bytes() {
     }
     property.covered();
 }
+
+/// Blocks one step before it runs: a review of that step, whatever its type.
+struct BlockBefore(String);
+impl planlock::Validator for BlockBefore {
+    fn before(&self, step: &planlock::StepView<'_>) -> planlock::Verdict {
+        match step.id == self.0 {
+            true => planlock::Verdict::Block(format!("review `{}` before it runs", step.id)),
+            false => planlock::Verdict::Allow,
+        }
+    }
+}
+
+/// Records the payload every step ran with, once it ran: the step the executor handed its
+/// handler (the same value), by id.
+#[derive(Clone, Default)]
+struct RanWith(std::sync::Arc<std::sync::Mutex<Vec<(String, Value)>>>);
+impl planlock::Validator for RanWith {
+    fn after(&self, step: &planlock::StepView<'_>, _: &planlock::StepResult) -> planlock::Verdict {
+        self.0.lock().unwrap().push((step.id.to_owned(), serde_json::to_value(step.payload).unwrap()));
+        planlock::Verdict::Allow
+    }
+}
+
+impl RanWith {
+    fn of(&self, id: &str) -> Vec<Value> {
+        self.0.lock().unwrap().iter().filter(|(s, _)| s == id).map(|(_, p)| p.clone()).collect()
+    }
+}
+
+/// A random text a string field of any step takes: letters, spaces, quotes and characters past
+/// ASCII (no braces: a template stays a template).
+fn words(rng: &mut fastrand::Rng) -> String {
+    const PIECES: [&str; 8] = ["key", " ", "rotation", "é", "日本", "\"", "🔑", "vault"];
+    (0..rng.usize(1..8)).map(|_| PIECES[rng.usize(..PIECES.len())]).collect()
+}
+
+/// An edit of `payload`, a step of type `step_type`'s, that its validator takes and its handler
+/// can run: a string it reads changed (the ids a link names, and a scanned path, stay what they
+/// name, written differently or as they were).
+fn valid_edit(rng: &mut fastrand::Rng, step_type: &str, payload: &Value) -> Value {
+    let mut edited = payload.clone();
+    let text = json!(words(rng));
+    match step_type {
+        "RepoScan" => edited["repoPath"] = json!(format!("{}/", payload["repoPath"].as_str().unwrap())),
+        "ContextSelect" | "RetrieveMemory" | "RetrieveDecisionContext" => edited["input"] = text,
+        "PromptAssemble" => edited["vars"]["question"] = text,
+        "LLMCall" => edited["prompt"] = text,
+        "SummarizeMemory" => edited["response"] = text,
+        "PersistMemory" => edited["summary"] = text,
+        "PersistDecision" => edited["decision"]["text"] = text,
+        "PersistEvidence" => edited["evidence"]["summary"] = text,
+        "PersistSession" => edited["meta"]["edited"] = text,
+        _ => {}
+    }
+    edited
+}
+
+/// Every step type can pause before it runs, and every one can be edited (CONTRACT §22): for
+/// each step of the demo plan, a review before it; an edit the validator refuses is refused; a
+/// valid random edit (seeded, `PLANLOCK_SEED`) approved runs exactly that payload — what the
+/// step was handed — and the next cycle the plan's own.
+#[test]
+fn every_step_type_paused_before_it_runs_can_be_edited() {
+    use planlock::demo::Demo;
+    use planlock::runtime::RunOutcome;
+    let seed = std::env::var("PLANLOCK_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| fastrand::u64(..));
+    println!("every step type: seed {seed}");
+    let mut rng = fastrand::Rng::with_seed(seed);
+    let signature = |id: &str| planlock::ValidatorSignature {
+        id: id.into(),
+        version: "1".into(),
+        config_hash: planlock::config_hash(&json!({})).to_string(),
+    };
+    let plan = crate::common::plan_with(|v| {
+        v["validators"] = json!([signature("block-one")]);
+        v["postValidators"] = json!([signature("ran-with")]);
+    });
+    let mut types = Vec::new();
+    for step in plan.steps() {
+        let at = format!("seed {seed}, step `{}` ({})", step.id, step.step_type());
+        let d = crate::common::dirs();
+        let ran = RanWith::default();
+        let mut runtime = crate::common::runtime_on(d.policy.path(), d.root.path(), plan.clone())
+            .handlers(Demo::new().handlers().boxed())
+            .validator("block-one", "1", &json!({}), BlockBefore(step.id.clone()))
+            .validator("ran-with", "1", &json!({}), ran.clone())
+            .boot_blocking()
+            .unwrap();
+        let Ok(RunOutcome::Paused { record, .. }) = runtime.run_cycle_blocking() else { panic!("{at}: paused") };
+        let records = FileRecords::new(d.root.path());
+        let planned = record.shown.as_ref().unwrap()["payload"].clone();
+        // Refused: a field that is not the step's.
+        let mut wrong = planned.clone();
+        wrong["notAField"] = json!(1);
+        assert_eq!(block_on(edit_of(&records, &record, wrong)).unwrap_err().code(), "edit-invalid", "{at}");
+        let edit = block_on(edit_of(&records, &record, valid_edit(&mut rng, step.step_type().wire_name(), &planned)))
+            .unwrap_or_else(|e| panic!("{at}: {e}"));
+        let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "edited").editing(edit.clone());
+        block_on(decide(&records, &decision)).unwrap();
+        let outcome = runtime.run_cycle_blocking().unwrap_or_else(|e| panic!("{at}: {e}"));
+        assert!(matches!(outcome, RunOutcome::Completed(_)), "{at}: {outcome:?}");
+        assert_eq!(
+            ran.of(&step.id),
+            std::slice::from_ref(&edit.payload),
+            "{at}: the step ran with exactly the approved payload"
+        );
+        // The next cycle runs the plan's own payload: it pauses on it again.
+        let Ok(RunOutcome::Paused { record: next, .. }) = runtime.run_cycle_blocking() else { panic!("{at}") };
+        assert_eq!(next.shown.as_ref().unwrap()["payload"], planned, "{at}");
+        types.push(step.step_type());
+    }
+    assert_eq!(types.len(), planlock::StepType::ALL.len(), "every step type was paused and edited");
+}
