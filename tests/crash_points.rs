@@ -240,11 +240,17 @@ fn approve_outside(root: &Path) {
 }
 
 fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
-    // Where the run acting on the decision is killed (none: the decision waits for a process).
-    for point in [None, Some("before-save"), Some("after-save"), Some("after-removal")] {
+    // Where the run acting on the decision is killed (none: the decision waits for a process);
+    // a plain approval, and one that edits the step's payload (CONTRACT §22).
+    let points =
+        [None, Some("before-save"), Some("during-pin"), Some("during-save"), Some("after-save"), Some("after-removal")];
+    for (point, edited) in points.into_iter().flat_map(|p| [(p, false), (p, true)]) {
         let data = tempfile::tempdir().unwrap();
         let root = paused_session(data.path());
-        approve_outside(&root);
+        match edited {
+            false => approve_outside(&root),
+            true => edit_outside(&root, "the reviewer's summary"),
+        }
         if let Some(point) = point {
             kill_at(&root, "run", point);
         }
@@ -260,7 +266,10 @@ fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
         assert_eq!(completed(&root), 1, "killed at {point:?}");
         assert_eq!(memories(&root), 1, "killed at {point:?}: the approved write happened once");
         assert_eq!(log_of(&root), ["decided", "consumed"], "killed at {point:?}");
-        println!("crash: an approved run killed at {point:?}: consumed once, written once");
+        if edited {
+            assert_eq!(summaries(&root), ["the reviewer's summary"], "killed at {point:?}: the edited payload");
+        }
+        println!("crash: an approved run (edited: {edited}) killed at {point:?}: consumed once, written once");
     }
 }
 
