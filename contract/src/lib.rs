@@ -30,6 +30,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+// The README's example is tested as the docs' are.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 // Modules in the order of their layers (CONTRIBUTING.md): each imports only those above it
 // here. `json`, `fsread` and `contract` are planlock's own building blocks: public so that the
 // `planlock` crate can build on them, hidden because their items are reached through the

@@ -246,3 +246,16 @@ fn the_exit_code_table_holds() {
         }
     }
 }
+
+/// Each package carries the licence texts its manifest's `license` names, the same at the root
+/// and in the contract's folder (a package ships only what is under its own folder).
+#[test]
+fn every_package_carries_the_same_licence_texts() {
+    let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for name in ["LICENSE-MIT", "LICENSE-APACHE"] {
+        let root = std::fs::read_to_string(here.join(name)).unwrap();
+        assert_eq!(std::fs::read_to_string(here.join("contract").join(name)).unwrap(), root, "{name}");
+        assert!(MANIFEST.contains(&format!("\"{name}\"")), "the manifest's include names {name}");
+    }
+    assert!(MANIFEST.contains("license = \"MIT OR Apache-2.0\""));
+}
