@@ -19,15 +19,6 @@
 //!   (embedded SQLite by default), minijinja prompts and an OpenAI-compatible model in
 //!   [`handlers`], and [`plan_json_schema`] for producers in other languages.
 //!
-//! Features: `sqlite` (default; the embedded store), `prompts` (default; minijinja templates for
-//! `PromptAssemble`), `openai` (the model and embedding client: reqwest with rustls, on a thread
-//! of its own), `postgres` (the shared database stores and sessions), `cli` (the `planlock`
-//! binary; brings `openai`, `prompts`, `postgres`, `demo`, `console` and `otel`), `console` (the
-//! reviewer's console: `console::Console`, a tower `Service`), `demo` (the offline demo
-//! handlers, model and review gate of the quickstart and the examples), `testing` (aids for the
-//! tests of code built on planlock: `handler::TestContext` and `store::conformance`), `otel` (OTLP
-//! export of the spans and metrics: `telemetry::Telemetry`; the CLI brings it).
-//!
 //! The rules live in one place each: the step table in [`registry`], the payload and result
 //! schemas in [`schema`], the document in [`plan`], the checks in [`validate`], the builder in
 //! [`builder`], execution in [`executor`], hashing in [`hash`], sessions in [`session`] and
@@ -57,6 +48,11 @@
 //! assert_eq!(codes, [("order-violation", "/steps/2/type"), ("missing-mandatory-step", "/steps")]);
 //! # Ok::<(), planlock::Rejection>(())
 //! ```
+//!
+//! ## Features
+//!
+//! What each brings in, from `Cargo.toml`'s own comments:
+#![doc = document_features::document_features!()]
 #![forbid(unsafe_code)]
 // On docs.rs, each feature-gated item is labelled with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
