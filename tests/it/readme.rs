@@ -255,7 +255,7 @@ fn every_package_carries_the_same_licence_texts() {
     for name in ["LICENSE-MIT", "LICENSE-APACHE"] {
         let root = std::fs::read_to_string(here.join(name)).unwrap();
         assert_eq!(std::fs::read_to_string(here.join("contract").join(name)).unwrap(), root, "{name}");
-        assert!(MANIFEST.contains(&format!("\"{name}\"")), "the manifest's include names {name}");
+        assert!(MANIFEST.contains(&format!("\"/{name}\"")), "the manifest's include names {name}");
     }
     assert!(MANIFEST.contains("license = \"MIT OR Apache-2.0\""));
 }
