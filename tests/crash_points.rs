@@ -246,14 +246,7 @@ fn every_kill_point_of_an_approved_run_consumes_the_decision_once() {
         [None, Some("before-save"), Some("during-pin"), Some("during-save"), Some("after-save"), Some("after-removal")];
     for (point, edited) in points.into_iter().flat_map(|p| [(p, false), (p, true)]) {
         let data = tempfile::tempdir().unwrap();
-        let root = paused_session(data.path());
-        match edited {
-            false => approve_outside(&root),
-            true => edit_outside(&root, "the reviewer's summary"),
-        }
-        if let Some(point) = point {
-            kill_at(&root, "run", point);
-        }
+        let root = decided_then_killed(data.path(), edited, ("run", point));
         // The next process finishes the work: the approved step's effect once, the decision
         // consumed once, one outcome in the log.
         let lines = lines_of(&root, "run");
@@ -281,14 +274,7 @@ fn every_kill_point_of_a_worker_leaves_the_decision_to_the_next() {
     for edited in [false, true] {
         for point in [None, Some("before-save"), Some("after-removal")] {
             let data = tempfile::tempdir().unwrap();
-            let root = paused_session(data.path());
-            match edited {
-                false => approve_outside(&root),
-                true => edit_outside(&root, "the reviewer's summary"),
-            }
-            if let Some(point) = point {
-                kill_at(&root, "worker", point);
-            }
+            let root = decided_then_killed(data.path(), edited, ("worker", point));
             // The next worker acts on what is left: the cycle if it did not end, nothing if it did.
             let lines = lines_of(&root, "worker");
             let expected: &[&str] = match point {
@@ -313,6 +299,20 @@ fn every_kill_point_of_a_worker_leaves_the_decision_to_the_next() {
             );
         }
     }
+}
+
+/// A session under `data` paused, approved from outside (`edited`: with an edit of the step's
+/// summary), and a child doing `action` killed at `point` if it names one: its root.
+fn decided_then_killed(data: &Path, edited: bool, (action, point): (&str, Option<&str>)) -> std::path::PathBuf {
+    let root = paused_session(data);
+    match edited {
+        false => approve_outside(&root),
+        true => edit_outside(&root, "the reviewer's summary"),
+    }
+    if let Some(point) = point {
+        kill_at(&root, action, point);
+    }
+    root
 }
 
 /// A person's approval of the paused cycle that edits the step's summary to `summary`,

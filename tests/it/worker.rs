@@ -27,21 +27,26 @@ fn status(dir: &Path, name: &str) -> serde_json::Value {
     json(&planlock().args(["status", "--format", "json", "--root"]).arg(dir.join(name)).output().unwrap())
 }
 
+/// `planlock worker` over the roots under `dir`, looking at every session every `poll`.
+fn watching(dir: &Path, poll: &str) -> WorkerProcess {
+    let args: Vec<&OsStr> = vec![
+        "--sessions".as_ref(),
+        dir.as_os_str(),
+        "--policy-root".as_ref(),
+        POLICY.as_ref(),
+        "--poll".as_ref(),
+        poll.as_ref(),
+    ];
+    WorkerProcess::start(&args)
+}
+
 #[test]
 fn a_running_worker_acts_on_each_decision_as_it_is_made() {
     let dir = tempfile::tempdir().unwrap();
     paused(dir.path(), "approved");
     paused(dir.path(), "rejected");
     // A poll far longer than the test: what it acts on, it was woken for.
-    let args: Vec<&OsStr> = vec![
-        "--sessions".as_ref(),
-        dir.path().as_os_str(),
-        "--policy-root".as_ref(),
-        POLICY.as_ref(),
-        "--poll".as_ref(),
-        "10m".as_ref(),
-    ];
-    let mut worker = WorkerProcess::start(&args);
+    let mut worker = watching(dir.path(), "10m");
     worker.wait_for("started: woken by each decision", Duration::from_secs(30));
     inbox(dir.path(), &["approve", "--by", "ada", "--reason", "checked", "approved"]);
     let acted = worker.wait_for("approved cycle 1", Duration::from_secs(20));
@@ -136,15 +141,7 @@ fn a_session_skipped_is_said_once_not_at_every_poll() {
     let kept = std::fs::read(&plan).unwrap();
     std::fs::remove_file(&plan).unwrap();
     inbox(dir.path(), &["approve", "--by", "ada", "--reason", "checked", "s1"]);
-    let args: Vec<&OsStr> = vec![
-        "--sessions".as_ref(),
-        dir.path().as_os_str(),
-        "--policy-root".as_ref(),
-        POLICY.as_ref(),
-        "--poll".as_ref(),
-        "1s".as_ref(),
-    ];
-    let mut worker = WorkerProcess::start(&args);
+    let mut worker = watching(dir.path(), "1s");
     let skipped = worker.wait_for("s1: skipped", Duration::from_secs(30));
     assert!(skipped.contains("keeps no plan"), "{skipped}");
     let later = worker.said_within(Duration::from_millis(3500));
