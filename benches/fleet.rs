@@ -433,7 +433,12 @@ fn main() {
     };
     if std::env::var_os("FLEET_STATEMENTS").is_some() {
         // SAFETY: no other thread runs yet.
-        unsafe { std::env::set_var("PLANLOCK_PG_OPTIONS", "-c shared_preload_libraries=pg_stat_statements") };
+        unsafe {
+            std::env::set_var(
+                "PLANLOCK_PG_OPTIONS",
+                "-c shared_preload_libraries=pg_stat_statements -c pg_stat_statements.track=all -c pg_stat_statements.track_planning=on",
+            )
+        };
     }
     let Some(server) = common::pg::PgServer::start_with(true) else {
         assert!(std::env::var("CI").is_err(), "no PostgreSQL server; .ci/run installs it");

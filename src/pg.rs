@@ -42,7 +42,7 @@ pub(crate) use conn::{Conn, Param, Pooled, Query, Then};
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The schema version this library writes and reads.
-pub const SCHEMA_VERSION: i32 = 18;
+pub const SCHEMA_VERSION: i32 = 19;
 
 /// Any number, the same everywhere: the advisory lock migrations run under.
 const MIGRATION_LOCK: i64 = 0x706c_616e_6c6f_636b; // "planlock"
@@ -67,6 +67,7 @@ const MIGRATIONS: &[(i32, &str)] = &[
     (16, include_str!("pg/v16.sql")),
     (17, include_str!("pg/v17.sql")),
     (18, include_str!("pg/v18.sql")),
+    (19, include_str!("pg/v19.sql")),
 ];
 
 /// Why the database cannot be used.

@@ -127,16 +127,17 @@ impl PgWatch {
         let mut client = postgres::Client::connect(&self.url, postgres::NoTls).unwrap();
         let rows = client
             .query(
-                "SELECT calls, total_exec_time + total_plan_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 110)
+                "SELECT calls, total_exec_time + total_plan_time, left(regexp_replace(query, '\\s+', ' ', 'g'), 110), plans
                  FROM pg_stat_statements WHERE query NOT LIKE '%pg_stat%' ORDER BY 2 DESC LIMIT 25",
                 &[],
             )
             .unwrap();
-        println!("  statements (calls per cycle, mean ms, text):");
+        println!("  statements (calls per cycle, mean ms, plans made per call, text):");
         for row in rows {
-            let (calls, total, text): (i64, f64, String) = (row.get(0), row.get(1), row.get(2));
+            let (calls, total, text, plans): (i64, f64, String, i64) = (row.get(0), row.get(1), row.get(2), row.get(3));
             let per_cycle = calls as f64 / cycles.max(1) as f64;
-            println!("    {per_cycle:>6.2}  {:>7.3}  {text}", total / calls.max(1) as f64);
+            let planned = plans as f64 / calls.max(1) as f64;
+            println!("    {per_cycle:>6.2}  {:>7.3}  {planned:>4.2}  {text}", total / calls.max(1) as f64);
         }
     }
 

@@ -248,6 +248,17 @@ pub(super) fn a_tenants_budget_is_its_own_and_a_prefix_budget_narrows_it(server:
     // An hour again: what this period used is kept.
     block_on(planlock::session::postgres::set_budget(&acme, "team-c/", 100, Duration::from_secs(3_600))).unwrap();
     assert_eq!(team_c(&acme).used, 42);
+
+    // Two reservations settled in one call: each charged what its own call used.
+    let asks = [(uuid::Uuid::new_v4(), 20, 5), (uuid::Uuid::new_v4(), 30, 17)];
+    for (id, tokens, _) in asks {
+        block_on(budget.reserve(planlock::budget::TokenAsk { id, tokens, cycle: 2, step_id: "llm" })).unwrap();
+    }
+    assert_eq!(team_c(&acme).reserved, 50);
+    let charges = asks.map(|(id, reserved, used)| planlock::budget::Charge { id, reserved, used });
+    block_on(budget.settle(&charges, None)).unwrap();
+    let settled = team_c(&acme);
+    assert_eq!((settled.used, settled.reserved), (42 + 5 + 17, 0));
 }
 
 /// What a budget costs a cycle on a warm worker: no round trip. The cycle's reservation goes
