@@ -54,7 +54,9 @@ pub use history::{
     CycleEnd, CycleEntry, CycleFailure, DEFAULT_KEEP, HISTORY_FILE, History, MAX_ENTRY_BYTES,
     MAX_FAILURE_MESSAGE_CHARS, MAX_HISTORY_READ_BYTES, PREVIOUS_HISTORY_FILE,
 };
-pub use records::{APPROVAL_LOG_FILE, ApprovalLog, FileRecords, NOTICES_FILE, PauseMark, SessionRecords};
+pub use records::{
+    APPROVAL_LOG_FILE, ApprovalLog, FileRecords, NOTICES_FILE, PauseMark, SessionRecords, SessionSnapshot,
+};
 pub(crate) use records::{open_log, read_log};
 pub use store::{CycleGuard, SessionStore, StoreFuture};
 // The seams for fault injection and the save-check wrapper are test and demo aids.

@@ -73,21 +73,63 @@ impl ApprovalLog {
     }
 }
 
+/// A session's five records as read at once ([`SessionRecords::snapshot`]): each `None` where
+/// the session has none. A new kind of record would be a new field, so the struct is
+/// `#[non_exhaustive]`: a store outside planlock starts from `default()`.
+///
+/// ```
+/// use planlock::session::SessionSnapshot;
+/// let mut read = SessionSnapshot::default();
+/// read.state = None; // what the store found, field by field
+/// assert!(read.intervention.is_none());
+/// ```
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct SessionSnapshot {
+    /// The saved session.
+    pub state: Option<SessionState>,
+    /// The record of a paused cycle.
+    pub intervention: Option<InterventionRecord>,
+    /// The id reserved for a new session.
+    pub reserved: Option<ReservedSession>,
+    /// The bundle pin.
+    pub pin: Option<BundlePinV1>,
+    /// The plan the session runs ([`PlanDocument`](super::PlanDocument)): none for a session
+    /// that has not ended a cycle yet, or was last run by a planlock that kept no plan.
+    pub plan: Option<super::PlanDocument>,
+}
+
 /// The records of one session, read and decided on without taking it: what a
 /// [`SessionStore`](super::SessionStore) loads, a person's decision on a paused cycle, and the
 /// approval log. Every call is a future, as a [`SessionStore`](super::SessionStore)'s are.
+///
+/// A new store writes [`snapshot`](Self::snapshot) (its five records in one read), the
+/// approval log's four calls, the history and the access file; the `load*` calls read one record
+/// each from the snapshot unless the store reads that record alone (files and PostgreSQL do).
 pub trait SessionRecords: Send + Sync {
+    /// The session's records, read together (each as strictly as its own `load*` reads it).
+    fn snapshot(&self) -> StoreFuture<'_, SessionSnapshot>;
     /// The saved session, or `None`.
-    fn load(&self) -> StoreFuture<'_, Option<SessionState>>;
+    fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
+        Box::pin(async move { Ok(self.snapshot().await?.state) })
+    }
     /// The record of a paused cycle, or `None`.
-    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>>;
+    fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
+        Box::pin(async move { Ok(self.snapshot().await?.intervention) })
+    }
     /// The id reserved for a new session, or `None`.
-    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>>;
+    fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
+        Box::pin(async move { Ok(self.snapshot().await?.reserved) })
+    }
     /// The bundle pin, or `None`.
-    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>>;
+    fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
+        Box::pin(async move { Ok(self.snapshot().await?.pin) })
+    }
     /// The plan the session runs ([`PlanDocument`](super::PlanDocument)), or `None` (a session
     /// that has not ended a cycle yet, or was last run by a planlock that kept no plan).
-    fn load_plan(&self) -> StoreFuture<'_, Option<super::PlanDocument>>;
+    fn load_plan(&self) -> StoreFuture<'_, Option<super::PlanDocument>> {
+        Box::pin(async move { Ok(self.snapshot().await?.plan) })
+    }
     /// The decision recorded on `pause`, or `None`: the decision of
     /// [`decisions_on`](Self::decisions_on).
     fn decision_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Option<ReviewDecision>> {
@@ -167,6 +209,33 @@ impl FileRecords {
         &self.root
     }
 
+    /// The saved session, read strictly.
+    fn state(&self) -> Result<Option<SessionState>, SessionError> {
+        self.unlinked(|| read_strict(&self.root.join(SESSION_FILE), MAX_SESSION_FILE_BYTES, "session state"))
+    }
+
+    /// The record of a paused cycle, read strictly.
+    fn intervention(&self) -> Result<Option<InterventionRecord>, SessionError> {
+        self.unlinked(|| {
+            read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record")
+        })
+    }
+
+    /// The id reserved for a new session, read strictly.
+    fn reserved(&self) -> Result<Option<ReservedSession>, SessionError> {
+        self.unlinked(|| read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id"))
+    }
+
+    /// The bundle pin, read strictly.
+    fn pin(&self) -> Result<Option<BundlePinV1>, SessionError> {
+        self.unlinked(|| read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin"))
+    }
+
+    /// The plan the session runs, read strictly.
+    fn plan(&self) -> Result<Option<super::PlanDocument>, SessionError> {
+        self.unlinked(|| read_strict(&self.root.join(super::PLAN_FILE), super::MAX_PLAN_FILE_BYTES, "plan"))
+    }
+
     /// The approval log's events on `pause` (none without a log).
     fn events_on(&self, pause: &PauseRef) -> Result<ApprovalLog, SessionError> {
         let path = self.root.join(APPROVAL_LOG_FILE);
@@ -214,26 +283,32 @@ impl SessionRecords for FileRecords {
         }
         Some(PauseMark(mark.finish()))
     }
+    fn snapshot(&self) -> StoreFuture<'_, SessionSnapshot> {
+        let read = || -> Result<SessionSnapshot, SessionError> {
+            Ok(SessionSnapshot {
+                state: self.state()?,
+                intervention: self.intervention()?,
+                reserved: self.reserved()?,
+                pin: self.pin()?,
+                plan: self.plan()?,
+            })
+        };
+        ready(read())
+    }
     fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
-        ready(self.unlinked(|| read_strict(&self.root.join(SESSION_FILE), MAX_SESSION_FILE_BYTES, "session state")))
+        ready(self.state())
     }
     fn load_intervention(&self) -> StoreFuture<'_, Option<InterventionRecord>> {
-        ready(self.unlinked(|| {
-            read_strict(&self.root.join(INTERVENTION_FILE), MAX_INTERVENTION_FILE_BYTES, "intervention record")
-        }))
+        ready(self.intervention())
     }
     fn load_reserved(&self) -> StoreFuture<'_, Option<ReservedSession>> {
-        ready(
-            self.unlinked(|| {
-                read_strict(&self.root.join(RESERVED_FILE), MAX_SESSION_FILE_BYTES, "reserved session id")
-            }),
-        )
+        ready(self.reserved())
     }
     fn load_pin(&self) -> StoreFuture<'_, Option<BundlePinV1>> {
-        ready(self.unlinked(|| read_strict(&self.root.join(PIN_FILE), MAX_SESSION_FILE_BYTES, "bundle pin")))
+        ready(self.pin())
     }
     fn load_plan(&self) -> StoreFuture<'_, Option<super::PlanDocument>> {
-        ready(self.unlinked(|| read_strict(&self.root.join(super::PLAN_FILE), super::MAX_PLAN_FILE_BYTES, "plan")))
+        ready(self.plan())
     }
     fn decisions_on<'a>(&'a self, pause: &'a PauseRef) -> StoreFuture<'a, Decisions> {
         ready(self.unlinked(|| Ok(self.events_on(pause)?.decisions_on(pause))))

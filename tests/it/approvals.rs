@@ -579,6 +579,9 @@ struct CountingReads {
 }
 
 impl SessionRecords for CountingReads {
+    fn snapshot(&self) -> planlock::session::StoreFuture<'_, planlock::session::SessionSnapshot> {
+        self.inner.snapshot()
+    }
     fn load_intervention(&self) -> planlock::session::StoreFuture<'_, Option<InterventionRecord>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.load_intervention()
@@ -645,4 +648,77 @@ fn a_decision_reads_the_pause_once_per_request() {
     // `decide` reads it itself, once.
     let again = block_on(decide(&records, &ReviewDecision { at: planlock::session::Timestamp::now(), ..decision }));
     assert_eq!((again.unwrap(), records.reads.load(Ordering::SeqCst)), (Recorded::Again, 2));
+}
+
+/// The records a new store writes: the required calls only, each forwarded; every `load*` is
+/// the trait's own, read from the snapshot.
+struct SnapshotOnly(FileRecords);
+
+impl SessionRecords for SnapshotOnly {
+    fn snapshot(&self) -> planlock::session::StoreFuture<'_, planlock::session::SessionSnapshot> {
+        self.0.snapshot()
+    }
+    fn record_decision<'a>(
+        &'a self,
+        decision: &'a ReviewDecision,
+        required: usize,
+    ) -> planlock::session::StoreFuture<'a, Recorded> {
+        self.0.record_decision(decision, required)
+    }
+    fn log_outcome<'a>(&'a self, outcome: &'a ApprovalEvent) -> planlock::session::StoreFuture<'a, bool> {
+        self.0.log_outcome(outcome)
+    }
+    fn log_notice<'a>(&'a self, notice: &'a ApprovalEvent) -> planlock::session::StoreFuture<'a, bool> {
+        self.0.log_notice(notice)
+    }
+    fn notices(&self) -> planlock::session::StoreFuture<'_, planlock::session::ApprovalLog> {
+        self.0.notices()
+    }
+    fn approval_log(&self) -> planlock::session::StoreFuture<'_, planlock::session::ApprovalLog> {
+        self.0.approval_log()
+    }
+    fn history(&self, limit: usize) -> planlock::session::StoreFuture<'_, planlock::session::History> {
+        self.0.history(limit)
+    }
+    fn installed_access(&self) -> planlock::session::StoreFuture<'_, Option<planlock::session::InstalledAccess>> {
+        self.0.installed_access()
+    }
+}
+
+/// A store that writes only the snapshot reads each record as the file store reads it alone
+/// (issue 57 §3: a backend is a few hooks), and a decision goes through it.
+#[test]
+fn a_store_with_only_a_snapshot_reads_every_record() {
+    let s = Session::new();
+    let mut rt = s.boot(Gate::default(), &model(false), true, None);
+    let _ = paused(rt.run_cycle_blocking());
+    let (own, only) = (s.records(), SnapshotOnly(s.records()));
+    let json = |v: &dyn erased::Json| v.json();
+    block_on(async {
+        assert_eq!(json(&only.load().await.unwrap()), json(&own.load().await.unwrap()));
+        assert_eq!(json(&only.load_intervention().await.unwrap()), json(&own.load_intervention().await.unwrap()));
+        assert_eq!(json(&only.load_reserved().await.unwrap()), json(&own.load_reserved().await.unwrap()));
+        assert_eq!(json(&only.load_pin().await.unwrap()), json(&own.load_pin().await.unwrap()));
+        assert_eq!(json(&only.load_plan().await.unwrap()), json(&own.load_plan().await.unwrap()));
+    });
+    let snapshot = block_on(only.snapshot()).unwrap();
+    // Its first cycle paused: nothing saved yet, its id reserved, the pause and the plan kept.
+    let found = [snapshot.state.is_some(), snapshot.intervention.is_some(), snapshot.reserved.is_some()];
+    assert_eq!((found, snapshot.plan.is_some()), ([false, true, true], true));
+    let record = block_on(planlock::review::read_pause(&only)).unwrap().unwrap();
+    let decision = ReviewDecision::new(&record, ReviewVerdict::Approve, "ada", "fine");
+    assert_eq!(block_on(decide(&only, &decision)).unwrap(), Recorded::New);
+    assert_eq!(events(&s.log()), ["decided"]);
+}
+
+/// Records compared by their JSON (not every record type is `PartialEq`).
+mod erased {
+    pub trait Json {
+        fn json(&self) -> String;
+    }
+    impl<T: serde::Serialize> Json for T {
+        fn json(&self) -> String {
+            serde_json::to_string(self).unwrap()
+        }
+    }
 }

@@ -64,6 +64,15 @@ pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart
         // The session keeps the plan it runs, with its pause (CONTRACT §21).
         let kept = block_on(PgRecords::new(&db, key).unwrap().load_plan()).unwrap().expect("kept with the pause");
         assert_eq!((kept.plan().unwrap(), kept.plan_hash), (fx.plan.clone(), runtime.plan_hash()));
+        // The five records read in one statement are the ones read alone.
+        let records = PgRecords::new(&db, key).unwrap();
+        let read = block_on(records.snapshot()).unwrap();
+        assert_eq!(read.plan.map(|p| p.plan_hash), Some(kept.plan_hash));
+        let paused = block_on(records.load_intervention()).unwrap().expect("paused");
+        assert_eq!(read.intervention.map(|r| (r.cycle, r.step_id)), Some((paused.cycle, paused.step_id)));
+        assert_eq!(read.reserved.is_some(), block_on(records.load_reserved()).unwrap().is_some());
+        assert_eq!(read.state.is_some(), block_on(records.load()).unwrap().is_some());
+        assert_eq!(read.pin.is_some(), block_on(records.load_pin()).unwrap().is_some());
         // The reviewer, in another process, lists the inbox and decides, while the worker holds
         // the lease.
         let (code, list) = inbox(&url, &["list"]);
@@ -96,6 +105,8 @@ pub(super) fn a_worker_acts_on_a_decision_from_another_process_without_a_restart
         )
         .unwrap();
     let err = block_on(PgRecords::new(&db, "tenant/approved").unwrap().load_plan()).unwrap_err();
+    assert!(err.to_string().contains("bytes long"), "{err}");
+    let err = block_on(PgRecords::new(&db, "tenant/approved").unwrap().snapshot()).unwrap_err();
     assert!(err.to_string().contains("bytes long"), "{err}");
 }
 

@@ -11,7 +11,7 @@ use crate::pg::{Param, PgDatabase, Query, Then};
 use crate::session::OpenError;
 use crate::session::{
     ApprovalEvent, ApprovalLog, BundlePinV1, Decisions, History, InterventionRecord, PauseRef, Recorded,
-    ReservedSession, ReviewDecision, SessionError, SessionRecords, SessionState, StoreFuture,
+    ReservedSession, ReviewDecision, SessionError, SessionRecords, SessionSnapshot, SessionState, StoreFuture,
 };
 
 /// The most approval log events read back for one session (its latest).
@@ -65,17 +65,41 @@ impl PgRecords {
 
     /// Reads one JSON column of the key's row, strictly; `None` without a row or a value.
     pub(super) async fn read<T: DeserializeOwned>(&self, column: Column) -> Result<Option<T>, SessionError> {
+        let rows = self.read_columns(&[column]).await?;
+        match rows.first() {
+            Some(row) => self.cell(row, 0, column),
+            None => Ok(None),
+        }
+    }
+
+    /// The key's row with `columns` (each as [`cell`](Self::cell) reads it), in one statement;
+    /// none without a row.
+    async fn read_columns(&self, columns: &[Column]) -> Result<Vec<tokio_postgres::Row>, SessionError> {
         // A text longer than the file store would read of the same record is not sent: it is
-        // refused, as a file that large is.
+        // refused, as a file that large is (each column's cap a parameter, from $2).
+        let cells: Vec<String> = (columns.iter().enumerate())
+            .map(|(i, c)| {
+                format!("CASE WHEN octet_length({0}) <= ${1} THEN {0} END, octet_length({0})", c.name(), i + 2)
+            })
+            .collect();
         let sql = format!(
-            "SELECT CASE WHEN octet_length({0}) <= $2 THEN {0} END, octet_length({0})
-             FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1",
-            column.name()
+            "SELECT {} FROM planlock_sessions WHERE planlock_mine(tenant) AND session_key = $1",
+            cells.join(", ")
         );
-        let cap = i64::try_from(column.cap()).unwrap_or(i64::MAX);
-        let rows = self.query("reading the session", &sql, &[(&self.key, Type::TEXT), (&cap, Type::INT8)]).await?;
-        let Some(row) = rows.first() else { return Ok(None) };
-        match (row.get::<_, Option<String>>(0), row.get::<_, Option<i32>>(1)) {
+        let caps: Vec<i64> = columns.iter().map(|c| i64::try_from(c.cap()).unwrap_or(i64::MAX)).collect();
+        let mut params: Vec<Param<'_>> = vec![(&self.key, Type::TEXT)];
+        params.extend(caps.iter().map(|cap| (cap as _, Type::INT8)));
+        self.query("reading the session", &sql, &params).await
+    }
+
+    /// The `i`-th column read by [`read_columns`](Self::read_columns), parsed strictly.
+    fn cell<T: DeserializeOwned>(
+        &self,
+        row: &tokio_postgres::Row,
+        i: usize,
+        column: Column,
+    ) -> Result<Option<T>, SessionError> {
+        match (row.get::<_, Option<String>>(2 * i), row.get::<_, Option<i32>>(2 * i + 1)) {
             (Some(text), _) => self.parse(column.what(), &text).map(Some),
             (None, Some(len)) => Err(SessionError::CorruptRow {
                 key: self.key.clone(),
@@ -84,6 +108,20 @@ impl PgRecords {
             }),
             (None, None) => Ok(None),
         }
+    }
+
+    /// The session's five records, in one statement.
+    async fn snapshot_now(&self) -> Result<SessionSnapshot, SessionError> {
+        use Column::{Intervention, Pin, Plan, Reserved, State};
+        let rows = self.read_columns(&[State, Intervention, Reserved, Pin, Plan]).await?;
+        let Some(row) = rows.first() else { return Ok(SessionSnapshot::default()) };
+        Ok(SessionSnapshot {
+            state: self.cell(row, 0, State)?,
+            intervention: self.cell(row, 1, Intervention)?,
+            reserved: self.cell(row, 2, Reserved)?,
+            pin: self.cell(row, 3, Pin)?,
+            plan: self.cell(row, 4, Plan)?,
+        })
     }
 
     /// A stored JSON text, read strictly.
@@ -202,6 +240,9 @@ pub(super) const OUTCOME_SQL: &str =
      ON CONFLICT (session_key, pause, tenant) WHERE kind = 'outcome' DO NOTHING RETURNING 1";
 
 impl SessionRecords for PgRecords {
+    fn snapshot(&self) -> StoreFuture<'_, SessionSnapshot> {
+        Box::pin(self.snapshot_now())
+    }
     fn load(&self) -> StoreFuture<'_, Option<SessionState>> {
         Box::pin(self.read(Column::State))
     }
