@@ -12,7 +12,7 @@
 //! console: its resident memory and threads before and after 16 streams are opened (the most one
 //! client may hold), per stream.
 //!
-//! Run: `cargo bench --bench console --features cli,postgres` (quick: `-- --quick`, 3 rounds).
+//! Run: `cargo bench --bench console --features postgres` (quick: `-- --quick`, 3 rounds).
 
 use std::path::Path;
 use std::process::Command;
@@ -27,7 +27,7 @@ const PAUSED: usize = 100;
 const CLIENTS: usize = 8;
 
 fn planlock(args: &[&str], dir: &Path) -> i32 {
-    Command::new(env!("CARGO_BIN_EXE_planlock")).current_dir(dir).args(args).output().unwrap().status.code().unwrap()
+    common::cli::planlock().current_dir(dir).args(args).output().unwrap().status.code().unwrap()
 }
 
 fn manifest(path: &str) -> String {
@@ -67,7 +67,7 @@ fn database_sessions(server: &common::pg::PgServer, name: &str, url: &str, dir: 
         manifest("examples/plans/reviewed_plan.json"),
     );
     let run = |key: &str, plan: &str| {
-        Command::new(env!("CARGO_BIN_EXE_planlock"))
+        common::cli::planlock()
             .current_dir(dir)
             .args(["run", "--session", key, "--policy-root", &policy, plan])
             .env("PLANLOCK_DATABASE_URL", url)

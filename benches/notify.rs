@@ -13,7 +13,7 @@
 //! 3. The delay from a notice's write to its delivery by a running sender (polling every second,
 //!    the default), p50 and p99 over 40 notices written at random moments.
 //!
-//! Run: `cargo bench --bench notify --features cli`. `--quick`: fewer rounds (a smoke run).
+//! Run: `cargo bench --bench notify`. `--quick`: fewer rounds (a smoke run).
 
 use std::collections::HashMap;
 use std::hint::black_box;

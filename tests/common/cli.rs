@@ -8,9 +8,34 @@ use std::process::{Command, Output, Stdio};
 
 use serde_json::Value;
 
-/// The `planlock` binary this build made, as a command to add arguments to.
+/// The `planlock` binary (the crate `planlock-cli`, in `cli/`), as a command to add arguments to.
 pub fn planlock() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_planlock"))
+    Command::new(bin())
+}
+
+/// Where the `planlock` binary is: beside this test's executable's folder (`target/debug/`), as
+/// `cargo test` at the root builds it with the tests (`cli` is a default member of the
+/// workspace). A test run without it (`cargo test -p planlock`) builds it first, once.
+pub fn bin() -> PathBuf {
+    static BIN: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        let exe = std::env::current_exe().unwrap();
+        // target/debug/deps/it-…, or target/debug/it-… for a bench's
+        let dir = exe.parent().unwrap();
+        let dir = if dir.ends_with("deps") { dir.parent().unwrap() } else { dir };
+        let bin = dir.join(format!("planlock{}", std::env::consts::EXE_SUFFIX));
+        if !bin.exists() {
+            let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+            let built = Command::new(cargo)
+                .args(["build", "--quiet", "-p", "planlock-cli"])
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .unwrap();
+            assert!(built.success() && bin.exists(), "building the planlock binary failed: {}", bin.display());
+        }
+        bin
+    })
+    .clone()
 }
 
 /// Runs `planlock args` with `stdin` (if any) as its standard input, and waits for it.

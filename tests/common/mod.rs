@@ -5,9 +5,7 @@
 pub mod around;
 #[cfg(feature = "openai")]
 pub mod chat;
-#[cfg(feature = "cli")]
 pub mod cli;
-#[cfg(feature = "cli")]
 pub mod console;
 pub mod edits;
 pub mod goals;
@@ -19,7 +17,6 @@ pub mod semantic;
 #[cfg(feature = "postgres")]
 pub mod vectors;
 pub mod webhooks;
-#[cfg(feature = "cli")]
 pub mod worker;
 
 use std::path::Path;

@@ -3,7 +3,7 @@
 //! and the runtime acts on it at its next cycle; every decision and its outcome go to the
 //! approval log once; a pause expires. The crash windows are in `tests/crash_points.rs`, the
 //! PostgreSQL side in `tests/postgres/approvals.rs`.
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use planlock::block_on;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -433,7 +433,7 @@ fn cli_limited(args: &[&str], limit: Option<u64>) -> (Option<i32>, Value) {
         None => "exec \"$0\" \"$@\"".to_owned(),
     };
     // bash's ulimit -f counts 512-byte blocks in POSIX mode, 1024 otherwise: POSIX mode is asked.
-    command.args(["--posix", "-c", &script, env!("CARGO_BIN_EXE_planlock")]).args(args);
+    command.args(["--posix", "-c", &script, &crate::common::cli::bin().display().to_string()]).args(args);
     let out = command.output().unwrap();
     (out.status.code(), serde_json::from_slice(&out.stdout).unwrap_or(Value::Null))
 }

@@ -1,5 +1,4 @@
 //! The `planlock` binary: exit codes, JSON report shape, stdin input.
-#![cfg(feature = "cli")]
 
 use std::process::Output;
 

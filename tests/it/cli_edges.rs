@@ -1,7 +1,7 @@
 //! What a new user hits first: policy files that are not files, profiles that leave the policy
 //! root, output that cannot be written, oversized input, `--fail` on every step type, JSON on
 //! every outcome, a scan of a huge file, and `run` from any working directory.
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};

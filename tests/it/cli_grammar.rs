@@ -1,6 +1,5 @@
 //! `planlock grammar` (CONTRACT §19): the grammar of the plans a model may write, in each syntax,
 //! for a profile, and its failures.
-#![cfg(feature = "cli")]
 
 use serde_json::Value;
 

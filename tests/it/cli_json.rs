@@ -4,7 +4,7 @@
 //! answer while another process runs a cycle on the same root (they take no lock), an
 //! embeddings server a bundle does not need is never contacted, and a justification of
 //! invisible characters is blank.
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use crate::common;
 

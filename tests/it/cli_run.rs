@@ -1,7 +1,6 @@
 //! The `planlock hash` and `planlock run` commands. A separate test binary from the library
 //! lifecycle tests: spawning a process forks this one, and a fork briefly holds copies of every
 //! open descriptor, including the session locks of tests running in parallel.
-#![cfg(feature = "cli")]
 
 use std::path::Path;
 

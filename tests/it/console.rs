@@ -1,4 +1,4 @@
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 //! `planlock serve` over HTTP, as a browser talks to it (CONTRACT §15): sign-in with the console's
 //! token, pages that escape every value (a plan string or a session name carrying `<script>`,
 //! `"onmouseover=`, an ESC sequence and U+202E), the strict Content-Security-Policy, a decision
@@ -256,7 +256,7 @@ fn a_person_uses_the_console_in_a_real_browser() {
         .current_dir(&tests)
         .env("CONSOLE_URL", console.origin())
         .env("CONSOLE_TOKEN", TOKEN)
-        .env("PLANLOCK_BIN", env!("CARGO_BIN_EXE_planlock"))
+        .env("PLANLOCK_BIN", crate::common::cli::bin())
         .env("SESSIONS_DIR", dir.path())
         .env("POLICY_ROOT", manifest("examples/policy"))
         .env("REVIEWED_PLAN", manifest("examples/plans/reviewed_plan.json"))

@@ -2,7 +2,7 @@
 //! exhausted `planlock run` (a stack overflow that aborted, values doubled without end) now
 //! fails as PromptAssemble's own CycleFail, exit 1, within seconds and in little memory. Each
 //! runs in a child process, whose peak RSS is read from `wait4`.
-#![cfg(all(feature = "cli", target_os = "linux"))]
+#![cfg(target_os = "linux")]
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

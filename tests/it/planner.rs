@@ -105,7 +105,6 @@ async fn a_server_that_ignores_the_grammar_is_caught_by_the_validator() {
     assert!(refused.await.unwrap().is_err());
 }
 
-#[cfg(feature = "cli")]
 #[tokio::test]
 async fn planlock_plan_prints_a_valid_plan_and_refuses_an_invalid_one() {
     let server = answering(&valid_plan().to_string()).await;
@@ -174,7 +173,6 @@ async fn hostile_answers_are_refused_and_the_key_is_never_shown() {
 /// (`"mode"` twice, or `"steps": []` before the real steps) is refused as `validate` refuses it
 /// (`duplicate-key`), never written with its last value; a plan of another profile than the one
 /// asked for is refused. On the code before, both were printed and written.
-#[cfg(feature = "cli")]
 #[tokio::test]
 async fn planlock_plan_judges_a_plan_as_validate_does_and_keeps_to_its_profile() {
     let dir = tempfile::tempdir().unwrap();

@@ -168,7 +168,6 @@ async fn choices_the_grammar_would_not_allow_are_refused_never_planned() {
     assert!(!e.to_string().contains(KEY) && !format!("{e:?}").contains(KEY), "{e}");
 }
 
-#[cfg(feature = "cli")]
 #[tokio::test]
 async fn planlock_plan_writes_the_plan_of_the_choices_and_says_so() {
     let server =
@@ -203,7 +202,6 @@ async fn planlock_plan_writes_the_plan_of_the_choices_and_says_so() {
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
-#[cfg(feature = "cli")]
 #[test]
 fn planlock_grammar_compact_is_the_choices_grammar() {
     let out = crate::common::cli::with_input(&["grammar", "--compact", "--vars", "question,context"], None);

@@ -3,7 +3,7 @@
 //! fresh clone), each with the exit code its comment states (`# exits N`, else 0). The lines
 //! that build or test the whole crate are run by `.ci/run`, which must contain them verbatim; the
 //! rest name things that must exist (an example, a bench, a feature, a fuzz target).
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use std::path::Path;
 use std::process::Command;
@@ -11,7 +11,8 @@ use std::process::Command;
 const README: &str = include_str!("../../README.md");
 const CI: &str = include_str!("../../.ci/run");
 const MANIFEST: &str = include_str!("../../Cargo.toml");
-const CLI: &str = "cargo run --features cli -- ";
+const CLI: &str = "cargo run -p planlock-cli -- ";
+const CLI_MANIFEST: &str = include_str!("../../cli/Cargo.toml");
 
 /// The lines of the README's `sh` blocks, without blank lines.
 fn sh_lines() -> Vec<&'static str> {
@@ -75,7 +76,7 @@ fn every_readme_command_runs_as_written() {
                 .arg("-c")
                 .arg(format!("\"$PLANLOCK\" {args}"))
                 .envs(exported.iter().copied())
-                .env("PLANLOCK", env!("CARGO_BIN_EXE_planlock"))
+                .env("PLANLOCK", crate::common::cli::bin())
                 .current_dir(fresh.path())
                 .output()
                 .unwrap();
@@ -127,11 +128,11 @@ fn commands_named_in_the_readmes_prose_exist() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
     let spans: Vec<&str> = README.split('`').skip(1).step_by(2).filter(|s| s.starts_with("cargo ")).collect();
     for span in spans {
-        if span == "cargo install --path . --features cli" {
-            assert!(
-                MANIFEST.contains("cli = [\"dep:clap\", \"openai\", \"prompts\", \"postgres\", \"demo\",")
-                    && MANIFEST.contains("required-features = [\"cli\", \"sqlite\"]")
-            );
+        if span == "cargo install --path cli" {
+            // The crate in `cli/` makes the binary `planlock`.
+            assert!(CLI_MANIFEST.contains("name = \"planlock-cli\"") && CLI_MANIFEST.contains("name = \"planlock\""));
+        } else if span == "cargo run -p planlock-cli --" {
+            assert!(README.contains(&format!("\n{CLI}")), "the README's CLI lines start `{CLI}`");
         } else if let Some(bench) = span.strip_prefix("cargo bench --bench ") {
             check_bench(here, bench);
         } else if let Some(target) = span.strip_prefix("cargo +nightly fuzz run ") {
@@ -248,14 +249,21 @@ fn the_exit_code_table_holds() {
 }
 
 /// Each package carries the licence texts its manifest's `license` names, the same at the root
-/// and in the contract's folder (a package ships only what is under its own folder).
+/// and in the contract's and the CLI's folders (a package ships only what is under its own folder).
 #[test]
 fn every_package_carries_the_same_licence_texts() {
     let here = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let contract = include_str!("../../contract/Cargo.toml");
     for name in ["LICENSE-MIT", "LICENSE-APACHE"] {
         let root = std::fs::read_to_string(here.join(name)).unwrap();
-        assert_eq!(std::fs::read_to_string(here.join("contract").join(name)).unwrap(), root, "{name}");
-        assert!(MANIFEST.contains(&format!("\"/{name}\"")), "the manifest's include names {name}");
+        for folder in ["contract", "cli"] {
+            assert_eq!(std::fs::read_to_string(here.join(folder).join(name)).unwrap(), root, "{folder}/{name}");
+        }
+        for manifest in [MANIFEST, contract, CLI_MANIFEST] {
+            assert!(manifest.contains(&format!("\"/{name}\"")), "a manifest's include names {name}");
+        }
     }
-    assert!(MANIFEST.contains("license = \"MIT OR Apache-2.0\""));
+    for manifest in [MANIFEST, contract, CLI_MANIFEST] {
+        assert!(manifest.contains("license = \"MIT OR Apache-2.0\""));
+    }
 }

@@ -2,7 +2,7 @@
 //! override's justification are checked as strictly as a plan before anything acts on them, a
 //! record a finished resume left behind is cleaned up, and a message quoting a record or a
 //! manifest never sends a control character to the terminal.
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

@@ -2,7 +2,7 @@
 //! database or its folder, another program's database and an empty file are each met by `run`,
 //! `memory search`, `decisions` and `status`; the target's SHA-256 is compared before and after,
 //! and no file appears anywhere.
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use crate::common;
 use planlock::store::Call;

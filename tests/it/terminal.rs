@@ -5,7 +5,7 @@
 //! reason, a model server's answer — and every command's stdout and stderr, in text and in JSON,
 //! is searched for them: zero raw characters. The JSON output still decodes to the exact
 //! strings.
-#![cfg(all(feature = "cli", feature = "openai", unix))]
+#![cfg(all(feature = "openai", unix))]
 
 use crate::common;
 
@@ -91,7 +91,7 @@ impl Case {
 /// The demo plan with `edit` applied, hostile strings where the test puts them.
 fn plan(edit: impl FnOnce(&mut Value)) -> String {
     let mut v: Value = serde_json::from_str(common::DEMO_PLAN).unwrap();
-    v["steps"][0]["payload"]["repoPath"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/src/bin"));
+    v["steps"][0]["payload"]["repoPath"] = json!(concat!(env!("CARGO_MANIFEST_DIR"), "/cli/src"));
     edit(&mut v);
     serde_json::to_string_pretty(&v).unwrap()
 }

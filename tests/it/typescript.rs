@@ -23,7 +23,7 @@ fn the_committed_schema_is_the_generated_one() {
     assert!(
         committed == generated,
         "schema/plan-v1.schema.json differs from what planlock generates; run\n  \
-         cargo run --features cli -- schema > schema/plan-v1.schema.json\n  \
+         cargo run -p planlock-cli -- schema > schema/plan-v1.schema.json\n  \
          (cd examples/typescript && npm run generate)\nand commit both"
     );
 }

@@ -3,7 +3,7 @@
 //! test copies one to a temporary directory and boots on it with the current code: the plan
 //! hash recomputes equal, a paused record resumes, the stores answer the same searches. The
 //! PostgreSQL fixture is checked by the PostgreSQL harness (`tests/postgres/upgrade.rs`).
-#![cfg(all(feature = "cli", unix))]
+#![cfg(unix)]
 
 use std::path::{Path, PathBuf};
 use std::process::Output;

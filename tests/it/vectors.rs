@@ -4,7 +4,7 @@
 //! the step), a huge blob is told apart by its length before it is loaded, degenerate vectors
 //! from an embedder are refused, and so is a dimension past `embed::MAX_DIMENSION` when the pin
 //! is made.
-#![cfg(all(feature = "sqlite", feature = "cli", unix))]
+#![cfg(all(feature = "sqlite", unix))]
 
 use crate::common;
 use planlock::store::Call;

@@ -4,7 +4,7 @@
 //   node dist/producer.js --policy-root ../policy --out plan.json [--hash-out plan.hash]
 //
 // planlock then validates the plan and computes the same hash:
-//   cargo run --features cli -- hash --policy-root examples/policy plan.json
+//   cargo run -p planlock-cli -- hash --policy-root examples/policy plan.json
 import { createHash } from "node:crypto";
 import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
