@@ -50,8 +50,15 @@ const MAX_CLIENTS: usize = 10_000;
 /// The login cookie.
 pub const COOKIE: &str = "planlock_console";
 
-/// The client address of a request, as the console's own server puts it in the request's
-/// extensions (a console mounted in another server sees none: its clients share one count).
+/// The client address of a request, which the server puts in the request's extensions
+/// (`planlock serve` does): failed sign-ins are counted, and locked out, per address. A console
+/// mounted in a server that puts none there counts all its clients as one.
+///
+/// ```
+/// use planlock::console::ClientAddr;
+/// let mut request = hyper::Request::get("/login").body(()).unwrap();
+/// request.extensions_mut().insert(ClientAddr("192.0.2.7".parse().unwrap()));
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct ClientAddr(pub IpAddr);
 

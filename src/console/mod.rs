@@ -1,16 +1,17 @@
 //! The console (CONTRACT §15): sessions, one session's cycles and the inbox in a web page, and
 //! the forms that approve or reject a pause. [`Console`] is a tower [`Service`](tower_service::Service) a program mounts
-//! in its own server (axum's `nest_service`, hyper through `hyper-util`'s adapter), or serves
-//! itself on a listener with [`Console::serve`], as `planlock serve` does, on planlock's one I/O
-//! runtime ([`io_handle`](crate::io_handle)).
+//! in its own server (axum's `nest_service`, hyper through `hyper-util`'s adapter); `planlock
+//! serve` (the crate `planlock-cli`) runs it in a bounded server of its own (at most 64
+//! connections, 16 of one address, headers within 16 KiB and in 10 s). Each request is answered
+//! on planlock's one I/O runtime ([`io_handle`](crate::io_handle)); a server that puts the
+//! client's address in the request ([`ClientAddr`]) has failed sign-ins counted per client.
 //!
 //! Secure by default: every page but the login needs a signed-in browser (the console's token,
 //! [`new_token`] or one given, at least 16 characters); every POST needs the login's CSRF token
 //! and, when the browser sends one, an `Origin` equal to the console's own; every response
 //! carries a strict Content-Security-Policy (no inline script or style) and every value is
 //! escaped for its context (`templates.rs`); a read-only console serves no action. Bounded:
-//! pages are paged, bodies capped at 16 KiB, headers at 16 KiB, a connection that sends no
-//! request in 10 s is closed, at most 64 at once.
+//! pages are paged, bodies capped at 16 KiB (an edit's at 256 KiB).
 //!
 //! Layer 8, beside the runtime (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
@@ -26,13 +27,12 @@ mod posted;
 mod read;
 mod routes;
 mod rules;
-mod server;
 mod service;
 mod templates;
 mod view;
 
 pub use answer::Answer;
-pub use auth::{FAILURE_WINDOW, LOCKOUT, LOGIN_LIFE, MAX_FAILURES, PROXY_SECRET_HEADER};
+pub use auth::{ClientAddr, FAILURE_WINDOW, LOCKOUT, LOGIN_LIFE, MAX_FAILURES, PROXY_SECRET_HEADER};
 pub use options::{ConsoleError, ConsoleOptions, MIN_TOKEN_CHARS, new_token};
 pub use rules::RulesLog;
-pub use service::{Console, MAX_CONNECTIONS, MAX_PER_CLIENT};
+pub use service::Console;

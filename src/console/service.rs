@@ -14,15 +14,10 @@ use super::pages::Forms;
 use super::posted::{MAX_EDIT_BODY, posted, posted_within};
 use super::routes::Route;
 use super::rules::{LiveRules, Rules, Source};
-use super::{decide, flash, login, read, server, view};
+use super::{decide, flash, login, read, view};
 use crate::review::inbox::Inbox;
 use crate::text::printable;
 
-pub(super) const MAX_HEADERS: usize = 16 << 10;
-/// The most connections [`Console::serve`] holds at once.
-pub const MAX_CONNECTIONS: usize = 64;
-/// The most connections one client address may hold at once: one client cannot take every slot.
-pub const MAX_PER_CLIENT: usize = 16;
 /// What every request of one console shares.
 pub(super) struct State {
     pub(super) inbox: Inbox,
@@ -100,13 +95,6 @@ impl Console {
         };
         Ok(Console { state: Arc::new(state) })
     }
-
-    /// Serves connections on `listener` until the process stops: at most [`MAX_CONNECTIONS`] at
-    /// once and [`MAX_PER_CLIENT`] of one address, each closed when its client stops reading or
-    /// sending. Runs on a tokio runtime (planlock's: [`io_handle`](crate::io_handle)).
-    pub async fn serve(self, listener: tokio::net::TcpListener) {
-        server::accept(listener, self.state).await
-    }
 }
 
 impl<B> Service<Request<B>> for Console
@@ -137,7 +125,7 @@ where
 }
 
 /// Answers `req`: its route, for the login it carries (a public route for anyone).
-pub(super) async fn handle<B>(console: &Arc<State>, req: Request<B>) -> Answer
+async fn handle<B>(console: &Arc<State>, req: Request<B>) -> Answer
 where
     B: hyper::body::Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,

@@ -469,6 +469,38 @@ fn clients_that_never_read_do_not_hold_the_console() {
     assert_eq!(closed, 5, "the console closed connections whose client does not read");
 }
 
+/// `planlock serve` tells its clients apart by address (it puts each request's in the request,
+/// `console::ClientAddr`): a client that keeps failing to sign in is locked out, and a person at
+/// another address still signs in with the right token.
+#[test]
+#[cfg(target_os = "linux")]
+fn failed_sign_ins_lock_out_their_own_address_only() {
+    let dir = sessions();
+    let console = serve(&["--sessions".as_ref(), dir.path().as_os_str()], &[]);
+    let target = console.addr.parse().unwrap();
+    // From 127.0.0.2: a form post, its status.
+    let from_other = |token: &str| -> u16 {
+        let mut stream = socket2_connect(target).expect("a connection from 127.0.0.2");
+        let (body, origin) = (format!("token={token}&name=mallory"), console.origin());
+        let head = format!(
+            "POST /login HTTP/1.1\r\nHost: {}\r\nOrigin: {origin}\r\nConnection: close\r\n\
+             Content-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\n\r\n",
+            console.addr,
+            body.len()
+        );
+        stream.write_all(format!("{head}{body}").as_bytes()).unwrap();
+        let mut reply = String::new();
+        stream.read_to_string(&mut reply).unwrap();
+        reply.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap()
+    };
+    for _ in 0..planlock::console::MAX_FAILURES {
+        assert_eq!(from_other("guess"), 401);
+    }
+    assert_eq!(from_other(TOKEN), 429, "127.0.0.2 is locked out, even with the right token");
+    // 127.0.0.1 is another client: not locked out.
+    let _cookie = console.sign_in("ada");
+}
+
 /// A connection to `target` from 127.0.0.2 (another client address on the loopback), if the
 /// console takes it.
 fn socket2_connect(target: std::net::SocketAddr) -> Option<TcpStream> {

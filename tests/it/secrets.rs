@@ -3,7 +3,7 @@
 //! stored, the model name, a redirect) and a URL with a password in it. After each run, the
 //! secret is searched in stdout, stderr, the JSON report, every file under the session root
 //! (the SQLite database and its WAL included) and the recorded spans: zero hits.
-#![cfg(all(feature = "openai"))]
+#![cfg(feature = "openai")]
 
 use crate::common;
 

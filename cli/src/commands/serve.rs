@@ -1,6 +1,9 @@
 //! `planlock serve`: the library's console ([`planlock::console`]) on a listening address, its
 //! token made here and printed once (or `PLANLOCK_CONSOLE_TOKEN`), on planlock's one I/O runtime.
 //! With `--access`, people sign in with their own tokens instead, and no console token is shown.
+//! The server is this command's own ([`server`]): the library gives the console as a service.
+
+mod server;
 
 use std::net::SocketAddr;
 
@@ -111,6 +114,6 @@ pub fn serve(
             });
         runtime.spawn(notifier.run(report));
     }
-    runtime.block_on(console.serve(listener));
+    runtime.block_on(server::accept(listener, console));
     Ok(EXIT_VALID)
 }

@@ -1,6 +1,7 @@
-//! The console's own server ([`Console::serve`](super::Console::serve)): connections accepted
-//! on a listener, at most [`MAX_CONNECTIONS`] at once and [`MAX_PER_CLIENT`] of one address,
-//! each closed when its client stops reading or sending.
+//! The console's own server, what `planlock serve` runs: connections accepted on a listener, at
+//! most [`MAX_CONNECTIONS`] at once and [`MAX_PER_CLIENT`] of one address, each closed when its
+//! client stops reading or sending. Each request goes to the library's [`Console`] (a tower
+//! `Service`) with its client's address, by which failed sign-ins are counted.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -8,10 +9,15 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hyper::Request;
+use planlock::console::{ClientAddr, Console};
+use tower_service::Service as _;
 
-use super::auth::ClientAddr;
-use super::service::{MAX_CONNECTIONS, MAX_HEADERS, MAX_PER_CLIENT, State, handle};
-
+/// The most connections held at once.
+pub const MAX_CONNECTIONS: usize = 64;
+/// The most connections one client address may hold at once: one client cannot take every slot.
+pub const MAX_PER_CLIENT: usize = 16;
+/// The most bytes of a request's headers.
+const MAX_HEADERS: usize = 16 << 10;
 /// How long a client has to send a request's headers.
 const HEADER_TIME: Duration = Duration::from_secs(10);
 /// How long a write may wait for a client that does not read (pipelined requests never read
@@ -55,10 +61,10 @@ impl Drop for ClientSlot {
     }
 }
 
-/// Serves connections until the process is stopped: at most [`MAX_CONNECTIONS`] at once, at
-/// most [`MAX_PER_CLIENT`] of one address; a connection whose client stops reading or sending
-/// is closed ([`WRITE_TIME`], [`IDLE_TIME`]).
-pub(super) async fn accept(listener: tokio::net::TcpListener, console: Arc<State>) {
+/// Serves `console` on `listener` until the process is stopped: at most [`MAX_CONNECTIONS`] at
+/// once, at most [`MAX_PER_CLIENT`] of one address; a connection whose client stops reading or
+/// sending is closed ([`WRITE_TIME`], [`IDLE_TIME`]). Runs on planlock's I/O runtime.
+pub async fn accept(listener: tokio::net::TcpListener, console: Console) {
     let slots = Arc::new(tokio::sync::Semaphore::new(MAX_CONNECTIONS));
     let clients = Arc::new(Mutex::new(HashMap::new()));
     loop {
@@ -72,8 +78,7 @@ pub(super) async fn accept(listener: tokio::net::TcpListener, console: Arc<State
             let service = hyper::service::service_fn(move |mut req: Request<hyper::body::Incoming>| {
                 // Who sends it, for the count of failed sign-ins.
                 req.extensions_mut().insert(ClientAddr(peer.ip()));
-                let console = console.clone();
-                async move { Ok::<_, std::convert::Infallible>(handle(&console, req).await) }
+                console.clone().call(req)
             });
             let mut stream = tokio_io_timeout::TimeoutStream::new(stream);
             stream.set_write_timeout(Some(WRITE_TIME));
