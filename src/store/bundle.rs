@@ -184,7 +184,7 @@ impl BundleManifest {
 }
 
 /// Builds a provider from what it needs to open its store.
-type Factory<P> = Arc<dyn Fn(&ProviderContext<'_>) -> Result<P, FactoryError> + Send + Sync>;
+pub(crate) type Factory<P> = Arc<dyn Fn(&ProviderContext<'_>) -> Result<P, FactoryError> + Send + Sync>;
 
 /// Why a provider's factory could not open its store.
 pub type FactoryError = Box<dyn std::error::Error + Send + Sync>;
@@ -213,7 +213,7 @@ pub type FactoryError = Box<dyn std::error::Error + Send + Sync>;
 /// ```
 #[derive(Clone)]
 pub struct StrategyResolver {
-    strategies: BTreeMap<String, Factory<Arc<dyn DynStrategyProvider>>>,
+    pub(crate) strategies: BTreeMap<String, Factory<Arc<dyn DynStrategyProvider>>>,
     memories: BTreeMap<String, Factory<Arc<dyn DynMemoryProvider>>>,
     /// The ids of the providers that rank with the embedder (and so pin it).
     embedding: BTreeSet<String>,
@@ -245,14 +245,7 @@ impl Default for StrategyResolver {
                     .into())
             }
         });
-        #[cfg(feature = "postgres")]
-        let resolver = resolver.memory(POSTGRES_MEMORY, |cx| match cx.database_session() {
-            Some(session) => Ok(super::postgres::PgStore::new(session.database(), session.key())),
-            None => Err(BundleError::NeedsDatabase.into()),
-        });
-        #[cfg(feature = "postgres")]
-        let resolver = postgres_semantic(resolver);
-        resolver
+        super::BACKEND_PROVIDERS.iter().fold(resolver, |resolver, register| register(resolver))
     }
 }
 
@@ -279,42 +272,11 @@ fn semantic_providers(resolver: StrategyResolver) -> StrategyResolver {
         .uses_embedder(STRATEGY)
 }
 
-/// `postgres-semantic` and `postgres-pgvector`, each as the memory provider and as the
-/// strategy: the session's namespace of the shared database, ranking by meaning with the
-/// embedder, exactly or with the pgvector tier's index.
-#[cfg(feature = "postgres")]
-fn postgres_semantic(resolver: StrategyResolver) -> StrategyResolver {
-    use super::postgres::{PGVECTOR_PROVIDER, PgStore, SEMANTIC_PROVIDER};
-    fn open(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
-        let embedder = cx.embedder.cloned().ok_or(
-            "it ranks by meaning and needs an embedder: give one with StrategyResolver::embedder \
-             (CLI: --embed-url and --embed-model, else the demo embedder)",
-        )?;
-        match cx.database_session() {
-            Some(session) => Ok(PgStore::new(session.database(), session.key()).by_meaning(embedder)),
-            None => Err(BundleError::NeedsDatabase.into()),
-        }
-    }
-    fn pgvector(cx: &ProviderContext<'_>) -> Result<PgStore, FactoryError> {
-        open(cx).map(|store| store.pgvector(crate::store::postgres::pgvector::DEFAULT_EF_SEARCH))
-    }
-    resolver
-        .memory(SEMANTIC_PROVIDER, open)
-        .strategy(SEMANTIC_PROVIDER, open)
-        .uses_embedder(SEMANTIC_PROVIDER)
-        .memory(PGVECTOR_PROVIDER, pgvector)
-        .strategy(PGVECTOR_PROVIDER, pgvector)
-        .uses_embedder(PGVECTOR_PROVIDER)
-}
-
 /// The store of the built-in strategy: the session root's SQLite database (an in-memory store
-/// without the `sqlite` feature), or the session's namespace of the shared database.
-#[cfg_attr(not(any(feature = "sqlite", feature = "postgres")), expect(unused_variables, reason = "in memory"))]
+/// without the `sqlite` feature); in a database session, the session's namespace of the shared
+/// database (`store::postgres`'s providers wrap this one).
+#[cfg_attr(not(feature = "sqlite"), expect(unused_variables, reason = "in memory"))]
 fn builtin_store(cx: &ProviderContext<'_>) -> Result<Arc<dyn DynStrategyProvider>, FactoryError> {
-    #[cfg(feature = "postgres")]
-    if let Some(session) = cx.database_session() {
-        return Ok(Arc::new(super::postgres::PgStore::new(session.database(), session.key())));
-    }
     #[cfg(feature = "sqlite")]
     if let Some(root) = cx.root() {
         return Ok(Arc::new(sqlite_at(root, cx.read_only)?));
@@ -497,18 +459,12 @@ impl StrategyResolver {
     }
 
     /// What the factories of `manifest`'s providers get at `place`.
-    fn context<'a>(&'a self, manifest: &'a BundleManifest, place: Place<'a>, read_only: bool) -> ProviderContext<'a> {
+    pub(crate) fn context<'a>(
+        &'a self,
+        manifest: &'a BundleManifest,
+        place: Place<'a>,
+        read_only: bool,
+    ) -> ProviderContext<'a> {
         ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref(), read_only }
-    }
-
-    /// `manifest`'s providers for `session` of a shared database: they work in its namespace
-    /// (its key) and in its cycles (their writes durable with its session save).
-    #[cfg(feature = "postgres")]
-    pub fn resolve_for_session(
-        &self,
-        manifest: &BundleManifest,
-        session: &crate::pg::PgSession,
-    ) -> Result<ResolvedStore, BundleError> {
-        self.open(manifest, &self.context(manifest, Place::Session(session), false))
     }
 }

@@ -36,6 +36,14 @@ pub use call::Call;
 pub use handlers::StoreHandlers;
 pub(crate) use handlers::step_failure;
 
+/// What each built-in backend beside the session roots adds to every
+/// [`StrategyResolver::default`](bundle::StrategyResolver) (its memory providers and strategies):
+/// listed here, where the backends' modules are declared, so that the resolver names none.
+const BACKEND_PROVIDERS: &[fn(bundle::StrategyResolver) -> bundle::StrategyResolver] = &[
+    #[cfg(feature = "postgres")]
+    postgres::providers::register,
+];
+
 /// A memory to store: what `PersistMemory` carries (stored under its call's idempotency key).
 #[derive(Debug, Clone, Copy)]
 pub struct NewMemory<'a> {

@@ -72,17 +72,6 @@ impl<'a> ProviderContext<'a> {
             Place::Session(_) => None,
         }
     }
-
-    /// The session of a shared PostgreSQL database the provider works in (its namespace is the
-    /// session's key, and a [`PgStore`](crate::store::postgres::PgStore) of it joins the
-    /// session's cycles); `None` under a session root.
-    #[cfg(feature = "postgres")]
-    pub fn database_session(&self) -> Option<&'a crate::pg::PgSession> {
-        match self.place {
-            Place::Session(session) => Some(session),
-            Place::Root(_) => None,
-        }
-    }
 }
 
 impl std::fmt::Debug for ProviderContext<'_> {

@@ -29,6 +29,7 @@ mod decisions;
 mod meaning;
 mod memories;
 pub mod pgvector;
+pub(crate) mod providers;
 
 use std::sync::Arc;
 
