@@ -1,8 +1,7 @@
 //! The console (CONTRACT §15): sessions, one session's cycles and the inbox in a web page, and
 //! the forms that approve or reject a pause. [`Console`] is a tower [`Service`](tower_service::Service) a program mounts
 //! in its own server (axum's `nest_service`, hyper through `hyper-util`'s adapter); `planlock
-//! serve` (the crate `planlock-cli`) runs it in a bounded server of its own (at most 64
-//! connections, 16 of one address, headers within 16 KiB and in 10 s). Each request is answered
+//! serve` (the crate `planlock-cli`) runs it in a bounded server of its own. Each request is answered
 //! on planlock's one I/O runtime ([`io_handle`](crate::io_handle)); a server that puts the
 //! client's address in the request ([`ClientAddr`]) has failed sign-ins counted per client.
 //!

@@ -693,7 +693,6 @@ fn a_store_with_only_a_snapshot_reads_every_record() {
     let mut rt = s.boot(Gate::default(), &model(false), true, None);
     let _ = paused(rt.run_cycle_blocking());
     let (own, only) = (s.records(), SnapshotOnly(s.records()));
-    let json = |v: &dyn erased::Json| v.json();
     block_on(async {
         assert_eq!(json(&only.load().await.unwrap()), json(&own.load().await.unwrap()));
         assert_eq!(json(&only.load_intervention().await.unwrap()), json(&own.load_intervention().await.unwrap()));
@@ -711,14 +710,7 @@ fn a_store_with_only_a_snapshot_reads_every_record() {
     assert_eq!(events(&s.log()), ["decided"]);
 }
 
-/// Records compared by their JSON (not every record type is `PartialEq`).
-mod erased {
-    pub trait Json {
-        fn json(&self) -> String;
-    }
-    impl<T: serde::Serialize> Json for T {
-        fn json(&self) -> String {
-            serde_json::to_string(self).unwrap()
-        }
-    }
+/// A record as JSON: what the comparisons above hold equal (not every record type is `PartialEq`).
+fn json<T: serde::Serialize>(record: &T) -> String {
+    serde_json::to_string(record).unwrap()
 }

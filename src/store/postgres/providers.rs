@@ -35,7 +35,7 @@ pub(crate) fn register(resolver: StrategyResolver) -> StrategyResolver {
     let mut resolver = resolver;
     let before = resolver.strategies.get(DEFAULT_STRATEGY).cloned();
     let builtin: Factory<Arc<dyn DynStrategyProvider>> = Arc::new(move |cx| match (cx.database_session(), &before) {
-        (Some(session), _) => Ok(Arc::new(PgStore::new(session.database(), session.key()))),
+        (Some(_), _) => Ok(Arc::new(store(cx)?)),
         (None, Some(before)) => before(cx),
         (None, None) => Err(BundleError::NeedsDatabase.into()),
     });
