@@ -13,11 +13,12 @@ use super::{
     AccessBook, Backend, BackendError, BackendFuture, BudgetBook, DeliveryClaim, DeliveryOutcome, Listed,
     OpenedSession, Outbox,
 };
+use crate::exec::SessionAt;
 use crate::session::{
     FileRecords, FileSessionStore, InstalledAccess, SessionRecords, SessionStore, Timestamp, is_root_name,
 };
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::store::provider::{Place, ResolvedStore};
+use crate::store::provider::ResolvedStore;
 
 /// Sessions as files: each session a root directory (`ops/runtime/…` for the session,
 /// `ops/store/…` for its stores) under one directory, named by its root's plain name there
@@ -234,7 +235,7 @@ impl Backend for FilesBackend {
     ) -> BackendFuture<'a, ResolvedStore> {
         Box::pin(async move {
             let root = self.existing_root(name)?;
-            Ok(resolver.resolve_to_read(manifest, Place::Root(&root))?)
+            Ok(resolver.resolve_to_read(manifest, SessionAt::Root(&root))?)
         })
     }
 }

@@ -12,12 +12,13 @@ use super::{
     Glance, Glances, Listed, Logged, OpenedSession, Outbox, PausedSession, Wake, Watch,
 };
 use crate::contract::registry::Failure;
+use crate::exec::SessionAt;
 use crate::pg::{Heard, PgDatabase, PgError, PgOptions, PgSession};
 use crate::session::Timestamp;
 use crate::session::postgres::{DEFAULT_LEASE, MAX_SESSION_KEY_BYTES, PgRecords, PgSessionStore};
 use crate::session::{SessionError, SessionRecords, SessionStore};
 use crate::store::bundle::{BundleError, BundleManifest, StrategyResolver};
-use crate::store::provider::{Place, ResolvedStore};
+use crate::store::provider::ResolvedStore;
 use tokio_postgres::types::Type;
 
 /// Sessions in a PostgreSQL database: each session a key (a tenant or conversation id, 1 to 256
@@ -192,7 +193,7 @@ impl Backend for PgBackend {
         Box::pin(async move {
             // A session of its own, whose cycle is never opened: nothing joins a worker's.
             let session = PgSession::new(&self.db, key(name)?);
-            Ok(resolver.resolve_to_read(manifest, Place::Session(&session))?)
+            Ok(resolver.resolve_to_read(manifest, SessionAt::Database(&session))?)
         })
     }
 

@@ -3,6 +3,7 @@
 //! executor with its cycle report ([`executor`]). What it may import is the layer test's to say
 //! (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs`).
 
+mod backend_cases;
 pub mod budget;
 mod cycle;
 pub mod executor;
@@ -15,3 +16,5 @@ pub(crate) mod report;
 mod shown;
 mod spans;
 pub mod validator;
+
+pub(crate) use backend_cases::{Held, SessionAt};

@@ -3,12 +3,13 @@
 //! the end of the cycle by value (docs/CONTRACT.md, "Sessions and the runtime").
 //!
 //! Layer 4, with the executor. The value is typed: what a backend holds for a cycle is one case
-//! of [`Held`] (PostgreSQL's cycle; files hold nothing); the cycle's account with its token
-//! budget goes beside it (`handler::InSession`). A store reads back only its own backend's case,
-//! and refuses a cycle of another session or database ([`CycleGuard::pg_of`]) instead of
-//! writing outside it.
+//! of `backend_cases::Held` (PostgreSQL's cycle; files hold nothing); the cycle's account with its
+//! token budget goes beside it (`handler::InSession`). A store reads back only its own backend's
+//! case, and refuses a cycle of another session or database instead of writing outside it.
 
 use std::time::Instant;
+
+use super::backend_cases::{Held, OnDrop};
 
 /// A cycle in progress on a session store, from
 /// [`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle): when it started,
@@ -33,40 +34,11 @@ pub struct CycleGuard {
     held: Held,
 }
 
-/// What a backend holds open for a cycle: one case per backend that holds anything.
-pub(crate) enum Held {
-    /// Nothing: the store's writes commit on their own (files, and stores outside planlock).
-    Nothing,
-    /// Nothing but what to run when the cycle ends ([`CycleGuard::ending`]): kept only to be
-    /// dropped with the guard.
-    Ending(#[expect(dead_code, reason = "held for its Drop")] OnDrop),
-    /// A PostgreSQL session's cycle: its kept writes and what its first read kept.
-    #[cfg(feature = "postgres")]
-    Pg(Box<crate::pg::cycle::PgCycle>),
-}
-
 impl std::fmt::Debug for CycleGuard {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CycleGuard").field("started", &self.started).field("holds", &self.holds()).finish()
     }
 }
-
-/// Runs its function when dropped: what [`CycleGuard::ending`] holds.
-pub(crate) struct OnDrop(Option<Box<dyn FnOnce() + Send + Sync>>);
-
-impl Drop for OnDrop {
-    fn drop(&mut self) {
-        if let Some(end) = self.0.take() {
-            end();
-        }
-    }
-}
-
-/// Why a store refuses the cycle it was handed: it is another session's, or another
-/// database's. Never written alone instead (the cycle's writes would then not commit together).
-#[cfg(feature = "postgres")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ForeignCycle;
 
 impl CycleGuard {
     /// The cycle of a store that holds nothing open for it, starting now.
@@ -91,10 +63,19 @@ impl CycleGuard {
         CycleGuard { started: Instant::now(), held: Held::Ending(OnDrop(Some(Box::new(end)))) }
     }
 
-    /// A PostgreSQL session's cycle, starting now.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn pg(cycle: crate::pg::cycle::PgCycle) -> CycleGuard {
-        CycleGuard { started: Instant::now(), held: Held::Pg(Box::new(cycle)) }
+    /// A cycle starting now, its backend holding `held`.
+    pub(crate) fn holding(held: Held) -> CycleGuard {
+        CycleGuard { started: Instant::now(), held }
+    }
+
+    /// What its backend holds for the cycle.
+    pub(crate) fn held(&self) -> &Held {
+        &self.held
+    }
+
+    /// What its backend holds for the cycle, taken out (the cycle ends with it).
+    pub(crate) fn into_held(self) -> Held {
+        self.held
     }
 
     /// When the cycle began.
@@ -106,39 +87,6 @@ impl CycleGuard {
     /// store whose writes commit on their own (a store of another backend refuses a cycle that
     /// holds something).
     pub fn holds(&self) -> bool {
-        match self.held {
-            Held::Nothing | Held::Ending(_) => false,
-            #[cfg(feature = "postgres")]
-            Held::Pg(_) => true,
-        }
-    }
-
-    /// The PostgreSQL cycle of session `key` in database `db`: `Ok(None)` when the guard holds
-    /// nothing (no cycle: write alone), refused when it holds another session's or database's.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn pg_of(
-        &self,
-        db: &crate::pg::PgDatabase,
-        key: &str,
-    ) -> Result<Option<&crate::pg::cycle::PgCycle>, ForeignCycle> {
-        match &self.held {
-            Held::Nothing | Held::Ending(_) => Ok(None),
-            Held::Pg(cycle) if cycle.is_of(db, key) => Ok(Some(cycle)),
-            Held::Pg(_) => Err(ForeignCycle),
-        }
-    }
-
-    /// [`pg_of`](Self::pg_of), taking the cycle out.
-    #[cfg(feature = "postgres")]
-    pub(crate) fn into_pg_of(
-        self,
-        db: &crate::pg::PgDatabase,
-        key: &str,
-    ) -> Result<Option<Box<crate::pg::cycle::PgCycle>>, ForeignCycle> {
-        match self.held {
-            Held::Nothing | Held::Ending(_) => Ok(None),
-            Held::Pg(cycle) if cycle.is_of(db, key) => Ok(Some(cycle)),
-            Held::Pg(_) => Err(ForeignCycle),
-        }
+        self.held.holds()
     }
 }

@@ -10,11 +10,12 @@ use std::sync::Arc;
 use serde::Deserialize;
 
 use super::memory::InMemoryStore;
-use super::provider::{DynMemoryProvider, DynStrategyProvider, Place, ProviderContext, ResolvedStore};
+use super::provider::{DynMemoryProvider, DynStrategyProvider, ProviderContext, ResolvedStore};
 #[cfg(feature = "sqlite")]
 use super::sqlite::SqliteStore;
 use crate::contract::registry::StepType;
 use crate::embed::Embedder;
+use crate::exec::SessionAt;
 use crate::fsread::{self, ReadError};
 
 /// The manifest file in a bundle directory.
@@ -444,7 +445,7 @@ impl StrategyResolver {
     /// `manifest`'s providers for the session root `root` (the bundle's folder as the manifest
     /// was loaded from).
     pub fn resolve(&self, manifest: &BundleManifest, root: &Path) -> Result<ResolvedStore, BundleError> {
-        self.open(manifest, &self.context(manifest, Place::Root(root), false))
+        self.open(manifest, &self.context(manifest, SessionAt::Root(root), false))
     }
 
     /// `manifest`'s providers at `place`, opened only to read (see
@@ -453,7 +454,7 @@ impl StrategyResolver {
     pub(crate) fn resolve_to_read(
         &self,
         manifest: &BundleManifest,
-        place: Place<'_>,
+        place: SessionAt<'_>,
     ) -> Result<ResolvedStore, BundleError> {
         self.open(manifest, &self.context(manifest, place, true))
     }
@@ -462,7 +463,7 @@ impl StrategyResolver {
     pub(crate) fn context<'a>(
         &'a self,
         manifest: &'a BundleManifest,
-        place: Place<'a>,
+        place: SessionAt<'a>,
         read_only: bool,
     ) -> ProviderContext<'a> {
         ProviderContext { place, bundle_dir: manifest.dir(), embedder: self.embedder.as_ref(), read_only }

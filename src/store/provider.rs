@@ -17,20 +17,10 @@ use super::{
 };
 use crate::contract::schema::{Anchor, Decision, Evidence, MemoryItem};
 use crate::embed::Embedder;
+use crate::exec::SessionAt;
 
 /// A boxed future of a provider's call.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
-
-/// Where a session lives, as its providers' factories are given it: a provider asks its context
-/// (`ProviderContext::root`, `ProviderContext::database_session`) for the place it can use.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Place<'a> {
-    /// Files under a session root (`ops/store/…`).
-    Root(&'a Path),
-    /// A session of a shared PostgreSQL database.
-    #[cfg(feature = "postgres")]
-    Session(&'a crate::pg::PgSession),
-}
 
 /// What a provider's factory gets to open its store: the session it serves (a root, or a
 /// database session: see [`root`](Self::root) and `database_session` (feature `postgres`)),
@@ -39,7 +29,7 @@ pub(crate) enum Place<'a> {
 #[derive(Clone, Copy)]
 pub struct ProviderContext<'a> {
     /// Where the session lives.
-    pub(crate) place: Place<'a>,
+    pub(crate) place: SessionAt<'a>,
     /// The bundle directory that holds `manifest.json`.
     pub bundle_dir: Option<&'a Path>,
     /// The embedder ([`StrategyResolver::embedder`](super::bundle::StrategyResolver::embedder)).
@@ -66,11 +56,7 @@ impl<'a> ProviderContext<'a> {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn root(&self) -> Option<&'a Path> {
-        match self.place {
-            Place::Root(root) => Some(root),
-            #[cfg(feature = "postgres")]
-            Place::Session(_) => None,
-        }
+        self.place.root()
     }
 }
 

@@ -104,7 +104,7 @@ impl PgBudget {
     /// is refused (never reserved or settled outside it).
     fn joined<'a>(&self, cycle: Option<&'a CycleGuard>) -> Result<Option<&'a PgCycle>, BudgetError> {
         let Some(cycle) = cycle else { return Ok(None) };
-        cycle.pg_of(&self.db, &self.key).map_err(|_| {
+        cycle.held().pg_of(&self.db, &self.key).map_err(|_| {
             self.unavailable(
                 "used",
                 "the cycle it was handed is another session's: use each session's own budget".into(),

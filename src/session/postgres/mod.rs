@@ -39,6 +39,7 @@ use super::{
     ApprovalEvent, CycleEntry, CycleGuard, EndOfCycle, HistoryEntry, Leaves, OpenError, ReservedSession, SessionError,
     SessionRecords, SessionState, SessionStore, StoreFuture,
 };
+use crate::exec::Held;
 use crate::pg::PgSession;
 use crate::pg::cycle::PgCycle;
 use crate::pg::writes::PendingWrite;
@@ -480,7 +481,7 @@ impl SessionStore for PgSessionStore {
         Ok(())
     }
     fn begin_cycle(&self) -> StoreFuture<'_, CycleGuard> {
-        super::store::ready(Ok(CycleGuard::pg(PgCycle::new(&self.session))))
+        super::store::ready(Ok(CycleGuard::holding(Held::pg(PgCycle::new(&self.session)))))
     }
     // The end of a cycle is one batch: the pause's outcome (its `paused` notice first, made from
     // the record still on the row), then the compare-and-set, which writes the state (the
@@ -521,10 +522,11 @@ impl SessionStore for PgSessionStore {
             };
             // A cycle of another session is refused (and dropped: rolled back), never written
             // alone.
-            let in_cycle = match cycle.into_pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
-                Some(cycle) => InCycle::Commit(cycle),
-                None => InCycle::Alone,
-            };
+            let in_cycle =
+                match cycle.into_held().into_pg_of(&self.records.db, &self.records.key).map_err(|_| self.foreign())? {
+                    Some(cycle) => InCycle::Commit(cycle),
+                    None => InCycle::Alone,
+                };
             self.write_with(doing, set, &params, in_cycle, Ending { outcome, entry }).await?;
             Ok(saved)
         })

@@ -109,7 +109,7 @@ impl PgStore {
     /// session or database is refused (its writes would not commit with it).
     fn cycle<'a>(&self, call: &Call<'a>) -> Result<Option<&'a PgCycle>, StoreError> {
         let Some(cycle) = call.cycle() else { return Ok(None) };
-        cycle.pg_of(&self.db, &self.namespace).map_err(|_| {
+        cycle.held().pg_of(&self.db, &self.namespace).map_err(|_| {
             StoreError::Backend(format!(
                 "the memory store of namespace {} was handed another session's cycle; it reads and writes only in its own session's cycles",
                 crate::text::printable(&self.namespace)

@@ -6,11 +6,12 @@
 use std::sync::Arc;
 
 use super::{PGVECTOR_PROVIDER, PgStore, SEMANTIC_PROVIDER};
+use crate::exec::SessionAt;
 use crate::pg::PgSession;
 use crate::store::bundle::{
     BundleError, BundleManifest, DEFAULT_STRATEGY, Factory, FactoryError, POSTGRES_MEMORY, StrategyResolver,
 };
-use crate::store::provider::{DynStrategyProvider, Place, ProviderContext, ResolvedStore};
+use crate::store::provider::{DynStrategyProvider, ProviderContext, ResolvedStore};
 
 /// `resolver` with the PostgreSQL providers; the built-in strategy opens the session's
 /// namespace of the database in a database session, and what it opened before elsewhere.
@@ -58,7 +59,7 @@ impl StrategyResolver {
         manifest: &BundleManifest,
         session: &PgSession,
     ) -> Result<ResolvedStore, BundleError> {
-        self.open(manifest, &self.context(manifest, Place::Session(session), false))
+        self.open(manifest, &self.context(manifest, SessionAt::Database(session), false))
     }
 }
 
@@ -68,8 +69,8 @@ impl<'a> ProviderContext<'a> {
     /// session root.
     pub fn database_session(&self) -> Option<&'a PgSession> {
         match self.place {
-            Place::Session(session) => Some(session),
-            Place::Root(_) => None,
+            SessionAt::Database(session) => Some(session),
+            SessionAt::Root(_) => None,
         }
     }
 }
