@@ -48,6 +48,12 @@ impl PgBackend {
         PgBackend::connect_scoped(url, None, true).await
     }
 
+    /// [`connect`](Self::connect) as [`backend::connect`](super::connect) makes a database's
+    /// backend.
+    pub(super) fn connect_url<'a>(url: &'a str, tenant: Option<&'a str>) -> BackendFuture<'a, Arc<dyn Backend>> {
+        Box::pin(async move { Ok(Arc::new(PgBackend::connect(url, tenant).await?) as Arc<dyn Backend>) })
+    }
+
     async fn connect_scoped(url: &str, tenant: Option<&str>, all_tenants: bool) -> Result<PgBackend, BackendError> {
         let options = PgOptions { tenant: tenant.map(str::to_owned), all_tenants, ..PgOptions::default() };
         Ok(PgBackend { db: PgDatabase::connect_async(url, options).await? })

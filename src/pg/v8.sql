@@ -5,7 +5,7 @@
 -- Each function claims the write's key (`planlock_claim_write`: two workers writing one key at
 -- once take turns), returns what an earlier write under the key returned, or checks, changes
 -- and records the key, all in the caller's transaction. The checks and their messages are the
--- rules of `src/store/write.rs` and `check_version` (`src/store/mod.rs`), which the SQLite and
+-- rules of `src/store/write.rs` (its `check_version` too), which the SQLite and
 -- in-memory stores run; the conformance suite and `tests/postgres` hold the two to the same
 -- answers. A refusal raises, so a COMMIT sent in the same batch rolls the cycle back:
 --   PLC01  a conflict (StoreError::Conflict)

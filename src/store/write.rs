@@ -18,7 +18,7 @@
 
 use std::future::Future;
 
-use super::{StoreError, check_version, same_decision};
+use super::StoreError;
 use crate::contract::schema::{Anchor, Decision, Evidence};
 use crate::hash::IdempotencyKey;
 
@@ -229,4 +229,47 @@ pub(crate) async fn link<R: WriteRows>(
     }
     rows.apply(&[Change::InsertLink(anchor)], key, "linked").await?;
     Ok("linked".to_owned())
+}
+
+/// Whether two versions are the same write (whether one is still active is the store's business).
+fn same_decision(a: &Decision, b: &Decision) -> bool {
+    (&a.id, &a.root_id, a.version, &a.text, &a.strength, &a.scope, &a.previous_version_id)
+        == (&b.id, &b.root_id, b.version, &b.text, &b.strength, &b.scope, &b.previous_version_id)
+}
+
+/// The version rules of a new decision against the stored ones (docs/CONTRACT.md, "Storage
+/// behind ports"): a new root starts at version 1 with no active version; a next version names
+/// the root's active version and carries its version + 1.
+fn check_version(stored: &[Decision], decision: &Decision) -> Result<(), StoreError> {
+    let active = stored.iter().find(|d| d.root_id == decision.root_id && d.is_active);
+    match (&decision.previous_version_id, active) {
+        (None, None) if decision.version.get() == 1 => Ok(()),
+        (None, None) => Err(StoreError::Conflict(format!(
+            "decision `{}` starts root `{}` but has version {}, not 1",
+            decision.id,
+            decision.root_id,
+            decision.version.get()
+        ))),
+        (None, Some(a)) => Err(StoreError::Conflict(format!(
+            "decision `{}` starts root `{}`, which already has the active version `{}`; name it as previousVersionId",
+            decision.id, decision.root_id, a.id
+        ))),
+        (Some(previous), Some(a)) if &a.id == previous => {
+            if decision.version.get() == a.version.get() + 1 {
+                Ok(())
+            } else {
+                Err(StoreError::Conflict(format!(
+                    "decision `{}` follows version {} of root `{}` but has version {}",
+                    decision.id,
+                    a.version.get(),
+                    decision.root_id,
+                    decision.version.get()
+                )))
+            }
+        }
+        (Some(previous), _) => Err(StoreError::Conflict(format!(
+            "decision `{}` follows `{previous}`, which is not the active version of root `{}`",
+            decision.id, decision.root_id
+        ))),
+    }
 }
