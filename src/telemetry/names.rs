@@ -145,3 +145,7 @@ pub const METRIC_BUDGET_RESERVATIONS: &str = "planlock.budget.reservations";
 /// Model calls a budget refused, by `error.type` (`budget-exhausted`, `budget-unavailable`;
 /// `{refusal}`).
 pub const METRIC_BUDGET_REFUSALS: &str = "planlock.budget.refusals";
+
+/// The environment variable that turns content capture on in the CLI, as the GenAI conventions'
+/// instrumentations name it.
+pub const CAPTURE_CONTENT_ENV: &str = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT";

@@ -12,6 +12,9 @@ use crate::store::meaning::{blob, embed_one, lower_words, order_decisions, usabl
 use crate::store::sqlite::{SqliteStore, backend};
 use crate::store::{Call, DecisionContext, DecisionContextProviderPort, DecisionWritePort, StoreError};
 
+/// The strategy's id.
+pub const STRATEGY: &str = "semantic-sql";
+
 /// The strategy `semantic-sql`: the decisions `hierarchical-sql` would load (the same scopes, the
 /// active versions), ordered by meaning and words together instead of by scope (see the module
 /// docs); their anchors as before.

@@ -5,13 +5,23 @@ use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::ensure_vectors;
 use super::index::Index;
-use super::{COMMON_AT, MAX_COMMON_WORDS, ensure_vectors};
 use crate::contract::schema::MemoryItem;
 use crate::embed::{Embedder, Purpose};
 use crate::store::meaning::{CANDIDATES, blob, embed_one, fuse, memory_text};
 use crate::store::sqlite::{SqliteStore, backend};
 use crate::store::{Call, MemoryRepositoryPort, NewMemory, StoreError, query_words};
+
+/// The memory provider's id.
+pub const MEMORY_PROVIDER: &str = "sqlite-semantic";
+
+/// A word in at least this many memories (or a tenth of them, if more) is common: left out of
+/// the word ranking.
+pub const COMMON_AT: i64 = 1000;
+
+/// How many common words a provider remembers (`memory::CommonWords`); past it, it starts over.
+const MAX_COMMON_WORDS: usize = 4096;
 
 /// Words found common, each with how many memories it was counted in (at least). Memories are
 /// never deleted, so a word's count only grows: while what was counted still passes the
