@@ -65,8 +65,8 @@ pub trait OpenedSession: fmt::Debug + Send + Sync {
     fn budget(&self) -> Arc<dyn TokenBudget>;
 }
 
-/// Where sessions live; see the [module docs](super). Two implementations: [`FilesBackend`](super::FilesBackend) and
-/// `PgBackend` (feature `postgres`).
+/// Where sessions live; see the [module docs](super). Two implementations:
+/// [`FilesBackend`](super::FilesBackend) and `PgBackend` (feature `postgres`).
 ///
 /// ```
 /// # planlock::block_on(async {

@@ -7,7 +7,8 @@
 //!
 //! - `RepoScan` really scans the directory: the file count, and a SHA-256 over every file's
 //!   relative path and content as `versionId`.
-//! - Memory and decisions live in an [`InMemoryStore`](crate::store::memory::InMemoryStore) behind the real storage handlers.
+//! - Memory and decisions live in an [`InMemoryStore`](crate::store::memory::InMemoryStore) behind
+//!   the real storage handlers.
 //! - `PromptAssemble` renders the template with minijinja (feature `prompts`, on by default;
 //!   [`substitute`] without it); `LLMCall` echoes deterministically.
 //! - Any step type can be made to fail, to show the failure semantics.

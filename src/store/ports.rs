@@ -111,8 +111,8 @@ pub trait DecisionWritePort: Send + Sync + 'static {
     fn link(&self, call: &Call<'_>, anchor: &Anchor) -> impl Future<Output = Result<String, StoreError>> + Send;
 }
 
-/// A store behind all three ports: what [`StoreHandlers`](super::StoreHandlers) runs the storage steps on. Every type
-/// that implements the three implements it.
+/// A store behind all three ports: what [`StoreHandlers`](super::StoreHandlers) runs the storage
+/// steps on. Every type that implements the three implements it.
 ///
 /// ```
 /// fn takes_a_store<S: planlock::store::Storage>(_: &S) {}

@@ -9,14 +9,17 @@
 //!   runs; taken over once it has run out.
 //! - Every write is one `UPDATE … WHERE row_version = $seen AND lease_owner = $me`: a worker whose
 //!   lease was taken over (it stalled past it) finds no row to update, writes nothing, and gets
-//!   [`SessionError::Fenced`](crate::session::SessionError::Fenced) (FailFast). Each write also extends the lease.
-//! - A cycle is one value: the store begins it ([`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle)), the runtime keeps
-//!   it and hands it to the cycle's steps, and the stores of the session (its [`PgSession`](crate::pg::PgSession)) join
-//!   it: the cycle's writes are kept in it and sent with the end of the cycle
-//!   ([`SessionStore::end_cycle`](crate::session::SessionStore::end_cycle): the session state or the record of the pause, and the pin due,
-//!   in its compare-and-set), after that compare-and-set and before its COMMIT, in one round
-//!   trip; a write that fails there is its step's ([`SessionError::StepWrite`](crate::session::SessionError::StepWrite)), and a cycle that
-//!   ends otherwise sends nothing.
+//!   [`SessionError::Fenced`](crate::session::SessionError::Fenced) (FailFast). Each write also
+//!   extends the lease.
+//! - A cycle is one value: the store begins it
+//!   ([`SessionStore::begin_cycle`](crate::session::SessionStore::begin_cycle)), the runtime keeps
+//!   it and hands it to the cycle's steps, and the stores of the session (its
+//!   [`PgSession`](crate::pg::PgSession)) join it: the cycle's writes are kept in it and sent with
+//!   the end of the cycle ([`SessionStore::end_cycle`](crate::session::SessionStore::end_cycle):
+//!   the session state or the record of the pause, and the pin due, in its compare-and-set), after
+//!   that compare-and-set and before its COMMIT, in one round trip; a write that fails there is its
+//!   step's ([`SessionError::StepWrite`](crate::session::SessionError::StepWrite)), and a cycle
+//!   that ends otherwise sends nothing.
 //! - Dropping the store gives the lease back, so the next worker need not wait for it to run out.
 //! - The store holds no connection between its operations: each takes one from the pool and
 //!   gives it back, so a worker keeps as many sessions open as it likes on a few connections.

@@ -10,13 +10,13 @@
 //! statement, a write function of the schema (`v8.sql`: it claims the key, checks, changes and
 //! records it, the rules of `store::write`), and never happens twice under its key.
 //!
-//! A call made in a cycle of the store's session (the cycle its session store began, handed to
-//! the store with the call: [`Call::cycle`](crate::store::Call::cycle)) joins that cycle: its writes are kept in the cycle
-//! and travel with the session save and its COMMIT, in one round trip (CONTRACT §13; see
-//! `crate::pg::writes`), or go with the record of a pause; and its memory search reads ahead,
-//! in the same read-only transaction, the decision context for the cycle's decision load and
-//! which of the cycle's keys are written. A call outside such a cycle writes in a transaction of
-//! its own: `BEGIN`, the statement and `COMMIT`, one round trip.
+//! A call made in a cycle of the store's session (the cycle its session store began, handed to the
+//! store with the call: [`Call::cycle`](crate::store::Call::cycle)) joins that cycle: its writes
+//! are kept in the cycle and travel with the session save and its COMMIT, in one round trip
+//! (CONTRACT §13; see `crate::pg::writes`), or go with the record of a pause; and its memory search
+//! reads ahead, in the same read-only transaction, the decision context for the cycle's decision
+//! load and which of the cycle's keys are written. A call outside such a cycle writes in a
+//! transaction of its own: `BEGIN`, the statement and `COMMIT`, one round trip.
 //!
 //! With an embedder ([`PgStore::by_meaning`]: the provider `postgres-semantic`) the store also
 //! ranks by meaning, exactly, fused with the words (see `meaning`'s docs and docs/CONTRACT.md,

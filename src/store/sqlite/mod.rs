@@ -4,12 +4,12 @@
 //! foreign keys on, every write in one immediate transaction. Memories are searched with FTS5 and
 //! BM25, every word of the input quoted, so no text reaches the query syntax.
 //!
-//! The store opens only its own file (CONTRACT §11): the database and the folders between the
-//! root and it are never followed through a symbolic link, and a file that is not planlock's
-//! database (another program's, by its tables or `application_id`) is refused before anything is
-//! written to it ([`StoreError::Refused`](crate::store::StoreError::Refused)). A [read-only](SqliteStore::read_only) store, as the
-//! CLI's `memory search` and `decisions` use, opens the file read-only: no WAL switch, no
-//! schema, no file created.
+//! The store opens only its own file (CONTRACT §11): the database and the folders between the root
+//! and it are never followed through a symbolic link, and a file that is not planlock's database
+//! (another program's, by its tables or `application_id`) is refused before anything is written to
+//! it ([`StoreError::Refused`](crate::store::StoreError::Refused)). A
+//! [read-only](SqliteStore::read_only) store, as the CLI's `memory search` and `decisions` use,
+//! opens the file read-only: no WAL switch, no schema, no file created.
 //!
 //! SQLite calls block, so each runs on a thread where blocking is allowed (the `blocking`
 //! crate's pool) and is awaited: an async executor is never stalled, and a step's deadline still
