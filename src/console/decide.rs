@@ -13,7 +13,7 @@ use super::flash::Flash;
 use super::pages::{EditKept, row_anchor};
 use super::posted::Posted;
 use super::rules::Rules;
-use super::service::State;
+use super::state::State;
 use super::templates::url_segment;
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter};

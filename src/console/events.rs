@@ -1,7 +1,7 @@
 //! `GET /events`: the pages' live updates (CONTRACT §15), a `text/event-stream` a page's script
 //! opens with `EventSource`. Twice a second the stream looks at the console's pulse — how many
 //! pauses wait, and a fingerprint of every pause's state and the sessions' first page — read at
-//! most once per [`FRESH`](super::view::FRESH) for all streams together; when it changed (or
+//! most once per [`FRESH`](super::cache::FRESH) for all streams together; when it changed (or
 //! the count of pauses waiting for the stream's person did), it sends `{"pending": N,
 //! "version": "…"}` and the page reads the rows that changed. A stream is
 //! a task and a channel of four messages: no thread, a few hundred bytes, and it ends when the
@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use hyper::body::{Body, Bytes, Frame};
 
-use super::service::State;
+use super::state::State;
 
 /// How often a stream looks at the pulse (kept for all streams, at most 2 s old): a change is
 /// sent within 2.5 s.

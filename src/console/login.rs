@@ -10,7 +10,7 @@ use super::auth::{COOKIE, LOGIN_LIFE, Refusal};
 use super::pages;
 use super::posted::Posted;
 use super::rules::Rules;
-use super::service::State;
+use super::state::State;
 
 /// The name a read-only console's reader signs in under when they give none (they decide nothing).
 const READER: &str = "reader";

@@ -16,6 +16,7 @@
 
 mod answer;
 mod auth;
+mod cache;
 mod decide;
 mod events;
 mod flash;
@@ -27,6 +28,7 @@ mod read;
 mod routes;
 mod rules;
 mod service;
+mod state;
 mod templates;
 mod view;
 

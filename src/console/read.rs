@@ -1,5 +1,5 @@
 //! The console's pages as answers: each reads what it shows through the console's views
-//! (`view.rs`: at most [`FRESH`](super::view::FRESH) old, measured from the request) and renders
+//! (`view.rs`: at most [`FRESH`](super::cache::FRESH) old, measured from the request) and renders
 //! it (`pages/`); a session or pause that is not there is a 404 naming it.
 
 use std::sync::Arc;
@@ -11,7 +11,7 @@ use super::answer::{Answer, html, refused, respond_with};
 use super::events;
 use super::flash::Flash;
 use super::pages::{self, Forms, PAUSES_PER_PAGE, PER_PAGE};
-use super::service::State;
+use super::state::State;
 use crate::contract::registry::Failure;
 use crate::review::inbox::{InboxError, InboxFilter, PendingPause, Show};
 use crate::review::overview::SessionStatus;

@@ -8,26 +8,16 @@ use hyper::{Request, StatusCode};
 use tower_service::Service;
 
 use super::answer::{Answer, redirect, refused, respond};
-use super::auth::{self, Auth, Login, PROXY_SECRET_HEADER};
+use super::auth::{self, Auth, PROXY_SECRET_HEADER};
+use super::cache::Cache;
 use super::options::{ConsoleError, ConsoleOptions, MIN_TOKEN_CHARS, identity_header};
-use super::pages::Forms;
 use super::posted::{MAX_EDIT_BODY, posted, posted_within};
 use super::routes::Route;
-use super::rules::{LiveRules, Rules, Source};
-use super::{decide, flash, login, read, view};
+use super::rules::{LiveRules, Source};
+use super::state::State;
+use super::{decide, flash, login, read};
 use crate::review::inbox::Inbox;
 use crate::text::printable;
-
-/// What every request of one console shares.
-pub(super) struct State {
-    pub(super) inbox: Inbox,
-    pub(super) auth: Auth,
-    pub(super) rules: LiveRules,
-    pub(super) read_only: bool,
-    pub(super) cache: view::Cache,
-    pub(super) flashes: flash::Flashes,
-    pub(super) trace_url: Option<String>,
-}
 
 /// The console of an [`Inbox`]'s sessions, signed in with `token`: a tower [`Service`] of HTTP
 /// requests; see the [module docs](crate::console).
@@ -89,7 +79,7 @@ impl Console {
             inbox,
             auth: Auth::new(token, options.user_header, options.proxy_secret),
             read_only: options.read_only,
-            cache: view::Cache::default(),
+            cache: Cache::default(),
             flashes: flash::Flashes::default(),
             trace_url: options.trace_url,
         };
@@ -207,21 +197,5 @@ fn sign_in_then<B>(req: &Request<B>) -> String {
             ["/login?", &form_urlencoded::Serializer::new(String::new()).append_pair("next", &next).finish()].concat()
         }
         _ => "/login".to_owned(),
-    }
-}
-
-impl State {
-    /// What a page's forms need for `login`: its CSRF token, who it is, where it may decide.
-    pub(super) fn forms<'a>(&'a self, login: &'a Login, rules: &'a Rules) -> Forms<'a> {
-        Forms { login, read_only: self.read_only, rules }
-    }
-}
-
-impl State {
-    /// The session a path segment names (decoded): under a directory, one plain name of a root
-    /// there (no separator, no `..`: nothing outside the directory); in a database, a key (1 to
-    /// 256 bytes).
-    pub(super) fn session_name(&self, name: String) -> Option<String> {
-        self.inbox.backend().is_session_name(&name).then_some(name)
     }
 }

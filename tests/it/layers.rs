@@ -144,12 +144,35 @@ fn paths_of(text: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
 
 /// The `crate::a::b` paths of a file's code: comments and the unit-test module left out.
 fn crate_paths(text: &str) -> Vec<(usize, Vec<String>)> {
-    relative_paths(text, "crate::")
+    relative_paths(text, "crate::").into_iter().filter(|(_, p)| !p.is_empty()).collect()
 }
 
 /// The paths after `prefix` (`crate::`, `super::`) in a file's code, their first two segments:
-/// comments and the unit-test module left out.
+/// each path of a group (`super::{decide, login}`, over as many lines as it takes) on its own, a
+/// group's `self` as the empty path; comments and the unit-test module left out.
 fn relative_paths(text: &str, prefix: &str) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    for (n, code) in statements(text) {
+        let mut rest = code.as_str();
+        while let Some(at) = rest.find(prefix) {
+            let before = &rest[..at];
+            rest = &rest[at + prefix.len()..];
+            // `serde_json::...` and the like are not this crate; `super::super::` is read as one.
+            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
+                continue;
+            }
+            for mut path in expand(rest) {
+                path.truncate(2);
+                out.push((n + 1, path));
+            }
+        }
+    }
+    out
+}
+
+/// A file's code, a line at a time (with its index), a `use` whose group spans lines joined into
+/// one: comments, hidden re-exports and the unit-test module left out.
+fn statements(text: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
     let mut lines = text.lines().enumerate().peekable();
     let mut hidden = false;
@@ -170,27 +193,60 @@ fn relative_paths(text: &str, prefix: &str) -> Vec<(usize, Vec<String>)> {
         if code.starts_with("//") {
             continue;
         }
-        let code = code.split(" // ").next().unwrap_or(code);
-        let mut rest = code;
-        while let Some(at) = rest.find(prefix) {
-            let before = &rest[..at];
-            rest = &rest[at + prefix.len()..];
-            // `serde_json::...` and the like are not this crate; `super::super::` is read as one.
-            if before.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                continue;
-            }
-            let segments: Vec<String> = rest
-                .split("::")
-                .map(|s| s.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect::<String>())
-                .take_while(|s| !s.is_empty())
-                .take(2)
-                .collect();
-            if !segments.is_empty() {
-                out.push((n + 1, segments));
+        let mut code = code.split(" // ").next().unwrap_or(code).to_owned();
+        let open = |c: &str| c.matches('{').count() > c.matches('}').count();
+        if code.starts_with("use ") || code.starts_with("pub use ") || code.starts_with("pub(") {
+            while code.contains("use ") && open(&code) {
+                let Some((_, more)) = lines.next() else { break };
+                code.push(' ');
+                code.push_str(more.trim());
             }
         }
+        out.push((n, code));
     }
     out
+}
+
+/// The paths a use tree names, from the text after its prefix: `a::b` is one, `{a, b::{c, d}}`
+/// is `a`, `b::c` and `b::d`, `self` the empty path; what follows the tree is passed over.
+fn expand(text: &str) -> Vec<Vec<String>> {
+    let text = text.trim_start();
+    if let Some(group) = text.strip_prefix('{') {
+        let mut out = Vec::new();
+        let (mut depth, mut start) = (0usize, 0);
+        for (at, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => {
+                    out.extend(expand(&group[start..at]));
+                    return out;
+                }
+                '}' => depth -= 1,
+                ',' if depth == 0 => {
+                    out.extend(expand(&group[start..at]));
+                    start = at + 1;
+                }
+                _ => {}
+            }
+        }
+        out.extend(expand(&group[start..]));
+        return out;
+    }
+    let name: String = text.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+    match name.as_str() {
+        "" => vec![],
+        "self" => vec![vec![]],
+        _ => match text[name.len()..].strip_prefix("::").map(expand) {
+            Some(inner) if !inner.is_empty() => inner
+                .into_iter()
+                .map(|mut path| {
+                    path.insert(0, name.clone());
+                    path
+                })
+                .collect(),
+            _ => vec![vec![name]],
+        },
+    }
 }
 
 #[test]
@@ -262,7 +318,17 @@ fn imports_go_down_the_layers_and_never_in_a_circle() {
         }
     }
     if removed < waiting.len() {
-        let cyclic: Vec<String> = waiting.iter().filter(|(_, n)| **n > 0).map(|(m, _)| m.join("::")).collect();
+        // What is left holds the circles and what they import; peel off, again and again, what
+        // imports nothing left, so that the message names the circles alone.
+        let mut left: BTreeSet<&Vec<String>> = waiting.iter().filter(|(_, n)| **n > 0).map(|(m, _)| *m).collect();
+        while let Some(end) = left
+            .iter()
+            .find(|m| edges.get(**m).is_none_or(|targets| targets.iter().all(|t| !left.contains(t))))
+            .copied()
+        {
+            left.remove(end);
+        }
+        let cyclic: Vec<String> = left.iter().map(|m| m.join("::")).collect();
         problems.push(format!("these modules import each other in a circle: {}", cyclic.join(", ")));
     }
     assert!(problems.is_empty(), "layering broken:\n{}", problems.join("\n"));
@@ -279,6 +345,25 @@ fn the_checker_reads_super_paths_from_the_file_they_are_in() {
     );
     let root = paths_of("use super::exec::Cycle;", &module("session"));
     assert_eq!(root[0].1.join("::"), "exec::Cycle");
+    // A group names each of its modules, over as many lines as it takes (the console's circle of
+    // `service` and its handlers hid in one: `use super::{decide, login};`).
+    let service = paths_of(
+        "use super::{decide, login};\nuse super::{\n    auth::{self, Auth},\n    rules::Rules,\n};\nuse crate::review::{inbox::Inbox, DecideError};",
+        &module("console::service"),
+    );
+    let named: Vec<String> = service.iter().map(|(line, p)| format!("{line}:{}", p.join("::"))).collect();
+    assert_eq!(
+        named,
+        [
+            "1:console::decide",
+            "1:console::login",
+            "2:console::auth",
+            "2:console::auth",
+            "2:console::rules",
+            "6:review::DecideError",
+            "6:review::inbox"
+        ]
+    );
 }
 
 #[test]
