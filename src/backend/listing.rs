@@ -1,8 +1,8 @@
-//! What every backend's listings are made of, written once above the backends: the paused
-//! sessions, the sessions at a glance and the recent events of their records, each read from
-//! every session's [`SessionRecords`] ([`Backend::sessions`](super::Backend::sessions)). A
-//! backend that can say one of them in one statement (PostgreSQL) overrides it; a new backend
-//! gets them by listing its sessions.
+//! What every backend's listings are made of, written once above the backends: the paused sessions,
+//! the sessions at a glance and the recent events of their records, each read from every session's
+//! [`SessionRecords`](crate::session::SessionRecords)
+//! ([`Backend::sessions`](super::Backend::sessions)). A backend that can say one of them in one
+//! statement (PostgreSQL) overrides it; a new backend gets them by listing its sessions.
 
 use super::{BackendError, Glance, Glances, Listed, Logged, PausedSession};
 use crate::session::{ApprovalEvent, PauseRef};

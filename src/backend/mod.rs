@@ -1,14 +1,14 @@
 //! Where sessions live (CONTRACT §12, §14, §15): one [`Backend`] — files under a directory, or a
-//! PostgreSQL database — made from one place with [`connect`] (`./sessions` or `postgres://…`),
-//! as object_store makes a store from a URL. Whatever a program does with sessions goes through
-//! it: open one to run its cycles (its store, with the lock or lease), read one's records
-//! without disturbing a worker, read its memories and decisions through the providers its pin
-//! names, list the paused ones and every one at a glance. The CLI parses its flags into one, the
-//! console holds one, an embedding program calls the same [`connect`].
+//! PostgreSQL database — made from one place with [`connect`](fn@connect) (`./sessions` or
+//! `postgres://…`), as object_store makes a store from a URL. Whatever a program does with sessions
+//! goes through it: open one to run its cycles (its store, with the lock or lease), read one's
+//! records without disturbing a worker, read its memories and decisions through the providers its
+//! pin names, list the paused ones and every one at a glance. The CLI parses its flags into one,
+//! the console holds one, an embedding program calls the same [`connect`](fn@connect).
 //!
-//! The difference between the places lives in the two backend files only
-//! ([`FilesBackend`], `PgBackend` with the feature `postgres`); what is the same everywhere (the pin and embedder check of
-//! a read) is written once here.
+//! The difference between the places lives in the two backend files only ([`FilesBackend`],
+//! `PgBackend` with the feature `postgres`); what is the same everywhere (the pin and embedder
+//! check of a read) is written once, in `read_stores.rs`.
 //!
 //! Layer 6 (CONTRIBUTING.md, "The layers"; `tests/it/layers.rs` holds them).
 
@@ -39,8 +39,8 @@ pub use traits::{Backend, BackendFuture, Glance, Glances, Listed, OpenedSession,
 pub use watch::{MAX_WOKEN, Wake, Watch, Woken};
 
 /// The backends built in that keep sessions in a database, each with how it is made from a URL
-/// ([`connect`] uses the first): listed here, where the backends' modules are declared, so that
-/// `connect` names none.
+/// ([`connect`](fn@connect) uses the first): listed here, where the backends' modules are declared,
+/// so that `connect` names none.
 const DATABASE_BACKENDS: &[connect::Connector] = &[
     #[cfg(feature = "postgres")]
     postgres::PgBackend::connect_url,

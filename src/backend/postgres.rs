@@ -48,7 +48,7 @@ impl PgBackend {
         PgBackend::connect_scoped(url, None, true).await
     }
 
-    /// [`connect`](Self::connect) as [`backend::connect`](super::connect) makes a database's
+    /// [`connect`](Self::connect) as [`backend::connect`](fn@super::connect) makes a database's
     /// backend.
     pub(super) fn connect_url<'a>(url: &'a str, tenant: Option<&'a str>) -> BackendFuture<'a, Arc<dyn Backend>> {
         Box::pin(async move { Ok(Arc::new(PgBackend::connect(url, tenant).await?) as Arc<dyn Backend>) })

@@ -102,7 +102,7 @@ pub trait Backend: fmt::Debug + Send + Sync {
     fn records<'a>(&'a self, name: &'a str) -> BackendFuture<'a, Box<dyn SessionRecords>>;
 
     /// The stores of `manifest`'s providers for session `name`, opened only to read (nothing
-    /// created, no lock, no lease). See [`read_stores`](super::read_stores) for the pinned bundle.
+    /// created, no lock, no lease). See [`read_stores`](fn@super::read_stores) for the pinned bundle.
     fn stores_to_read<'a>(
         &'a self,
         name: &'a str,

@@ -177,7 +177,8 @@ pub(super) async fn session(console: &Arc<State>, name: &str, forms: &Forms<'_>)
     }
 }
 
-/// `GET /events`: the pulse of the sessions, as a `text/event-stream` ([`events`]).
+/// `GET /events`: the pulse of the sessions, as a `text/event-stream`
+/// ([`events`](mod@super::events)).
 pub(super) fn events(console: &Arc<State>, login: String) -> Answer {
     let stream = events::stream(console.clone(), login);
     let mut response = respond_with(StatusCode::OK, "text/event-stream", stream);

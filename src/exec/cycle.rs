@@ -14,9 +14,10 @@ use crate::hash::{Digest, plan_digest};
 use crate::telemetry::TraceParent;
 use crate::validate::ValidPlan;
 
-/// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime
-/// makes one for a real session (from what it booted and computed itself); a cycle run by an
-/// [`Executor`](crate::Executor) alone gets a throw-away one ([`Executor::run`](crate::Executor::run)).
+/// The session a cycle runs in: its id, the plan hash and the cycle number. Only the runtime makes
+/// one for a real session (from what it booted and computed itself); a cycle run by an
+/// [`Executor`](crate::Executor) alone gets a throw-away one
+/// ([`Executor::run`](crate::Executor::run)).
 ///
 /// A caller cannot make one up (its fields are private):
 ///
@@ -33,9 +34,10 @@ pub struct CycleSession {
 
 impl CycleSession {
     /// A throw-away session for cycles of `plan` outside any runtime: a new id, the digest of the
-    /// plan alone as its hash, cycle 1. (A session's real identity and hash are the runtime's,
-    /// and never leave it.) Compute it once and run many cycles with
-    /// [`Executor::run_with`](crate::Executor::run_with), when hashing the plan per cycle would cost too much.
+    /// plan alone as its hash, cycle 1. (A session's real identity and hash are the runtime's, and
+    /// never leave it.) Compute it once and run many cycles with
+    /// [`Executor::run_with`](crate::Executor::run_with), when hashing the plan per cycle would
+    /// cost too much.
     pub fn for_plan(plan: &ValidPlan) -> CycleSession {
         CycleSession { session_id: Uuid::new_v4(), plan_hash: plan_digest(plan.plan()), cycle: 1 }
     }
@@ -120,7 +122,8 @@ pub(crate) struct RestoredCycle {
     pub(crate) trace: Option<TraceParent>,
 }
 
-/// A validator's Block as [`Executor::judge`] found it, with what it blocked.
+/// A validator's Block as [`Executor::judge`](crate::executor::Executor::judge) found it, with what
+/// it blocked.
 pub(crate) struct Block {
     pub(crate) validator_id: String,
     pub(crate) phase: Phase,

@@ -1,5 +1,5 @@
 //! The cycle's and the steps' spans (docs/CONTRACT.md §16), named from
-//! [`telemetry::names`](crate::telemetry::names); how a cycle's end is recorded on its span and in
+//! [`telemetry::names`]; how a cycle's end is recorded on its span and in
 //! the metrics.
 //!
 //! Layer 4, with the executor.

@@ -2,7 +2,7 @@
 //! session roots under a directory, or the sessions of a PostgreSQL database. What it lists is
 //! each pause's record (what is being approved, `shown`, with its digest), its expiry, and the
 //! decision if one is recorded; a pause is decided through [`Inbox::records`] and
-//! [`decide`](super::decide), from any process, without the sessions' locks or leases.
+//! [`decide`](fn@super::decide), from any process, without the sessions' locks or leases.
 //!
 //! Bounded (CONTRACT §11): at most [`MAX_INBOX`] pauses are listed at once (the oldest first;
 //! the result says how many more there are), a session's record is read as strictly as the
@@ -218,7 +218,7 @@ impl Inbox {
         Access::installed(&installed).ok()
     }
 
-    /// The records of one session, to decide on its pause ([`decide`](super::decide)) or read
+    /// The records of one session, to decide on its pause ([`decide`](fn@super::decide)) or read
     /// its approval log; a name that is no session here is `unknown-session`.
     pub async fn records(&self, session: &str) -> Result<Box<dyn SessionRecords>, InboxError> {
         self.backend.records(session).await

@@ -1,6 +1,6 @@
 //! The reviewer's domain (CONTRACT §14, §15): what a person who decides on paused cycles does and
 //! sees, above the sessions whose records hold it — the [`access`] file (who may decide what,
-//! CONTRACT §18), [`decide`] on a pause (checked against the
+//! CONTRACT §18), [`decide`](fn@decide) on a pause (checked against the
 //! pause it names, recorded without the session's lock or lease), the [`inbox`] of every pause
 //! waiting across sessions, and the [`overview`] of every session's status.
 //!

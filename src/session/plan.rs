@@ -14,7 +14,7 @@ use crate::validate::ValidPlan;
 pub const PLAN_FILE: &str = "ops/runtime/plan.json";
 
 /// The largest plan file read: a plan's largest document
-/// ([`MAX_PLAN_BYTES`](crate::json::MAX_PLAN_BYTES)) and room for its hash.
+/// ([`MAX_PLAN_BYTES`]) and room for its hash.
 pub const MAX_PLAN_FILE_BYTES: u64 = MAX_PLAN_BYTES as u64 + 4096;
 
 /// The plan a session runs, as it keeps it.

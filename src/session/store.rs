@@ -64,7 +64,7 @@ pub trait SessionStore: Send + Sync {
     fn records(&self) -> &dyn SessionRecords;
 }
 
-/// Writes the [`SessionStore`](crate::session::SessionStore) methods a wrapper store does not
+/// Writes the [`SessionStore`] methods a wrapper store does not
 /// change, each only forwarding to the inner store (`$inner`, an expression of `$this`, the
 /// wrapper): a wrapper writes the methods it changes and lists the others, and a method added to
 /// the trait is forwarded here once. Forwarding [`claim`](crate::session::SessionStore::claim)

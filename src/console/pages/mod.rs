@@ -1,7 +1,7 @@
 //! The console's pages and its login form, rendered on the server from the library's reads: the
 //! sessions (paused first, filterable, searchable, paged), one session ([`history`]: each cycle
-//! once, with its pause, decisions and failure), the inbox ([`inbox`]: a row per pause, filters
-//! and search) and a pause's own page (what it shows, the forms that decide on it, what was
+//! once, with its pause, decisions and failure), the inbox ([`inbox`](mod@inbox): a row per pause,
+//! filters and search) and a pause's own page (what it shows, the forms that decide on it, what was
 //! decided on its step before). Each page is a view — a plain struct of what it shows — and a
 //! template (`templates.rs`) that escapes every value of it.
 
