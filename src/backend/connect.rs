@@ -5,7 +5,7 @@ use std::sync::Arc;
 use super::{Backend, BackendError, BackendFuture, FilesBackend};
 
 /// How a backend of a database is made from its URL and tenant: each backend built in that keeps
-/// sessions in a database has one (`DATABASE_BACKENDS`, where the backends are declared).
+/// sessions in a database has one (`DATABASE`, where the backends are declared).
 pub(super) type Connector = for<'a> fn(&'a str, Option<&'a str>) -> BackendFuture<'a, Arc<dyn Backend>>;
 
 /// Whether `place` names a PostgreSQL database — a `postgres://` or `postgresql://` URL — rather
@@ -25,7 +25,7 @@ pub fn is_database_url(place: &str) -> bool {
 /// keep it for as long as the sessions are used.
 pub async fn connect(place: &str, tenant: Option<&str>) -> Result<Arc<dyn Backend>, BackendError> {
     if is_database_url(place) {
-        return match super::DATABASE_BACKENDS.first() {
+        return match super::DATABASE {
             Some(connect) => connect(place, tenant).await,
             None => Err(BackendError::Unknown(
                 "a database (this build has no feature `postgres`: build with it to use one)".to_owned(),

@@ -38,10 +38,10 @@ pub use read_stores::read_stores;
 pub use traits::{Backend, BackendFuture, Glance, Glances, Listed, OpenedSession, PausedSession};
 pub use watch::{MAX_WOKEN, Wake, Watch, Woken};
 
-/// The backends built in that keep sessions in a database, each with how it is made from a URL
-/// ([`connect`](fn@connect) uses the first): listed here, where the backends' modules are declared,
-/// so that `connect` names none.
-const DATABASE_BACKENDS: &[connect::Connector] = &[
-    #[cfg(feature = "postgres")]
-    postgres::PgBackend::connect_url,
-];
+/// How this build makes the backend of a database URL ([`connect`](fn@connect) calls it):
+/// PostgreSQL's with the feature `postgres`, none without. Said here, where the backends' modules
+/// are declared, so that `connect` names no backend.
+#[cfg(feature = "postgres")]
+const DATABASE: Option<connect::Connector> = Some(postgres::PgBackend::connect_url);
+#[cfg(not(feature = "postgres"))]
+const DATABASE: Option<connect::Connector> = None;

@@ -195,8 +195,9 @@ fn statements(text: &str) -> Vec<(usize, String)> {
         }
         let mut code = code.split(" // ").next().unwrap_or(code).to_owned();
         let open = |c: &str| c.matches('{').count() > c.matches('}').count();
-        if code.starts_with("use ") || code.starts_with("pub use ") || code.starts_with("pub(") {
-            while code.contains("use ") && open(&code) {
+        // `use …`, `pub use …`, `pub(crate) use …`: a group may go on over the next lines.
+        if code.split_whitespace().take(2).any(|word| word == "use") {
+            while open(&code) {
                 let Some((_, more)) = lines.next() else { break };
                 code.push(' ');
                 code.push_str(more.trim());
